@@ -1,0 +1,199 @@
+"""Compose the ASGI app from explicit parts: settings, policy, database, surfaces.
+
+`build_app(settings, policy=...)` is the only place that knows every package; a new
+channel is one factory in the `surfaces` list.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from sqlalchemy.ext.asyncio import AsyncEngine
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from bot.api import JSON, Api
+from bot.engine import Engine
+from bot.grants import GrantSigner
+from bot.metrics import Metrics
+from bot.notifier import Notifier
+from bot.openapi import openapi
+from bot.policy import Policy
+from bot.routing import SmsSender
+from bot.settings import Settings
+from bot.tenants import TenantKeys
+from bot.workers import ExpirySweeper, JobWorker
+from contracts.errors import CosignerError
+from contracts.ports import ApprovalDesk, SurfaceAdapter
+from storage.database import Database
+
+log = logging.getLogger("cosigner.app")
+SurfaceFactory = Callable[[ApprovalDesk, AsyncEngine], SurfaceAdapter]
+
+
+class ConfigurationError(Exception):
+    """Settings that cannot work together; the message names the variable to fix."""
+
+
+@dataclass
+class Parts:
+    """What a running app is made of, for tests and the CLI."""
+
+    settings: Settings
+    db: Database
+    engine: Engine
+    keys: TenantKeys
+    surfaces: dict[str, SurfaceAdapter]
+    http: httpx.AsyncClient
+    tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+def default_surfaces(settings: Settings) -> list[SurfaceFactory]:
+    """Slack and SMS factories for whatever the settings configure."""
+    factories: list[SurfaceFactory] = []
+    if settings.slack_enabled:
+        from surfaces.slack import SlackAdapter, SlackConfig
+
+        config = SlackConfig(
+            signing_secret=settings.slack_signing_secret or "",
+            bot_token=settings.slack_bot_token, client_id=settings.slack_client_id,
+            client_secret=settings.slack_client_secret, api_url=settings.slack_api_url,
+            app_id=settings.slack_app_id)
+        factories.append(lambda desk, engine: SlackAdapter(config, desk, engine))
+    if settings.sms_enabled:
+        from surfaces.sms import SmsAdapter, SmsConfig
+
+        sms = SmsConfig(account_sid=settings.twilio_account_sid or "",
+                        auth_token=settings.twilio_auth_token or "",
+                        from_number=settings.twilio_from_number,
+                        messaging_service_sid=settings.twilio_messaging_service_sid,
+                        api_url=settings.twilio_api_url, public_url=settings.public_url)
+        factories.append(lambda desk, engine: SmsAdapter(sms, desk))
+    return factories
+
+
+def build_app(settings: Settings, *, policy: Policy, db: Database | None = None,
+              surfaces: Sequence[SurfaceFactory] | None = None,
+              http: httpx.AsyncClient | None = None, run_workers: bool = True,
+              extra_routes: Sequence[BaseRoute] = (), migrate: bool | None = None) -> Starlette:
+    """The Cosigner ASGI app; `app.state.parts` holds its parts once started."""
+    if not settings.secret:
+        raise ConfigurationError("COSIGNER_SECRET is not set; set it to a long random string, "
+                                 "e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))'")
+    db = db or Database(settings.database_url)
+    metrics = Metrics()
+    notifier = Notifier()
+    engine = Engine(db, policy, GrantSigner(settings.secret), metrics=metrics, notifier=notifier,
+                    sms_sender=SmsSender(settings.twilio_from_number,
+                                         settings.twilio_messaging_service_sid))
+    adapters: dict[str, SurfaceAdapter] = {}
+    for factory in (default_surfaces(settings) if surfaces is None else surfaces):
+        adapter = factory(engine, db.writer)
+        adapters[adapter.name] = adapter
+    engine.surfaces |= set(adapters)
+    keys = TenantKeys(db)
+    parts = Parts(settings=settings, db=db, engine=engine, keys=keys, surfaces=adapters,
+                  http=http or httpx.AsyncClient(follow_redirects=False))
+    should_migrate = db.is_sqlite if migrate is None else migrate
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if should_migrate:
+            await db.migrate()
+        elif await db.revision() is None:
+            raise ConfigurationError("the database has no schema; run `cosigner migrate` first")
+        if not db.is_sqlite:
+            await notifier.listen(db.url, db.schema)
+        for adapter in adapters.values():
+            await adapter.start()
+        if run_workers:
+            worker = JobWorker(engine, adapters, parts.http, settings.secret or "")
+            sweeper = ExpirySweeper(engine)
+            parts.tasks = [asyncio.create_task(worker.run(parts.stop)),
+                           asyncio.create_task(sweeper.run(parts.stop))]
+        log.info("cosigner started", extra={"url": settings.public_url})
+        try:
+            yield
+        finally:
+            parts.stop.set()
+            engine.jobs_wakeup.set()
+            engine.expiry_wakeup.set()
+            for task in parts.tasks:
+                task.cancel()
+            for task in parts.tasks:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            for adapter in adapters.values():
+                await adapter.stop()
+            await notifier.close()
+            if http is None:
+                await parts.http.aclose()
+            await db.close()
+
+    async def healthz(request: Request) -> Response:
+        return JSON({"status": "ok"})
+
+    async def readyz(request: Request) -> Response:
+        try:
+            await db.ping()
+        except Exception:
+            return JSON({"status": "unavailable", "database": "unreachable"}, status_code=503)
+        return JSON({"status": "ready", "database": db.dialect,
+                     "surfaces": sorted(engine.surfaces)})
+
+    async def metrics_route(request: Request) -> Response:
+        metrics.waiting.set(notifier.waiting)
+        return PlainTextResponse(metrics.render(),
+                                 media_type="text/plain; version=0.0.4; charset=utf-8")
+
+    async def openapi_route(request: Request) -> Response:
+        return JSON(openapi())
+
+    routes: list[BaseRoute] = [
+        Route("/healthz", healthz), Route("/readyz", readyz),
+        Route("/metrics", metrics_route), Route("/openapi.json", openapi_route),
+        *Api(engine, keys).routes(),
+    ]
+    for adapter in adapters.values():
+        routes.extend(adapter.routes())
+    routes.extend(extra_routes)
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        code = "INVALID_REQUEST"
+        message = ("no such route; see /openapi.json" if exc.status_code == 404
+                   else f"{exc.detail}; see /openapi.json for the methods each route takes")
+        return JSONResponse({"error": {"code": code, "message": message}},
+                            status_code=exc.status_code)
+
+    async def cosigner_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, CosignerError)
+        return JSONResponse(exc.body(), status_code=exc.status)
+
+    async def server_error(request: Request, exc: Exception) -> Response:
+        # Log the type only: an exception message may quote request data.
+        log.error("unhandled error", extra={"route": request.url.path,
+                                            "code": type(exc).__name__})
+        return JSONResponse({"error": {"code": "INTERNAL", "message": "internal error; nothing "
+                                       "was decided. Retry the request."}}, status_code=500)
+
+    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={
+        HTTPException: http_error, CosignerError: cosigner_error, Exception: server_error})
+    app.state.parts = parts
+    return app
+
+
+def parts_of(app: Any) -> Parts:
+    """The parts of an app built by `build_app`."""
+    parts: Parts = app.state.parts
+    return parts

@@ -1,0 +1,37 @@
+"""Prometheus metrics, on a registry of the app's own so several apps can share a process."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+
+class Metrics:
+    """Requests, approvals by status, time to decision, and job outcomes."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter("cosigner_http_requests", "HTTP requests by route and status",
+                                ["method", "route", "status"], registry=self.registry)
+        self.approvals = Counter("cosigner_approvals", "Approvals by final or initial status",
+                                 ["event", "status"], registry=self.registry)
+        self.decision_seconds = Histogram(
+            "cosigner_time_to_decision_seconds", "From request to decision",
+            ["status"], registry=self.registry,
+            buckets=(0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600, 86400))
+        self.jobs = Counter("cosigner_jobs", "Background jobs by kind and outcome",
+                            ["kind", "outcome"], registry=self.registry)
+        self.waiting = Gauge("cosigner_waiters", "Agents waiting on a decision here",
+                             registry=self.registry)
+
+    def created(self, status: str) -> None:
+        """Count a new approval in its initial status."""
+        self.approvals.labels("created", status).inc()
+
+    def closed(self, status: str, created_at: float, decided_at: float) -> None:
+        """Count a closed approval and observe its time to decision."""
+        self.approvals.labels("closed", status).inc()
+        self.decision_seconds.labels(status).observe(max(decided_at - created_at, 0.0))
+
+    def render(self) -> bytes:
+        """The Prometheus text exposition."""
+        return generate_latest(self.registry)

@@ -1,0 +1,74 @@
+"""Wake waiting agents the moment an approval closes: in process, and across replicas.
+
+Long-polls and event streams register a future before they read the row, so a decision
+committed between the read and the wait is never missed. On PostgreSQL a decision also
+sends `NOTIFY cosigner_decided`, and every replica's listener wakes its own waiters.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import defaultdict
+from typing import Any
+
+from sqlalchemy.engine import make_url
+
+log = logging.getLogger("cosigner.notifier")
+CHANNEL = "cosigner_decided"
+
+
+class Notifier:
+    """Futures keyed by approval id, resolved when that approval closes."""
+
+    def __init__(self) -> None:
+        self._waiters: dict[str, set[asyncio.Future[None]]] = defaultdict(set)
+        self._listener: Any = None
+
+    def subscribe(self, approval_id: str) -> asyncio.Future[None]:
+        """A future that completes when `approval_id` closes; call `unsubscribe` after."""
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters[approval_id].add(fut)
+        return fut
+
+    def unsubscribe(self, approval_id: str, fut: asyncio.Future[None]) -> None:
+        """Forget a waiter."""
+        waiters = self._waiters.get(approval_id)
+        if waiters is not None:
+            waiters.discard(fut)
+            if not waiters:
+                del self._waiters[approval_id]
+
+    def publish(self, approval_id: str) -> None:
+        """Wake every local waiter of this approval."""
+        for fut in self._waiters.pop(approval_id, ()):
+            if not fut.done():
+                fut.set_result(None)
+
+    @property
+    def waiting(self) -> int:
+        """How many approvals have a waiter here."""
+        return len(self._waiters)
+
+    async def listen(self, database_url: str, schema: str | None = None) -> None:
+        """Start a PostgreSQL LISTEN connection that publishes other replicas' decisions."""
+        import asyncpg
+
+        url = make_url(database_url).set(drivername="postgresql")
+        dsn = url.render_as_string(hide_password=False)
+        self._listener = await asyncpg.connect(dsn)
+        channel = f"{CHANNEL}_{schema}" if schema else CHANNEL
+
+        def on_notify(_conn: Any, _pid: int, _channel: str, payload: str) -> None:
+            self.publish(payload)
+
+        await self._listener.add_listener(channel, on_notify)
+
+    async def close(self) -> None:
+        """Stop listening."""
+        if self._listener is not None:
+            try:
+                await self._listener.close()
+            except Exception:  # closing a broken connection must not stop shutdown
+                log.warning("notify listener did not close cleanly")
+            self._listener = None

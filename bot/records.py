@@ -1,0 +1,183 @@
+"""An approval row as a frozen record, and its translations to cards and wire bodies."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from bot.grants import GrantSigner
+from contracts.enums import ApprovalMode, ApprovalStatus, ToolKind
+from contracts.ports import (
+    ApprovalCard,
+    DashboardRoute,
+    Delivered,
+    Outcome,
+    Placed,
+    Route,
+    SlackRoute,
+    SmsRoute,
+)
+
+
+def ts(seconds: float) -> datetime:
+    """UNIX seconds as an aware UTC datetime."""
+    return datetime.fromtimestamp(seconds, tz=UTC)
+
+
+def iso(seconds: float) -> str:
+    """UNIX seconds as ISO 8601 with milliseconds and a Z."""
+    return ts(seconds).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def route_to_json(route: Route) -> str:
+    """Serialise a route for the approvals table."""
+    return json.dumps(asdict(route), separators=(",", ":"))
+
+
+def route_from_json(text: str | None) -> Route | None:
+    """Rebuild a route stored by `route_to_json`."""
+    if not text:
+        return None
+    d = json.loads(text)
+    d["approvers"] = tuple(d["approvers"])
+    if d["surface"] == "slack":
+        d["approver_teams"] = tuple(d["approver_teams"])
+        return SlackRoute(**d)
+    if d["surface"] == "sms":
+        return SmsRoute(**d)
+    return DashboardRoute(**d)
+
+
+def delivered_to_json(d: Delivered) -> str:
+    """Serialise a delivery receipt."""
+    return json.dumps({"surface": d.surface, "conversation": d.conversation,
+                       "message_refs": list(d.message_refs), "app_id": d.app_id,
+                       "extra": dict(d.extra)}, separators=(",", ":"))
+
+
+def delivered_from_json(text: str | None) -> Delivered | None:
+    """Rebuild a stored delivery receipt."""
+    if not text:
+        return None
+    d = json.loads(text)
+    return Delivered(surface=d["surface"], conversation=d["conversation"],
+                     message_refs=tuple(d["message_refs"]), app_id=d.get("app_id"),
+                     extra=d.get("extra") or {})
+
+
+def delivery_key(route: Route) -> str:
+    """The indexed key that finds pending approvals by where they were delivered."""
+    if isinstance(route, SlackRoute):
+        return f"slack:{route.channel_id}"
+    if isinstance(route, SmsRoute):
+        return f"sms:{route.from_number or route.messaging_service_sid}"
+    return "dashboard"
+
+
+@dataclass(frozen=True)
+class Record:
+    """One approval as stored."""
+
+    id: str
+    tenant: str
+    execution_id: str
+    tool_call_id: str
+    tool_name: str
+    kind: ToolKind
+    mode: ApprovalMode
+    status: ApprovalStatus
+    parameters: dict[str, Any]
+    digest: str
+    reason: str | None
+    surface: dict[str, Any]
+    route: Route | None
+    delivered: Delivered | None
+    short_code: str
+    policy_rule: str
+    callback_url: str | None
+    created_at: float
+    expires_at: float
+    decided_at: float | None
+    decided_by: dict[str, Any] | None
+    comment: str | None
+    audit_seq: int
+    audit_head: str
+
+    @classmethod
+    def from_row(cls, row: Any) -> Record:
+        """Build from a SQLAlchemy row of the approvals table."""
+        return cls(
+            id=row.id, tenant=row.tenant, execution_id=row.execution_id,
+            tool_call_id=row.tool_call_id, tool_name=row.tool_name, kind=ToolKind(row.kind),
+            mode=ApprovalMode(row.mode), status=ApprovalStatus(row.status),
+            parameters=json.loads(row.parameters), digest=row.parameters_digest,
+            reason=row.reason, surface=json.loads(row.surface),
+            route=route_from_json(row.route), delivered=delivered_from_json(row.delivered),
+            short_code=row.short_code, policy_rule=row.policy_rule,
+            callback_url=row.callback_url, created_at=row.created_at,
+            expires_at=row.expires_at, decided_at=row.decided_at,
+            decided_by=json.loads(row.decided_by) if row.decided_by else None,
+            comment=row.comment, audit_seq=row.audit_seq, audit_head=row.audit_head,
+        )
+
+    @property
+    def closed(self) -> bool:
+        """True once the approval left `pending`."""
+        return self.status is not ApprovalStatus.PENDING
+
+    def triggered_by(self) -> str:
+        """Who or what started the run, for cards: `slack:U1`, `sms:+1555…`, `schedule`."""
+        kind = self.surface.get("type", "unknown")
+        ident = self.surface.get("userId") or self.surface.get("phone")
+        return f"{kind}:{ident}" if ident else str(kind)
+
+    def card(self) -> ApprovalCard:
+        """What a surface may show; parameters are the redacted ones."""
+        outcome = None
+        if self.closed and self.decided_at is not None:
+            by = self.decided_by or {}
+            decider = by.get("userId") or by.get("rule") or by.get("code")
+            outcome = Outcome(status=self.status, decided_at=ts(self.decided_at),
+                              decider_kind=str(by.get("kind", "system")), decider=decider,
+                              surface=by.get("surface"), comment=self.comment)
+        return ApprovalCard(
+            approval_id=self.id, short_code=self.short_code, tenant=self.tenant,
+            execution_id=self.execution_id, tool_call_id=self.tool_call_id,
+            tool_name=self.tool_name, kind=self.kind, mode=self.mode,
+            parameters=self.parameters, reason=self.reason, triggered_by=self.triggered_by(),
+            policy_rule=self.policy_rule, created_at=ts(self.created_at),
+            expires_at=ts(self.expires_at), status=self.status, outcome=outcome)
+
+    def placed(self) -> Placed | None:
+        """The card with its route and receipt; None for approvals that needed no person."""
+        if self.route is None:
+            return None
+        return Placed(card=self.card(), route=self.route, delivered=self.delivered)
+
+    def start_body(self) -> dict[str, Any]:
+        """The `approval_start` object."""
+        return {"type": "approval_start", "approvalId": self.id, "executionId": self.execution_id,
+                "toolCallId": self.tool_call_id, "toolName": self.tool_name,
+                "parameters": self.parameters, "parametersDigest": self.digest,
+                "timeout": int(round((self.expires_at - self.created_at) * 1000)),
+                "startedAt": iso(self.created_at), "expiresAt": iso(self.expires_at),
+                "status": self.status.value, "shortCode": self.short_code}
+
+    def decision_body(self, signer: GrantSigner, grant_ttl: float) -> dict[str, Any]:
+        """The decision object; `grant` only when approved."""
+        grant = None
+        decided_at = self.decided_at or self.created_at
+        if self.status is ApprovalStatus.APPROVED:
+            grant = signer.sign({
+                "iss": "cosigner", "sub": self.id, "tenant": self.tenant,
+                "executionId": self.execution_id, "toolCallId": self.tool_call_id,
+                "toolName": self.tool_name, "digest": self.digest,
+                "iat": int(decided_at), "exp": int(decided_at + grant_ttl)})
+        return {"type": "approval_decided", "approvalId": self.id,
+                "executionId": self.execution_id, "toolCallId": self.tool_call_id,
+                "toolName": self.tool_name, "status": self.status.value,
+                "decidedBy": self.decided_by or {"kind": "system", "code": "UNKNOWN"},
+                "decidedAt": iso(decided_at), "comment": self.comment,
+                "parametersDigest": self.digest, "grant": grant}

@@ -1,0 +1,133 @@
+"""Redaction and digests: what may leave Cosigner, and what binds a decision to a call.
+
+`redact` runs before any surface, log line, callback or audit record sees parameters:
+policy paths plus secret-looking keys at any depth, plus values that look like credentials.
+`digest` is over the *unredacted* parameters, so a grant binds the exact call.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from contracts.digest import parameters_digest
+
+REDACTED = "[REDACTED]"
+
+# Normalised (lower case, no separators) key fragments that mark a secret.
+_SECRET_KEY_PARTS = (
+    "password", "passwd", "passphrase", "secret", "token", "apikey", "accesskey",
+    "privatekey", "authorization", "auth", "cookie", "cardnumber", "ccnumber", "creditcard",
+    "cvv", "cvc", "ssn", "credential", "bearer", "pincode", "iban", "sessionid", "signature",
+)
+# Exact normalised keys that are secrets although short or generic.
+_SECRET_KEYS = {"pan", "pwd", "otp", "key", "pin"}
+# Key fragments that contain a fragment above but are not secrets.
+_NOT_SECRET = ("author", "tokencount", "maxtokens", "tokenlimit", "tokensused")
+
+_SECRET_VALUES = re.compile(
+    r"(?:"
+    r"sk_(?:live|test)_[A-Za-z0-9]{8,}"        # Stripe
+    r"|xox[abposr]-[A-Za-z0-9-]{8,}"           # Slack tokens
+    r"|AKIA[0-9A-Z]{16}"                       # AWS access key id
+    r"|gh[pousr]_[A-Za-z0-9]{20,}"             # GitHub
+    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----"     # PEM
+    r"|(?i:bearer)\s+[A-Za-z0-9._~+/=-]{16,}"  # bearer header values
+    r"|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"  # JWT
+    r")"
+)
+_CARD_NUMBER = re.compile(r"\b(?:\d[ -]?){13,19}\b")
+
+
+def _normalise(key: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", key.lower())
+
+
+def is_secret_key(key: str) -> bool:
+    """True if a key name looks like it holds a credential or card data."""
+    k = _normalise(key)
+    if k in _SECRET_KEYS:
+        return True
+    if any(ok in k for ok in _NOT_SECRET):
+        return False
+    return any(part in k for part in _SECRET_KEY_PARTS)
+
+
+def _luhn(digits: str) -> bool:
+    total = 0
+    for i, ch in enumerate(reversed(digits)):
+        d = int(ch)
+        if i % 2 == 1:
+            d *= 2
+            if d > 9:
+                d -= 9
+        total += d
+    return total % 10 == 0
+
+
+def is_secret_value(value: str) -> bool:
+    """True if a string looks like a known credential format or a card number."""
+    if _SECRET_VALUES.search(value):
+        return True
+    for m in _CARD_NUMBER.finditer(value):
+        digits = re.sub(r"\D", "", m.group(0))
+        if 13 <= len(digits) <= 19 and _luhn(digits):
+            return True
+    return False
+
+
+def redact(value: Any, paths: Iterable[str] = ()) -> Any:
+    """Return a copy of `value` with policy `paths` and secret-looking entries replaced.
+
+    A path is dotted ("customer.email"); `*` matches any key or list index at that level;
+    a path through a list applies to each element.
+    """
+    split = [tuple(p.split(".")) for p in paths]
+    return _redact(value, split)
+
+
+def _redact(value: Any, paths: list[tuple[str, ...]]) -> Any:
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            k = str(key)
+            if any(len(p) == 1 and p[0] in (k, "*") for p in paths) or is_secret_key(k):
+                out[k] = REDACTED
+                continue
+            deeper = [p[1:] for p in paths if len(p) > 1 and p[0] in (k, "*")]
+            out[k] = _redact(item, deeper)
+        return out
+    if isinstance(value, list):
+        # A path segment naming an index or "*" selects elements; other paths pass through.
+        result = []
+        for i, item in enumerate(value):
+            deeper = [p[1:] for p in paths if len(p) > 1 and p[0] in (str(i), "*")]
+            direct = any(len(p) == 1 and p[0] in (str(i), "*") for p in paths)
+            passing = [p for p in paths if not p[0].isdigit() and p[0] != "*"]
+            result.append(REDACTED if direct else _redact(item, deeper + passing))
+        return result
+    if isinstance(value, str) and is_secret_value(value):
+        return REDACTED
+    return value
+
+
+def digest(parameters: Any) -> str:
+    """`sha256:` + hex of the canonical JSON of the unredacted parameters."""
+    return parameters_digest(parameters)
+
+
+def measure(value: Any, limit_depth: int) -> int:
+    """Nesting depth of a JSON value, stopping early once `limit_depth` is passed."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    deepest = 0
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if deepest > limit_depth:
+            return deepest
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+    return deepest

@@ -1,0 +1,202 @@
+"""The seams between the engine (`bot/`) and the surfaces (`surfaces/`).
+
+A surface never imports the engine: it is handed an `ApprovalDesk` and implements
+`SurfaceAdapter`. The engine never sees Block Kit JSON or Twilio form fields: it sees the
+frozen dataclasses below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal, Protocol
+
+from contracts.enums import ApprovalMode, ApprovalStatus, ToolKind, Verdict
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a closed approval ended, for showing on its card or in a text."""
+
+    status: ApprovalStatus
+    decided_at: datetime
+    decider_kind: str  # person | timeout | policy | agent | system
+    decider: str | None = None  # user id or phone of the person, rule, or error code
+    surface: str | None = None
+    comment: str | None = None
+
+
+@dataclass(frozen=True)
+class ApprovalCard:
+    """Everything a surface may show about an approval; parameters are already redacted."""
+
+    approval_id: str
+    short_code: str
+    tenant: str
+    execution_id: str
+    tool_call_id: str
+    tool_name: str
+    kind: ToolKind
+    mode: ApprovalMode
+    parameters: Mapping[str, Any]
+    reason: str | None
+    triggered_by: str  # e.g. "slack:U1", "sms:+15550001", "schedule"
+    policy_rule: str  # e.g. "tools.issue_refund: danger → ask_always"
+    created_at: datetime
+    expires_at: datetime
+    status: ApprovalStatus
+    outcome: Outcome | None = None
+
+
+@dataclass(frozen=True)
+class SlackRoute:
+    """Where a Slack card goes and who may click it."""
+
+    surface: Literal["slack"]
+    team_id: str
+    enterprise_id: str | None
+    channel_id: str
+    thread_ts: str | None
+    approvers: tuple[str, ...]  # Slack user ids
+    approver_teams: tuple[str, ...]  # workspaces (T…) or orgs (E…) whose users may click
+    requester: str | None = None  # user id to mention as the trigger
+
+
+@dataclass(frozen=True)
+class SmsRoute:
+    """Which numbers receive the text and from which number or Messaging Service."""
+
+    surface: Literal["sms"]
+    from_number: str | None
+    messaging_service_sid: str | None
+    approvers: tuple[str, ...]  # E.164 numbers; each gets the text
+
+
+@dataclass(frozen=True)
+class DashboardRoute:
+    """The tenant's app decides through `POST /v1/approvals/{id}/decision`."""
+
+    surface: Literal["dashboard"]
+    approvers: tuple[str, ...]  # the tenant app's user ids
+
+
+Route = SlackRoute | SmsRoute | DashboardRoute
+
+
+@dataclass(frozen=True)
+class Delivered:
+    """Receipt of a delivery, stored with the approval and checked against every answer.
+
+    `conversation` is the Slack channel id as returned by `chat.postMessage` (a `D…` id
+    for DMs), or the number an SMS was sent from. `message_refs` are the Slack message ts
+    or the Twilio MessageSids.
+    """
+
+    surface: str
+    conversation: str
+    message_refs: tuple[str, ...] = ()
+    app_id: str | None = None
+    extra: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A person's answer as a surface verified and parsed it.
+
+    `org` is where the answer happened (Slack `team.id`, or `enterprise.id` when there is
+    no team; the `To` number for SMS). `actor_org` is the answering person's own workspace
+    (Slack `user.team_id`) or None where the surface has none. `conversation` and
+    `message_ref` must equal what `Delivered` recorded.
+    """
+
+    approval_id: str
+    surface: str
+    verdict: Verdict
+    actor: str
+    org: str | None
+    actor_org: str | None
+    conversation: str
+    message_ref: str | None = None
+    app_id: str | None = None
+    enterprise_id: str | None = None
+    comment: str | None = None
+
+
+@dataclass(frozen=True)
+class Placed:
+    """An approval with the route it was given and, once delivered, its receipt."""
+
+    card: ApprovalCard
+    route: Route
+    delivered: Delivered | None
+
+
+class ApprovalDesk(Protocol):
+    """What the engine offers to surfaces."""
+
+    async def answer(self, answer: Answer) -> ApprovalCard:
+        """Check and apply an answer; on refusal audit it and raise a `CosignerError`."""
+        ...
+
+    async def placed(self, approval_id: str) -> Placed | None:
+        """Look an approval up by id, whatever its tenant (surfaces check tenancy)."""
+        ...
+
+    async def pending_for_number(self, to_number: str, from_number: str) -> Sequence[Placed]:
+        """Pending SMS approvals delivered from `to_number` to approver `from_number`."""
+        ...
+
+    async def latest_for_number(self, to_number: str, from_number: str) -> Placed | None:
+        """The most recent SMS approval (any state) between these numbers."""
+        ...
+
+    async def fail_closed(self, approval_id: str, code: str, message: str) -> None:
+        """Deny a pending approval because its surface failed; no-op if already closed."""
+        ...
+
+    async def note(self, approval_id: str, event: str, data: Mapping[str, Any]) -> None:
+        """Append a surface event (delivery status, refused click…) to the audit chain."""
+        ...
+
+    async def mark_once(self, namespace: str, key: str) -> bool:
+        """Record `key` durably; True the first time, False for a repeat (dedupe)."""
+        ...
+
+    async def set_flag(self, namespace: str, key: str, value: str | None) -> None:
+        """Set (or with None clear) a durable flag, e.g. an opted-out number."""
+        ...
+
+    async def get_flag(self, namespace: str, key: str) -> str | None:
+        """Read a durable flag."""
+        ...
+
+    def tenant_for_org(self, surface: str, org: str) -> str | None:
+        """The tenant whose policy names this Slack team/enterprise id or SMS number."""
+        ...
+
+
+class SurfaceAdapter(Protocol):
+    """What a surface offers the engine. `deliver` raises `SurfaceUnavailable` on failure."""
+
+    name: str
+
+    def routes(self) -> list[Any]:
+        """Starlette routes this surface serves (webhooks)."""
+        ...
+
+    async def start(self) -> None:
+        """Open clients inside the running loop."""
+        ...
+
+    async def stop(self) -> None:
+        """Close clients."""
+        ...
+
+    async def deliver(self, card: ApprovalCard, route: Route) -> Delivered:
+        """Show a pending approval to its approvers."""
+        ...
+
+    async def show_outcome(self, card: ApprovalCard, route: Route, delivered: Delivered) -> None:
+        """Show that an approval closed: update the card in place, or text a confirmation."""
+        ...

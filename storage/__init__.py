@@ -1,0 +1,1 @@
+"""Persistence: SQLAlchemy tables, the database handle, and Alembic migrations."""

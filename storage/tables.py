@@ -1,0 +1,103 @@
+"""The tables. Times are UNIX seconds (double precision) so SQLite and PostgreSQL agree."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+metadata = sa.MetaData()
+
+tenants = sa.Table(
+    "tenants",
+    metadata,
+    sa.Column("id", sa.String(40), primary_key=True),
+    sa.Column("name", sa.String(100), nullable=False, unique=True),
+    sa.Column("api_key_hash", sa.String(80), nullable=False, unique=True),
+    sa.Column("created_at", sa.Double, nullable=False),
+)
+
+approvals = sa.Table(
+    "approvals",
+    metadata,
+    sa.Column("id", sa.String(40), primary_key=True),
+    sa.Column("tenant", sa.String(100), nullable=False),
+    sa.Column("execution_id", sa.String(200), nullable=False),
+    sa.Column("tool_call_id", sa.String(200), nullable=False),
+    sa.Column("tool_name", sa.String(128), nullable=False),
+    sa.Column("kind", sa.String(16), nullable=False),
+    sa.Column("mode", sa.String(16), nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("parameters", sa.Text, nullable=False),  # redacted JSON
+    sa.Column("parameters_digest", sa.String(80), nullable=False),
+    sa.Column("reason", sa.Text),
+    sa.Column("surface", sa.Text, nullable=False),  # JSON
+    sa.Column("route", sa.Text),  # JSON
+    sa.Column("delivered", sa.Text),  # JSON receipt
+    sa.Column("delivery_key", sa.String(120)),  # "sms:+1555…" / "slack:C…" / "dashboard"
+    sa.Column("short_code", sa.String(8), nullable=False),
+    sa.Column("policy_rule", sa.String(300), nullable=False),
+    sa.Column("callback_url", sa.Text),
+    sa.Column("created_at", sa.Double, nullable=False),
+    sa.Column("expires_at", sa.Double, nullable=False),
+    sa.Column("decided_at", sa.Double),
+    sa.Column("decided_by", sa.Text),  # JSON
+    sa.Column("comment", sa.Text),
+    sa.Column("audit_seq", sa.Integer, nullable=False),
+    sa.Column("audit_head", sa.String(64), nullable=False),
+    sa.UniqueConstraint("tenant", "execution_id", "tool_call_id", name="uq_approvals_call"),
+    sa.Index("ix_approvals_pending_expiry", "status", "expires_at"),
+    sa.Index("ix_approvals_execution", "tenant", "execution_id"),
+    sa.Index("ix_approvals_delivery", "delivery_key", "status"),
+)
+
+run_grants = sa.Table(
+    "run_grants",
+    metadata,
+    sa.Column("tenant", sa.String(100), primary_key=True),
+    sa.Column("execution_id", sa.String(200), primary_key=True),
+    sa.Column("tool_name", sa.String(128), primary_key=True),
+    sa.Column("approval_id", sa.String(40), nullable=False),
+    sa.Column("granted_by", sa.String(200), nullable=False),
+    sa.Column("created_at", sa.Double, nullable=False),
+)
+
+audit_events = sa.Table(
+    "audit_events",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("approval_id", sa.String(40), nullable=False),
+    sa.Column("tenant", sa.String(100), nullable=False),
+    sa.Column("seq", sa.Integer, nullable=False),
+    sa.Column("at", sa.Double, nullable=False),
+    sa.Column("event", sa.String(40), nullable=False),
+    sa.Column("actor", sa.Text, nullable=False),  # JSON
+    sa.Column("data", sa.Text, nullable=False),  # JSON, redacted
+    sa.Column("prev_hash", sa.String(64), nullable=False),
+    sa.Column("hash", sa.String(64), nullable=False),
+    sa.UniqueConstraint("approval_id", "seq", name="uq_audit_seq"),
+    sa.Index("ix_audit_at", "at"),
+)
+
+jobs = sa.Table(
+    "jobs",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("kind", sa.String(20), nullable=False),  # deliver | show | callback
+    sa.Column("approval_id", sa.String(40), nullable=False),
+    sa.Column("payload", sa.Text, nullable=False),  # JSON
+    sa.Column("due_at", sa.Double, nullable=False),
+    sa.Column("deadline_at", sa.Double, nullable=False),
+    sa.Column("attempts", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("locked_until", sa.Double, nullable=False, server_default="0"),
+    sa.Column("done_at", sa.Double),
+    sa.Column("last_error", sa.Text),
+    sa.Index("ix_jobs_due", "done_at", "due_at"),
+)
+
+flags = sa.Table(
+    "flags",
+    metadata,
+    sa.Column("namespace", sa.String(40), primary_key=True),
+    sa.Column("key", sa.String(200), primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
+    sa.Column("created_at", sa.Double, nullable=False),
+)

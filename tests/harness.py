@@ -1,0 +1,160 @@
+"""Run a real Cosigner app in-process for tests: real database, real engine, real surfaces.
+
+    async with cosigner_app(POLICY, database=db) as h:
+        key = await h.create_tenant("acme")
+        r = await h.client.post("/v1/approvals", json=..., headers=h.auth(key))
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import tempfile
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import create_async_engine
+from starlette.applications import Starlette
+
+from bot.app import Parts, SurfaceFactory, build_app, parts_of
+from bot.engine import Engine
+from bot.policy import load_policy
+from bot.settings import Settings
+from storage.database import Database
+
+POSTGRES_ENV = "COSIGNER_TEST_POSTGRES_URL"
+TEST_SECRET = "test-secret-" + "x" * 32
+BASE_URL = "http://cosigner.test"
+
+DEFAULT_POLICY = """
+[defaults]
+timeout = "5m"
+max_gated_calls_per_execution = 5
+
+[tools.lookup_order]
+kind = "read"
+
+[tools.issue_credit]
+kind = "write"
+confirm = true
+
+[tools.issue_refund]
+kind = "danger"
+approvers = ["requester"]
+redact = ["customer.email"]
+
+[tools.delete_account]
+kind = "danger"
+deny = true
+deny_reason = "accounts are deleted by support staff only"
+
+[tenants.acme]
+slack_team = "T0ACME"
+admins = { slack = ["U0ADMIN"], dashboard = ["u_admin"] }
+admin_channel = "C0ADMINS"
+
+[tenants.acme.tools.issue_refund]
+allow_below = { parameter = "amountCents", value = 5000 }
+
+[tenants.acme.headless]
+route = "tenant_admins"
+
+[tenants.globex]
+slack_team = "T0GLOBEX"
+"""
+
+
+def postgres_url() -> str | None:
+    """The PostgreSQL URL tests may use, or None."""
+    return os.environ.get(POSTGRES_ENV) or None
+
+
+@asynccontextmanager
+async def database(kind: str) -> AsyncIterator[Database]:
+    """A fresh, migrated database: a temporary SQLite file, or a new PostgreSQL schema."""
+    if kind == "sqlite":
+        with tempfile.TemporaryDirectory() as tmp:
+            db = Database(f"sqlite+aiosqlite:///{Path(tmp) / 'test.db'}")
+            await db.migrate()
+            try:
+                yield db
+            finally:
+                await db.close()
+        return
+    url = postgres_url()
+    assert url, f"set {POSTGRES_ENV}"
+    schema = f"t_{secrets.token_hex(6)}"
+    admin = create_async_engine(url)
+    async with admin.begin() as conn:
+        await conn.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
+    db = Database(url, schema=schema)
+    try:
+        await db.migrate()
+        yield db
+    finally:
+        await db.close()
+        async with admin.begin() as conn:
+            await conn.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
+        await admin.dispose()
+
+
+@dataclass
+class Harness:
+    """A started app and what tests need from it."""
+
+    app: Starlette
+    client: httpx.AsyncClient
+    parts: Parts
+
+    @property
+    def engine(self) -> Engine:
+        """The engine (also the desk surfaces answer through)."""
+        return self.parts.engine
+
+    desk = engine
+
+    async def create_tenant(self, name: str) -> str:
+        """Create a tenant and return its API key."""
+        return await self.parts.keys.create(name)
+
+    @staticmethod
+    def auth(key: str) -> dict[str, str]:
+        """The Authorization header for a key."""
+        return {"Authorization": f"Bearer {key}"}
+
+
+def make_settings(**overrides: Any) -> Settings:
+    """Settings for tests: no Slack or Twilio unless given."""
+    values: dict[str, Any] = {"secret": TEST_SECRET, "public_url": BASE_URL}
+    values.update(overrides)
+    return Settings(**values)
+
+
+@asynccontextmanager
+async def cosigner_app(policy_toml: str = DEFAULT_POLICY, *, db: Database | None = None,
+                       database_kind: str = "sqlite", surfaces: Sequence[SurfaceFactory] = (),
+                       http: httpx.AsyncClient | None = None, run_workers: bool = True,
+                       **settings: Any) -> AsyncIterator[Harness]:
+    """Build, start and serve an app over `httpx.ASGITransport`."""
+    async with _maybe_db(db, database_kind) as database_:
+        app = build_app(make_settings(**settings), policy=load_policy(policy_toml),
+                        db=database_, surfaces=surfaces, http=http, run_workers=run_workers,
+                        migrate=False)
+        async with app.router.lifespan_context(app):
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url=BASE_URL) as client:
+                yield Harness(app=app, client=client, parts=parts_of(app))
+
+
+@asynccontextmanager
+async def _maybe_db(db: Database | None, kind: str) -> AsyncIterator[Database]:
+    if db is not None:
+        yield db
+        return
+    async with database(kind) as fresh:
+        yield fresh
