@@ -1,0 +1,240 @@
+"""The `cosigner` command: serve, dev, migrate, tenants, policy check, audit."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from bot.audit import event_to_json, verify_chains
+from bot.grants import callback_secret
+from bot.policy import Policy, load_policy, load_policy_file
+from bot.settings import Settings
+from bot.tenants import TenantKeys
+from contracts.errors import CosignerError, PolicyError
+from storage.database import Database, DatabaseUrlError
+from storage.tables import audit_events
+
+
+def _policy(settings: Settings) -> Policy:
+    if settings.policy:
+        return load_policy_file(settings.policy)
+    print("warning: COSIGNER_POLICY is not set; every tool is treated as danger "
+          "(a person approves each call)", file=sys.stderr)
+    return load_policy("")
+
+
+def serve(args: argparse.Namespace) -> int:
+    """Run the server."""
+    import uvicorn
+
+    from bot.app import build_app
+    from bot.logs import configure
+
+    settings = Settings()
+    configure(settings.log_level)
+    app = build_app(settings, policy=_policy(settings))
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning",
+                proxy_headers=True, timeout_graceful_shutdown=5)
+    return 0
+
+
+def dev(args: argparse.Namespace) -> int:
+    """Run the sandbox: SQLite, the bundled emulators, a sample policy, a demo tenant."""
+    from bot.sandbox import run_dev
+
+    return run_dev(host=args.host, port=args.port, data_dir=args.data)
+
+
+async def _migrate(settings: Settings) -> str | None:
+    db = Database(settings.database_url)
+    try:
+        await db.migrate()
+        return await db.revision()
+    finally:
+        await db.close()
+
+
+def migrate(args: argparse.Namespace) -> int:
+    """Bring the database schema up to date."""
+    revision = asyncio.run(_migrate(Settings()))
+    print(f"database is at revision {revision}")
+    return 0
+
+
+async def _with_db(fn: Any) -> Any:
+    settings = Settings()
+    db = Database(settings.database_url)
+    try:
+        await db.migrate()
+        return await fn(db, settings)
+    finally:
+        await db.close()
+
+
+def tenants_create(args: argparse.Namespace) -> int:
+    """Create a tenant and print its API key once."""
+    async def go(db: Database, settings: Settings) -> str:
+        return await TenantKeys(db).create(args.name)
+    key = asyncio.run(_with_db(go))
+    settings = Settings()
+    print(f"tenant {args.name} created.")
+    print(f"API key (shown once; only its hash is stored): {key}")
+    if settings.secret:
+        print(f"callback signing secret: {callback_secret(settings.secret, args.name)}")
+    return 0
+
+
+def tenants_rotate(args: argparse.Namespace) -> int:
+    """Give a tenant a new API key."""
+    async def go(db: Database, settings: Settings) -> str:
+        return await TenantKeys(db).rotate(args.name)
+    print(f"new API key for {args.name} (shown once): {asyncio.run(_with_db(go))}")
+    return 0
+
+
+def tenants_list(args: argparse.Namespace) -> int:
+    """List tenant names."""
+    async def go(db: Database, settings: Settings) -> list[str]:
+        return await TenantKeys(db).names()
+    for name in asyncio.run(_with_db(go)):
+        print(name)
+    return 0
+
+
+def policy_check(args: argparse.Namespace) -> int:
+    """Validate a policy file, printing every problem with its key path."""
+    policy = load_policy_file(args.file)
+    tools = ", ".join(f"{n} ({policy.rule_for('', n).mode.value})" for n in policy.tools)
+    print(f"{args.file}: OK — {len(policy.tools)} tools, {len(policy.tenants)} tenants")
+    if tools:
+        print(f"  tools: {tools}")
+    return 0
+
+
+def audit_show(args: argparse.Namespace) -> int:
+    """Print an approval's audit events as JSON lines."""
+    async def go(db: Database, settings: Settings) -> list[Any]:
+        async with db.read() as conn:
+            return list((await conn.execute(sa.select(audit_events).where(
+                audit_events.c.approval_id == args.id).order_by(audit_events.c.seq))).all())
+    rows = asyncio.run(_with_db(go))
+    if not rows:
+        print(f"no audit events for {args.id}", file=sys.stderr)
+        return 1
+    for row in rows:
+        when = datetime.fromtimestamp(row.at, UTC).isoformat(timespec="milliseconds")
+        print(f"{row.seq:>3} {when} {row.event:<18} {row.actor} {row.data}")
+    return 0
+
+
+def _since(text: str | None) -> float:
+    if not text:
+        return 0.0
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError as exc:
+        raise SystemExit(f"--since {text!r}: give an ISO 8601 time, e.g. 2026-11-01T00:00:00Z"
+                         ) from exc
+
+
+def audit_export(args: argparse.Namespace) -> int:
+    """Write every audit event since a time as JSON lines."""
+    since = _since(args.since)
+
+    async def go(db: Database, settings: Settings) -> int:
+        count = 0
+        async with db.read() as conn:
+            result = await conn.stream(sa.select(audit_events).where(
+                audit_events.c.at >= since).order_by(audit_events.c.at, audit_events.c.id))
+            async for row in result:
+                sys.stdout.write(json.dumps(event_to_json(row)) + "\n")
+                count += 1
+        return count
+    asyncio.run(_with_db(go))
+    return 0
+
+
+def audit_verify(args: argparse.Namespace) -> int:
+    """Check every hash chain; exit 1 and list the breaks if any row was edited or deleted."""
+    async def go(db: Database, settings: Settings) -> Any:
+        async with db.read() as conn:
+            return await verify_chains(conn)
+    checked, findings = asyncio.run(_with_db(go))
+    for f in findings:
+        print(f"BROKEN {f.approval_id} seq {f.seq}: {f.problem}")
+    if findings:
+        print(f"{len(findings)} problem(s) in {checked} events", file=sys.stderr)
+        return 1
+    print(f"audit OK: {checked} events, every chain intact")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    """The argument parser."""
+    p = argparse.ArgumentParser(prog="cosigner", description="Approval gate for AI agents.")
+    sub = p.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("serve", help="run the server (configured by environment)")
+    s.add_argument("--host", default="127.0.0.1")
+    s.add_argument("--port", type=int, default=8000)
+    s.set_defaults(fn=serve)
+    d = sub.add_parser("dev", help="run the sandbox: emulated Slack and Twilio, demo tenant")
+    d.add_argument("--host", default="127.0.0.1")
+    d.add_argument("--port", type=int, default=8000)
+    d.add_argument("--data", default="cosigner-data", help="folder for the sandbox database")
+    d.set_defaults(fn=dev)
+    sub.add_parser("migrate", help="create or upgrade the database schema").set_defaults(fn=migrate)
+    t = sub.add_parser("tenants", help="manage tenants").add_subparsers(dest="action",
+                                                                        required=True)
+    tc = t.add_parser("create", help="create a tenant; prints its API key once")
+    tc.add_argument("name")
+    tc.set_defaults(fn=tenants_create)
+    tr = t.add_parser("rotate", help="replace a tenant's API key")
+    tr.add_argument("name")
+    tr.set_defaults(fn=tenants_rotate)
+    t.add_parser("list", help="list tenants").set_defaults(fn=tenants_list)
+    pc = sub.add_parser("policy", help="policy tools").add_subparsers(dest="action",
+                                                                      required=True)
+    check = pc.add_parser("check", help="validate a policy file")
+    check.add_argument("file")
+    check.set_defaults(fn=policy_check)
+    a = sub.add_parser("audit", help="read and verify the audit log").add_subparsers(
+        dest="action", required=True)
+    show = a.add_parser("show", help="one approval's events")
+    show.add_argument("id")
+    show.set_defaults(fn=audit_show)
+    export = a.add_parser("export", help="events as JSON lines")
+    export.add_argument("--since", help="ISO 8601 time")
+    export.set_defaults(fn=audit_export)
+    a.add_parser("verify", help="find edited or deleted events").set_defaults(fn=audit_verify)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `cosigner` command."""
+    args = parser().parse_args(argv)
+    try:
+        code: int = args.fn(args)
+    except PolicyError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except (CosignerError, DatabaseUrlError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:
+        from bot.app import ConfigurationError
+        if isinstance(exc, ConfigurationError):
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        raise
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
