@@ -71,13 +71,16 @@ def default_surfaces(settings: Settings) -> list[SurfaceFactory]:
             app_id=settings.slack_app_id)
         factories.append(lambda desk, engine: SlackAdapter(config, desk, engine))
     if settings.sms_enabled:
-        from surfaces.sms import SmsAdapter, SmsConfig
+        from surfaces.sms import SmsAdapter, SmsConfig, SmsConfigError
 
-        sms = SmsConfig(account_sid=settings.twilio_account_sid or "",
-                        auth_token=settings.twilio_auth_token or "",
-                        from_number=settings.twilio_from_number,
-                        messaging_service_sid=settings.twilio_messaging_service_sid,
-                        api_url=settings.twilio_api_url, public_url=settings.public_url)
+        try:
+            sms = SmsConfig(account_sid=settings.twilio_account_sid or "",
+                            auth_token=settings.twilio_auth_token or "",
+                            from_number=settings.twilio_from_number,
+                            messaging_service_sid=settings.twilio_messaging_service_sid,
+                            api_url=settings.twilio_api_url, public_url=settings.public_url)
+        except SmsConfigError as exc:
+            raise ConfigurationError(str(exc)) from exc
         factories.append(lambda desk, engine: SmsAdapter(sms, desk))
     return factories
 

@@ -49,7 +49,7 @@ def dev(args: argparse.Namespace) -> int:
     """Run the sandbox: SQLite, the bundled emulators, a sample policy, a demo tenant."""
     from bot.sandbox import run_dev
 
-    return run_dev(host=args.host, port=args.port, data_dir=args.data)
+    return int(run_dev(host=args.host, port=args.port, data_dir=args.data))
 
 
 async def _migrate(settings: Settings) -> str | None:

@@ -28,4 +28,5 @@ def format_duration(seconds: float) -> str:
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if seconds >= size and seconds % size == 0:
             return f"{int(seconds // size)}{unit}"
-    return f"{seconds:g}s"
+    # Not `:g`, which writes 1000000 as "1e+06", a form parse_duration rejects.
+    return f"{int(seconds)}s" if seconds == int(seconds) else f"{seconds:f}".rstrip("0") + "s"

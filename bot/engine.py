@@ -79,14 +79,14 @@ class Engine:
     """The approval lifecycle; also the `ApprovalDesk` that surfaces answer through."""
 
     def __init__(self, db: Database, policy: Policy, signer: GrantSigner, *,
-                 metrics: Metrics, sms_sender: SmsSender = SmsSender(),
+                 metrics: Metrics, sms_sender: SmsSender | None = None,
                  notifier: Notifier | None = None, surfaces: Sequence[str] = (),
                  clock: Callable[[], float] = time.time) -> None:
         self.db = db
         self.policy = policy
         self.signer = signer
         self.metrics = metrics
-        self.sms_sender = sms_sender
+        self.sms_sender = sms_sender or SmsSender()
         self.surfaces = set(surfaces) | {"dashboard"}
         self.clock = clock
         self.notifier = notifier or Notifier()
@@ -337,6 +337,9 @@ class Engine:
         return None
 
     async def _short_code(self, conn: AsyncConnection, route: Any) -> str:
+        """Four digits; for SMS, unused among the number's pending requests (replies name it)."""
+        if not isinstance(route, SmsRoute):
+            return f"{secrets.randbelow(9000) + 1000}"
         key = delivery_key(route)
         for _ in range(20):
             code = f"{secrets.randbelow(9000) + 1000}"
@@ -479,8 +482,9 @@ class Engine:
     async def next_expiry(self) -> float | None:
         """When the next pending approval expires."""
         async with self.db.read() as conn:
-            return (await conn.execute(sa.select(sa.func.min(approvals.c.expires_at)).where(
+            value = (await conn.execute(sa.select(sa.func.min(approvals.c.expires_at)).where(
                 approvals.c.status == "pending"))).scalar_one()
+        return float(value) if value is not None else None
 
     async def cancel(self, tenant: str, approval_id: str) -> Record:
         """The agent withdraws its request."""
@@ -538,7 +542,7 @@ class Engine:
     async def answer(self, answer: Answer) -> ApprovalCard:
         """Check an answer from Slack or SMS and apply it; refusals are audited."""
         actor = {"kind": "person", "surface": answer.surface, "userId": answer.actor}
-        if answer.actor_org or answer.org:
+        if answer.surface == "slack" and (answer.actor_org or answer.org):
             actor["teamId"] = answer.actor_org or answer.org or ""
         if answer.verdict is Verdict.DENY:
             to = ApprovalStatus.DENIED

@@ -5,13 +5,15 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
+from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from contracts import wire
 from contracts.enums import ErrorCode
 
-_MODELS = [wire.ApprovalRequest, wire.AdmitRequest, wire.AdmitResponse, wire.DecisionRequest,
-           wire.ResultReport, wire.ApprovalStart, wire.Decision, wire.ErrorBody]
+_MODELS: list[type[BaseModel]] = [
+    wire.ApprovalRequest, wire.AdmitRequest, wire.AdmitResponse, wire.DecisionRequest,
+    wire.ResultReport, wire.ApprovalStart, wire.Decision, wire.ErrorBody]
 
 
 def _ref(model: type) -> dict[str, str]:

@@ -322,11 +322,14 @@ class _Validator:
         t = self.table(section, path)
         self.keys(t, _TOOL_KEYS, path)
         if "kind" in t:
-            if t["kind"] not in {k.value for k in ToolKind}:
+            # A list here is a typo, not a kind; check the type before the set lookup.
+            if not isinstance(t["kind"], str) or t["kind"] not in {k.value for k in ToolKind}:
                 self.bad(f"{path}.kind", f'"{t["kind"]}" is not a kind; use "read", "write" or "danger"')
         elif require_kind:
             self.bad(f"{path}.kind", 'missing; set kind = "read", "write" or "danger"')
-        if "confirm" in t and t["confirm"] not in (True, False, "always"):
+        # `1 in (True, False)` is true in Python, so compare types, not just values: a
+        # confirm = 1 must not load and then silently mean mode none.
+        if "confirm" in t and not (isinstance(t["confirm"], bool) or t["confirm"] == "always"):
             self.bad(f"{path}.confirm", 'must be true, false or "always"')
         if "approvers" in t:
             approvers = self.strings(t["approvers"], f"{path}.approvers")
@@ -421,7 +424,9 @@ class _Validator:
 
     def cross_check(self, tools: Mapping[str, Mapping[str, Any]],
                     tenants: Mapping[str, TenantPolicy], staff: StaffPolicy | None) -> None:
-        uses_staff = [f"tools.{n}.approvers" for n, t in tools.items() if "staff" in t.get("approvers", [])]
+        uses_staff = [f"tools.{n}.approvers" for n, t in tools.items() if _names_staff(t)]
+        uses_staff += [f"tenants.{tn}.tools.{n}.approvers" for tn, t in tenants.items()
+                       for n, o in t.tools.items() if _names_staff(o)]
         uses_staff += [f"tenants.{tn}.headless.route" for tn, t in tenants.items()
                        if t.headless_route is ApproverKind.STAFF]
         if uses_staff and staff is None:
@@ -430,12 +435,18 @@ class _Validator:
         seen: dict[str, str] = {}
         for tn, t in tenants.items():
             for key in (t.slack_team, t.slack_enterprise, t.sms_from, t.sms_messaging_service):
-                if key is None:
+                # Wrongly typed values were reported already and may not be hashable.
+                if not isinstance(key, str):
                     continue
                 if key in seen and seen[key] != tn:
                     self.bad(f"tenants.{tn}", f'"{key}" is also claimed by tenants.{seen[key]}; '
                              "a workspace or number belongs to one tenant")
                 seen[key] = tn
+
+
+def _names_staff(section: Mapping[str, Any]) -> bool:
+    approvers = section.get("approvers")
+    return isinstance(approvers, list) and "staff" in approvers
 
 
 def _is_e164(number: str) -> bool:

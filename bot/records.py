@@ -161,7 +161,7 @@ class Record:
         return {"type": "approval_start", "approvalId": self.id, "executionId": self.execution_id,
                 "toolCallId": self.tool_call_id, "toolName": self.tool_name,
                 "parameters": self.parameters, "parametersDigest": self.digest,
-                "timeout": int(round((self.expires_at - self.created_at) * 1000)),
+                "timeout": round((self.expires_at - self.created_at) * 1000),
                 "startedAt": iso(self.created_at), "expiresAt": iso(self.expires_at),
                 "status": self.status.value, "shortCode": self.short_code}
 

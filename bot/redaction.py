@@ -49,9 +49,10 @@ def is_secret_key(key: str) -> bool:
     k = _normalise(key)
     if k in _SECRET_KEYS:
         return True
-    if any(ok in k for ok in _NOT_SECRET):
-        return False
-    return any(part in k for part in _SECRET_KEY_PARTS)
+    # An exemption only silences the fragments it contains: "author" excuses "auth", but
+    # "authorization" and "authorToken" still name a secret.
+    exempt = [ok for ok in _NOT_SECRET if ok in k]
+    return any(part in k and not any(part in ok for ok in exempt) for part in _SECRET_KEY_PARTS)
 
 
 def _luhn(digits: str) -> bool:

@@ -80,7 +80,7 @@ class TenantKeys:
         async with self.db.read() as conn:
             name = (await conn.execute(sa.select(tenants.c.name).where(
                 tenants.c.api_key_hash == digest))).scalar_one_or_none()
-        if name is None:
+        if not isinstance(name, str):
             raise Unauthenticated("this API key is not known; check for a copy-paste error or "
                                   "create a key with `cosigner tenants create NAME`")
         if len(self._cache) > 10000:

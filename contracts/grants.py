@@ -75,6 +75,9 @@ def verify_grant(token: str, jwks: Mapping[str, Any], *, tool_name: str,
         signature = b64url_decode(sig_b64)
     except (ValueError, TypeError) as exc:
         raise GrantRefused("malformed grant: expected a compact JWS of three parts") from exc
+    # Valid JSON is not enough: `[1]` or `null` must be refused, not crash on `.get`.
+    if not isinstance(header, dict) or not isinstance(claims, dict):
+        raise GrantRefused("malformed grant: header and claims must be JSON objects")
     if header.get("alg") != "EdDSA" or header.get("typ") != GRANT_TYPE:
         raise GrantRefused("not a Cosigner grant (alg must be EdDSA, typ cosigner-grant+jwt)")
     key = _public_keys(jwks).get(str(header.get("kid")))
@@ -119,4 +122,5 @@ def verify_callback(secret: str, header: str, body: bytes, *, tolerance: int = 3
     if abs(current - timestamp) > tolerance:
         return False
     expected = sign_callback(secret, body, timestamp).split(",v1=", 1)[1]
-    return hmac.compare_digest(expected, parts.get("v1", ""))
+    # Compare bytes: compare_digest raises on non-ASCII str, and a header is untrusted input.
+    return hmac.compare_digest(expected.encode(), parts.get("v1", "").encode(errors="replace"))

@@ -1,0 +1,222 @@
+"""`cosigner dev`: the whole flow on one machine, with emulated Slack and Twilio.
+
+One process runs the real app (SQLite, the sample policy `sandbox_policy.toml`, the real
+Slack and SMS surfaces) against the bundled emulators, plus the `/sandbox` page that plays
+a Slack channel and a phone by sending really signed requests to the real webhooks.
+`sandbox()` starts and stops all of it; `run_dev()` adds the banner and waits for Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import socket
+import sys
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import uvicorn
+from starlette.applications import Starlette
+
+from bot.app import build_app, parts_of
+from bot.policy import load_policy_file
+from bot.sandbox_page import SandboxPage
+from bot.settings import DEV_SECRET, Settings
+from bot.tenants import TenantKeys
+from surfaces.slack import SlackEmulator
+from surfaces.sms import TwilioEmulator
+
+POLICY_FILE = Path(__file__).with_name("sandbox_policy.toml")
+TENANT = "demo"
+SLACK_TEAM = "T0DEMO"  # must match [tenants.demo] slack_team in sandbox_policy.toml
+SLACK_APP_ID = "A0EMU"
+SLACK_SIGNING_SECRET = "cosigner-dev-slack-signing-secret"
+SLACK_BOT_TOKEN = "xoxb-cosigner-dev"
+TWILIO_SID = "AC" + "0" * 31 + "1"
+TWILIO_TOKEN = "cosigner-dev-twilio-auth-token"
+SMS_FROM = "+15550100001"  # must match [tenants.demo] sms_from
+KEY_FILE = "demo.key"
+
+
+@dataclass
+class Sandbox:
+    """A running sandbox: where it listens, its emulators and the demo tenant's key."""
+
+    url: str  # where this process can reach the server (loopback)
+    public_url: str  # what Slack and Twilio would call; Twilio signatures cover it
+    port: int
+    api_key: str
+    key_file: Path
+    slack: SlackEmulator
+    twilio: TwilioEmulator
+    app: Starlette
+    served: asyncio.Task[None]
+
+
+class _Server(uvicorn.Server):
+    """uvicorn, optionally leaving SIGINT/SIGTERM to the host process (pytest)."""
+
+    def __init__(self, config: uvicorn.Config, handle_signals: bool) -> None:
+        super().__init__(config)
+        self.handle_signals = handle_signals
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        if self.handle_signals:
+            with super().capture_signals():
+                yield
+        else:
+            yield
+
+
+def dev_settings(data_dir: Path, public_url: str, slack: SlackEmulator,
+                 twilio: TwilioEmulator) -> Settings:
+    """Settings built in code, so the sandbox ignores whatever the environment holds."""
+    return Settings(
+        database_url=f"sqlite+aiosqlite:///{(data_dir / 'cosigner.db').resolve()}",
+        policy=str(POLICY_FILE), public_url=public_url, secret=DEV_SECRET,
+        slack_signing_secret=SLACK_SIGNING_SECRET, slack_bot_token=SLACK_BOT_TOKEN,
+        slack_api_url=slack.api_url, slack_app_id=slack.app_id,
+        twilio_account_sid=TWILIO_SID, twilio_auth_token=TWILIO_TOKEN,
+        twilio_from_number=SMS_FROM, twilio_api_url=twilio.api_url)
+
+
+async def demo_key(keys: TenantKeys) -> str:
+    """A fresh key for the demo tenant: created the first time, rotated on every start."""
+    if TENANT in await keys.names():
+        return await keys.rotate(TENANT)
+    return await keys.create(TENANT)
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise SandboxError(f"cannot listen on {host}:{port} ({exc.strerror}); "
+                           "pick another with `cosigner dev --port N`") from exc
+    return sock
+
+
+def _loopback(host: str) -> str:
+    if host in ("", "0.0.0.0", "::"):
+        return "127.0.0.1"
+    return f"[{host}]" if ":" in host else host
+
+
+class SandboxError(Exception):
+    """The sandbox cannot start; the message says what to change."""
+
+
+@contextlib.asynccontextmanager
+async def sandbox(host: str = "127.0.0.1", port: int = 8000,
+                  data_dir: str | Path = "cosigner-data", *,
+                  handle_signals: bool = False) -> AsyncIterator[Sandbox]:
+    """Start emulators, app and server (port 0: any free port); stop them all on exit."""
+    data = Path(data_dir)
+    data.mkdir(parents=True, exist_ok=True)
+    sock = _bind(host, port)
+    real_port = sock.getsockname()[1]
+    shown_host = _loopback(host)
+    public_url = f"http://{shown_host}:{real_port}"
+    try:
+        async with SlackEmulator.running(team_id=SLACK_TEAM, app_id=SLACK_APP_ID) as slack, \
+                TwilioEmulator.running(TWILIO_SID, TWILIO_TOKEN) as twilio, \
+                httpx.AsyncClient(base_url=public_url, timeout=30) as loop_http:
+            settings = dev_settings(data, public_url, slack, twilio)
+            page = SandboxPage(slack, twilio, loop_http, public_url=public_url,
+                               slack_secret=SLACK_SIGNING_SECRET, sms_number=SMS_FROM)
+            app = build_app(settings, policy=load_policy_file(POLICY_FILE),
+                            extra_routes=page.routes())
+            async with app.router.lifespan_context(app):
+                key = await demo_key(parts_of(app).keys)
+                key_file = data / KEY_FILE
+                key_file.write_text(key + "\n", encoding="utf-8")
+                key_file.chmod(0o600)
+                config = uvicorn.Config(app, log_level="warning", lifespan="off", ws="none",
+                                        timeout_graceful_shutdown=3)
+                server = _Server(config, handle_signals)
+                served = asyncio.create_task(server.serve(sockets=[sock]))
+                while not server.started:
+                    if served.done():
+                        await served
+                        raise SandboxError("the server stopped while starting")
+                    await asyncio.sleep(0.01)
+                try:
+                    yield Sandbox(url=public_url, public_url=public_url, port=real_port,
+                                  api_key=key, key_file=key_file, slack=slack, twilio=twilio,
+                                  app=app, served=served)
+                finally:
+                    server.should_exit = True
+                    await served
+    finally:
+        sock.close()
+
+
+def banner(sb: Sandbox, host: str) -> str:
+    """What `cosigner dev` prints: the URLs, the demo key and a request to paste."""
+    u = sb.url
+    lines = [
+        "",
+        "Cosigner sandbox is running: SQLite, emulated Slack and Twilio, the sample policy.",
+        "",
+        f"  Sandbox (a Slack channel and a phone):  {u}/sandbox",
+        f"  Agent API:                              {u}/v1/approvals",
+        f"  API description:                        {u}/openapi.json",
+        f"  Policy:                                 {POLICY_FILE}",
+        "",
+        f"  Demo tenant API key (new on every start; also in {sb.key_file}):",
+        f"    {sb.api_key}",
+        "",
+        "Try the example agent in another terminal, then answer in the sandbox:",
+        "  .venv/bin/python examples/agent.py",
+        "",
+        "Or ask for one approval yourself:",
+        f"  curl -s {u}/v1/approvals -H 'Authorization: Bearer {sb.api_key}' \\",
+        "    -H 'content-type: application/json' -d '{\"executionId\": \"run_1\", "
+        "\"toolCallId\": \"call_1\", \"toolName\": \"issue_refund\",",
+        "    \"parameters\": {\"orderId\": \"ord_4421\", \"amountCents\": 12900, "
+        "\"cardToken\": \"tok_x\"},",
+        "    \"surface\": {\"type\": \"slack\", \"teamId\": \"T0DEMO\", \"channelId\": "
+        "\"C0DEMO\", \"userId\": \"U0ALICE\"}}'",
+        "",
+        "Press Ctrl-C to stop.",
+    ]
+    if not _is_loopback(host):
+        lines.insert(1, f"WARNING: listening on {host}: anyone who can reach it can answer "
+                        "approvals through /sandbox. The sandbox is for one machine.")
+    return "\n".join(lines)
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+async def _serve(host: str, port: int, data_dir: str) -> int:
+    async with sandbox(host, port, data_dir, handle_signals=True) as sb:
+        print(banner(sb, host), flush=True)
+        await sb.served
+    return 0
+
+
+def run_dev(host: str, port: int, data_dir: str) -> int:
+    """Run the sandbox until Ctrl-C; the exit code for `cosigner dev`."""
+    from bot.logs import configure
+
+    configure("WARNING")
+    try:
+        return asyncio.run(_serve(host, port, data_dir))
+    except SandboxError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 0

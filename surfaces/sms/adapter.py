@@ -1,0 +1,273 @@
+"""The SMS surface: texts approvals out through Twilio and serves Twilio's two webhooks.
+
+`deliver` and `show_outcome` talk to Twilio with the official `twilio.rest.Client` on an
+httpx-based HTTP client (`transport.py`), opened in `start()` and closed in `stop()`.
+Twilio errors never leave this module: they become `SurfaceUnavailable`, which makes the
+engine fail the request closed.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from starlette.routing import Route
+from twilio.base.exceptions import TwilioException, TwilioRestException
+from twilio.rest import Client
+
+from contracts.enums import ApprovalStatus
+from contracts.errors import SurfaceUnavailable
+from contracts.ports import ApprovalCard, ApprovalDesk, Delivered, SmsRoute
+from contracts.ports import Route as ApprovalRoute
+from surfaces.sms.text import to_outcome_text, to_sms_text
+from surfaces.sms.transport import HttpxTwilioClient
+from surfaces.sms.webhook import OPT_OUT, SENT_SID, SmsWebhooks
+
+logger = logging.getLogger("cosigner.sms")
+
+E164 = re.compile(r"^\+[1-9][0-9]{6,14}$")
+SEND_TIMEOUT = 10.0  # seconds; a durable job worker calls deliver, so a slow Twilio may retry
+_SENT = "sms_sent"  # "<approval id>:<number>" → MessageSid, so a retried deliver resends nothing
+_OUTCOME = "sms_outcome"
+
+
+class SmsConfigError(ValueError):
+    """The SMS settings are incomplete or malformed; the message names the variable to fix."""
+
+
+@dataclass(frozen=True)
+class SmsConfig:
+    """Twilio credentials, default sender, API base URL and the public URL Twilio calls."""
+
+    account_sid: str
+    auth_token: str
+    from_number: str | None
+    messaging_service_sid: str | None
+    api_url: str | None  # None = Twilio itself; else the base URL of an emulator
+    public_url: str  # e.g. https://cosigner.example.com; signatures are checked against it
+
+    def __post_init__(self) -> None:
+        problems = []
+        if not self.account_sid.startswith("AC"):
+            problems.append("TWILIO_ACCOUNT_SID must be an account SID (AC…)")
+        if not self.auth_token:
+            problems.append("TWILIO_AUTH_TOKEN is empty")
+        if self.from_number is not None and not E164.match(self.from_number):
+            problems.append("TWILIO_FROM_NUMBER must be E.164, e.g. +15550000001")
+        if self.messaging_service_sid is not None and not self.messaging_service_sid.startswith("MG"):
+            problems.append("TWILIO_MESSAGING_SERVICE_SID must be a Messaging Service SID (MG…)")
+        if not self.public_url.startswith(("https://", "http://")):
+            problems.append("COSIGNER_PUBLIC_URL must be the absolute URL Twilio calls")
+        if problems:
+            raise SmsConfigError("; ".join(problems))
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> SmsConfig:
+        """Read the usual Twilio variables and COSIGNER_PUBLIC_URL (see docs/sms.md)."""
+        missing = [
+            name
+            for name in ("TWILIO_ACCOUNT_SID", "TWILIO_AUTH_TOKEN", "COSIGNER_PUBLIC_URL")
+            if not env.get(name)
+        ]
+        if missing:
+            raise SmsConfigError(f"set {', '.join(missing)} to enable the SMS surface")
+        return cls(
+            account_sid=env["TWILIO_ACCOUNT_SID"],
+            auth_token=env["TWILIO_AUTH_TOKEN"],
+            from_number=env.get("TWILIO_FROM_NUMBER") or None,
+            messaging_service_sid=env.get("TWILIO_MESSAGING_SERVICE_SID") or None,
+            api_url=env.get("TWILIO_API_URL") or None,
+            public_url=env["COSIGNER_PUBLIC_URL"].rstrip("/"),
+        )
+
+
+class _State(enum.Enum):
+    NEW = "new"
+    STARTED = "started"
+    STOPPED = "stopped"
+
+
+def mask(number: str) -> str:
+    """A phone number with all but its last four digits hidden, for messages and logs."""
+    return f"…{number[-4:]}" if len(number) > 4 else "…"
+
+
+class SmsAdapter:
+    """The `sms` surface adapter (implements `contracts.ports.SurfaceAdapter`)."""
+
+    name = "sms"
+
+    def __init__(
+        self,
+        config: SmsConfig,
+        desk: ApprovalDesk,
+        *,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.config = config
+        self.desk = desk
+        self.transport = transport  # tests may hand in an httpx.MockTransport
+        self.webhooks = SmsWebhooks(config, desk)
+        self._state = _State.NEW
+        self._http: HttpxTwilioClient | None = None
+        self._client: Client | None = None
+
+    def routes(self) -> list[Any]:
+        """`POST /sms/inbound` (texts from approvers) and `POST /sms/status` (delivery)."""
+        return [
+            Route("/sms/inbound", self.webhooks.inbound, methods=["POST"]),
+            Route("/sms/status", self.webhooks.status, methods=["POST"]),
+        ]
+
+    async def start(self) -> None:
+        """Open the Twilio client inside the running loop."""
+        if self._state is _State.STARTED:
+            return
+        self._http = HttpxTwilioClient(timeout=SEND_TIMEOUT, transport=self.transport)
+        client = Client(self.config.account_sid, self.config.auth_token, http_client=self._http)
+        # TWILIO_EDGE / TWILIO_REGION from the environment would rewrite the host,
+        # sending an emulator's traffic (or a region-pinned account's) elsewhere.
+        client.edge = None
+        client.region = None
+        if self.config.api_url:
+            client.api.base_url = self.config.api_url.rstrip("/")
+        self._client = client
+        self._state = _State.STARTED
+
+    async def stop(self) -> None:
+        """Close the Twilio client's HTTP session."""
+        if self._http is not None:
+            await self._http.close()
+        self._http = None
+        self._client = None
+        self._state = _State.STOPPED
+
+    def _live_client(self) -> Client:
+        if self._client is None:
+            if self._state is _State.STOPPED:
+                raise SurfaceUnavailable("the SMS surface is stopped; nothing can be texted")
+            raise SurfaceUnavailable("the SMS surface was not started: call start() first")
+        return self._client
+
+    def _sender(self, route: SmsRoute) -> tuple[str | None, str | None]:
+        """(From number, Messaging Service SID) to send from; the route wins over config."""
+        service = route.messaging_service_sid or (
+            None if route.from_number else self.config.messaging_service_sid
+        )
+        number = route.from_number or (None if service else self.config.from_number)
+        if service is None and number is None:
+            raise SurfaceUnavailable(
+                "no sender: set sms_from for the tenant or TWILIO_FROM_NUMBER / TWILIO_MESSAGING_SERVICE_SID"
+            )
+        return number, service
+
+    async def deliver(self, card: ApprovalCard, route: ApprovalRoute) -> Delivered:
+        """Text the request to every approver; all or nothing, else `SurfaceUnavailable`."""
+        if not isinstance(route, SmsRoute):
+            raise SurfaceUnavailable(f"the sms surface cannot deliver a {route.surface} route")
+        client = self._live_client()
+        from_number, service = self._sender(route)
+        # The number when one is used (a Messaging Service may still pick it as sender),
+        # else the service: the same key the engine files the request under.
+        conversation = from_number or service or ""
+        if not route.approvers:
+            raise SurfaceUnavailable("no approver number to text: the policy names none")
+        for number in route.approvers:
+            if not E164.match(number):
+                raise SurfaceUnavailable(f"approver number {mask(number)} is not E.164 (+ and 7–15 digits)")
+        # Check every number before texting any, so an opted-out approver does not leave
+        # the others holding a request that is about to fail closed.
+        for number in route.approvers:
+            if await self.desk.get_flag(OPT_OUT, number):
+                raise SurfaceUnavailable(
+                    f"approver {mask(number)} opted out by STOP; they must text START "
+                    "to the sender before they can be asked again"
+                )
+        status_callback = self.config.public_url.rstrip("/") + "/sms/status"
+        sids = []
+        for number in route.approvers:
+            sent_key = f"{card.approval_id}:{number}"
+            sid = await self.desk.get_flag(_SENT, sent_key)
+            if sid is None:
+                pending = await self.desk.pending_for_number(conversation, number)
+                others = [p for p in pending if p.card.approval_id != card.approval_id]
+                body = to_sms_text(card, code_required=bool(others))
+                sid = await self._send(client, number, from_number, service, body, status_callback)
+                await self.desk.set_flag(SENT_SID, sid, card.approval_id)
+                await self.desk.set_flag(_SENT, sent_key, sid)
+                logger.info("sms request texted approval=%s sid=%s", card.approval_id, sid)
+            sids.append(sid)
+        return Delivered(surface="sms", conversation=conversation, message_refs=tuple(sids))
+
+    async def show_outcome(self, card: ApprovalCard, route: ApprovalRoute, delivered: Delivered) -> None:
+        """Text each reachable approver how the request ended; failures are logged only."""
+        if not isinstance(route, SmsRoute) or card.status is ApprovalStatus.PENDING:
+            return
+        try:
+            client = self._live_client()
+        except SurfaceUnavailable as exc:
+            logger.warning("sms outcome not texted approval=%s: %s", card.approval_id, exc)
+            return
+        if delivered.conversation.startswith("MG"):
+            from_number, service = None, delivered.conversation
+        else:
+            from_number, service = delivered.conversation, None
+        body = to_outcome_text(card)
+        for number in route.approvers:
+            if not E164.match(number) or await self.desk.get_flag(OPT_OUT, number):
+                continue
+            if not await self.desk.mark_once(_OUTCOME, f"{card.approval_id}:{number}"):
+                continue
+            try:
+                await self._send(client, number, from_number, service, body, None)
+            except SurfaceUnavailable as exc:
+                # The decision already stands; a lost confirmation must not undo it.
+                logger.warning(
+                    "sms outcome not texted approval=%s to=%s: %s",
+                    card.approval_id,
+                    mask(number),
+                    exc.message,
+                )
+
+    async def _send(
+        self,
+        client: Client,
+        to: str,
+        from_number: str | None,
+        service: str | None,
+        body: str,
+        status_callback: str | None,
+    ) -> str:
+        """Create one message; every Twilio or network failure becomes `SurfaceUnavailable`."""
+        kwargs: dict[str, Any] = {"to": to, "body": body}
+        if from_number:
+            kwargs["from_"] = from_number
+        if service:
+            kwargs["messaging_service_sid"] = service
+        if status_callback:
+            kwargs["status_callback"] = status_callback
+        try:
+            message = await client.messages.create_async(**kwargs)
+        except TwilioRestException as exc:
+            hint = ""
+            if exc.code == 21610:
+                # Twilio knows of a STOP we never saw (sent before this bot existed, or to
+                # another webhook): remember it so we stop trying this number.
+                await self.desk.set_flag(OPT_OUT, to, "1")
+                hint = " (the number opted out by STOP)"
+            raise SurfaceUnavailable(
+                f"Twilio refused the text to {mask(to)}: error {exc.code}{hint}",
+                twilioCode=exc.code,
+            ) from exc
+        except (TimeoutError, TwilioException, httpx.HTTPError, OSError, ValueError) as exc:
+            raise SurfaceUnavailable(
+                f"could not reach Twilio ({type(exc).__name__}); check TWILIO_API_URL and the network"
+            ) from exc
+        if not message.sid:
+            raise SurfaceUnavailable("Twilio accepted the text but returned no MessageSid")
+        return str(message.sid)

@@ -1,0 +1,222 @@
+"""A Twilio Messages API emulator on loopback, for `cosigner dev` and the tests.
+
+It serves `POST /2010-04-01/Accounts/{AccountSid}/Messages.json` the way Twilio does
+(Basic auth, form fields, JSON resource or JSON error), records every text it accepts,
+and can be told to refuse the next request or to treat a number as opted out. Point the
+real twilio client at `emu.api_url`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import secrets
+import socket
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import format_datetime
+from typing import Any
+from urllib.parse import parse_qsl
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from surfaces.sms.text import segments
+
+E164_DIGITS = range(7, 16)
+
+
+@dataclass
+class SentText:
+    """One text the emulator accepted."""
+
+    sid: str
+    to: str
+    from_: str | None
+    messaging_service_sid: str | None
+    body: str
+    status_callback: str | None
+    status: str
+
+
+@dataclass(frozen=True)
+class _Failure:
+    status: int
+    code: int | None
+    message: str
+
+
+class _QuietServer(uvicorn.Server):
+    # uvicorn.Server.serve() takes over SIGINT/SIGTERM; inside `cosigner dev` that would
+    # steal Ctrl-C from the main server, so the emulator leaves signals alone.
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+def _error(status: int, code: int | None, message: str) -> JSONResponse:
+    more_info = f"https://www.twilio.com/docs/errors/{code}" if code else None
+    body = {"code": code, "message": message, "more_info": more_info, "status": status}
+    return JSONResponse(body, status_code=status)
+
+
+def _is_e164(number: str) -> bool:
+    digits = number[1:]
+    return (
+        number.startswith("+")
+        and digits.isascii()
+        and digits.isdigit()
+        and not digits.startswith("0")
+        and len(digits) in E164_DIGITS
+    )
+
+
+class TwilioEmulator:
+    """The Twilio Messages API, in process; `sent` records what was texted."""
+
+    def __init__(self, account_sid: str, auth_token: str) -> None:
+        self.account_sid = account_sid
+        self.auth_token = auth_token
+        self.sent: list[SentText] = []
+        self.opted_out: set[str] = set()
+        self.requests = 0
+        self._failures: list[_Failure] = []
+        self.api_url = ""
+        self.app = Starlette(
+            routes=[
+                Route(
+                    "/2010-04-01/Accounts/{account_sid}/Messages.json",
+                    self._create_message,
+                    methods=["POST"],
+                )
+            ]
+        )
+
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def running(cls, account_sid: str, auth_token: str) -> AsyncIterator[TwilioEmulator]:
+        """Serve an emulator on 127.0.0.1 at a free port (port 0) for the block's duration."""
+        emulator = cls(account_sid, auth_token)
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+        config = uvicorn.Config(emulator.app, log_level="warning", access_log=False, lifespan="off")
+        server = _QuietServer(config)
+        task = asyncio.create_task(server.serve(sockets=[sock]))
+        try:
+            while not server.started:
+                if task.done():
+                    task.result()  # re-raise why uvicorn could not start
+                    raise RuntimeError("the Twilio emulator stopped before it started")
+                await asyncio.sleep(0.01)
+            emulator.api_url = f"http://127.0.0.1:{port}"
+            yield emulator
+        finally:
+            server.should_exit = True
+            await task
+            sock.close()
+
+    def opt_out(self, number: str) -> None:
+        """Treat `number` as having texted STOP: sends to it fail with error 21610."""
+        self.opted_out.add(number)
+
+    def opt_in(self, number: str) -> None:
+        """Undo `opt_out`."""
+        self.opted_out.discard(number)
+
+    def fail_next(self, status: int = 500, code: int | None = None, message: str = "") -> None:
+        """Refuse the next create request with this HTTP status and Twilio error code."""
+        self._failures.append(_Failure(status, code, message or "Injected failure"))
+
+    def texts_to(self, number: str) -> list[SentText]:
+        """Every accepted text addressed to `number`, oldest first."""
+        return [text for text in self.sent if text.to == number]
+
+    def _authorized(self, request: Request, account_sid: str) -> bool:
+        header = request.headers.get("authorization", "")
+        scheme, _, encoded = header.partition(" ")
+        if scheme.lower() != "basic":
+            return False
+        try:
+            user, _, password = base64.b64decode(encoded).decode("utf-8").partition(":")
+        except ValueError:
+            return False
+        return (
+            secrets.compare_digest(user, self.account_sid)
+            and secrets.compare_digest(password, self.auth_token)
+            and account_sid == self.account_sid
+        )
+
+    async def _create_message(self, request: Request) -> JSONResponse:
+        self.requests += 1
+        account_sid = request.path_params["account_sid"]
+        if not self._authorized(request, account_sid):
+            return _error(401, 20003, "Authenticate")
+        if self._failures:
+            failure = self._failures.pop(0)
+            return _error(failure.status, failure.code, failure.message)
+        form = await _read_form(request)
+        to = form.get("To", "")
+        sender = form.get("From") or None
+        service = form.get("MessagingServiceSid") or None
+        body = form.get("Body", "")
+        if not to:
+            return _error(400, 21604, "A 'To' phone number is required.")
+        if not _is_e164(to):
+            return _error(400, 21211, f"The 'To' number {to} is not a valid phone number.")
+        if sender is None and service is None:
+            return _error(400, 21603, "A 'From' phone number is required.")
+        if not body:
+            return _error(400, 21602, "Message body is required.")
+        if to in self.opted_out:
+            return _error(400, 21610, "Attempt to send to unsubscribed recipient")
+        status = "accepted" if service and not sender else "queued"
+        text = SentText(
+            sid="SM" + secrets.token_hex(16),
+            to=to,
+            from_=sender,
+            messaging_service_sid=service,
+            body=body,
+            status_callback=form.get("StatusCallback") or None,
+            status=status,
+        )
+        self.sent.append(text)
+        return JSONResponse(self._resource(text), status_code=201)
+
+    def _resource(self, text: SentText) -> dict[str, Any]:
+        now = format_datetime(datetime.now(UTC))
+        uri = f"/2010-04-01/Accounts/{self.account_sid}/Messages/{text.sid}"
+        return {
+            "account_sid": self.account_sid,
+            "api_version": "2010-04-01",
+            "body": text.body,
+            "date_created": now,
+            "date_sent": None,
+            "date_updated": now,
+            "direction": "outbound-api",
+            "error_code": None,
+            "error_message": None,
+            "from": text.from_,
+            "messaging_service_sid": text.messaging_service_sid,
+            "num_media": "0",
+            "num_segments": str(segments(text.body)),
+            "price": None,
+            "price_unit": "USD",
+            "sid": text.sid,
+            "status": text.status,
+            "subresource_uris": {"media": f"{uri}/Media.json"},
+            "to": text.to,
+            "uri": f"{uri}.json",
+        }
+
+
+async def _read_form(request: Request) -> dict[str, str]:
+    # The twilio client sends plain form posts; parsing them by hand avoids needing
+    # python-multipart just for the emulator.
+    return dict(parse_qsl((await request.body()).decode("utf-8"), keep_blank_values=True))

@@ -1,0 +1,67 @@
+"""Reading an inbound text: an exact answer, or one of Twilio's opt-out/opt-in/help words.
+
+Only an exact `YES` or `NO` decides anything (case and surrounding whitespace ignored),
+optionally followed by whitespace and the request's short code. "yes please", "Y", "ok",
+"👍" and "YES!" are not answers: a person who means something else must not approve by
+accident.
+
+A bare `YES` is also one of Twilio's opt-in words. We treat it as an answer; if the number
+had opted out, Twilio re-subscribes it at the same time, so the caller also clears its own
+opt-out flag. On long codes Twilio may send its own "re-subscribed" reply to that YES
+(see docs/sms.md).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from contracts.enums import Verdict
+
+OPT_OUT_WORDS = frozenset({"STOP", "STOPALL", "UNSUBSCRIBE", "CANCEL", "END", "QUIT", "REVOKE", "OPTOUT"})
+OPT_IN_WORDS = frozenset({"START", "UNSTOP", "YES"})
+HELP_WORDS = frozenset({"HELP", "INFO"})
+
+# re.ASCII: without it IGNORECASE lets "yeſ" (long s) and the Kelvin sign pass for
+# letters, and \s / \d accept exotic spaces and digits a person never typed on purpose.
+_ANSWER = re.compile(r"[ \t\r\n]*(YES|NO)(?:[ \t]+([0-9]{1,8}))?[ \t\r\n]*", re.IGNORECASE | re.ASCII)
+_ASCII_SPACE = " \t\r\n"
+
+
+@dataclass(frozen=True)
+class Reply:
+    """An exact answer: approve or deny, and the short code if one was typed."""
+
+    verdict: Verdict
+    code: str | None = None
+
+
+def parse_reply(body: str) -> Reply | None:
+    """The answer in `body`, or None if it is anything but an exact `YES`/`NO` [code]."""
+    match = _ANSWER.fullmatch(body)
+    if match is None:
+        return None
+    verdict = Verdict.APPROVE if match.group(1).upper() == "YES" else Verdict.DENY
+    return Reply(verdict=verdict, code=match.group(2))
+
+
+def keyword(body: str) -> str:
+    """`body` trimmed of ASCII whitespace and upper-cased, as Twilio matches its keywords."""
+    word = body.strip(_ASCII_SPACE)
+    # "ſtop".upper() == "STOP": only plain ASCII may count as a keyword.
+    return word.upper() if word.isascii() else ""
+
+
+def is_opt_out(body: str) -> bool:
+    """True for Twilio's opt-out words (STOP, UNSUBSCRIBE, …): Twilio stops texting the number."""
+    return keyword(body) in OPT_OUT_WORDS
+
+
+def is_opt_in(body: str) -> bool:
+    """True for Twilio's opt-in words (START, UNSTOP, and a bare YES)."""
+    return keyword(body) in OPT_IN_WORDS
+
+
+def is_help(body: str) -> bool:
+    """True for Twilio's help words (HELP, INFO); Twilio answers them itself."""
+    return keyword(body) in HELP_WORDS

@@ -1,0 +1,172 @@
+"""What Cosigner texts: the approval request, the outcome, and the short replies.
+
+Every function here is pure: it gets an `ApprovalCard` (parameters already redacted) and
+returns a string. Texts aim for two concatenated GSM-7 segments (306 septets); the
+parameters are cut first, with a note saying how much was cut, so the tool name, the
+expiry and how to answer always fit.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from contracts.enums import ApprovalStatus
+from contracts.ports import ApprovalCard
+
+BUDGET = 306  # two concatenated GSM-7 segments of 153 septets
+CLAIM_LABEL = "Agent says (unverified): "
+CLAIM_MIN = 40  # the agent's claim never crowds out the parameters...
+CLAIM_MAX = 120  # ...nor fills the text when they are short
+MIN_PARAMS = 24
+HELP = "Reply YES or NO (plus the code when asked). Nothing was decided."
+
+_GSM7_BASIC = set(
+    "@£$¥èéùìòÇ\nØø\rÅåΔ_ΦΓΛΩΠΨΣΘΞÆæßÉ !\"#¤%&'()*+,-./0123456789:;<=>?¡"
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZÄÖÑÜ§¿abcdefghijklmnopqrstuvwxyzäöñüà"
+)
+_GSM7_EXTENDED = set("^{}\\[~]|€\f")
+_BARE = re.compile(r"^[A-Za-z0-9_.:@+/\-]+$")
+# Typographic punctuation LLMs like to write; one of these would switch the whole
+# text to UCS-2 (70 chars a segment), so the agent's reason is folded to plain ASCII.
+_PLAIN = str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"', "–": "-", "—": "-", "…": "..."})
+_REDACTED_MARK = "[REDACTED]"
+
+
+def sms_length(text: str) -> int:
+    """Length as the network counts it: GSM-7 septets, or UTF-16 units if any char is not GSM-7."""
+    if all(c in _GSM7_BASIC or c in _GSM7_EXTENDED for c in text):
+        return sum(2 if c in _GSM7_EXTENDED else 1 for c in text)
+    return len(text.encode("utf-16-le")) // 2
+
+
+def segments(text: str) -> int:
+    """How many SMS segments `text` takes (153 septets or 67 UCS-2 units each when split)."""
+    length = sms_length(text)
+    gsm = all(c in _GSM7_BASIC or c in _GSM7_EXTENDED for c in text)
+    single, part = (160, 153) if gsm else (70, 67)
+    return 1 if length <= single else -(-length // part)
+
+
+def compact_parameters(parameters: Mapping[str, Any]) -> str:
+    """Parameters on one line, `key=value, …`; strings are quoted unless plainly one token.
+
+    Quoting keeps a value like `"1, amountCents=1"` from passing for another parameter.
+    """
+    if not parameters:
+        return "(none)"
+    return ", ".join(f"{_token(str(key))}={_value(value)}" for key, value in parameters.items())
+
+
+def _token(text: str) -> str:
+    if text == _REDACTED_MARK or _BARE.match(text):
+        return text
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, str):
+        return _token(value)
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def cut(text: str, budget: int) -> str:
+    """`text` if it fits `budget`, else its start and a note like "... (+120 chars cut)"."""
+    if sms_length(text) <= budget:
+        return text
+    keep = len(text)
+    while keep > 0:
+        candidate = f"{text[:keep]}... (+{len(text) - keep} chars cut)"
+        if sms_length(candidate) <= budget:
+            return candidate
+        keep -= max(1, (sms_length(candidate) - budget) // 2)
+    return f"(+{len(text)} chars cut)"
+
+
+def to_sms_text(card: ApprovalCard, *, code_required: bool) -> str:
+    """The request text: tool, redacted parameters, the agent's claim, expiry, how to answer."""
+    head = f"Cosigner request {card.short_code}: approve {card.tool_name}?"
+    expiry = f"Expires {_clock(card.expires_at, card.created_at)}."
+    if code_required:
+        how = (
+            f"Reply YES {card.short_code} or NO {card.short_code} "
+            "(code needed: several requests are pending)."
+        )
+    else:
+        how = "Reply YES or NO."
+    claim = " ".join((card.reason or "").translate(_PLAIN).split())
+    lines = 4 + (1 if claim else 0)
+    # What is left for the parameters and the claim; each newline is one septet.
+    room = BUDGET - sum(sms_length(line) for line in (head, expiry, how)) - (lines - 1)
+    claim_line = f'{CLAIM_LABEL}"{claim}"' if claim else ""
+    # The parameters come first; the claim keeps only a short minimum for itself.
+    reserved = min(sms_length(claim_line), len(CLAIM_LABEL) + CLAIM_MIN)
+    params = cut("Params: " + compact_parameters(card.parameters), max(room - reserved, MIN_PARAMS))
+    body = [head, params]
+    if claim:
+        budget = min(room - sms_length(params), len(CLAIM_LABEL) + CLAIM_MAX)
+        body.append(CLAIM_LABEL + cut(f'"{claim}"', max(budget - len(CLAIM_LABEL), 0)))
+    return "\n".join([*body, expiry, how])
+
+
+def _clock(at: datetime, reference: datetime) -> str:
+    at = at.astimezone(UTC) if at.tzinfo else at.replace(tzinfo=UTC)
+    ref = reference.astimezone(UTC) if reference.tzinfo else reference.replace(tzinfo=UTC)
+    if at.date() == ref.date():
+        return at.strftime("%H:%M UTC")
+    return at.strftime("%b %d %H:%M UTC")
+
+
+def to_outcome_text(card: ApprovalCard) -> str:
+    """The confirmation texted to each approver once an approval closed."""
+    label = f"{card.tool_name} ({card.short_code})"
+    outcome = card.outcome
+    if card.status == ApprovalStatus.APPROVED:
+        return f"Approved {label}."
+    if card.status == ApprovalStatus.DENIED:
+        if outcome is not None and outcome.decider_kind == "system":
+            why = f" ({outcome.decider})" if outcome.decider else ""
+            return f"Denied {label} by Cosigner{why}. Nothing was done."
+        return f"Denied {label}. Nothing was done."
+    if card.status == ApprovalStatus.EXPIRED:
+        return f"Expired {label}: nobody answered in time, nothing was done."
+    if card.status == ApprovalStatus.CANCELLED:
+        return f"Cancelled {label} by the agent, nothing was done."
+    return f"Request {label} is still pending."
+
+
+def help_text(codes: Sequence[str] = ()) -> str:
+    """The reply to anything that is not an exact answer; names the codes when several wait."""
+    if len(codes) > 1:
+        listed = ", ".join(codes)
+        return (
+            f"Several requests are pending ({listed}): reply YES or NO followed by the code, "
+            f"e.g. YES {codes[0]}. Nothing was decided."
+        )
+    return HELP
+
+
+def unknown_code_text(code: str, codes: Sequence[str]) -> str:
+    """The reply to an answer whose code matches no pending request."""
+    listed = ", ".join(codes) if codes else "none"
+    return f"No pending request has code {code} (pending: {listed}). Nothing was decided."
+
+
+def closed_text(card: ApprovalCard) -> str:
+    """The reply to an answer that arrives after its request closed."""
+    if card.status == ApprovalStatus.EXPIRED:
+        return f"Request {card.short_code} expired, nothing was done."
+    if card.status == ApprovalStatus.CANCELLED:
+        return f"Request {card.short_code} was cancelled, nothing was done."
+    return f"Request {card.short_code} is already {card.status.value}. Nothing changed."
+
+
+def refusal_text(message: str) -> str:
+    """The reply when the engine refuses an answer; the message says why."""
+    message = cut(message.strip(), 100)
+    if not message.endswith((".", "!", "?", ")")):
+        message += "."
+    return f"Not accepted: {message} Nothing was decided."

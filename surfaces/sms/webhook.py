@@ -1,0 +1,225 @@
+"""Twilio's two webhooks: inbound texts (answers, STOP…) and delivery status callbacks.
+
+Both are verified before anything is read: `X-Twilio-Signature` over the URL Twilio
+called, rebuilt from the configured public URL (behind a TLS-terminating proxy
+`request.url` is not what Twilio signed), and over every form field received.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+from urllib.parse import parse_qsl
+
+from starlette.datastructures import ImmutableMultiDict
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from twilio.request_validator import RequestValidator
+from twilio.twiml.messaging_response import MessagingResponse
+
+from contracts.enums import ApprovalStatus
+from contracts.errors import CosignerError, InvalidSignature
+from contracts.ports import Answer, ApprovalDesk, Placed
+from surfaces.sms.reply import is_help, is_opt_in, is_opt_out, parse_reply
+from surfaces.sms.text import closed_text, help_text, refusal_text, unknown_code_text
+
+if TYPE_CHECKING:
+    from surfaces.sms.adapter import SmsConfig
+
+logger = logging.getLogger("cosigner.sms")
+
+OPT_OUT = "sms_opt_out"  # number → "1" while it has opted out
+SENT_SID = "sms_sid"  # MessageSid → approval id, to map status callbacks
+SEEN = "sms_in"  # inbound MessageSids already handled
+MAX_BODY = 64 * 1024
+UNDELIVERED = frozenset({"failed", "undelivered"})
+
+
+def twiml(message: str | None = None) -> Response:
+    """A TwiML answer: empty (`<Response />`) or one reply `<Message>`."""
+    response = MessagingResponse()
+    if message is not None:
+        response.message(message)
+    return Response(str(response), media_type="application/xml")
+
+
+def _forbidden(reason: str, path: str) -> Response:
+    # Only the path and the reason: a forged request's body is not worth a log line.
+    logger.warning("sms webhook refused path=%s: %s", path, reason)
+    error = InvalidSignature("X-Twilio-Signature does not verify; check COSIGNER_PUBLIC_URL")
+    return JSONResponse(error.body(), status_code=403)
+
+
+def signed_url(public_url: str, request: Request) -> str:
+    """The URL Twilio signed: the public base URL plus the request's path and query."""
+    query = request.url.query
+    return public_url.rstrip("/") + request.url.path + (f"?{query}" if query else "")
+
+
+async def read_signed_form(
+    request: Request, public_url: str, auth_token: str
+) -> ImmutableMultiDict[str, str] | Response:
+    """The form fields of a request Twilio really signed, or the response refusing it."""
+    path = request.url.path
+    signature = request.headers.get("x-twilio-signature")
+    if not signature:
+        return _forbidden("no signature", path)
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type != "application/x-www-form-urlencoded":
+        return _forbidden("not a form", path)
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY:
+            return Response("body too large", status_code=413)
+        chunks.append(chunk)
+    try:
+        pairs = parse_qsl(b"".join(chunks).decode("utf-8"), keep_blank_values=True, max_num_fields=500)
+    except (UnicodeDecodeError, ValueError):
+        return _forbidden("unreadable form", path)
+    # A multi-dict: Twilio signs every value of a repeated key.
+    params = ImmutableMultiDict(pairs)
+    url = signed_url(public_url, request)
+    if not RequestValidator(auth_token).validate(url, params, signature):
+        return _forbidden("signature mismatch", path)
+    return params
+
+
+class SmsWebhooks:
+    """The handlers behind `POST /sms/inbound` and `POST /sms/status`."""
+
+    def __init__(self, config: SmsConfig, desk: ApprovalDesk) -> None:
+        self.config = config
+        self.desk = desk
+
+    async def inbound(self, request: Request) -> Response:
+        """Handle a text from an approver: STOP/START/HELP, an exact answer, or help."""
+        form = await read_signed_form(request, self.config.public_url, self.config.auth_token)
+        if isinstance(form, Response):
+            return form
+        message_sid = form.get("MessageSid") or form.get("SmsSid")
+        sender, to = form.get("From"), form.get("To")
+        if not message_sid or not sender or not to:
+            return Response("MessageSid, From and To are required", status_code=400)
+        # Twilio retries a webhook it thinks failed; the second copy must decide nothing.
+        if not await self.desk.mark_once(SEEN, message_sid):
+            return twiml()
+        body = form.get("Body") or ""
+        # With Advanced Opt-Out Twilio names the keyword class itself (custom keywords too).
+        opt_type = (form.get("OptOutType") or "").upper()
+        service = form.get("MessagingServiceSid") or None
+        conversations = [c for c in (to, service) if c]
+
+        if opt_type == "STOP" or is_opt_out(body):
+            await self._opt_out(sender, conversations)
+            return twiml()  # Twilio sends its own confirmation
+        reply = parse_reply(body)
+        if opt_type == "START" or is_opt_in(body):
+            if await self.desk.get_flag(OPT_OUT, sender):
+                await self.desk.set_flag(OPT_OUT, sender, None)
+            if reply is None:
+                return twiml()
+        if opt_type == "HELP" or is_help(body):
+            return twiml()
+        if reply is None:
+            return twiml(help_text())
+
+        conversation, pending = await self._pending(conversations, sender)
+        codes = [p.card.short_code for p in pending]
+        if not pending:
+            latest = await self._latest(conversations, sender)
+            if latest is not None and latest.card.status is not ApprovalStatus.PENDING:
+                if reply.code is None or reply.code == latest.card.short_code:
+                    return twiml(closed_text(latest.card))
+            return twiml(help_text())
+        if reply.code is None:
+            if len(pending) > 1:
+                return twiml(help_text(codes))
+            target = pending[0]
+        else:
+            matches = [p for p in pending if p.card.short_code == reply.code]
+            if len(matches) != 1:
+                # Two pending requests sharing a code is ambiguous: decide neither.
+                return twiml(unknown_code_text(reply.code, codes))
+            target = matches[0]
+
+        answer = Answer(
+            approval_id=target.card.approval_id,
+            surface="sms",
+            verdict=reply.verdict,
+            actor=sender,
+            org=conversation,
+            actor_org=None,
+            conversation=conversation,
+            message_ref=None,
+        )
+        try:
+            await self.desk.answer(answer)
+        except CosignerError as exc:
+            logger.info("sms answer refused approval=%s code=%s", target.card.approval_id, exc.code.value)
+            return twiml(refusal_text(exc.message))
+        logger.info("sms answer applied approval=%s verdict=%s", answer.approval_id, reply.verdict)
+        # No TwiML confirmation: the engine calls show_outcome, which texts every approver.
+        return twiml()
+
+    async def _pending(self, conversations: Sequence[str], sender: str) -> tuple[str, list[Placed]]:
+        """The first conversation (the number texted, then its service) with requests for `sender`.
+
+        A number inside a Messaging Service reports the service's SID on inbound texts even
+        when the request was sent from the bare number, and a request sent through a service
+        arrives from one of its numbers, so both are tried, the exact number first; the desk
+        still checks that the answer's conversation is the one the request was delivered to.
+        """
+        for conversation in conversations:
+            found = await self.desk.pending_for_number(conversation, sender)
+            # A request still queued for texting was never seen: it must not make a bare
+            # YES ambiguous, nor be answered by one.
+            pending = [p for p in found if p.delivered is not None]
+            if pending:
+                return conversation, pending
+        return conversations[-1], []
+
+    async def _latest(self, conversations: Sequence[str], sender: str) -> Placed | None:
+        for conversation in conversations:
+            latest = await self.desk.latest_for_number(conversation, sender)
+            if latest is not None:
+                return latest
+        return None
+
+    async def _opt_out(self, sender: str, conversations: Sequence[str]) -> None:
+        """Remember the opt-out and fail closed what this number was asked to decide."""
+        await self.desk.set_flag(OPT_OUT, sender, "1")
+        for conversation in conversations:
+            for placed in await self.desk.pending_for_number(conversation, sender):
+                await self.desk.fail_closed(
+                    placed.card.approval_id, "SURFACE_UNAVAILABLE", "approver opted out by STOP"
+                )
+                logger.info("sms approver opted out approval=%s", placed.card.approval_id)
+
+    async def status(self, request: Request) -> Response:
+        """Handle a delivery status: audit it, and fail closed on `failed`/`undelivered`."""
+        form = await read_signed_form(request, self.config.public_url, self.config.auth_token)
+        if isinstance(form, Response):
+            return form
+        message_sid = form.get("MessageSid") or form.get("SmsSid")
+        status = form.get("MessageStatus") or form.get("SmsStatus")
+        if not message_sid or not status:
+            return Response("MessageSid and MessageStatus are required", status_code=400)
+        approval_id = await self.desk.get_flag(SENT_SID, message_sid)
+        if approval_id is None:
+            return Response(status_code=204)  # an outcome text, or not ours
+        error_code = form.get("ErrorCode") or None
+        await self.desk.note(
+            approval_id,
+            "sms_status",
+            {"messageSid": message_sid, "status": status, "errorCode": error_code},
+        )
+        if status in UNDELIVERED:
+            placed = await self.desk.placed(approval_id)
+            if placed is not None and placed.card.status is ApprovalStatus.PENDING:
+                await self.desk.fail_closed(
+                    approval_id, "SURFACE_UNAVAILABLE", f"text undelivered: ErrorCode {error_code}"
+                )
+                logger.info("sms text undelivered approval=%s", approval_id)
+        return Response(status_code=204)

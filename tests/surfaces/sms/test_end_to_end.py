@@ -1,0 +1,185 @@
+"""The SMS surface inside a real Cosigner app: engine, database, job worker, emulator."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+
+from surfaces.sms import SmsAdapter, SmsConfig, TwilioCaller, TwilioEmulator
+from tests.harness import Harness, cosigner_app
+
+ACCOUNT = "AC" + "e" * 32
+TOKEN = "e2e-auth-token"
+PUBLIC = "https://cosigner.example.com"  # what Twilio calls; the app is served elsewhere
+BOT = "+15550000001"
+ALICE = "+15550000002"
+MALLORY = "+15550000666"
+
+POLICY = f"""
+[defaults]
+timeout = "5m"
+sms_timeout = "1h"
+
+[tools.issue_refund]
+kind = "danger"
+approvers = ["requester"]
+redact = ["cardToken"]
+
+[tenants.acme]
+sms_from = "{BOT}"
+"""
+
+
+@asynccontextmanager
+async def sms_app() -> AsyncIterator[tuple[Harness, TwilioEmulator, TwilioCaller]]:
+    async with TwilioEmulator.running(ACCOUNT, TOKEN) as emu:
+        config = SmsConfig(ACCOUNT, TOKEN, None, None, emu.api_url, PUBLIC)
+        async with cosigner_app(POLICY, surfaces=[lambda desk, db: SmsAdapter(config, desk)]) as h:
+            phone = TwilioCaller(h.client, public_url=PUBLIC, account_sid=ACCOUNT, auth_token=TOKEN)
+            yield h, emu, phone
+
+
+async def eventually(check: Callable[[], bool], seconds: float = 5.0) -> None:
+    for _ in range(int(seconds / 0.02)):
+        if check():
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError("condition not met in time")
+
+
+async def delivered(h: Harness, approval_id: str) -> None:
+    """Wait until the job worker stored the delivery receipt (answers before it are refused)."""
+    for _ in range(250):
+        placed = await h.desk.placed(approval_id)
+        if placed is not None and placed.delivered is not None:
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError("not delivered in time")
+
+
+async def request(h: Harness, key: str, call: str, amount: int = 12900) -> dict[str, Any]:
+    response = await h.client.post(
+        "/v1/approvals",
+        headers=h.auth(key),
+        json={
+            "executionId": "run_1",
+            "toolCallId": call,
+            "toolName": "issue_refund",
+            "parameters": {"orderId": "ord_4421", "amountCents": amount, "cardToken": "tok_x"},
+            "reason": "Customer says the discount was not applied",
+            "surface": {"type": "sms", "phone": ALICE},
+        },
+    )
+    assert response.status_code == 201, response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
+async def decision(h: Harness, key: str, approval_id: str) -> dict[str, Any]:
+    response = await h.client.get(f"/v1/approvals/{approval_id}?wait=5", headers=h.auth(key))
+    body: dict[str, Any] = response.json()
+    return body
+
+
+async def test_yes_approves_and_everyone_is_told(db_kind: str) -> None:
+    async with sms_app() as (h, emu, phone):
+        key = await h.create_tenant("acme")
+        start = await request(h, key, "c1")
+        await delivered(h, start["approvalId"])
+        text = emu.sent[0]
+        assert (text.to, text.from_) == (ALICE, BOT)
+        assert "tok_x" not in text.body and "cardToken=[REDACTED]" in text.body
+        assert f"request {start['shortCode']}: approve issue_refund?" in text.body
+        assert text.body.endswith("Reply YES or NO.")
+
+        response = await phone.text(ALICE, BOT, " yes ")
+        assert response.status_code == 200 and "<Message>" not in response.text
+        decided = await decision(h, key, start["approvalId"])
+        assert decided["status"] == "approved"
+        assert decided["decidedBy"]["kind"] == "person"
+        assert decided["decidedBy"]["surface"] == "sms"
+        assert decided["decidedBy"]["userId"] == ALICE
+        await eventually(lambda: len(emu.sent) == 2)
+        assert emu.sent[1].body == f"Approved issue_refund ({start['shortCode']})."
+
+
+async def test_stranger_and_forger_decide_nothing(db_kind: str) -> None:
+    async with sms_app() as (h, _, phone):
+        key = await h.create_tenant("acme")
+        start = await request(h, key, "c1")
+        await delivered(h, start["approvalId"])
+        stranger = await phone.text(MALLORY, BOT, "YES")
+        assert "Reply YES or NO" in stranger.text
+        forged = await phone.text(ALICE, BOT, "YES", token="guessed")
+        assert forged.status_code == 403
+        proxied = await phone.text(ALICE, BOT, "YES", signed_url="http://cosigner.test/sms/inbound")
+        assert proxied.status_code == 403
+        current = await h.client.get(f"/v1/approvals/{start['approvalId']}", headers=h.auth(key))
+        assert current.json()["status"] == "pending"
+
+
+async def test_two_pending_need_the_code(db_kind: str) -> None:
+    async with sms_app() as (h, emu, phone):
+        key = await h.create_tenant("acme")
+        first = await request(h, key, "c1")
+        await delivered(h, first["approvalId"])
+        second = await request(h, key, "c2")
+        await delivered(h, second["approvalId"])
+        code = second["shortCode"]
+        assert f"Reply YES {code} or NO {code}" in emu.sent[1].body
+
+        ambiguous = await phone.text(ALICE, BOT, "NO")
+        assert first["shortCode"] in ambiguous.text and code in ambiguous.text
+        answered = await phone.text(ALICE, BOT, f"NO {code}")
+        assert answered.status_code == 200 and "<Message>" not in answered.text, answered.text
+        assert (await decision(h, key, second["approvalId"]))["status"] == "denied"
+        current = await h.client.get(f"/v1/approvals/{first['approvalId']}", headers=h.auth(key))
+        assert current.json()["status"] == "pending"
+
+
+async def test_stop_fails_the_request_closed(db_kind: str) -> None:
+    async with sms_app() as (h, emu, phone):
+        key = await h.create_tenant("acme")
+        start = await request(h, key, "c1")
+        await delivered(h, start["approvalId"])
+        stop = await phone.text(ALICE, BOT, "STOP")
+        assert stop.text.endswith("<Response />")
+        decided = await decision(h, key, start["approvalId"])
+        assert decided["status"] == "denied"
+        assert decided["decidedBy"] == {"kind": "system", "code": "SURFACE_UNAVAILABLE"}
+        late = await phone.text(ALICE, BOT, "YES")  # also Twilio's opt-in word
+        assert f"Request {start['shortCode']} is already denied" in late.text
+        # The next request is texted again: YES re-subscribed the number.
+        await request(h, key, "c2")
+        await eventually(lambda: len(emu.texts_to(ALICE)) == 2)
+
+
+async def test_undelivered_status_fails_closed_and_is_audited(db_kind: str) -> None:
+    async with sms_app() as (h, emu, phone):
+        key = await h.create_tenant("acme")
+        start = await request(h, key, "c1")
+        await delivered(h, start["approvalId"])
+        sid = emu.sent[0].sid
+        assert (await phone.status(sid, "sent", to=ALICE)).status_code == 204
+        response = await phone.status(sid, "undelivered", to=ALICE, error_code="30006")
+        assert response.status_code == 204
+        decided = await decision(h, key, start["approvalId"])
+        assert decided["status"] == "denied"
+        audit = await h.client.get(f"/v1/approvals/{start['approvalId']}/audit", headers=h.auth(key))
+        assert audit.status_code == 200
+        assert "sms_status" in audit.text and "30006" in audit.text
+
+
+async def test_opted_out_number_fails_closed_on_delivery(db_kind: str) -> None:
+    async with sms_app() as (h, emu, _):
+        key = await h.create_tenant("acme")
+        emu.opt_out(ALICE)
+        start = await request(h, key, "c1")
+        decided = await decision(h, key, start["approvalId"])
+        assert decided["status"] == "denied"
+        assert decided["decidedBy"] == {"kind": "system", "code": "SURFACE_UNAVAILABLE"}
+        assert isinstance(h.client, httpx.AsyncClient)

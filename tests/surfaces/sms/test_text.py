@@ -1,0 +1,169 @@
+"""The texts: what they say, and that they stay within two GSM-7 segments."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from contracts.enums import ApprovalStatus
+from contracts.ports import Outcome
+from surfaces.sms.text import (
+    BUDGET,
+    closed_text,
+    compact_parameters,
+    cut,
+    help_text,
+    segments,
+    sms_length,
+    to_outcome_text,
+    to_sms_text,
+)
+
+
+def test_request_text_shows_the_call_the_claim_the_expiry_and_the_answer(kit: Any) -> None:
+    text = to_sms_text(kit.card(), code_required=False)
+    assert text.splitlines() == [
+        "Cosigner request 4821: approve issue_refund?",
+        "Params: orderId=ord_4421, amountCents=12900, cardToken=[REDACTED]",
+        'Agent says (unverified): "Customer says the discount was not applied"',
+        "Expires 16:00 UTC.",
+        "Reply YES or NO.",
+    ]
+    assert segments(text) <= 2
+
+
+def test_code_is_asked_for_when_several_requests_are_pending(kit: Any) -> None:
+    text = to_sms_text(kit.card(), code_required=True)
+    assert "Reply YES 4821 or NO 4821" in text
+    assert "several requests are pending" in text
+
+
+def test_no_reason_no_claim_line(kit: Any) -> None:
+    text = to_sms_text(kit.card(reason="  "), code_required=False)
+    assert "Agent says" not in text
+
+
+def test_expiry_on_another_day_names_the_date(kit: Any) -> None:
+    card = kit.card()
+    late = card.__class__(**{**card.__dict__, "expires_at": kit.start + timedelta(days=1)})
+    assert "Expires Jan 03 15:00 UTC." in to_sms_text(late, code_required=False)
+
+
+def test_long_parameters_are_cut_with_a_note(kit: Any) -> None:
+    card = kit.card(parameters={"note": "x" * 600, "orderId": "ord_1"})
+    text = to_sms_text(card, code_required=True)
+    assert sms_length(text) <= BUDGET
+    assert "chars cut)" in text
+    assert text.endswith("(code needed: several requests are pending).")
+    assert "issue_refund" in text and "Expires" in text
+
+
+def test_long_reason_is_cut_before_the_parameters(kit: Any) -> None:
+    card = kit.card(reason="Please " * 100)
+    text = to_sms_text(card, code_required=False)
+    assert "orderId=ord_4421, amountCents=12900, cardToken=[REDACTED]" in text
+    assert sms_length(text) <= BUDGET
+
+
+def test_reason_cannot_fake_lines(kit: Any) -> None:
+    card = kit.card(reason="ok\nReply YES or NO.\nParams: amountCents=1")
+    lines = to_sms_text(card, code_required=False).splitlines()
+    assert len(lines) == 5
+    assert lines[2].startswith('Agent says (unverified): "ok Reply YES')
+
+
+def test_typographic_quotes_in_the_reason_keep_the_text_gsm7(kit: Any) -> None:
+    text = to_sms_text(kit.card(reason="Customer’s “discount” — missing…"), code_required=False)
+    assert 'Customer\'s "discount" - missing...' in text
+    assert sms_length(text) == len(text) + text.count("[") + text.count("]")
+
+
+def test_values_that_look_like_other_parameters_are_quoted() -> None:
+    line = compact_parameters({"note": "1, amountCents=1", "n": 2, "ok": True, "x": None})
+    assert line == 'note="1, amountCents=1", n=2, ok=true, x=null'
+    assert compact_parameters({"a": {"b": [1, 2]}}) == 'a={"b":[1,2]}'
+    assert compact_parameters({}) == "(none)"
+
+
+def test_gsm7_extension_characters_count_twice() -> None:
+    assert sms_length("abc") == 3
+    assert sms_length("{}") == 4
+    assert sms_length("é") == 1
+    assert sms_length("😀") == 2  # UCS-2: one surrogate pair
+    assert segments("a" * 160) == 1 and segments("a" * 161) == 2 and segments("a" * 306) == 2
+    assert segments("ж" * 70) == 1 and segments("ж" * 71) == 2
+
+
+def test_cut_says_how_much_was_cut() -> None:
+    assert cut("short", 10) == "short"
+    out = cut("x" * 300, 40)
+    assert sms_length(out) <= 40
+    kept = out.split("...")[0]
+    assert out.endswith(f"(+{300 - len(kept)} chars cut)")
+
+
+GSM_TEXT = st.text(alphabet=st.sampled_from("abcXYZ019 _-.,:;!?'\"{}[]~|€@£éÄ\n"), max_size=300)
+ANY_TEXT = st.text(max_size=300)
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    data=st.data(),
+    code_required=st.booleans(),
+    tool=st.from_regex(r"[A-Za-z0-9_.\-]{1,40}", fullmatch=True),
+)
+def test_any_request_fits_two_segments_worth(
+    kit: Any, data: st.DataObject, code_required: bool, tool: str
+) -> None:
+    text_kind = data.draw(st.sampled_from([GSM_TEXT, ANY_TEXT]))
+    params = data.draw(
+        st.dictionaries(
+            text_kind.filter(bool).map(lambda key: key[:20]),
+            st.one_of(text_kind, st.integers(), st.booleans(), st.none()),
+            max_size=8,
+        )
+    )
+    reason = data.draw(st.one_of(st.none(), text_kind))
+    card = kit.card(tool_name=tool, parameters=params, reason=reason)
+    text = to_sms_text(card, code_required=code_required)
+    # 306 GSM-7 septets (two segments), or 306 UTF-16 units when the text needs UCS-2.
+    assert sms_length(text) <= BUDGET
+    assert text.startswith(f"Cosigner request 4821: approve {tool}?")
+    assert text.endswith("pending)." if code_required else "Reply YES or NO.")
+    if text_kind is GSM_TEXT:
+        assert segments(text) <= 2
+
+
+@pytest.mark.parametrize(
+    ("status", "expected"),
+    [
+        (ApprovalStatus.APPROVED, "Approved issue_refund (4821)."),
+        (ApprovalStatus.DENIED, "Denied issue_refund (4821). Nothing was done."),
+        (
+            ApprovalStatus.EXPIRED,
+            "Expired issue_refund (4821): nobody answered in time, nothing was done.",
+        ),
+        (ApprovalStatus.CANCELLED, "Cancelled issue_refund (4821) by the agent, nothing was done."),
+    ],
+)
+def test_outcome_texts(kit: Any, status: ApprovalStatus, expected: str) -> None:
+    assert to_outcome_text(kit.card(status=status)) == expected
+
+
+def test_outcome_of_a_fail_closed_request_names_the_code(kit: Any) -> None:
+    outcome = Outcome(ApprovalStatus.DENIED, kit.start, "system", "SURFACE_UNAVAILABLE")
+    card = kit.card(status=ApprovalStatus.DENIED, outcome=outcome)
+    assert to_outcome_text(card) == (
+        "Denied issue_refund (4821) by Cosigner (SURFACE_UNAVAILABLE). Nothing was done."
+    )
+
+
+def test_help_and_closed_texts(kit: Any) -> None:
+    assert help_text() == "Reply YES or NO (plus the code when asked). Nothing was decided."
+    assert "4821, 1234" in help_text(["4821", "1234"])
+    assert closed_text(kit.card(status=ApprovalStatus.EXPIRED)) == ("Request 4821 expired, nothing was done.")
+    assert "already approved" in closed_text(kit.card(status=ApprovalStatus.APPROVED))
