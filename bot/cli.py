@@ -138,10 +138,12 @@ def _since(text: str | None) -> float:
     if not text:
         return 0.0
     try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError as exc:
         raise SystemExit(f"--since {text!r}: give an ISO 8601 time, e.g. 2026-11-01T00:00:00Z"
                          ) from exc
+    # A time without a zone means UTC, as everywhere else in the audit log.
+    return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
 
 
 def audit_export(args: argparse.Namespace) -> int:

@@ -37,7 +37,8 @@ _SECRET_VALUES = re.compile(
     r"|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"  # JWT
     r")"
 )
-_CARD_NUMBER = re.compile(r"\b(?:\d[ -]?){13,19}\b")
+# Digit groups joined by single spaces or dashes ("4242 4242 4242 4242 12/28").
+_DIGIT_RUN = re.compile(r"\b\d+(?:[ -]\d+)*\b")
 
 
 def _normalise(key: str) -> str:
@@ -71,10 +72,18 @@ def is_secret_value(value: str) -> bool:
     """True if a string looks like a known credential format or a card number."""
     if _SECRET_VALUES.search(value):
         return True
-    for m in _CARD_NUMBER.finditer(value):
-        digits = re.sub(r"\D", "", m.group(0))
-        if 13 <= len(digits) <= 19 and _luhn(digits):
-            return True
+    # Check every span of whole groups, not just the whole run: a card number written next
+    # to its expiry or CVV ("4242 4242 4242 4242 123") must not hide inside a longer run.
+    for m in _DIGIT_RUN.finditer(value):
+        groups = re.split(r"[ -]", m.group(0))
+        for start in range(len(groups)):
+            digits = ""
+            for group in groups[start:]:
+                digits += group
+                if len(digits) > 19:
+                    break
+                if len(digits) >= 13 and _luhn(digits):
+                    return True
     return False
 
 

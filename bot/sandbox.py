@@ -91,6 +91,20 @@ async def demo_key(keys: TenantKeys) -> str:
     return await keys.create(TENANT)
 
 
+def _data_dir(path: str | Path) -> Path:
+    data = Path(path)
+    data.mkdir(parents=True, exist_ok=True)
+    return data
+
+
+def _write_key(data: Path, key: str) -> Path:
+    # Only for the example agent on this machine; the database keeps the hash alone.
+    key_file = data / KEY_FILE
+    key_file.touch(mode=0o600)
+    key_file.write_text(key + "\n", encoding="utf-8")
+    return key_file
+
+
 def _bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
@@ -119,8 +133,7 @@ async def sandbox(host: str = "127.0.0.1", port: int = 8000,
                   data_dir: str | Path = "cosigner-data", *,
                   handle_signals: bool = False) -> AsyncIterator[Sandbox]:
     """Start emulators, app and server (port 0: any free port); stop them all on exit."""
-    data = Path(data_dir)
-    data.mkdir(parents=True, exist_ok=True)
+    data = _data_dir(data_dir)
     sock = _bind(host, port)
     real_port = sock.getsockname()[1]
     shown_host = _loopback(host)
@@ -136,9 +149,7 @@ async def sandbox(host: str = "127.0.0.1", port: int = 8000,
                             extra_routes=page.routes())
             async with app.router.lifespan_context(app):
                 key = await demo_key(parts_of(app).keys)
-                key_file = data / KEY_FILE
-                key_file.write_text(key + "\n", encoding="utf-8")
-                key_file.chmod(0o600)
+                key_file = _write_key(data, key)
                 config = uvicorn.Config(app, log_level="warning", lifespan="off", ws="none",
                                         timeout_graceful_shutdown=3)
                 server = _Server(config, handle_signals)
