@@ -22,16 +22,17 @@ class Notifier:
     """Futures keyed by approval id, resolved when that approval closes."""
 
     def __init__(self) -> None:
-        self._waiters: dict[str, set[asyncio.Future[None]]] = defaultdict(set)
+        self._waiters: dict[str, set[asyncio.Future[Any]]] = defaultdict(set)
         self._listener: Any = None
 
-    def subscribe(self, approval_id: str) -> asyncio.Future[None]:
-        """A future that completes when `approval_id` closes; call `unsubscribe` after."""
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    def subscribe(self, approval_id: str) -> asyncio.Future[Any]:
+        """A future that completes when `approval_id` closes (with the closed record when
+        this process closed it, else None); call `unsubscribe` after."""
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._waiters[approval_id].add(fut)
         return fut
 
-    def unsubscribe(self, approval_id: str, fut: asyncio.Future[None]) -> None:
+    def unsubscribe(self, approval_id: str, fut: asyncio.Future[Any]) -> None:
         """Forget a waiter."""
         waiters = self._waiters.get(approval_id)
         if waiters is not None:
@@ -39,11 +40,11 @@ class Notifier:
             if not waiters:
                 del self._waiters[approval_id]
 
-    def publish(self, approval_id: str) -> None:
-        """Wake every local waiter of this approval."""
+    def publish(self, approval_id: str, value: Any = None) -> None:
+        """Wake every local waiter of this approval, handing each `value`."""
         for fut in self._waiters.pop(approval_id, ()):
             if not fut.done():
-                fut.set_result(None)
+                fut.set_result(value)
 
     @property
     def waiting(self) -> int:

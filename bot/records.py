@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -121,6 +121,20 @@ class Record:
             decided_by=json.loads(row.decided_by) if row.decided_by else None,
             comment=row.comment, audit_seq=row.audit_seq, audit_head=row.audit_head,
         )
+
+    def replace(self, **columns: Any) -> Record:
+        """A copy with some columns changed, given as stored (JSON text, status string)."""
+        fields: dict[str, Any] = {}
+        for key, value in columns.items():
+            if key == "status":
+                fields["status"] = ApprovalStatus(value)
+            elif key == "decided_by":
+                fields["decided_by"] = json.loads(value) if value else None
+            elif key == "delivered":
+                fields["delivered"] = delivered_from_json(value)
+            else:
+                fields[key] = value
+        return replace(self, **fields)
 
     @property
     def closed(self) -> bool:

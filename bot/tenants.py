@@ -77,9 +77,8 @@ class TenantKeys:
         hit = self._cache.get(digest)
         if hit is not None and hit[1] > now:
             return hit[0]
-        async with self.db.read() as conn:
-            name = (await conn.execute(sa.select(tenants.c.name).where(
-                tenants.c.api_key_hash == digest))).scalar_one_or_none()
+        name = await self.db.run_read(lambda conn: conn.execute(sa.select(tenants.c.name).where(
+            tenants.c.api_key_hash == digest)).scalar_one_or_none())
         if not isinstance(name, str):
             raise Unauthenticated("this API key is not known; check for a copy-paste error or "
                                   "create a key with `cosigner tenants create NAME`")

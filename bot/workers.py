@@ -79,8 +79,7 @@ class JobWorker:
                 .values(locked_until=now + LOCK_SECONDS, attempts=jobs.c.attempts + 1)
                 .returning(jobs.c.id, jobs.c.kind, jobs.c.approval_id, jobs.c.payload,
                            jobs.c.attempts, jobs.c.deadline_at))
-        async with self.engine.db.write() as conn:
-            return list((await conn.execute(stmt)).all())
+        return await self.engine.db.run_write(lambda conn: list(conn.execute(stmt).all()))
 
     async def _finish(self, job_id: int, error: str | None = None,
                       retry_at: float | None = None) -> None:
@@ -89,8 +88,8 @@ class JobWorker:
             values["done_at"] = self.engine.clock()
         else:
             values.update(due_at=retry_at, locked_until=0)
-        async with self.engine.db.write() as conn:
-            await conn.execute(jobs.update().where(jobs.c.id == job_id).values(**values))
+        await self.engine.db.run_write(
+            lambda conn: conn.execute(jobs.update().where(jobs.c.id == job_id).values(**values)))
 
     async def _run(self, job: Any) -> None:
         kind = job.kind

@@ -1,0 +1,245 @@
+"""The Slack surface: posts approval cards, updates them when they close, and takes clicks.
+
+Inbound requests are served by Bolt behind one Starlette route per path; outbound calls go
+through `web_client` (retries, error translation) and `pacing` (about one post per second
+per channel). One workspace runs on `SLACK_BOT_TOKEN`; many run on OAuth installs kept in
+Cosigner's database.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+from slack_bolt.adapter.starlette.async_handler import AsyncSlackRequestHandler
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.authorization.async_authorize import AsyncInstallationStoreAuthorize
+from slack_sdk.signature import SignatureVerifier
+from slack_sdk.web.async_client import AsyncWebClient
+from sqlalchemy.ext.asyncio import AsyncEngine
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route as StarletteRoute
+
+from contracts.errors import SurfaceUnavailable
+from contracts.ports import ApprovalCard, ApprovalDesk, Delivered, Route, SlackRoute
+from surfaces.slack.blocks import to_blocks, to_closed_blocks
+from surfaces.slack.clicks import Clicks
+from surfaces.slack.installs import INSTALL_PATH, REDIRECT_PATH, Installs
+from surfaces.slack.pacing import ChannelPacer
+from surfaces.slack.web_client import (
+    SCOPES,
+    TIMEOUT_SECONDS,
+    bot_scopes,
+    build_client,
+    translated,
+)
+
+__all__ = ["SCOPES", "SlackAdapter", "SlackConfig", "SlackConfigError"]
+
+logger = logging.getLogger("cosigner.slack")
+EVENTS_PATH = "/slack/events"
+# Interaction payloads are a few KB; anything far larger is not from Slack.
+MAX_BODY = 256 * 1024
+
+
+class SlackConfigError(ValueError):
+    """The Slack settings cannot work together; the message names the variable to set."""
+
+
+@dataclass(frozen=True)
+class SlackConfig:
+    """Slack settings, as read from `SLACK_*` environment variables."""
+
+    signing_secret: str
+    bot_token: str | None = None
+    client_id: str | None = None
+    client_secret: str | None = None
+    api_url: str | None = None
+    app_id: str | None = None
+    scopes: tuple[str, ...] = field(default_factory=bot_scopes)
+
+    @property
+    def multi_workspace(self) -> bool:
+        """True when installs come through OAuth rather than one bot token."""
+        return bool(self.client_id and self.client_secret)
+
+
+class SlackAdapter:
+    """`SurfaceAdapter` for Slack."""
+
+    name = "slack"
+
+    def __init__(self, config: SlackConfig, desk: ApprovalDesk, db_engine: AsyncEngine) -> None:
+        if not config.signing_secret.strip():
+            raise SlackConfigError("SLACK_SIGNING_SECRET is required for the Slack surface")
+        if not config.multi_workspace and not config.bot_token:
+            raise SlackConfigError(
+                "set SLACK_BOT_TOKEN (one workspace) or SLACK_CLIENT_ID and SLACK_CLIENT_SECRET"
+            )
+        self.config = config
+        self._desk = desk
+        self._verifier = SignatureVerifier(config.signing_secret)
+        self._pacer = ChannelPacer(rate=1.0, burst=3)
+        self._clicks = Clicks(desk)
+        self._installs: Installs | None = None
+        if config.client_id and config.client_secret:
+            self._installs = Installs(
+                config.client_id,
+                config.client_secret,
+                config.scopes,
+                db_engine,
+                lambda org: desk.tenant_for_org("slack", org),
+            )
+        self._session: aiohttp.ClientSession | None = None
+        self._client: AsyncWebClient | None = None
+        self._handler: AsyncSlackRequestHandler | None = None
+
+    def routes(self) -> list[Any]:
+        """`POST /slack/events`, `GET /slack/install`, `GET /slack/oauth_redirect`."""
+        return [
+            StarletteRoute(EVENTS_PATH, self._events, methods=["POST"]),
+            StarletteRoute(INSTALL_PATH, self._oauth, methods=["GET"]),
+            StarletteRoute(REDIRECT_PATH, self._oauth, methods=["GET"]),
+        ]
+
+    async def start(self) -> None:
+        """Open the HTTP session and the Bolt app inside the running loop; create install tables."""
+        if self._handler is not None:
+            return
+        if self._installs is not None:
+            await self._installs.create_tables()
+        self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=TIMEOUT_SECONDS))
+        token = None if self._installs else self.config.bot_token
+        self._client = build_client(token, self.config.api_url, self._session)
+        bolt_logger = logging.getLogger("cosigner.slack.bolt")
+        authorize = None
+        if self._installs is not None:
+            # Cached so a click costs no auth.test round trip to Slack before it is acked.
+            authorize = AsyncInstallationStoreAuthorize(
+                logger=bolt_logger, installation_store=self._installs.store, cache_enabled=True
+            )
+        app = AsyncApp(
+            name="cosigner",
+            logger=bolt_logger,
+            signing_secret=self.config.signing_secret,
+            client=self._client,
+            authorize=authorize,  # type: ignore[arg-type]  # Bolt accepts AsyncAuthorize objects
+            oauth_flow=self._installs.flow if self._installs else None,
+            process_before_response=True,
+        )
+        self._clicks.register(app)
+        self._handler = AsyncSlackRequestHandler(app)
+
+    async def stop(self) -> None:
+        """Let follow-up tasks finish, then close the HTTP session."""
+        await self._clicks.drain()
+        if self._session is not None:
+            await self._session.close()
+        self._session = self._client = self._handler = None
+
+    async def deliver(self, card: ApprovalCard, route: Route) -> Delivered:
+        """Post the card in the route's channel (or thread); raises `SurfaceUnavailable`."""
+        slack_route = _slack(route)
+        blocks, text = to_blocks(card, slack_route)
+        client, app_id = await self._client_for(slack_route)
+        channel = slack_route.channel_id
+        if channel[:1] in ("U", "W"):
+            # A user id as channel means "DM them"; the receipt must hold the D… id clicks carry.
+            async with translated("conversations.open", channel):
+                opened = await client.conversations_open(users=channel)
+            channel = opened["channel"]["id"]
+        await self._pacer.wait(channel)
+        async with translated("chat.postMessage", channel):
+            posted = await client.chat_postMessage(
+                channel=channel,
+                thread_ts=slack_route.thread_ts,
+                text=text,
+                blocks=blocks,
+                unfurl_links=False,
+                unfurl_media=False,
+            )
+        return Delivered(
+            surface="slack",
+            conversation=posted["channel"],
+            message_refs=(posted["ts"],),
+            app_id=app_id,
+        )
+
+    async def show_outcome(self, card: ApprovalCard, route: Route, delivered: Delivered) -> None:
+        """Replace the card in place with its closed form (no buttons, the outcome shown)."""
+        slack_route = _slack(route)
+        if not delivered.message_refs:
+            return
+        blocks, text = to_closed_blocks(card, slack_route)
+        client, _ = await self._client_for(slack_route)
+        async with translated("chat.update", delivered.conversation):
+            await client.chat_update(
+                channel=delivered.conversation,
+                ts=delivered.message_refs[0],
+                text=text,
+                blocks=blocks,
+            )
+
+    async def _client_for(self, route: SlackRoute) -> tuple[AsyncWebClient, str | None]:
+        if self._client is None or self._session is None:
+            raise SurfaceUnavailable("the Slack surface is not started; call start() first")
+        if self._installs is None:
+            return self._client, self.config.app_id
+        where = route.enterprise_id or route.team_id
+        try:
+            bot = await self._installs.find_bot(route.team_id, route.enterprise_id)
+        except Exception as exc:  # the store's SQLAlchemy errors stop at this boundary
+            raise SurfaceUnavailable(f"reading the Slack installation for {where} failed") from exc
+        if bot is None or not bot.bot_token:
+            raise SurfaceUnavailable(
+                f"Cosigner is not installed in Slack workspace {where}; install it via {INSTALL_PATH}",
+                team=route.team_id,
+            )
+        client = build_client(bot.bot_token, self.config.api_url, self._session)
+        return client, self.config.app_id or bot.app_id
+
+    async def _events(self, request: Request) -> Response:
+        if self._handler is None:
+            return PlainTextResponse("The Slack surface is not started.", status_code=503)
+        declared = request.headers.get("content-length", "0")
+        if not declared.isdigit() or int(declared) > MAX_BODY:
+            return JSONResponse({"error": "request too large"}, status_code=413)
+        body = await request.body()
+        if len(body) > MAX_BODY or not self._signed(body, request):
+            # Never log the body: it can carry card content and personal data.
+            logger.warning(
+                "Refused a Slack request: bad or stale signature "
+                "(check SLACK_SIGNING_SECRET and the server clock)"
+            )
+            return JSONResponse({"error": "invalid request"}, status_code=401)
+        return await self._handler.handle(request)
+
+    async def _oauth(self, request: Request) -> Response:
+        if self._handler is None:
+            return PlainTextResponse("The Slack surface is not started.", status_code=503)
+        if self._installs is None:
+            return PlainTextResponse(
+                "This Cosigner serves one Slack workspace (SLACK_BOT_TOKEN); installs are off. "
+                "Set SLACK_CLIENT_ID and SLACK_CLIENT_SECRET to install into many workspaces.",
+                status_code=404,
+            )
+        return await self._handler.handle(request)
+
+    def _signed(self, body: bytes, request: Request) -> bool:
+        # Checked here as well as in Bolt: Bolt's own check raises (500) on a non-numeric
+        # timestamp and logs the raw body on failure.
+        timestamp = request.headers.get("x-slack-request-timestamp")
+        signature = request.headers.get("x-slack-signature")
+        try:
+            return self._verifier.is_valid(body, timestamp, signature)
+        except (ValueError, TypeError, OverflowError):
+            return False
+
+
+def _slack(route: Route) -> SlackRoute:
+    if not isinstance(route, SlackRoute):
+        raise SurfaceUnavailable(f"the Slack surface cannot deliver to a {route.surface} route")
+    return route

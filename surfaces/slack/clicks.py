@@ -1,0 +1,144 @@
+"""Bolt listeners for card buttons and the deny modal: parse, hand to the desk, answer the clicker.
+
+The app runs with `process_before_response=True`, so `desk.answer` has committed (or
+refused and audited) the decision before Slack gets its 200. Courtesy calls that need not
+be durable (the refusal notice, opening the modal) run as tasks after the ack, so the ack
+is not held up by a round trip to Slack.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.web.async_client import AsyncWebClient
+
+from contracts.errors import CosignerError
+from contracts.ports import ApprovalDesk
+from surfaces.slack import mrkdwn
+from surfaces.slack.blocks import ACTION_PREFIX, COMMENT_BLOCK, DENY_CALLBACK, deny_modal
+from surfaces.slack.parse import parse_block_action, parse_view_submission
+from surfaces.slack.web_client import translated
+
+logger = logging.getLogger("cosigner.slack.clicks")
+
+APPROVE_ACTIONS = re.compile(rf"^{re.escape(ACTION_PREFIX)}(approve|approve_for_run)$")
+DENY_ACTION = f"{ACTION_PREFIX}deny"
+Ack = Callable[..., Awaitable[Any]]
+
+
+def refusal_text(error: CosignerError) -> str:
+    """What a clicker whose answer was refused reads: the reason code and the engine's message."""
+    reason = mrkdwn.fit(error.message, 500)
+    return f":no_entry: Your answer was not recorded ({error.code.value}): {reason}"
+
+
+class Clicks:
+    """Registers the card listeners on a Bolt app and runs their follow-up tasks."""
+
+    def __init__(self, desk: ApprovalDesk) -> None:
+        self._desk = desk
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def register(self, app: AsyncApp) -> None:
+        """Attach the approve, deny and deny-comment listeners."""
+
+        async def on_approve(ack: Ack, body: dict[str, Any], client: AsyncWebClient) -> None:
+            await self._answer_click(body, client)
+            await ack()
+
+        async def on_deny(ack: Ack, body: dict[str, Any], client: AsyncWebClient) -> None:
+            await ack()
+            self._later(self._open_deny_modal(body, client))
+
+        async def on_deny_comment(ack: Ack, body: dict[str, Any]) -> None:
+            await self._answer_comment(ack, body)
+
+        async def ignore(ack: Ack) -> None:
+            await ack()
+
+        app.action(APPROVE_ACTIONS)(on_approve)
+        app.action(DENY_ACTION)(on_deny)
+        app.view_submission(DENY_CALLBACK)(on_deny_comment)
+        # Acknowledge anything else quietly: Bolt's "unhandled request" warning prints the body.
+        app.action(re.compile(".*"))(ignore)
+        app.view_submission(re.compile(".*"))(ignore)
+        app.view_closed(re.compile(".*"))(ignore)
+
+    async def drain(self) -> None:
+        """Wait for follow-up tasks still running (on shutdown)."""
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def _answer_click(self, body: dict[str, Any], client: AsyncWebClient) -> None:
+        try:
+            answer = parse_block_action(body)
+            await self._desk.answer(answer)
+        except CosignerError as error:
+            self._later(self._tell(client, body, refusal_text(error)))
+        except Exception:
+            # The clicker must learn the answer did not count; the details go to the log only.
+            logger.exception("Recording a Slack click failed")
+            self._later(
+                self._tell(client, body, ":warning: Cosigner could not record your answer. Try again.")
+            )
+
+    async def _open_deny_modal(self, body: dict[str, Any], client: AsyncWebClient) -> None:
+        try:
+            answer = parse_block_action(body)
+        except CosignerError as error:
+            await self._tell(client, body, refusal_text(error))
+            return
+        tool = _tool_name(body)
+        view = deny_modal(answer.approval_id, tool, answer.conversation, answer.message_ref or "")
+        try:
+            async with translated("views.open", answer.conversation):
+                await client.views_open(trigger_id=body.get("trigger_id"), view=view)
+        except CosignerError as error:
+            logger.warning("Opening the deny modal failed: %s", error.message)
+            await self._tell(client, body, ":warning: Could not open the deny dialog. Click Deny again.")
+
+    async def _answer_comment(self, ack: Ack, body: dict[str, Any]) -> None:
+        try:
+            await self._desk.answer(parse_view_submission(body))
+        except CosignerError as error:
+            message = f"Not recorded ({error.code.value}): {error.message}"[:300]
+            await ack(response_action="errors", errors={COMMENT_BLOCK: message})
+            return
+        except Exception:
+            logger.exception("Recording a Slack deny comment failed")
+            await ack(
+                response_action="errors",
+                errors={COMMENT_BLOCK: "Cosigner could not record this. Try again."},
+            )
+            return
+        await ack()
+
+    async def _tell(self, client: AsyncWebClient, body: dict[str, Any], text: str) -> None:
+        container = body.get("container") or {}
+        channel = container.get("channel_id") or (body.get("channel") or {}).get("id")
+        user = (body.get("user") or {}).get("id")
+        if not channel or not user:
+            return
+        extra = {"thread_ts": container["thread_ts"]} if container.get("thread_ts") else {}
+        try:
+            async with translated("chat.postEphemeral", channel):
+                await client.chat_postEphemeral(channel=channel, user=user, text=text, **extra)
+        except CosignerError as error:
+            logger.warning("Telling a clicker why failed: %s", error.message)
+
+    def _later(self, work: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+
+def _tool_name(body: dict[str, Any]) -> str:
+    for block in (body.get("message") or {}).get("blocks") or []:
+        if block.get("type") == "header":
+            return str((block.get("text") or {}).get("text", "this call"))
+    return "this call"

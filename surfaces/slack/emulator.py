@@ -1,0 +1,287 @@
+"""A Slack Web API emulator on loopback, for `cosigner dev` and the tests.
+
+It answers the methods Cosigner calls with Slack's response and error shapes, records every
+message, ephemeral and modal, and can be told to fail (`fail_next`) the way Slack does:
+429 with `Retry-After`, 5xx, `{"ok": false, "error": ...}`, or slow answers. Point the real
+`AsyncWebClient(base_url=emu.api_url)` at it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import itertools
+import json
+import socket
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl
+
+import httpx
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse
+from starlette.routing import Route
+
+from surfaces.slack import emulated_methods, interactions
+from surfaces.slack.emulated_methods import OpenedView, Recorded, Workspace
+
+
+@dataclass
+class Fault:
+    """How the next calls of one method fail."""
+
+    status: int = 500
+    error: str | None = None
+    retry_after: int | None = None
+    times: int = 1
+    delay: float = 0.0
+
+
+@dataclass
+class _State:
+    messages: list[Recorded] = field(default_factory=list)
+    ephemerals: list[Recorded] = field(default_factory=list)
+    views: list[OpenedView] = field(default_factory=list)
+    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    latest: dict[tuple[str, str], Recorded] = field(default_factory=dict)
+
+
+class _QuietServer(uvicorn.Server):
+    # The host process (pytest, `cosigner dev`) owns SIGINT/SIGTERM, not this server.
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+class SlackEmulator:
+    """A fake Slack Web API with Slack's shapes, faults and a record of what it was sent."""
+
+    def __init__(
+        self,
+        *,
+        team_id: str = "T0EMU",
+        enterprise_id: str | None = None,
+        app_id: str = "A0EMU",
+        bot_user_id: str = "U0BOT",
+        client_id: str | None = None,
+        client_secret: str | None = None,
+    ) -> None:
+        self.team_id, self.enterprise_id, self.app_id = team_id, enterprise_id, app_id
+        self.bot_user_id, self.client_id, self.client_secret = bot_user_id, client_id, client_secret
+        self.workspaces: dict[str, Workspace] = {}
+        self.missing_channels: set[str] = set()
+        self.users: dict[str, dict[str, Any]] = {}
+        self.triggers: set[str] = set()
+        self.strict_triggers = False
+        self._faults: dict[str, list[Fault]] = {}
+        self._codes: dict[str, Workspace] = {}
+        self._dms: dict[str, str] = {}
+        self._seq = itertools.count(1)
+        self._last_ts = 0.0
+        self._state = _State()
+        self._server: uvicorn.Server | None = None
+        self._task: asyncio.Task[None] | None = None
+        self.port: int | None = None
+        self.responses: list[dict[str, Any]] = []
+        self.app = Starlette(
+            routes=[
+                Route("/api/{method}", self._dispatch, methods=["GET", "POST"]),
+                Route("/hooks/{path:path}", self._hook, methods=["POST"]),
+            ]
+        )
+        self._methods = emulated_methods.table(self)
+
+    # --- records -------------------------------------------------------------------------
+
+    @property
+    def messages(self) -> list[Recorded]:
+        """Every `chat.postMessage` and `chat.update`, in order."""
+        return self._state.messages
+
+    @property
+    def ephemerals(self) -> list[Recorded]:
+        """Every `chat.postEphemeral`, in order."""
+        return self._state.ephemerals
+
+    @property
+    def views(self) -> list[OpenedView]:
+        """Every modal opened."""
+        return self._state.views
+
+    @property
+    def calls(self) -> list[tuple[str, dict[str, Any]]]:
+        """Every API call as (method, arguments without the token)."""
+        return self._state.calls
+
+    def latest(self, channel: str, ts: str) -> Recorded | None:
+        """The message at (channel, ts) as it currently reads, after any updates."""
+        return self._state.latest.get((channel, ts))
+
+    def record(self, message: Recorded) -> None:
+        """Store a posted or updated message."""
+        target = self._state.ephemerals if message.method == "chat.postEphemeral" else self.messages
+        target.append(message)
+        if message.method != "chat.postEphemeral":
+            self._state.latest[(message.channel, message.ts)] = message
+
+    # --- set-up --------------------------------------------------------------------------
+
+    @property
+    def api_url(self) -> str:
+        """Base URL for `AsyncWebClient(base_url=...)`, e.g. `http://127.0.0.1:PORT/api/`."""
+        if self.port is None:
+            raise RuntimeError("SlackEmulator is not running; use `async with SlackEmulator.running()`")
+        return f"http://127.0.0.1:{self.port}/api/"
+
+    def fail_next(
+        self,
+        method: str,
+        *,
+        status: int = 500,
+        error: str | None = None,
+        retry_after: int | None = None,
+        times: int = 1,
+        delay: float = 0.0,
+    ) -> None:
+        """Make the next `times` calls of `method` fail (status 200 and no error: just slow)."""
+        self._faults.setdefault(method, []).append(Fault(status, error, retry_after, times, delay))
+
+    def add_token(self, token: str, team_id: str, enterprise_id: str | None = None) -> None:
+        """Register a bot token for a workspace (other `xoxb-` tokens map to `team_id`)."""
+        self.workspaces[token] = Workspace(team_id, enterprise_id)
+
+    def issue_oauth_code(
+        self,
+        team_id: str | None,
+        enterprise_id: str | None = None,
+        is_enterprise_install: bool = False,
+    ) -> str:
+        """A one-time code that `oauth.v2.access` exchanges for a bot token of that workspace."""
+        code = f"code-{next(self._seq)}"
+        self._codes[code] = Workspace(team_id, enterprise_id, is_enterprise_install)
+        return code
+
+    def take_code(self, code: str) -> Workspace | None:
+        """Consume an OAuth code."""
+        return self._codes.pop(code, None)
+
+    def next_ts(self) -> str:
+        """A fresh, strictly increasing message ts shaped like Slack's."""
+        now = max(time.time(), self._last_ts + 0.000001)
+        self._last_ts = now
+        return f"{now:.6f}"
+
+    def dm_channel(self, user_id: str) -> str:
+        """The `D…` channel of the app's DM with a user."""
+        return self._dms.setdefault(user_id, f"D{len(self._dms) + 1:08d}")
+
+    def workspace_for(self, token: str | None) -> Workspace | None:
+        """The workspace a token belongs to, or None when Slack would say `invalid_auth`."""
+        if token is None:
+            return None
+        if token in self.workspaces:
+            return self.workspaces[token]
+        if token.startswith("xoxb-"):
+            return Workspace(self.team_id, self.enterprise_id)
+        return None
+
+    async def click(self, http: httpx.AsyncClient, **options: Any) -> httpx.Response:
+        """Click a button on a recorded message with a really signed request."""
+        return await interactions.click(self, http, **options)
+
+    async def submit_view(self, http: httpx.AsyncClient, **options: Any) -> httpx.Response:
+        """Submit an opened modal with a really signed request (`interactions.submit_view`)."""
+        return await interactions.submit_view(self, http, **options)
+
+    # --- serving -------------------------------------------------------------------------
+
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def running(cls, **options: Any) -> AsyncIterator[SlackEmulator]:
+        """Serve an emulator on a free loopback port for the duration of the block."""
+        emulator = cls(**options)
+        await emulator.start()
+        try:
+            yield emulator
+        finally:
+            await emulator.stop()
+
+    async def start(self) -> None:
+        """Bind a free loopback port (port 0) and serve until `stop()`."""
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", 0))
+        self.port = sock.getsockname()[1]
+        config = uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan="off", ws="none")
+        self._server = _QuietServer(config)
+        self._task = asyncio.create_task(self._server.serve(sockets=[sock]))
+        while not self._server.started:
+            if self._task.done():
+                await self._task
+                raise RuntimeError("the Slack emulator stopped while starting")
+            await asyncio.sleep(0.005)
+
+    async def stop(self) -> None:
+        """Stop serving and release the port."""
+        if self._server is not None and self._task is not None:
+            self._server.should_exit = True
+            await self._task
+        self._server = self._task = None
+
+    @property
+    def response_url(self) -> str:
+        """A `response_url` for interaction payloads; what is posted there lands in `responses`."""
+        return self.api_url.replace("/api/", f"/hooks/actions/{next(self._seq)}")
+
+    async def _hook(self, request: Request) -> PlainTextResponse:
+        body = json.loads(await request.body() or b"{}")
+        self.responses.append(body if isinstance(body, dict) else {"body": body})
+        return PlainTextResponse("ok")
+
+    async def _dispatch(self, request: Request) -> JSONResponse:
+        method = request.path_params["method"]
+        args, token = await _arguments(request)
+        self.calls.append((method, {k: v for k, v in args.items() if k != "client_secret"}))
+        faults = self._faults.get(method)
+        if faults:
+            fault = faults[0]
+            fault.times -= 1
+            if fault.times <= 0:
+                faults.pop(0)
+            if fault.delay:
+                await asyncio.sleep(fault.delay)
+            if fault.status == 429:
+                headers = {"Retry-After": str(fault.retry_after or 1)}
+                return JSONResponse({"ok": False, "error": "ratelimited"}, 429, headers=headers)
+            if fault.status != 200 or fault.error:
+                error = fault.error or "internal_error"
+                return JSONResponse({"ok": False, "error": error}, fault.status)
+        handler = self._methods.get(method)
+        if handler is None:
+            return JSONResponse({"ok": False, "error": "unknown_method"}, 404)
+        return JSONResponse(handler(args, token))
+
+
+async def _arguments(request: Request) -> tuple[dict[str, Any], str | None]:
+    args: dict[str, Any] = dict(request.query_params)
+    if request.method == "POST":
+        if request.headers.get("content-type", "").startswith("application/json"):
+            body = json.loads(await request.body() or b"{}")
+            if isinstance(body, dict):
+                args.update(body)
+        else:
+            args.update(parse_qsl((await request.body()).decode(), keep_blank_values=True))
+    token = args.pop("token", None)
+    auth = request.headers.get("authorization", "")
+    if auth.startswith("Bearer "):
+        token = auth.removeprefix("Bearer ")
+    elif auth.startswith("Basic "):
+        client_id, _, secret = base64.b64decode(auth[6:]).decode().partition(":")
+        args.setdefault("client_id", client_id)
+        args.setdefault("client_secret", secret)
+    return args, token

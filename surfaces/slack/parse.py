@@ -1,0 +1,148 @@
+"""Pure translators from Slack interaction payloads to `Answer`s; no I/O, no Slack client.
+
+Only fields Slack itself sets are read: who clicked (`user`), where (`team`, `enterprise`,
+`container`), which app (`api_app_id`) and which button (`actions[0]`). The deprecated
+`token` field is ignored: the request signature is the proof of origin.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from contracts.enums import Verdict
+from contracts.errors import InvalidRequest
+from contracts.ports import Answer
+from surfaces.slack.blocks import (
+    ACTIONS,
+    BLOCK_PREFIX,
+    COMMENT_ACTION,
+    COMMENT_BLOCK,
+    COMMENT_MAX,
+    DENY_CALLBACK,
+)
+
+_SLACK_ID = re.compile(r"^[A-Z0-9]{2,64}$")
+_TS = re.compile(r"^\d{1,12}\.\d{1,8}$")
+_APPROVAL_ID = re.compile(r"^[A-Za-z0-9_.:\-]{1,200}$")
+
+
+def parse_block_action(payload: Mapping[str, Any]) -> Answer:
+    """A button click on a card as an `Answer`; raises `InvalidRequest` when malformed."""
+    if payload.get("type") != "block_actions":
+        raise InvalidRequest("expected a block_actions payload", field="type")
+    actions = payload.get("actions")
+    if not isinstance(actions, list) or len(actions) != 1 or not isinstance(actions[0], dict):
+        raise InvalidRequest("expected exactly one action", field="actions")
+    action = actions[0]
+    verdict = ACTIONS.get(action.get("action_id", ""))
+    if verdict is None:
+        raise InvalidRequest("not a Cosigner button", field="actions.action_id")
+    approval_id = _match(action.get("value"), _APPROVAL_ID, "actions.value")
+    block_id = action.get("block_id")
+    if block_id is not None and block_id != f"{BLOCK_PREFIX}{approval_id}":
+        raise InvalidRequest("button block does not belong to this approval", field="actions.block_id")
+    container = _mapping(payload, "container")
+    if container.get("type") != "message" or container.get("is_ephemeral"):
+        raise InvalidRequest("buttons count only on a posted card", field="container.type")
+    return Answer(
+        approval_id=approval_id,
+        surface="slack",
+        verdict=verdict,
+        conversation=_match(container.get("channel_id"), _SLACK_ID, "container.channel_id"),
+        message_ref=_match(container.get("message_ts"), _TS, "container.message_ts"),
+        **_who(payload),
+    )
+
+
+def parse_view_submission(payload: Mapping[str, Any]) -> Answer:
+    """A submitted deny-comment modal as a deny `Answer` bound to the card it was opened from."""
+    if payload.get("type") != "view_submission":
+        raise InvalidRequest("expected a view_submission payload", field="type")
+    view = _mapping(payload, "view")
+    if view.get("callback_id") != DENY_CALLBACK:
+        raise InvalidRequest("not a Cosigner modal", field="view.callback_id")
+    try:
+        meta = json.loads(view.get("private_metadata") or "")
+    except ValueError as exc:
+        raise InvalidRequest("unreadable modal metadata", field="view.private_metadata") from exc
+    if not isinstance(meta, dict):
+        raise InvalidRequest("unreadable modal metadata", field="view.private_metadata")
+    return Answer(
+        approval_id=_match(meta.get("a"), _APPROVAL_ID, "view.private_metadata.a"),
+        surface="slack",
+        verdict=Verdict.DENY,
+        conversation=_match(meta.get("c"), _SLACK_ID, "view.private_metadata.c"),
+        message_ref=_match(meta.get("t"), _TS, "view.private_metadata.t"),
+        comment=_comment(view),
+        **_who(payload),
+    )
+
+
+def parse_form_payload(form: Mapping[str, str]) -> dict[str, Any]:
+    """The JSON object in an interaction's form-encoded `payload` field."""
+    try:
+        payload = json.loads(form["payload"])
+    except (KeyError, ValueError) as exc:
+        raise InvalidRequest("expected a form field `payload` with JSON", field="payload") from exc
+    if not isinstance(payload, dict):
+        raise InvalidRequest("payload must be a JSON object", field="payload")
+    return payload
+
+
+def _who(payload: Mapping[str, Any]) -> dict[str, Any]:
+    user = _mapping(payload, "user")
+    team = _optional_mapping(payload, "team")
+    enterprise = _optional_mapping(payload, "enterprise")
+    team_id = _optional_id(team.get("id") if team else None, "team.id")
+    enterprise_id = _optional_id(
+        (enterprise or {}).get("id") or (team or {}).get("enterprise_id"), "enterprise.id"
+    )
+    # Org-wide installs on Enterprise Grid send `team: null`; the org is then the enterprise.
+    org = team_id or enterprise_id
+    if org is None:
+        raise InvalidRequest("neither team nor enterprise is given", field="team")
+    return {
+        "actor": _match(user.get("id"), _SLACK_ID, "user.id"),
+        "org": org,
+        "actor_org": _optional_id(user.get("team_id"), "user.team_id"),
+        "app_id": _optional_id(payload.get("api_app_id"), "api_app_id"),
+        "enterprise_id": enterprise_id,
+    }
+
+
+def _comment(view: Mapping[str, Any]) -> str | None:
+    values = ((view.get("state") or {}).get("values") or {}).get(COMMENT_BLOCK) or {}
+    field = values.get(COMMENT_ACTION) or {}
+    text = field.get("value") if isinstance(field, dict) else None
+    if text is None:
+        return None
+    if not isinstance(text, str):
+        raise InvalidRequest("comment must be text", field="view.state.values.comment")
+    return text.strip()[:COMMENT_MAX] or None
+
+
+def _mapping(payload: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = payload.get(key)
+    if not isinstance(value, dict):
+        raise InvalidRequest(f"`{key}` is missing", field=key)
+    return value
+
+
+def _optional_mapping(payload: Mapping[str, Any], key: str) -> Mapping[str, Any] | None:
+    value = payload.get(key)
+    if value is not None and not isinstance(value, dict):
+        raise InvalidRequest(f"`{key}` must be an object or null", field=key)
+    return value
+
+
+def _match(value: Any, pattern: re.Pattern[str], field: str) -> str:
+    if not isinstance(value, str) or not pattern.match(value):
+        raise InvalidRequest(f"`{field}` is missing or malformed", field=field)
+    return value
+
+
+def _optional_id(value: Any, field: str) -> str | None:
+    return None if value is None else _match(value, _SLACK_ID, field)

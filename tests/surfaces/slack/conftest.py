@@ -1,0 +1,160 @@
+"""Shared pieces for the Slack surface tests: a card, a route, a recording desk, an emulator."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from starlette.applications import Starlette
+
+from contracts.enums import ApprovalMode, ApprovalStatus, ToolKind
+from contracts.errors import CosignerError
+from contracts.ports import Answer, ApprovalCard, Placed, SlackRoute
+from surfaces.slack import SlackAdapter, SlackConfig, SlackEmulator
+
+SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
+TOKEN = "xoxb-test-token"
+T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+
+
+def _card(**changes: Any) -> ApprovalCard:
+    """A pending danger card for `issue_refund`."""
+    card = ApprovalCard(
+        approval_id="apr_01",
+        short_code="K7Q",
+        tenant="acme",
+        execution_id="run_81",
+        tool_call_id="call_7",
+        tool_name="issue_refund",
+        kind=ToolKind.DANGER,
+        mode=ApprovalMode.ASK_ALWAYS,
+        parameters={"orderId": "ord_4421", "amountCents": 12900, "cardToken": "[redacted]"},
+        reason="Customer says the discount was not applied",
+        triggered_by="slack:U1",
+        policy_rule="tools.issue_refund: danger → ask_always",
+        created_at=T0,
+        expires_at=T0 + timedelta(minutes=5),
+        status=ApprovalStatus.PENDING,
+    )
+    return replace(card, **changes)
+
+
+def _route(**changes: Any) -> SlackRoute:
+    """A route to channel C1 in workspace T1 for requester U1."""
+    route = SlackRoute(
+        surface="slack",
+        team_id="T1",
+        enterprise_id=None,
+        channel_id="C1",
+        thread_ts=None,
+        approvers=("U1",),
+        approver_teams=("T1",),
+        requester="U1",
+    )
+    return replace(route, **changes)
+
+
+class FakeDesk:
+    """Records answers; raises `refuse` instead when set; maps `orgs` to tenants."""
+
+    def __init__(self) -> None:
+        self.answers: list[Answer] = []
+        self.refuse: CosignerError | None = None
+        self.orgs: dict[str, str] = {"T1": "acme"}
+
+    async def answer(self, answer: Answer) -> ApprovalCard:
+        if self.refuse is not None:
+            raise self.refuse
+        self.answers.append(answer)
+        return _card()
+
+    async def placed(self, approval_id: str) -> Placed | None:
+        return None
+
+    async def pending_for_number(self, to_number: str, from_number: str) -> Sequence[Placed]:
+        return []
+
+    async def latest_for_number(self, to_number: str, from_number: str) -> Placed | None:
+        return None
+
+    async def fail_closed(self, approval_id: str, code: str, message: str) -> None:
+        return None
+
+    async def note(self, approval_id: str, event: str, data: Mapping[str, Any]) -> None:
+        return None
+
+    async def mark_once(self, namespace: str, key: str) -> bool:
+        return True
+
+    async def set_flag(self, namespace: str, key: str, value: str | None) -> None:
+        return None
+
+    async def get_flag(self, namespace: str, key: str) -> str | None:
+        return None
+
+    def tenant_for_org(self, surface: str, org: str) -> str | None:
+        return self.orgs.get(org) if surface == "slack" else None
+
+
+@pytest.fixture
+def make_card() -> Callable[..., ApprovalCard]:
+    """Build a card, overriding any field."""
+    return _card
+
+
+@pytest.fixture
+def make_route() -> Callable[..., SlackRoute]:
+    """Build a route, overriding any field."""
+    return _route
+
+
+@pytest.fixture
+def t0() -> datetime:
+    """When the sample card was created."""
+    return T0
+
+
+@pytest.fixture
+def secret() -> str:
+    """The signing secret the adapter under test verifies with."""
+    return SECRET
+
+
+@pytest.fixture
+async def emu() -> AsyncIterator[SlackEmulator]:
+    async with SlackEmulator.running(team_id="T1", app_id="A1") as emulator:
+        yield emulator
+
+
+@pytest.fixture
+async def engine() -> AsyncIterator[AsyncEngine]:
+    db = create_async_engine("sqlite+aiosqlite:///:memory:")
+    yield db
+    await db.dispose()
+
+
+@pytest.fixture
+def desk() -> FakeDesk:
+    return FakeDesk()
+
+
+@pytest.fixture
+async def adapter(emu: SlackEmulator, desk: FakeDesk, engine: AsyncEngine) -> AsyncIterator[SlackAdapter]:
+    config = SlackConfig(signing_secret=SECRET, bot_token=TOKEN, api_url=emu.api_url, app_id="A1")
+    slack = SlackAdapter(config, desk, engine)
+    await slack.start()
+    yield slack
+    await slack.stop()
+
+
+@pytest.fixture
+async def http(adapter: SlackAdapter) -> AsyncIterator[httpx.AsyncClient]:
+    app = Starlette(routes=adapter.routes())
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="https://cosigner.test") as client:
+        yield client

@@ -1,0 +1,273 @@
+"""to_blocks / to_closed_blocks: layout, buttons, and escaping of everything untrusted."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime, timedelta
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from contracts.enums import ApprovalMode, ApprovalStatus, ToolKind
+from contracts.ports import Outcome
+from surfaces.slack import mrkdwn
+from surfaces.slack.blocks import as_dicts, deny_modal, to_blocks, to_closed_blocks
+
+OUR_TOKENS = re.compile(r"<@[UW][A-Z0-9]+>|<!date\^\d+\^\{date_short_pretty\} \{time\}\|[^<>|]+>")
+BAD_AMP = re.compile(r"&(?!amp;|lt;|gt;)")
+NASTY = [
+    "<!channel>",
+    "<!here>",
+    "<@U1>",
+    "<!subteam^S1>",
+    "<http://x|y>",
+    "```",
+    "&amp;",
+    "&",
+    "<",
+    ">",
+]
+
+
+def texts(blocks: list[dict[str, Any]]) -> list[str]:
+    """Every mrkdwn string in a Block Kit tree."""
+    found: list[str] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if node.get("type") == "mrkdwn":
+                found.append(node["text"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(blocks)
+    return found
+
+
+def assert_inert(text: str) -> None:
+    stripped = OUR_TOKENS.sub("", text)
+    assert "<" not in stripped and ">" not in stripped, text
+    assert not BAD_AMP.search(text), text
+
+
+def test_card_layout(make_card: Any, make_route: Any, t0: datetime) -> None:
+    blocks, fallback = to_blocks(make_card(), make_route())
+    data = as_dicts(blocks)
+    assert data[0] == {
+        "type": "header",
+        "text": {"type": "plain_text", "text": "issue_refund", "emoji": False},
+    }
+    params = data[1]["text"]["text"]
+    assert '"orderId": "ord_4421"' in params and params.count("```") == 2
+    flat = json.dumps(data, ensure_ascii=False)
+    assert "<@U1>" in flat
+    assert "Agent's stated reason (unverified claim)" in flat
+    assert "tools.issue_refund: danger → ask_always" in flat
+    assert f"<!date^{int((t0 + timedelta(minutes=5)).timestamp())}^" in flat
+    assert all(t.get("verbatim") for b in data for t in _text_objects(b))
+    assert fallback == "Approval needed: issue_refund (K7Q), expires 2026-11-29 12:05 UTC"
+
+
+def _text_objects(node: Any) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    if isinstance(node, dict):
+        if node.get("type") == "mrkdwn":
+            out.append(node)
+        for value in node.values():
+            out.extend(_text_objects(value))
+    elif isinstance(node, list):
+        for value in node:
+            out.extend(_text_objects(value))
+    return out
+
+
+def _buttons(card: Any, route: Any) -> list[dict[str, Any]]:
+    data = as_dicts(to_blocks(card, route)[0])
+    actions = [b for b in data if b["type"] == "actions"]
+    assert len(actions) == 1
+    return actions[0]["elements"]
+
+
+def test_danger_card_confirms_approve_and_offers_no_run_wide_approval(
+    make_card: Any, make_route: Any
+) -> None:
+    buttons = _buttons(make_card(), make_route())
+    assert [b["action_id"] for b in buttons] == ["cosigner.approve", "cosigner.deny"]
+    assert buttons[0]["style"] == "primary" and "confirm" in buttons[0]
+    assert buttons[1]["style"] == "danger" and "confirm" not in buttons[1]
+
+
+def test_ask_mode_offers_approve_for_this_run(make_card: Any, make_route: Any) -> None:
+    buttons = _buttons(make_card(kind=ToolKind.WRITE, mode=ApprovalMode.ASK), make_route())
+    assert [b["action_id"] for b in buttons] == [
+        "cosigner.approve",
+        "cosigner.approve_for_run",
+        "cosigner.deny",
+    ]
+    assert buttons[1]["text"]["text"] == "Approve for this run"
+    assert all("confirm" not in b for b in buttons)
+    assert sum(1 for b in buttons if b.get("style") == "primary") == 1
+
+
+def test_buttons_carry_only_the_approval_id(make_card: Any, make_route: Any) -> None:
+    card = make_card(parameters={"secret": "tok_live_123"})
+    data = as_dicts(to_blocks(card, make_route())[0])
+    actions = next(b for b in data if b["type"] == "actions")
+    assert actions["block_id"] == "cosigner:apr_01"
+    assert {b["value"] for b in actions["elements"]} == {"apr_01"}
+    assert "tok_live_123" not in json.dumps(actions)
+
+
+def test_trigger_is_never_a_mention_built_from_text(make_card: Any, make_route: Any) -> None:
+    card = make_card(triggered_by="<@U0BOSS> via <!channel>")
+    data = as_dicts(to_blocks(card, make_route(requester=None))[0])
+    flat = json.dumps(data, ensure_ascii=False)
+    assert "&lt;@U0BOSS&gt; via &lt;!channel&gt;" in flat
+    for text in texts(data):
+        assert_inert(text)
+
+
+def test_nasty_text_everywhere_is_inert(make_card: Any, make_route: Any) -> None:
+    card = make_card(
+        tool_name="issue_refund",
+        parameters={n: n for n in NASTY},
+        reason=" ".join(NASTY),
+        policy_rule="<!here> rule & more",
+        execution_id="<!channel>",
+    )
+    blocks, fallback = to_blocks(card, make_route())
+    data = as_dicts(blocks)
+    for text in texts(data):
+        assert_inert(text)
+    assert_inert(fallback)
+    params = data[1]["text"]["text"]
+    assert params.count("```") == 2
+    assert "&amp;amp;" in params  # an entity in the data shows as itself
+
+
+def test_closed_card_has_no_buttons_and_shows_the_outcome(
+    make_card: Any, make_route: Any, t0: datetime
+) -> None:
+    outcome = Outcome(
+        status=ApprovalStatus.DENIED,
+        decided_at=t0 + timedelta(minutes=1),
+        decider_kind="person",
+        decider="U2",
+        surface="slack",
+        comment="Over the limit <!channel> & then some",
+    )
+    card = make_card(status=ApprovalStatus.DENIED, outcome=outcome)
+    blocks, fallback = to_closed_blocks(card, make_route())
+    data = as_dicts(blocks)
+    assert not [b for b in data if b["type"] == "actions"]
+    flat = json.dumps(data, ensure_ascii=False)
+    assert "*Denied* by <@U2>" in flat
+    assert f"<!date^{int((t0 + timedelta(minutes=1)).timestamp())}^" in flat
+    assert "Over the limit &lt;!channel&gt; &amp; then some" in flat
+    assert fallback.startswith("Denied: issue_refund")
+    for text in texts(data):
+        assert_inert(text)
+
+
+def test_closed_card_by_timeout_and_by_policy(make_card: Any, make_route: Any, t0: datetime) -> None:
+    expired = make_card(
+        status=ApprovalStatus.EXPIRED,
+        outcome=Outcome(ApprovalStatus.EXPIRED, t0, "timeout"),
+    )
+    assert "*Expired* by timeout" in json.dumps(as_dicts(to_closed_blocks(expired, make_route())[0]))
+    by_rule = make_card(
+        status=ApprovalStatus.APPROVED,
+        outcome=Outcome(ApprovalStatus.APPROVED, t0, "policy", decider="allow_below<5000>"),
+    )
+    flat = json.dumps(as_dicts(to_closed_blocks(by_rule, make_route())[0]))
+    assert "policy rule allow_below&lt;5000&gt;" in flat
+    sms = make_card(
+        status=ApprovalStatus.APPROVED,
+        outcome=Outcome(ApprovalStatus.APPROVED, t0, "person", decider="+15550001", surface="sms"),
+    )
+    assert "+15550001 (sms)" in json.dumps(as_dicts(to_closed_blocks(sms, make_route())[0]))
+
+
+def test_deny_modal_metadata_holds_only_ids() -> None:
+    view = deny_modal("apr_01", "issue_refund", "C1", "1700000000.000100").to_dict()
+    assert json.loads(view["private_metadata"]) == {
+        "a": "apr_01",
+        "c": "C1",
+        "t": "1700000000.000100",
+    }
+    assert view["callback_id"] == "cosigner.deny_comment"
+    assert view["blocks"][1]["block_id"] == "comment" and view["blocks"][1]["optional"] is True
+
+
+# --- properties -------------------------------------------------------------------------
+
+pieces = st.sampled_from(NASTY) | st.text(max_size=40)
+nasty_text = st.lists(pieces, max_size=300).map("".join)
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | nasty_text,
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(nasty_text, inner, max_size=5),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(params=st.dictionaries(nasty_text, json_values, max_size=8), reason=nasty_text)
+def test_any_card_is_valid_block_kit_and_inert(
+    params: dict[str, Any], reason: str, make_card: Any, make_route: Any
+) -> None:
+    card = make_card(parameters=params, reason=reason or None)
+    blocks, fallback = to_blocks(card, make_route())
+    data = as_dicts(blocks)  # slack_sdk validates Block Kit limits here
+    assert len(data) <= 50
+    section = data[1]["text"]["text"]
+    assert len(section) <= 3000
+    assert section.count("```") == 2
+    for text in texts(data):
+        assert len(text) <= 3000
+        assert_inert(text)
+    assert_inert(fallback)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=nasty_text, limit=st.integers(min_value=0, max_value=400))
+def test_truncation_never_cuts_an_entity_and_counts_what_it_cut(text: str, limit: int) -> None:
+    escaped = mrkdwn.escape(text)
+    kept, dropped = mrkdwn.truncate(escaped, limit)
+    assert len(kept) <= limit
+    assert not re.search(r"&[a-z]{0,3}$", kept)
+    assert not BAD_AMP.search(kept)
+    original_kept = mrkdwn.unescape(kept)
+    assert text.startswith(original_kept)
+    assert len(original_kept) + dropped == len(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=nasty_text, limit=st.integers(min_value=80, max_value=3000))
+def test_fit_and_fenced_stay_within_the_limit(text: str, limit: int) -> None:
+    fitted = mrkdwn.fit(text, limit)
+    assert len(fitted) <= limit
+    assert_inert(fitted)
+    fenced = mrkdwn.fenced(text, limit)
+    assert len(fenced) <= limit
+    assert fenced.count("```") == 2
+    if len(mrkdwn.escape(text)) > limit - 8:
+        assert "not shown" in fenced
+
+
+def test_fence_breakout_stays_inside_the_code_block() -> None:
+    fenced = mrkdwn.fenced("a```<!channel>```b````", 3000)
+    assert fenced.count("```") == 2
+    assert fenced.startswith("```\n") and fenced.endswith("\n```")
+    assert "&lt;!channel&gt;" in fenced
+
+
+def test_cut_note_names_the_number_of_characters() -> None:
+    fitted = mrkdwn.fit("&" * 1000, 200)
+    kept = fitted.split("\n")[0]
+    assert kept.count("&amp;") * 5 == len(kept)
+    assert f"{1000 - kept.count('&amp;'):,} more characters not shown" in fitted
