@@ -105,8 +105,9 @@ class Answer:
     """A person's answer as a surface verified and parsed it.
 
     `org` is where the answer happened (Slack `team.id`, or `enterprise.id` when there is
-    no team; for SMS the number or Messaging Service SID the answer was sent to). `actor_org` is the answering person's own workspace
-    (Slack `user.team_id`) or None where the surface has none. `conversation` and
+    no team; for SMS the number or Messaging Service SID the answer was sent to).
+    `actor_org` is the answering person's own workspace (Slack `user.team_id`) or None
+    where the surface has none. `conversation` and
     `message_ref` must equal what `Delivered` recorded.
     """
 

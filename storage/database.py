@@ -25,7 +25,7 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine, make_url
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 T = TypeVar("T")
@@ -111,12 +111,16 @@ class Database:
             return await conn.run_sync(fn)
 
     @staticmethod
-    def _in_transaction(engine: Engine, fn: Callable[[Connection], T]) -> T:
+    def _in_transaction(engine: Engine | None, fn: Callable[[Connection], T]) -> T:
+        if engine is None:
+            raise RuntimeError("the database is closed")
         with engine.begin() as conn:
             return fn(conn)
 
     @staticmethod
-    def _on_connection(engine: Engine, fn: Callable[[Connection], T]) -> T:
+    def _on_connection(engine: Engine | None, fn: Callable[[Connection], T]) -> T:
+        if engine is None:
+            raise RuntimeError("the database is closed")
         with engine.connect() as conn:
             try:
                 return fn(conn)

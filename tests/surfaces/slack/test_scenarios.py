@@ -1,0 +1,226 @@
+"""Slack against the real engine: every way a click can be wrong, and every way a card closes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from contracts.ports import ApprovalDesk
+from surfaces.slack import SlackAdapter, SlackConfig, SlackEmulator
+from surfaces.slack.emulated_methods import Recorded
+from surfaces.slack.interactions import block_actions_payload, send_signed
+from tests.harness import Harness, cosigner_app
+
+SECRET = "scenario-signing-secret"
+APP_ID = "A0COSIGNER"
+POLICY = """
+[tools.issue_credit]
+kind = "write"
+confirm = true
+
+[tools.issue_refund]
+kind = "danger"
+
+[tools.close_account]
+kind = "danger"
+approvers = ["tenant_admins"]
+
+[tenants.acme]
+slack_team = "T0ACME"
+admins = { slack = ["U0ADMIN", "U0ADMIN2"] }
+admin_channel = "C0ADMINS"
+"""
+
+
+async def until(check: Callable[[], Any], seconds: float = 5.0) -> Any:
+    deadline = time.monotonic() + seconds
+    while not (found := check()):
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting")
+        await asyncio.sleep(0.02)
+    return found
+
+
+@pytest.fixture
+async def world(db_kind: str) -> AsyncIterator[tuple[Harness, SlackEmulator, str]]:
+    async with SlackEmulator.running(team_id="T0ACME", app_id=APP_ID) as emu:
+        config = SlackConfig(signing_secret=SECRET, bot_token="xoxb-acme", api_url=emu.api_url,
+                             app_id=APP_ID)
+
+        def factory(desk: ApprovalDesk, db: AsyncEngine) -> SlackAdapter:
+            return SlackAdapter(config, desk, db)
+
+        async with cosigner_app(POLICY, surfaces=[factory], database_kind=db_kind) as h:
+            yield h, emu, await h.create_tenant("acme")
+
+
+async def ask(h: Harness, key: str, tool: str = "issue_refund", call_id: str = "call_1",
+              **extra: Any) -> str:
+    surface = {"type": "slack", "teamId": "T0ACME", "channelId": "C1", "userId": "U1"}
+    surface.update(extra.pop("surface", {}))
+    body = {"executionId": extra.pop("executionId", "run_1"), "toolCallId": call_id,
+            "toolName": tool, "parameters": {"amountCents": 12900}, "surface": surface, **extra}
+    r = await h.client.post("/v1/approvals", json=body, headers=h.auth(key))
+    assert r.status_code in (200, 201), r.text
+    return str(r.json()["approvalId"])
+
+
+async def card_of(emu: SlackEmulator, index: int = 0) -> Recorded:
+    posts = await until(lambda: [m for m in emu.messages if m.method == "chat.postMessage"]
+                        [index:index + 1])
+    return posts[0]
+
+
+async def delivered(h: Harness, approval_id: str) -> None:
+    async def check() -> bool:
+        placed = await h.desk.placed(approval_id)
+        return placed is not None and placed.delivered is not None
+    deadline = time.monotonic() + 5
+    while not await check():
+        assert time.monotonic() < deadline, "card was never delivered"
+        await asyncio.sleep(0.02)
+
+
+async def forged_click(h: Harness, emu: SlackEmulator, card: Recorded, *, action: str =
+                       "cosigner.approve", **fields: Any) -> None:
+    button = next(e for b in card.blocks if b["type"] == "actions" for e in b["elements"]
+                  if e["action_id"] == action)
+    fields.setdefault("channel", card.channel)
+    fields.setdefault("ts", card.ts)
+    fields.setdefault("team", "T0ACME")
+    fields.setdefault("app_id", APP_ID)
+    payload = block_actions_payload(action=button, blocks=card.blocks, **fields)
+    r = await send_signed(h.client, "/slack/events", payload, secret=SECRET)
+    assert r.status_code == 200, "every signed click is acked"
+
+
+async def status(h: Harness, key: str, approval_id: str) -> str:
+    r = await h.client.get(f"/v1/approvals/{approval_id}", headers=h.auth(key))
+    return str(r.json()["status"])
+
+
+async def refusal_codes(h: Harness, key: str, approval_id: str) -> list[str]:
+    audit = (await h.client.get(f"/v1/approvals/{approval_id}/audit",
+                                headers=h.auth(key))).json()["events"]
+    return [e["data"]["code"] for e in audit if e["event"] == "decision_refused"]
+
+
+@pytest.mark.parametrize(("fields", "code"), [
+    ({"channel": "C2"}, "WRONG_CONVERSATION"),
+    ({"ts": "1700000000.999999"}, "WRONG_CONVERSATION"),
+    ({"app_id": "A0IMPOSTOR"}, "WRONG_CONVERSATION"),
+    ({"user_team": "T0OUTSIDER"}, "NOT_AN_APPROVER"),  # Slack Connect: U1's id, other org
+    ({"user": "U2"}, "NOT_AN_APPROVER"),
+    ({"team": "T0GLOBEX"}, "WRONG_TENANT"),
+])
+async def test_a_wrong_click_changes_nothing_is_explained_and_audited(
+        world: Any, fields: dict[str, str], code: str) -> None:
+    h, emu, key = world
+    approval_id = await ask(h, key)
+    card = await card_of(emu)
+    await delivered(h, approval_id)
+    await forged_click(h, emu, card, user=fields.pop("user", "U1"), **fields)
+    (note,) = await until(lambda: emu.ephemerals)
+    assert note.text is not None and code in note.text
+    assert await status(h, key, approval_id) == "pending"
+    assert await refusal_codes(h, key, approval_id) == [code]
+
+
+async def test_a_click_on_another_cards_message_does_not_decide_this_one(world: Any) -> None:
+    h, emu, key = world
+    first = await ask(h, key, call_id="a")
+    second = await ask(h, key, call_id="b")
+    card_a, card_b = await card_of(emu, 0), await card_of(emu, 1)
+    await delivered(h, first)
+    await delivered(h, second)
+    # The button of card A, replayed as though it sat on card B's message.
+    button = next(e for b in card_a.blocks if b["type"] == "actions" for e in b["elements"]
+                  if e["action_id"] == "cosigner.approve")
+    payload = block_actions_payload(action=button, blocks=card_a.blocks, channel=card_b.channel,
+                                    ts=card_b.ts, user="U1", team="T0ACME", app_id=APP_ID)
+    await send_signed(h.client, "/slack/events", payload, secret=SECRET)
+    await until(lambda: emu.ephemerals)
+    assert {await status(h, key, first), await status(h, key, second)} == {"pending"}
+
+
+async def test_admin_requests_go_to_the_admin_channel_and_two_admins_race(world: Any) -> None:
+    h, emu, key = world
+    approval_id = await ask(h, key, tool="close_account")
+    card = await card_of(emu)
+    assert card.channel == "C0ADMINS"
+    await delivered(h, approval_id)
+    await asyncio.gather(forged_click(h, emu, card, user="U0ADMIN"),
+                         forged_click(h, emu, card, user="U0ADMIN2"))
+    assert await status(h, key, approval_id) == "approved"
+    (note,) = await until(lambda: emu.ephemerals)
+    assert note.text is not None and "ALREADY_DECIDED" in note.text
+    decided = (await h.client.get(f"/v1/approvals/{approval_id}", headers=h.auth(key))).json()
+    assert decided["decidedBy"]["userId"] in ("U0ADMIN", "U0ADMIN2")
+    assert note.user != decided["decidedBy"]["userId"]
+
+
+async def test_requests_in_a_thread_are_posted_in_that_thread(world: Any) -> None:
+    h, emu, key = world
+    await ask(h, key, surface={"threadTs": "1700000000.000100"})
+    card = await card_of(emu)
+    assert (card.channel, card.thread_ts) == ("C1", "1700000000.000100")
+
+
+async def test_a_click_after_expiry_is_refused_and_the_card_shows_expiry(world: Any) -> None:
+    h, emu, key = world
+    approval_id = await ask(h, key, timeoutSeconds=1)
+    card = await card_of(emu)
+    await delivered(h, approval_id)
+    await asyncio.sleep(1.1)
+    await forged_click(h, emu, card, user="U1")
+    (note,) = await until(lambda: emu.ephemerals)
+    assert note.text is not None and "APPROVAL_EXPIRED" in note.text
+    assert await status(h, key, approval_id) == "expired"
+    closed = await until(lambda: (m := emu.latest(card.channel, card.ts))
+                         and m.method == "chat.update" and m)
+    assert not [b for b in closed.blocks if b["type"] == "actions"]
+    assert "xpired" in json.dumps(closed.blocks)
+
+
+async def test_a_decision_made_elsewhere_updates_the_card(world: Any) -> None:
+    h, emu, key = world
+    approval_id = await ask(h, key)
+    card = await card_of(emu)
+    await delivered(h, approval_id)
+    r = await h.client.post(f"/v1/approvals/{approval_id}/cancel", headers=h.auth(key))
+    assert r.json()["status"] == "cancelled"
+    closed = await until(lambda: (m := emu.latest(card.channel, card.ts))
+                         and m.method == "chat.update" and m)
+    assert not [b for b in closed.blocks if b["type"] == "actions"]
+    assert "ancelled" in json.dumps(closed.blocks)
+
+
+async def test_approve_for_this_run_covers_later_calls_of_that_tool_only(world: Any) -> None:
+    h, emu, key = world
+    first = await ask(h, key, tool="issue_credit", call_id="c1")
+    card = await card_of(emu)
+    actions = [e["action_id"] for b in card.blocks if b["type"] == "actions" for e in b["elements"]]
+    assert "cosigner.approve_for_run" in actions
+    await delivered(h, first)
+    await forged_click(h, emu, card, action="cosigner.approve_for_run", user="U1")
+    assert await status(h, key, first) == "approved"
+    again = await h.client.post("/v1/approvals", headers=h.auth(key), json={
+        "executionId": "run_1", "toolCallId": "c2", "toolName": "issue_credit",
+        "parameters": {"amountCents": 1}, "surface": {"type": "slack", "teamId": "T0ACME",
+                                                      "channelId": "C1", "userId": "U1"}})
+    assert again.status_code == 200
+    assert "approved for this run by slack:U1" in again.json()["decidedBy"]["rule"]
+    other_run = await ask(h, key, tool="issue_credit", call_id="c3", executionId="run_2")
+    assert await status(h, key, other_run) == "pending"
+    refund = await ask(h, key, tool="issue_refund", call_id="r1")
+    assert await status(h, key, refund) == "pending"
+    danger = await card_of(emu, 2)
+    danger_actions = [e["action_id"] for b in danger.blocks if b["type"] == "actions"
+                      for e in b["elements"]]
+    assert "cosigner.approve_for_run" not in danger_actions
