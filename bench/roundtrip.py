@@ -2,6 +2,9 @@
 
     .venv/bin/python bench/roundtrip.py [--db sqlite|postgres|both] [--concurrency 1,16,64,256]
                                         [--seconds 5] [--py-spy FILE [--profile-concurrency 64]]
+                                        [--client raw|aiohttp|httpx]
+    .venv/bin/python bench/roundtrip.py --slack [bench/clicks.py options]
+                           (Slack click-to-ack latency instead: see bench/clicks.py)
     ./run bench            (the same, with the defaults)
 
 For each database it starts `cosigner serve` (uvicorn, uvloop + httptools when installed, one
@@ -10,8 +13,12 @@ file, or a new PostgreSQL database `cosigner_bench_<random>` that is dropped aft
 policy with one dashboard-approved danger tool, COSIGNER_SECRET set and no Slack or Twilio.
 The tenant is created with `cosigner tenants create` before the server starts.
 
-The client (this process, pinned to another core) uses httpx.AsyncClient over HTTP/1.1 with
-keep-alive. At each concurrency level it runs two phases for a fixed time:
+The client (this process, pinned to another core) speaks HTTP/1.1 with keep-alive through
+`--client` (bench/httpclients.py): `raw`, the default, a minimal asyncio.Protocol client that
+costs a fraction of the server's CPU per request, so the numbers measure the server;
+`aiohttp` (ClientSession + TCPConnector); or `httpx` (AsyncClient, the original client, which
+needed about as much CPU as the server and was the bottleneck at high concurrency).
+At each concurrency level it runs two phases for a fixed time:
 
 - create:     workers loop on `POST /v1/approvals` (dashboard surface, expects 201).
 - round trip: the agent creates an approval, starts `GET /v1/approvals/{id}?wait=30`; once
@@ -50,6 +57,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from httpclients import CLIENTS, Client, Resp, client_version, make_client
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
@@ -161,13 +171,18 @@ class Failure(Exception):
     """One failed request, with a short description for the error table."""
 
 
-def _expect(r: httpx.Response, status: int, what: str) -> dict[str, Any]:
-    if r.status_code != status:
+def _expect(r: Resp, status: int, what: str) -> dict[str, Any]:
+    if r.status != status:
         code = ""
         with contextlib.suppress(Exception):
             code = " " + str(r.json()["error"]["code"])
-        raise Failure(f"{what}: HTTP {r.status_code}{code}")
-    body: dict[str, Any] = r.json()
+        raise Failure(f"{what}: HTTP {r.status}{code}")
+    try:
+        body: dict[str, Any] = r.json()
+    except ValueError as exc:
+        raise Failure(f"{what}: body is not JSON") from exc
+    if not isinstance(body, dict):
+        raise Failure(f"{what}: body is not a JSON object")
     return body
 
 
@@ -256,22 +271,28 @@ def spawn_server(port: int, env: dict[str, str], stderr: Path,
 
 @contextlib.asynccontextmanager
 async def running_server(kind: str, admin_dsn: str, core: int | None,
-                         log_level: str) -> AsyncIterator[Server]:
-    """Migrate, create a tenant, start `cosigner serve` pinned to `core`; stop it on exit."""
+                         log_level: str, *, policy_text: str = POLICY,
+                         extra_env: dict[str, str] | None = None,
+                         tenant: str = "bench") -> AsyncIterator[Server]:
+    """Migrate, create a tenant, start `cosigner serve` pinned to `core`; stop it on exit.
+
+    `extra_env` (e.g. SLACK_*) is added after every SLACK_/TWILIO_/COSIGNER_ variable of
+    this process's environment has been dropped."""
     with tempfile.TemporaryDirectory(prefix="cosigner-bench-") as tmp_name:
         tmp = Path(tmp_name)
         async with database_url(kind, admin_dsn, tmp) as url:
             policy = tmp / "policy.toml"
-            policy.write_text(POLICY)
+            policy.write_text(policy_text)
             env = {k: v for k, v in os.environ.items()
                    if not k.startswith(("SLACK_", "TWILIO_", "COSIGNER_"))}
             env.update({"COSIGNER_DATABASE_URL": url, "COSIGNER_POLICY": str(policy),
                         "COSIGNER_SECRET": secrets.token_urlsafe(32),
                         "COSIGNER_LOG_LEVEL": log_level, "PYTHONUNBUFFERED": "1"})
+            env.update(extra_env or {})
             port = free_port()
             env["COSIGNER_PUBLIC_URL"] = f"http://127.0.0.1:{port}"
             cosigner(["migrate"], env)
-            out = cosigner(["tenants", "create", "bench"], env)
+            out = cosigner(["tenants", "create", tenant], env)
             found = re.search(r"csk_\S+", out)
             if not found:
                 raise RuntimeError(f"no API key in `cosigner tenants create` output:\n{out}")
@@ -316,7 +337,7 @@ async def wait_ready(server: Server, proc: subprocess.Popen[bytes]) -> None:
 class Load:
     """The requests an agent and a person make, on one keep-alive client."""
 
-    def __init__(self, client: httpx.AsyncClient, key: str) -> None:
+    def __init__(self, client: Client, key: str) -> None:
         self.client = client
         self.headers = {"Authorization": f"Bearer {key}"}
         self.run = secrets.token_hex(4)
@@ -332,7 +353,8 @@ class Load:
                 "reason": "benchmark", "surface": {"type": "dashboard", "userId": USER}}
 
     async def create(self) -> str:
-        r = await self.client.post("/v1/approvals", json=self._body(), headers=self.headers)
+        r = await self.client.request("POST", "/v1/approvals", json=self._body(),
+                                      headers=self.headers)
         body = _expect(r, 201, "create")
         if body.get("status") != "pending":
             raise Failure(f"create: status {body.get('status')!r}, wanted pending")
@@ -344,21 +366,17 @@ class Load:
         t0 = time.perf_counter()
         approval_id = await self.create()
         on_wire = asyncio.Event()
-
-        async def trace(event: str, info: dict[str, Any]) -> None:
-            if event == "http11.send_request_body.complete":
-                on_wire.set()
-
-        poll = asyncio.create_task(self.client.get(
-            f"/v1/approvals/{approval_id}", params={"wait": "30"}, headers=self.headers,
-            extensions={"trace": trace}))
+        poll = asyncio.create_task(self.client.request(
+            "GET", f"/v1/approvals/{approval_id}?wait=30", headers=self.headers,
+            on_wire=on_wire))
         try:
-            wire = asyncio.create_task(on_wire.wait())
-            await asyncio.wait({poll, wire}, return_when=asyncio.FIRST_COMPLETED)
-            wire.cancel()
-            r = await self.client.post(f"/v1/approvals/{approval_id}/decision",
-                                       json={"decision": "approve", "userId": USER,
-                                             "comment": "ok"}, headers=self.headers)
+            if not on_wire.is_set():
+                wire = asyncio.create_task(on_wire.wait())
+                await asyncio.wait({poll, wire}, return_when=asyncio.FIRST_COMPLETED)
+                wire.cancel()
+            r = await self.client.request("POST", f"/v1/approvals/{approval_id}/decision",
+                                          json={"decision": "approve", "userId": USER,
+                                                "comment": "ok"}, headers=self.headers)
             t_decided = time.perf_counter()
             body = _expect(r, 200, "decision")
             if body.get("status") != "approved":
@@ -489,19 +507,17 @@ async def bench_database(kind: str, args: argparse.Namespace, cores: tuple[int |
         print(f"\n== {kind}: server pid {server.pid} on {server.url}, pinned to core "
               f"{cores[0]}; client on core {cores[1]}")
         for c in args.concurrency:
-            timeout = httpx.Timeout(60.0, connect=10.0, pool=60.0)
             async with contextlib.AsyncExitStack() as stack:
+                def client(limit: int) -> Client:
+                    made = make_client(args.client, server.url, limit=limit, timeout=60.0)
+                    stack.push_async_callback(made.aclose)
+                    return made
+
                 if args.pool == "shared":
-                    n = 2 * c + 4
-                    shared = await stack.enter_async_context(httpx.AsyncClient(
-                        base_url=server.url, timeout=timeout, http1=True, http2=False,
-                        limits=httpx.Limits(max_connections=n, max_keepalive_connections=n)))
+                    shared = client(2 * c + 4)
                     loads = [Load(shared, server.key) for _ in range(c)]
                 else:  # one small keep-alive pool per agent/person pair
-                    loads = [Load(await stack.enter_async_context(httpx.AsyncClient(
-                        base_url=server.url, timeout=timeout, http1=True, http2=False,
-                        limits=httpx.Limits(max_connections=2, max_keepalive_connections=2))),
-                        server.key) for _ in range(c)]
+                    loads = [Load(client(2), server.key) for _ in range(c)]
                 await wait_quiet(server.pid, args.wait_quiet)
                 # Warm up every connection and the server's caches; not measured.
                 await run_phase(c, 0.5, 2 * c, server.pid, per_worker(loads, Load.round_trip))
@@ -613,7 +629,10 @@ def machine() -> str:
     return (f"machine: {os.cpu_count()} cores (usable {affinity}), {model}; "
             f"Python {platform.python_version()} ({platform.python_implementation()}), "
             f"{platform.system()} {platform.release()}; server: uvicorn + {loop} + {http}, "
-            f"1 worker; client: httpx {httpx.__version__} HTTP/1.1 keep-alive")
+            f"1 worker; client: {client_version(_CLIENT[0])} HTTP/1.1 keep-alive")
+
+
+_CLIENT = ["raw"]
 
 
 def _has(module: str) -> bool:
@@ -654,9 +673,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="before each level, wait up to this long for other processes to "
                         "stop using the CPU (a shared machine)")
     p.add_argument("--pool", choices=["per-worker", "shared"], default="per-worker",
-                   help="per-worker: one httpx client (2 keep-alive connections) per "
+                   help="per-worker: one client (2 keep-alive connections) per "
                         "agent/person pair; shared: one client whose pool holds 2*c+4 "
                         "connections (httpcore's pool costs grow with its size)")
+    p.add_argument("--client", choices=CLIENTS, default="raw",
+                   help="raw: minimal asyncio HTTP/1.1 client (cheapest, the default); "
+                        "aiohttp: ClientSession + TCPConnector; httpx: AsyncClient")
+    p.add_argument("--slack", action="store_true",
+                   help="run the Slack click-to-ack benchmark (bench/clicks.py) instead; "
+                        "put --slack first, the other options are then clicks.py's")
     args = p.parse_args(argv)
     try:
         args.concurrency = [int(c) for c in args.concurrency.split(",") if c.strip()]
@@ -674,6 +699,7 @@ async def main_async(args: argparse.Namespace) -> int:
     if task is not None:  # SIGTERM: unwind like Ctrl-C, so every cleanup step runs
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
     cores = pick_cores()
+    _CLIENT[0] = args.client
     print(machine())
     if cores[1] is not None:
         os.sched_setaffinity(0, {cores[1]})
@@ -710,6 +736,10 @@ async def postgres_unreachable(dsn: str) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if "--slack" in argv:
+        import clicks
+        return clicks.main([a for a in argv if a != "--slack"])
     args = parse_args(argv)
     with _event_loop_policy():
         try:
