@@ -64,15 +64,14 @@ async def parse(request: Request, model: type[M]) -> M:
     if len(raw) > MAX_BODY:
         raise InvalidRequest(f"body is over {MAX_BODY} bytes", field="body")
     try:
-        data = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InvalidRequest(f"body is not valid JSON ({exc}); send application/json",
-                             field="body") from exc
-    if not isinstance(data, dict):
-        raise InvalidRequest("body must be a JSON object", field="body")
-    try:
-        return model.model_validate(data)
+        return model.model_validate_json(raw)
     except ValidationError as exc:
+        first = exc.errors()[0]
+        if first["type"] == "json_invalid":
+            raise InvalidRequest(f"body is not valid JSON ({first['msg']}); send a JSON object "
+                                 "as application/json", field="body") from exc
+        if first["type"] == "model_type" and not first["loc"]:
+            raise InvalidRequest("body must be a JSON object", field="body") from exc
         raise validation_error(exc) from exc
 
 

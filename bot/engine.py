@@ -220,7 +220,7 @@ class Engine:
         if created.replay:
             return self._replay(rec)
         self.metrics.created(rec.status.value)
-        log.info("approval created", extra={"approval_id": rec.id, "tenant": tenant,
+        log.debug("approval created", extra={"approval_id": rec.id, "tenant": tenant,
                                              "tool": rec.tool_name, "status": rec.status.value})
         if (rec.route is not None and rec.route.surface != "dashboard") or \
                 (rec.closed and rec.callback_url):

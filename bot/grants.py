@@ -23,6 +23,7 @@ class GrantSigner:
         self.kid = "cg1-" + hashlib.sha256(public).hexdigest()[:16]
         self._jwk = {"kty": "OKP", "crv": "Ed25519", "x": b64url(public), "kid": self.kid,
                      "use": "sig", "alg": "EdDSA"}
+        self._recent: dict[str, str] = {}
         self._header = b64url(json.dumps({"alg": "EdDSA", "typ": GRANT_TYPE, "kid": self.kid},
                                          separators=(",", ":")).encode())
 
@@ -32,10 +33,16 @@ class GrantSigner:
 
     def sign(self, claims: dict[str, Any]) -> str:
         """A compact JWS over `claims`; Ed25519 is deterministic, so the same claims give
-        the same token on every replica and every read."""
+        the same token on every replica and every read (which is why caching is safe)."""
         body = b64url(json.dumps(claims, sort_keys=True, separators=(",", ":")).encode())
-        signing_input = f"{self._header}.{body}".encode("ascii")
-        return f"{self._header}.{body}.{b64url(self._key.sign(signing_input))}"
+        token = self._recent.get(body)
+        if token is None:
+            signing_input = f"{self._header}.{body}".encode("ascii")
+            token = f"{self._header}.{body}.{b64url(self._key.sign(signing_input))}"
+            if len(self._recent) >= 4096:
+                self._recent.clear()
+            self._recent[body] = token
+        return token
 
 
 def callback_secret(secret: str, tenant: str) -> str:

@@ -2,9 +2,10 @@
 
 The hot path runs each transaction as one synchronous function: `await db.run_write(fn)`.
 On SQLite the whole function runs in the single writer thread, so a transaction costs one
-hop between the event loop and a thread rather than one per statement, and SQLite's one
+hop between the event loop and a thread rather than one per statement, SQLite's one
 writer is never contended inside the process (its transactions begin with
-`BEGIN IMMEDIATE`); reads run in a small thread pool beside it, which WAL allows. On
+`BEGIN IMMEDIATE`), and transactions queued together share one COMMIT
+(`storage.group_commit`); reads run in a small thread pool beside it, which WAL allows. On
 PostgreSQL the same function runs through asyncpg with `AsyncConnection.run_sync`.
 
 `read()` and `write()` give async connections for code off the hot path (CLI, audit
@@ -26,6 +27,8 @@ from alembic.config import Config
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
+
+from storage.group_commit import GroupWriter
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 T = TypeVar("T")
@@ -67,8 +70,7 @@ class Database:
                 connect_args={"check_same_thread": False})
             _configure_sqlite(self._sync_writer, immediate=True)
             _configure_sqlite(self._sync_reader, immediate=False)
-            self._write_thread: ThreadPoolExecutor | None = ThreadPoolExecutor(
-                1, thread_name_prefix="cosigner-db-write")
+            self._group: GroupWriter | None = GroupWriter(self._sync_writer)
             self._read_threads: ThreadPoolExecutor | None = ThreadPoolExecutor(
                 READ_THREADS, thread_name_prefix="cosigner-db-read")
         elif self.dialect == "postgresql":
@@ -82,7 +84,8 @@ class Database:
                                               connect_args=connect_args, pool_recycle=1800)
             self.reader = self.writer
             self._sync_writer = self._sync_reader = None
-            self._write_thread = self._read_threads = None
+            self._group = None
+            self._read_threads = None
         else:
             raise DatabaseUrlError(
                 f"{url!r}: Cosigner runs on sqlite+aiosqlite:// or postgresql+asyncpg://")
@@ -96,9 +99,9 @@ class Database:
     async def run_write(self, fn: Callable[[Connection], T]) -> T:
         """Run `fn(conn)` in one write transaction: committed if it returns, rolled back if
         it raises. `fn` is synchronous and must not block on anything but the database."""
-        if self._write_thread is not None:
-            return await asyncio.get_running_loop().run_in_executor(
-                self._write_thread, self._in_transaction, self._sync_writer, fn)
+        if self._group is not None:
+            result: T = await self._group.submit(fn)
+            return result
         async with self.writer.begin() as conn:
             return await conn.run_sync(fn)
 
@@ -109,13 +112,6 @@ class Database:
                 self._read_threads, self._on_connection, self._sync_reader, fn)
         async with self.reader.connect() as conn:
             return await conn.run_sync(fn)
-
-    @staticmethod
-    def _in_transaction(engine: Engine | None, fn: Callable[[Connection], T]) -> T:
-        if engine is None:
-            raise RuntimeError("the database is closed")
-        with engine.begin() as conn:
-            return fn(conn)
 
     @staticmethod
     def _on_connection(engine: Engine | None, fn: Callable[[Connection], T]) -> T:
@@ -159,13 +155,15 @@ class Database:
         await self.writer.dispose()
         if self.reader is not self.writer:
             await self.reader.dispose()
-        for pool in (self._write_thread, self._read_threads):
-            if pool is not None:
-                pool.shutdown(wait=True)
+        if self._group is not None:
+            self._group.close()
+        if self._read_threads is not None:
+            self._read_threads.shutdown(wait=True)
         for engine in (self._sync_writer, self._sync_reader):
             if engine is not None:
                 engine.dispose()
-        self._write_thread = self._read_threads = None
+        self._group = None
+        self._read_threads = None
         self._sync_writer = self._sync_reader = None
 
 

@@ -1,0 +1,62 @@
+"""Group commit: queued SQLite transactions share a COMMIT but fail alone."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from storage.database import Database
+from storage.tables import flags
+
+
+@pytest.fixture
+async def db(tmp_path: Path) -> Database:
+    database = Database(f"sqlite+aiosqlite:///{tmp_path / 'g.db'}")
+    await database.migrate()
+    yield database  # type: ignore[misc]
+    await database.close()
+
+
+def put(key: str, fail: bool = False):  # type: ignore[no-untyped-def]
+    def tx(conn: Connection) -> str:
+        conn.execute(flags.insert().values(namespace="t", key=key, value="1", created_at=0.0))
+        if fail:
+            raise ValueError(f"refused {key}")
+        return key
+    return tx
+
+
+def count(conn: Connection) -> int:
+    return int(conn.execute(sa.select(sa.func.count()).select_from(flags)).scalar_one())
+
+
+async def test_a_failing_transaction_is_rolled_back_alone(db: Database) -> None:
+    calls = [db.run_write(put(f"k{i}", fail=i % 10 == 3)) for i in range(200)]
+    results = await asyncio.gather(*calls, return_exceptions=True)
+    failed = [r for r in results if isinstance(r, Exception)]
+    assert len(failed) == 20 and all(isinstance(r, ValueError) for r in failed)
+    assert await db.run_read(count) == 180
+    rows = await db.run_read(lambda c: set(c.execute(sa.select(flags.c.key)).scalars()))
+    assert "k3" not in rows and "k4" in rows
+    group = db._group
+    assert group is not None and group.transactions == 200
+    assert group.batches < 200, "concurrent transactions shared commits"
+
+
+async def test_duplicate_keys_conflict_inside_one_batch(db: Database) -> None:
+    results = await asyncio.gather(*(db.run_write(put(f"k{i // 2}")) for i in range(100)),
+                                   return_exceptions=True)
+    assert sum(isinstance(r, sa.exc.IntegrityError) for r in results) == 50
+    assert await db.run_read(count) == 50
+
+
+async def test_nothing_is_reported_committed_before_it_is(db: Database, tmp_path: Path) -> None:
+    await db.run_write(put("durable"))
+    other = sa.create_engine(f"sqlite:///{tmp_path / 'g.db'}")
+    with other.connect() as conn:
+        assert count(conn) == 1, "another connection sees the row once run_write returned"
+    other.dispose()
