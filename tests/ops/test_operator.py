@@ -1,0 +1,182 @@
+"""What a new operator does, as real processes: the README's steps and its promises.
+
+`cosigner serve` refuses bad configuration with one clear line and exit 2; with a secret
+and a policy it serves the README's curl flow on a fresh SQLite file; the CLI reads the
+audit record it wrote. The docs name every setting and every policy key.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from bot import policy as policy_module
+from bot.settings import Settings
+
+REPO = Path(__file__).resolve().parents[2]
+SECRET = "ops-operator-secret-" + "o" * 32
+
+
+def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("COSIGNER_", "SLACK_", "TWILIO_"))}
+    env.update(COSIGNER_DATABASE_URL=f"sqlite+aiosqlite:///{tmp_path / 'cosigner.db'}",
+               PYTHONUNBUFFERED="1")
+    env.update(extra)
+    return env
+
+
+def _cosigner(env: dict[str, str], *args: str, cwd: Path,
+              timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "bot.cli", *args], env=env, cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.parametrize("case", ["no_secret", "bad_policy", "missing_policy", "sync_driver"])
+def test_serve_refuses_bad_configuration_clearly(case: str, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[tools.refund]\nkind = "dangerous"\n[defaults]\ntimout = "5m"\n')
+    good = tmp_path / "policy.toml"
+    good.write_text((REPO / "policy.example.toml").read_text())
+    env = {
+        "no_secret": _env(tmp_path, COSIGNER_POLICY=str(good)),
+        "bad_policy": _env(tmp_path, COSIGNER_POLICY=str(bad), COSIGNER_SECRET=SECRET),
+        "missing_policy": _env(tmp_path, COSIGNER_POLICY=str(tmp_path / "nope.toml"),
+                               COSIGNER_SECRET=SECRET),
+        "sync_driver": _env(tmp_path, COSIGNER_POLICY=str(good), COSIGNER_SECRET=SECRET,
+                            COSIGNER_DATABASE_URL=f"sqlite:///{tmp_path / 'x.db'}"),
+    }[case]
+    done = _cosigner(env, "serve", "--port", str(_free_port()), cwd=tmp_path, timeout=20)
+    assert done.returncode == 2, (done.returncode, done.stderr)
+    assert done.stderr.startswith("error: "), done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    expected = {
+        "no_secret": ["COSIGNER_SECRET is not set"],
+        "bad_policy": ["tools.refund.kind", "defaults.timout"],
+        "missing_policy": ["nope.toml", "cannot read the file"],
+        "sync_driver": ["sqlite+aiosqlite://"],
+    }[case]
+    for text in expected:
+        assert text in done.stderr, done.stderr
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[str, str, dict[str, str]]]:
+    """README "Running it for real": policy, tenant, `cosigner serve` on a fresh SQLite file."""
+    policy = tmp_path / "policy.toml"
+    policy.write_text((REPO / "policy.example.toml").read_text())
+    env = _env(tmp_path, COSIGNER_SECRET=SECRET, COSIGNER_POLICY=str(policy))
+    checked = _cosigner(env, "policy", "check", str(policy), cwd=tmp_path)
+    assert checked.returncode == 0 and "OK" in checked.stdout, checked
+    created = _cosigner(env, "tenants", "create", "acme", cwd=tmp_path)
+    assert created.returncode == 0, created
+    key = re.search(r"API key[^:]*: (csk_\S+)", created.stdout)
+    assert key and "callback signing secret: whsec_" in created.stdout, created.stdout
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = (tmp_path / "serve.log").open("wb")
+    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "serve", "--port", str(port)],
+                            env=env, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            assert proc.poll() is None, (tmp_path / "serve.log").read_text()
+            try:
+                if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, (tmp_path / "serve.log").read_text()
+            time.sleep(0.1)
+        yield url, key.group(1), env
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+        log.close()
+
+
+def test_the_readme_flow_on_a_real_server(served: tuple[str, str, dict[str, str]],
+                                          tmp_path: Path) -> None:
+    url, key, env = served
+    ready = httpx.get(f"{url}/readyz").json()
+    assert ready == {"status": "ready", "database": "sqlite", "surfaces": ["dashboard"]}
+    auth = {"Authorization": f"Bearer {key}"}
+    r = httpx.post(f"{url}/v1/approvals", headers=auth, json={
+        "executionId": "run_81", "toolCallId": "call_7", "toolName": "issue_refund",
+        "parameters": {"orderId": "ord_4421", "amountCents": 12900, "cardToken": "tok_x"},
+        "reason": "Customer says the discount was not applied",
+        "surface": {"type": "dashboard", "userId": "u_42"}, "timeoutSeconds": 300})
+    assert r.status_code == 201, r.text
+    start = r.json()
+    assert start["type"] == "approval_start" and start["status"] == "pending"
+    assert start["parameters"]["cardToken"] == "[REDACTED]"
+    apv = start["approvalId"]
+
+    # While pending, GET (with or without wait) answers 200 with the approval_start body.
+    for query in ("", "?wait=1"):
+        r = httpx.get(f"{url}/v1/approvals/{apv}{query}", headers=auth, timeout=5)
+        assert r.status_code == 200 and r.json() == start, r.text
+    r = httpx.get(f"{url}/v1/approvals/{apv}?wait=61", headers=auth)
+    assert r.status_code == 400 and r.json()["error"]["code"] == "INVALID_REQUEST"
+
+    r = httpx.post(f"{url}/v1/approvals/{apv}/decision", headers=auth,
+                   json={"decision": "approve", "userId": "u_mallory"})
+    assert r.status_code == 403 and r.json()["error"]["code"] == "NOT_AN_APPROVER", r.text
+    r = httpx.post(f"{url}/v1/approvals/{apv}/decision", headers=auth,
+                   json={"decision": "approve", "userId": "u_42", "comment": "ok"})
+    assert r.status_code == 200, r.text
+    decided = r.json()
+    assert decided["status"] == "approved" and decided["grant"]
+    assert decided["decidedBy"] == {"kind": "person", "surface": "dashboard", "userId": "u_42"}
+    r = httpx.post(f"{url}/v1/approvals/{apv}/decision", headers=auth,
+                   json={"decision": "deny", "userId": "u_42"})
+    assert r.status_code == 409 and r.json()["error"]["code"] == "ALREADY_DECIDED", r.text
+
+    shown = _cosigner(env, "audit", "show", apv, cwd=tmp_path)
+    assert shown.returncode == 0, shown
+    assert [line.split()[2] for line in shown.stdout.splitlines()] == [
+        "requested", "decision_refused", "approved", "decision_refused"]
+    assert "tok_x" not in shown.stdout
+    verified = _cosigner(env, "audit", "verify", cwd=tmp_path)
+    assert verified.returncode == 0 and "audit OK: 4 events" in verified.stdout, verified
+    exported = _cosigner(env, "audit", "export", "--since", "2000-01-01T00:00:00Z",
+                         cwd=tmp_path)
+    assert exported.returncode == 0 and len(exported.stdout.splitlines()) == 4, exported
+
+
+def test_the_readme_names_every_setting() -> None:
+    readme = (REPO / "README.md").read_text()
+    for name, field in Settings.model_fields.items():
+        alias = field.validation_alias
+        env_name = alias.choices[0] if alias is not None else name.upper()  # type: ignore[union-attr]
+        assert f"`{env_name}`" in readme, f"README's table does not name {env_name}"
+
+
+def test_the_example_policy_shows_every_key() -> None:
+    text = (REPO / "policy.example.toml").read_text()
+    groups = {"defaults": policy_module._DEFAULT_KEYS, "tools": policy_module._TOOL_KEYS,
+              "tenants": policy_module._TENANT_KEYS, "staff": policy_module._STAFF_KEYS}
+    for group, keys in groups.items():
+        for key in keys:
+            shown = re.search(rf"^#?\s*{key}\s*=|[#,{{]\s*{key}\s*=|\[tenants\.\w+\.{key}[.\]]",
+                              text, re.M)
+            assert shown, f"policy.example.toml does not show {group} key {key!r}"

@@ -1,0 +1,327 @@
+"""Two real `cosigner serve` processes on one PostgreSQL database agree.
+
+DESIGN.md: "Two serve processes on one PostgreSQL agree: one decision per request, each
+expiry once, long-polls answered on either." This test runs the operator's own commands
+as subprocesses (`cosigner migrate`, `cosigner tenants create`, two `cosigner serve`) on a
+fresh database and talks to them over real HTTP only:
+
+- a dashboard approval created on A, long-polled on B, decided by 20 concurrent decision
+  POSTs spread over A and B: exactly one 200, nineteen 409 ALREADY_DECIDED, and B's
+  long-poll answers within about a second of the decision (LISTEN/NOTIFY across replicas);
+- approvals with `timeoutSeconds=1` and a `callbackUrl` on a loopback receiver: each
+  expires once (one `expired` audit event) and each callback arrives exactly once, with a
+  `Cosigner-Delivery` id never delivered twice and a valid `Cosigner-Signature`.
+
+Skipped unless COSIGNER_TEST_POSTGRES_URL=postgresql+asyncpg://user@host/db is set; the
+test creates its own database `cosigner_ops_<random>` next to that one and drops it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http.server
+import json
+import os
+import re
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy.engine import make_url
+
+from contracts.grants import verify_callback
+
+POSTGRES_ENV = "COSIGNER_TEST_POSTGRES_URL"
+REPO = Path(__file__).resolve().parents[2]
+SECRET = "ops-replicas-secret-" + "r" * 32
+POLICY = """
+[defaults]
+timeout = "5m"
+
+[tools.issue_refund]
+kind = "danger"
+approvers = ["requester"]
+redact = ["cardToken"]
+
+[tenants.acme]
+admins = { dashboard = ["u_admin"] }
+"""
+EXPIRING = 6           # approvals left to expire, each with a callback
+DECIDERS = 20          # concurrent decision POSTs, spread over both replicas
+
+pytestmark = pytest.mark.skipif(
+    not os.environ.get(POSTGRES_ENV),
+    reason=f"needs PostgreSQL: set {POSTGRES_ENV}=postgresql+asyncpg://user@host/db "
+           "(the test creates and drops its own database next to it)")
+
+
+def _asyncpg_dsn(url: str, database: str | None = None) -> str:
+    parsed = make_url(url).set(drivername="postgresql")
+    if database is not None:
+        parsed = parsed.set(database=database)
+    return parsed.render_as_string(hide_password=False)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _cosigner(env: dict[str, str], *args: str) -> str:
+    """Run a `cosigner` command the way an operator would; return its stdout."""
+    done = subprocess.run([sys.executable, "-m", "bot.cli", *args], env=env, cwd=REPO,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, f"cosigner {' '.join(args)} exited {done.returncode}:\n" \
+        f"{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+class CallbackReceiver:
+    """A loopback HTTP server that records every callback POST and answers 200."""
+
+    def __init__(self) -> None:
+        self.received: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+        receiver = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                with receiver.lock:
+                    receiver.received.append({
+                        "delivery": self.headers.get("Cosigner-Delivery"),
+                        "signature": self.headers.get("Cosigner-Signature"),
+                        "body": body, "at": time.monotonic()})
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/cosigner"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> CallbackReceiver:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def snapshot(self) -> list[dict[str, Any]]:
+        with self.lock:
+            return list(self.received)
+
+
+@pytest.fixture
+def fresh_database() -> Iterator[str]:
+    """A new, empty PostgreSQL database; dropped afterwards whatever happens."""
+    import asyncpg
+
+    base = os.environ[POSTGRES_ENV]
+    name = f"cosigner_ops_{secrets.token_hex(6)}"
+
+    async def admin(sql: str) -> None:
+        conn = await asyncpg.connect(_asyncpg_dsn(base))
+        try:
+            await conn.execute(sql)
+        finally:
+            await conn.close()
+
+    asyncio.run(admin(f'CREATE DATABASE "{name}"'))
+    try:
+        yield make_url(base).set(database=name).render_as_string(hide_password=False)
+    finally:
+        # WITH (FORCE) (PostgreSQL 13+) ends connections a killed server may have left.
+        asyncio.run(admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture
+def operator_env(fresh_database: str, tmp_path: Path) -> dict[str, str]:
+    """The environment an operator would export: database, secret, policy; no surfaces."""
+    policy = tmp_path / "policy.toml"
+    policy.write_text(POLICY)
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("COSIGNER_", "SLACK_", "TWILIO_"))}
+    env.update(COSIGNER_DATABASE_URL=fresh_database, COSIGNER_SECRET=SECRET,
+               COSIGNER_POLICY=str(policy), COSIGNER_LOG_LEVEL="WARNING",
+               PYTHONUNBUFFERED="1")
+    return env
+
+
+@pytest.fixture
+def tenant(operator_env: dict[str, str]) -> tuple[str, str]:
+    """`cosigner migrate`, then `cosigner tenants create acme`: (API key, callback secret)."""
+    assert "database is at revision" in _cosigner(operator_env, "migrate")
+    out = _cosigner(operator_env, "tenants", "create", "acme")
+    key = re.search(r"API key[^:]*: (\S+)", out)
+    secret = re.search(r"callback signing secret: (\S+)", out)
+    assert key and secret, out
+    return key.group(1), secret.group(1)
+
+
+@pytest.fixture
+def replicas(operator_env: dict[str, str], tenant: tuple[str, str],
+             tmp_path: Path) -> Iterator[list[str]]:
+    """Two `cosigner serve` processes on the same database; always stopped afterwards."""
+    procs: list[tuple[subprocess.Popen[bytes], Path]] = []
+    urls: list[str] = []
+    try:
+        for name in ("a", "b"):
+            port = _free_port()
+            urls.append(f"http://127.0.0.1:{port}")
+            log = tmp_path / f"serve-{name}.log"
+            with log.open("wb") as out:
+                proc = subprocess.Popen(
+                    [sys.executable, "-m", "bot.cli", "serve", "--port", str(port)],
+                    env=operator_env, cwd=REPO, stdout=out, stderr=subprocess.STDOUT,
+                    start_new_session=True)
+            procs.append((proc, log))
+        deadline = time.monotonic() + 20
+        for (proc, log), url in zip(procs, urls, strict=True):
+            while True:
+                if proc.poll() is not None:
+                    pytest.fail(f"serve exited {proc.returncode}:\n{log.read_text()}")
+                try:
+                    if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                if time.monotonic() > deadline:
+                    pytest.fail(f"{url}/readyz never answered 200:\n{log.read_text()}")
+                time.sleep(0.1)
+        yield urls
+    finally:
+        for proc, _ in procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc, log in procs:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=5)
+            text = log.read_text(errors="replace")
+            if "Traceback" in text:
+                print(f"--- {log.name} ---\n{text}")
+
+
+def _request(call_id: str, **extra: Any) -> dict[str, Any]:
+    return {"executionId": f"run_{call_id}", "toolCallId": call_id, "toolName": "issue_refund",
+            "parameters": {"orderId": "ord_1", "amountCents": 12900, "cardToken": "tok_x"},
+            "reason": "ops test", "surface": {"type": "dashboard", "userId": "u_42"}, **extra}
+
+
+async def _audit(client: httpx.AsyncClient, url: str, key: str, approval_id: str) -> list[Any]:
+    r = await client.get(f"{url}/v1/approvals/{approval_id}/audit",
+                         headers={"Authorization": f"Bearer {key}"})
+    assert r.status_code == 200, r.text
+    events: list[Any] = r.json()["events"]
+    return events
+
+
+def _names(events: list[Any]) -> list[str]:
+    return [e["event"] for e in events]
+
+
+async def test_two_serve_processes_agree(tenant: tuple[str, str], replicas: list[str]) -> None:
+    api_key, callback_secret = tenant
+    auth = {"Authorization": f"Bearer {api_key}"}
+    a, b = replicas
+
+    with CallbackReceiver() as receiver:
+        async with httpx.AsyncClient(timeout=30, headers=auth) as client:
+            # --- one decision per request; the long-poll on the other replica wakes ------
+            r = await client.post(f"{a}/v1/approvals",
+                                  json=_request("decide_1", callbackUrl=receiver.url))
+            assert r.status_code == 201, r.text
+            approval_id = r.json()["approvalId"]
+
+            async def long_poll() -> tuple[float, httpx.Response]:
+                resp = await client.get(f"{b}/v1/approvals/{approval_id}?wait=30")
+                return time.monotonic(), resp
+
+            poll = asyncio.create_task(long_poll())
+            await asyncio.sleep(0.5)  # B is now parked on the approval
+            assert not poll.done(), "B's long-poll answered before anyone decided"
+
+            async def decide(i: int) -> tuple[float, httpx.Response]:
+                resp = await client.post(
+                    f"{(a, b)[i % 2]}/v1/approvals/{approval_id}/decision",
+                    json={"decision": "approve", "userId": "u_42", "comment": f"#{i}"})
+                return time.monotonic(), resp
+
+            answers = await asyncio.gather(*(decide(i) for i in range(DECIDERS)))
+            codes = sorted(resp.status_code for _, resp in answers)
+            assert codes == [200] + [409] * (DECIDERS - 1), [r.text for _, r in answers]
+            for _, resp in answers:
+                if resp.status_code == 409:
+                    assert resp.json()["error"]["code"] == "ALREADY_DECIDED", resp.text
+            decided_at = next(t for t, resp in answers if resp.status_code == 200)
+            winner = next(resp.json() for _, resp in answers if resp.status_code == 200)
+
+            woke_at, polled = await asyncio.wait_for(poll, 10)
+            assert polled.status_code == 200, polled.text
+            assert polled.json()["status"] == "approved", polled.json()
+            assert polled.json()["comment"] == winner["comment"]
+            assert woke_at - decided_at < 1.0, \
+                f"B's long-poll answered {woke_at - decided_at:.2f}s after the decision on A/B"
+
+            events = _names(await _audit(client, b, api_key, approval_id))
+            assert events.count("approved") == 1, events
+            assert events.count("decision_refused") == DECIDERS - 1, events
+
+            # --- each expiry once, each callback once ------------------------------------
+            expiring = []
+            for i in range(EXPIRING):
+                r = await client.post(f"{(a, b)[i % 2]}/v1/approvals", json=_request(
+                    f"expire_{i}", timeoutSeconds=1, callbackUrl=receiver.url))
+                assert r.status_code == 201, r.text
+                expiring.append(r.json()["approvalId"])
+
+            wanted = {approval_id, *expiring}
+            deadline = time.monotonic() + 12
+            while time.monotonic() < deadline:
+                got = {json.loads(c["body"])["approvalId"] for c in receiver.snapshot()}
+                if got >= wanted:
+                    break
+                await asyncio.sleep(0.2)
+            # Give a duplicate (a second replica's attempt) time to show up.
+            await asyncio.sleep(2.5)
+
+            for i, apv in enumerate(expiring):
+                r = await client.get(f"{(b, a)[i % 2]}/v1/approvals/{apv}")
+                assert r.status_code == 200 and r.json()["status"] == "expired", r.text
+                assert r.json()["decidedBy"] == {"kind": "timeout"}, r.text
+                events = _names(await _audit(client, (a, b)[i % 2], api_key, apv))
+                assert events.count("expired") == 1, (apv, events)
+                assert events.count("callback_attempt") == 1, (apv, events)
+
+    calls = receiver.snapshot()
+    by_approval: dict[str, list[dict[str, Any]]] = {}
+    for c in calls:
+        assert verify_callback(callback_secret, c["signature"] or "", c["body"]), c
+        by_approval.setdefault(json.loads(c["body"])["approvalId"], []).append(c)
+    assert set(by_approval) == wanted, f"missing callbacks for {wanted - set(by_approval)}"
+    for apv, calls_for in by_approval.items():
+        assert len(calls_for) == 1, f"{apv} was called back {len(calls_for)} times: " \
+            f"{[c['delivery'] for c in calls_for]}"
+    deliveries = [c["delivery"] for c in calls]
+    assert all(deliveries) and len(set(deliveries)) == len(deliveries), deliveries
+    assert json.loads(by_approval[approval_id][0]["body"])["status"] == "approved"
+    for apv in expiring:
+        body = json.loads(by_approval[apv][0]["body"])
+        assert body["status"] == "expired" and body["decidedBy"] == {"kind": "timeout"}, body
