@@ -113,8 +113,16 @@ async def verify_chains(conn: AsyncConnection) -> tuple[int, list[Finding]]:
     return checked, findings
 
 
+def _parsed(text: str) -> Any:
+    # An edited row may no longer hold JSON; export it as found rather than stop.
+    try:
+        return json.loads(text)
+    except ValueError:
+        return {"unparseable": text}
+
+
 def event_to_json(row: Any) -> dict[str, Any]:
     """An audit row as exported (JSONL) and shown by the API."""
     return {"approvalId": row.approval_id, "tenant": row.tenant, "seq": row.seq,
-            "at": row.at, "event": row.event, "actor": json.loads(row.actor),
-            "data": json.loads(row.data), "prevHash": row.prev_hash, "hash": row.hash}
+            "at": row.at, "event": row.event, "actor": _parsed(row.actor),
+            "data": _parsed(row.data), "prevHash": row.prev_hash, "hash": row.hash}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -18,7 +19,7 @@ from bot.policy import Policy, load_policy, load_policy_file
 from bot.settings import Settings
 from bot.tenants import TenantKeys
 from contracts.errors import CosignerError, PolicyError
-from storage.database import Database, DatabaseUrlError
+from storage.database import Database, DatabaseUrlError, head_revision, safe_url
 from storage.tables import audit_events
 
 
@@ -39,7 +40,17 @@ def serve(args: argparse.Namespace) -> int:
 
     settings = Settings()
     configure(settings.log_level)
-    app = build_app(settings, policy=_policy(settings))
+    policy = _policy(settings)
+
+    async def check() -> None:
+        db = Database(settings.database_url)
+        try:
+            if not db.is_sqlite:
+                await _require_schema(db)
+        finally:
+            await db.close()
+    asyncio.run(check())
+    app = build_app(settings, policy=policy)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning",
                 proxy_headers=True, timeout_graceful_shutdown=5)
     return 0
@@ -68,11 +79,25 @@ def migrate(args: argparse.Namespace) -> int:
     return 0
 
 
+async def _require_schema(db: Database) -> None:
+    """SQLite is migrated in place (one process owns it); PostgreSQL must be migrated
+    explicitly, once per upgrade, so replicas never race to change the schema."""
+    if db.is_sqlite:
+        await db.migrate()
+        return
+    current, newest = await db.revision(), head_revision()
+    if current != newest:
+        from bot.app import ConfigurationError
+        found = "no schema" if current is None else f"schema revision {current}"
+        raise ConfigurationError(f"the database at {safe_url(db.url)} has {found}; this "
+                                 f"Cosigner needs {newest}. Run `cosigner migrate` first.")
+
+
 async def _with_db(fn: Any) -> Any:
     settings = Settings()
     db = Database(settings.database_url)
     try:
-        await db.migrate()
+        await _require_schema(db)
         return await fn(db, settings)
     finally:
         await db.close()
@@ -88,6 +113,27 @@ def tenants_create(args: argparse.Namespace) -> int:
     print(f"API key (shown once; only its hash is stored): {key}")
     if settings.secret:
         print(f"callback signing secret: {callback_secret(settings.secret, args.name)}")
+    else:
+        print("note: COSIGNER_SECRET is not set, so the callback signing secret is not shown; "
+              f"set it and run `cosigner tenants secret {args.name}`", file=sys.stderr)
+    return 0
+
+
+def tenants_secret(args: argparse.Namespace) -> int:
+    """Print a tenant's callback signing secret (derived from COSIGNER_SECRET)."""
+    settings = Settings()
+    if not settings.secret:
+        print("error: set COSIGNER_SECRET (the server's value) to derive callback secrets",
+              file=sys.stderr)
+        return 2
+
+    async def go(db: Database, settings: Settings) -> list[str]:
+        return await TenantKeys(db).names()
+    if args.name not in asyncio.run(_with_db(go)):
+        print(f"error: no tenant {args.name!r}; create it with `cosigner tenants create`",
+              file=sys.stderr)
+        return 2
+    print(callback_secret(settings.secret, args.name))
     return 0
 
 
@@ -108,11 +154,20 @@ def tenants_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
 def policy_check(args: argparse.Namespace) -> int:
     """Validate a policy file, printing every problem with its key path."""
     policy = load_policy_file(args.file)
-    tools = ", ".join(f"{n} ({policy.rule_for('', n).mode.value})" for n in policy.tools)
-    print(f"{args.file}: OK — {len(policy.tools)} tools, {len(policy.tenants)} tenants")
+
+    def verdict(name: str) -> str:
+        rule = policy.rule_for("", name)
+        return "deny" if rule.deny else rule.mode.value
+    tools = ", ".join(f"{n} ({verdict(n)})" for n in policy.tools)
+    print(f"{args.file}: OK — {_count(len(policy.tools), 'tool')}, "
+          f"{_count(len(policy.tenants), 'tenant')}")
     if tools:
         print(f"  tools: {tools}")
     return 0
@@ -201,6 +256,9 @@ def parser() -> argparse.ArgumentParser:
     tr.add_argument("name")
     tr.set_defaults(fn=tenants_rotate)
     t.add_parser("list", help="list tenants").set_defaults(fn=tenants_list)
+    ts = t.add_parser("secret", help="print a tenant's callback signing secret")
+    ts.add_argument("name")
+    ts.set_defaults(fn=tenants_secret)
     pc = sub.add_parser("policy", help="policy tools").add_subparsers(dest="action",
                                                                       required=True)
     check = pc.add_parser("check", help="validate a policy file")
@@ -228,6 +286,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except (CosignerError, DatabaseUrlError) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        # `cosigner audit export | head` closed our stdout: that is not an error.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except (sa.exc.DBAPIError, OSError) as exc:
+        print(f"error: cannot use the database at {safe_url(Settings().database_url)} "
+              f"({type(exc).__name__}); check COSIGNER_DATABASE_URL and that the server is up",
+              file=sys.stderr)
         return 2
     except Exception as exc:
         from bot.app import ConfigurationError

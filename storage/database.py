@@ -40,6 +40,23 @@ def default_sqlite_url(directory: str | Path = ".") -> str:
     return f"sqlite+aiosqlite:///{Path(directory) / 'cosigner.db'}"
 
 
+def safe_url(url: str) -> str:
+    """The URL with any password masked, for messages and logs."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:
+        return "<unparseable database URL>"
+
+
+def head_revision() -> str | None:
+    """The newest schema revision this code knows."""
+    from alembic.script import ScriptDirectory
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    return ScriptDirectory.from_config(cfg).get_current_head()
+
+
 class DatabaseUrlError(ValueError):
     """COSIGNER_DATABASE_URL names a driver Cosigner does not run on."""
 
@@ -48,15 +65,20 @@ class Database:
     """Engines and transactions for one database URL."""
 
     def __init__(self, url: str, *, schema: str | None = None, pool_size: int = 10) -> None:
-        parsed = make_url(url)
+        try:
+            parsed = make_url(url)
+        except sa.exc.ArgumentError as exc:
+            raise DatabaseUrlError("COSIGNER_DATABASE_URL is not a database URL; write e.g. "
+                                   "sqlite+aiosqlite:///cosigner.db") from exc
         self.url = url
+        shown = safe_url(url)  # messages never carry the password
         self.dialect = parsed.get_backend_name()
         if self.dialect == "sqlite":
             if parsed.get_driver_name() != "aiosqlite":
                 raise DatabaseUrlError(
-                    f"{url!r}: use the async driver, e.g. sqlite+aiosqlite:///cosigner.db")
+                    f"{shown!r}: use the async driver, e.g. sqlite+aiosqlite:///cosigner.db")
             if not parsed.database or parsed.database == ":memory:":
-                raise DatabaseUrlError(f"{url!r}: give SQLite a file path; in-memory is not shared")
+                raise DatabaseUrlError(f"{shown!r}: give SQLite a file path; in-memory is not shared")
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
             self.writer = create_async_engine(url, pool_size=1, max_overflow=0, pool_timeout=60)
             self.reader = create_async_engine(url, pool_size=2, max_overflow=0, pool_timeout=60)
@@ -76,7 +98,7 @@ class Database:
         elif self.dialect == "postgresql":
             if parsed.get_driver_name() != "asyncpg":
                 raise DatabaseUrlError(
-                    f"{url!r}: use the async driver, e.g. postgresql+asyncpg://user@host/db")
+                    f"{shown!r}: use the async driver, e.g. postgresql+asyncpg://user@host/db")
             connect_args: dict[str, Any] = {}
             if schema:
                 connect_args["server_settings"] = {"search_path": schema}
@@ -88,7 +110,7 @@ class Database:
             self._read_threads = None
         else:
             raise DatabaseUrlError(
-                f"{url!r}: Cosigner runs on sqlite+aiosqlite:// or postgresql+asyncpg://")
+                f"{shown!r}: Cosigner runs on sqlite+aiosqlite:// or postgresql+asyncpg://")
         self.schema = schema
 
     @property
