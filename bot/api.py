@@ -16,6 +16,7 @@ from starlette.routing import Route
 
 from bot.audit import event_to_json
 from bot.engine import Engine
+from bot.redaction import redact
 from bot.tenants import TenantKeys
 from contracts.errors import CosignerError, InvalidRequest
 from contracts.wire import AdmitRequest, ApprovalRequest, DecisionRequest, ResultReport
@@ -47,9 +48,22 @@ def field_path(loc: tuple[Any, ...]) -> str:
     return ".".join(parts) or "body"
 
 
+def problem(error: Any) -> dict[str, str]:
+    """One pydantic error as `{field, message}`, quoting nothing the caller sent."""
+    loc, message = tuple(error["loc"]), str(error["msg"])
+    if error["type"] == "extra_forbidden" and loc:
+        # The unknown key is input: keep it for spotting typos, but not if it looks like a key.
+        loc = (*loc[:-1], redact(str(loc[-1])))
+    elif error["type"] == "union_tag_invalid":
+        # pydantic's message quotes the tag that was sent, which may be anything.
+        loc = (*loc, "type")
+        message = f"must be one of {error.get('ctx', {}).get('expected_tags', 'the known types')}"
+    return {"field": field_path(loc), "message": message}
+
+
 def validation_error(exc: ValidationError) -> InvalidRequest:
     """A pydantic error as INVALID_REQUEST naming every field and what to send instead."""
-    problems = [{"field": field_path(tuple(e["loc"])), "message": e["msg"]} for e in exc.errors()]
+    problems = [problem(e) for e in exc.errors()]
     first = problems[0]
     return InvalidRequest(f"{first['field']}: {first['message']}", field=first["field"],
                           problems=problems)
@@ -58,7 +72,7 @@ def validation_error(exc: ValidationError) -> InvalidRequest:
 async def parse(request: Request, model: type[M]) -> M:
     """Read a bounded JSON body and validate it against `model`."""
     length = request.headers.get("content-length")
-    if length is not None and length.isdigit() and int(length) > MAX_BODY:
+    if length is not None and length.isascii() and length.isdigit() and int(length) > MAX_BODY:
         raise InvalidRequest(f"body is {length} bytes; the limit is {MAX_BODY}", field="body")
     raw = await request.body()
     if len(raw) > MAX_BODY:
@@ -133,7 +147,8 @@ class Api:
         if raw is None:
             rec = await self.engine.record(approval_id, tenant)
         else:
-            if not raw.isdigit() or int(raw) > MAX_WAIT:
+            # isascii: "²".isdigit() is True, and int("²") would raise (a 500).
+            if not (raw.isascii() and raw.isdigit()) or int(raw) > MAX_WAIT:
                 raise InvalidRequest(f"wait must be a whole number of seconds from 0 to {MAX_WAIT}",
                                      field="wait")
             rec = await self.engine.wait(tenant, approval_id, int(raw))

@@ -166,6 +166,13 @@ class Engine:
         if surface.type != "slack":
             return
         tpol = self.policy.tenant(tenant)
+        # The enterprise id is not decoration: the route accepts clicks from every workspace
+        # of that org and may post with its org-wide install. So it must be this tenant's
+        # own org, even when the team id alone would pass.
+        if surface.enterpriseId is not None and surface.enterpriseId != tpol.slack_enterprise:
+            raise WrongTenant(f"surface.enterpriseId {surface.enterpriseId} is not the Slack "
+                              f"org of tenant {tenant}; omit it, or set slack_enterprise in "
+                              f"[tenants.{tenant}]", field="surface.enterpriseId")
         mine = {t for t in (tpol.slack_team, tpol.slack_enterprise) if t}
         if surface.teamId not in mine and (surface.enterpriseId or "") not in mine:
             raise WrongTenant(f"surface.teamId {surface.teamId} is not a Slack workspace of "
@@ -197,6 +204,10 @@ class Engine:
         """Handle `POST /v1/approvals`; returns (HTTP status, body)."""
         self._check_parameters(req.parameters)
         self._check_surface_tenant(tenant, req.surface)
+        if req.reason is not None:
+            # The reason is free text that goes on the card, the text and the audit record:
+            # a credential pasted into it is redacted like one in the parameters.
+            req = req.model_copy(update={"reason": redact(req.reason)})
         rule = self.policy.rule_for(tenant, req.toolName)
         dig = digest(req.parameters)
         shown = redact(req.parameters, rule.redact)
@@ -464,9 +475,12 @@ class Engine:
                 raise AlreadyDecided(f"approval {rec.id} is {rec.status.value}; only an approved "
                                      "call can have run, so there is no result to record",
                                      status=rec.status.value)
+            # The tool's own redact paths too: a result often echoes the call's parameters,
+            # and an error message can quote a card number or a key.
+            paths = self.policy.rule_for(tenant, rec.tool_name).redact
             return ledger.append(conn, rec, self.clock(), [Event("result", {"kind": "agent"}, {
-                "outcome": report.outcome, "result": redact(report.result),
-                "error": report.error})])
+                "outcome": report.outcome, "result": redact(report.result, paths),
+                "error": redact(report.error)})])
         return await self.db.run_write(tx)
 
     async def audit_trail(self, tenant: str | None, approval_id: str) -> list[Any]:

@@ -8,6 +8,7 @@ policy paths plus secret-looking keys at any depth, plus values that look like c
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
@@ -42,7 +43,9 @@ _DIGIT_RUN = re.compile(r"\b\d+(?:[ -]\d+)*\b")
 
 
 def _normalise(key: str) -> str:
-    return re.sub(r"[^a-z0-9]", "", key.lower())
+    # NFKC first: "ｐassword" (fullwidth) would otherwise lose its first letter below and
+    # slip past as "assword".
+    return re.sub(r"[^a-z0-9]", "", unicodedata.normalize("NFKC", key).casefold())
 
 
 def is_secret_key(key: str) -> bool:
@@ -93,8 +96,15 @@ def redact(value: Any, paths: Iterable[str] = ()) -> Any:
     A path is dotted ("customer.email"); `*` matches any key or list index at that level;
     a path through a list applies to each element.
     """
-    split = [tuple(p.split(".")) for p in paths]
+    split = [tuple(_segment(s) for s in p.split(".")) for p in paths]
     return _redact(value, split)
+
+
+def _segment(name: str) -> str:
+    # Paths match keys by their normalised spelling: an agent sending "Customer.EMAIL" or
+    # "customer.ｅmail" for the policy's "customer.email" must not show it. Redacting a
+    # look-alike key too is the safe side.
+    return name if name == "*" else _normalise(name)
 
 
 def _redact(value: Any, paths: list[tuple[str, ...]]) -> Any:
@@ -102,10 +112,11 @@ def _redact(value: Any, paths: list[tuple[str, ...]]) -> Any:
         out: dict[str, Any] = {}
         for key, item in value.items():
             k = str(key)
-            if any(len(p) == 1 and p[0] in (k, "*") for p in paths) or is_secret_key(k):
+            n = _segment(k)
+            if any(len(p) == 1 and p[0] in (n, "*") for p in paths) or is_secret_key(k):
                 out[k] = REDACTED
                 continue
-            deeper = [p[1:] for p in paths if len(p) > 1 and p[0] in (k, "*")]
+            deeper = [p[1:] for p in paths if len(p) > 1 and p[0] in (n, "*")]
             out[k] = _redact(item, deeper)
         return out
     if isinstance(value, list):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, HttpUrl
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, HttpUrl
 
 from contracts.enums import ApprovalStatus
 
@@ -85,6 +85,17 @@ Surface = Annotated[
 Identifier = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_.:\-]+$")]
 
 
+def _no_nul(text: str) -> str:
+    # PostgreSQL text cannot hold U+0000: let it through and the INSERT fails with a 500.
+    if "\x00" in text:
+        raise ValueError("must not contain the NUL character (\\u0000)")
+    return text
+
+
+FreeText = Annotated[str, AfterValidator(_no_nul)]
+"""Free text stored as is (reason, comment): any characters but NUL."""
+
+
 class ApprovalRequest(Wire):
     """`POST /v1/approvals`: a gated tool call."""
 
@@ -92,7 +103,7 @@ class ApprovalRequest(Wire):
     toolCallId: Identifier
     toolName: Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.\-]+$")]
     parameters: dict[str, Any]
-    reason: str | None = Field(default=None, max_length=2000)
+    reason: FreeText | None = Field(default=None, max_length=2000)
     surface: Surface
     timeoutSeconds: int | None = Field(default=None, ge=1, le=7 * 24 * 3600)
     callbackUrl: HttpUrl | None = None
@@ -117,7 +128,7 @@ class DecisionRequest(Wire):
 
     decision: Literal["approve", "deny"]
     userId: str = Field(min_length=1, max_length=200)
-    comment: str | None = Field(default=None, max_length=2000)
+    comment: FreeText | None = Field(default=None, max_length=2000)
 
 
 class ResultReport(Wire):

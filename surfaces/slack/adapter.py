@@ -210,7 +210,8 @@ class SlackAdapter:
         if self._handler is None:
             return PlainTextResponse("The Slack surface is not started.", status_code=503)
         declared = request.headers.get("content-length", "0")
-        if not declared.isdigit() or int(declared) > MAX_BODY:
+        # isascii: "²".isdigit() is True, and int("²") would raise (a 500).
+        if not (declared.isascii() and declared.isdigit()) or int(declared) > MAX_BODY:
             return JSONResponse({"error": "request too large"}, status_code=413)
         body = await request.body()
         if len(body) > MAX_BODY or not self._signed(body, request):
