@@ -58,6 +58,23 @@ class Parts:
     stop: asyncio.Event = field(default_factory=asyncio.Event)
 
 
+def partial_configuration(settings: Settings) -> list[str]:
+    """Warnings for a surface that is half configured and therefore off."""
+    out = []
+    slack = {"SLACK_SIGNING_SECRET": settings.slack_signing_secret,
+             "SLACK_BOT_TOKEN or SLACK_CLIENT_ID/SLACK_CLIENT_SECRET": settings.slack_bot_token or
+             (settings.slack_client_id and settings.slack_client_secret)}
+    if any(slack.values()) and not all(slack.values()):
+        missing = " and ".join(k for k, v in slack.items() if not v)
+        out.append(f"Slack is off: {missing} is not set")
+    twilio = {"TWILIO_ACCOUNT_SID": settings.twilio_account_sid,
+              "TWILIO_AUTH_TOKEN": settings.twilio_auth_token}
+    if any(twilio.values()) and not all(twilio.values()):
+        missing = " and ".join(k for k, v in twilio.items() if not v)
+        out.append(f"SMS is off: {missing} is not set")
+    return out
+
+
 def default_surfaces(settings: Settings) -> list[SurfaceFactory]:
     """Slack and SMS factories for whatever the settings configure."""
     factories: list[SurfaceFactory] = []
@@ -124,7 +141,11 @@ def build_app(settings: Settings, *, policy: Policy, db: Database | None = None,
             sweeper = ExpirySweeper(engine)
             parts.tasks = [asyncio.create_task(worker.run(parts.stop)),
                            asyncio.create_task(sweeper.run(parts.stop))]
-        log.info("cosigner started", extra={"url": settings.public_url})
+        log.info("cosigner started", extra={"url": settings.public_url,
+                                            "surface": ",".join(sorted(engine.surfaces)),
+                                            "route": db.dialect})
+        for warning in partial_configuration(settings):
+            log.warning(warning)
         try:
             yield
         finally:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
@@ -80,3 +81,19 @@ def lookup(parameters: Mapping[str, Any], path: str) -> Any:
             return None
         value = value[part]
     return value
+
+
+def ambiguous(parameters: Mapping[str, Any], path: str) -> bool:
+    """True if a level of `path` has keys equal to its segment but for case or width
+    (`amountCents` beside `AmountCents`): an executor might read the other one, so no
+    threshold may approve on it."""
+    value: Any = parameters
+    for part in path.split("."):
+        if not isinstance(value, Mapping):
+            return False
+        wanted = unicodedata.normalize("NFKC", part).casefold()
+        if sum(1 for k in value if unicodedata.normalize("NFKC", str(k)).casefold()
+               == wanted) > 1:
+            return True
+        value = value.get(part)
+    return False

@@ -23,7 +23,7 @@ from sqlalchemy.engine import Connection
 
 from bot import ledger
 from bot.audit import Event
-from bot.checks import check_answer, check_dashboard, closed_error, lookup
+from bot.checks import ambiguous, check_answer, check_dashboard, closed_error, lookup
 from bot.grants import GrantSigner
 from bot.metrics import Metrics
 from bot.notifier import CHANNEL, Notifier
@@ -329,10 +329,12 @@ class Engine:
 
     def _policy_approval(self, conn: Connection, tenant: str, req: ApprovalRequest,
                          rule: ToolRule) -> dict[str, Any] | None:
-        if rule.allow_below is not None:
+        if rule.allow_below is not None and not ambiguous(req.parameters,
+                                                           rule.allow_below.parameter):
             value = lookup(req.parameters, rule.allow_below.parameter)
+            # Below the threshold but not negative: a negative amount is not a small one.
             if isinstance(value, (int, float)) and not isinstance(value, bool) \
-                    and value < rule.allow_below.value:
+                    and 0 <= value < rule.allow_below.value:
                 return {"kind": "policy", "rule": f"{rule.source}.allow_below "
                         f"({rule.allow_below.parameter} < {rule.allow_below.value:g})"}
         if rule.mode is ApprovalMode.ASK:

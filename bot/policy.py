@@ -348,8 +348,9 @@ class _Validator:
             self.duration(t["timeout"], f"{path}.timeout")
         if "deny" in t and not isinstance(t["deny"], bool):
             self.bad(f"{path}.deny", "must be true or false")
-        if "deny_reason" in t:
-            self.text(t["deny_reason"], f"{path}.deny_reason")
+        for key in ("deny_reason", "description"):
+            if key in t:
+                self.text(t[key], f"{path}.{key}")
         if "allow_below" in t:
             a = t["allow_below"]
             ok = (isinstance(a, dict) and set(a) == {"parameter", "value"}
@@ -405,7 +406,8 @@ class _Validator:
         sms_from = t.get("sms_from")
         if sms_from is not None and not (isinstance(sms_from, str) and _is_e164(sms_from)):
             self.bad(f"{path}.sms_from", 'must be an E.164 number such as "+15550000001"')
-        for key in ("slack_team", "slack_enterprise", "admin_channel", "sms_messaging_service"):
+        for key in ("slack_team", "slack_enterprise", "admin_channel", "sms_messaging_service",
+                    "display_name"):
             if key in t:
                 self.text(t[key], f"{path}.{key}")
         return TenantPolicy(

@@ -31,6 +31,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 from storage.group_commit import GroupWriter
 
 MIGRATIONS = Path(__file__).parent / "migrations"
+# Every engine hides bound parameters from its error messages: they hold reasons, comments
+# and redacted parameters, and a database error may end up in a traceback in the log.
 T = TypeVar("T")
 READ_THREADS = 3
 
@@ -80,16 +82,19 @@ class Database:
             if not parsed.database or parsed.database == ":memory:":
                 raise DatabaseUrlError(f"{shown!r}: give SQLite a file path; in-memory is not shared")
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-            self.writer = create_async_engine(url, pool_size=1, max_overflow=0, pool_timeout=60)
-            self.reader = create_async_engine(url, pool_size=2, max_overflow=0, pool_timeout=60)
+            self.writer = create_async_engine(url, pool_size=1, max_overflow=0, pool_timeout=60,
+                                              hide_parameters=True)
+            self.reader = create_async_engine(url, pool_size=2, max_overflow=0, pool_timeout=60,
+                                              hide_parameters=True)
             _configure_sqlite(self.writer.sync_engine, immediate=True)
             _configure_sqlite(self.reader.sync_engine, immediate=False)
             sync_url = parsed.set(drivername="sqlite+pysqlite")
             self._sync_writer: Engine | None = sa.create_engine(
-                sync_url, pool_size=1, max_overflow=0, connect_args={"check_same_thread": False})
+                sync_url, pool_size=1, max_overflow=0, connect_args={"check_same_thread": False},
+                hide_parameters=True)
             self._sync_reader: Engine | None = sa.create_engine(
                 sync_url, pool_size=READ_THREADS, max_overflow=0,
-                connect_args={"check_same_thread": False})
+                connect_args={"check_same_thread": False}, hide_parameters=True)
             _configure_sqlite(self._sync_writer, immediate=True)
             _configure_sqlite(self._sync_reader, immediate=False)
             self._group: GroupWriter | None = GroupWriter(self._sync_writer)
@@ -103,7 +108,8 @@ class Database:
             if schema:
                 connect_args["server_settings"] = {"search_path": schema}
             self.writer = create_async_engine(url, pool_size=pool_size, max_overflow=pool_size,
-                                              connect_args=connect_args, pool_recycle=1800)
+                                              connect_args=connect_args, pool_recycle=1800,
+                                              hide_parameters=True)
             self.reader = self.writer
             self._sync_writer = self._sync_reader = None
             self._group = None

@@ -378,3 +378,29 @@ async def test_operations_endpoints(db_kind: str) -> None:
         assert "ApprovalRequest" in spec["components"]["schemas"]
         missing = await h.client.get("/nope")
         assert missing.status_code == 404 and "error" in missing.json()
+
+
+async def test_allow_below_never_approves_negative_or_ambiguous_amounts(db_kind: str) -> None:
+    async with cosigner_app(database_kind=db_kind) as h:
+        key = await h.create_tenant("acme")
+        for i, params in enumerate([
+                {"orderId": "o", "amountCents": -10_000_000},
+                {"orderId": "o", "amountCents": 10, "AmountCents": 10_000_000},
+                {"orderId": "o", "amountCents": 10, "ａmountCents": 10_000_000}]):
+            r = await h.client.post("/v1/approvals", headers=h.auth(key),
+                                    json=call(call_id=f"amb{i}", params=params))
+            assert r.status_code == 201, (params, r.text)
+        zero = await h.client.post("/v1/approvals", headers=h.auth(key),
+                                   json=call(call_id="zero", params={"amountCents": 0}))
+        assert zero.status_code == 200
+
+
+def test_half_configured_surfaces_are_named() -> None:
+    from bot.app import partial_configuration
+    from tests.harness import make_settings
+
+    assert partial_configuration(make_settings()) == []
+    warnings = partial_configuration(make_settings(slack_signing_secret="s",
+                                                   twilio_auth_token="t"))
+    assert any("Slack is off" in w and "SLACK_BOT_TOKEN" in w for w in warnings)
+    assert any("SMS is off" in w and "TWILIO_ACCOUNT_SID" in w for w in warnings)

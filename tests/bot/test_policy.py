@@ -570,3 +570,14 @@ def test_policy_example_loads() -> None:
     assert policy.tenant("acme").headless_route is ApproverKind.TENANT_ADMINS
     assert policy.staff is not None and policy.staff.users == ("U0OPS1",)
     assert policy.tenant_for_org("slack", "T0ACME") == "acme"
+
+
+def test_description_and_display_name_must_be_text() -> None:
+    from bot.policy import load_policy
+    from contracts.errors import PolicyError
+
+    with pytest.raises(PolicyError) as err:
+        load_policy('[tools.a]\nkind = "read"\ndescription = 5\n'
+                    '[tenants.t]\ndisplay_name = ["x"]\n')
+    assert {p.split(":")[0] for p in err.value.problems} == {
+        "tools.a.description", "tenants.t.display_name"}

@@ -66,6 +66,7 @@ async def test_forged_or_stale_requests_get_401(
     caplog.set_level(logging.DEBUG)
     response = await emu.click(http, channel=channel, ts=ts, action_id="cosigner.approve", **options)
     assert response.status_code == 401
+    assert response.json()["error"]["code"] == "INVALID_SIGNATURE"
     assert desk.answers == []
     assert "block_actions" not in caplog.text  # the body is never logged
 
