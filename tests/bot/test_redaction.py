@@ -272,3 +272,10 @@ def test_digest_keeps_unicode_unescaped_and_rejects_nan() -> None:
     assert parameters_digest({"n": "日本"}) != parameters_digest({"n": "\\u65e5\\u672c"})
     with pytest.raises(ValueError):
         parameters_digest({"x": float("nan")})
+
+
+def test_the_documented_digest_test_vector() -> None:
+    from contracts.digest import parameters_digest
+
+    assert parameters_digest({"b": 1, "a": "é"}) == (
+        "sha256:aa58fba8483623bed37c1b02edfccbdd9a53123837c20bfa4cb4049993a2872e")
