@@ -22,6 +22,7 @@ import uvicorn
 from starlette.applications import Starlette
 
 from bot.app import build_app, parts_of
+from bot.grants import callback_secret
 from bot.policy import load_policy_file
 from bot.sandbox_page import SandboxPage
 from bot.settings import DEV_SECRET, Settings
@@ -39,6 +40,7 @@ TWILIO_SID = "AC" + "0" * 31 + "1"
 TWILIO_TOKEN = "cosigner-dev-twilio-auth-token"
 SMS_FROM = "+15550100001"  # must match [tenants.demo] sms_from
 KEY_FILE = "demo.key"
+CALLBACK_SECRET_FILE = "demo.callback-secret"
 
 
 @dataclass
@@ -102,6 +104,10 @@ def _write_key(data: Path, key: str) -> Path:
     key_file = data / KEY_FILE
     key_file.touch(mode=0o600)
     key_file.write_text(key + "\n", encoding="utf-8")
+    # The demo tenant's callback signing secret, for examples/executor.py's receiver.
+    secret_file = data / CALLBACK_SECRET_FILE
+    secret_file.touch(mode=0o600)
+    secret_file.write_text(callback_secret(DEV_SECRET, TENANT) + "\n", encoding="utf-8")
     return key_file
 
 

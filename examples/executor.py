@@ -1,0 +1,132 @@
+"""An example tool executor: runs a call only with a grant for exactly those parameters.
+
+Run `cosigner dev` (or `./run dev`) in one terminal, then in another:
+
+    .venv/bin/python examples/executor.py
+
+It reads COSIGNER_URL (default http://127.0.0.1:8000), COSIGNER_API_KEY (default: the key
+`cosigner dev` wrote to cosigner-data/demo.key) and COSIGNER_CALLBACK_SECRET (default:
+cosigner-data/demo.callback-secret). What it shows:
+  1. a callback receiver that checks `Cosigner-Signature` before it believes a decision;
+  2. a call the policy approves at once (a read), whose grant the executor verifies offline
+     against the key published at /v1/keys, then runs, then reports the result;
+  3. the same grant presented with other parameters: refused, nothing runs;
+  4. a forged callback: refused by the receiver.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import queue
+import secrets
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from contracts.grants import GrantRefused, sign_callback, verify_callback, verify_grant
+
+DATA = Path("cosigner-data")
+
+
+def setting(env: str, file: str) -> str:
+    """An environment variable, else a file `cosigner dev` wrote."""
+    if os.environ.get(env):
+        return os.environ[env].strip()
+    for folder in (DATA, Path(__file__).resolve().parent.parent / DATA):
+        if (folder / file).is_file():
+            return (folder / file).read_text(encoding="utf-8").strip()
+    sys.exit(f"set {env}, or start `cosigner dev` first (it writes {DATA / file})")
+
+
+class Receiver(http.server.BaseHTTPRequestHandler):
+    """Accepts a callback only if its signature verifies over the raw body."""
+
+    secret = ""
+    verified: queue.Queue[dict[str, Any]] = queue.Queue()
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        signature = self.headers.get("Cosigner-Signature", "")
+        if not verify_callback(self.secret, signature, body):
+            print("CALLBACK REFUSED: bad or stale Cosigner-Signature", flush=True)
+            self.send_response(401)
+            self.end_headers()
+            return
+        decision = json.loads(body)
+        print(f"CALLBACK verified: {decision['toolName']} {decision['status']} "
+              f"(delivery {self.headers.get('Cosigner-Delivery')})", flush=True)
+        self.verified.put(decision)
+        self.send_response(204)
+        self.end_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: the example prints its own lines."""
+
+
+def main() -> int:
+    """Run the four steps; exit 0 when each behaved as described."""
+    url = os.environ.get("COSIGNER_URL", "http://127.0.0.1:8000").rstrip("/")
+    key = setting("COSIGNER_API_KEY", "demo.key")
+    tenant = os.environ.get("COSIGNER_TENANT", "demo")
+    Receiver.secret = setting("COSIGNER_CALLBACK_SECRET", "demo.callback-secret")
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    callback = f"http://127.0.0.1:{server.server_address[1]}/cosigner"
+    print(f"callback receiver listening on {callback}", flush=True)
+
+    params = {"orderId": "ord_4421"}
+    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"},
+                      timeout=30) as api:
+        try:
+            jwks = api.get("/v1/keys").json()
+        except httpx.ConnectError:
+            sys.exit(f"nothing answers at {url}: start `cosigner dev` first")
+        answer = api.post("/v1/approvals", json={
+            "executionId": f"exec_{secrets.token_hex(3)}", "toolCallId": "call_1",
+            "toolName": "lookup_order", "parameters": params,
+            "surface": {"type": "api"}, "callbackUrl": callback})
+        decision = answer.json()
+        if answer.status_code != 200 or decision.get("status") != "approved":
+            print(f"unexpected answer {answer.status_code}: {decision}", flush=True)
+            return 1
+        try:
+            claims = verify_grant(decision["grant"], jwks, tool_name="lookup_order",
+                                  parameters=params, tool_call_id="call_1", tenant=tenant)
+        except GrantRefused as exc:
+            print(f"GRANT REFUSED: {exc}", flush=True)
+            return 1
+        print(f"GRANT OK for {claims.tool_name} (approval {claims.approval_id}, tenant "
+              f"{claims.tenant}): running it", flush=True)
+        api.post(f"/v1/approvals/{claims.approval_id}/result",
+                 json={"outcome": "succeeded", "result": {"status": "shipped"}})
+        print("RESULT reported to the audit record", flush=True)
+
+        try:
+            verify_grant(decision["grant"], jwks, tool_name="lookup_order",
+                         parameters={"orderId": "ord_9999"}, tool_call_id="call_1")
+            print("a tampered call was accepted: this must not happen", flush=True)
+            return 1
+        except GrantRefused as exc:
+            print(f"TAMPERED CALL REFUSED: {exc}", flush=True)
+
+    try:
+        Receiver.verified.get(timeout=10)
+    except queue.Empty:
+        print("no verified callback arrived within 10 s", flush=True)
+        return 1
+    forged = json.dumps({**decision, "status": "approved"}).encode()
+    response = httpx.post(callback, content=forged, headers={
+        "Cosigner-Signature": sign_callback("whsec_not_the_secret", forged, int(time.time()))})
+    print(f"forged callback answered {response.status_code}", flush=True)
+    server.shutdown()
+    return 0 if response.status_code == 401 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
