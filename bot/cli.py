@@ -51,8 +51,12 @@ def serve(args: argparse.Namespace) -> int:
             await db.close()
     asyncio.run(check())
     app = build_app(settings, policy=policy)
+    # Keep idle connections longer than a load balancer's idle timeout (60 s is common):
+    # otherwise the server closes a connection the balancer is about to reuse, and that
+    # request fails with a reset.
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning",
-                proxy_headers=True, timeout_graceful_shutdown=5)
+                proxy_headers=True, timeout_graceful_shutdown=5, timeout_keep_alive=75,
+                backlog=4096)
     return 0
 
 
