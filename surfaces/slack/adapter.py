@@ -251,7 +251,7 @@ class SlackAdapter:
 def _quiet_token_notice(record: logging.LogRecord) -> bool:
     # Bolt reads SLACK_BOT_TOKEN from the environment by itself and then warns that the
     # client we pass (with retry handlers) wins; that is intended, so the notice is noise.
-    return "token will be unused" not in record.getMessage()
+    return "will be unused" not in record.getMessage()
 
 
 def _slack(route: Route) -> SlackRoute:

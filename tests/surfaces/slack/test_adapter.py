@@ -118,3 +118,15 @@ def test_config_is_checked(desk: Any, engine: Any) -> None:
     with pytest.raises(SlackConfigError, match="SLACK_BOT_TOKEN"):
         SlackAdapter(SlackConfig(signing_secret="s"), desk, engine)
     assert SlackAdapter(SlackConfig(signing_secret="s", bot_token="t"), desk, engine).name == "slack"
+
+
+def test_bolts_token_notice_is_filtered_and_nothing_else() -> None:
+    import logging
+
+    from surfaces.slack.adapter import _quiet_token_notice
+
+    def record(message: str) -> logging.LogRecord:
+        return logging.LogRecord("cosigner.slack.bolt", logging.WARNING, __file__, 1, message,
+                                 None, None)
+    assert not _quiet_token_notice(record("As you gave `client` as well, `token` will be unused."))
+    assert _quiet_token_notice(record("Failed to run a middleware"))
