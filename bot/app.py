@@ -110,7 +110,7 @@ def build_app(settings: Settings, *, policy: Policy, db: Database | None = None,
     if not settings.secret:
         raise ConfigurationError("COSIGNER_SECRET is not set; set it to a long random string, "
                                  "e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))'")
-    db = db or Database(settings.database_url)
+    db = db or Database(settings.database_url, pool_size=settings.database_pool_size)
     metrics = Metrics()
     notifier = Notifier()
     engine = Engine(db, policy, GrantSigner(settings.secret), metrics=metrics, notifier=notifier,

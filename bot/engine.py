@@ -309,14 +309,12 @@ class Engine:
             "decided_at": None if decided_by is None else now,
             "decided_by": json.dumps(decided_by) if decided_by else None, "comment": None,
         }
-        ledger.insert_approval(conn, values, events)
+        rec = ledger.insert_approval(conn, values, events)
         if route is not None and route.surface != "dashboard":
             ledger.queue(conn, "deliver", approval_id, {}, now, now + 120)
         if decided_by is not None and values["callback_url"]:
             self._queue_callback(conn, approval_id, now)
-        row = ledger.load(conn, approval_id)
-        assert row is not None  # just inserted in this transaction
-        return Created(row, replay=False, denied_by_policy=rule.deny)
+        return Created(rec, replay=False, denied_by_policy=rule.deny)
 
     def _replay(self, rec: Record) -> tuple[int, dict[str, Any]]:
         if not rec.closed:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Mapping
+from types import SimpleNamespace
 from typing import Any
 
 import sqlalchemy as sa
@@ -69,12 +70,14 @@ def short_code(conn: Connection, route: Any) -> str:
     return f"{secrets.randbelow(900000) + 100000}"
 
 
-def insert_approval(conn: Connection, values: Mapping[str, Any], events: list[Event]) -> None:
-    """Insert a new approval with the first links of its audit chain."""
+def insert_approval(conn: Connection, values: Mapping[str, Any], events: list[Event]) -> Record:
+    """Insert a new approval with the first links of its audit chain; return it as stored."""
     rows, seq, head = chain_rows(values["id"], values["tenant"], 0, "0" * 64,
                                  values["created_at"], events)
-    conn.execute(_INSERT_APPROVAL, [{**values, "audit_seq": seq, "audit_head": head}])
+    stored = {**values, "audit_seq": seq, "audit_head": head}
+    conn.execute(_INSERT_APPROVAL, [stored])
     conn.execute(_INSERT_EVENTS, rows)
+    return Record.from_row(SimpleNamespace(**stored))
 
 
 def queue(conn: Connection, kind: str, approval_id: str, payload: Mapping[str, Any],

@@ -21,6 +21,8 @@ class Settings(BaseSettings):
 
     database_url: str = Field(default_factory=default_sqlite_url,
                               validation_alias=_env("COSIGNER_DATABASE_URL"))
+    database_pool_size: int = Field(default=20, ge=1, le=500,
+                                    validation_alias=_env("COSIGNER_DATABASE_POOL_SIZE"))
     policy: str | None = Field(default=None, validation_alias=_env("COSIGNER_POLICY"))
     public_url: str = Field(default="http://127.0.0.1:8000",
                             validation_alias=_env("COSIGNER_PUBLIC_URL"))

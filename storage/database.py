@@ -139,7 +139,9 @@ class Database:
             return await asyncio.get_running_loop().run_in_executor(
                 self._read_threads, self._on_connection, self._sync_reader, fn)
         async with self.reader.connect() as conn:
-            return await conn.run_sync(fn)
+            # Autocommit: a read needs no BEGIN/ROLLBACK round trips to the server.
+            auto = await conn.execution_options(isolation_level="AUTOCOMMIT")
+            return await auto.run_sync(fn)
 
     @staticmethod
     def _on_connection(engine: Engine | None, fn: Callable[[Connection], T]) -> T:
