@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 
@@ -38,9 +38,9 @@ def _free_port() -> int:
 
 
 class _Receiver(http.server.BaseHTTPRequestHandler):
-    healthy = False
-    received: list[dict[str, Any]] = []
-    lock = threading.Lock()
+    healthy: ClassVar[bool] = False
+    received: ClassVar[list[dict[str, Any]]] = []
+    lock: ClassVar[threading.Lock] = threading.Lock()
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
