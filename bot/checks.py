@@ -1,12 +1,15 @@
-"""The checks an answer must pass before it counts, and the refusals for closed approvals."""
+"""The checks a request or an answer must pass, and the refusals for closed approvals."""
 
 from __future__ import annotations
 
+import json
 import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
+from bot.policy import Policy
 from bot.records import Record
+from bot.redaction import measure
 from contracts.enums import ApprovalMode, ApprovalStatus, Verdict
 from contracts.errors import (
     AlreadyDecided,
@@ -18,6 +21,9 @@ from contracts.errors import (
     WrongTenant,
 )
 from contracts.ports import Answer, SlackRoute, SmsRoute
+
+MAX_PARAMETER_BYTES = 64 * 1024
+MAX_PARAMETER_DEPTH = 20
 
 
 def closed_error(rec: Record) -> CosignerError:
@@ -97,3 +103,36 @@ def ambiguous(parameters: Mapping[str, Any], path: str) -> bool:
             return True
         value = value.get(part)
     return False
+
+
+def json_limits(parameters: Any, field: str = "parameters") -> None:
+    """Refuse JSON nested deeper than 20 levels, over 64 KiB, or holding NaN/Infinity."""
+    if measure(parameters, MAX_PARAMETER_DEPTH) > MAX_PARAMETER_DEPTH:
+        raise InvalidRequest(f"{field} nest deeper than {MAX_PARAMETER_DEPTH} levels; "
+                             "flatten them", field=field)
+    try:
+        size = len(json.dumps(parameters, separators=(",", ":"), allow_nan=False))
+    except ValueError as exc:
+        raise InvalidRequest(f"{field} must be JSON without NaN or Infinity",
+                             field=field) from exc
+    if size > MAX_PARAMETER_BYTES:
+        raise InvalidRequest(f"{field} are {size} bytes; the limit is "
+                             f"{MAX_PARAMETER_BYTES}", field=field)
+
+def surface_belongs(policy: Policy, tenant: str, surface: Any) -> None:
+    """A Slack surface must name the tenant's own workspace (and org, if any)."""
+    if surface.type != "slack":
+        return
+    tpol = policy.tenant(tenant)
+    # The enterprise id is not decoration: the route accepts clicks from every workspace
+    # of that org and may post with its org-wide install. So it must be this tenant's
+    # own org, even when the team id alone would pass.
+    if surface.enterpriseId is not None and surface.enterpriseId != tpol.slack_enterprise:
+        raise WrongTenant(f"surface.enterpriseId {surface.enterpriseId} is not the Slack "
+                          f"org of tenant {tenant}; omit it, or set slack_enterprise in "
+                          f"[tenants.{tenant}]", field="surface.enterpriseId")
+    mine = {t for t in (tpol.slack_team, tpol.slack_enterprise) if t}
+    if surface.teamId not in mine and (surface.enterpriseId or "") not in mine:
+        raise WrongTenant(f"surface.teamId {surface.teamId} is not a Slack workspace of "
+                          f"tenant {tenant}; set slack_team (or slack_enterprise) in "
+                          f"[tenants.{tenant}]", field="surface.teamId")

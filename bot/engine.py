@@ -14,7 +14,7 @@ import json
 import logging
 import secrets
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,15 +23,23 @@ from sqlalchemy.engine import Connection
 
 from bot import ledger
 from bot.audit import Event
-from bot.checks import ambiguous, check_answer, check_dashboard, closed_error, lookup
+from bot.checks import (
+    ambiguous,
+    check_dashboard,
+    closed_error,
+    json_limits,
+    lookup,
+    surface_belongs,
+)
+from bot.desk import Desk
 from bot.grants import GrantSigner
 from bot.metrics import Metrics
 from bot.notifier import CHANNEL, Notifier
 from bot.policy import Policy, ToolRule
-from bot.records import Record, delivered_to_json, delivery_key, route_to_json
-from bot.redaction import digest, measure, redact
+from bot.records import Record, delivery_key, route_to_json
+from bot.redaction import digest, redact
 from bot.routing import SmsSender, route_for
-from contracts.enums import ApprovalMode, ApprovalStatus, Verdict
+from contracts.enums import ApprovalMode, ApprovalStatus
 from contracts.errors import (
     AlreadyDecided,
     ApprovalExpired,
@@ -42,17 +50,14 @@ from contracts.errors import (
     ParametersMismatch,
     PermissionDenied,
     ToolCallCapExceeded,
-    WrongTenant,
 )
-from contracts.ports import Answer, ApprovalCard, Delivered, Placed, Route
+from contracts.ports import Route
 from contracts.wire import AdmitRequest, ApprovalRequest, DecisionRequest, ResultReport
 from storage.database import Database
-from storage.tables import flags, run_grants
+from storage.tables import run_grants
 
 log = logging.getLogger("cosigner.engine")
 
-MAX_PARAMETER_BYTES = 64 * 1024
-MAX_PARAMETER_DEPTH = 20
 RECHECK_SECONDS = 5.0
 _TRANSITIONS = {
     ApprovalStatus.PENDING: {ApprovalStatus.APPROVED, ApprovalStatus.DENIED,
@@ -79,8 +84,8 @@ class Created:
     denied_by_policy: bool = False
 
 
-class Engine:
-    """The approval lifecycle; also the `ApprovalDesk` that surfaces answer through."""
+class Engine(Desk):
+    """The approval lifecycle; with `Desk`, also the `ApprovalDesk` surfaces answer through."""
 
     def __init__(self, db: Database, policy: Policy, signer: GrantSigner, *,
                  metrics: Metrics, sms_sender: SmsSender | None = None,
@@ -149,42 +154,12 @@ class Engine:
 
     # --- creating ---------------------------------------------------------------
 
-    def _check_parameters(self, parameters: Any, field: str = "parameters") -> None:
-        if measure(parameters, MAX_PARAMETER_DEPTH) > MAX_PARAMETER_DEPTH:
-            raise InvalidRequest(f"{field} nest deeper than {MAX_PARAMETER_DEPTH} levels; "
-                                 "flatten them", field=field)
-        try:
-            size = len(json.dumps(parameters, separators=(",", ":"), allow_nan=False))
-        except ValueError as exc:
-            raise InvalidRequest(f"{field} must be JSON without NaN or Infinity",
-                                 field=field) from exc
-        if size > MAX_PARAMETER_BYTES:
-            raise InvalidRequest(f"{field} are {size} bytes; the limit is "
-                                 f"{MAX_PARAMETER_BYTES}", field=field)
-
-    def _check_surface_tenant(self, tenant: str, surface: Any) -> None:
-        if surface.type != "slack":
-            return
-        tpol = self.policy.tenant(tenant)
-        # The enterprise id is not decoration: the route accepts clicks from every workspace
-        # of that org and may post with its org-wide install. So it must be this tenant's
-        # own org, even when the team id alone would pass.
-        if surface.enterpriseId is not None and surface.enterpriseId != tpol.slack_enterprise:
-            raise WrongTenant(f"surface.enterpriseId {surface.enterpriseId} is not the Slack "
-                              f"org of tenant {tenant}; omit it, or set slack_enterprise in "
-                              f"[tenants.{tenant}]", field="surface.enterpriseId")
-        mine = {t for t in (tpol.slack_team, tpol.slack_enterprise) if t}
-        if surface.teamId not in mine and (surface.enterpriseId or "") not in mine:
-            raise WrongTenant(f"surface.teamId {surface.teamId} is not a Slack workspace of "
-                              f"tenant {tenant}; set slack_team (or slack_enterprise) in "
-                              f"[tenants.{tenant}]", field="surface.teamId")
-
     async def admit(self, tenant: str, req: AdmitRequest) -> None:
         """Refuse a run whose gated tools need a person the surface cannot host."""
         needing: list[str] = []
         messages: list[str] = []
         rules: list[str] = []
-        self._check_surface_tenant(tenant, req.surface)
+        surface_belongs(self.policy, tenant, req.surface)
         for tool in dict.fromkeys(req.tools):
             rule = self.policy.rule_for(tenant, tool)
             if rule.deny or rule.mode is ApprovalMode.NONE:
@@ -202,8 +177,8 @@ class Engine:
 
     async def create(self, tenant: str, req: ApprovalRequest) -> tuple[int, dict[str, Any]]:
         """Handle `POST /v1/approvals`; returns (HTTP status, body)."""
-        self._check_parameters(req.parameters)
-        self._check_surface_tenant(tenant, req.surface)
+        json_limits(req.parameters)
+        surface_belongs(self.policy, tenant, req.surface)
         if req.reason is not None:
             # The reason is free text that goes on the card, the text and the audit record:
             # a credential pasted into it is redacted like one in the parameters.
@@ -465,7 +440,7 @@ class Engine:
 
     async def report_result(self, tenant: str, approval_id: str, report: ResultReport) -> Record:
         """Put what the executed call returned on the audit record (redacted)."""
-        self._check_parameters(report.result, "result")
+        json_limits(report.result, "result")
 
         def tx(conn: Connection) -> Record:
             rec = ledger.load(conn, approval_id, lock=True)
@@ -487,90 +462,3 @@ class Engine:
         """Every audit row of one approval, oldest first."""
         await self.record(approval_id, tenant)
         return await self.db.run_read(lambda c: ledger.events_of(c, approval_id))
-
-    # --- the desk surfaces answer through -----------------------------------------
-
-    async def answer(self, answer: Answer) -> ApprovalCard:
-        """Check an answer from Slack or SMS and apply it; refusals are audited."""
-        actor = {"kind": "person", "surface": answer.surface, "userId": answer.actor}
-        if answer.surface == "slack" and (answer.actor_org or answer.org):
-            actor["teamId"] = answer.actor_org or answer.org or ""
-        to = ApprovalStatus.DENIED if answer.verdict is Verdict.DENY else ApprovalStatus.APPROVED
-        run_grant = None
-        if answer.verdict is Verdict.APPROVE_FOR_RUN:
-            run_grant = f"{answer.surface}:{answer.actor}"
-        rec = await self._close(answer.approval_id, to, actor, comment=answer.comment,
-                                check=lambda rec: check_answer(rec, answer),
-                                audit_refusal=True, run_grant=run_grant)
-        return rec.card()
-
-    async def placed(self, approval_id: str) -> Placed | None:
-        """An approval with its route and receipt, whatever its tenant."""
-        rec = await self.db.run_read(lambda c: ledger.load(c, approval_id))
-        return rec.placed() if rec else None
-
-    async def _by_number(self, to_number: str, from_number: str, *, pending: bool,
-                         limit: int) -> list[Placed]:
-        recs = await self.db.run_read(lambda c: ledger.by_delivery(
-            c, f"sms:{to_number}", pending=pending, limit=limit))
-        found = [r.placed() for r in recs]
-        return [p for p in found if p is not None and from_number in p.route.approvers]
-
-    async def pending_for_number(self, to_number: str, from_number: str) -> Sequence[Placed]:
-        """Pending SMS approvals sent from `to_number` (or service) to approver `from_number`."""
-        return await self._by_number(to_number, from_number, pending=True, limit=200)
-
-    async def latest_for_number(self, to_number: str, from_number: str) -> Placed | None:
-        """The newest SMS approval between these numbers, in any state."""
-        found = await self._by_number(to_number, from_number, pending=False, limit=50)
-        return found[0] if found else None
-
-    async def delivered(self, approval_id: str, receipt: Delivered) -> None:
-        """Store a delivery receipt; if the approval closed meanwhile, queue the card update."""
-        def tx(conn: Connection) -> bool:
-            rec = ledger.load(conn, approval_id, lock=True)
-            if rec is None:
-                return False
-            now = self.clock()
-            rec = ledger.append(conn, rec, now, [Event("delivered", {"kind": "system"}, {
-                "surface": receipt.surface, "conversation": receipt.conversation,
-                "messages": list(receipt.message_refs)})],
-                {"delivered": delivered_to_json(receipt)})
-            if rec.closed:
-                ledger.queue(conn, "show", rec.id, {}, now, now + 3600)
-            return rec.closed
-        if await self.db.run_write(tx):
-            self.jobs_wakeup.set()
-
-    async def note(self, approval_id: str, event: str, data: Mapping[str, Any]) -> None:
-        """Append a surface event to the approval's audit chain (redacted)."""
-        def tx(conn: Connection) -> None:
-            rec = ledger.load(conn, approval_id, lock=True)
-            if rec is not None:
-                ledger.append(conn, rec, self.clock(), [Event(event, {"kind": "surface"},
-                                                              redact(dict(data)))])
-        await self.db.run_write(tx)
-
-    async def mark_once(self, namespace: str, key: str) -> bool:
-        """True the first time `key` is seen in `namespace`."""
-        def tx(conn: Connection) -> None:
-            conn.execute(flags.insert().values(namespace=namespace, key=key, value="1",
-                                               created_at=self.clock()))
-        try:
-            await self.db.run_write(tx)
-        except sa.exc.IntegrityError:
-            return False
-        return True
-
-    async def set_flag(self, namespace: str, key: str, value: str | None) -> None:
-        """Set or clear a durable flag."""
-        now = self.clock()
-        await self.db.run_write(lambda c: ledger.set_flag(c, namespace, key, value, now))
-
-    async def get_flag(self, namespace: str, key: str) -> str | None:
-        """Read a durable flag."""
-        return await self.db.run_read(lambda c: ledger.get_flag(c, namespace, key))
-
-    def tenant_for_org(self, surface: str, org: str) -> str | None:
-        """The tenant whose policy names this Slack team/enterprise or SMS number."""
-        return self.policy.tenant_for_org(surface, org)
