@@ -7,10 +7,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import secrets
 import tempfile
-from collections.abc import AsyncIterator, Sequence
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -158,3 +160,34 @@ async def _maybe_db(db: Database | None, kind: str) -> AsyncIterator[Database]:
         return
     async with database(kind) as fresh:
         yield fresh
+
+
+async def until(check: Callable[[], Any], seconds: float = 5.0, interval: float = 0.02) -> Any:
+    """The first truthy value of `check()`, polled every `interval` until `seconds` pass."""
+    deadline = time.monotonic() + seconds
+    while not (found := check()):
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting")
+        await asyncio.sleep(interval)
+    return found
+
+
+@asynccontextmanager
+async def slack_app(policy_toml: str, *, secret: str, app_id: str, team_id: str = "T0ACME",
+                    database_kind: str = "sqlite") -> AsyncIterator[tuple[Harness, Any]]:
+    """A started app whose Slack surface talks to a fresh emulator: yields (harness, emulator)."""
+    from sqlalchemy.ext.asyncio import AsyncEngine
+
+    from contracts.ports import ApprovalDesk
+    from surfaces.slack import SlackAdapter, SlackConfig, SlackEmulator
+
+    async with SlackEmulator.running(team_id=team_id, app_id=app_id) as emu:
+        config = SlackConfig(signing_secret=secret, bot_token="xoxb-acme", api_url=emu.api_url,
+                             app_id=app_id)
+
+        def factory(desk: ApprovalDesk, db: AsyncEngine) -> SlackAdapter:
+            return SlackAdapter(config, desk, db)
+
+        async with cosigner_app(policy_toml, surfaces=[factory],
+                                database_kind=database_kind) as h:
+            yield h, emu

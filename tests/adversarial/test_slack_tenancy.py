@@ -8,12 +8,10 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from sqlalchemy.ext.asyncio import AsyncEngine
 
-from contracts.ports import ApprovalDesk
-from surfaces.slack import SlackAdapter, SlackConfig, SlackEmulator
+from surfaces.slack import SlackEmulator
 from surfaces.slack.interactions import block_actions_payload, send_signed
-from tests.harness import Harness, cosigner_app
+from tests.harness import Harness, slack_app
 
 SECRET = "adversarial-signing-secret"
 APP_ID = "A0COSIGNER"
@@ -31,16 +29,9 @@ slack_enterprise = "E0GLOBEX"
 
 @pytest.fixture
 async def world(db_kind: str) -> AsyncIterator[tuple[Harness, SlackEmulator, str]]:
-    async with SlackEmulator.running(team_id="T0ACME", app_id=APP_ID) as emu:
-        config = SlackConfig(signing_secret=SECRET, bot_token="xoxb-acme", api_url=emu.api_url,
-                             app_id=APP_ID)
-
-        def factory(desk: ApprovalDesk, db: AsyncEngine) -> SlackAdapter:
-            return SlackAdapter(config, desk, db)
-
-        async with cosigner_app(POLICY, surfaces=[factory], database_kind=db_kind) as h:
-            await h.create_tenant("globex")
-            yield h, emu, await h.create_tenant("acme")
+    async with slack_app(POLICY, secret=SECRET, app_id=APP_ID, database_kind=db_kind) as (h, emu):
+        await h.create_tenant("globex")
+        yield h, emu, await h.create_tenant("acme")
 
 
 async def test_an_agent_naming_another_tenants_enterprise_is_refused(world: Any) -> None:

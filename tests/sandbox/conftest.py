@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -14,16 +13,13 @@ import httpx
 import pytest
 
 from bot.sandbox import Sandbox, sandbox
+from tests.harness import until as wait_for
 
 
-async def until(check: Callable[[], Any], seconds: float = 10.0) -> Any:
+def until(check: Callable[[], Any], seconds: float = 10.0) -> Any:
     """The first truthy value of `check()`, polled until `seconds` pass."""
-    deadline = time.monotonic() + seconds
-    while not (found := check()):
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting")
-        await asyncio.sleep(0.05)
-    return found
+    return wait_for(check, seconds, interval=0.05)
+
 
 
 AGENT = Path(__file__).resolve().parents[2] / "examples" / "agent.py"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable
 from typing import Any
@@ -12,17 +11,14 @@ import httpx
 from contracts.enums import ApprovalMode, ToolKind, Verdict
 from contracts.errors import AlreadyDecided, NotAnApprover
 from surfaces.slack import SlackAdapter, SlackEmulator
+from tests.harness import until as wait_for
 
 COMMENT = {"comment": {"comment": {"type": "plain_text_input", "value": "Over the limit"}}}
 
 
-async def until(check: Callable[[], Any], seconds: float = 3.0) -> Any:
-    deadline = time.monotonic() + seconds
-    while not (found := check()):
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting")
-        await asyncio.sleep(0.01)
-    return found
+def until(check: Callable[[], Any]) -> Any:
+    return wait_for(check, seconds=3.0, interval=0.01)
+
 
 
 async def card(adapter: SlackAdapter, make_card: Any, make_route: Any, **changes: Any) -> tuple[str, str]:

@@ -5,17 +5,15 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from sqlalchemy.ext.asyncio import AsyncEngine
 
-from contracts.ports import ApprovalDesk
-from surfaces.slack import SlackAdapter, SlackConfig, SlackEmulator
+from surfaces.slack import SlackEmulator
 from surfaces.slack.emulated_methods import Recorded
 from surfaces.slack.interactions import block_actions_payload, send_signed
-from tests.harness import Harness, cosigner_app
+from tests.harness import Harness, slack_app, until
 
 SECRET = "scenario-signing-secret"
 APP_ID = "A0COSIGNER"
@@ -38,26 +36,12 @@ admin_channel = "C0ADMINS"
 """
 
 
-async def until(check: Callable[[], Any], seconds: float = 5.0) -> Any:
-    deadline = time.monotonic() + seconds
-    while not (found := check()):
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting")
-        await asyncio.sleep(0.02)
-    return found
 
 
 @pytest.fixture
 async def world(db_kind: str) -> AsyncIterator[tuple[Harness, SlackEmulator, str]]:
-    async with SlackEmulator.running(team_id="T0ACME", app_id=APP_ID) as emu:
-        config = SlackConfig(signing_secret=SECRET, bot_token="xoxb-acme", api_url=emu.api_url,
-                             app_id=APP_ID)
-
-        def factory(desk: ApprovalDesk, db: AsyncEngine) -> SlackAdapter:
-            return SlackAdapter(config, desk, db)
-
-        async with cosigner_app(POLICY, surfaces=[factory], database_kind=db_kind) as h:
-            yield h, emu, await h.create_tenant("acme")
+    async with slack_app(POLICY, secret=SECRET, app_id=APP_ID, database_kind=db_kind) as (h, emu):
+        yield h, emu, await h.create_tenant("acme")
 
 
 async def ask(h: Harness, key: str, tool: str = "issue_refund", call_id: str = "call_1",
