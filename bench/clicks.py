@@ -61,20 +61,12 @@ ROOT = rt.ROOT
 TEAM = "T0BENCH"
 APP_ID = "A0BENCH"
 USER = "U0BENCHER"
-TOOL = "wire_money"
+TOOL = rt.TOOL
 SIGNING_SECRET = "bench-slack-signing-" + secrets.token_hex(8)
 BOT_TOKEN = "xoxb-bench-" + secrets.token_hex(4)
 APPROVE = "cosigner.approve"
-POLICY = f"""
-[defaults]
-timeout = "1h"
-max_gated_calls_per_execution = 1000
-
-[tools.{TOOL}]
-kind = "danger"
-approvers = ["requester"]
-redact = ["cardToken"]
-
+# The round-trip benchmark's policy, plus a tenant that owns the emulator's workspace.
+POLICY = rt.POLICY + f"""
 [tenants.bench]
 slack_team = "{TEAM}"
 """
