@@ -66,10 +66,13 @@ SIGNING_SECRET = "bench-slack-signing-" + secrets.token_hex(8)
 BOT_TOKEN = "xoxb-bench-" + secrets.token_hex(4)
 APPROVE = "cosigner.approve"
 # The round-trip benchmark's policy, plus a tenant that owns the emulator's workspace.
-POLICY = rt.POLICY + f"""
+POLICY = (
+    rt.POLICY
+    + f"""
 [tenants.bench]
 slack_team = "{TEAM}"
 """
+)
 CARD_WAIT = 60.0
 DRAIN = 45.0
 SETUP_CONCURRENCY = 32
@@ -99,19 +102,28 @@ def emulator_child(team: str, app_id: str) -> int:
 
         threading.Thread(target=watch_stdin, daemon=True).start()
         async with SlackEmulator.running(team_id=team, app_id=app_id) as emu:
+
             async def records(request: Request) -> JSONResponse:
                 after = int(request.query_params.get("after", "0"))
                 eph_after = int(request.query_params.get("eph", "0"))
                 msgs, ephs = emu.messages, emu.ephemerals
                 new = msgs[after:]
-                return JSONResponse({
-                    "next": len(msgs), "eph_next": len(ephs),
-                    "posts": [{"channel": m.channel, "ts": m.ts, "blocks": m.blocks}
-                              for m in new if m.method == "chat.postMessage"],
-                    "updates": sum(1 for m in new if m.method == "chat.update"),
-                    "ephemerals": [{"channel": m.channel, "user": m.user, "text": m.text}
-                                   for m in ephs[eph_after:]],
-                    "calls": Counter(c[0] for c in emu.calls)})
+                return JSONResponse(
+                    {
+                        "next": len(msgs),
+                        "eph_next": len(ephs),
+                        "posts": [
+                            {"channel": m.channel, "ts": m.ts, "blocks": m.blocks}
+                            for m in new
+                            if m.method == "chat.postMessage"
+                        ],
+                        "updates": sum(1 for m in new if m.method == "chat.update"),
+                        "ephemerals": [
+                            {"channel": m.channel, "user": m.user, "text": m.text} for m in ephs[eph_after:]
+                        ],
+                        "calls": Counter(c[0] for c in emu.calls),
+                    }
+                )
 
             emu.app.router.routes.append(Route("/bench/records", records, methods=["GET"]))
             print(json.dumps({"port": emu.port, "api_url": emu.api_url}), flush=True)
@@ -140,9 +152,14 @@ def start_emulator(core: int | None) -> Emulator:
 
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(
-        [rt.PYTHON, str(Path(__file__).resolve()), "--emulator-child", "--team", TEAM,
-         "--app-id", APP_ID], cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        preexec_fn=pin, start_new_session=True)
+        [rt.PYTHON, str(Path(__file__).resolve()), "--emulator-child", "--team", TEAM, "--app-id", APP_ID],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        preexec_fn=pin,
+        start_new_session=True,
+    )
     rt._live.append(proc)
     assert proc.stdout is not None
     line = proc.stdout.readline()  # the child prints its port once it serves
@@ -209,8 +226,7 @@ class Bench:
         return make_client(self.args.client, base or self.server.url, limit=limit, timeout=60.0)
 
     async def records(self, emu_http: Client) -> dict[str, Any]:
-        r = await emu_http.request(
-            "GET", f"/bench/records?after={self.records_next}&eph={self.eph_next}")
+        r = await emu_http.request("GET", f"/bench/records?after={self.records_next}&eph={self.eph_next}")
         if r.status != 200:
             raise RuntimeError(f"emulator /bench/records: HTTP {r.status}")
         got: dict[str, Any] = r.json()
@@ -228,13 +244,19 @@ class Bench:
                 self.n += 1
                 n = self.n
                 channel = f"C{self.run}{n:07d}"
-                body = {"executionId": f"run_{self.run}_{n}", "toolCallId": f"call_{n}",
-                        "toolName": TOOL,
-                        "parameters": {"orderId": f"ord_{n}", "amountCents": 12900,
-                                       "cardToken": "tok_x", "note": "bench"},
-                        "reason": "benchmark",
-                        "surface": {"type": "slack", "teamId": TEAM, "channelId": channel,
-                                    "userId": USER}}
+                body = {
+                    "executionId": f"run_{self.run}_{n}",
+                    "toolCallId": f"call_{n}",
+                    "toolName": TOOL,
+                    "parameters": {
+                        "orderId": f"ord_{n}",
+                        "amountCents": 12900,
+                        "cardToken": "tok_x",
+                        "note": "bench",
+                    },
+                    "reason": "benchmark",
+                    "surface": {"type": "slack", "teamId": TEAM, "channelId": channel, "userId": USER},
+                }
                 try:
                     r = await api.request("POST", "/v1/approvals", json=body, headers=self.auth)
                     got = rt._expect(r, 201, "create")
@@ -249,8 +271,7 @@ class Bench:
         await asyncio.gather(*(worker() for _ in range(SETUP_CONCURRENCY)))
         return cards
 
-    async def await_cards(self, emu_http: Client, cards: list[Card],
-                          errors: Counter[str]) -> list[Card]:
+    async def await_cards(self, emu_http: Client, cards: list[Card], errors: Counter[str]) -> list[Card]:
         """Wait for each card's chat.postMessage; build its signed Approve click."""
         from surfaces.slack.interactions import (
             _find_button,
@@ -277,10 +298,16 @@ class Bench:
                     errors["card's Approve button names another approval"] += 1
                     continue
                 payload = block_actions_payload(
-                    action=button, blocks=post["blocks"], channel=card.channel, ts=card.ts,
-                    user=USER, team=TEAM, app_id=APP_ID,
+                    action=button,
+                    blocks=post["blocks"],
+                    channel=card.channel,
+                    ts=card.ts,
+                    user=USER,
+                    team=TEAM,
+                    app_id=APP_ID,
                     trigger_id=f"{int(time.time())}.{self.n}.bench",
-                    response_url=f"{self.emu.url}/hooks/actions/{card.approval_id}")
+                    response_url=f"{self.emu.url}/hooks/actions/{card.approval_id}",
+                )
                 card.body = urlencode({"payload": json.dumps(payload)}).encode()
                 card.headers = signed_headers(card.body, SIGNING_SECRET)
                 ready.append(card)
@@ -292,16 +319,20 @@ class Bench:
             errors[f"card not delivered within {CARD_WAIT:.0f} s"] += len(cards) - len(ready)
         return ready
 
-    async def click_phase(self, clients: list[Client], cards: list[Card], budget: float,
-                          res: LevelResult) -> list[Card]:
+    async def click_phase(
+        self, clients: list[Client], cards: list[Card], budget: float, res: LevelResult
+    ) -> list[Card]:
         """Click through `cards` from len(clients) workers until they run out or `budget`
         seconds pass; returns the cards clicked (acked or not)."""
         queue = deque(cards)
         clicked: list[Card] = []
         t0 = time.perf_counter()
         deadline = t0 + budget
-        srv0, cli0, emu0 = (rt.cpu_seconds(self.server.pid), time.process_time(),
-                            rt.cpu_seconds(self.emu.proc.pid))
+        srv0, cli0, emu0 = (
+            rt.cpu_seconds(self.server.pid),
+            time.process_time(),
+            rt.cpu_seconds(self.emu.proc.pid),
+        )
 
         async def worker(client: Client) -> None:
             while queue and time.perf_counter() < deadline:
@@ -309,8 +340,7 @@ class Bench:
                 clicked.append(card)
                 s = time.perf_counter()
                 try:
-                    r = await client.request("POST", "/slack/events", body=card.body,
-                                             headers=card.headers)
+                    r = await client.request("POST", "/slack/events", body=card.body, headers=card.headers)
                 except Exception as exc:
                     res.errors[f"click: {type(exc).__name__}: {exc}"[:120]] += 1
                     continue
@@ -343,8 +373,7 @@ class Bench:
             while todo:
                 card = todo.popleft()
                 try:
-                    r = await api.request("GET", f"/v1/approvals/{card.approval_id}",
-                                          headers=self.auth)
+                    r = await api.request("GET", f"/v1/approvals/{card.approval_id}", headers=self.auth)
                     got = rt._expect(r, 200, "read back")
                 except rt.Failure as exc:
                     res.errors[str(exc)] += 1
@@ -366,18 +395,17 @@ class Bench:
         res = LevelResult(c)
         clients = [self.client(1) for _ in range(c)]
         try:
-            while res.elapsed < self.args.seconds and \
-                    res.clicks + res.error_count < self.args.max_clicks:
+            while res.elapsed < self.args.seconds and res.clicks + res.error_count < self.args.max_clicks:
                 t_setup = time.perf_counter()
-                size = min(max(self.args.round_size, 8 * c),
-                           self.args.max_clicks - res.clicks - res.error_count)
+                size = min(
+                    max(self.args.round_size, 8 * c), self.args.max_clicks - res.clicks - res.error_count
+                )
                 cards = await self.create(api, size, res.errors)
                 ready = await self.await_cards(emu_http, cards, res.errors)
                 res.setup_s += time.perf_counter() - t_setup
                 if not ready:
                     break
-                clicked = await self.click_phase(clients, ready,
-                                                 self.args.seconds - res.elapsed, res)
+                clicked = await self.click_phase(clients, ready, self.args.seconds - res.elapsed, res)
                 res.rounds += 1
                 await self.verify(api, clicked, res)
                 await asyncio.sleep(0.3)  # let the server's chat.update jobs land
@@ -392,23 +420,30 @@ class Bench:
 
 # --- output ---------------------------------------------------------------------------------
 
-HEADER = (f"{'conc':>5} {'clicks':>7} {'clicks/s':>9} {'ack p50':>8} {'ack p90':>8} "
-          f"{'ack p99':>8} {'ack max':>8} {'errors':>7} {'approved':>9} {'srv cpu':>8} "
-          f"{'cli cpu':>8} {'emu cpu':>8} {'srv/click':>10} {'clicks/s@1core':>14}")
-UNITS = (f"{'':>5} {'':>7} {'':>9} {'ms':>8} {'ms':>8} {'ms':>8} {'ms':>8} {'':>7} "
-         f"{'(checked)':>9} {'% core':>8} {'% core':>8} {'% core':>8} {'cpu ms':>10} "
-         f"{'(projected)':>14}")
+HEADER = (
+    f"{'conc':>5} {'clicks':>7} {'clicks/s':>9} {'ack p50':>8} {'ack p90':>8} "
+    f"{'ack p99':>8} {'ack max':>8} {'errors':>7} {'approved':>9} {'srv cpu':>8} "
+    f"{'cli cpu':>8} {'emu cpu':>8} {'srv/click':>10} {'clicks/s@1core':>14}"
+)
+UNITS = (
+    f"{'':>5} {'':>7} {'':>9} {'ms':>8} {'ms':>8} {'ms':>8} {'ms':>8} {'':>7} "
+    f"{'(checked)':>9} {'% core':>8} {'% core':>8} {'% core':>8} {'cpu ms':>10} "
+    f"{'(projected)':>14}"
+)
 
 
 def print_row(r: LevelResult) -> None:
     ms = 1000.0
     lat = r.latencies
-    print(f"{r.concurrency:>5} {r.clicks:>7} {r.rate:>9.0f} {rt.percentile(lat, 50) * ms:>8.1f} "
-          f"{rt.percentile(lat, 90) * ms:>8.1f} {rt.percentile(lat, 99) * ms:>8.1f} "
-          f"{(max(lat) if lat else float('nan')) * ms:>8.1f} {r.error_count:>7} "
-          f"{r.verified:>9} {r.share(r.server_cpu_s):>8.0%} {r.share(r.client_cpu_s):>8.0%} "
-          f"{r.share(r.emulator_cpu_s):>8.0%} {r.server_ms_per_click:>10.2f} "
-          f"{1000.0 / r.server_ms_per_click:>14.0f}", flush=True)
+    print(
+        f"{r.concurrency:>5} {r.clicks:>7} {r.rate:>9.0f} {rt.percentile(lat, 50) * ms:>8.1f} "
+        f"{rt.percentile(lat, 90) * ms:>8.1f} {rt.percentile(lat, 99) * ms:>8.1f} "
+        f"{(max(lat) if lat else float('nan')) * ms:>8.1f} {r.error_count:>7} "
+        f"{r.verified:>9} {r.share(r.server_cpu_s):>8.0%} {r.share(r.client_cpu_s):>8.0%} "
+        f"{r.share(r.emulator_cpu_s):>8.0%} {r.server_ms_per_click:>10.2f} "
+        f"{1000.0 / r.server_ms_per_click:>14.0f}",
+        flush=True,
+    )
     for what, n in r.errors.most_common():
         print(f"      ! {n} x {what}")
 
@@ -417,17 +452,25 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     p.add_argument("--db", choices=["sqlite", "postgres"], default="sqlite")
     p.add_argument("--concurrency", default="1,16,64")
-    p.add_argument("--seconds", type=float, default=5.0,
-                   help="click time per level (card set-up between rounds not counted)")
+    p.add_argument(
+        "--seconds",
+        type=float,
+        default=5.0,
+        help="click time per level (card set-up between rounds not counted)",
+    )
     p.add_argument("--max-clicks", type=int, default=20_000, help="at most this many per level")
-    p.add_argument("--round-size", type=int, default=1024,
-                   help="approvals created per round (at least 8 x concurrency)")
+    p.add_argument(
+        "--round-size", type=int, default=1024, help="approvals created per round (at least 8 x concurrency)"
+    )
     p.add_argument("--client", choices=CLIENTS, default="raw")
     p.add_argument("--pg-admin", default=os.environ.get("COSIGNER_BENCH_PG", rt.DEFAULT_PG_ADMIN))
     p.add_argument("--server-log-level", default="INFO")
-    p.add_argument("--py-spy", metavar="FILE", default=None,
-                   help="py-spy raw profile of the server during the clicks at "
-                        "--profile-concurrency (first round)")
+    p.add_argument(
+        "--py-spy",
+        metavar="FILE",
+        default=None,
+        help="py-spy raw profile of the server during the clicks at --profile-concurrency (first round)",
+    )
     p.add_argument("--profile-concurrency", type=int, default=64)
     p.add_argument("--emulator-child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--team", default=TEAM, help=argparse.SUPPRESS)
@@ -456,12 +499,18 @@ async def main_async(args: argparse.Namespace) -> int:
     if cores[1] is not None:
         os.sched_setaffinity(0, {cores[1]})
     emu = start_emulator(cores[1])
-    print(f"Slack click-to-ack: server on core {cores[0]}, this client and the Slack emulator "
-          f"(pid {emu.proc.pid}, {emu.url}) on core {cores[1]}; client "
-          f"{client_version(args.client)}; {args.db}; levels {args.concurrency}, "
-          f"{args.seconds:g} s of clicks per level")
-    slack_env = {"SLACK_SIGNING_SECRET": SIGNING_SECRET, "SLACK_BOT_TOKEN": BOT_TOKEN,
-                 "SLACK_API_URL": emu.api_url, "SLACK_APP_ID": APP_ID}
+    print(
+        f"Slack click-to-ack: server on core {cores[0]}, this client and the Slack emulator "
+        f"(pid {emu.proc.pid}, {emu.url}) on core {cores[1]}; client "
+        f"{client_version(args.client)}; {args.db}; levels {args.concurrency}, "
+        f"{args.seconds:g} s of clicks per level"
+    )
+    slack_env = {
+        "SLACK_SIGNING_SECRET": SIGNING_SECRET,
+        "SLACK_BOT_TOKEN": BOT_TOKEN,
+        "SLACK_API_URL": emu.api_url,
+        "SLACK_APP_ID": APP_ID,
+    }
     results: list[LevelResult] = []
     closed = "cards closed with chat.update: not counted"
     problems: list[str] = []
@@ -472,8 +521,9 @@ async def main_async(args: argparse.Namespace) -> int:
             if why:
                 print(f"postgres: NOT RUN: {why}")
                 return 1
-        async with rt.running_server(args.db, args.pg_admin, cores[0], args.server_log_level,
-                                     policy_text=POLICY, extra_env=slack_env) as server:
+        async with rt.running_server(
+            args.db, args.pg_admin, cores[0], args.server_log_level, policy_text=POLICY, extra_env=slack_env
+        ) as server:
             bench = Bench(server, emu, args)
             api = bench.client(SETUP_CONCURRENCY + 4)
             emu_http = bench.client(2, emu.url)
@@ -482,8 +532,9 @@ async def main_async(args: argparse.Namespace) -> int:
                 print(f"server pid {server.pid} on {server.url}; /readyz surfaces: {ready}")
                 # Warm-up (not reported): the Slack path, Bolt's auth.test, every cache.
                 warm = LevelResult(0)
-                cards = await bench.await_cards(emu_http, await bench.create(api, 64,
-                                                warm.errors), warm.errors)
+                cards = await bench.await_cards(
+                    emu_http, await bench.create(api, 64, warm.errors), warm.errors
+                )
                 clients = [bench.client(1) for _ in range(8)]
                 await bench.verify(api, await bench.click_phase(clients, cards, 30, warm), warm)
                 for cl in clients:
@@ -502,8 +553,10 @@ async def main_async(args: argparse.Namespace) -> int:
                 await asyncio.sleep(1.0)  # the last chat.update jobs
                 await bench.records(emu_http)
                 verified = sum(r.verified for r in results) + warm.verified
-                closed = (f"cards closed with chat.update: {bench.updates} for {verified} "
-                          "approved clicks (warm-up included)")
+                closed = (
+                    f"cards closed with chat.update: {bench.updates} for {verified} "
+                    "approved clicks (warm-up included)"
+                )
             finally:
                 await api.aclose()
                 await emu_http.aclose()
@@ -515,19 +568,23 @@ async def main_async(args: argparse.Namespace) -> int:
                 emu.proc.stdin.close()
         rt._stop_process(emu.proc)
 
-    print("\nSummary (ack = HTTP response time of one signed Approve click on /slack/events; "
-          "the decision is committed before the ack; errors = non-200 or non-empty acks, "
-          "refused clicks (ephemerals), approvals not `approved` by the clicker afterwards, "
-          "cards not delivered; approved = clicked approvals read back as approved; cpu = "
-          "share of one core during the click windows; srv/click = server CPU ms per click, "
-          "including the chat.update it triggers when that lands inside the window)")
+    print(
+        "\nSummary (ack = HTTP response time of one signed Approve click on /slack/events; "
+        "the decision is committed before the ack; errors = non-200 or non-empty acks, "
+        "refused clicks (ephemerals), approvals not `approved` by the clicker afterwards, "
+        "cards not delivered; approved = clicked approvals read back as approved; cpu = "
+        "share of one core during the click windows; srv/click = server CPU ms per click, "
+        "including the chat.update it triggers when that lands inside the window)"
+    )
     print(HEADER)
     print(UNITS)
     for r in results:
         print_row(r)
     for r in results:
-        print(f"   conc {r.concurrency}: {r.rounds} round(s), {r.setup_s:.1f} s of untimed "
-              f"set-up (create + card delivery + read back)")
+        print(
+            f"   conc {r.concurrency}: {r.rounds} round(s), {r.setup_s:.1f} s of untimed "
+            f"set-up (create + card delivery + read back)"
+        )
     print(closed)
     if problems:
         print(f"server stderr: {len(problems)} error line(s); first 5:")
@@ -543,14 +600,14 @@ async def main_async(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-async def profiled_level(bench: Bench, c: int, api: Client, emu_http: Client,
-                         pid: int) -> LevelResult:
+async def profiled_level(bench: Bench, c: int, api: Client, emu_http: Client, pid: int) -> LevelResult:
     """One level with py-spy attached for its first click window (cards made beforehand)."""
     orig = bench.click_phase
     done = False
 
-    async def wrapped(clients: list[Client], cards: list[Card], budget: float,
-                      res: LevelResult) -> list[Card]:
+    async def wrapped(
+        clients: list[Client], cards: list[Card], budget: float, res: LevelResult
+    ) -> list[Card]:
         nonlocal done
         if done:
             return await orig(clients, cards, budget, res)

@@ -49,9 +49,16 @@ class Resp:
 class Client(Protocol):
     name: str
 
-    async def request(self, method: str, path: str, *, json: Any = None, body: bytes = b"",
-                      headers: dict[str, str] | None = None,
-                      on_wire: asyncio.Event | None = None) -> Resp: ...
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        body: bytes = b"",
+        headers: dict[str, str] | None = None,
+        on_wire: asyncio.Event | None = None,
+    ) -> Resp: ...
 
     async def aclose(self) -> None: ...
 
@@ -87,7 +94,7 @@ def _chunked(buf: bytearray) -> tuple[bytes, int] | None:
             return b"".join(parts), end + 4
         if len(buf) < start + size + 2:
             return None
-        parts.append(bytes(buf[start:start + size]))
+        parts.append(bytes(buf[start : start + size]))
         pos = start + size + 2
 
 
@@ -128,7 +135,7 @@ class _Conn(asyncio.Protocol):
             if i < 0:
                 return
             lines = bytes(self.buf[:i]).split(b"\r\n")
-            del self.buf[:i + 4]
+            del self.buf[: i + 4]
             status = int(lines[0].split(b" ", 2)[1])
             length: int | None = None
             chunked = close = False
@@ -202,8 +209,7 @@ class RawClient:
     async def _connect(self) -> _Conn:
         loop = asyncio.get_running_loop()
         try:
-            _, conn = await asyncio.wait_for(
-                loop.create_connection(_Conn, self.host, self.port), 10.0)
+            _, conn = await asyncio.wait_for(loop.create_connection(_Conn, self.host, self.port), 10.0)
         except BaseException:
             self.count -= 1
             self._wake(None)
@@ -256,12 +262,22 @@ class RawClient:
         self._discard(conn)
         self._wake(None)
 
-    async def request(self, method: str, path: str, *, json: Any = None, body: bytes = b"",
-                      headers: dict[str, str] | None = None,
-                      on_wire: asyncio.Event | None = None) -> Resp:
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        body: bytes = b"",
+        headers: dict[str, str] | None = None,
+        on_wire: asyncio.Event | None = None,
+    ) -> Resp:
         body, h = _encode(json, body, headers)
-        lines = [f"{method} {self.prefix}{path} HTTP/1.1", f"Host: {self.host_header}",
-                 f"Content-Length: {len(body)}"]
+        lines = [
+            f"{method} {self.prefix}{path} HTTP/1.1",
+            f"Host: {self.host_header}",
+            f"Content-Length: {len(body)}",
+        ]
         lines.extend(f"{k}: {v}" for k, v in h.items())
         data = ("\r\n".join(lines) + "\r\n\r\n").encode() + body
         conn = await self._acquire()
@@ -316,7 +332,9 @@ class AiohttpClient:
             base_url=base_url.rstrip("/") + "/",
             connector=aiohttp.TCPConnector(limit=limit, limit_per_host=limit),
             timeout=aiohttp.ClientTimeout(total=timeout, connect=10.0),
-            trace_configs=[trace], auto_decompress=False)
+            trace_configs=[trace],
+            auto_decompress=False,
+        )
 
     @staticmethod
     async def _headers_sent(session: Any, ctx: Any, params: Any) -> None:
@@ -324,12 +342,20 @@ class AiohttpClient:
         if isinstance(event, asyncio.Event):
             event.set()
 
-    async def request(self, method: str, path: str, *, json: Any = None, body: bytes = b"",
-                      headers: dict[str, str] | None = None,
-                      on_wire: asyncio.Event | None = None) -> Resp:
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        body: bytes = b"",
+        headers: dict[str, str] | None = None,
+        on_wire: asyncio.Event | None = None,
+    ) -> Resp:
         body, h = _encode(json, body, headers)
-        async with self.session.request(method, path.lstrip("/"), data=body or None, headers=h,
-                                        trace_request_ctx=on_wire) as r:
+        async with self.session.request(
+            method, path.lstrip("/"), data=body or None, headers=h, trace_request_ctx=on_wire
+        ) as r:
             return Resp(r.status, await r.read())
 
     async def aclose(self) -> None:
@@ -348,22 +374,33 @@ class HttpxClient:
         import httpx
 
         self.client = httpx.AsyncClient(
-            base_url=base_url, http1=True, http2=False,
+            base_url=base_url,
+            http1=True,
+            http2=False,
             timeout=httpx.Timeout(timeout, connect=10.0, pool=timeout),
-            limits=httpx.Limits(max_connections=limit, max_keepalive_connections=limit))
+            limits=httpx.Limits(max_connections=limit, max_keepalive_connections=limit),
+        )
 
-    async def request(self, method: str, path: str, *, json: Any = None, body: bytes = b"",
-                      headers: dict[str, str] | None = None,
-                      on_wire: asyncio.Event | None = None) -> Resp:
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        body: bytes = b"",
+        headers: dict[str, str] | None = None,
+        on_wire: asyncio.Event | None = None,
+    ) -> Resp:
         body, h = _encode(json, body, headers)
         extensions: dict[str, Any] = {}
         if on_wire is not None:
+
             async def trace(event: str, info: dict[str, Any]) -> None:
                 if event == "http11.send_request_body.complete":
                     on_wire.set()
+
             extensions["trace"] = trace
-        r = await self.client.request(method, path, content=body or None, headers=h,
-                                      extensions=extensions)
+        r = await self.client.request(method, path, content=body or None, headers=h, extensions=extensions)
         return Resp(r.status_code, r.content)
 
     async def aclose(self) -> None:
@@ -384,8 +421,10 @@ def client_version(kind: str) -> str:
     with contextlib.suppress(Exception):
         if kind == "aiohttp":
             import aiohttp
+
             return f"aiohttp {aiohttp.__version__}"
         if kind == "httpx":
             import httpx
+
             return f"httpx {httpx.__version__}"
     return "raw asyncio (bench/httpclients.py)"

@@ -203,8 +203,14 @@ class Server:
             lines = self.stderr.read_text(errors="replace").splitlines()
         except OSError:
             return []
-        return [ln for ln in lines if '"level": "ERROR"' in ln or '"level": "CRITICAL"' in ln
-                or "Traceback" in ln or ln.startswith(("ERROR", "CRITICAL"))]
+        return [
+            ln
+            for ln in lines
+            if '"level": "ERROR"' in ln
+            or '"level": "CRITICAL"' in ln
+            or "Traceback" in ln
+            or ln.startswith(("ERROR", "CRITICAL"))
+        ]
 
 
 def free_port() -> int:
@@ -216,11 +222,13 @@ def free_port() -> int:
 
 def cosigner(args: list[str], env: dict[str, str]) -> str:
     """Run a `cosigner` subcommand to completion; return its stdout or raise with stderr."""
-    done = subprocess.run([PYTHON, "-m", "bot.cli", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [PYTHON, "-m", "bot.cli", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
     if done.returncode != 0:
-        raise RuntimeError(f"cosigner {' '.join(args)} failed ({done.returncode}):\n"
-                           f"{done.stdout}{done.stderr}")
+        raise RuntimeError(
+            f"cosigner {' '.join(args)} failed ({done.returncode}):\n{done.stdout}{done.stderr}"
+        )
     return done.stdout
 
 
@@ -255,9 +263,9 @@ async def database_url(kind: str, admin_dsn: str, tmp: Path) -> AsyncIterator[st
         yield url
 
 
-def spawn_server(port: int, env: dict[str, str], stderr: Path,
-                 core: int | None) -> subprocess.Popen[bytes]:
+def spawn_server(port: int, env: dict[str, str], stderr: Path, core: int | None) -> subprocess.Popen[bytes]:
     """Start `cosigner serve` in its own session, pinned to `core`, output to `stderr`."""
+
     def pin() -> None:
         if core is not None:
             os.sched_setaffinity(0, {core})
@@ -265,15 +273,27 @@ def spawn_server(port: int, env: dict[str, str], stderr: Path,
     with stderr.open("wb") as err:
         return subprocess.Popen(
             [PYTHON, "-m", "bot.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
-            cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=err, stderr=err,
-            preexec_fn=pin, start_new_session=True)
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=err,
+            stderr=err,
+            preexec_fn=pin,
+            start_new_session=True,
+        )
 
 
 @contextlib.asynccontextmanager
-async def running_server(kind: str, admin_dsn: str, core: int | None,
-                         log_level: str, *, policy_text: str = POLICY,
-                         extra_env: dict[str, str] | None = None,
-                         tenant: str = "bench") -> AsyncIterator[Server]:
+async def running_server(
+    kind: str,
+    admin_dsn: str,
+    core: int | None,
+    log_level: str,
+    *,
+    policy_text: str = POLICY,
+    extra_env: dict[str, str] | None = None,
+    tenant: str = "bench",
+) -> AsyncIterator[Server]:
     """Migrate, create a tenant, start `cosigner serve` pinned to `core`; stop it on exit.
 
     `extra_env` (e.g. SLACK_*) is added after every SLACK_/TWILIO_/COSIGNER_ variable of
@@ -283,11 +303,18 @@ async def running_server(kind: str, admin_dsn: str, core: int | None,
         async with database_url(kind, admin_dsn, tmp) as url:
             policy = tmp / "policy.toml"
             policy.write_text(policy_text)
-            env = {k: v for k, v in os.environ.items()
-                   if not k.startswith(("SLACK_", "TWILIO_", "COSIGNER_"))}
-            env.update({"COSIGNER_DATABASE_URL": url, "COSIGNER_POLICY": str(policy),
-                        "COSIGNER_SECRET": secrets.token_urlsafe(32),
-                        "COSIGNER_LOG_LEVEL": log_level, "PYTHONUNBUFFERED": "1"})
+            env = {
+                k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "TWILIO_", "COSIGNER_"))
+            }
+            env.update(
+                {
+                    "COSIGNER_DATABASE_URL": url,
+                    "COSIGNER_POLICY": str(policy),
+                    "COSIGNER_SECRET": secrets.token_urlsafe(32),
+                    "COSIGNER_LOG_LEVEL": log_level,
+                    "PYTHONUNBUFFERED": "1",
+                }
+            )
             env.update(extra_env or {})
             port = free_port()
             env["COSIGNER_PUBLIC_URL"] = f"http://127.0.0.1:{port}"
@@ -301,8 +328,9 @@ async def running_server(kind: str, admin_dsn: str, core: int | None,
 
             proc = spawn_server(port, env, stderr, core)
             _live.append(proc)
-            server = Server(url=f"http://127.0.0.1:{port}", key=key, pid=proc.pid,
-                            stderr=stderr, database=kind)
+            server = Server(
+                url=f"http://127.0.0.1:{port}", key=key, pid=proc.pid, stderr=stderr, database=kind
+            )
             try:
                 await wait_ready(server, proc)
                 yield server
@@ -310,8 +338,10 @@ async def running_server(kind: str, admin_dsn: str, core: int | None,
                 _stop_process(proc)
                 problems = server.stderr_problems()
                 if proc.returncode not in (0, -signal.SIGTERM) or problems:
-                    print(f"\n!! {kind} server exited with {proc.returncode}; "
-                          f"{len(problems)} error line(s) on its stderr. Last 60 lines:")
+                    print(
+                        f"\n!! {kind} server exited with {proc.returncode}; "
+                        f"{len(problems)} error line(s) on its stderr. Last 60 lines:"
+                    )
                     tail = stderr.read_text(errors="replace").splitlines()[-60:]
                     print("\n".join("   | " + ln for ln in tail))
 
@@ -321,14 +351,17 @@ async def wait_ready(server: Server, proc: subprocess.Popen[bytes]) -> None:
     async with httpx.AsyncClient(base_url=server.url, timeout=2) as client:
         while time.monotonic() < deadline:
             if proc.poll() is not None:
-                raise RuntimeError(f"the server exited with {proc.returncode} while starting:\n"
-                                   + server.stderr.read_text(errors="replace")[-4000:])
+                raise RuntimeError(
+                    f"the server exited with {proc.returncode} while starting:\n"
+                    + server.stderr.read_text(errors="replace")[-4000:]
+                )
             with contextlib.suppress(httpx.HTTPError):
                 if (await client.get("/readyz")).status_code == 200:
                     return
             await asyncio.sleep(0.1)
-    raise RuntimeError("the server did not become ready within 60 s:\n"
-                       + server.stderr.read_text(errors="replace")[-4000:])
+    raise RuntimeError(
+        "the server did not become ready within 60 s:\n" + server.stderr.read_text(errors="replace")[-4000:]
+    )
 
 
 # --- the load -----------------------------------------------------------------------------
@@ -346,15 +379,22 @@ class Load:
     def _body(self) -> dict[str, Any]:
         self.counter += 1
         n = self.counter
-        return {"executionId": f"run_{self.run}_{n}", "toolCallId": f"call_{n}",
-                "toolName": TOOL,
-                "parameters": {"orderId": f"ord_{n}", "amountCents": 12900,
-                               "cardToken": "tok_x", "note": "bench"},
-                "reason": "benchmark", "surface": {"type": "dashboard", "userId": USER}}
+        return {
+            "executionId": f"run_{self.run}_{n}",
+            "toolCallId": f"call_{n}",
+            "toolName": TOOL,
+            "parameters": {
+                "orderId": f"ord_{n}",
+                "amountCents": 12900,
+                "cardToken": "tok_x",
+                "note": "bench",
+            },
+            "reason": "benchmark",
+            "surface": {"type": "dashboard", "userId": USER},
+        }
 
     async def create(self) -> str:
-        r = await self.client.request("POST", "/v1/approvals", json=self._body(),
-                                      headers=self.headers)
+        r = await self.client.request("POST", "/v1/approvals", json=self._body(), headers=self.headers)
         body = _expect(r, 201, "create")
         if body.get("status") != "pending":
             raise Failure(f"create: status {body.get('status')!r}, wanted pending")
@@ -366,17 +406,22 @@ class Load:
         t0 = time.perf_counter()
         approval_id = await self.create()
         on_wire = asyncio.Event()
-        poll = asyncio.create_task(self.client.request(
-            "GET", f"/v1/approvals/{approval_id}?wait=30", headers=self.headers,
-            on_wire=on_wire))
+        poll = asyncio.create_task(
+            self.client.request(
+                "GET", f"/v1/approvals/{approval_id}?wait=30", headers=self.headers, on_wire=on_wire
+            )
+        )
         try:
             if not on_wire.is_set():
                 wire = asyncio.create_task(on_wire.wait())
                 await asyncio.wait({poll, wire}, return_when=asyncio.FIRST_COMPLETED)
                 wire.cancel()
-            r = await self.client.request("POST", f"/v1/approvals/{approval_id}/decision",
-                                          json={"decision": "approve", "userId": USER,
-                                                "comment": "ok"}, headers=self.headers)
+            r = await self.client.request(
+                "POST",
+                f"/v1/approvals/{approval_id}/decision",
+                json={"decision": "approve", "userId": USER, "comment": "ok"},
+                headers=self.headers,
+            )
             t_decided = time.perf_counter()
             body = _expect(r, 200, "decision")
             if body.get("status") != "approved":
@@ -395,8 +440,13 @@ class Load:
         return t_end - t0, max(0.0, t_end - t_decided)
 
 
-async def run_phase(concurrency: int, seconds: float, max_ops: int, pid: int,
-                    op: Callable[[int], Awaitable[tuple[float, float] | None]]) -> PhaseResult:
+async def run_phase(
+    concurrency: int,
+    seconds: float,
+    max_ops: int,
+    pid: int,
+    op: Callable[[int], Awaitable[tuple[float, float] | None]],
+) -> PhaseResult:
     """Run `op` from `concurrency` workers for `seconds` (and at most `max_ops` times)."""
     res = PhaseResult()
     started = 0
@@ -444,8 +494,7 @@ async def other_load(pid: int, seconds: float = 1.0) -> float:
     busy0, cpu0, proc0 = machine_busy_seconds(), cpu_seconds(pid), time.process_time()
     await asyncio.sleep(seconds)
     busy = machine_busy_seconds() - busy0
-    return max(0.0, (busy - (cpu_seconds(pid) - cpu0) - (time.process_time() - proc0))
-               / seconds)
+    return max(0.0, (busy - (cpu_seconds(pid) - cpu0) - (time.process_time() - proc0)) / seconds)
 
 
 async def wait_quiet(pid: int, max_wait: float) -> None:
@@ -464,8 +513,7 @@ async def wait_quiet(pid: int, max_wait: float) -> None:
 Op = Callable[[int], Awaitable[tuple[float, float] | None]]
 
 
-def per_worker(loads: list[Load],
-               fn: Callable[[Load], Awaitable[tuple[float, float] | None]]) -> Op:
+def per_worker(loads: list[Load], fn: Callable[[Load], Awaitable[tuple[float, float] | None]]) -> Op:
     """Worker i runs `fn` on its own client `loads[i]`."""
     return lambda i: fn(loads[i])
 
@@ -484,30 +532,51 @@ async def py_spy(pid: int, out: str, seconds: float) -> AsyncIterator[None]:
         yield
         return
     proc = await asyncio.create_subprocess_exec(
-        exe, "record", "--pid", str(pid), "--format", "raw", "--output", out, "--duration",
-        str(max(1, int(seconds))), "--rate", "250", "--subprocesses", "--threads",
-        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
+        exe,
+        "record",
+        "--pid",
+        str(pid),
+        "--format",
+        "raw",
+        "--output",
+        out,
+        "--duration",
+        str(max(1, int(seconds))),
+        "--rate",
+        "250",
+        "--subprocesses",
+        "--threads",
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
     try:
         await asyncio.sleep(0.5)  # let py-spy attach
         yield
     finally:
         try:
             _, err = await asyncio.wait_for(proc.communicate(), 30)
-            print(f"   py-spy wrote {out}" if proc.returncode == 0 else
-                  f"   py-spy failed ({proc.returncode}): {err.decode(errors='replace')[-500:]}")
+            print(
+                f"   py-spy wrote {out}"
+                if proc.returncode == 0
+                else f"   py-spy failed ({proc.returncode}): {err.decode(errors='replace')[-500:]}"
+            )
         except TimeoutError:
             proc.kill()
             await proc.wait()
 
 
-async def bench_database(kind: str, args: argparse.Namespace, cores: tuple[int | None, int | None]
-                         ) -> list[Level]:
+async def bench_database(
+    kind: str, args: argparse.Namespace, cores: tuple[int | None, int | None]
+) -> list[Level]:
     levels: list[Level] = []
     async with running_server(kind, args.pg_admin, cores[0], args.server_log_level) as server:
-        print(f"\n== {kind}: server pid {server.pid} on {server.url}, pinned to core "
-              f"{cores[0]}; client on core {cores[1]}")
+        print(
+            f"\n== {kind}: server pid {server.pid} on {server.url}, pinned to core "
+            f"{cores[0]}; client on core {cores[1]}"
+        )
         for c in args.concurrency:
             async with contextlib.AsyncExitStack() as stack:
+
                 def client(limit: int) -> Client:
                     made = make_client(args.client, server.url, limit=limit, timeout=60.0)
                     stack.push_async_callback(made.aclose)
@@ -521,15 +590,15 @@ async def bench_database(kind: str, args: argparse.Namespace, cores: tuple[int |
                 await wait_quiet(server.pid, args.wait_quiet)
                 # Warm up every connection and the server's caches; not measured.
                 await run_phase(c, 0.5, 2 * c, server.pid, per_worker(loads, Load.round_trip))
-                create = await run_phase(c, args.seconds, args.max_ops, server.pid,
-                                         per_worker(loads, create_only))
-                profile = bool(args.py_spy) and kind == "sqlite" and \
-                    c == args.profile_concurrency
+                create = await run_phase(
+                    c, args.seconds, args.max_ops, server.pid, per_worker(loads, create_only)
+                )
+                profile = bool(args.py_spy) and kind == "sqlite" and c == args.profile_concurrency
                 if profile:
-                    await stack.enter_async_context(py_spy(server.pid, args.py_spy,
-                                                           args.seconds))
-                rt = await run_phase(c, args.seconds, args.max_ops, server.pid,
-                                     per_worker(loads, Load.round_trip))
+                    await stack.enter_async_context(py_spy(server.pid, args.py_spy, args.seconds))
+                rt = await run_phase(
+                    c, args.seconds, args.max_ops, server.pid, per_worker(loads, Load.round_trip)
+                )
             level = Level(c, create, rt)
             levels.append(level)
             print_row(level)
@@ -543,12 +612,16 @@ async def bench_database(kind: str, args: argparse.Namespace, cores: tuple[int |
 
 # --- output -------------------------------------------------------------------------------
 
-HEADER = (f"{'conc':>5} {'creates/s':>10} {'rt/s':>8} {'rt p50':>8} {'rt p99':>8} "
-          f"{'notify p50':>10} {'notify p99':>10} {'errors':>7} {'srv cpu':>8} {'cli cpu':>8} "
-          f"{'other cpu':>9} {'srv/create':>10} {'srv/rt':>7} {'rt/s@1core':>10}")
-UNITS = (f"{'':>5} {'':>10} {'':>8} {'ms':>8} {'ms':>8} {'ms':>10} {'ms':>10} {'':>7} "
-         f"{'% core':>8} {'% core':>8} {'% core':>9} {'cpu ms':>10} {'cpu ms':>7} "
-         f"{'(projected)':>10}")
+HEADER = (
+    f"{'conc':>5} {'creates/s':>10} {'rt/s':>8} {'rt p50':>8} {'rt p99':>8} "
+    f"{'notify p50':>10} {'notify p99':>10} {'errors':>7} {'srv cpu':>8} {'cli cpu':>8} "
+    f"{'other cpu':>9} {'srv/create':>10} {'srv/rt':>7} {'rt/s@1core':>10}"
+)
+UNITS = (
+    f"{'':>5} {'':>10} {'':>8} {'ms':>8} {'ms':>8} {'ms':>10} {'ms':>10} {'':>7} "
+    f"{'% core':>8} {'% core':>8} {'% core':>9} {'cpu ms':>10} {'cpu ms':>7} "
+    f"{'(projected)':>10}"
+)
 
 
 def print_header() -> None:
@@ -559,13 +632,15 @@ def print_header() -> None:
 def print_row(level: Level) -> None:
     c, rt = level.create, level.roundtrip
     ms = 1000.0
-    print(f"{level.concurrency:>5} {c.rate:>10.0f} {rt.rate:>8.0f} "
-          f"{percentile(rt.latencies, 50) * ms:>8.1f} {percentile(rt.latencies, 99) * ms:>8.1f} "
-          f"{percentile(rt.notify, 50) * ms:>10.1f} {percentile(rt.notify, 99) * ms:>10.1f} "
-          f"{c.error_count + rt.error_count:>7} {rt.server_cpu:>8.0%} {rt.client_cpu:>8.0%} "
-          f"{rt.other_cpu:>9.0%} {c.server_ms_per_op:>10.2f} {rt.server_ms_per_op:>7.2f} "
-          f"{1000.0 / rt.server_ms_per_op:>10.0f}",
-          flush=True)
+    print(
+        f"{level.concurrency:>5} {c.rate:>10.0f} {rt.rate:>8.0f} "
+        f"{percentile(rt.latencies, 50) * ms:>8.1f} {percentile(rt.latencies, 99) * ms:>8.1f} "
+        f"{percentile(rt.notify, 50) * ms:>10.1f} {percentile(rt.notify, 99) * ms:>10.1f} "
+        f"{c.error_count + rt.error_count:>7} {rt.server_cpu:>8.0%} {rt.client_cpu:>8.0%} "
+        f"{rt.other_cpu:>9.0%} {c.server_ms_per_op:>10.2f} {rt.server_ms_per_op:>7.2f} "
+        f"{1000.0 / rt.server_ms_per_op:>10.0f}",
+        flush=True,
+    )
     for phase, res in (("create", c), ("round trip", rt)):
         for what, n in res.errors.most_common():
             print(f"      ! {phase}: {n} x {what}")
@@ -573,13 +648,15 @@ def print_row(level: Level) -> None:
 
 def print_summary(results: dict[str, list[Level]], skipped: dict[str, str]) -> None:
     print("\n" + "=" * len(HEADER))
-    print("Summary (creates/s from the create phase; rt = full agent/person round trip; "
-          "notify = decision response -> long-poll response; errors = create + round-trip "
-          "phases; cpu = share of one core during the round-trip phase: srv = the Cosigner "
-          "server, cli = this client, other = every other process (PostgreSQL, other jobs on "
-          "the machine); srv/create, srv/rt = server CPU ms per create / per round trip; "
-          "rt/s@1core = 1000 / srv/rt, the rate one fully available core would sustain "
-          "if the server stays CPU-bound)")
+    print(
+        "Summary (creates/s from the create phase; rt = full agent/person round trip; "
+        "notify = decision response -> long-poll response; errors = create + round-trip "
+        "phases; cpu = share of one core during the round-trip phase: srv = the Cosigner "
+        "server, cli = this client, other = every other process (PostgreSQL, other jobs on "
+        "the machine); srv/create, srv/rt = server CPU ms per create / per round trip; "
+        "rt/s@1core = 1000 / srv/rt, the rate one fully available core would sustain "
+        "if the server stays CPU-bound)"
+    )
     for kind, levels in results.items():
         print(f"\n{kind}")
         print_header()
@@ -588,48 +665,59 @@ def print_summary(results: dict[str, list[Level]], skipped: dict[str, str]) -> N
     for kind, why in skipped.items():
         print(f"\n{kind}: NOT RUN: {why}")
     sqlite = results.get("sqlite")
-    print(f"\nBar: >= {BAR_RT_PER_SECOND:.0f} round trips/s on one core with SQLite, "
-          f"and no errors at {BAR_CONCURRENCY} concurrent.")
+    print(
+        f"\nBar: >= {BAR_RT_PER_SECOND:.0f} round trips/s on one core with SQLite, "
+        f"and no errors at {BAR_CONCURRENCY} concurrent."
+    )
     if not sqlite:
         print("  not checked: SQLite was not run")
         return
     best = max(sqlite, key=lambda lv: lv.roundtrip.rate)
     verdict = "MET" if best.roundtrip.rate >= BAR_RT_PER_SECOND else "MISSED"
-    print(f"  throughput: {verdict}: best {best.roundtrip.rate:.0f} rt/s "
-          f"(at concurrency {best.concurrency})")
+    print(f"  throughput: {verdict}: best {best.roundtrip.rate:.0f} rt/s (at concurrency {best.concurrency})")
     at_bar = [lv for lv in sqlite if lv.concurrency == BAR_CONCURRENCY]
     if at_bar:
         lv = at_bar[0]
         errs = lv.create.error_count + lv.roundtrip.error_count
-        print(f"  at {BAR_CONCURRENCY}: {lv.roundtrip.rate:.0f} rt/s, {errs} errors: "
-              f"{'MET' if errs == 0 else 'MISSED'}")
+        print(
+            f"  at {BAR_CONCURRENCY}: {lv.roundtrip.rate:.0f} rt/s, {errs} errors: "
+            f"{'MET' if errs == 0 else 'MISSED'}"
+        )
     else:
         print(f"  errors at {BAR_CONCURRENCY}: not checked (that level was not run)")
     busy = [lv for levels in results.values() for lv in levels if lv.roundtrip.client_cpu > 0.9]
     if busy:
-        print("  note: the client used >90% of its core at concurrency "
-              f"{sorted({lv.concurrency for lv in busy})}; there the client may be the limit.")
+        print(
+            "  note: the client used >90% of its core at concurrency "
+            f"{sorted({lv.concurrency for lv in busy})}; there the client may be the limit."
+        )
     noisy = [lv for lv in sqlite if lv.roundtrip.other_cpu > 0.2]
     if noisy:
-        print("  note: other processes used >20% of a core during SQLite levels "
-              f"{[lv.concurrency for lv in noisy]}; those numbers are lower than on a quiet "
-              "machine.")
+        print(
+            "  note: other processes used >20% of a core during SQLite levels "
+            f"{[lv.concurrency for lv in noisy]}; those numbers are lower than on a quiet "
+            "machine."
+        )
 
 
 def machine() -> str:
     affinity = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
     try:
-        model = next(ln.split(":", 1)[1].strip() for ln in
-                     Path("/proc/cpuinfo").read_text().splitlines()
-                     if ln.startswith("model name"))
+        model = next(
+            ln.split(":", 1)[1].strip()
+            for ln in Path("/proc/cpuinfo").read_text().splitlines()
+            if ln.startswith("model name")
+        )
     except (OSError, StopIteration):
         model = platform.processor() or "unknown CPU"
     loop = "uvloop" if _has("uvloop") else "asyncio"
     http = "httptools" if _has("httptools") else "h11"
-    return (f"machine: {os.cpu_count()} cores (usable {affinity}), {model}; "
-            f"Python {platform.python_version()} ({platform.python_implementation()}), "
-            f"{platform.system()} {platform.release()}; server: uvicorn + {loop} + {http}, "
-            f"1 worker; client: {client_version(_CLIENT[0])} HTTP/1.1 keep-alive")
+    return (
+        f"machine: {os.cpu_count()} cores (usable {affinity}), {model}; "
+        f"Python {platform.python_version()} ({platform.python_implementation()}), "
+        f"{platform.system()} {platform.release()}; server: uvicorn + {loop} + {http}, "
+        f"1 worker; client: {client_version(_CLIENT[0])} HTTP/1.1 keep-alive"
+    )
 
 
 _CLIENT = ["raw"]
@@ -637,6 +725,7 @@ _CLIENT = ["raw"]
 
 def _has(module: str) -> bool:
     import importlib.util
+
     return importlib.util.find_spec(module) is not None
 
 
@@ -653,35 +742,59 @@ def pick_cores() -> tuple[int | None, int | None]:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     p.add_argument("--db", choices=["sqlite", "postgres", "both"], default="both")
-    p.add_argument("--concurrency", default="1,16,64,256",
-                   help="comma-separated concurrency levels")
+    p.add_argument("--concurrency", default="1,16,64,256", help="comma-separated concurrency levels")
     p.add_argument("--seconds", type=float, default=5.0, help="duration of each phase")
-    p.add_argument("--max-ops", type=int, default=200_000,
-                   help="at most this many operations per phase")
-    p.add_argument("--pg-admin", default=os.environ.get("COSIGNER_BENCH_PG", DEFAULT_PG_ADMIN),
-                   help="libpq URL of a PostgreSQL database to run CREATE/DROP DATABASE from")
-    p.add_argument("--server-log-level", default="INFO",
-                   help="COSIGNER_LOG_LEVEL for the server (INFO is the shipped default)")
-    p.add_argument("--py-spy", metavar="FILE", default=None,
-                   help="record a py-spy profile (raw folded stacks) of the SQLite server "
-                        "during the round-trip phase at --profile-concurrency. py-spy counts "
-                        "aiosqlite worker threads blocked in SimpleQueue.get "
-                        "(aiosqlite/core.py:59) as active: drop those stacks before "
-                        "reading CPU shares")
+    p.add_argument("--max-ops", type=int, default=200_000, help="at most this many operations per phase")
+    p.add_argument(
+        "--pg-admin",
+        default=os.environ.get("COSIGNER_BENCH_PG", DEFAULT_PG_ADMIN),
+        help="libpq URL of a PostgreSQL database to run CREATE/DROP DATABASE from",
+    )
+    p.add_argument(
+        "--server-log-level",
+        default="INFO",
+        help="COSIGNER_LOG_LEVEL for the server (INFO is the shipped default)",
+    )
+    p.add_argument(
+        "--py-spy",
+        metavar="FILE",
+        default=None,
+        help="record a py-spy profile (raw folded stacks) of the SQLite server "
+        "during the round-trip phase at --profile-concurrency. py-spy counts "
+        "aiosqlite worker threads blocked in SimpleQueue.get "
+        "(aiosqlite/core.py:59) as active: drop those stacks before "
+        "reading CPU shares",
+    )
     p.add_argument("--profile-concurrency", type=int, default=64)
-    p.add_argument("--wait-quiet", type=float, default=0.0, metavar="SECONDS",
-                   help="before each level, wait up to this long for other processes to "
-                        "stop using the CPU (a shared machine)")
-    p.add_argument("--pool", choices=["per-worker", "shared"], default="per-worker",
-                   help="per-worker: one client (2 keep-alive connections) per "
-                        "agent/person pair; shared: one client whose pool holds 2*c+4 "
-                        "connections (httpcore's pool costs grow with its size)")
-    p.add_argument("--client", choices=CLIENTS, default="raw",
-                   help="raw: minimal asyncio HTTP/1.1 client (cheapest, the default); "
-                        "aiohttp: ClientSession + TCPConnector; httpx: AsyncClient")
-    p.add_argument("--slack", action="store_true",
-                   help="run the Slack click-to-ack benchmark (bench/clicks.py) instead; "
-                        "put --slack first, the other options are then clicks.py's")
+    p.add_argument(
+        "--wait-quiet",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="before each level, wait up to this long for other processes to "
+        "stop using the CPU (a shared machine)",
+    )
+    p.add_argument(
+        "--pool",
+        choices=["per-worker", "shared"],
+        default="per-worker",
+        help="per-worker: one client (2 keep-alive connections) per "
+        "agent/person pair; shared: one client whose pool holds 2*c+4 "
+        "connections (httpcore's pool costs grow with its size)",
+    )
+    p.add_argument(
+        "--client",
+        choices=CLIENTS,
+        default="raw",
+        help="raw: minimal asyncio HTTP/1.1 client (cheapest, the default); "
+        "aiohttp: ClientSession + TCPConnector; httpx: AsyncClient",
+    )
+    p.add_argument(
+        "--slack",
+        action="store_true",
+        help="run the Slack click-to-ack benchmark (bench/clicks.py) instead; "
+        "put --slack first, the other options are then clicks.py's",
+    )
     args = p.parse_args(argv)
     try:
         args.concurrency = [int(c) for c in args.concurrency.split(",") if c.strip()]
@@ -705,8 +818,9 @@ async def main_async(args: argparse.Namespace) -> int:
         os.sched_setaffinity(0, {cores[1]})
     if cores[0] == cores[1]:
         print("warning: one usable core; the server and the client share it")
-    print(f"levels {args.concurrency}, {args.seconds:g} s per phase, "
-          f"server log level {args.server_log_level}")
+    print(
+        f"levels {args.concurrency}, {args.seconds:g} s per phase, server log level {args.server_log_level}"
+    )
     print_header()
     kinds = ["sqlite", "postgres"] if args.db == "both" else [args.db]
     results: dict[str, list[Level]] = {}
@@ -720,14 +834,16 @@ async def main_async(args: argparse.Namespace) -> int:
                 continue
         results[kind] = await bench_database(kind, args, cores)
     print_summary(results, skipped)
-    failed = any(lv.create.error_count or lv.roundtrip.error_count
-                 for levels in results.values() for lv in levels)
+    failed = any(
+        lv.create.error_count or lv.roundtrip.error_count for levels in results.values() for lv in levels
+    )
     return 1 if failed else 0
 
 
 async def postgres_unreachable(dsn: str) -> str | None:
     try:
         import asyncpg
+
         conn = await asyncpg.connect(dsn, timeout=5)
         await conn.close()
     except Exception as exc:
@@ -739,14 +855,14 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if "--slack" in argv:
         import clicks
+
         return clicks.main([a for a in argv if a != "--slack"])
     args = parse_args(argv)
     with _event_loop_policy():
         try:
             return asyncio.run(main_async(args))
         except (KeyboardInterrupt, asyncio.CancelledError):
-            print("\ninterrupted; the server was stopped and the database dropped",
-                  file=sys.stderr)
+            print("\ninterrupted; the server was stopped and the database dropped", file=sys.stderr)
             return 130
         finally:
             _stop_all()

@@ -43,8 +43,7 @@ def error_response(exc: CosignerError) -> JSON:
 def field_path(loc: tuple[Any, ...]) -> str:
     """`('surface', 'slack', 'teamId')` → `surface.teamId` (the union tag is not a field)."""
     tags = {"slack", "sms", "dashboard", "api", "schedule", "batch", "web_widget"}
-    parts = [str(p) for i, p in enumerate(loc) if not (i > 0 and loc[i - 1] == "surface"
-                                                         and p in tags)]
+    parts = [str(p) for i, p in enumerate(loc) if not (i > 0 and loc[i - 1] == "surface" and p in tags)]
     return ".".join(parts) or "body"
 
 
@@ -65,8 +64,7 @@ def validation_error(exc: ValidationError) -> InvalidRequest:
     """A pydantic error as INVALID_REQUEST naming every field and what to send instead."""
     problems = [problem(e) for e in exc.errors()]
     first = problems[0]
-    return InvalidRequest(f"{first['field']}: {first['message']}", field=first["field"],
-                          problems=problems)
+    return InvalidRequest(f"{first['field']}: {first['message']}", field=first["field"], problems=problems)
 
 
 async def parse(request: Request, model: type[M]) -> M:
@@ -82,8 +80,10 @@ async def parse(request: Request, model: type[M]) -> M:
     except ValidationError as exc:
         first = exc.errors()[0]
         if first["type"] == "json_invalid":
-            raise InvalidRequest(f"body is not valid JSON ({first['msg']}); send a JSON object "
-                                 "as application/json", field="body") from exc
+            raise InvalidRequest(
+                f"body is not valid JSON ({first['msg']}); send a JSON object as application/json",
+                field="body",
+            ) from exc
         if first["type"] == "model_type" and not first["loc"]:
             raise InvalidRequest("body must be a JSON object", field="body") from exc
         raise validation_error(exc) from exc
@@ -103,32 +103,29 @@ class Api:
             Route("/v1/approvals", w(self.create, "create"), methods=["POST"]),
             Route("/v1/runs/admit", w(self.admit, "admit"), methods=["POST"]),
             Route("/v1/approvals/{approval_id}", w(self.get, "get"), methods=["GET"]),
-            Route("/v1/approvals/{approval_id}/events", w(self.events, "events"),
-                  methods=["GET"]),
-            Route("/v1/approvals/{approval_id}/cancel", w(self.cancel, "cancel"),
-                  methods=["POST"]),
-            Route("/v1/approvals/{approval_id}/result", w(self.result, "result"),
-                  methods=["POST"]),
+            Route("/v1/approvals/{approval_id}/events", w(self.events, "events"), methods=["GET"]),
+            Route("/v1/approvals/{approval_id}/cancel", w(self.cancel, "cancel"), methods=["POST"]),
+            Route("/v1/approvals/{approval_id}/result", w(self.result, "result"), methods=["POST"]),
             Route("/v1/approvals/{approval_id}/audit", w(self.audit, "audit"), methods=["GET"]),
-            Route("/v1/approvals/{approval_id}/decision", w(self.decide, "decision"),
-                  methods=["POST"]),
+            Route("/v1/approvals/{approval_id}/decision", w(self.decide, "decision"), methods=["POST"]),
             Route("/v1/keys", w(self.jwks, "keys", auth=False), methods=["GET"]),
         ]
 
-    def _wrap(self, fn: Callable[[Request, str], Awaitable[Response]], name: str,
-              auth: bool = True) -> Handler:
+    def _wrap(
+        self, fn: Callable[[Request, str], Awaitable[Response]], name: str, auth: bool = True
+    ) -> Handler:
         metrics = self.engine.metrics.requests
 
         @functools.wraps(fn)
         async def handler(request: Request) -> Response:
             try:
-                tenant = await self.keys.resolve(request.headers.get("authorization")) \
-                    if auth else ""
+                tenant = await self.keys.resolve(request.headers.get("authorization")) if auth else ""
                 response = await fn(request, tenant)
             except CosignerError as exc:
                 response = error_response(exc)
             metrics.labels(request.method, name, str(response.status_code)).inc()
             return response
+
         return handler
 
     async def create(self, request: Request, tenant: str) -> Response:
@@ -149,20 +146,22 @@ class Api:
         else:
             # isascii: "²".isdigit() is True, and int("²") would raise (a 500).
             if not (raw.isascii() and raw.isdigit()) or int(raw) > MAX_WAIT:
-                raise InvalidRequest(f"wait must be a whole number of seconds from 0 to {MAX_WAIT}",
-                                     field="wait")
+                raise InvalidRequest(
+                    f"wait must be a whole number of seconds from 0 to {MAX_WAIT}", field="wait"
+                )
             rec = await self.engine.wait(tenant, approval_id, int(raw))
         return JSON(self.engine.body(rec))
 
     async def events(self, request: Request, tenant: str) -> Response:
         approval_id = request.path_params["approval_id"]
         rec = await self.engine.record(approval_id, tenant)
-        return StreamingResponse(self._stream(tenant, rec.id, rec.start_body()),
-                                 media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+        return StreamingResponse(
+            self._stream(tenant, rec.id, rec.start_body()),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+        )
 
-    async def _stream(self, tenant: str, approval_id: str,
-                      start: dict[str, Any]) -> AsyncIterator[str]:
+    async def _stream(self, tenant: str, approval_id: str, start: dict[str, Any]) -> AsyncIterator[str]:
         yield f"event: approval_start\ndata: {json.dumps(start)}\n\n"
         while True:
             rec = await self.engine.wait(tenant, approval_id, 15)

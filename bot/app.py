@@ -61,14 +61,18 @@ class Parts:
 def partial_configuration(settings: Settings) -> list[str]:
     """Warnings for a surface that is half configured and therefore off."""
     out = []
-    slack = {"SLACK_SIGNING_SECRET": settings.slack_signing_secret,
-             "SLACK_BOT_TOKEN or SLACK_CLIENT_ID/SLACK_CLIENT_SECRET": settings.slack_bot_token or
-             (settings.slack_client_id and settings.slack_client_secret)}
+    slack = {
+        "SLACK_SIGNING_SECRET": settings.slack_signing_secret,
+        "SLACK_BOT_TOKEN or SLACK_CLIENT_ID/SLACK_CLIENT_SECRET": settings.slack_bot_token
+        or (settings.slack_client_id and settings.slack_client_secret),
+    }
     if any(slack.values()) and not all(slack.values()):
         missing = " and ".join(k for k, v in slack.items() if not v)
         out.append(f"Slack is off: {missing} is not set")
-    twilio = {"TWILIO_ACCOUNT_SID": settings.twilio_account_sid,
-              "TWILIO_AUTH_TOKEN": settings.twilio_auth_token}
+    twilio = {
+        "TWILIO_ACCOUNT_SID": settings.twilio_account_sid,
+        "TWILIO_AUTH_TOKEN": settings.twilio_auth_token,
+    }
     if any(twilio.values()) and not all(twilio.values()):
         missing = " and ".join(k for k, v in twilio.items() if not v)
         out.append(f"SMS is off: {missing} is not set")
@@ -83,47 +87,73 @@ def default_surfaces(settings: Settings) -> list[SurfaceFactory]:
 
         config = SlackConfig(
             signing_secret=settings.slack_signing_secret or "",
-            bot_token=settings.slack_bot_token, client_id=settings.slack_client_id,
-            client_secret=settings.slack_client_secret, api_url=settings.slack_api_url,
-            app_id=settings.slack_app_id)
+            bot_token=settings.slack_bot_token,
+            client_id=settings.slack_client_id,
+            client_secret=settings.slack_client_secret,
+            api_url=settings.slack_api_url,
+            app_id=settings.slack_app_id,
+        )
         factories.append(lambda desk, engine: SlackAdapter(config, desk, engine))
     if settings.sms_enabled:
         from surfaces.sms import SmsAdapter, SmsConfig, SmsConfigError
 
         try:
-            sms = SmsConfig(account_sid=settings.twilio_account_sid or "",
-                            auth_token=settings.twilio_auth_token or "",
-                            from_number=settings.twilio_from_number,
-                            messaging_service_sid=settings.twilio_messaging_service_sid,
-                            api_url=settings.twilio_api_url, public_url=settings.public_url)
+            sms = SmsConfig(
+                account_sid=settings.twilio_account_sid or "",
+                auth_token=settings.twilio_auth_token or "",
+                from_number=settings.twilio_from_number,
+                messaging_service_sid=settings.twilio_messaging_service_sid,
+                api_url=settings.twilio_api_url,
+                public_url=settings.public_url,
+            )
         except SmsConfigError as exc:
             raise ConfigurationError(str(exc)) from exc
         factories.append(lambda desk, engine: SmsAdapter(sms, desk))
     return factories
 
 
-def build_app(settings: Settings, *, policy: Policy, db: Database | None = None,
-              surfaces: Sequence[SurfaceFactory] | None = None,
-              http: httpx.AsyncClient | None = None, run_workers: bool = True,
-              extra_routes: Sequence[BaseRoute] = (), migrate: bool | None = None) -> Starlette:
+def build_app(
+    settings: Settings,
+    *,
+    policy: Policy,
+    db: Database | None = None,
+    surfaces: Sequence[SurfaceFactory] | None = None,
+    http: httpx.AsyncClient | None = None,
+    run_workers: bool = True,
+    extra_routes: Sequence[BaseRoute] = (),
+    migrate: bool | None = None,
+) -> Starlette:
     """The Cosigner ASGI app; `app.state.parts` holds its parts once started."""
     if not settings.secret:
-        raise ConfigurationError("COSIGNER_SECRET is not set; set it to a long random string, "
-                                 "e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))'")
+        raise ConfigurationError(
+            "COSIGNER_SECRET is not set; set it to a long random string, "
+            "e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))'"
+        )
     db = db or Database(settings.database_url, pool_size=settings.database_pool_size)
     metrics = Metrics()
     notifier = Notifier()
-    engine = Engine(db, policy, GrantSigner(settings.secret), metrics=metrics, notifier=notifier,
-                    sms_sender=SmsSender(settings.twilio_from_number,
-                                         settings.twilio_messaging_service_sid))
+    engine = Engine(
+        db,
+        policy,
+        GrantSigner(settings.secret),
+        metrics=metrics,
+        notifier=notifier,
+        sms_sender=SmsSender(settings.twilio_from_number, settings.twilio_messaging_service_sid),
+    )
     adapters: dict[str, SurfaceAdapter] = {}
-    for factory in (default_surfaces(settings) if surfaces is None else surfaces):
+    for factory in default_surfaces(settings) if surfaces is None else surfaces:
         adapter = factory(engine, db.writer)
         adapters[adapter.name] = adapter
     engine.surfaces |= set(adapters)
     keys = TenantKeys(db)
-    parts = Parts(settings=settings, db=db, engine=engine, keys=keys, surfaces=adapters,
-                  http=http or httpx.AsyncClient(follow_redirects=False))
+    parts = Parts(
+        settings=settings,
+        db=db,
+        engine=engine,
+        keys=keys,
+        surfaces=adapters,
+        http=http or httpx.AsyncClient(follow_redirects=False),
+    )
     should_migrate = db.is_sqlite if migrate is None else migrate
 
     @contextlib.asynccontextmanager
@@ -139,11 +169,18 @@ def build_app(settings: Settings, *, policy: Policy, db: Database | None = None,
         if run_workers:
             worker = JobWorker(engine, adapters, parts.http, settings.secret or "")
             sweeper = ExpirySweeper(engine)
-            parts.tasks = [asyncio.create_task(worker.run(parts.stop)),
-                           asyncio.create_task(sweeper.run(parts.stop))]
-        log.info("cosigner started", extra={"url": settings.public_url,
-                                            "surface": ",".join(sorted(engine.surfaces)),
-                                            "route": db.dialect})
+            parts.tasks = [
+                asyncio.create_task(worker.run(parts.stop)),
+                asyncio.create_task(sweeper.run(parts.stop)),
+            ]
+        log.info(
+            "cosigner started",
+            extra={
+                "url": settings.public_url,
+                "surface": ",".join(sorted(engine.surfaces)),
+                "route": db.dialect,
+            },
+        )
         for warning in partial_configuration(settings):
             log.warning(warning)
         try:
@@ -172,20 +209,20 @@ def build_app(settings: Settings, *, policy: Policy, db: Database | None = None,
             await db.ping()
         except Exception:
             return JSON({"status": "unavailable", "database": "unreachable"}, status_code=503)
-        return JSON({"status": "ready", "database": db.dialect,
-                     "surfaces": sorted(engine.surfaces)})
+        return JSON({"status": "ready", "database": db.dialect, "surfaces": sorted(engine.surfaces)})
 
     async def metrics_route(request: Request) -> Response:
         metrics.waiting.set(notifier.waiting)
-        return PlainTextResponse(metrics.render(),
-                                 media_type="text/plain; version=0.0.4; charset=utf-8")
+        return PlainTextResponse(metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
 
     async def openapi_route(request: Request) -> Response:
         return JSON(openapi())
 
     routes: list[BaseRoute] = [
-        Route("/healthz", healthz), Route("/readyz", readyz),
-        Route("/metrics", metrics_route), Route("/openapi.json", openapi_route),
+        Route("/healthz", healthz),
+        Route("/readyz", readyz),
+        Route("/metrics", metrics_route),
+        Route("/openapi.json", openapi_route),
         *Api(engine, keys).routes(),
     ]
     for adapter in adapters.values():
@@ -195,10 +232,12 @@ def build_app(settings: Settings, *, policy: Policy, db: Database | None = None,
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
         code = "INVALID_REQUEST"
-        message = ("no such route; see /openapi.json" if exc.status_code == 404
-                   else f"{exc.detail}; see /openapi.json for the methods each route takes")
-        return JSONResponse({"error": {"code": code, "message": message}},
-                            status_code=exc.status_code)
+        message = (
+            "no such route; see /openapi.json"
+            if exc.status_code == 404
+            else f"{exc.detail}; see /openapi.json for the methods each route takes"
+        )
+        return JSONResponse({"error": {"code": code, "message": message}}, status_code=exc.status_code)
 
     async def cosigner_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, CosignerError)
@@ -206,13 +245,26 @@ def build_app(settings: Settings, *, policy: Policy, db: Database | None = None,
 
     async def server_error(request: Request, exc: Exception) -> Response:
         # Log the type only: an exception message may quote request data.
-        log.error("unhandled error", extra={"route": request.url.path,
-                                            "code": type(exc).__name__})
-        return JSONResponse({"error": {"code": "INTERNAL", "message": "internal error; nothing "
-                                       "was decided. Retry the request."}}, status_code=500)
+        log.error("unhandled error", extra={"route": request.url.path, "code": type(exc).__name__})
+        return JSONResponse(
+            {
+                "error": {
+                    "code": "INTERNAL",
+                    "message": "internal error; nothing was decided. Retry the request.",
+                }
+            },
+            status_code=500,
+        )
 
-    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={
-        HTTPException: http_error, CosignerError: cosigner_error, Exception: server_error})
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={
+            HTTPException: http_error,
+            CosignerError: cosigner_error,
+            Exception: server_error,
+        },
+    )
     app.state.parts = parts
     return app
 

@@ -30,16 +30,27 @@ class Event:
     data: Mapping[str, Any]
 
 
-def chain_hash(prev: str, approval_id: str, tenant: str, seq: int, at: float, event: str,
-               actor: str, data: str) -> str:
+def chain_hash(
+    prev: str, approval_id: str, tenant: str, seq: int, at: float, event: str, actor: str, data: str
+) -> str:
     """sha256 over the previous hash and this event's canonical content."""
-    content = canonical_json({"approvalId": approval_id, "tenant": tenant, "seq": seq,
-                              "at": repr(at), "event": event, "actor": actor, "data": data})
+    content = canonical_json(
+        {
+            "approvalId": approval_id,
+            "tenant": tenant,
+            "seq": seq,
+            "at": repr(at),
+            "event": event,
+            "actor": actor,
+            "data": data,
+        }
+    )
     return hashlib.sha256(prev.encode() + content).hexdigest()
 
 
-def chain_rows(approval_id: str, tenant: str, start_seq: int, head: str, at: float,
-               events: Iterable[Event]) -> tuple[list[dict[str, Any]], int, str]:
+def chain_rows(
+    approval_id: str, tenant: str, start_seq: int, head: str, at: float, events: Iterable[Event]
+) -> tuple[list[dict[str, Any]], int, str]:
     """Rows to insert for `events` after (start_seq, head), and the new (seq, head)."""
     rows = []
     seq, prev = start_seq, head
@@ -48,8 +59,19 @@ def chain_rows(approval_id: str, tenant: str, start_seq: int, head: str, at: flo
         actor = json.dumps(dict(e.actor), sort_keys=True, separators=(",", ":"))
         data = json.dumps(dict(e.data), sort_keys=True, separators=(",", ":"), default=str)
         h = chain_hash(prev, approval_id, tenant, seq, at, e.event, actor, data)
-        rows.append({"approval_id": approval_id, "tenant": tenant, "seq": seq, "at": at,
-                     "event": e.event, "actor": actor, "data": data, "prev_hash": prev, "hash": h})
+        rows.append(
+            {
+                "approval_id": approval_id,
+                "tenant": tenant,
+                "seq": seq,
+                "at": at,
+                "event": e.event,
+                "actor": actor,
+                "data": data,
+                "prev_hash": prev,
+                "hash": h,
+            }
+        )
         prev = h
     return rows, seq, prev
 
@@ -65,17 +87,23 @@ class Finding:
 
 async def verify_chains(conn: AsyncConnection) -> tuple[int, list[Finding]]:
     """Check every chain; return the number of events checked and every break found."""
-    heads = {r.id: (r.audit_seq, r.audit_head, r.tenant) for r in
-             (await conn.execute(sa.select(approvals.c.id, approvals.c.audit_seq,
-                                           approvals.c.audit_head, approvals.c.tenant)))}
+    heads = {
+        r.id: (r.audit_seq, r.audit_head, r.tenant)
+        for r in (
+            await conn.execute(
+                sa.select(approvals.c.id, approvals.c.audit_seq, approvals.c.audit_head, approvals.c.tenant)
+            )
+        )
+    }
     findings: list[Finding] = []
     checked = 0
     current: str | None = None
     prev = GENESIS
     expected_seq = 0
     seen: set[str] = set()
-    result = await conn.stream(sa.select(audit_events).order_by(audit_events.c.approval_id,
-                                                                 audit_events.c.seq))
+    result = await conn.stream(
+        sa.select(audit_events).order_by(audit_events.c.approval_id, audit_events.c.seq)
+    )
 
     def close(aid: str | None) -> None:
         if aid is None:
@@ -84,9 +112,14 @@ async def verify_chains(conn: AsyncConnection) -> tuple[int, list[Finding]]:
         if head is None:
             findings.append(Finding(aid, None, "events exist for an approval row that is gone"))
         elif head[0] != expected_seq or head[1] != prev:
-            findings.append(Finding(aid, expected_seq + 1,
-                                    f"chain ends at {expected_seq} but the approval records "
-                                    f"{head[0]} events: events were deleted"))
+            findings.append(
+                Finding(
+                    aid,
+                    expected_seq + 1,
+                    f"chain ends at {expected_seq} but the approval records "
+                    f"{head[0]} events: events were deleted",
+                )
+            )
 
     async for row in result:
         checked += 1
@@ -96,13 +129,15 @@ async def verify_chains(conn: AsyncConnection) -> tuple[int, list[Finding]]:
             seen.add(row.approval_id)
         expected_seq += 1
         if row.seq != expected_seq:
-            findings.append(Finding(row.approval_id, expected_seq, f"event {expected_seq} is "
-                                    "missing: deleted"))
+            findings.append(
+                Finding(row.approval_id, expected_seq, f"event {expected_seq} is missing: deleted")
+            )
             expected_seq = row.seq
         if row.prev_hash != prev:
             findings.append(Finding(row.approval_id, row.seq, "previous-hash link is broken"))
-        h = chain_hash(row.prev_hash, row.approval_id, row.tenant, row.seq, row.at, row.event,
-                       row.actor, row.data)
+        h = chain_hash(
+            row.prev_hash, row.approval_id, row.tenant, row.seq, row.at, row.event, row.actor, row.data
+        )
         if h != row.hash:
             findings.append(Finding(row.approval_id, row.seq, "event content was edited"))
         prev = row.hash
@@ -123,6 +158,14 @@ def _parsed(text: str) -> Any:
 
 def event_to_json(row: Any) -> dict[str, Any]:
     """An audit row as exported (JSONL) and shown by the API."""
-    return {"approvalId": row.approval_id, "tenant": row.tenant, "seq": row.seq,
-            "at": row.at, "event": row.event, "actor": _parsed(row.actor),
-            "data": _parsed(row.data), "prevHash": row.prev_hash, "hash": row.hash}
+    return {
+        "approvalId": row.approval_id,
+        "tenant": row.tenant,
+        "seq": row.seq,
+        "at": row.at,
+        "event": row.event,
+        "actor": _parsed(row.actor),
+        "data": _parsed(row.data),
+        "prevHash": row.prev_hash,
+        "hash": row.hash,
+    }

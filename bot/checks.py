@@ -29,10 +29,15 @@ MAX_PARAMETER_DEPTH = 20
 def closed_error(rec: Record) -> CosignerError:
     """The refusal for an answer that reached a closed approval, naming its state."""
     if rec.status is ApprovalStatus.EXPIRED:
-        return ApprovalExpired(f"approval {rec.id} expired; expiry means deny and nothing "
-                               "was done. Ask the agent to request it again.", status="expired")
-    return AlreadyDecided(f"approval {rec.id} is already {rec.status.value}; a closed request "
-                          "never changes.", status=rec.status.value)
+        return ApprovalExpired(
+            f"approval {rec.id} expired; expiry means deny and nothing "
+            "was done. Ask the agent to request it again.",
+            status="expired",
+        )
+    return AlreadyDecided(
+        f"approval {rec.id} is already {rec.status.value}; a closed request never changes.",
+        status=rec.status.value,
+    )
 
 
 def check_answer(rec: Record, a: Answer) -> None:
@@ -48,8 +53,9 @@ def check_answer(rec: Record, a: Answer) -> None:
     else:
         orgs = set()
     if a.org not in orgs and (a.enterprise_id is None or a.enterprise_id not in orgs):
-        raise WrongTenant(f"this answer came from {a.org}, which is not where approval {rec.id} "
-                          "was delivered")
+        raise WrongTenant(
+            f"this answer came from {a.org}, which is not where approval {rec.id} was delivered"
+        )
     if got is None:
         raise WrongConversation(f"approval {rec.id} has not been delivered yet")
     if got.app_id and a.app_id != got.app_id:
@@ -61,8 +67,9 @@ def check_answer(rec: Record, a: Answer) -> None:
     if isinstance(route, SlackRoute) and a.actor_org is not None:
         teams = set(route.approver_teams)
         if a.actor_org not in teams and (a.enterprise_id is None or a.enterprise_id not in teams):
-            raise NotAnApprover(f"people from workspace {a.actor_org} cannot approve requests "
-                                "of this tenant (Slack Connect)")
+            raise NotAnApprover(
+                f"people from workspace {a.actor_org} cannot approve requests of this tenant (Slack Connect)"
+            )
     if a.actor not in route.approvers:
         raise NotAnApprover(f"{a.actor} is not an approver of approval {rec.id}")
     if a.verdict is Verdict.APPROVE_FOR_RUN and rec.mode is not ApprovalMode.ASK:
@@ -73,8 +80,10 @@ def check_dashboard(rec: Record, user_id: str) -> None:
     """A dashboard decision must be for a dashboard request, from one of its approvers."""
     if rec.route is None or rec.route.surface != "dashboard":
         where = rec.route.surface if rec.route else "nobody (decided by policy)"
-        raise WrongConversation(f"approval {rec.id} was delivered to {where}; only dashboard "
-                                "requests are decided through this endpoint")
+        raise WrongConversation(
+            f"approval {rec.id} was delivered to {where}; only dashboard "
+            "requests are decided through this endpoint"
+        )
     if user_id not in rec.route.approvers:
         raise NotAnApprover(f"user {user_id} is not an approver of {rec.id}")
 
@@ -98,8 +107,7 @@ def ambiguous(parameters: Mapping[str, Any], path: str) -> bool:
         if not isinstance(value, Mapping):
             return False
         wanted = unicodedata.normalize("NFKC", part).casefold()
-        if sum(1 for k in value if unicodedata.normalize("NFKC", str(k)).casefold()
-               == wanted) > 1:
+        if sum(1 for k in value if unicodedata.normalize("NFKC", str(k)).casefold() == wanted) > 1:
             return True
         value = value.get(part)
     return False
@@ -108,16 +116,16 @@ def ambiguous(parameters: Mapping[str, Any], path: str) -> bool:
 def json_limits(parameters: Any, field: str = "parameters") -> None:
     """Refuse JSON nested deeper than 20 levels, over 64 KiB, or holding NaN/Infinity."""
     if measure(parameters, MAX_PARAMETER_DEPTH) > MAX_PARAMETER_DEPTH:
-        raise InvalidRequest(f"{field} nest deeper than {MAX_PARAMETER_DEPTH} levels; "
-                             "flatten them", field=field)
+        raise InvalidRequest(
+            f"{field} nest deeper than {MAX_PARAMETER_DEPTH} levels; flatten them", field=field
+        )
     try:
         size = len(json.dumps(parameters, separators=(",", ":"), allow_nan=False))
     except ValueError as exc:
-        raise InvalidRequest(f"{field} must be JSON without NaN or Infinity",
-                             field=field) from exc
+        raise InvalidRequest(f"{field} must be JSON without NaN or Infinity", field=field) from exc
     if size > MAX_PARAMETER_BYTES:
-        raise InvalidRequest(f"{field} are {size} bytes; the limit is "
-                             f"{MAX_PARAMETER_BYTES}", field=field)
+        raise InvalidRequest(f"{field} are {size} bytes; the limit is {MAX_PARAMETER_BYTES}", field=field)
+
 
 def surface_belongs(policy: Policy, tenant: str, surface: Any) -> None:
     """A Slack surface must name the tenant's own workspace (and org, if any)."""
@@ -128,11 +136,17 @@ def surface_belongs(policy: Policy, tenant: str, surface: Any) -> None:
     # of that org and may post with its org-wide install. So it must be this tenant's
     # own org, even when the team id alone would pass.
     if surface.enterpriseId is not None and surface.enterpriseId != tpol.slack_enterprise:
-        raise WrongTenant(f"surface.enterpriseId {surface.enterpriseId} is not the Slack "
-                          f"org of tenant {tenant}; omit it, or set slack_enterprise in "
-                          f"[tenants.{tenant}]", field="surface.enterpriseId")
+        raise WrongTenant(
+            f"surface.enterpriseId {surface.enterpriseId} is not the Slack "
+            f"org of tenant {tenant}; omit it, or set slack_enterprise in "
+            f"[tenants.{tenant}]",
+            field="surface.enterpriseId",
+        )
     mine = {t for t in (tpol.slack_team, tpol.slack_enterprise) if t}
     if surface.teamId not in mine and (surface.enterpriseId or "") not in mine:
-        raise WrongTenant(f"surface.teamId {surface.teamId} is not a Slack workspace of "
-                          f"tenant {tenant}; set slack_team (or slack_enterprise) in "
-                          f"[tenants.{tenant}]", field="surface.teamId")
+        raise WrongTenant(
+            f"surface.teamId {surface.teamId} is not a Slack workspace of "
+            f"tenant {tenant}; set slack_team (or slack_enterprise) in "
+            f"[tenants.{tenant}]",
+            field="surface.teamId",
+        )

@@ -26,8 +26,10 @@ from storage.tables import audit_events
 def _policy(settings: Settings) -> Policy:
     if settings.policy:
         return load_policy_file(settings.policy)
-    print("warning: COSIGNER_POLICY is not set; every tool is treated as danger "
-          "(a person approves each call)", file=sys.stderr)
+    print(
+        "warning: COSIGNER_POLICY is not set; every tool is treated as danger (a person approves each call)",
+        file=sys.stderr,
+    )
     return load_policy("")
 
 
@@ -49,14 +51,22 @@ def serve(args: argparse.Namespace) -> int:
                 await _require_schema(db)
         finally:
             await db.close()
+
     asyncio.run(check())
     app = build_app(settings, policy=policy)
     # Keep idle connections longer than a load balancer's idle timeout (60 s is common):
     # otherwise the server closes a connection the balancer is about to reuse, and that
     # request fails with a reset.
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning",
-                proxy_headers=True, timeout_graceful_shutdown=5, timeout_keep_alive=75,
-                backlog=4096)
+    uvicorn.run(
+        app,
+        host=args.host,
+        port=args.port,
+        log_level="warning",
+        proxy_headers=True,
+        timeout_graceful_shutdown=5,
+        timeout_keep_alive=75,
+        backlog=4096,
+    )
     return 0
 
 
@@ -92,9 +102,12 @@ async def _require_schema(db: Database) -> None:
     current, newest = await db.revision(), head_revision()
     if current != newest:
         from bot.app import ConfigurationError
+
         found = "no schema" if current is None else f"schema revision {current}"
-        raise ConfigurationError(f"the database at {safe_url(db.url)} has {found}; this "
-                                 f"Cosigner needs {newest}. Run `cosigner migrate` first.")
+        raise ConfigurationError(
+            f"the database at {safe_url(db.url)} has {found}; this "
+            f"Cosigner needs {newest}. Run `cosigner migrate` first."
+        )
 
 
 async def _with_db(fn: Any) -> Any:
@@ -109,8 +122,10 @@ async def _with_db(fn: Any) -> Any:
 
 def tenants_create(args: argparse.Namespace) -> int:
     """Create a tenant and print its API key once."""
+
     async def go(db: Database, settings: Settings) -> str:
         return await TenantKeys(db).create(args.name)
+
     key = asyncio.run(_with_db(go))
     settings = Settings()
     print(f"tenant {args.name} created.")
@@ -118,8 +133,11 @@ def tenants_create(args: argparse.Namespace) -> int:
     if settings.secret:
         print(f"callback signing secret: {callback_secret(settings.secret, args.name)}")
     else:
-        print("note: COSIGNER_SECRET is not set, so the callback signing secret is not shown; "
-              f"set it and run `cosigner tenants secret {args.name}`", file=sys.stderr)
+        print(
+            "note: COSIGNER_SECRET is not set, so the callback signing secret is not shown; "
+            f"set it and run `cosigner tenants secret {args.name}`",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -127,15 +145,14 @@ def tenants_secret(args: argparse.Namespace) -> int:
     """Print a tenant's callback signing secret (derived from COSIGNER_SECRET)."""
     settings = Settings()
     if not settings.secret:
-        print("error: set COSIGNER_SECRET (the server's value) to derive callback secrets",
-              file=sys.stderr)
+        print("error: set COSIGNER_SECRET (the server's value) to derive callback secrets", file=sys.stderr)
         return 2
 
     async def go(db: Database, settings: Settings) -> list[str]:
         return await TenantKeys(db).names()
+
     if args.name not in asyncio.run(_with_db(go)):
-        print(f"error: no tenant {args.name!r}; create it with `cosigner tenants create`",
-              file=sys.stderr)
+        print(f"error: no tenant {args.name!r}; create it with `cosigner tenants create`", file=sys.stderr)
         return 2
     print(callback_secret(settings.secret, args.name))
     return 0
@@ -143,16 +160,20 @@ def tenants_secret(args: argparse.Namespace) -> int:
 
 def tenants_rotate(args: argparse.Namespace) -> int:
     """Give a tenant a new API key."""
+
     async def go(db: Database, settings: Settings) -> str:
         return await TenantKeys(db).rotate(args.name)
+
     print(f"new API key for {args.name} (shown once): {asyncio.run(_with_db(go))}")
     return 0
 
 
 def tenants_list(args: argparse.Namespace) -> int:
     """List tenant names."""
+
     async def go(db: Database, settings: Settings) -> list[str]:
         return await TenantKeys(db).names()
+
     for name in asyncio.run(_with_db(go)):
         print(name)
     return 0
@@ -169,9 +190,9 @@ def policy_check(args: argparse.Namespace) -> int:
     def verdict(name: str) -> str:
         rule = policy.rule_for("", name)
         return "deny" if rule.deny else rule.mode.value
+
     tools = ", ".join(f"{n} ({verdict(n)})" for n in policy.tools)
-    print(f"{args.file}: OK — {_count(len(policy.tools), 'tool')}, "
-          f"{_count(len(policy.tenants), 'tenant')}")
+    print(f"{args.file}: OK — {_count(len(policy.tools), 'tool')}, {_count(len(policy.tenants), 'tenant')}")
     if tools:
         print(f"  tools: {tools}")
     return 0
@@ -179,10 +200,19 @@ def policy_check(args: argparse.Namespace) -> int:
 
 def audit_show(args: argparse.Namespace) -> int:
     """Print an approval's audit events as JSON lines."""
+
     async def go(db: Database, settings: Settings) -> list[Any]:
         async with db.read() as conn:
-            return list((await conn.execute(sa.select(audit_events).where(
-                audit_events.c.approval_id == args.id).order_by(audit_events.c.seq))).all())
+            return list(
+                (
+                    await conn.execute(
+                        sa.select(audit_events)
+                        .where(audit_events.c.approval_id == args.id)
+                        .order_by(audit_events.c.seq)
+                    )
+                ).all()
+            )
+
     rows = asyncio.run(_with_db(go))
     if not rows:
         print(f"no audit events for {args.id}", file=sys.stderr)
@@ -199,8 +229,7 @@ def _since(text: str | None) -> float:
     try:
         when = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError as exc:
-        raise SystemExit(f"--since {text!r}: give an ISO 8601 time, e.g. 2026-11-01T00:00:00Z"
-                         ) from exc
+        raise SystemExit(f"--since {text!r}: give an ISO 8601 time, e.g. 2026-11-01T00:00:00Z") from exc
     # A time without a zone means UTC, as everywhere else in the audit log.
     return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
 
@@ -212,21 +241,27 @@ def audit_export(args: argparse.Namespace) -> int:
     async def go(db: Database, settings: Settings) -> int:
         count = 0
         async with db.read() as conn:
-            result = await conn.stream(sa.select(audit_events).where(
-                audit_events.c.at >= since).order_by(audit_events.c.at, audit_events.c.id))
+            result = await conn.stream(
+                sa.select(audit_events)
+                .where(audit_events.c.at >= since)
+                .order_by(audit_events.c.at, audit_events.c.id)
+            )
             async for row in result:
                 sys.stdout.write(json.dumps(event_to_json(row)) + "\n")
                 count += 1
         return count
+
     asyncio.run(_with_db(go))
     return 0
 
 
 def audit_verify(args: argparse.Namespace) -> int:
     """Check every hash chain; exit 1 and list the breaks if any row was edited or deleted."""
+
     async def go(db: Database, settings: Settings) -> Any:
         async with db.read() as conn:
             return await verify_chains(conn)
+
     checked, findings = asyncio.run(_with_db(go))
     for f in findings:
         print(f"BROKEN {f.approval_id} seq {f.seq}: {f.problem}")
@@ -251,8 +286,7 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("--data", default="cosigner-data", help="folder for the sandbox database")
     d.set_defaults(fn=dev)
     sub.add_parser("migrate", help="create or upgrade the database schema").set_defaults(fn=migrate)
-    t = sub.add_parser("tenants", help="manage tenants").add_subparsers(dest="action",
-                                                                        required=True)
+    t = sub.add_parser("tenants", help="manage tenants").add_subparsers(dest="action", required=True)
     tc = t.add_parser("create", help="create a tenant; prints its API key once")
     tc.add_argument("name")
     tc.set_defaults(fn=tenants_create)
@@ -263,13 +297,13 @@ def parser() -> argparse.ArgumentParser:
     ts = t.add_parser("secret", help="print a tenant's callback signing secret")
     ts.add_argument("name")
     ts.set_defaults(fn=tenants_secret)
-    pc = sub.add_parser("policy", help="policy tools").add_subparsers(dest="action",
-                                                                      required=True)
+    pc = sub.add_parser("policy", help="policy tools").add_subparsers(dest="action", required=True)
     check = pc.add_parser("check", help="validate a policy file")
     check.add_argument("file")
     check.set_defaults(fn=policy_check)
     a = sub.add_parser("audit", help="read and verify the audit log").add_subparsers(
-        dest="action", required=True)
+        dest="action", required=True
+    )
     show = a.add_parser("show", help="one approval's events")
     show.add_argument("id")
     show.set_defaults(fn=audit_show)
@@ -296,12 +330,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except (sa.exc.DBAPIError, OSError) as exc:
-        print(f"error: cannot use the database at {safe_url(Settings().database_url)} "
-              f"({type(exc).__name__}); check COSIGNER_DATABASE_URL and that the server is up",
-              file=sys.stderr)
+        print(
+            f"error: cannot use the database at {safe_url(Settings().database_url)} "
+            f"({type(exc).__name__}); check COSIGNER_DATABASE_URL and that the server is up",
+            file=sys.stderr,
+        )
         return 2
     except Exception as exc:
         from bot.app import ConfigurationError
+
         if isinstance(exc, ConfigurationError):
             print(f"error: {exc}", file=sys.stderr)
             return 2

@@ -33,10 +33,18 @@ class Desk:
     clock: Callable[[], float]
     jobs_wakeup: asyncio.Event
 
-    async def _close(self, approval_id: str, to: ApprovalStatus, decided_by: dict[str, Any],
-                     *, comment: str | None = None, tenant: str | None = None,
-                     check: Callable[[Record], None] | None = None,
-                     audit_refusal: bool = False, run_grant: str | None = None) -> Record:
+    async def _close(
+        self,
+        approval_id: str,
+        to: ApprovalStatus,
+        decided_by: dict[str, Any],
+        *,
+        comment: str | None = None,
+        tenant: str | None = None,
+        check: Callable[[Record], None] | None = None,
+        audit_refusal: bool = False,
+        run_grant: str | None = None,
+    ) -> Record:
         raise NotImplementedError  # Engine._close
 
     async def answer(self, answer: Answer) -> ApprovalCard:
@@ -48,9 +56,15 @@ class Desk:
         run_grant = None
         if answer.verdict is Verdict.APPROVE_FOR_RUN:
             run_grant = f"{answer.surface}:{answer.actor}"
-        rec = await self._close(answer.approval_id, to, actor, comment=answer.comment,
-                                check=lambda rec: check_answer(rec, answer),
-                                audit_refusal=True, run_grant=run_grant)
+        rec = await self._close(
+            answer.approval_id,
+            to,
+            actor,
+            comment=answer.comment,
+            check=lambda rec: check_answer(rec, answer),
+            audit_refusal=True,
+            run_grant=run_grant,
+        )
         return rec.card()
 
     async def placed(self, approval_id: str) -> Placed | None:
@@ -58,10 +72,12 @@ class Desk:
         rec = await self.db.run_read(lambda c: ledger.load(c, approval_id))
         return rec.placed() if rec else None
 
-    async def _by_number(self, to_number: str, from_number: str, *, pending: bool,
-                         limit: int) -> list[Placed]:
-        recs = await self.db.run_read(lambda c: ledger.by_delivery(
-            c, f"sms:{to_number}", pending=pending, limit=limit))
+    async def _by_number(
+        self, to_number: str, from_number: str, *, pending: bool, limit: int
+    ) -> list[Placed]:
+        recs = await self.db.run_read(
+            lambda c: ledger.by_delivery(c, f"sms:{to_number}", pending=pending, limit=limit)
+        )
         found = [r.placed() for r in recs]
         return [p for p in found if p is not None and from_number in p.route.approvers]
 
@@ -76,35 +92,56 @@ class Desk:
 
     async def delivered(self, approval_id: str, receipt: Delivered) -> None:
         """Store a delivery receipt; if the approval closed meanwhile, queue the card update."""
+
         def tx(conn: Connection) -> bool:
             rec = ledger.load(conn, approval_id, lock=True)
             if rec is None:
                 return False
             now = self.clock()
-            rec = ledger.append(conn, rec, now, [Event("delivered", {"kind": "system"}, {
-                "surface": receipt.surface, "conversation": receipt.conversation,
-                "messages": list(receipt.message_refs)})],
-                {"delivered": delivered_to_json(receipt)})
+            rec = ledger.append(
+                conn,
+                rec,
+                now,
+                [
+                    Event(
+                        "delivered",
+                        {"kind": "system"},
+                        {
+                            "surface": receipt.surface,
+                            "conversation": receipt.conversation,
+                            "messages": list(receipt.message_refs),
+                        },
+                    )
+                ],
+                {"delivered": delivered_to_json(receipt)},
+            )
             if rec.closed:
                 ledger.queue(conn, "show", rec.id, {}, now, now + 3600)
             return rec.closed
+
         if await self.db.run_write(tx):
             self.jobs_wakeup.set()
 
     async def note(self, approval_id: str, event: str, data: Mapping[str, Any]) -> None:
         """Append a surface event to the approval's audit chain (redacted)."""
+
         def tx(conn: Connection) -> None:
             rec = ledger.load(conn, approval_id, lock=True)
             if rec is not None:
-                ledger.append(conn, rec, self.clock(), [Event(event, {"kind": "surface"},
-                                                              redact(dict(data)))])
+                ledger.append(
+                    conn, rec, self.clock(), [Event(event, {"kind": "surface"}, redact(dict(data)))]
+                )
+
         await self.db.run_write(tx)
 
     async def mark_once(self, namespace: str, key: str) -> bool:
         """True the first time `key` is seen in `namespace`."""
+
         def tx(conn: Connection) -> None:
-            conn.execute(flags.insert().values(namespace=namespace, key=key, value="1",
-                                               created_at=self.clock()))
+            conn.execute(
+                flags.insert().values(namespace=namespace, key=key, value="1", created_at=self.clock())
+            )
+
         try:
             await self.db.run_write(tx)
         except sa.exc.IntegrityError:

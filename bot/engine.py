@@ -60,8 +60,12 @@ log = logging.getLogger("cosigner.engine")
 
 RECHECK_SECONDS = 5.0
 _TRANSITIONS = {
-    ApprovalStatus.PENDING: {ApprovalStatus.APPROVED, ApprovalStatus.DENIED,
-                             ApprovalStatus.EXPIRED, ApprovalStatus.CANCELLED},
+    ApprovalStatus.PENDING: {
+        ApprovalStatus.APPROVED,
+        ApprovalStatus.DENIED,
+        ApprovalStatus.EXPIRED,
+        ApprovalStatus.CANCELLED,
+    },
 }
 
 
@@ -87,10 +91,18 @@ class Created:
 class Engine(Desk):
     """The approval lifecycle; with `Desk`, also the `ApprovalDesk` surfaces answer through."""
 
-    def __init__(self, db: Database, policy: Policy, signer: GrantSigner, *,
-                 metrics: Metrics, sms_sender: SmsSender | None = None,
-                 notifier: Notifier | None = None, surfaces: Sequence[str] = (),
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        db: Database,
+        policy: Policy,
+        signer: GrantSigner,
+        *,
+        metrics: Metrics,
+        sms_sender: SmsSender | None = None,
+        notifier: Notifier | None = None,
+        surfaces: Sequence[str] = (),
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.db = db
         self.policy = policy
         self.signer = signer
@@ -114,8 +126,10 @@ class Engine(Desk):
         """The approval, if it belongs to `tenant` (None: any tenant)."""
         rec = await self.db.run_read(lambda c: ledger.load(c, approval_id))
         if rec is None or (tenant is not None and rec.tenant != tenant):
-            raise ApprovalNotFound(f"no approval {approval_id} for this API key; check the id "
-                                   "and that you use the key of the tenant that created it")
+            raise ApprovalNotFound(
+                f"no approval {approval_id} for this API key; check the id "
+                "and that you use the key of the tenant that created it"
+            )
         return rec
 
     def body(self, rec: Record) -> dict[str, Any]:
@@ -172,8 +186,11 @@ class Engine(Desk):
                 messages.append(exc.message)
         if needing:
             raise ApprovalModeUnsupported(
-                f"this run would need a person for {', '.join(needing)}, and cannot host one: "
-                + messages[0], policy=rules, tools=needing, surface=req.surface.type)
+                f"this run would need a person for {', '.join(needing)}, and cannot host one: " + messages[0],
+                policy=rules,
+                tools=needing,
+                surface=req.surface.type,
+            )
 
     async def create(self, tenant: str, req: ApprovalRequest) -> tuple[int, dict[str, Any]]:
         """Handle `POST /v1/approvals`; returns (HTTP status, body)."""
@@ -189,14 +206,14 @@ class Engine(Desk):
         route: Route | ApprovalModeUnsupported | None = None
         if not rule.deny and rule.mode is not ApprovalMode.NONE:
             try:
-                route = route_for(self.policy, tenant, rule, req.surface, self.surfaces,
-                                  self.sms_sender)
+                route = route_for(self.policy, tenant, rule, req.surface, self.surfaces, self.sms_sender)
             except ApprovalModeUnsupported as exc:
                 route = exc  # raised only if the policy does not decide the call itself
         for _attempt in range(3):
             try:
                 created = await self.db.run_write(
-                    lambda c: self._create_tx(c, tenant, req, rule, dig, shown, route))
+                    lambda c: self._create_tx(c, tenant, req, rule, dig, shown, route)
+                )
                 break
             except sa.exc.IntegrityError:
                 continue  # a concurrent create of the same call won; read its result
@@ -206,21 +223,37 @@ class Engine(Desk):
         if created.replay:
             return self._replay(rec)
         self.metrics.created(rec.status.value)
-        log.debug("approval created", extra={"approval_id": rec.id, "tenant": tenant,
-                                             "tool": rec.tool_name, "status": rec.status.value})
-        if (rec.route is not None and rec.route.surface != "dashboard") or \
-                (rec.closed and rec.callback_url):
+        log.debug(
+            "approval created",
+            extra={
+                "approval_id": rec.id,
+                "tenant": tenant,
+                "tool": rec.tool_name,
+                "status": rec.status.value,
+            },
+        )
+        if (rec.route is not None and rec.route.surface != "dashboard") or (rec.closed and rec.callback_url):
             self.jobs_wakeup.set()
         if created.denied_by_policy:
-            raise PermissionDenied(rule.deny_reason or f"{rule.source} denies {rec.tool_name} "
-                                   "for this tenant", policy=rule.source, approvalId=rec.id)
+            raise PermissionDenied(
+                rule.deny_reason or f"{rule.source} denies {rec.tool_name} for this tenant",
+                policy=rule.source,
+                approvalId=rec.id,
+            )
         if not rec.closed:
             return 201, rec.start_body()
         return 200, rec.decision_body(self.signer, self.grant_ttl)
 
-    def _create_tx(self, conn: Connection, tenant: str, req: ApprovalRequest, rule: ToolRule,
-                   dig: str, shown: dict[str, Any],
-                   routed: Route | ApprovalModeUnsupported | None) -> Created:
+    def _create_tx(
+        self,
+        conn: Connection,
+        tenant: str,
+        req: ApprovalRequest,
+        rule: ToolRule,
+        dig: str,
+        shown: dict[str, Any],
+        routed: Route | ApprovalModeUnsupported | None,
+    ) -> Created:
         now = self.clock()
         calls = ledger.execution_calls(conn, tenant, req.executionId)
         for row in calls:
@@ -231,18 +264,17 @@ class Engine(Desk):
                         f"executionId {req.executionId} + toolCallId {req.toolCallId} was "
                         f"already used for {rec.tool_name} with other parameters "
                         f"({rec.digest}); use a new toolCallId for a different call",
-                        approvalId=rec.id)
+                        approvalId=rec.id,
+                    )
                 return Created(rec, replay=True)
         mode = rule.mode
         route = None if isinstance(routed, ApprovalModeUnsupported) else routed
         decided_by: dict[str, Any] | None = None
         status = ApprovalStatus.PENDING
         if rule.deny:
-            decided_by, status = {"kind": "policy", "rule": f"{rule.source}.deny"}, \
-                ApprovalStatus.DENIED
+            decided_by, status = {"kind": "policy", "rule": f"{rule.source}.deny"}, ApprovalStatus.DENIED
         elif mode is ApprovalMode.NONE:
-            decided_by, status = {"kind": "policy", "rule": rule.describe()}, \
-                ApprovalStatus.APPROVED
+            decided_by, status = {"kind": "policy", "rule": rule.describe()}, ApprovalStatus.APPROVED
         else:
             cap = self.policy.max_gated_calls(tenant)
             used = ledger.gated_count(calls)
@@ -250,7 +282,9 @@ class Engine(Desk):
                 raise ToolCallCapExceeded(
                     f"execution {req.executionId} has made {used} gated calls; the cap is {cap} "
                     "(max_gated_calls_per_execution). Start a new execution or raise the cap "
-                    "in the policy.", limit=cap)
+                    "in the policy.",
+                    limit=cap,
+                )
             decided_by = self._policy_approval(conn, tenant, req, rule)
             if decided_by is not None:
                 status, route = ApprovalStatus.APPROVED, None
@@ -258,31 +292,54 @@ class Engine(Desk):
                 raise routed
         if status is not ApprovalStatus.PENDING:
             route = None
-        timeout = self.policy.timeout_for(rule, route.surface if route else req.surface.type,
-                                          req.timeoutSeconds)
+        timeout = self.policy.timeout_for(
+            rule, route.surface if route else req.surface.type, req.timeoutSeconds
+        )
         approval_id = new_id("apv")
-        events = [Event("requested", {"kind": "agent", "tenant": tenant}, {
-            "executionId": req.executionId, "toolCallId": req.toolCallId,
-            "toolName": req.toolName, "parameters": shown, "parametersDigest": dig,
-            "reason": req.reason, "surface": req.surface.model_dump(mode="json"),
-            "policy": rule.describe(), "mode": mode.value,
-            "route": json.loads(route_to_json(route)) if route else None})]
+        events = [
+            Event(
+                "requested",
+                {"kind": "agent", "tenant": tenant},
+                {
+                    "executionId": req.executionId,
+                    "toolCallId": req.toolCallId,
+                    "toolName": req.toolName,
+                    "parameters": shown,
+                    "parametersDigest": dig,
+                    "reason": req.reason,
+                    "surface": req.surface.model_dump(mode="json"),
+                    "policy": rule.describe(),
+                    "mode": mode.value,
+                    "route": json.loads(route_to_json(route)) if route else None,
+                },
+            )
+        ]
         if decided_by is not None:
             events.append(Event(status.value, decided_by, {"comment": None}))
         values = {
-            "id": approval_id, "tenant": tenant, "execution_id": req.executionId,
-            "tool_call_id": req.toolCallId, "tool_name": req.toolName, "kind": rule.kind.value,
-            "mode": mode.value, "status": status.value,
-            "parameters": json.dumps(shown, separators=(",", ":")), "parameters_digest": dig,
-            "reason": req.reason, "surface": req.surface.model_dump_json(),
-            "route": route_to_json(route) if route else None, "delivered": None,
+            "id": approval_id,
+            "tenant": tenant,
+            "execution_id": req.executionId,
+            "tool_call_id": req.toolCallId,
+            "tool_name": req.toolName,
+            "kind": rule.kind.value,
+            "mode": mode.value,
+            "status": status.value,
+            "parameters": json.dumps(shown, separators=(",", ":")),
+            "parameters_digest": dig,
+            "reason": req.reason,
+            "surface": req.surface.model_dump_json(),
+            "route": route_to_json(route) if route else None,
+            "delivered": None,
             "delivery_key": delivery_key(route) if route else None,
             "short_code": ledger.short_code(conn, route) if route else "0000",
             "policy_rule": rule.describe(),
             "callback_url": str(req.callbackUrl) if req.callbackUrl else None,
-            "created_at": now, "expires_at": now + timeout,
+            "created_at": now,
+            "expires_at": now + timeout,
             "decided_at": None if decided_by is None else now,
-            "decided_by": json.dumps(decided_by) if decided_by else None, "comment": None,
+            "decided_by": json.dumps(decided_by) if decided_by else None,
+            "comment": None,
         }
         rec = ledger.insert_approval(conn, values, events)
         if route is not None and route.surface != "dashboard":
@@ -296,51 +353,83 @@ class Engine(Desk):
             return 201, rec.start_body()
         rule = (rec.decided_by or {}).get("rule", "")
         if rec.status is ApprovalStatus.DENIED and rule.endswith(".deny"):
-            raise PermissionDenied(f"{rule} denies {rec.tool_name}", policy=rule[:-5],
-                                   approvalId=rec.id)
+            raise PermissionDenied(f"{rule} denies {rec.tool_name}", policy=rule[:-5], approvalId=rec.id)
         return 200, rec.decision_body(self.signer, self.grant_ttl)
 
-    def _policy_approval(self, conn: Connection, tenant: str, req: ApprovalRequest,
-                         rule: ToolRule) -> dict[str, Any] | None:
-        if rule.allow_below is not None and not ambiguous(req.parameters,
-                                                           rule.allow_below.parameter):
+    def _policy_approval(
+        self, conn: Connection, tenant: str, req: ApprovalRequest, rule: ToolRule
+    ) -> dict[str, Any] | None:
+        if rule.allow_below is not None and not ambiguous(req.parameters, rule.allow_below.parameter):
             value = lookup(req.parameters, rule.allow_below.parameter)
             # Below the threshold but not negative: a negative amount is not a small one.
-            if isinstance(value, (int, float)) and not isinstance(value, bool) \
-                    and 0 <= value < rule.allow_below.value:
-                return {"kind": "policy", "rule": f"{rule.source}.allow_below "
-                        f"({rule.allow_below.parameter} < {rule.allow_below.value:g})"}
+            if (
+                isinstance(value, (int, float))
+                and not isinstance(value, bool)
+                and 0 <= value < rule.allow_below.value
+            ):
+                return {
+                    "kind": "policy",
+                    "rule": f"{rule.source}.allow_below "
+                    f"({rule.allow_below.parameter} < {rule.allow_below.value:g})",
+                }
         if rule.mode is ApprovalMode.ASK:
             grant = ledger.run_grant(conn, tenant, req.executionId, req.toolName)
             if grant is not None:
-                return {"kind": "policy", "rule": f"approved for this run by {grant.granted_by} "
-                        f"({grant.approval_id})"}
+                return {
+                    "kind": "policy",
+                    "rule": f"approved for this run by {grant.granted_by} ({grant.approval_id})",
+                }
         return None
 
     def _queue_callback(self, conn: Connection, approval_id: str, now: float) -> None:
-        ledger.queue(conn, "callback", approval_id, {"delivery": new_id("dlv")}, now,
-                     now + self.policy.defaults.callback_retry_window)
+        ledger.queue(
+            conn,
+            "callback",
+            approval_id,
+            {"delivery": new_id("dlv")},
+            now,
+            now + self.policy.defaults.callback_retry_window,
+        )
 
     # --- closing ----------------------------------------------------------------
 
-    async def _close(self, approval_id: str, to: ApprovalStatus, decided_by: dict[str, Any],
-                     *, comment: str | None = None, tenant: str | None = None,
-                     check: Callable[[Record], None] | None = None,
-                     audit_refusal: bool = False, run_grant: str | None = None) -> Record:
+    async def _close(
+        self,
+        approval_id: str,
+        to: ApprovalStatus,
+        decided_by: dict[str, Any],
+        *,
+        comment: str | None = None,
+        tenant: str | None = None,
+        check: Callable[[Record], None] | None = None,
+        audit_refusal: bool = False,
+        run_grant: str | None = None,
+    ) -> Record:
         """The one function that writes `status`. A refused answer is audited (when
         `audit_refusal`) in the same transaction, which then commits, and raised after."""
-        rec, refusal, closed_now = await self.db.run_write(lambda c: self._close_tx(
-            c, approval_id, to, decided_by, comment, tenant, check, audit_refusal, run_grant))
+        rec, refusal, closed_now = await self.db.run_write(
+            lambda c: self._close_tx(
+                c, approval_id, to, decided_by, comment, tenant, check, audit_refusal, run_grant
+            )
+        )
         if closed_now:
             self._closed(rec)
         if refusal is not None:
             raise refusal
         return rec
 
-    def _close_tx(self, conn: Connection, approval_id: str, to: ApprovalStatus,
-                  decided_by: dict[str, Any], comment: str | None, tenant: str | None,
-                  check: Callable[[Record], None] | None, audit_refusal: bool,
-                  run_grant: str | None) -> tuple[Record, CosignerError | None, bool]:
+    def _close_tx(
+        self,
+        conn: Connection,
+        approval_id: str,
+        to: ApprovalStatus,
+        decided_by: dict[str, Any],
+        comment: str | None,
+        tenant: str | None,
+        check: Callable[[Record], None] | None,
+        audit_refusal: bool,
+        run_grant: str | None,
+    ) -> tuple[Record, CosignerError | None, bool]:
         rec = ledger.load(conn, approval_id, lock=True)
         if rec is None or (tenant is not None and rec.tenant != tenant):
             raise ApprovalNotFound(f"no approval {approval_id} for this caller")
@@ -353,50 +442,83 @@ class Engine(Desk):
         except CosignerError as exc:
             if not audit_refusal:
                 raise
-            rec = ledger.append(conn, rec, now, [Event("decision_refused", decided_by, {
-                "code": exc.code.value, "message": exc.message, "wanted": to.value})])
+            rec = ledger.append(
+                conn,
+                rec,
+                now,
+                [
+                    Event(
+                        "decision_refused",
+                        decided_by,
+                        {"code": exc.code.value, "message": exc.message, "wanted": to.value},
+                    )
+                ],
+            )
             return rec, exc, False
         refusal: CosignerError | None = None
         events: list[Event] = []
         if rec.expires_at <= now and to is not ApprovalStatus.EXPIRED:
             # A late answer never decides: the approval expires now instead.
-            refusal = ApprovalExpired(f"approval {rec.id} expired before this answer; expiry "
-                                      "means deny and nothing was done", status="expired")
-            events.append(Event("decision_refused", decided_by, {
-                "code": refusal.code.value, "message": refusal.message, "wanted": to.value}))
+            refusal = ApprovalExpired(
+                f"approval {rec.id} expired before this answer; expiry means deny and nothing was done",
+                status="expired",
+            )
+            events.append(
+                Event(
+                    "decision_refused",
+                    decided_by,
+                    {"code": refusal.code.value, "message": refusal.message, "wanted": to.value},
+                )
+            )
             to, decided_by, comment = ApprovalStatus.EXPIRED, {"kind": "timeout"}, None
         if not allowed(rec.status, to):
             raise closed_error(rec)
         events.append(Event(to.value, decided_by, {"comment": comment}))
-        rec = ledger.append(conn, rec, now, events, {
-            "status": to.value, "decided_at": now, "decided_by": json.dumps(decided_by),
-            "comment": comment}, only_pending=True)
+        rec = ledger.append(
+            conn,
+            rec,
+            now,
+            events,
+            {"status": to.value, "decided_at": now, "decided_by": json.dumps(decided_by), "comment": comment},
+            only_pending=True,
+        )
         if rec.callback_url:
             self._queue_callback(conn, rec.id, now)
         if rec.delivered is not None:
             ledger.queue(conn, "show", rec.id, {}, now, now + 3600)
         if run_grant is not None and to is ApprovalStatus.APPROVED:
-            ledger.insert_ignore(conn, run_grants, {
-                "tenant": rec.tenant, "execution_id": rec.execution_id,
-                "tool_name": rec.tool_name, "approval_id": rec.id, "granted_by": run_grant,
-                "created_at": now})
+            ledger.insert_ignore(
+                conn,
+                run_grants,
+                {
+                    "tenant": rec.tenant,
+                    "execution_id": rec.execution_id,
+                    "tool_name": rec.tool_name,
+                    "approval_id": rec.id,
+                    "granted_by": run_grant,
+                    "created_at": now,
+                },
+            )
         if conn.dialect.name != "sqlite":
             conn.execute(sa.select(sa.func.pg_notify(self.notify_channel, rec.id)))
         return rec, refusal, True
 
     def _closed(self, rec: Record) -> None:
         self.metrics.closed(rec.status.value, rec.created_at, rec.decided_at or self.clock())
-        log.info("approval closed", extra={"approval_id": rec.id, "tenant": rec.tenant,
-                                           "status": rec.status.value})
+        log.info(
+            "approval closed", extra={"approval_id": rec.id, "tenant": rec.tenant, "status": rec.status.value}
+        )
         self.notifier.publish(rec.id, rec)
         if rec.callback_url or rec.delivered is not None:
             self.jobs_wakeup.set()
 
     async def expire(self, approval_id: str) -> bool:
         """Close a pending approval whose time is up; False if it was not due or closed."""
+
         def due(rec: Record) -> None:
             if rec.expires_at > self.clock():
                 raise InvalidRequest("not due")
+
         try:
             await self._close(approval_id, ApprovalStatus.EXPIRED, {"kind": "timeout"}, check=due)
         except CosignerError:
@@ -419,22 +541,27 @@ class Engine(Desk):
 
     async def cancel(self, tenant: str, approval_id: str) -> Record:
         """The agent withdraws its request."""
-        return await self._close(approval_id, ApprovalStatus.CANCELLED, {"kind": "agent"},
-                                 tenant=tenant)
+        return await self._close(approval_id, ApprovalStatus.CANCELLED, {"kind": "agent"}, tenant=tenant)
 
     async def dashboard_decide(self, tenant: str, approval_id: str, req: DecisionRequest) -> Record:
         """The tenant's app decides on behalf of its signed-in user."""
         to = ApprovalStatus.APPROVED if req.decision == "approve" else ApprovalStatus.DENIED
         return await self._close(
-            approval_id, to, {"kind": "person", "surface": "dashboard", "userId": req.userId},
-            comment=req.comment, tenant=tenant, audit_refusal=True,
-            check=lambda rec: check_dashboard(rec, req.userId))
+            approval_id,
+            to,
+            {"kind": "person", "surface": "dashboard", "userId": req.userId},
+            comment=req.comment,
+            tenant=tenant,
+            audit_refusal=True,
+            check=lambda rec: check_dashboard(rec, req.userId),
+        )
 
     async def fail_closed(self, approval_id: str, code: str, message: str) -> None:
         """Deny a pending approval because its surface failed; no-op if already closed."""
         try:
-            await self._close(approval_id, ApprovalStatus.DENIED, {"kind": "system", "code": code},
-                              comment=message)
+            await self._close(
+                approval_id, ApprovalStatus.DENIED, {"kind": "system", "code": code}, comment=message
+            )
         except (AlreadyDecided, ApprovalExpired, ApprovalNotFound):
             return
 
@@ -447,15 +574,31 @@ class Engine(Desk):
             if rec is None or rec.tenant != tenant:
                 raise ApprovalNotFound(f"no approval {approval_id} for this API key")
             if rec.status is not ApprovalStatus.APPROVED:
-                raise AlreadyDecided(f"approval {rec.id} is {rec.status.value}; only an approved "
-                                     "call can have run, so there is no result to record",
-                                     status=rec.status.value)
+                raise AlreadyDecided(
+                    f"approval {rec.id} is {rec.status.value}; only an approved "
+                    "call can have run, so there is no result to record",
+                    status=rec.status.value,
+                )
             # The tool's own redact paths too: a result often echoes the call's parameters,
             # and an error message can quote a card number or a key.
             paths = self.policy.rule_for(tenant, rec.tool_name).redact
-            return ledger.append(conn, rec, self.clock(), [Event("result", {"kind": "agent"}, {
-                "outcome": report.outcome, "result": redact(report.result, paths),
-                "error": redact(report.error)})])
+            return ledger.append(
+                conn,
+                rec,
+                self.clock(),
+                [
+                    Event(
+                        "result",
+                        {"kind": "agent"},
+                        {
+                            "outcome": report.outcome,
+                            "result": redact(report.result, paths),
+                            "error": redact(report.error),
+                        },
+                    )
+                ],
+            )
+
         return await self.db.run_write(tx)
 
     async def audit_trail(self, tenant: str | None, approval_id: str) -> list[Any]:

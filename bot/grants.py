@@ -21,11 +21,18 @@ class GrantSigner:
         self._key = Ed25519PrivateKey.from_private_bytes(seed)
         public = self._key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
         self.kid = "cg1-" + hashlib.sha256(public).hexdigest()[:16]
-        self._jwk = {"kty": "OKP", "crv": "Ed25519", "x": b64url(public), "kid": self.kid,
-                     "use": "sig", "alg": "EdDSA"}
+        self._jwk = {
+            "kty": "OKP",
+            "crv": "Ed25519",
+            "x": b64url(public),
+            "kid": self.kid,
+            "use": "sig",
+            "alg": "EdDSA",
+        }
         self._recent: dict[str, str] = {}
-        self._header = b64url(json.dumps({"alg": "EdDSA", "typ": GRANT_TYPE, "kid": self.kid},
-                                         separators=(",", ":")).encode())
+        self._header = b64url(
+            json.dumps({"alg": "EdDSA", "typ": GRANT_TYPE, "kid": self.kid}, separators=(",", ":")).encode()
+        )
 
     def jwks(self) -> dict[str, Any]:
         """The `GET /v1/keys` body."""
@@ -47,5 +54,4 @@ class GrantSigner:
 
 def callback_secret(secret: str, tenant: str) -> str:
     """The tenant's callback signing secret, derived so it need not be stored."""
-    return "whsec_" + hmac.new(secret.encode(), f"callback:{tenant}".encode(),
-                               hashlib.sha256).hexdigest()
+    return "whsec_" + hmac.new(secret.encode(), f"callback:{tenant}".encode(), hashlib.sha256).hexdigest()

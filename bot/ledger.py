@@ -24,8 +24,9 @@ from contracts.ports import SmsRoute
 from storage.tables import approvals, audit_events, flags, jobs, run_grants
 
 _BY_ID = sa.select(approvals).where(approvals.c.id == sa.bindparam("id"))
-_BY_EXECUTION = sa.select(approvals).where(approvals.c.tenant == sa.bindparam("tenant"),
-                                           approvals.c.execution_id == sa.bindparam("execution"))
+_BY_EXECUTION = sa.select(approvals).where(
+    approvals.c.tenant == sa.bindparam("tenant"), approvals.c.execution_id == sa.bindparam("execution")
+)
 _INSERT_EVENTS = audit_events.insert()
 _INSERT_JOB = jobs.insert()
 _INSERT_APPROVAL = approvals.insert()
@@ -50,9 +51,13 @@ def gated_count(rows: list[Any]) -> int:
 
 def run_grant(conn: Connection, tenant: str, execution_id: str, tool: str) -> Any:
     """The "approve for this run" grant of a tool in an execution, if any."""
-    return conn.execute(sa.select(run_grants).where(
-        run_grants.c.tenant == tenant, run_grants.c.execution_id == execution_id,
-        run_grants.c.tool_name == tool)).first()
+    return conn.execute(
+        sa.select(run_grants).where(
+            run_grants.c.tenant == tenant,
+            run_grants.c.execution_id == execution_id,
+            run_grants.c.tool_name == tool,
+        )
+    ).first()
 
 
 def short_code(conn: Connection, route: Any) -> str:
@@ -62,9 +67,15 @@ def short_code(conn: Connection, route: Any) -> str:
     key = delivery_key(route)
     for _ in range(20):
         code = f"{secrets.randbelow(9000) + 1000}"
-        clash = conn.execute(sa.select(approvals.c.id).where(
-            approvals.c.delivery_key == key, approvals.c.status == "pending",
-            approvals.c.short_code == code).limit(1)).first()
+        clash = conn.execute(
+            sa.select(approvals.c.id)
+            .where(
+                approvals.c.delivery_key == key,
+                approvals.c.status == "pending",
+                approvals.c.short_code == code,
+            )
+            .limit(1)
+        ).first()
         if clash is None:
             return code
     return f"{secrets.randbelow(900000) + 100000}"
@@ -72,24 +83,42 @@ def short_code(conn: Connection, route: Any) -> str:
 
 def insert_approval(conn: Connection, values: Mapping[str, Any], events: list[Event]) -> Record:
     """Insert a new approval with the first links of its audit chain; return it as stored."""
-    rows, seq, head = chain_rows(values["id"], values["tenant"], 0, "0" * 64,
-                                 values["created_at"], events)
+    rows, seq, head = chain_rows(values["id"], values["tenant"], 0, "0" * 64, values["created_at"], events)
     stored = {**values, "audit_seq": seq, "audit_head": head}
     conn.execute(_INSERT_APPROVAL, [stored])
     conn.execute(_INSERT_EVENTS, rows)
     return Record.from_row(SimpleNamespace(**stored))
 
 
-def queue(conn: Connection, kind: str, approval_id: str, payload: Mapping[str, Any],
-          due: float, deadline: float) -> None:
+def queue(
+    conn: Connection, kind: str, approval_id: str, payload: Mapping[str, Any], due: float, deadline: float
+) -> None:
     """Add a job to the outbox, in the caller's transaction."""
-    conn.execute(_INSERT_JOB, [{"kind": kind, "approval_id": approval_id,
-                                "payload": json.dumps(dict(payload)), "due_at": due,
-                                "deadline_at": deadline, "attempts": 0, "locked_until": 0}])
+    conn.execute(
+        _INSERT_JOB,
+        [
+            {
+                "kind": kind,
+                "approval_id": approval_id,
+                "payload": json.dumps(dict(payload)),
+                "due_at": due,
+                "deadline_at": deadline,
+                "attempts": 0,
+                "locked_until": 0,
+            }
+        ],
+    )
 
 
-def append(conn: Connection, rec: Record, now: float, events: list[Event],
-           changes: Mapping[str, Any] | None = None, *, only_pending: bool = False) -> Record:
+def append(
+    conn: Connection,
+    rec: Record,
+    now: float,
+    events: list[Event],
+    changes: Mapping[str, Any] | None = None,
+    *,
+    only_pending: bool = False,
+) -> Record:
     """Chain `events` onto the approval and apply `changes` in one conditional UPDATE.
 
     The UPDATE requires the chain length we read, so a concurrent append (on PostgreSQL)
@@ -127,28 +156,40 @@ def by_delivery(conn: Connection, key: str, *, pending: bool, limit: int) -> lis
 
 def due_ids(conn: Connection, now: float, limit: int) -> list[str]:
     """Pending approvals whose time is up, oldest first."""
-    return list(conn.execute(sa.select(approvals.c.id).where(
-        approvals.c.status == "pending", approvals.c.expires_at <= now)
-        .order_by(approvals.c.expires_at).limit(limit)).scalars())
+    return list(
+        conn.execute(
+            sa.select(approvals.c.id)
+            .where(approvals.c.status == "pending", approvals.c.expires_at <= now)
+            .order_by(approvals.c.expires_at)
+            .limit(limit)
+        ).scalars()
+    )
 
 
 def next_expiry(conn: Connection) -> float | None:
     """When the next pending approval expires."""
-    value = conn.execute(sa.select(sa.func.min(approvals.c.expires_at)).where(
-        approvals.c.status == "pending")).scalar_one()
+    value = conn.execute(
+        sa.select(sa.func.min(approvals.c.expires_at)).where(approvals.c.status == "pending")
+    ).scalar_one()
     return float(value) if value is not None else None
 
 
 def events_of(conn: Connection, approval_id: str) -> list[Any]:
     """An approval's audit rows, oldest first."""
-    return list(conn.execute(sa.select(audit_events).where(
-        audit_events.c.approval_id == approval_id).order_by(audit_events.c.seq)))
+    return list(
+        conn.execute(
+            sa.select(audit_events)
+            .where(audit_events.c.approval_id == approval_id)
+            .order_by(audit_events.c.seq)
+        )
+    )
 
 
 def get_flag(conn: Connection, namespace: str, key: str) -> str | None:
     """A durable flag's value."""
-    value = conn.execute(sa.select(flags.c.value).where(
-        flags.c.namespace == namespace, flags.c.key == key)).scalar_one_or_none()
+    value = conn.execute(
+        sa.select(flags.c.value).where(flags.c.namespace == namespace, flags.c.key == key)
+    ).scalar_one_or_none()
     return str(value) if value is not None else None
 
 
@@ -156,5 +197,4 @@ def set_flag(conn: Connection, namespace: str, key: str, value: str | None, now:
     """Set or clear a durable flag."""
     conn.execute(flags.delete().where(flags.c.namespace == namespace, flags.c.key == key))
     if value is not None:
-        conn.execute(flags.insert().values(namespace=namespace, key=key, value=value,
-                                           created_at=now))
+        conn.execute(flags.insert().values(namespace=namespace, key=key, value=value, created_at=now))

@@ -11,16 +11,32 @@ import logging
 import sys
 import time
 
-ALLOWED = ("approval_id", "tenant", "tool", "status", "job", "surface", "code", "route",
-           "method", "http_status", "port", "url")
+ALLOWED = (
+    "approval_id",
+    "tenant",
+    "tool",
+    "status",
+    "job",
+    "surface",
+    "code",
+    "route",
+    "method",
+    "http_status",
+    "port",
+    "url",
+)
 
 
 class JsonFormatter(logging.Formatter):
     """Render a record as JSON with the allow-listed extras."""
 
     def format(self, record: logging.LogRecord) -> str:
-        out = {"ts": round(time.time(), 3), "level": record.levelname, "logger": record.name,
-               "msg": record.getMessage()}
+        out = {
+            "ts": round(time.time(), 3),
+            "level": record.levelname,
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
         for key in ALLOWED:
             if key in record.__dict__:
                 out[key] = record.__dict__[key]

@@ -10,18 +10,32 @@ class Metrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
-        self.requests = Counter("cosigner_http_requests", "HTTP requests by route and status",
-                                ["method", "route", "status"], registry=self.registry)
-        self.approvals = Counter("cosigner_approvals", "Approvals by final or initial status",
-                                 ["event", "status"], registry=self.registry)
+        self.requests = Counter(
+            "cosigner_http_requests",
+            "HTTP requests by route and status",
+            ["method", "route", "status"],
+            registry=self.registry,
+        )
+        self.approvals = Counter(
+            "cosigner_approvals",
+            "Approvals by final or initial status",
+            ["event", "status"],
+            registry=self.registry,
+        )
         self.decision_seconds = Histogram(
-            "cosigner_time_to_decision_seconds", "From request to decision",
-            ["status"], registry=self.registry,
-            buckets=(0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600, 86400))
-        self.jobs = Counter("cosigner_jobs", "Background jobs by kind and outcome",
-                            ["kind", "outcome"], registry=self.registry)
-        self.waiting = Gauge("cosigner_waiters", "Agents waiting on a decision here",
-                             registry=self.registry)
+            "cosigner_time_to_decision_seconds",
+            "From request to decision",
+            ["status"],
+            registry=self.registry,
+            buckets=(0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600, 86400),
+        )
+        self.jobs = Counter(
+            "cosigner_jobs",
+            "Background jobs by kind and outcome",
+            ["kind", "outcome"],
+            registry=self.registry,
+        )
+        self.waiting = Gauge("cosigner_waiters", "Agents waiting on a decision here", registry=self.registry)
 
     def created(self, status: str) -> None:
         """Count a new approval in its initial status."""

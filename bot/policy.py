@@ -29,11 +29,30 @@ _DEFAULT_KEYS = {
     "grant_ttl": "lifetime of a grant token",
     "callback_retry_window": "how long a callback is retried",
 }
-_TOOL_KEYS = {"kind", "confirm", "approvers", "redact", "timeout", "deny", "deny_reason",
-              "allow_below", "description"}
-_TENANT_KEYS = {"slack_team", "slack_enterprise", "sms_from", "sms_messaging_service",
-                "admins", "admin_channel", "tools", "headless", "gate_all",
-                "max_gated_calls_per_execution", "display_name"}
+_TOOL_KEYS = {
+    "kind",
+    "confirm",
+    "approvers",
+    "redact",
+    "timeout",
+    "deny",
+    "deny_reason",
+    "allow_below",
+    "description",
+}
+_TENANT_KEYS = {
+    "slack_team",
+    "slack_enterprise",
+    "sms_from",
+    "sms_messaging_service",
+    "admins",
+    "admin_channel",
+    "tools",
+    "headless",
+    "gate_all",
+    "max_gated_calls_per_execution",
+    "display_name",
+}
 _STAFF_KEYS = {"slack_team", "slack_enterprise", "channel", "users", "sms", "dashboard"}
 _TOP_KEYS = {"defaults", "tools", "tenants", "staff"}
 
@@ -208,8 +227,9 @@ def load_policy_file(path: str | Path) -> Policy:
     try:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
-        raise PolicyError([f"{p}: cannot read the file ({exc.strerror}); check COSIGNER_POLICY"],
-                          str(p)) from exc
+        raise PolicyError(
+            [f"{p}: cannot read the file ({exc.strerror}); check COSIGNER_POLICY"], str(p)
+        ) from exc
     return load_policy(text, source=str(p))
 
 

@@ -44,8 +44,10 @@ class Validator:
         for key in table:
             if key not in allowed and not key.startswith("x_"):
                 names = ", ".join(sorted(allowed))
-                self.bad(f"{path}.{key}" if path else key,
-                         f"unknown key; expected one of {names} (prefix your own fields with x_)")
+                self.bad(
+                    f"{path}.{key}" if path else key,
+                    f"unknown key; expected one of {names} (prefix your own fields with x_)",
+                )
 
     def duration(self, value: Any, path: str) -> float | None:
         try:
@@ -135,8 +137,10 @@ class Validator:
             valid = {a.value for a in ApproverKind}
             for a in approvers:
                 if a not in valid:
-                    self.bad(f"{path}.approvers", f'"{a}" is not an approver; use "requester", '
-                             '"tenant_admins" or "staff"')
+                    self.bad(
+                        f"{path}.approvers",
+                        f'"{a}" is not an approver; use "requester", "tenant_admins" or "staff"',
+                    )
             if "approvers" in t and not approvers:
                 self.bad(f"{path}.approvers", "must name at least one approver")
         if "redact" in t:
@@ -152,20 +156,30 @@ class Validator:
                 self.text(t[key], f"{path}.{key}")
         if "allow_below" in t:
             a = t["allow_below"]
-            ok = (isinstance(a, dict) and set(a) == {"parameter", "value"}
-                  and isinstance(a["parameter"], str) and a["parameter"]
-                  and isinstance(a["value"], (int, float)) and not isinstance(a["value"], bool))
+            ok = (
+                isinstance(a, dict)
+                and set(a) == {"parameter", "value"}
+                and isinstance(a["parameter"], str)
+                and a["parameter"]
+                and isinstance(a["value"], (int, float))
+                and not isinstance(a["value"], bool)
+            )
             if not ok:
-                self.bad(f"{path}.allow_below",
-                         'must be { parameter = "amountCents", value = 5000 } with a numeric value')
+                self.bad(
+                    f"{path}.allow_below",
+                    'must be { parameter = "amountCents", value = 5000 } with a numeric value',
+                )
         return t
 
     def staff(self, s: dict[str, Any]) -> StaffPolicy:
         self.keys(s, _STAFF_KEYS, "staff")
         return StaffPolicy(
             slack_team=self.text(s["slack_team"], "staff.slack_team") if "slack_team" in s else None,
-            slack_enterprise=(self.text(s["slack_enterprise"], "staff.slack_enterprise")
-                              if "slack_enterprise" in s else None),
+            slack_enterprise=(
+                self.text(s["slack_enterprise"], "staff.slack_enterprise")
+                if "slack_enterprise" in s
+                else None
+            ),
             channel=self.text(s["channel"], "staff.channel") if "channel" in s else None,
             users=self.strings(s["users"], "staff.users") if "users" in s else (),
             sms=self.phones(s["sms"], "staff.sms") if "sms" in s else (),
@@ -182,8 +196,9 @@ class Validator:
             admins = Admins(
                 slack=self.strings(a["slack"], f"{path}.admins.slack") if "slack" in a else (),
                 sms=self.phones(a["sms"], f"{path}.admins.sms") if "sms" in a else (),
-                dashboard=(self.strings(a["dashboard"], f"{path}.admins.dashboard")
-                           if "dashboard" in a else ()),
+                dashboard=(
+                    self.strings(a["dashboard"], f"{path}.admins.dashboard") if "dashboard" in a else ()
+                ),
             )
         overrides: dict[str, Mapping[str, Any]] = {}
         for tool, section in self.table(t.get("tools", {}), f"{path}.tools").items():
@@ -205,8 +220,13 @@ class Validator:
         sms_from = t.get("sms_from")
         if sms_from is not None and not (isinstance(sms_from, str) and _is_e164(sms_from)):
             self.bad(f"{path}.sms_from", 'must be an E.164 number such as "+15550000001"')
-        for key in ("slack_team", "slack_enterprise", "admin_channel", "sms_messaging_service",
-                    "display_name"):
+        for key in (
+            "slack_team",
+            "slack_enterprise",
+            "admin_channel",
+            "sms_messaging_service",
+            "display_name",
+        ):
             if key in t:
                 self.text(t[key], f"{path}.{key}")
         return TenantPolicy(
@@ -223,13 +243,24 @@ class Validator:
             tools=overrides,
         )
 
-    def cross_check(self, tools: Mapping[str, Mapping[str, Any]],
-                    tenants: Mapping[str, TenantPolicy], staff: StaffPolicy | None) -> None:
+    def cross_check(
+        self,
+        tools: Mapping[str, Mapping[str, Any]],
+        tenants: Mapping[str, TenantPolicy],
+        staff: StaffPolicy | None,
+    ) -> None:
         uses_staff = [f"tools.{n}.approvers" for n, t in tools.items() if _names_staff(t)]
-        uses_staff += [f"tenants.{tn}.tools.{n}.approvers" for tn, t in tenants.items()
-                       for n, o in t.tools.items() if _names_staff(o)]
-        uses_staff += [f"tenants.{tn}.headless.route" for tn, t in tenants.items()
-                       if t.headless_route is ApproverKind.STAFF]
+        uses_staff += [
+            f"tenants.{tn}.tools.{n}.approvers"
+            for tn, t in tenants.items()
+            for n, o in t.tools.items()
+            if _names_staff(o)
+        ]
+        uses_staff += [
+            f"tenants.{tn}.headless.route"
+            for tn, t in tenants.items()
+            if t.headless_route is ApproverKind.STAFF
+        ]
         if uses_staff and staff is None:
             for path in uses_staff:
                 self.bad(path, 'names "staff" but there is no [staff] section; add one with users')
@@ -240,8 +271,11 @@ class Validator:
                 if not isinstance(key, str):
                     continue
                 if key in seen and seen[key] != tn:
-                    self.bad(f"tenants.{tn}", f'"{key}" is also claimed by tenants.{seen[key]}; '
-                             "a workspace or number belongs to one tenant")
+                    self.bad(
+                        f"tenants.{tn}",
+                        f'"{key}" is also claimed by tenants.{seen[key]}; '
+                        "a workspace or number belongs to one tenant",
+                    )
                 seen[key] = tn
 
 
@@ -251,5 +285,10 @@ def _names_staff(section: Mapping[str, Any]) -> bool:
 
 
 def _is_e164(number: str) -> bool:
-    return len(number) >= 8 and len(number) <= 16 and number[0] == "+" and number[1:].isdigit() \
+    return (
+        len(number) >= 8
+        and len(number) <= 16
+        and number[0] == "+"
+        and number[1:].isdigit()
         and number[1] != "0"
+    )

@@ -52,9 +52,16 @@ def route_from_json(text: str | None) -> Route | None:
 
 def delivered_to_json(d: Delivered) -> str:
     """Serialise a delivery receipt."""
-    return json.dumps({"surface": d.surface, "conversation": d.conversation,
-                       "message_refs": list(d.message_refs), "app_id": d.app_id,
-                       "extra": dict(d.extra)}, separators=(",", ":"))
+    return json.dumps(
+        {
+            "surface": d.surface,
+            "conversation": d.conversation,
+            "message_refs": list(d.message_refs),
+            "app_id": d.app_id,
+            "extra": dict(d.extra),
+        },
+        separators=(",", ":"),
+    )
 
 
 def delivered_from_json(text: str | None) -> Delivered | None:
@@ -62,9 +69,13 @@ def delivered_from_json(text: str | None) -> Delivered | None:
     if not text:
         return None
     d = json.loads(text)
-    return Delivered(surface=d["surface"], conversation=d["conversation"],
-                     message_refs=tuple(d["message_refs"]), app_id=d.get("app_id"),
-                     extra=d.get("extra") or {})
+    return Delivered(
+        surface=d["surface"],
+        conversation=d["conversation"],
+        message_refs=tuple(d["message_refs"]),
+        app_id=d.get("app_id"),
+        extra=d.get("extra") or {},
+    )
 
 
 def delivery_key(route: Route) -> str:
@@ -109,17 +120,30 @@ class Record:
     def from_row(cls, row: Any) -> Record:
         """Build from a SQLAlchemy row of the approvals table."""
         return cls(
-            id=row.id, tenant=row.tenant, execution_id=row.execution_id,
-            tool_call_id=row.tool_call_id, tool_name=row.tool_name, kind=ToolKind(row.kind),
-            mode=ApprovalMode(row.mode), status=ApprovalStatus(row.status),
-            parameters=json.loads(row.parameters), digest=row.parameters_digest,
-            reason=row.reason, surface=json.loads(row.surface),
-            route=route_from_json(row.route), delivered=delivered_from_json(row.delivered),
-            short_code=row.short_code, policy_rule=row.policy_rule,
-            callback_url=row.callback_url, created_at=row.created_at,
-            expires_at=row.expires_at, decided_at=row.decided_at,
+            id=row.id,
+            tenant=row.tenant,
+            execution_id=row.execution_id,
+            tool_call_id=row.tool_call_id,
+            tool_name=row.tool_name,
+            kind=ToolKind(row.kind),
+            mode=ApprovalMode(row.mode),
+            status=ApprovalStatus(row.status),
+            parameters=json.loads(row.parameters),
+            digest=row.parameters_digest,
+            reason=row.reason,
+            surface=json.loads(row.surface),
+            route=route_from_json(row.route),
+            delivered=delivered_from_json(row.delivered),
+            short_code=row.short_code,
+            policy_rule=row.policy_rule,
+            callback_url=row.callback_url,
+            created_at=row.created_at,
+            expires_at=row.expires_at,
+            decided_at=row.decided_at,
             decided_by=json.loads(row.decided_by) if row.decided_by else None,
-            comment=row.comment, audit_seq=row.audit_seq, audit_head=row.audit_head,
+            comment=row.comment,
+            audit_seq=row.audit_seq,
+            audit_head=row.audit_head,
         )
 
     def replace(self, **columns: Any) -> Record:
@@ -153,16 +177,32 @@ class Record:
         if self.closed and self.decided_at is not None:
             by = self.decided_by or {}
             decider = by.get("userId") or by.get("rule") or by.get("code")
-            outcome = Outcome(status=self.status, decided_at=ts(self.decided_at),
-                              decider_kind=str(by.get("kind", "system")), decider=decider,
-                              surface=by.get("surface"), comment=self.comment)
+            outcome = Outcome(
+                status=self.status,
+                decided_at=ts(self.decided_at),
+                decider_kind=str(by.get("kind", "system")),
+                decider=decider,
+                surface=by.get("surface"),
+                comment=self.comment,
+            )
         return ApprovalCard(
-            approval_id=self.id, short_code=self.short_code, tenant=self.tenant,
-            execution_id=self.execution_id, tool_call_id=self.tool_call_id,
-            tool_name=self.tool_name, kind=self.kind, mode=self.mode,
-            parameters=self.parameters, reason=self.reason, triggered_by=self.triggered_by(),
-            policy_rule=self.policy_rule, created_at=ts(self.created_at),
-            expires_at=ts(self.expires_at), status=self.status, outcome=outcome)
+            approval_id=self.id,
+            short_code=self.short_code,
+            tenant=self.tenant,
+            execution_id=self.execution_id,
+            tool_call_id=self.tool_call_id,
+            tool_name=self.tool_name,
+            kind=self.kind,
+            mode=self.mode,
+            parameters=self.parameters,
+            reason=self.reason,
+            triggered_by=self.triggered_by(),
+            policy_rule=self.policy_rule,
+            created_at=ts(self.created_at),
+            expires_at=ts(self.expires_at),
+            status=self.status,
+            outcome=outcome,
+        )
 
     def placed(self) -> Placed | None:
         """The card with its route and receipt; None for approvals that needed no person."""
@@ -172,26 +212,49 @@ class Record:
 
     def start_body(self) -> dict[str, Any]:
         """The `approval_start` object."""
-        return {"type": "approval_start", "approvalId": self.id, "executionId": self.execution_id,
-                "toolCallId": self.tool_call_id, "toolName": self.tool_name,
-                "parameters": self.parameters, "parametersDigest": self.digest,
-                "timeout": round((self.expires_at - self.created_at) * 1000),
-                "startedAt": iso(self.created_at), "expiresAt": iso(self.expires_at),
-                "status": self.status.value, "shortCode": self.short_code}
+        return {
+            "type": "approval_start",
+            "approvalId": self.id,
+            "executionId": self.execution_id,
+            "toolCallId": self.tool_call_id,
+            "toolName": self.tool_name,
+            "parameters": self.parameters,
+            "parametersDigest": self.digest,
+            "timeout": round((self.expires_at - self.created_at) * 1000),
+            "startedAt": iso(self.created_at),
+            "expiresAt": iso(self.expires_at),
+            "status": self.status.value,
+            "shortCode": self.short_code,
+        }
 
     def decision_body(self, signer: GrantSigner, grant_ttl: float) -> dict[str, Any]:
         """The decision object; `grant` only when approved."""
         grant = None
         decided_at = self.decided_at or self.created_at
         if self.status is ApprovalStatus.APPROVED:
-            grant = signer.sign({
-                "iss": "cosigner", "sub": self.id, "tenant": self.tenant,
-                "executionId": self.execution_id, "toolCallId": self.tool_call_id,
-                "toolName": self.tool_name, "digest": self.digest,
-                "iat": int(decided_at), "exp": int(decided_at + grant_ttl)})
-        return {"type": "approval_decided", "approvalId": self.id,
-                "executionId": self.execution_id, "toolCallId": self.tool_call_id,
-                "toolName": self.tool_name, "status": self.status.value,
-                "decidedBy": self.decided_by or {"kind": "system", "code": "UNKNOWN"},
-                "decidedAt": iso(decided_at), "comment": self.comment,
-                "parametersDigest": self.digest, "grant": grant}
+            grant = signer.sign(
+                {
+                    "iss": "cosigner",
+                    "sub": self.id,
+                    "tenant": self.tenant,
+                    "executionId": self.execution_id,
+                    "toolCallId": self.tool_call_id,
+                    "toolName": self.tool_name,
+                    "digest": self.digest,
+                    "iat": int(decided_at),
+                    "exp": int(decided_at + grant_ttl),
+                }
+            )
+        return {
+            "type": "approval_decided",
+            "approvalId": self.id,
+            "executionId": self.execution_id,
+            "toolCallId": self.tool_call_id,
+            "toolName": self.tool_name,
+            "status": self.status.value,
+            "decidedBy": self.decided_by or {"kind": "system", "code": "UNKNOWN"},
+            "decidedAt": iso(decided_at),
+            "comment": self.comment,
+            "parametersDigest": self.digest,
+            "grant": grant,
+        }

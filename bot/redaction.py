@@ -18,9 +18,29 @@ REDACTED = "[REDACTED]"
 
 # Normalised (lower case, no separators) key fragments that mark a secret.
 _SECRET_KEY_PARTS = (
-    "password", "passwd", "passphrase", "secret", "token", "apikey", "accesskey",
-    "privatekey", "authorization", "auth", "cookie", "cardnumber", "ccnumber", "creditcard",
-    "cvv", "cvc", "ssn", "credential", "bearer", "pincode", "iban", "sessionid", "signature",
+    "password",
+    "passwd",
+    "passphrase",
+    "secret",
+    "token",
+    "apikey",
+    "accesskey",
+    "privatekey",
+    "authorization",
+    "auth",
+    "cookie",
+    "cardnumber",
+    "ccnumber",
+    "creditcard",
+    "cvv",
+    "cvc",
+    "ssn",
+    "credential",
+    "bearer",
+    "pincode",
+    "iban",
+    "sessionid",
+    "signature",
 )
 # Exact normalised keys that are secrets although short or generic.
 _SECRET_KEYS = {"pan", "pwd", "otp", "key", "pin"}
@@ -29,11 +49,11 @@ _NOT_SECRET = ("author", "tokencount", "maxtokens", "tokenlimit", "tokensused")
 
 _SECRET_VALUES = re.compile(
     r"(?:"
-    r"sk_(?:live|test)_[A-Za-z0-9]{8,}"        # Stripe
-    r"|xox[abposr]-[A-Za-z0-9-]{8,}"           # Slack tokens
-    r"|AKIA[0-9A-Z]{16}"                       # AWS access key id
-    r"|gh[pousr]_[A-Za-z0-9]{20,}"             # GitHub
-    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----"     # PEM
+    r"sk_(?:live|test)_[A-Za-z0-9]{8,}"  # Stripe
+    r"|xox[abposr]-[A-Za-z0-9-]{8,}"  # Slack tokens
+    r"|AKIA[0-9A-Z]{16}"  # AWS access key id
+    r"|gh[pousr]_[A-Za-z0-9]{20,}"  # GitHub
+    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----"  # PEM
     r"|(?i:bearer)\s+[A-Za-z0-9._~+/=-]{16,}"  # bearer header values
     r"|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"  # JWT
     r")"

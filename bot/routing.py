@@ -48,8 +48,9 @@ def surface_label(surface: object) -> str:
     return str(getattr(surface, "type", "unknown"))
 
 
-def route_for(policy: Policy, tenant: str, rule: ToolRule, surface: object,
-              enabled: Collection[str], sms: SmsSender) -> Route:
+def route_for(
+    policy: Policy, tenant: str, rule: ToolRule, surface: object, enabled: Collection[str], sms: SmsSender
+) -> Route:
     """The one place this request is delivered, with its approver set."""
     tpol = policy.tenant(tenant)
     label = surface_label(surface)
@@ -57,9 +58,12 @@ def route_for(policy: Policy, tenant: str, rule: ToolRule, surface: object,
         if tpol.headless_route is None:
             raise ApprovalModeUnsupported(
                 f"{rule.describe()} needs a person, and a {label} run cannot host one. "
-                f"Add [tenants.{tenant}.headless] route = \"tenant_admins\" to route such runs "
+                f'Add [tenants.{tenant}.headless] route = "tenant_admins" to route such runs '
                 "to named approvers, or start the run from Slack, SMS or the dashboard.",
-                policy=rule.source, surface=label, tool=rule.name)
+                policy=rule.source,
+                surface=label,
+                tool=rule.name,
+            )
         kinds: tuple[ApproverKind, ...] = (tpol.headless_route,)
     else:
         kinds = rule.approvers
@@ -70,11 +74,22 @@ def route_for(policy: Policy, tenant: str, rule: ToolRule, surface: object,
             return _with_peers(policy, tpol, route, kinds, surface)
     raise ApprovalModeUnsupported(
         f"{rule.describe()} needs a person and none can be reached from a {label} run: "
-        + "; ".join(problems), policy=rule.source, surface=label, tool=rule.name)
+        + "; ".join(problems),
+        policy=rule.source,
+        surface=label,
+        tool=rule.name,
+    )
 
 
-def _route_one(policy: Policy, tpol: TenantPolicy, kind: ApproverKind, surface: object,
-               enabled: Collection[str], sms: SmsSender, problems: list[str]) -> Route | None:
+def _route_one(
+    policy: Policy,
+    tpol: TenantPolicy,
+    kind: ApproverKind,
+    surface: object,
+    enabled: Collection[str],
+    sms: SmsSender,
+    problems: list[str],
+) -> Route | None:
     if kind is ApproverKind.REQUESTER:
         return _requester(tpol, surface, enabled, sms, problems)
     if kind is ApproverKind.TENANT_ADMINS:
@@ -85,8 +100,10 @@ def _route_one(policy: Policy, tpol: TenantPolicy, kind: ApproverKind, surface: 
 def _need(surface: str, enabled: Collection[str], problems: list[str]) -> bool:
     if surface in enabled:
         return True
-    fix = {"slack": "set SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN (or SLACK_CLIENT_ID/SECRET)",
-           "sms": "set TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN and TWILIO_FROM_NUMBER"}.get(surface, "")
+    fix = {
+        "slack": "set SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN (or SLACK_CLIENT_ID/SECRET)",
+        "sms": "set TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN and TWILIO_FROM_NUMBER",
+    }.get(surface, "")
     problems.append(f"{surface} is not configured on this server ({fix})")
     return False
 
@@ -96,20 +113,26 @@ def _sms_route(tpol: TenantPolicy, numbers: tuple[str, ...], sms: SmsSender) -> 
     service = tpol.sms_messaging_service or (None if tpol.sms_from else sms.messaging_service_sid)
     if not (from_number or service):
         return None
-    return SmsRoute(surface="sms", from_number=from_number, messaging_service_sid=service,
-                    approvers=numbers)
+    return SmsRoute(surface="sms", from_number=from_number, messaging_service_sid=service, approvers=numbers)
 
 
-def _requester(tpol: TenantPolicy, surface: object, enabled: Collection[str], sms: SmsSender,
-               problems: list[str]) -> Route | None:
+def _requester(
+    tpol: TenantPolicy, surface: object, enabled: Collection[str], sms: SmsSender, problems: list[str]
+) -> Route | None:
     if isinstance(surface, SlackSurface):
         if not _need("slack", enabled, problems):
             return None
         teams = tuple(t for t in (surface.teamId, surface.enterpriseId) if t)
-        return SlackRoute(surface="slack", team_id=surface.teamId,
-                          enterprise_id=surface.enterpriseId, channel_id=surface.channelId,
-                          thread_ts=surface.threadTs, approvers=(surface.userId,),
-                          approver_teams=teams, requester=surface.userId)
+        return SlackRoute(
+            surface="slack",
+            team_id=surface.teamId,
+            enterprise_id=surface.enterpriseId,
+            channel_id=surface.channelId,
+            thread_ts=surface.threadTs,
+            approvers=(surface.userId,),
+            approver_teams=teams,
+            requester=surface.userId,
+        )
     if isinstance(surface, SmsSurface):
         if not _need("sms", enabled, problems):
             return None
@@ -123,8 +146,9 @@ def _requester(tpol: TenantPolicy, surface: object, enabled: Collection[str], sm
     return None
 
 
-def _admins(tpol: TenantPolicy, surface: object, enabled: Collection[str], sms: SmsSender,
-            problems: list[str]) -> Route | None:
+def _admins(
+    tpol: TenantPolicy, surface: object, enabled: Collection[str], sms: SmsSender, problems: list[str]
+) -> Route | None:
     a = tpol.admins
     trigger = getattr(surface, "type", "")
     order = ["slack", "sms", "dashboard"]
@@ -132,14 +156,20 @@ def _admins(tpol: TenantPolicy, surface: object, enabled: Collection[str], sms: 
         order.remove(trigger)
         order.insert(0, trigger)
     for name in order:
-        if name == "slack" and a.slack and tpol.admin_channel and (tpol.slack_team or
-                                                                   tpol.slack_enterprise):
+        if name == "slack" and a.slack and tpol.admin_channel and (tpol.slack_team or tpol.slack_enterprise):
             if _need("slack", enabled, problems):
                 team = tpol.slack_team or tpol.slack_enterprise or ""
                 teams = tuple(t for t in (tpol.slack_team, tpol.slack_enterprise) if t)
-                return SlackRoute(surface="slack", team_id=team, enterprise_id=tpol.slack_enterprise,
-                                  channel_id=tpol.admin_channel, thread_ts=None, approvers=a.slack,
-                                  approver_teams=teams, requester=_slack_user(surface))
+                return SlackRoute(
+                    surface="slack",
+                    team_id=team,
+                    enterprise_id=tpol.slack_enterprise,
+                    channel_id=tpol.admin_channel,
+                    thread_ts=None,
+                    approvers=a.slack,
+                    approver_teams=teams,
+                    requester=_slack_user(surface),
+                )
         if name == "sms" and a.sms and _need("sms", enabled, problems):
             route = _sms_route(tpol, a.sms, sms)
             if route is not None:
@@ -150,19 +180,31 @@ def _admins(tpol: TenantPolicy, surface: object, enabled: Collection[str], sms: 
     return None
 
 
-def _staff(policy: Policy, tpol: TenantPolicy, surface: object, enabled: Collection[str],
-           sms: SmsSender, problems: list[str]) -> Route | None:
+def _staff(
+    policy: Policy,
+    tpol: TenantPolicy,
+    surface: object,
+    enabled: Collection[str],
+    sms: SmsSender,
+    problems: list[str],
+) -> Route | None:
     s = policy.staff
     if s is None:
         problems.append("there is no [staff] section")
         return None
-    if s.users and s.channel and (s.slack_team or s.slack_enterprise) and \
-            _need("slack", enabled, problems):
+    if s.users and s.channel and (s.slack_team or s.slack_enterprise) and _need("slack", enabled, problems):
         team = s.slack_team or s.slack_enterprise or ""
         teams = tuple(t for t in (s.slack_team, s.slack_enterprise) if t)
-        return SlackRoute(surface="slack", team_id=team, enterprise_id=s.slack_enterprise,
-                          channel_id=s.channel, thread_ts=None, approvers=s.users,
-                          approver_teams=teams, requester=None)
+        return SlackRoute(
+            surface="slack",
+            team_id=team,
+            enterprise_id=s.slack_enterprise,
+            channel_id=s.channel,
+            thread_ts=None,
+            approvers=s.users,
+            approver_teams=teams,
+            requester=None,
+        )
     if s.sms and _need("sms", enabled, problems):
         route = _sms_route(tpol, s.sms, sms)
         if route is not None:
@@ -175,27 +217,43 @@ def _slack_user(surface: object) -> str | None:
     return surface.userId if isinstance(surface, SlackSurface) else None
 
 
-def _with_peers(policy: Policy, tpol: TenantPolicy, route: Route,
-                kinds: tuple[ApproverKind, ...], surface: object) -> Route:
+def _with_peers(
+    policy: Policy, tpol: TenantPolicy, route: Route, kinds: tuple[ApproverKind, ...], surface: object
+) -> Route:
     """Add approvers of the other listed kinds who can answer at the same place."""
     extra: list[str] = []
     for kind in kinds:
         if kind is ApproverKind.TENANT_ADMINS:
-            extra += {"slack": tpol.admins.slack, "sms": tpol.admins.sms,
-                      "dashboard": tpol.admins.dashboard}[route.surface]
+            extra += {"slack": tpol.admins.slack, "sms": tpol.admins.sms, "dashboard": tpol.admins.dashboard}[
+                route.surface
+            ]
         elif kind is ApproverKind.STAFF and policy.staff is not None:
-            extra += {"slack": policy.staff.users, "sms": policy.staff.sms,
-                      "dashboard": policy.staff.dashboard}[route.surface]
+            extra += {
+                "slack": policy.staff.users,
+                "sms": policy.staff.sms,
+                "dashboard": policy.staff.dashboard,
+            }[route.surface]
         elif kind is ApproverKind.REQUESTER and route.surface == getattr(surface, "type", None):
             ident = getattr(surface, "userId", None) or getattr(surface, "phone", None)
             if ident:
                 extra.append(ident)
     merged = tuple(dict.fromkeys([*route.approvers, *extra]))
     if isinstance(route, SlackRoute):
-        return SlackRoute(surface="slack", team_id=route.team_id, enterprise_id=route.enterprise_id,
-                          channel_id=route.channel_id, thread_ts=route.thread_ts, approvers=merged,
-                          approver_teams=route.approver_teams, requester=route.requester)
+        return SlackRoute(
+            surface="slack",
+            team_id=route.team_id,
+            enterprise_id=route.enterprise_id,
+            channel_id=route.channel_id,
+            thread_ts=route.thread_ts,
+            approvers=merged,
+            approver_teams=route.approver_teams,
+            requester=route.requester,
+        )
     if isinstance(route, SmsRoute):
-        return SmsRoute(surface="sms", from_number=route.from_number,
-                        messaging_service_sid=route.messaging_service_sid, approvers=merged)
+        return SmsRoute(
+            surface="sms",
+            from_number=route.from_number,
+            messaging_service_sid=route.messaging_service_sid,
+            approvers=merged,
+        )
     return DashboardRoute(surface="dashboard", approvers=merged)

@@ -74,16 +74,22 @@ class _Server(uvicorn.Server):
             yield
 
 
-def dev_settings(data_dir: Path, public_url: str, slack: SlackEmulator,
-                 twilio: TwilioEmulator) -> Settings:
+def dev_settings(data_dir: Path, public_url: str, slack: SlackEmulator, twilio: TwilioEmulator) -> Settings:
     """Settings built in code, so the sandbox ignores whatever the environment holds."""
     return Settings(
         database_url=f"sqlite+aiosqlite:///{(data_dir / 'cosigner.db').resolve()}",
-        policy=str(POLICY_FILE), public_url=public_url, secret=DEV_SECRET,
-        slack_signing_secret=SLACK_SIGNING_SECRET, slack_bot_token=SLACK_BOT_TOKEN,
-        slack_api_url=slack.api_url, slack_app_id=slack.app_id,
-        twilio_account_sid=TWILIO_SID, twilio_auth_token=TWILIO_TOKEN,
-        twilio_from_number=SMS_FROM, twilio_api_url=twilio.api_url)
+        policy=str(POLICY_FILE),
+        public_url=public_url,
+        secret=DEV_SECRET,
+        slack_signing_secret=SLACK_SIGNING_SECRET,
+        slack_bot_token=SLACK_BOT_TOKEN,
+        slack_api_url=slack.api_url,
+        slack_app_id=slack.app_id,
+        twilio_account_sid=TWILIO_SID,
+        twilio_auth_token=TWILIO_TOKEN,
+        twilio_from_number=SMS_FROM,
+        twilio_api_url=twilio.api_url,
+    )
 
 
 async def demo_key(keys: TenantKeys) -> str:
@@ -119,8 +125,9 @@ def _bind(host: str, port: int) -> socket.socket:
         sock.bind((host, port))
     except OSError as exc:
         sock.close()
-        raise SandboxError(f"cannot listen on {host}:{port} ({exc.strerror}); "
-                           "pick another with `cosigner dev --port N`") from exc
+        raise SandboxError(
+            f"cannot listen on {host}:{port} ({exc.strerror}); pick another with `cosigner dev --port N`"
+        ) from exc
     return sock
 
 
@@ -135,9 +142,13 @@ class SandboxError(Exception):
 
 
 @contextlib.asynccontextmanager
-async def sandbox(host: str = "127.0.0.1", port: int = 8000,
-                  data_dir: str | Path = "cosigner-data", *,
-                  handle_signals: bool = False) -> AsyncIterator[Sandbox]:
+async def sandbox(
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    data_dir: str | Path = "cosigner-data",
+    *,
+    handle_signals: bool = False,
+) -> AsyncIterator[Sandbox]:
     """Start emulators, app and server (port 0: any free port); stop them all on exit."""
     data = _data_dir(data_dir)
     sock = _bind(host, port)
@@ -145,19 +156,27 @@ async def sandbox(host: str = "127.0.0.1", port: int = 8000,
     shown_host = _loopback(host)
     public_url = f"http://{shown_host}:{real_port}"
     try:
-        async with SlackEmulator.running(team_id=SLACK_TEAM, app_id=SLACK_APP_ID) as slack, \
-                TwilioEmulator.running(TWILIO_SID, TWILIO_TOKEN) as twilio, \
-                httpx.AsyncClient(base_url=public_url, timeout=30) as loop_http:
+        async with (
+            SlackEmulator.running(team_id=SLACK_TEAM, app_id=SLACK_APP_ID) as slack,
+            TwilioEmulator.running(TWILIO_SID, TWILIO_TOKEN) as twilio,
+            httpx.AsyncClient(base_url=public_url, timeout=30) as loop_http,
+        ):
             settings = dev_settings(data, public_url, slack, twilio)
-            page = SandboxPage(slack, twilio, loop_http, public_url=public_url,
-                               slack_secret=SLACK_SIGNING_SECRET, sms_number=SMS_FROM)
-            app = build_app(settings, policy=load_policy_file(POLICY_FILE),
-                            extra_routes=page.routes())
+            page = SandboxPage(
+                slack,
+                twilio,
+                loop_http,
+                public_url=public_url,
+                slack_secret=SLACK_SIGNING_SECRET,
+                sms_number=SMS_FROM,
+            )
+            app = build_app(settings, policy=load_policy_file(POLICY_FILE), extra_routes=page.routes())
             async with app.router.lifespan_context(app):
                 key = await demo_key(parts_of(app).keys)
                 key_file = _write_key(data, key)
-                config = uvicorn.Config(app, log_level="warning", lifespan="off", ws="none",
-                                        timeout_graceful_shutdown=3)
+                config = uvicorn.Config(
+                    app, log_level="warning", lifespan="off", ws="none", timeout_graceful_shutdown=3
+                )
                 server = _Server(config, handle_signals)
                 served = asyncio.create_task(server.serve(sockets=[sock]))
                 while not server.started:
@@ -166,9 +185,17 @@ async def sandbox(host: str = "127.0.0.1", port: int = 8000,
                         raise SandboxError("the server stopped while starting")
                     await asyncio.sleep(0.01)
                 try:
-                    yield Sandbox(url=public_url, public_url=public_url, port=real_port,
-                                  api_key=key, key_file=key_file, slack=slack, twilio=twilio,
-                                  app=app, served=served)
+                    yield Sandbox(
+                        url=public_url,
+                        public_url=public_url,
+                        port=real_port,
+                        api_key=key,
+                        key_file=key_file,
+                        slack=slack,
+                        twilio=twilio,
+                        app=app,
+                        served=served,
+                    )
                 finally:
                     server.should_exit = True
                     await served
@@ -196,18 +223,19 @@ def banner(sb: Sandbox, host: str) -> str:
         "",
         "Or ask for one approval yourself:",
         f"  curl -s {u}/v1/approvals -H 'Authorization: Bearer {sb.api_key}' \\",
-        "    -H 'content-type: application/json' -d '{\"executionId\": \"run_1\", "
-        "\"toolCallId\": \"call_1\", \"toolName\": \"issue_refund\",",
-        "    \"parameters\": {\"orderId\": \"ord_4421\", \"amountCents\": 12900, "
-        "\"cardToken\": \"tok_x\"},",
-        "    \"surface\": {\"type\": \"slack\", \"teamId\": \"T0DEMO\", \"channelId\": "
-        "\"C0DEMO\", \"userId\": \"U0ALICE\"}}'",
+        '    -H \'content-type: application/json\' -d \'{"executionId": "run_1", '
+        '"toolCallId": "call_1", "toolName": "issue_refund",',
+        '    "parameters": {"orderId": "ord_4421", "amountCents": 12900, "cardToken": "tok_x"},',
+        '    "surface": {"type": "slack", "teamId": "T0DEMO", "channelId": "C0DEMO", "userId": "U0ALICE"}}\'',
         "",
         "Press Ctrl-C to stop.",
     ]
     if not _is_loopback(host):
-        lines.insert(1, f"WARNING: listening on {host}: anyone who can reach it can answer "
-                        "approvals through /sandbox. The sandbox is for one machine.")
+        lines.insert(
+            1,
+            f"WARNING: listening on {host}: anyone who can reach it can answer "
+            "approvals through /sandbox. The sandbox is for one machine.",
+        )
     return "\n".join(lines)
 
 

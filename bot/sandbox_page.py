@@ -61,13 +61,22 @@ class PageError(Exception):
 class SandboxPage:
     """The page's routes, bound to the emulators and a client that reaches this server."""
 
-    def __init__(self, slack: SlackEmulator, twilio: TwilioEmulator, http: httpx.AsyncClient, *,
-                 public_url: str, slack_secret: str, sms_number: str) -> None:
+    def __init__(
+        self,
+        slack: SlackEmulator,
+        twilio: TwilioEmulator,
+        http: httpx.AsyncClient,
+        *,
+        public_url: str,
+        slack_secret: str,
+        sms_number: str,
+    ) -> None:
         self.slack, self.twilio, self.http = slack, twilio, http
         self.slack_secret = slack_secret
         self.sms_number = sms_number
-        self.caller = TwilioCaller(http, public_url=public_url, account_sid=twilio.account_sid,
-                                   auth_token=twilio.auth_token)
+        self.caller = TwilioCaller(
+            http, public_url=public_url, account_sid=twilio.account_sid, auth_token=twilio.auth_token
+        )
         self.closed_views: set[str] = set()
         self.activity: list[dict[str, Any]] = []
         self.phone_log: list[dict[str, Any]] = []
@@ -86,16 +95,17 @@ class SandboxPage:
         ]
 
     async def page(self, request: Request) -> Response:
-        return FileResponse(STATIC / "sandbox.html", media_type="text/html",
-                            headers={"Cache-Control": "no-store"})
+        return FileResponse(
+            STATIC / "sandbox.html", media_type="text/html", headers={"Cache-Control": "no-store"}
+        )
 
     async def asset(self, request: Request) -> Response:
         name = request.path_params["name"]
         if name not in ASSETS:
-            return JSONResponse({"error": {"code": "INVALID_REQUEST", "message": "no such file"}},
-                                status_code=404)
-        return FileResponse(STATIC / name, media_type=ASSETS[name],
-                            headers={"Cache-Control": "no-store"})
+            return JSONResponse(
+                {"error": {"code": "INVALID_REQUEST", "message": "no such file"}}, status_code=404
+            )
+        return FileResponse(STATIC / name, media_type=ASSETS[name], headers={"Cache-Control": "no-store"})
 
     async def state(self, request: Request) -> Response:
         """Everything the page shows, read from the emulators as they are now."""
@@ -105,22 +115,42 @@ class SandboxPage:
             if posted.method != "chat.postMessage":
                 continue
             now = self.slack.latest(posted.channel, posted.ts) or posted
-            messages.append({"channel": posted.channel, "ts": posted.ts, "text": now.text,
-                             "blocks": now.blocks, "threadTs": posted.thread_ts,
-                             "edited": now.method == "chat.update"})
-        ephemerals = [{"channel": e.channel, "ts": e.ts, "user": e.user, "text": e.text,
-                       "blocks": e.blocks, "threadTs": e.thread_ts}
-                      for e in self.slack.ephemerals]
-        views = [{"id": v.id, "view": v.view} for v in self.slack.views
-                 if v.id not in self.closed_views]
+            messages.append(
+                {
+                    "channel": posted.channel,
+                    "ts": posted.ts,
+                    "text": now.text,
+                    "blocks": now.blocks,
+                    "threadTs": posted.thread_ts,
+                    "edited": now.method == "chat.update",
+                }
+            )
+        ephemerals = [
+            {
+                "channel": e.channel,
+                "ts": e.ts,
+                "user": e.user,
+                "text": e.text,
+                "blocks": e.blocks,
+                "threadTs": e.thread_ts,
+            }
+            for e in self.slack.ephemerals
+        ]
+        views = [{"id": v.id, "view": v.view} for v in self.slack.views if v.id not in self.closed_views]
         phones = sorted({DEMO_PHONE, *(t["phone"] for t in self.phone_log)})
-        return JSONResponse({
-            "team": self.slack.team_id, "channels": CHANNELS,
-            "people": [asdict(p) for p in PEOPLE], "messages": messages,
-            "ephemerals": ephemerals, "views": views,
-            "phone": {"bot": self.sms_number, "numbers": phones, "texts": self.phone_log},
-            "activity": self.activity,
-        }, headers={"Cache-Control": "no-store"})
+        return JSONResponse(
+            {
+                "team": self.slack.team_id,
+                "channels": CHANNELS,
+                "people": [asdict(p) for p in PEOPLE],
+                "messages": messages,
+                "ephemerals": ephemerals,
+                "views": views,
+                "phone": {"bot": self.sms_number, "numbers": phones, "texts": self.phone_log},
+                "activity": self.activity,
+            },
+            headers={"Cache-Control": "no-store"},
+        )
 
     async def click(self, body: dict[str, Any]) -> dict[str, Any]:
         """Press a button on a card as `as`, with the request Slack would sign and send."""
@@ -128,12 +158,20 @@ class SandboxPage:
         channel, ts, action = (_text(body, k) for k in ("channel", "ts", "actionId"))
         try:
             response = await self.slack.click(
-                self.http, channel=channel, ts=ts, action_id=action, secret=self.slack_secret,
-                user=who.user_id, team=who.team_id, user_team=who.team_id)
+                self.http,
+                channel=channel,
+                ts=ts,
+                action_id=action,
+                secret=self.slack_secret,
+                user=who.user_id,
+                team=who.team_id,
+                user_team=who.team_id,
+            )
         except LookupError as exc:
             raise PageError(f"{exc}", status=409) from exc
-        self._log(f"block_actions {action} as {who.user_id} ({who.team_id})",
-                  "/slack/events", response.status_code)
+        self._log(
+            f"block_actions {action} as {who.user_id} ({who.team_id})", "/slack/events", response.status_code
+        )
         return {"status": response.status_code}
 
     async def submit(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -148,10 +186,19 @@ class SandboxPage:
             raise PageError(f"no open modal {view_id}", status=409)
         values = {"comment": {"comment": {"type": "plain_text_input", "value": comment or None}}}
         response = await self.slack.submit_view(
-            self.http, secret=self.slack_secret, values=values, index=index,
-            user=who.user_id, team=who.team_id, user_team=who.team_id)
-        self._log(f"view_submission {view_id} as {who.user_id} ({who.team_id})",
-                  "/slack/events", response.status_code)
+            self.http,
+            secret=self.slack_secret,
+            values=values,
+            index=index,
+            user=who.user_id,
+            team=who.team_id,
+            user_team=who.team_id,
+        )
+        self._log(
+            f"view_submission {view_id} as {who.user_id} ({who.team_id})",
+            "/slack/events",
+            response.status_code,
+        )
         errors = _ack_errors(response)
         if errors:
             return {"status": response.status_code, "errors": errors}
@@ -174,15 +221,13 @@ class SandboxPage:
         self._log(f"inbound SMS from {phone}", "/sms/inbound", response.status_code)
         replies = _twiml_messages(response.text) if response.status_code == 200 else []
         for reply in replies:
-            self.phone_log.append({"phone": phone, "dir": "in", "body": reply,
-                                   "at": time.time()})
+            self.phone_log.append({"phone": phone, "dir": "in", "body": reply, "at": time.time()})
         return {"status": response.status_code, "replies": replies}
 
     def _sync_texts(self) -> None:
         # Texts Cosigner sent through the Twilio emulator, appended in the order they arrived.
-        for sent in self.twilio.sent[self._texts_seen:]:
-            self.phone_log.append({"phone": sent.to, "dir": "in", "body": sent.body,
-                                   "at": time.time()})
+        for sent in self.twilio.sent[self._texts_seen :]:
+            self.phone_log.append({"phone": sent.to, "dir": "in", "body": sent.body, "at": time.time()})
         self._texts_seen = len(self.twilio.sent)
 
     def _log(self, what: str, route: str, status: int) -> None:
@@ -203,12 +248,12 @@ class SandboxPage:
                 return _error("the body is not JSON", 400)
             except PageError as exc:
                 return _error(str(exc), exc.status)
+
         return endpoint
 
 
 def _error(message: str, status: int) -> JSONResponse:
-    return JSONResponse({"error": {"code": "INVALID_REQUEST", "message": message}},
-                        status_code=status)
+    return JSONResponse({"error": {"code": "INVALID_REQUEST", "message": message}}, status_code=status)
 
 
 def _person(key: Any) -> Person:

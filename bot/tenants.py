@@ -37,25 +37,36 @@ class TenantKeys:
     async def create(self, name: str) -> str:
         """Create a tenant and return its API key (the only time it is shown)."""
         if not _NAME.match(name):
-            raise InvalidRequest(f"tenant name {name!r} must be lower case letters, digits, - "
-                                 "or _ (as in the policy's [tenants.NAME])", field="name")
+            raise InvalidRequest(
+                f"tenant name {name!r} must be lower case letters, digits, - "
+                "or _ (as in the policy's [tenants.NAME])",
+                field="name",
+            )
         key = f"csk_{secrets.token_urlsafe(32)}"
         try:
             async with self.db.write() as conn:
-                await conn.execute(tenants.insert().values(
-                    id=f"ten_{secrets.token_hex(8)}", name=name, api_key_hash=hash_key(key),
-                    created_at=time.time()))
+                await conn.execute(
+                    tenants.insert().values(
+                        id=f"ten_{secrets.token_hex(8)}",
+                        name=name,
+                        api_key_hash=hash_key(key),
+                        created_at=time.time(),
+                    )
+                )
         except sa.exc.IntegrityError as exc:
-            raise InvalidRequest(f"tenant {name!r} already exists; use `cosigner tenants "
-                                 f"rotate {name}` for a new key", field="name") from exc
+            raise InvalidRequest(
+                f"tenant {name!r} already exists; use `cosigner tenants rotate {name}` for a new key",
+                field="name",
+            ) from exc
         return key
 
     async def rotate(self, name: str) -> str:
         """Replace a tenant's API key; the old one stops working within the cache window."""
         key = f"csk_{secrets.token_urlsafe(32)}"
         async with self.db.write() as conn:
-            result = await conn.execute(tenants.update().where(tenants.c.name == name)
-                                        .values(api_key_hash=hash_key(key)))
+            result = await conn.execute(
+                tenants.update().where(tenants.c.name == name).values(api_key_hash=hash_key(key))
+            )
         if result.rowcount != 1:
             raise InvalidRequest(f"no tenant {name!r}; create it with `cosigner tenants create`")
         self._cache.clear()
@@ -64,24 +75,30 @@ class TenantKeys:
     async def names(self) -> list[str]:
         """Every tenant name."""
         async with self.db.read() as conn:
-            return list((await conn.execute(sa.select(tenants.c.name).order_by(
-                tenants.c.name))).scalars())
+            return list((await conn.execute(sa.select(tenants.c.name).order_by(tenants.c.name))).scalars())
 
     async def resolve(self, authorization: str | None) -> str:
         """The tenant of an `Authorization: Bearer <key>` header, or `Unauthenticated`."""
         if not authorization or not authorization.startswith("Bearer "):
-            raise Unauthenticated("send the tenant API key as `Authorization: Bearer <key>`; "
-                                  "create one with `cosigner tenants create NAME`")
+            raise Unauthenticated(
+                "send the tenant API key as `Authorization: Bearer <key>`; "
+                "create one with `cosigner tenants create NAME`"
+            )
         digest = hash_key(authorization[7:].strip())
         now = time.monotonic()
         hit = self._cache.get(digest)
         if hit is not None and hit[1] > now:
             return hit[0]
-        name = await self.db.run_read(lambda conn: conn.execute(sa.select(tenants.c.name).where(
-            tenants.c.api_key_hash == digest)).scalar_one_or_none())
+        name = await self.db.run_read(
+            lambda conn: conn.execute(
+                sa.select(tenants.c.name).where(tenants.c.api_key_hash == digest)
+            ).scalar_one_or_none()
+        )
         if not isinstance(name, str):
-            raise Unauthenticated("this API key is not known; check for a copy-paste error or "
-                                  "create a key with `cosigner tenants create NAME`")
+            raise Unauthenticated(
+                "this API key is not known; check for a copy-paste error or "
+                "create a key with `cosigner tenants create NAME`"
+            )
         if len(self._cache) > 10000:
             self._cache.clear()
         self._cache[digest] = (name, now + CACHE_SECONDS)

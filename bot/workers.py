@@ -38,8 +38,9 @@ def backoff(attempt: int) -> float:
 class JobWorker:
     """Claims due jobs and runs them: deliver a card, update it, or POST a callback."""
 
-    def __init__(self, engine: Engine, surfaces: Mapping[str, SurfaceAdapter],
-                 http: httpx.AsyncClient, secret: str) -> None:
+    def __init__(
+        self, engine: Engine, surfaces: Mapping[str, SurfaceAdapter], http: httpx.AsyncClient, secret: str
+    ) -> None:
         self.engine = engine
         self.surfaces = surfaces
         self.http = http
@@ -69,27 +70,38 @@ class JobWorker:
 
     async def _claim(self) -> list[Any]:
         now = self.engine.clock()
-        due = (sa.select(jobs.c.id).where(jobs.c.done_at.is_(None), jobs.c.due_at <= now,
-                                          jobs.c.locked_until <= now)
-               .order_by(jobs.c.due_at).limit(BATCH))
+        due = (
+            sa.select(jobs.c.id)
+            .where(jobs.c.done_at.is_(None), jobs.c.due_at <= now, jobs.c.locked_until <= now)
+            .order_by(jobs.c.due_at)
+            .limit(BATCH)
+        )
         if not self.engine.db.is_sqlite:
             due = due.with_for_update(skip_locked=True)
-        stmt = (jobs.update().where(jobs.c.id.in_(due.scalar_subquery()),
-                                    jobs.c.locked_until <= now)
-                .values(locked_until=now + LOCK_SECONDS, attempts=jobs.c.attempts + 1)
-                .returning(jobs.c.id, jobs.c.kind, jobs.c.approval_id, jobs.c.payload,
-                           jobs.c.attempts, jobs.c.deadline_at))
+        stmt = (
+            jobs.update()
+            .where(jobs.c.id.in_(due.scalar_subquery()), jobs.c.locked_until <= now)
+            .values(locked_until=now + LOCK_SECONDS, attempts=jobs.c.attempts + 1)
+            .returning(
+                jobs.c.id,
+                jobs.c.kind,
+                jobs.c.approval_id,
+                jobs.c.payload,
+                jobs.c.attempts,
+                jobs.c.deadline_at,
+            )
+        )
         return await self.engine.db.run_write(lambda conn: list(conn.execute(stmt).all()))
 
-    async def _finish(self, job_id: int, error: str | None = None,
-                      retry_at: float | None = None) -> None:
+    async def _finish(self, job_id: int, error: str | None = None, retry_at: float | None = None) -> None:
         values: dict[str, Any] = {"last_error": error}
         if retry_at is None:
             values["done_at"] = self.engine.clock()
         else:
             values.update(due_at=retry_at, locked_until=0)
         await self.engine.db.run_write(
-            lambda conn: conn.execute(jobs.update().where(jobs.c.id == job_id).values(**values)))
+            lambda conn: conn.execute(jobs.update().where(jobs.c.id == job_id).values(**values))
+        )
 
     async def _run(self, job: Any) -> None:
         kind = job.kind
@@ -124,8 +136,9 @@ class JobWorker:
             return
         adapter = self.surfaces.get(placed.route.surface)
         if adapter is None:
-            await self.engine.fail_closed(job.approval_id, "SURFACE_UNAVAILABLE",
-                                          f"{placed.route.surface} is not configured")
+            await self.engine.fail_closed(
+                job.approval_id, "SURFACE_UNAVAILABLE", f"{placed.route.surface} is not configured"
+            )
             await self._finish(job.id, "surface not configured")
             return
         try:
@@ -136,8 +149,9 @@ class JobWorker:
             return
         except Exception as exc:
             if not await self._retry(job, type(exc).__name__):
-                await self.engine.fail_closed(job.approval_id, "SURFACE_UNAVAILABLE",
-                                              "the card could not be delivered in time")
+                await self.engine.fail_closed(
+                    job.approval_id, "SURFACE_UNAVAILABLE", "the card could not be delivered in time"
+                )
             return
         await self.engine.delivered(job.approval_id, receipt)
         await self._finish(job.id)
@@ -166,29 +180,38 @@ class JobWorker:
         payload = json.loads(job.payload)
         body = json.dumps(self.engine.body(rec), separators=(",", ":")).encode()
         stamp = int(time.time())
-        headers = {"Content-Type": "application/json",
-                   "Cosigner-Signature": sign_callback(callback_secret(self.secret, rec.tenant),
-                                                       body, stamp),
-                   "Cosigner-Delivery": payload["delivery"],
-                   "User-Agent": "cosigner-callback/1"}
+        headers = {
+            "Content-Type": "application/json",
+            "Cosigner-Signature": sign_callback(callback_secret(self.secret, rec.tenant), body, stamp),
+            "Cosigner-Delivery": payload["delivery"],
+            "User-Agent": "cosigner-callback/1",
+        }
         status: int | None = None
         error: str | None = None
         try:
-            response = await self.http.post(rec.callback_url, content=body, headers=headers,
-                                            timeout=10.0)
+            response = await self.http.post(rec.callback_url, content=body, headers=headers, timeout=10.0)
             status = response.status_code
         except httpx.HTTPError as exc:
             error = type(exc).__name__
         ok = status is not None and 200 <= status < 300
-        await self.engine.note(rec.id, "callback_attempt", {
-            "delivery": payload["delivery"], "attempt": job.attempts, "status": status,
-            "error": error, "delivered": ok})
+        await self.engine.note(
+            rec.id,
+            "callback_attempt",
+            {
+                "delivery": payload["delivery"],
+                "attempt": job.attempts,
+                "status": status,
+                "error": error,
+                "delivered": ok,
+            },
+        )
         if ok:
             await self._finish(job.id)
             return
         if not await self._retry(job, error or f"HTTP {status}"):
-            await self.engine.note(rec.id, "callback_abandoned", {
-                "delivery": payload["delivery"], "attempts": job.attempts})
+            await self.engine.note(
+                rec.id, "callback_abandoned", {"delivery": payload["delivery"], "attempts": job.attempts}
+            )
 
 
 class ExpirySweeper:

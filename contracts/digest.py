@@ -9,8 +9,9 @@ from typing import Any
 
 def canonical_json(value: Any) -> bytes:
     """Keys sorted, no spaces, UTF-8: the form digests and signatures are computed over."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False).encode("utf-8")
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    ).encode("utf-8")
 
 
 def parameters_digest(parameters: Any) -> str:

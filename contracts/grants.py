@@ -64,9 +64,17 @@ def _public_keys(jwks: Mapping[str, Any]) -> dict[str, Ed25519PublicKey]:
     return keys
 
 
-def verify_grant(token: str, jwks: Mapping[str, Any], *, tool_name: str,
-                 parameters: Any, tool_call_id: str | None = None, tenant: str | None = None,
-                 now: float | None = None, leeway: int = 5) -> GrantClaims:
+def verify_grant(
+    token: str,
+    jwks: Mapping[str, Any],
+    *,
+    tool_name: str,
+    parameters: Any,
+    tool_call_id: str | None = None,
+    tenant: str | None = None,
+    now: float | None = None,
+    leeway: int = 5,
+) -> GrantClaims:
     """Verify signature, expiry, tool and the digest of the parameters about to be used."""
     try:
         head_b64, body_b64, sig_b64 = token.split(".")
@@ -98,10 +106,16 @@ def verify_grant(token: str, jwks: Mapping[str, Any], *, tool_name: str,
         raise GrantRefused("grant is for another tenant")
     if claims.get("digest") != parameters_digest(parameters):
         raise GrantRefused("parameters differ from the ones the approver saw; do not run the call")
-    return GrantClaims(tenant=claims["tenant"], approval_id=claims["sub"],
-                       execution_id=claims["executionId"], tool_call_id=claims["toolCallId"],
-                       tool_name=claims["toolName"], digest=claims["digest"],
-                       issued_at=int(claims["iat"]), expires_at=int(claims["exp"]))
+    return GrantClaims(
+        tenant=claims["tenant"],
+        approval_id=claims["sub"],
+        execution_id=claims["executionId"],
+        tool_call_id=claims["toolCallId"],
+        tool_name=claims["toolName"],
+        digest=claims["digest"],
+        issued_at=int(claims["iat"]),
+        expires_at=int(claims["exp"]),
+    )
 
 
 def sign_callback(secret: str, body: bytes, timestamp: int) -> str:
@@ -110,8 +124,9 @@ def sign_callback(secret: str, body: bytes, timestamp: int) -> str:
     return f"t={timestamp},v1={mac}"
 
 
-def verify_callback(secret: str, header: str, body: bytes, *, tolerance: int = 300,
-                    now: float | None = None) -> bool:
+def verify_callback(
+    secret: str, header: str, body: bytes, *, tolerance: int = 300, now: float | None = None
+) -> bool:
     """True if `Cosigner-Signature` matches the raw body and is fresh."""
     try:
         parts = dict(p.split("=", 1) for p in header.split(","))

@@ -51,8 +51,9 @@ def api_key() -> str:
     for candidate in (KEY_FILE, Path(__file__).resolve().parent.parent / KEY_FILE):
         if candidate.is_file():
             return candidate.read_text(encoding="utf-8").strip()
-    sys.exit("no API key: start `cosigner dev` first (it writes cosigner-data/demo.key), "
-             "or set COSIGNER_API_KEY")
+    sys.exit(
+        "no API key: start `cosigner dev` first (it writes cosigner-data/demo.key), or set COSIGNER_API_KEY"
+    )
 
 
 def error_of(response: httpx.Response) -> str:
@@ -83,8 +84,11 @@ def describe(decision: dict[str, Any]) -> str:
 
 async def admit_schedule(http: httpx.AsyncClient, run: str) -> None:
     """A nightly job wants to send emails: no person can answer a schedule, so it is refused."""
-    body = {"executionId": f"nightly_{run}", "surface": {"type": "schedule"},
-            "tools": ["lookup_order", "send_email"]}
+    body = {
+        "executionId": f"nightly_{run}",
+        "surface": {"type": "schedule"},
+        "tools": ["lookup_order", "send_email"],
+    }
     r = await http.post("/v1/runs/admit", json=body)
     if r.status_code == 422:
         say(f"REFUSED before start: scheduled run nightly_{run}: {error_of(r)}")
@@ -102,16 +106,19 @@ async def ask(http: httpx.AsyncClient, label: str, **call: Any) -> str | None:
         say(f"REFUSED {call['toolName']}: {error_of(r)}")
         return None
     start = r.json()
-    say(f"WAITING {call['toolName']} ({label}): approval {start['approvalId']}, "
-        f"shown with parameters {start['parameters']}")
+    say(
+        f"WAITING {call['toolName']} ({label}): approval {start['approvalId']}, "
+        f"shown with parameters {start['parameters']}"
+    )
     return str(start["approvalId"])
 
 
 async def wait(http: httpx.AsyncClient, approval_id: str, deadline: float) -> dict[str, Any] | None:
     """Long-poll until the approval is decided or the deadline passes."""
     while (left := deadline - time.monotonic()) > 0:
-        r = await http.get(f"/v1/approvals/{approval_id}",
-                           params={"wait": max(1, min(60, int(left)))}, timeout=70)
+        r = await http.get(
+            f"/v1/approvals/{approval_id}", params={"wait": max(1, min(60, int(left)))}, timeout=70
+        )
         r.raise_for_status()
         decision: dict[str, Any] = r.json()
         if decision["status"] != "pending":
@@ -127,32 +134,62 @@ async def main(url: str, wait_seconds: float) -> int:
         try:
             await http.get("/healthz")
         except httpx.TransportError:
-            sys.exit(f"cannot reach Cosigner at {url}: start it with `cosigner dev` "
-                     "or set COSIGNER_URL")
+            sys.exit(f"cannot reach Cosigner at {url}: start it with `cosigner dev` or set COSIGNER_URL")
         say(f"agent run {run} talking to {url}")
         await admit_schedule(http, run)
-        r = await http.post("/v1/runs/admit", json={
-            "executionId": f"support_{run}", "surface": SLACK,
-            "tools": ["lookup_order", "issue_credit", "issue_refund"]})
+        r = await http.post(
+            "/v1/runs/admit",
+            json={
+                "executionId": f"support_{run}",
+                "surface": SLACK,
+                "tools": ["lookup_order", "issue_credit", "issue_refund"],
+            },
+        )
         if r.status_code != 200:
             say(f"the Slack run was not admitted: {error_of(r)}")
             return 1
         slack_run = {"executionId": f"support_{run}", "surface": SLACK}
         pending = [
-            await ask(http, "read", toolCallId="lookup", toolName="lookup_order",
-                      parameters={"orderId": "ord_4421"}, **slack_run),
-            await ask(http, "Slack, write with confirm", toolCallId="credit",
-                      toolName="issue_credit", parameters={"orderId": "ord_4421",
-                                                           "amountCents": 500},
-                      reason="Late delivery: a goodwill credit", **slack_run),
-            await ask(http, "Slack, danger", toolCallId="refund", toolName="issue_refund",
-                      parameters={"orderId": "ord_4421", "amountCents": 12900,
-                                  "cardToken": f"tok_{secrets.token_hex(8)}"},
-                      reason="Customer says the discount was not applied", **slack_run),
-            await ask(http, "SMS", executionId=f"sms_{run}", toolCallId="email",
-                      toolName="send_email", surface={"type": "sms", "phone": PHONE},
-                      parameters={"to": "customer@example.com", "subject": "Your refund"},
-                      reason="The customer asked for a confirmation by email"),
+            await ask(
+                http,
+                "read",
+                toolCallId="lookup",
+                toolName="lookup_order",
+                parameters={"orderId": "ord_4421"},
+                **slack_run,
+            ),
+            await ask(
+                http,
+                "Slack, write with confirm",
+                toolCallId="credit",
+                toolName="issue_credit",
+                parameters={"orderId": "ord_4421", "amountCents": 500},
+                reason="Late delivery: a goodwill credit",
+                **slack_run,
+            ),
+            await ask(
+                http,
+                "Slack, danger",
+                toolCallId="refund",
+                toolName="issue_refund",
+                parameters={
+                    "orderId": "ord_4421",
+                    "amountCents": 12900,
+                    "cardToken": f"tok_{secrets.token_hex(8)}",
+                },
+                reason="Customer says the discount was not applied",
+                **slack_run,
+            ),
+            await ask(
+                http,
+                "SMS",
+                executionId=f"sms_{run}",
+                toolCallId="email",
+                toolName="send_email",
+                surface={"type": "sms", "phone": PHONE},
+                parameters={"to": "customer@example.com", "subject": "Your refund"},
+                reason="The customer asked for a confirmation by email",
+            ),
         ]
         ids = [p for p in pending if p]
         say(f"waiting for {len(ids)} decisions: answer them at {url}/sandbox")
@@ -171,7 +208,8 @@ async def main(url: str, wait_seconds: float) -> int:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url", default=os.environ.get("COSIGNER_URL", DEFAULT_URL))
-    parser.add_argument("--timeout", type=float, default=600.0,
-                        help="seconds to wait for all decisions (default 600)")
+    parser.add_argument(
+        "--timeout", type=float, default=600.0, help="seconds to wait for all decisions (default 600)"
+    )
     args = parser.parse_args()
     sys.exit(asyncio.run(main(args.url.rstrip("/"), args.timeout)))

@@ -59,8 +59,11 @@ class Receiver(http.server.BaseHTTPRequestHandler):
             self.end_headers()
             return
         decision = json.loads(body)
-        print(f"CALLBACK verified: {decision['toolName']} {decision['status']} "
-              f"(delivery {self.headers.get('Cosigner-Delivery')})", flush=True)
+        print(
+            f"CALLBACK verified: {decision['toolName']} {decision['status']} "
+            f"(delivery {self.headers.get('Cosigner-Delivery')})",
+            flush=True,
+        )
         self.verified.put(decision)
         self.send_response(204)
         self.end_headers()
@@ -81,35 +84,57 @@ def main() -> int:
     print(f"callback receiver listening on {callback}", flush=True)
 
     params = {"orderId": "ord_4421"}
-    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"},
-                      timeout=30) as api:
+    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=30) as api:
         try:
             jwks = api.get("/v1/keys").json()
         except httpx.ConnectError:
             sys.exit(f"nothing answers at {url}: start `cosigner dev` first")
-        answer = api.post("/v1/approvals", json={
-            "executionId": f"exec_{secrets.token_hex(3)}", "toolCallId": "call_1",
-            "toolName": "lookup_order", "parameters": params,
-            "surface": {"type": "api"}, "callbackUrl": callback})
+        answer = api.post(
+            "/v1/approvals",
+            json={
+                "executionId": f"exec_{secrets.token_hex(3)}",
+                "toolCallId": "call_1",
+                "toolName": "lookup_order",
+                "parameters": params,
+                "surface": {"type": "api"},
+                "callbackUrl": callback,
+            },
+        )
         decision = answer.json()
         if answer.status_code != 200 or decision.get("status") != "approved":
             print(f"unexpected answer {answer.status_code}: {decision}", flush=True)
             return 1
         try:
-            claims = verify_grant(decision["grant"], jwks, tool_name="lookup_order",
-                                  parameters=params, tool_call_id="call_1", tenant=tenant)
+            claims = verify_grant(
+                decision["grant"],
+                jwks,
+                tool_name="lookup_order",
+                parameters=params,
+                tool_call_id="call_1",
+                tenant=tenant,
+            )
         except GrantRefused as exc:
             print(f"GRANT REFUSED: {exc}", flush=True)
             return 1
-        print(f"GRANT OK for {claims.tool_name} (approval {claims.approval_id}, tenant "
-              f"{claims.tenant}): running it", flush=True)
-        api.post(f"/v1/approvals/{claims.approval_id}/result",
-                 json={"outcome": "succeeded", "result": {"status": "shipped"}})
+        print(
+            f"GRANT OK for {claims.tool_name} (approval {claims.approval_id}, tenant "
+            f"{claims.tenant}): running it",
+            flush=True,
+        )
+        api.post(
+            f"/v1/approvals/{claims.approval_id}/result",
+            json={"outcome": "succeeded", "result": {"status": "shipped"}},
+        )
         print("RESULT reported to the audit record", flush=True)
 
         try:
-            verify_grant(decision["grant"], jwks, tool_name="lookup_order",
-                         parameters={"orderId": "ord_9999"}, tool_call_id="call_1")
+            verify_grant(
+                decision["grant"],
+                jwks,
+                tool_name="lookup_order",
+                parameters={"orderId": "ord_9999"},
+                tool_call_id="call_1",
+            )
             print("a tampered call was accepted: this must not happen", flush=True)
             return 1
         except GrantRefused as exc:
@@ -121,8 +146,11 @@ def main() -> int:
         print("no verified callback arrived within 10 s", flush=True)
         return 1
     forged = json.dumps({**decision, "status": "approved"}).encode()
-    response = httpx.post(callback, content=forged, headers={
-        "Cosigner-Signature": sign_callback("whsec_not_the_secret", forged, int(time.time()))})
+    response = httpx.post(
+        callback,
+        content=forged,
+        headers={"Cosigner-Signature": sign_callback("whsec_not_the_secret", forged, int(time.time()))},
+    )
     print(f"forged callback answered {response.status_code}", flush=True)
     server.shutdown()
     return 0 if response.status_code == 401 else 1

@@ -70,53 +70,73 @@ class Database:
         try:
             parsed = make_url(url)
         except sa.exc.ArgumentError as exc:
-            raise DatabaseUrlError("COSIGNER_DATABASE_URL is not a database URL; write e.g. "
-                                   "sqlite+aiosqlite:///cosigner.db") from exc
+            raise DatabaseUrlError(
+                "COSIGNER_DATABASE_URL is not a database URL; write e.g. sqlite+aiosqlite:///cosigner.db"
+            ) from exc
         self.url = url
         shown = safe_url(url)  # messages never carry the password
         self.dialect = parsed.get_backend_name()
         if self.dialect == "sqlite":
             if parsed.get_driver_name() != "aiosqlite":
                 raise DatabaseUrlError(
-                    f"{shown!r}: use the async driver, e.g. sqlite+aiosqlite:///cosigner.db")
+                    f"{shown!r}: use the async driver, e.g. sqlite+aiosqlite:///cosigner.db"
+                )
             if not parsed.database or parsed.database == ":memory:":
                 raise DatabaseUrlError(f"{shown!r}: give SQLite a file path; in-memory is not shared")
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-            self.writer = create_async_engine(url, pool_size=1, max_overflow=0, pool_timeout=60,
-                                              hide_parameters=True)
-            self.reader = create_async_engine(url, pool_size=2, max_overflow=0, pool_timeout=60,
-                                              hide_parameters=True)
+            self.writer = create_async_engine(
+                url, pool_size=1, max_overflow=0, pool_timeout=60, hide_parameters=True
+            )
+            self.reader = create_async_engine(
+                url, pool_size=2, max_overflow=0, pool_timeout=60, hide_parameters=True
+            )
             _configure_sqlite(self.writer.sync_engine, immediate=True)
             _configure_sqlite(self.reader.sync_engine, immediate=False)
             sync_url = parsed.set(drivername="sqlite+pysqlite")
             self._sync_writer: Engine | None = sa.create_engine(
-                sync_url, pool_size=1, max_overflow=0, connect_args={"check_same_thread": False},
-                hide_parameters=True)
+                sync_url,
+                pool_size=1,
+                max_overflow=0,
+                connect_args={"check_same_thread": False},
+                hide_parameters=True,
+            )
             self._sync_reader: Engine | None = sa.create_engine(
-                sync_url, pool_size=READ_THREADS, max_overflow=0,
-                connect_args={"check_same_thread": False}, hide_parameters=True)
+                sync_url,
+                pool_size=READ_THREADS,
+                max_overflow=0,
+                connect_args={"check_same_thread": False},
+                hide_parameters=True,
+            )
             _configure_sqlite(self._sync_writer, immediate=True)
             _configure_sqlite(self._sync_reader, immediate=False)
             self._group: GroupWriter | None = GroupWriter(self._sync_writer)
             self._read_threads: ThreadPoolExecutor | None = ThreadPoolExecutor(
-                READ_THREADS, thread_name_prefix="cosigner-db-read")
+                READ_THREADS, thread_name_prefix="cosigner-db-read"
+            )
         elif self.dialect == "postgresql":
             if parsed.get_driver_name() != "asyncpg":
                 raise DatabaseUrlError(
-                    f"{shown!r}: use the async driver, e.g. postgresql+asyncpg://user@host/db")
+                    f"{shown!r}: use the async driver, e.g. postgresql+asyncpg://user@host/db"
+                )
             connect_args: dict[str, Any] = {}
             if schema:
                 connect_args["server_settings"] = {"search_path": schema}
-            self.writer = create_async_engine(url, pool_size=pool_size, max_overflow=pool_size,
-                                              connect_args=connect_args, pool_recycle=1800,
-                                              hide_parameters=True)
+            self.writer = create_async_engine(
+                url,
+                pool_size=pool_size,
+                max_overflow=pool_size,
+                connect_args=connect_args,
+                pool_recycle=1800,
+                hide_parameters=True,
+            )
             self.reader = self.writer
             self._sync_writer = self._sync_reader = None
             self._group = None
             self._read_threads = None
         else:
             raise DatabaseUrlError(
-                f"{shown!r}: Cosigner runs on sqlite+aiosqlite:// or postgresql+asyncpg://")
+                f"{shown!r}: Cosigner runs on sqlite+aiosqlite:// or postgresql+asyncpg://"
+            )
         self.schema = schema
 
     @property
@@ -137,7 +157,8 @@ class Database:
         """Run the synchronous `fn(conn)` on a read connection (no transaction held)."""
         if self._read_threads is not None:
             return await asyncio.get_running_loop().run_in_executor(
-                self._read_threads, self._on_connection, self._sync_reader, fn)
+                self._read_threads, self._on_connection, self._sync_reader, fn
+            )
         async with self.reader.connect() as conn:
             # Autocommit: a read needs no BEGIN/ROLLBACK round trips to the server.
             auto = await conn.execution_options(isolation_level="AUTOCOMMIT")

@@ -1,8 +1,8 @@
 """Run a real Cosigner app in-process for tests: real database, real engine, real surfaces.
 
-    async with cosigner_app(POLICY, database=db) as h:
-        key = await h.create_tenant("acme")
-        r = await h.client.post("/v1/approvals", json=..., headers=h.auth(key))
+async with cosigner_app(POLICY, database=db) as h:
+    key = await h.create_tenant("acme")
+    r = await h.client.post("/v1/approvals", json=..., headers=h.auth(key))
 """
 
 from __future__ import annotations
@@ -138,15 +138,27 @@ def make_settings(**overrides: Any) -> Settings:
 
 
 @asynccontextmanager
-async def cosigner_app(policy_toml: str = DEFAULT_POLICY, *, db: Database | None = None,
-                       database_kind: str = "sqlite", surfaces: Sequence[SurfaceFactory] = (),
-                       http: httpx.AsyncClient | None = None, run_workers: bool = True,
-                       **settings: Any) -> AsyncIterator[Harness]:
+async def cosigner_app(
+    policy_toml: str = DEFAULT_POLICY,
+    *,
+    db: Database | None = None,
+    database_kind: str = "sqlite",
+    surfaces: Sequence[SurfaceFactory] = (),
+    http: httpx.AsyncClient | None = None,
+    run_workers: bool = True,
+    **settings: Any,
+) -> AsyncIterator[Harness]:
     """Build, start and serve an app over `httpx.ASGITransport`."""
     async with _maybe_db(db, database_kind) as database_:
-        app = build_app(make_settings(**settings), policy=load_policy(policy_toml),
-                        db=database_, surfaces=surfaces, http=http, run_workers=run_workers,
-                        migrate=False)
+        app = build_app(
+            make_settings(**settings),
+            policy=load_policy(policy_toml),
+            db=database_,
+            surfaces=surfaces,
+            http=http,
+            run_workers=run_workers,
+            migrate=False,
+        )
         async with app.router.lifespan_context(app):
             transport = httpx.ASGITransport(app=app)
             async with httpx.AsyncClient(transport=transport, base_url=BASE_URL) as client:
@@ -173,8 +185,9 @@ async def until(check: Callable[[], Any], seconds: float = 5.0, interval: float 
 
 
 @asynccontextmanager
-async def slack_app(policy_toml: str, *, secret: str, app_id: str, team_id: str = "T0ACME",
-                    database_kind: str = "sqlite") -> AsyncIterator[tuple[Harness, Any]]:
+async def slack_app(
+    policy_toml: str, *, secret: str, app_id: str, team_id: str = "T0ACME", database_kind: str = "sqlite"
+) -> AsyncIterator[tuple[Harness, Any]]:
     """A started app whose Slack surface talks to a fresh emulator: yields (harness, emulator)."""
     from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -182,12 +195,10 @@ async def slack_app(policy_toml: str, *, secret: str, app_id: str, team_id: str 
     from surfaces.slack import SlackAdapter, SlackConfig, SlackEmulator
 
     async with SlackEmulator.running(team_id=team_id, app_id=app_id) as emu:
-        config = SlackConfig(signing_secret=secret, bot_token="xoxb-acme", api_url=emu.api_url,
-                             app_id=app_id)
+        config = SlackConfig(signing_secret=secret, bot_token="xoxb-acme", api_url=emu.api_url, app_id=app_id)
 
         def factory(desk: ApprovalDesk, db: AsyncEngine) -> SlackAdapter:
             return SlackAdapter(config, desk, db)
 
-        async with cosigner_app(policy_toml, surfaces=[factory],
-                                database_kind=database_kind) as h:
+        async with cosigner_app(policy_toml, surfaces=[factory], database_kind=database_kind) as h:
             yield h, emu

@@ -47,14 +47,25 @@ def populate(path: Path) -> list[str]:
                 key = await h.create_tenant("acme")
                 ids = []
                 for call_id, tool in [("c1", "issue_refund"), ("c2", "lookup_order")]:
-                    r = await h.client.post("/v1/approvals", headers=h.auth(key), json={
-                        "executionId": "run_1", "toolCallId": call_id, "toolName": tool,
-                        "parameters": {"orderId": "o1", "cardToken": "tok_secret_cli"},
-                        "reason": "r", "surface": {"type": "dashboard", "userId": "u_1"}})
+                    r = await h.client.post(
+                        "/v1/approvals",
+                        headers=h.auth(key),
+                        json={
+                            "executionId": "run_1",
+                            "toolCallId": call_id,
+                            "toolName": tool,
+                            "parameters": {"orderId": "o1", "cardToken": "tok_secret_cli"},
+                            "reason": "r",
+                            "surface": {"type": "dashboard", "userId": "u_1"},
+                        },
+                    )
                     assert r.status_code in (200, 201), r.text
                     ids.append(r.json()["approvalId"])
-                r = await h.client.post(f"/v1/approvals/{ids[0]}/decision", headers=h.auth(key),
-                                        json={"decision": "deny", "userId": "u_1"})
+                r = await h.client.post(
+                    f"/v1/approvals/{ids[0]}/decision",
+                    headers=h.auth(key),
+                    json={"decision": "deny", "userId": "u_1"},
+                )
                 assert r.status_code == 200, r.text
                 return ids
         finally:
@@ -65,6 +76,7 @@ def populate(path: Path) -> list[str]:
 
 # --- policy check ----------------------------------------------------------------------------
 
+
 def test_policy_check_accepts_the_example(db_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["policy", "check", str(REPO / "policy.example.toml")]) == 0
     out = capsys.readouterr().out
@@ -73,7 +85,8 @@ def test_policy_check_accepts_the_example(db_path: Path, capsys: pytest.CaptureF
 
 
 def test_policy_check_lists_every_problem_with_its_path(
-        tmp_path: Path, db_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, db_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text("""
 [defaults]
@@ -97,16 +110,19 @@ sms_from = "555"
     assert "4 problem" in captured.err
 
 
-def test_policy_check_of_a_missing_file(tmp_path: Path, db_path: Path,
-                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_policy_check_of_a_missing_file(
+    tmp_path: Path, db_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["policy", "check", str(tmp_path / "nope.toml")]) == 2
     assert "nope.toml" in capsys.readouterr().err
 
 
 # --- tenants -----------------------------------------------------------------------------------
 
+
 def test_tenants_create_prints_the_key_once_and_stores_only_its_hash(
-        db_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["tenants", "create", "acme"]) == 0
     out = capsys.readouterr().out
     keys = re.findall(r"csk_[A-Za-z0-9_-]+", out)
@@ -123,8 +139,7 @@ def test_tenants_create_prints_the_key_once_and_stores_only_its_hash(
     assert capsys.readouterr().out.split() == ["acme"]
 
 
-def test_tenants_create_twice_fails_clearly(db_path: Path,
-                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_tenants_create_twice_fails_clearly(db_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["tenants", "create", "acme"]) == 0
     first = capsys.readouterr().out
     assert main(["tenants", "create", "acme"]) == 2
@@ -137,25 +152,26 @@ def test_tenants_create_twice_fails_clearly(db_path: Path,
     assert hashes == [hashlib.sha256(key.encode()).hexdigest()], "the first key still works"
 
 
-def test_tenants_create_rejects_a_bad_name(db_path: Path,
-                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_tenants_create_rejects_a_bad_name(db_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["tenants", "create", "Not A Name"]) == 2
     assert "lower case" in capsys.readouterr().err
 
 
 # --- audit -------------------------------------------------------------------------------------
 
-def test_audit_verify_clean_and_after_an_edit(db_path: Path,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
+
+def test_audit_verify_clean_and_after_an_edit(db_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["audit", "verify"]) == 0, "an empty database verifies"
     assert "0 events" in capsys.readouterr().out
     ids = populate(db_path)
     assert main(["audit", "verify"]) == 0
     assert "audit OK" in capsys.readouterr().out
     with sync_engine(db_path).begin() as conn:
-        conn.execute(audit_events.update().where(sa.and_(
-            audit_events.c.approval_id == ids[0], audit_events.c.seq == 1)).values(
-            data=json.dumps({"parameters": {}})))
+        conn.execute(
+            audit_events.update()
+            .where(sa.and_(audit_events.c.approval_id == ids[0], audit_events.c.seq == 1))
+            .values(data=json.dumps({"parameters": {}}))
+        )
     assert main(["audit", "verify"]) == 1
     captured = capsys.readouterr()
     assert f"BROKEN {ids[0]} seq 1" in captured.out
@@ -185,8 +201,7 @@ def test_audit_export_prints_json_lines(db_path: Path, capsys: pytest.CaptureFix
     everything = _export(capsys)
     assert len(everything) == total >= 4
     assert {e["approvalId"] for e in everything} == set(ids)
-    assert all({"seq", "at", "event", "actor", "data", "hash", "prevHash"} <= set(e)
-               for e in everything)
+    assert all({"seq", "at", "event", "actor", "data", "hash", "prevHash"} <= set(e) for e in everything)
     assert [e["at"] for e in everything] == sorted(e["at"] for e in everything)
     assert "tok_secret_cli" not in json.dumps(everything), "the export is redacted"
     assert _export(capsys, "--since", "2000-01-01T00:00:00Z") == everything
@@ -215,8 +230,8 @@ def test_audit_show(db_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
 # --- migrate ---------------------------------------------------------------------------------
 
-def test_migrate_creates_a_fresh_database(db_path: Path,
-                                          capsys: pytest.CaptureFixture[str]) -> None:
+
+def test_migrate_creates_a_fresh_database(db_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert not db_path.exists()
     assert main(["migrate"]) == 0
     first = capsys.readouterr().out
@@ -228,8 +243,9 @@ def test_migrate_creates_a_fresh_database(db_path: Path,
     assert capsys.readouterr().out == first
 
 
-def test_bad_database_url_is_a_clear_error(monkeypatch: pytest.MonkeyPatch,
-                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_database_url_is_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv("COSIGNER_DATABASE_URL", "mysql://nope")
     assert main(["migrate"]) == 2
     assert "sqlite+aiosqlite" in capsys.readouterr().err

@@ -212,8 +212,9 @@ class SlackAdapter:
         declared = request.headers.get("content-length", "0")
         # isascii: "²".isdigit() is True, and int("²") would raise (a 500).
         if not (declared.isascii() and declared.isdigit()) or int(declared) > MAX_BODY:
-            return JSONResponse({"error": {"code": "INVALID_REQUEST", "message": (
-                "request too large")}}, status_code=413)
+            return JSONResponse(
+                {"error": {"code": "INVALID_REQUEST", "message": ("request too large")}}, status_code=413
+            )
         body = await request.body()
         if len(body) > MAX_BODY or not self._signed(body, request):
             # Never log the body: it can carry card content and personal data.
@@ -221,9 +222,18 @@ class SlackAdapter:
                 "Refused a Slack request: bad or stale signature "
                 "(check SLACK_SIGNING_SECRET and the server clock)"
             )
-            return JSONResponse({"error": {"code": "INVALID_SIGNATURE", "message": (
-                "the request is not signed with this app's signing secret, or is older than "
-                "5 minutes")}}, status_code=401)
+            return JSONResponse(
+                {
+                    "error": {
+                        "code": "INVALID_SIGNATURE",
+                        "message": (
+                            "the request is not signed with this app's signing secret, or is older than "
+                            "5 minutes"
+                        ),
+                    }
+                },
+                status_code=401,
+            )
         return await self._handler.handle(request)
 
     async def _oauth(self, request: Request) -> Response:

@@ -16,8 +16,13 @@ DASH = {"type": "dashboard", "userId": "u_1"}
 
 
 def call(call_id: str = "c1", **extra: Any) -> dict[str, Any]:
-    body = {"executionId": "run_1", "toolCallId": call_id, "toolName": "issue_refund",
-            "parameters": {"orderId": "ord_1", "amountCents": 12900}, "surface": DASH}
+    body = {
+        "executionId": "run_1",
+        "toolCallId": call_id,
+        "toolName": "issue_refund",
+        "parameters": {"orderId": "ord_1", "amountCents": 12900},
+        "surface": DASH,
+    }
     body.update(extra)
     return body
 
@@ -30,8 +35,9 @@ def test_fullwidth_spellings_of_secret_keys_are_redacted(key: str) -> None:
 async def test_a_secret_in_the_reason_never_reaches_card_or_audit(db_kind: str) -> None:
     async with cosigner_app(database_kind=db_kind) as h:
         key = await h.create_tenant("acme")
-        r = await h.client.post("/v1/approvals", headers=h.auth(key), json=call(
-            reason=f"use key {STRIPE} on card {CARD}"))
+        r = await h.client.post(
+            "/v1/approvals", headers=h.auth(key), json=call(reason=f"use key {STRIPE} on card {CARD}")
+        )
         assert r.status_code == 201, r.text
         aid = r.json()["approvalId"]
         placed = await h.desk.placed(aid)
@@ -44,22 +50,30 @@ async def test_a_secret_in_the_reason_never_reaches_card_or_audit(db_kind: str) 
 async def test_a_secret_in_a_reported_error_never_reaches_the_audit(db_kind: str) -> None:
     async with cosigner_app(database_kind=db_kind) as h:
         key = await h.create_tenant("acme")
-        aid = (await h.client.post("/v1/approvals", headers=h.auth(key),
-                                   json=call())).json()["approvalId"]
-        await h.client.post(f"/v1/approvals/{aid}/decision", headers=h.auth(key),
-                            json={"decision": "approve", "userId": "u_1"})
-        r = await h.client.post(f"/v1/approvals/{aid}/result", headers=h.auth(key),
-                                json={"outcome": "failed", "error": f"card {CARD} declined"})
+        aid = (await h.client.post("/v1/approvals", headers=h.auth(key), json=call())).json()["approvalId"]
+        await h.client.post(
+            f"/v1/approvals/{aid}/decision",
+            headers=h.auth(key),
+            json={"decision": "approve", "userId": "u_1"},
+        )
+        r = await h.client.post(
+            f"/v1/approvals/{aid}/result",
+            headers=h.auth(key),
+            json={"outcome": "failed", "error": f"card {CARD} declined"},
+        )
         assert r.status_code == 200, r.text
         audit = await h.client.get(f"/v1/approvals/{aid}/audit", headers=h.auth(key))
         assert CARD not in audit.text
 
 
-@pytest.mark.parametrize("body", [
-    call(surface={"type": STRIPE}),
-    call(surface={"type": "dashboard", "userId": "u_1", STRIPE: 1}),
-    {**call(), STRIPE: 1},
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        call(surface={"type": STRIPE}),
+        call(surface={"type": "dashboard", "userId": "u_1", STRIPE: 1}),
+        {**call(), STRIPE: 1},
+    ],
+)
 async def test_validation_errors_do_not_echo_what_was_sent(body: dict[str, Any]) -> None:
     async with cosigner_app() as h:
         key = await h.create_tenant("acme")
@@ -73,10 +87,8 @@ async def test_validation_errors_do_not_echo_what_was_sent(body: dict[str, Any])
 async def test_a_non_ascii_digit_wait_is_a_400(wait: str) -> None:
     async with cosigner_app() as h:
         key = await h.create_tenant("acme")
-        aid = (await h.client.post("/v1/approvals", headers=h.auth(key),
-                                   json=call())).json()["approvalId"]
-        r = await h.client.get(f"/v1/approvals/{aid}", params={"wait": wait},
-                               headers=h.auth(key))
+        aid = (await h.client.post("/v1/approvals", headers=h.auth(key), json=call())).json()["approvalId"]
+        r = await h.client.get(f"/v1/approvals/{aid}", params={"wait": wait}, headers=h.auth(key))
         assert r.status_code == 400, r.text
         assert r.json()["error"]["field"] == "wait"
 
@@ -88,8 +100,9 @@ async def test_a_nul_character_is_a_400_naming_the_field_not_a_500(db_kind: str)
         r = await h.client.post("/v1/approvals", headers=h.auth(key), content=raw)
         assert r.status_code == 400, r.text
         assert r.json()["error"]["field"] == "reason"
-        aid = (await h.client.post("/v1/approvals", headers=h.auth(key),
-                                   json=call("c2"))).json()["approvalId"]
+        aid = (await h.client.post("/v1/approvals", headers=h.auth(key), json=call("c2"))).json()[
+            "approvalId"
+        ]
         raw = json.dumps({"decision": "approve", "userId": "u_1", "comment": "ok\u0000"}).encode()
         r = await h.client.post(f"/v1/approvals/{aid}/decision", headers=h.auth(key), content=raw)
         assert r.status_code == 400, r.text
@@ -115,12 +128,24 @@ async def test_a_non_ascii_digit_content_length_is_not_a_500(path: str) -> None:
         # httpx will not send this header, so speak ASGI directly: latin-1 "²" passes
         # str.isdigit() but not int().
         sent: list[dict[str, Any]] = []
-        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
-                 "method": "POST", "scheme": "http", "path": path, "raw_path": path.encode(),
-                 "query_string": b"", "root_path": "", "server": ("cosigner.test", 80),
-                 "client": ("127.0.0.1", 1), "headers": [
-                     (b"authorization", f"Bearer {key}".encode()),
-                     (b"content-type", b"application/json"), (b"content-length", b"\xb2")]}
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": "POST",
+            "scheme": "http",
+            "path": path,
+            "raw_path": path.encode(),
+            "query_string": b"",
+            "root_path": "",
+            "server": ("cosigner.test", 80),
+            "client": ("127.0.0.1", 1),
+            "headers": [
+                (b"authorization", f"Bearer {key}".encode()),
+                (b"content-type", b"application/json"),
+                (b"content-length", b"\xb2"),
+            ],
+        }
 
         async def receive() -> dict[str, Any]:
             return {"type": "http.request", "body": b"{}", "more_body": False}
@@ -133,12 +158,15 @@ async def test_a_non_ascii_digit_content_length_is_not_a_500(path: str) -> None:
         assert 400 <= status < 500, sent
 
 
-@pytest.mark.parametrize("parameters", [
-    {"Customer": {"email": "jo@example.com"}},
-    {"customer": {"EMAIL": "jo@example.com"}},
-    {"customer": {"ｅmail": "jo@example.com"}},
-    {"customer_": {"e-mail": "jo@example.com"}},
-])
+@pytest.mark.parametrize(
+    "parameters",
+    [
+        {"Customer": {"email": "jo@example.com"}},
+        {"customer": {"EMAIL": "jo@example.com"}},
+        {"customer": {"ｅmail": "jo@example.com"}},
+        {"customer_": {"e-mail": "jo@example.com"}},
+    ],
+)
 def test_policy_paths_match_keys_whatever_their_case_or_width(parameters: dict[str, Any]) -> None:
     shown = json.dumps(redact(parameters, ["customer.email"]), ensure_ascii=False)
     assert "jo@example.com" not in shown
@@ -147,7 +175,10 @@ def test_policy_paths_match_keys_whatever_their_case_or_width(parameters: dict[s
 async def test_a_policy_redacted_key_in_other_case_is_not_shown(db_kind: str) -> None:
     async with cosigner_app(database_kind=db_kind) as h:  # issue_refund redacts customer.email
         key = await h.create_tenant("acme")
-        r = await h.client.post("/v1/approvals", headers=h.auth(key), json=call(
-            parameters={"amountCents": 12900, "Customer": {"Email": "jo@example.com"}}))
+        r = await h.client.post(
+            "/v1/approvals",
+            headers=h.auth(key),
+            json=call(parameters={"amountCents": 12900, "Customer": {"Email": "jo@example.com"}}),
+        )
         assert r.status_code == 201, r.text
         assert "jo@example.com" not in r.text

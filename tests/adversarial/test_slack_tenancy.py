@@ -39,10 +39,19 @@ async def test_an_agent_naming_another_tenants_enterprise_is_refused(world: Any)
     surface, routes the card to a globex channel and names a globex user as requester: a
     click from globex's org must never decide acme's request (nor may the request be made)."""
     h, emu, key = world
-    body = {"executionId": "run_1", "toolCallId": "c1", "toolName": "issue_refund",
-            "parameters": {"amountCents": 990000},
-            "surface": {"type": "slack", "teamId": "T0ACME", "enterpriseId": "E0GLOBEX",
-                        "channelId": "C0GLOBEX", "userId": "W0GLOBEX"}}
+    body = {
+        "executionId": "run_1",
+        "toolCallId": "c1",
+        "toolName": "issue_refund",
+        "parameters": {"amountCents": 990000},
+        "surface": {
+            "type": "slack",
+            "teamId": "T0ACME",
+            "enterpriseId": "E0GLOBEX",
+            "channelId": "C0GLOBEX",
+            "userId": "W0GLOBEX",
+        },
+    }
     r = await h.client.post("/v1/approvals", json=body, headers=h.auth(key))
     if r.status_code != 201:
         assert r.status_code == 403, r.text
@@ -58,11 +67,24 @@ async def test_an_agent_naming_another_tenants_enterprise_is_refused(world: Any)
         assert time.monotonic() < deadline
         await asyncio.sleep(0.02)
     card = next(m for m in emu.messages if m.method == "chat.postMessage")
-    button = next(e for b in card.blocks if b["type"] == "actions" for e in b["elements"]
-                  if e["action_id"] == "cosigner.approve")
-    payload = block_actions_payload(action=button, blocks=card.blocks, channel=card.channel,
-                                    ts=card.ts, user="W0GLOBEX", user_team="T0GLOBEX1",
-                                    team="T0GLOBEX1", enterprise="E0GLOBEX", app_id=APP_ID)
+    button = next(
+        e
+        for b in card.blocks
+        if b["type"] == "actions"
+        for e in b["elements"]
+        if e["action_id"] == "cosigner.approve"
+    )
+    payload = block_actions_payload(
+        action=button,
+        blocks=card.blocks,
+        channel=card.channel,
+        ts=card.ts,
+        user="W0GLOBEX",
+        user_team="T0GLOBEX1",
+        team="T0GLOBEX1",
+        enterprise="E0GLOBEX",
+        app_id=APP_ID,
+    )
     await send_signed(h.client, "/slack/events", payload, secret=SECRET)
     got = await h.client.get(f"/v1/approvals/{approval_id}", headers=h.auth(key))
     assert got.json()["status"] == "pending", "a person of another tenant decided acme's request"
@@ -70,9 +92,20 @@ async def test_an_agent_naming_another_tenants_enterprise_is_refused(world: Any)
 
 async def test_admit_refuses_another_tenants_enterprise_too(world: Any) -> None:
     h, _, key = world
-    r = await h.client.post("/v1/runs/admit", headers=h.auth(key), json={
-        "executionId": "run_1", "tools": ["issue_refund"],
-        "surface": {"type": "slack", "teamId": "T0ACME", "enterpriseId": "E0GLOBEX",
-                    "channelId": "C0GLOBEX", "userId": "W0GLOBEX"}})
+    r = await h.client.post(
+        "/v1/runs/admit",
+        headers=h.auth(key),
+        json={
+            "executionId": "run_1",
+            "tools": ["issue_refund"],
+            "surface": {
+                "type": "slack",
+                "teamId": "T0ACME",
+                "enterpriseId": "E0GLOBEX",
+                "channelId": "C0GLOBEX",
+                "userId": "W0GLOBEX",
+            },
+        },
+    )
     assert r.status_code == 403, r.text
     assert r.json()["error"]["code"] == "WRONG_TENANT"

@@ -17,14 +17,24 @@ from tests.harness import Harness, cosigner_app
 DASH = {"type": "dashboard", "userId": "u_1"}
 
 
-def call(tool: str = "issue_refund", call_id: str = "c1", execution: str = "run_1",
-         params: dict[str, Any] | None = None, surface: dict[str, Any] | None = None,
-         **extra: Any) -> dict[str, Any]:
-    body = {"executionId": execution, "toolCallId": call_id, "toolName": tool,
-            "parameters": params if params is not None else
-            {"orderId": "ord_1", "amountCents": 12900, "cardToken": "tok_live_secret"},
-            "reason": "Customer says the discount was not applied",
-            "surface": surface or DASH}
+def call(
+    tool: str = "issue_refund",
+    call_id: str = "c1",
+    execution: str = "run_1",
+    params: dict[str, Any] | None = None,
+    surface: dict[str, Any] | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    body = {
+        "executionId": execution,
+        "toolCallId": call_id,
+        "toolName": tool,
+        "parameters": params
+        if params is not None
+        else {"orderId": "ord_1", "amountCents": 12900, "cardToken": "tok_live_secret"},
+        "reason": "Customer says the discount was not applied",
+        "surface": surface or DASH,
+    }
     body.update(extra)
     return body
 
@@ -38,17 +48,20 @@ async def start(h: Harness, key: str, **kw: Any) -> dict[str, Any]:
 async def test_modes_decide_without_a_person_or_ask(db_kind: str) -> None:
     async with cosigner_app(database_kind=db_kind) as h:
         key = await h.create_tenant("acme")
-        read = await h.client.post("/v1/approvals", headers=h.auth(key), json=call(
-            "lookup_order", params={"orderId": "o1"}))
+        read = await h.client.post(
+            "/v1/approvals", headers=h.auth(key), json=call("lookup_order", params={"orderId": "o1"})
+        )
         assert read.status_code == 200
         assert read.json()["status"] == "approved"
         assert read.json()["decidedBy"]["kind"] == "policy"
         assert read.json()["grant"]
-        unknown = await h.client.post("/v1/approvals", headers=h.auth(key),
-                                      json=call("launch_rocket", call_id="c2", params={}))
+        unknown = await h.client.post(
+            "/v1/approvals", headers=h.auth(key), json=call("launch_rocket", call_id="c2", params={})
+        )
         assert unknown.status_code == 201, "a tool the policy does not know is danger"
-        denied = await h.client.post("/v1/approvals", headers=h.auth(key),
-                                     json=call("delete_account", call_id="c9", params={}))
+        denied = await h.client.post(
+            "/v1/approvals", headers=h.auth(key), json=call("delete_account", call_id="c9", params={})
+        )
         assert denied.status_code == 403
         err = denied.json()["error"]
         assert err["code"] == "PERMISSION_DENIED"
@@ -59,8 +72,12 @@ async def test_modes_decide_without_a_person_or_ask(db_kind: str) -> None:
 async def test_start_body_is_redacted_and_digest_binds_unredacted(db_kind: str) -> None:
     async with cosigner_app(database_kind=db_kind) as h:
         key = await h.create_tenant("acme")
-        params = {"orderId": "ord_1", "amountCents": 12900, "cardToken": "tok_live_secret",
-                  "customer": {"email": "a@b.example", "name": "Ann"}}
+        params = {
+            "orderId": "ord_1",
+            "amountCents": 12900,
+            "cardToken": "tok_live_secret",
+            "customer": {"email": "a@b.example", "name": "Ann"},
+        }
         body = await start(h, key, params=params)
         assert body["parameters"]["cardToken"] == "[REDACTED]"
         assert body["parameters"]["customer"] == {"email": "[REDACTED]", "name": "Ann"}
@@ -80,8 +97,9 @@ async def test_idempotent_create_and_parameters_mismatch(db_kind: str) -> None:
         first = await start(h, key)
         again = await start(h, key)
         assert again["approvalId"] == first["approvalId"]
-        r = await h.client.post("/v1/approvals", headers=h.auth(key),
-                                json=call(params={"orderId": "ord_1", "amountCents": 99999}))
+        r = await h.client.post(
+            "/v1/approvals", headers=h.auth(key), json=call(params={"orderId": "ord_1", "amountCents": 99999})
+        )
         assert r.status_code == 409
         assert r.json()["error"]["code"] == "PARAMETERS_MISMATCH"
         assert r.json()["error"]["approvalId"] == first["approvalId"]
@@ -90,8 +108,9 @@ async def test_idempotent_create_and_parameters_mismatch(db_kind: str) -> None:
 async def test_concurrent_identical_creates_make_one_approval(db_kind: str) -> None:
     async with cosigner_app(database_kind=db_kind) as h:
         key = await h.create_tenant("acme")
-        results = await asyncio.gather(*(h.client.post("/v1/approvals", headers=h.auth(key),
-                                                       json=call()) for _ in range(10)))
+        results = await asyncio.gather(
+            *(h.client.post("/v1/approvals", headers=h.auth(key), json=call()) for _ in range(10))
+        )
         assert {r.status_code for r in results} == {201}
         assert len({r.json()["approvalId"] for r in results}) == 1
 
@@ -99,21 +118,25 @@ async def test_concurrent_identical_creates_make_one_approval(db_kind: str) -> N
 async def test_allow_below_threshold_and_tool_call_cap(db_kind: str) -> None:
     async with cosigner_app(database_kind=db_kind) as h:
         key = await h.create_tenant("acme")
-        small = await h.client.post("/v1/approvals", headers=h.auth(key), json=call(
-            params={"orderId": "o", "amountCents": 4999}))
+        small = await h.client.post(
+            "/v1/approvals", headers=h.auth(key), json=call(params={"orderId": "o", "amountCents": 4999})
+        )
         assert small.status_code == 200
         assert "allow_below" in small.json()["decidedBy"]["rule"]
-        weird = await h.client.post("/v1/approvals", headers=h.auth(key), json=call(
-            call_id="c2", params={"orderId": "o", "amountCents": "10"}))
+        weird = await h.client.post(
+            "/v1/approvals",
+            headers=h.auth(key),
+            json=call(call_id="c2", params={"orderId": "o", "amountCents": "10"}),
+        )
         assert weird.status_code == 201, "a non-numeric threshold parameter needs a person"
         for i in range(3, 6):
             await start(h, key, call_id=f"c{i}")
-        capped = await h.client.post("/v1/approvals", headers=h.auth(key),
-                                     json=call(call_id="c99"))
+        capped = await h.client.post("/v1/approvals", headers=h.auth(key), json=call(call_id="c99"))
         assert capped.status_code == 429
         assert capped.json()["error"]["code"] == "TOOL_CALL_CAP_EXCEEDED"
-        other_run = await h.client.post("/v1/approvals", headers=h.auth(key),
-                                        json=call(call_id="c99", execution="run_2"))
+        other_run = await h.client.post(
+            "/v1/approvals", headers=h.auth(key), json=call(call_id="c99", execution="run_2")
+        )
         assert other_run.status_code == 201
 
 
@@ -121,46 +144,69 @@ async def test_headless_surfaces_fail_closed_unless_routed(db_kind: str) -> None
     async with cosigner_app(database_kind=db_kind) as h:
         globex = await h.create_tenant("globex")
         acme = await h.create_tenant("acme")
-        for surface in ({"type": "schedule"}, {"type": "batch"}, {"type": "api"},
-                        {"type": "web_widget", "tokenKind": "client"}):
-            r = await h.client.post("/v1/approvals", headers=h.auth(globex),
-                                    json=call(surface=surface, call_id=surface["type"]))
+        for surface in (
+            {"type": "schedule"},
+            {"type": "batch"},
+            {"type": "api"},
+            {"type": "web_widget", "tokenKind": "client"},
+        ):
+            r = await h.client.post(
+                "/v1/approvals", headers=h.auth(globex), json=call(surface=surface, call_id=surface["type"])
+            )
             assert r.status_code == 422, surface
             err = r.json()["error"]
             assert err["code"] == "APPROVAL_MODE_UNSUPPORTED"
             assert err["policy"] == "tools.issue_refund"
             assert err["surface"].startswith(surface["type"])
             assert "headless" in err["message"]
-        routed = await h.client.post("/v1/approvals", headers=h.auth(acme),
-                                     json=call(surface={"type": "schedule"}))
+        routed = await h.client.post(
+            "/v1/approvals", headers=h.auth(acme), json=call(surface={"type": "schedule"})
+        )
         assert routed.status_code == 201
         aid = routed.json()["approvalId"]
-        wrong = await h.client.post(f"/v1/approvals/{aid}/decision", headers=h.auth(acme),
-                                    json={"decision": "approve", "userId": "u_1"})
+        wrong = await h.client.post(
+            f"/v1/approvals/{aid}/decision",
+            headers=h.auth(acme),
+            json={"decision": "approve", "userId": "u_1"},
+        )
         assert wrong.json()["error"]["code"] == "NOT_AN_APPROVER"
-        ok = await h.client.post(f"/v1/approvals/{aid}/decision", headers=h.auth(acme),
-                                 json={"decision": "approve", "userId": "u_admin"})
+        ok = await h.client.post(
+            f"/v1/approvals/{aid}/decision",
+            headers=h.auth(acme),
+            json={"decision": "approve", "userId": "u_admin"},
+        )
         assert ok.json()["status"] == "approved"
-        assert ok.json()["decidedBy"] == {"kind": "person", "surface": "dashboard",
-                                          "userId": "u_admin"}
+        assert ok.json()["decidedBy"] == {"kind": "person", "surface": "dashboard", "userId": "u_admin"}
 
 
 async def test_admission_preflight(db_kind: str) -> None:
     async with cosigner_app(database_kind=db_kind) as h:
         globex = await h.create_tenant("globex")
-        r = await h.client.post("/v1/runs/admit", headers=h.auth(globex), json={
-            "executionId": "run_1", "surface": {"type": "schedule"},
-            "tools": ["lookup_order", "issue_refund", "issue_credit"]})
+        r = await h.client.post(
+            "/v1/runs/admit",
+            headers=h.auth(globex),
+            json={
+                "executionId": "run_1",
+                "surface": {"type": "schedule"},
+                "tools": ["lookup_order", "issue_refund", "issue_credit"],
+            },
+        )
         assert r.status_code == 422
         err = r.json()["error"]
         assert err["code"] == "APPROVAL_MODE_UNSUPPORTED"
         assert err["tools"] == ["issue_refund", "issue_credit"]
         assert "tools.issue_refund" in err["policy"]
-        ok = await h.client.post("/v1/runs/admit", headers=h.auth(globex), json={
-            "executionId": "run_1", "surface": {"type": "schedule"}, "tools": ["lookup_order"]})
+        ok = await h.client.post(
+            "/v1/runs/admit",
+            headers=h.auth(globex),
+            json={"executionId": "run_1", "surface": {"type": "schedule"}, "tools": ["lookup_order"]},
+        )
         assert ok.json() == {"admitted": True}
-        dash = await h.client.post("/v1/runs/admit", headers=h.auth(globex), json={
-            "executionId": "run_1", "surface": DASH, "tools": ["issue_refund"]})
+        dash = await h.client.post(
+            "/v1/runs/admit",
+            headers=h.auth(globex),
+            json={"executionId": "run_1", "surface": DASH, "tools": ["issue_refund"]},
+        )
         assert dash.json() == {"admitted": True}
 
 
@@ -170,11 +216,11 @@ async def test_tenant_isolation(db_kind: str) -> None:
         globex = await h.create_tenant("globex")
         aid = (await start(h, acme))["approvalId"]
         for method, path, body in (
-                ("GET", f"/v1/approvals/{aid}", None),
-                ("GET", f"/v1/approvals/{aid}/audit", None),
-                ("POST", f"/v1/approvals/{aid}/cancel", None),
-                ("POST", f"/v1/approvals/{aid}/decision", {"decision": "approve",
-                                                           "userId": "u_1"})):
+            ("GET", f"/v1/approvals/{aid}", None),
+            ("GET", f"/v1/approvals/{aid}/audit", None),
+            ("POST", f"/v1/approvals/{aid}/cancel", None),
+            ("POST", f"/v1/approvals/{aid}/decision", {"decision": "approve", "userId": "u_1"}),
+        ):
             r = await h.client.request(method, path, json=body, headers=h.auth(globex))
             assert r.status_code == 404, (path, r.text)
             assert r.json()["error"]["code"] == "APPROVAL_NOT_FOUND"
@@ -183,9 +229,13 @@ async def test_tenant_isolation(db_kind: str) -> None:
         assert same_ids.json()["approvalId"] != aid
         r = await h.client.get(f"/v1/approvals/{aid}", headers=h.auth(acme))
         assert r.json()["status"] == "pending"
-        slack = await h.client.post("/v1/approvals", headers=h.auth(globex), json=call(
-            call_id="s1", surface={"type": "slack", "teamId": "T0ACME", "channelId": "C1",
-                                   "userId": "U1"}))
+        slack = await h.client.post(
+            "/v1/approvals",
+            headers=h.auth(globex),
+            json=call(
+                call_id="s1", surface={"type": "slack", "teamId": "T0ACME", "channelId": "C1", "userId": "U1"}
+            ),
+        )
         assert slack.status_code == 403
         assert slack.json()["error"]["code"] == "WRONG_TENANT"
 
@@ -203,8 +253,9 @@ async def test_bad_input_names_the_field(db_kind: str) -> None:
         assert r.json()["error"]["field"] == "toolName"
         r = await post("/v1/approvals", json=call(surface={"type": "fax"}), headers=auth)
         assert r.status_code == 400 and r.json()["error"]["field"].startswith("surface")
-        r = await post("/v1/approvals", json=call(surface={"type": "slack", "teamId": "T0ACME"}),
-                       headers=auth)
+        r = await post(
+            "/v1/approvals", json=call(surface={"type": "slack", "teamId": "T0ACME"}), headers=auth
+        )
         assert "surface.channelId" in {p["field"] for p in r.json()["error"]["problems"]}
         r = await post("/v1/approvals", json=call(timeoutSeconds="soon"), headers=auth)
         assert r.json()["error"]["field"] == "timeoutSeconds"
@@ -224,7 +275,7 @@ async def test_bad_input_names_the_field(db_kind: str) -> None:
         r = await h.client.get("/v1/approvals/apv_x?wait=61", headers=auth)
         assert r.json()["error"]["field"] == "wait"
         async with h.parts.db.read() as conn:
-            count = (await conn.execute(sa.select(sa.func.count()).select_from(approvals)))
+            count = await conn.execute(sa.select(sa.func.count()).select_from(approvals))
             assert count.scalar_one() == 0, "no half-written rows"
 
 
@@ -232,13 +283,15 @@ async def test_long_poll_is_woken_by_the_decision(db_kind: str) -> None:
     async with cosigner_app(database_kind=db_kind) as h:
         key = await h.create_tenant("acme")
         aid = (await start(h, key))["approvalId"]
-        poll = asyncio.create_task(h.client.get(f"/v1/approvals/{aid}?wait=30",
-                                                headers=h.auth(key)))
+        poll = asyncio.create_task(h.client.get(f"/v1/approvals/{aid}?wait=30", headers=h.auth(key)))
         await asyncio.sleep(0.2)
         assert not poll.done()
         t0 = time.perf_counter()
-        await h.client.post(f"/v1/approvals/{aid}/decision", headers=h.auth(key),
-                            json={"decision": "deny", "userId": "u_1", "comment": "no"})
+        await h.client.post(
+            f"/v1/approvals/{aid}/decision",
+            headers=h.auth(key),
+            json={"decision": "deny", "userId": "u_1", "comment": "no"},
+        )
         r = await asyncio.wait_for(poll, 5)
         assert time.perf_counter() - t0 < 1.0, "push, not a poll loop"
         assert r.json()["status"] == "denied" and r.json()["comment"] == "no"
@@ -252,8 +305,7 @@ async def test_server_sent_events(db_kind: str) -> None:
 
         async def read() -> list[tuple[str, dict[str, Any]]]:
             events = []
-            async with h.client.stream("GET", f"/v1/approvals/{aid}/events",
-                                       headers=h.auth(key)) as r:
+            async with h.client.stream("GET", f"/v1/approvals/{aid}/events", headers=h.auth(key)) as r:
                 assert r.headers["content-type"].startswith("text/event-stream")
                 name = ""
                 async for line in r.aiter_lines():
@@ -265,8 +317,11 @@ async def test_server_sent_events(db_kind: str) -> None:
 
         task = asyncio.create_task(read())
         await asyncio.sleep(0.2)
-        await h.client.post(f"/v1/approvals/{aid}/decision", headers=h.auth(key),
-                            json={"decision": "approve", "userId": "u_1"})
+        await h.client.post(
+            f"/v1/approvals/{aid}/decision",
+            headers=h.auth(key),
+            json={"decision": "approve", "userId": "u_1"},
+        )
         events = await asyncio.wait_for(task, 5)
         assert [e[0] for e in events] == ["approval_start", "approval_decided"]
         assert events[1][1]["status"] == "approved"
@@ -277,11 +332,20 @@ async def test_grant_verifies_offline_against_published_key(db_kind: str) -> Non
         key = await h.create_tenant("acme")
         params = {"orderId": "ord_1", "amountCents": 12900, "cardToken": "tok_live_secret"}
         aid = (await start(h, key, params=params))["approvalId"]
-        r = await h.client.post(f"/v1/approvals/{aid}/decision", headers=h.auth(key),
-                                json={"decision": "approve", "userId": "u_1"})
+        r = await h.client.post(
+            f"/v1/approvals/{aid}/decision",
+            headers=h.auth(key),
+            json={"decision": "approve", "userId": "u_1"},
+        )
         jwks = (await h.client.get("/v1/keys")).json()
-        claims = verify_grant(r.json()["grant"], jwks, tool_name="issue_refund",
-                              parameters=params, tool_call_id="c1", tenant="acme")
+        claims = verify_grant(
+            r.json()["grant"],
+            jwks,
+            tool_name="issue_refund",
+            parameters=params,
+            tool_call_id="c1",
+            tenant="acme",
+        )
         assert claims.approval_id == aid
 
 
@@ -293,17 +357,23 @@ async def test_cancel_result_and_audit_trail(db_kind: str) -> None:
         assert r.json()["status"] == "cancelled" and r.json()["decidedBy"] == {"kind": "agent"}
         again = await h.client.post(f"/v1/approvals/{a1}/cancel", headers=h.auth(key))
         assert (again.status_code, again.json()["error"]["code"]) == (409, "ALREADY_DECIDED")
-        late = await h.client.post(f"/v1/approvals/{a1}/decision", headers=h.auth(key),
-                                   json={"decision": "approve", "userId": "u_1"})
+        late = await h.client.post(
+            f"/v1/approvals/{a1}/decision", headers=h.auth(key), json={"decision": "approve", "userId": "u_1"}
+        )
         assert late.json()["error"]["code"] == "ALREADY_DECIDED"
         a2 = (await start(h, key, call_id="c2"))["approvalId"]
-        no_result = await h.client.post(f"/v1/approvals/{a2}/result", headers=h.auth(key),
-                                        json={"result": {"ok": True}})
+        no_result = await h.client.post(
+            f"/v1/approvals/{a2}/result", headers=h.auth(key), json={"result": {"ok": True}}
+        )
         assert no_result.status_code == 409, "a pending call has not run"
-        await h.client.post(f"/v1/approvals/{a2}/decision", headers=h.auth(key),
-                            json={"decision": "approve", "userId": "u_1"})
-        r = await h.client.post(f"/v1/approvals/{a2}/result", headers=h.auth(key), json={
-            "outcome": "succeeded", "result": {"refundId": "re_1", "apiKey": "sk_live_abcdefgh1234"}})
+        await h.client.post(
+            f"/v1/approvals/{a2}/decision", headers=h.auth(key), json={"decision": "approve", "userId": "u_1"}
+        )
+        r = await h.client.post(
+            f"/v1/approvals/{a2}/result",
+            headers=h.auth(key),
+            json={"outcome": "succeeded", "result": {"refundId": "re_1", "apiKey": "sk_live_abcdefgh1234"}},
+        )
         assert r.json() == {"approvalId": a2, "recorded": True}
         audit = (await h.client.get(f"/v1/approvals/{a2}/audit", headers=h.auth(key))).json()
         names = [e["event"] for e in audit["events"]]
@@ -321,8 +391,11 @@ async def test_refused_decisions_are_audited(db_kind: str) -> None:
     async with cosigner_app(database_kind=db_kind) as h:
         key = await h.create_tenant("acme")
         aid = (await start(h, key))["approvalId"]
-        r = await h.client.post(f"/v1/approvals/{aid}/decision", headers=h.auth(key),
-                                json={"decision": "approve", "userId": "u_intruder"})
+        r = await h.client.post(
+            f"/v1/approvals/{aid}/decision",
+            headers=h.auth(key),
+            json={"decision": "approve", "userId": "u_intruder"},
+        )
         assert (r.status_code, r.json()["error"]["code"]) == (403, "NOT_AN_APPROVER")
         audit = (await h.client.get(f"/v1/approvals/{aid}/audit", headers=h.auth(key))).json()
         refused = audit["events"][-1]
@@ -344,8 +417,11 @@ async def test_expiry_means_deny_and_late_answers_change_nothing(db_kind: str) -
         assert r.json()["status"] == "expired"
         assert r.json()["decidedBy"] == {"kind": "timeout"}
         assert time.perf_counter() - t0 < 2.5
-        late = await h.client.post(f"/v1/approvals/{aid}/decision", headers=h.auth(key),
-                                   json={"decision": "approve", "userId": "u_1"})
+        late = await h.client.post(
+            f"/v1/approvals/{aid}/decision",
+            headers=h.auth(key),
+            json={"decision": "approve", "userId": "u_1"},
+        )
         assert (late.status_code, late.json()["error"]["code"]) == (409, "APPROVAL_EXPIRED")
         audit = (await h.client.get(f"/v1/approvals/{aid}/audit", headers=h.auth(key))).json()
         assert [e["event"] for e in audit["events"]].count("expired") == 1
@@ -356,8 +432,11 @@ async def test_answer_arriving_after_expires_at_expires_instead(db_kind: str) ->
         key = await h.create_tenant("acme")
         aid = (await start(h, key, timeoutSeconds=1))["approvalId"]
         await asyncio.sleep(1.1)
-        late = await h.client.post(f"/v1/approvals/{aid}/decision", headers=h.auth(key),
-                                   json={"decision": "approve", "userId": "u_1"})
+        late = await h.client.post(
+            f"/v1/approvals/{aid}/decision",
+            headers=h.auth(key),
+            json={"decision": "approve", "userId": "u_1"},
+        )
         assert late.json()["error"]["code"] == "APPROVAL_EXPIRED"
         r = await h.client.get(f"/v1/approvals/{aid}", headers=h.auth(key))
         assert r.json()["status"] == "expired"
@@ -383,15 +462,20 @@ async def test_operations_endpoints(db_kind: str) -> None:
 async def test_allow_below_never_approves_negative_or_ambiguous_amounts(db_kind: str) -> None:
     async with cosigner_app(database_kind=db_kind) as h:
         key = await h.create_tenant("acme")
-        for i, params in enumerate([
+        for i, params in enumerate(
+            [
                 {"orderId": "o", "amountCents": -10_000_000},
                 {"orderId": "o", "amountCents": 10, "AmountCents": 10_000_000},
-                {"orderId": "o", "amountCents": 10, "ａmountCents": 10_000_000}]):
-            r = await h.client.post("/v1/approvals", headers=h.auth(key),
-                                    json=call(call_id=f"amb{i}", params=params))
+                {"orderId": "o", "amountCents": 10, "ａmountCents": 10_000_000},
+            ]
+        ):
+            r = await h.client.post(
+                "/v1/approvals", headers=h.auth(key), json=call(call_id=f"amb{i}", params=params)
+            )
             assert r.status_code == 201, (params, r.text)
-        zero = await h.client.post("/v1/approvals", headers=h.auth(key),
-                                   json=call(call_id="zero", params={"amountCents": 0}))
+        zero = await h.client.post(
+            "/v1/approvals", headers=h.auth(key), json=call(call_id="zero", params={"amountCents": 0})
+        )
         assert zero.status_code == 200
 
 
@@ -400,7 +484,6 @@ def test_half_configured_surfaces_are_named() -> None:
     from tests.harness import make_settings
 
     assert partial_configuration(make_settings()) == []
-    warnings = partial_configuration(make_settings(slack_signing_secret="s",
-                                                   twilio_auth_token="t"))
+    warnings = partial_configuration(make_settings(slack_signing_secret="s", twilio_auth_token="t"))
     assert any("Slack is off" in w and "SLACK_BOT_TOKEN" in w for w in warnings)
     assert any("SMS is off" in w and "TWILIO_ACCOUNT_SID" in w for w in warnings)

@@ -15,13 +15,21 @@ from tests.harness import Harness, cosigner_app
 DASH = {"type": "dashboard", "userId": "u_1"}
 
 
-async def create(h: Harness, key: str, call_id: str, tool: str = "issue_refund",
-                 params: dict[str, Any] | None = None) -> tuple[int, dict[str, Any]]:
-    r = await h.client.post("/v1/approvals", headers=h.auth(key), json={
-        "executionId": "run_1", "toolCallId": call_id, "toolName": tool,
-        "parameters": params if params is not None else {"amountCents": 12900,
-                                                         "cardToken": "tok_x"},
-        "reason": "Customer says the discount was not applied", "surface": DASH})
+async def create(
+    h: Harness, key: str, call_id: str, tool: str = "issue_refund", params: dict[str, Any] | None = None
+) -> tuple[int, dict[str, Any]]:
+    r = await h.client.post(
+        "/v1/approvals",
+        headers=h.auth(key),
+        json={
+            "executionId": "run_1",
+            "toolCallId": call_id,
+            "toolName": tool,
+            "parameters": params if params is not None else {"amountCents": 12900, "cardToken": "tok_x"},
+            "reason": "Customer says the discount was not applied",
+            "surface": DASH,
+        },
+    )
     assert r.status_code in (200, 201), r.text
     return r.status_code, dict(r.json())
 
@@ -31,11 +39,15 @@ async def populate(h: Harness) -> dict[str, str]:
     key = await h.create_tenant("acme")
     _, started = await create(h, key, "c1")
     full = started["approvalId"]
-    r = await h.client.post(f"/v1/approvals/{full}/decision", headers=h.auth(key),
-                            json={"decision": "approve", "userId": "u_1", "comment": "ok, Zoë 日本"})
+    r = await h.client.post(
+        f"/v1/approvals/{full}/decision",
+        headers=h.auth(key),
+        json={"decision": "approve", "userId": "u_1", "comment": "ok, Zoë 日本"},
+    )
     assert r.status_code == 200, r.text
-    r = await h.client.post(f"/v1/approvals/{full}/result", headers=h.auth(key),
-                            json={"result": {"refundId": "re_1"}})
+    r = await h.client.post(
+        f"/v1/approvals/{full}/result", headers=h.auth(key), json={"result": {"refundId": "re_1"}}
+    )
     assert r.status_code == 200, r.text
     status, policy = await create(h, key, "c2", tool="lookup_order", params={"orderId": "o1"})
     assert status == 200
@@ -45,8 +57,15 @@ async def populate(h: Harness) -> dict[str, str]:
 
 async def events_of(h: Harness, approval_id: str) -> list[Any]:
     async with h.parts.db.read() as conn:
-        return list((await conn.execute(sa.select(audit_events).where(
-            audit_events.c.approval_id == approval_id).order_by(audit_events.c.seq))).all())
+        return list(
+            (
+                await conn.execute(
+                    sa.select(audit_events)
+                    .where(audit_events.c.approval_id == approval_id)
+                    .order_by(audit_events.c.seq)
+                )
+            ).all()
+        )
 
 
 async def check(h: Harness) -> tuple[int, list[Any]]:
@@ -72,8 +91,7 @@ async def test_intact_chains_verify(db_kind: str) -> None:
         assert full[0].prev_hash == GENESIS
         assert all(b.prev_hash == a.hash for a, b in itertools.pairwise(full))
         async with h.parts.db.read() as conn:
-            total = (await conn.execute(sa.select(sa.func.count()).select_from(audit_events)
-                                        )).scalar_one()
+            total = (await conn.execute(sa.select(sa.func.count()).select_from(audit_events))).scalar_one()
         checked, findings = await check(h)
         assert findings == []
         assert checked == total >= 5
@@ -82,8 +100,12 @@ async def test_intact_chains_verify(db_kind: str) -> None:
 async def test_edited_event_data_is_found(db_kind: str) -> None:
     async with cosigner_app(database_kind=db_kind) as h:
         ids = await populate(h)
-        await write(h, audit_events.update().where(where(ids["full"], 2)).values(
-            data=json.dumps({"comment": "nothing to see"})))
+        await write(
+            h,
+            audit_events.update()
+            .where(where(ids["full"], 2))
+            .values(data=json.dumps({"comment": "nothing to see"})),
+        )
         _, findings = await check(h)
         assert [(f.approval_id, f.seq) for f in findings] == [(ids["full"], 2)]
         assert "edited" in findings[0].problem
@@ -93,14 +115,22 @@ async def test_edited_actor_event_or_time_is_found(db_kind: str) -> None:
     async with cosigner_app(database_kind=db_kind) as h:
         ids = await populate(h)
         row = (await events_of(h, ids["policy"]))[0]
-        for change in [{"actor": '{"kind":"person","userId":"U_EVIL"}'}, {"event": "denied"},
-                       {"at": row.at + 1}, {"tenant": "globex"}]:
+        for change in [
+            {"actor": '{"kind":"person","userId":"U_EVIL"}'},
+            {"event": "denied"},
+            {"at": row.at + 1},
+            {"tenant": "globex"},
+        ]:
             await write(h, audit_events.update().where(where(ids["policy"], 1)).values(**change))
             _, findings = await check(h)
             assert findings, f"changing {change} went unnoticed"
             assert {f.approval_id for f in findings} == {ids["policy"]}
-            await write(h, audit_events.update().where(where(ids["policy"], 1)).values(
-                actor=row.actor, event=row.event, at=row.at, tenant=row.tenant))
+            await write(
+                h,
+                audit_events.update()
+                .where(where(ids["policy"], 1))
+                .values(actor=row.actor, event=row.event, at=row.at, tenant=row.tenant),
+            )
         assert (await check(h))[1] == []
 
 
@@ -109,10 +139,10 @@ async def test_edit_with_its_own_hash_recomputed_is_found(db_kind: str) -> None:
         ids = await populate(h)
         row = (await events_of(h, ids["full"]))[1]
         data = json.dumps({"comment": "forged"})
-        forged = chain_hash(row.prev_hash, row.approval_id, row.tenant, row.seq, row.at,
-                            row.event, row.actor, data)
-        await write(h, audit_events.update().where(where(ids["full"], 2)).values(
-            data=data, hash=forged))
+        forged = chain_hash(
+            row.prev_hash, row.approval_id, row.tenant, row.seq, row.at, row.event, row.actor, data
+        )
+        await write(h, audit_events.update().where(where(ids["full"], 2)).values(data=data, hash=forged))
         _, findings = await check(h)
         assert findings and {f.approval_id for f in findings} == {ids["full"]}
         assert any(f.seq == 3 and "link" in f.problem for f in findings)
@@ -169,29 +199,37 @@ async def test_rewritten_chain_without_the_head_is_found(db_kind: str) -> None:
     async with cosigner_app(database_kind=db_kind) as h:
         ids = await populate(h)
         rows = await events_of(h, ids["full"])
-        fresh, seq, _head = chain_rows(ids["full"], "acme", 0, GENESIS, rows[0].at, [
-            Event(r.event, json.loads(r.actor), {"rewritten": True}) for r in rows])
+        fresh, seq, _head = chain_rows(
+            ids["full"],
+            "acme",
+            0,
+            GENESIS,
+            rows[0].at,
+            [Event(r.event, json.loads(r.actor), {"rewritten": True}) for r in rows],
+        )
         assert seq == 3
         async with h.parts.db.write() as conn:
-            await conn.execute(audit_events.delete().where(
-                audit_events.c.approval_id == ids["full"]))
+            await conn.execute(audit_events.delete().where(audit_events.c.approval_id == ids["full"]))
             await conn.execute(audit_events.insert(), fresh)
         _, findings = await check(h)
-        assert [f.approval_id for f in findings] == [ids["full"]], \
+        assert [f.approval_id for f in findings] == [ids["full"]], (
             "a consistent rewrite still disagrees with the head kept on the approval row"
+        )
 
 
 def test_chain_rows_link_and_continue() -> None:
-    events = [Event("requested", {"kind": "agent"}, {"x": 1}),
-              Event("approved", {"kind": "person", "userId": "U1"}, {"comment": "ü"})]
+    events = [
+        Event("requested", {"kind": "agent"}, {"x": 1}),
+        Event("approved", {"kind": "person", "userId": "U1"}, {"comment": "ü"}),
+    ]
     rows, seq, head = chain_rows("apv_1", "acme", 0, GENESIS, 1700000000.25, events)
     assert seq == 2 and head == rows[-1]["hash"]
     assert rows[0]["prev_hash"] == GENESIS and rows[1]["prev_hash"] == rows[0]["hash"]
     for r in rows:
-        assert r["hash"] == chain_hash(r["prev_hash"], "apv_1", "acme", r["seq"], r["at"],
-                                       r["event"], r["actor"], r["data"])
-    more, seq2, head2 = chain_rows("apv_1", "acme", seq, head, 1700000001.0,
-                                   [Event("result", {}, {})])
+        assert r["hash"] == chain_hash(
+            r["prev_hash"], "apv_1", "acme", r["seq"], r["at"], r["event"], r["actor"], r["data"]
+        )
+    more, seq2, head2 = chain_rows("apv_1", "acme", seq, head, 1700000001.0, [Event("result", {}, {})])
     assert more[0]["seq"] == 3 and more[0]["prev_hash"] == head and seq2 == 3
     assert head2 != head
     other, _, _ = chain_rows("apv_2", "acme", 0, GENESIS, 1700000000.25, events)

@@ -27,16 +27,29 @@ PARAMS = {"orderId": "ord_4421", "amountCents": 12900, "cardToken": "tok_x"}
 
 
 def claims(**overrides: Any) -> dict[str, Any]:
-    base = {"iss": "cosigner", "sub": "apr_1", "tenant": "acme", "executionId": "run_81",
-            "toolCallId": "call_7", "toolName": "issue_refund",
-            "digest": parameters_digest(PARAMS), "iat": NOW, "exp": NOW + 300}
+    base = {
+        "iss": "cosigner",
+        "sub": "apr_1",
+        "tenant": "acme",
+        "executionId": "run_81",
+        "toolCallId": "call_7",
+        "toolName": "issue_refund",
+        "digest": parameters_digest(PARAMS),
+        "iat": NOW,
+        "exp": NOW + 300,
+    }
     base.update(overrides)
     return base
 
 
 def verify(token: str, signer: GrantSigner | None = None, **kw: Any) -> Any:
-    args: dict[str, Any] = {"tool_name": "issue_refund", "parameters": PARAMS,
-                            "tool_call_id": "call_7", "tenant": "acme", "now": NOW + 10}
+    args: dict[str, Any] = {
+        "tool_name": "issue_refund",
+        "parameters": PARAMS,
+        "tool_call_id": "call_7",
+        "tenant": "acme",
+        "now": NOW + 10,
+    }
     args.update(kw)
     return verify_grant(token, (signer or GrantSigner(SECRET)).jwks(), **args)
 
@@ -80,8 +93,9 @@ def test_jwks_shape() -> None:
     assert header == {"alg": "EdDSA", "typ": GRANT_TYPE, "kid": signer.kid}
 
 
-@pytest.mark.parametrize("change", [
-    {"amountCents": 12901}, {"cardToken": "tok_y"}, {"extra": True}, {"orderId": "ord_4422"}])
+@pytest.mark.parametrize(
+    "change", [{"amountCents": 12901}, {"cardToken": "tok_y"}, {"extra": True}, {"orderId": "ord_4422"}]
+)
 def test_altered_parameters_are_refused(change: dict[str, Any]) -> None:
     token = GrantSigner(SECRET).sign(claims())
     refused(token, "parameters differ", parameters={**PARAMS, **change})
@@ -130,8 +144,12 @@ def test_token_from_another_key_under_our_kid_is_refused() -> None:
 def test_tampered_payload_is_refused() -> None:
     signer = GrantSigner(SECRET)
     head, _body, sig = signer.sign(claims()).split(".")
-    for evil in [claims(exp=NOW + 10 ** 6), claims(toolName="delete_account"),
-                 claims(digest=parameters_digest({"amountCents": 1})), claims(tenant="globex")]:
+    for evil in [
+        claims(exp=NOW + 10**6),
+        claims(toolName="delete_account"),
+        claims(digest=parameters_digest({"amountCents": 1})),
+        claims(tenant="globex"),
+    ]:
         body = b64url(json.dumps(evil, sort_keys=True, separators=(",", ":")).encode())
         refused(f"{head}.{body}.{sig}", "signature does not verify")
     # A signature flipped by one byte.
@@ -143,21 +161,32 @@ def test_tampered_payload_is_refused() -> None:
 def test_other_algorithms_and_types_are_refused() -> None:
     signer = GrantSigner(SECRET)
     _head, body, sig = signer.sign(claims()).split(".")
-    for header in [{"alg": "none", "typ": GRANT_TYPE, "kid": signer.kid},
-                   {"alg": "HS256", "typ": GRANT_TYPE, "kid": signer.kid},
-                   {"alg": "EdDSA", "typ": "JWT", "kid": signer.kid}]:
+    for header in [
+        {"alg": "none", "typ": GRANT_TYPE, "kid": signer.kid},
+        {"alg": "HS256", "typ": GRANT_TYPE, "kid": signer.kid},
+        {"alg": "EdDSA", "typ": "JWT", "kid": signer.kid},
+    ]:
         head = b64url(json.dumps(header).encode())
         refused(f"{head}.{body}.{sig}", "not a Cosigner grant")
         refused(f"{head}.{body}.", "not a Cosigner grant")
 
 
-@pytest.mark.parametrize("garbage", [
-    "", "a", "a.b", "a.b.c.d", "...", "not a token at all", "ey.ey.ey",
-    b64url(b"[1]") + "." + b64url(b"{}") + ".AA",
-    b64url(b'"EdDSA"') + "." + b64url(b"{}") + ".AA",
-    b64url(b"null") + ".e30.AA",
-    "\u00e9.\u00e9.\u00e9",
-])
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        "",
+        "a",
+        "a.b",
+        "a.b.c.d",
+        "...",
+        "not a token at all",
+        "ey.ey.ey",
+        b64url(b"[1]") + "." + b64url(b"{}") + ".AA",
+        b64url(b'"EdDSA"') + "." + b64url(b"{}") + ".AA",
+        b64url(b"null") + ".e30.AA",
+        "\u00e9.\u00e9.\u00e9",
+    ],
+)
 def test_garbage_is_refused(garbage: str) -> None:
     refused(garbage)
 
@@ -204,17 +233,27 @@ def test_callback_refused_on_altered_body_wrong_secret_or_stale_time() -> None:
     assert not verify_callback(secret, f"t={NOW + 100},v1={mac}", BODY, now=NOW + 100)
 
 
-@pytest.mark.parametrize("header", [
-    "", "garbage", "t=abc,v1=00", f"v1={'0' * 64}", f"t={NOW}", f"t={NOW},v1=",
-    f"t={NOW},v1={'0' * 64}", f"t={NOW},v1=\u00e9\u00e9", f"t={NOW},v1=日本", "t=,v1=x",
-])
+@pytest.mark.parametrize(
+    "header",
+    [
+        "",
+        "garbage",
+        "t=abc,v1=00",
+        f"v1={'0' * 64}",
+        f"t={NOW}",
+        f"t={NOW},v1=",
+        f"t={NOW},v1={'0' * 64}",
+        f"t={NOW},v1=\u00e9\u00e9",
+        f"t={NOW},v1=日本",
+        "t=,v1=x",
+    ],
+)
 def test_callback_garbage_headers_are_false(header: str) -> None:
     assert verify_callback("whsec_x", header, BODY, now=NOW) is False
 
 
-@given(st.binary(max_size=200), st.text(min_size=1, max_size=20), st.integers(0, 2 ** 40))
-def test_generated_callbacks_verify_only_with_their_body(body: bytes, secret: str,
-                                                          t: int) -> None:
+@given(st.binary(max_size=200), st.text(min_size=1, max_size=20), st.integers(0, 2**40))
+def test_generated_callbacks_verify_only_with_their_body(body: bytes, secret: str, t: int) -> None:
     header = sign_callback(secret, body, t)
     assert verify_callback(secret, header, body, now=t)
     assert not verify_callback(secret, header, body + b"\x00", now=t)

@@ -24,9 +24,13 @@ CALLBACK = "https://agent.example/cosigner"
 
 
 def call(call_id: str = "c1", **extra: Any) -> dict[str, Any]:
-    body = {"executionId": "run_1", "toolCallId": call_id, "toolName": "issue_refund",
-            "parameters": {"amountCents": 12900, "password": "hunter2"},
-            "surface": {"type": "dashboard", "userId": "u_1"}}
+    body = {
+        "executionId": "run_1",
+        "toolCallId": call_id,
+        "toolName": "issue_refund",
+        "parameters": {"amountCents": 12900, "password": "hunter2"},
+        "surface": {"type": "dashboard", "userId": "u_1"},
+    }
     body.update(extra)
     return body
 
@@ -43,20 +47,31 @@ async def test_of_many_concurrent_decisions_exactly_one_wins(db_kind: str) -> No
         for round_ in range(3):
             aid = await create(h, key, call_id=f"race{round_}")
             verdicts = ["approve", "deny"] * 25
-            results = await asyncio.gather(*(
-                h.client.post(f"/v1/approvals/{aid}/decision", headers=h.auth(key),
-                              json={"decision": v, "userId": "u_1"}) for v in verdicts))
+            results = await asyncio.gather(
+                *(
+                    h.client.post(
+                        f"/v1/approvals/{aid}/decision",
+                        headers=h.auth(key),
+                        json={"decision": v, "userId": "u_1"},
+                    )
+                    for v in verdicts
+                )
+            )
             winners = [r for r in results if r.status_code == 200]
             losers = [r for r in results if r.status_code != 200]
             assert len(winners) == 1
-            assert {(r.status_code, r.json()["error"]["code"]) for r in losers} == {
-                (409, "ALREADY_DECIDED")}
+            assert {(r.status_code, r.json()["error"]["code"]) for r in losers} == {(409, "ALREADY_DECIDED")}
             final = (await h.client.get(f"/v1/approvals/{aid}", headers=h.auth(key))).json()
             assert final["status"] == winners[0].json()["status"]
             async with h.parts.db.read() as conn:
-                closing = (await conn.execute(sa.select(audit_events.c.event).where(
-                    audit_events.c.approval_id == aid,
-                    audit_events.c.event.in_(["approved", "denied"])))).all()
+                closing = (
+                    await conn.execute(
+                        sa.select(audit_events.c.event).where(
+                            audit_events.c.approval_id == aid,
+                            audit_events.c.event.in_(["approved", "denied"]),
+                        )
+                    )
+                ).all()
             assert len(closing) == 1
 
 
@@ -67,17 +82,33 @@ async def test_decision_racing_cancel_and_expiry(db_kind: str) -> None:
         await asyncio.sleep(0.95)
         results = await asyncio.gather(
             h.client.post(f"/v1/approvals/{aid}/cancel", headers=h.auth(key)),
-            *(h.client.post(f"/v1/approvals/{aid}/decision", headers=h.auth(key),
-                            json={"decision": "approve", "userId": "u_1"}) for _ in range(5)),
-            h.parts.engine.expire_due())
+            *(
+                h.client.post(
+                    f"/v1/approvals/{aid}/decision",
+                    headers=h.auth(key),
+                    json={"decision": "approve", "userId": "u_1"},
+                )
+                for _ in range(5)
+            ),
+            h.parts.engine.expire_due(),
+        )
         statuses = [r.status_code for r in results[:-1]]
         assert statuses.count(200) <= 1
         final = (await h.client.get(f"/v1/approvals/{aid}", headers=h.auth(key))).json()
         assert final["status"] in ("cancelled", "approved", "expired")
         async with h.parts.db.read() as conn:
-            closing = (await conn.execute(sa.select(audit_events.c.event).where(
-                audit_events.c.approval_id == aid, audit_events.c.event.in_(
-                    ["approved", "denied", "expired", "cancelled"])))).scalars().all()
+            closing = (
+                (
+                    await conn.execute(
+                        sa.select(audit_events.c.event).where(
+                            audit_events.c.approval_id == aid,
+                            audit_events.c.event.in_(["approved", "denied", "expired", "cancelled"]),
+                        )
+                    )
+                )
+                .scalars()
+                .all()
+            )
         assert closing == [final["status"]]
 
 
@@ -90,46 +121,65 @@ async def two_replicas(**kw: Any) -> AsyncIterator[tuple[Harness, Harness]]:
             yield a, b
 
 
-@pytest.mark.skipif(not postgres_url(), reason="replicas need PostgreSQL: set "
-                    "COSIGNER_TEST_POSTGRES_URL (.ci/run does)")
+@pytest.mark.skipif(
+    not postgres_url(), reason="replicas need PostgreSQL: set COSIGNER_TEST_POSTGRES_URL (.ci/run does)"
+)
 async def test_two_replicas_agree_on_one_decision_and_wake_each_others_long_polls() -> None:
     async with two_replicas() as (a, b):
         key = await a.create_tenant("acme")
         aid = await create(a, key)
-        poll = asyncio.create_task(b.client.get(f"/v1/approvals/{aid}?wait=30",
-                                                headers=b.auth(key)))
+        poll = asyncio.create_task(b.client.get(f"/v1/approvals/{aid}?wait=30", headers=b.auth(key)))
         await asyncio.sleep(0.3)
         assert not poll.done()
         t0 = time.perf_counter()
-        results = await asyncio.gather(*(
-            (a if i % 2 else b).client.post(f"/v1/approvals/{aid}/decision", headers=a.auth(key),
-                                            json={"decision": "approve", "userId": "u_1"})
-            for i in range(20)))
+        results = await asyncio.gather(
+            *(
+                (a if i % 2 else b).client.post(
+                    f"/v1/approvals/{aid}/decision",
+                    headers=a.auth(key),
+                    json={"decision": "approve", "userId": "u_1"},
+                )
+                for i in range(20)
+            )
+        )
         assert [r.status_code for r in results].count(200) == 1
         r = await asyncio.wait_for(poll, 5)
         assert r.json()["status"] == "approved"
         assert time.perf_counter() - t0 < 1.0, "woken by NOTIFY, not by the 5 s recheck"
 
 
-@pytest.mark.skipif(not postgres_url(), reason="replicas need PostgreSQL: set "
-                    "COSIGNER_TEST_POSTGRES_URL (.ci/run does)")
+@pytest.mark.skipif(
+    not postgres_url(), reason="replicas need PostgreSQL: set COSIGNER_TEST_POSTGRES_URL (.ci/run does)"
+)
 async def test_two_replicas_expire_once_and_deliver_each_callback_attempt_once() -> None:
     with respx.mock(assert_all_called=False) as mock:
         route = mock.post(CALLBACK).mock(return_value=httpx.Response(204))
         async with two_replicas() as (a, b):
             key = await a.create_tenant("acme")
-            ids = [await create(a, key, call_id=f"e{i}", executionId=f"run_{i}", timeoutSeconds=1,
-                                callbackUrl=CALLBACK) for i in range(10)]
+            ids = [
+                await create(
+                    a, key, call_id=f"e{i}", executionId=f"run_{i}", timeoutSeconds=1, callbackUrl=CALLBACK
+                )
+                for i in range(10)
+            ]
             await asyncio.sleep(1.2)
-            await asyncio.gather(a.engine.expire_due(), b.engine.expire_due(),
-                                 a.engine.expire_due(), b.engine.expire_due())
+            await asyncio.gather(
+                a.engine.expire_due(), b.engine.expire_due(), a.engine.expire_due(), b.engine.expire_due()
+            )
             deadline = time.monotonic() + 10
             while route.call_count < 10 and time.monotonic() < deadline:
                 await asyncio.sleep(0.1)
             await asyncio.sleep(0.5)
             async with a.parts.db.read() as conn:
-                expired = (await conn.execute(sa.select(audit_events.c.approval_id).where(
-                    audit_events.c.event == "expired"))).scalars().all()
+                expired = (
+                    (
+                        await conn.execute(
+                            sa.select(audit_events.c.approval_id).where(audit_events.c.event == "expired")
+                        )
+                    )
+                    .scalars()
+                    .all()
+                )
         assert sorted(expired) == sorted(ids)
         delivered = [c.request.headers["Cosigner-Delivery"] for c in route.calls]
         assert len(delivered) == 10 and len(set(delivered)) == 10
@@ -137,26 +187,29 @@ async def test_two_replicas_expire_once_and_deliver_each_callback_attempt_once()
 
 async def test_callbacks_are_signed_retried_and_audited(db_kind: str) -> None:
     with respx.mock(assert_all_called=False) as mock:
-        route = mock.post(CALLBACK).mock(side_effect=[
-            httpx.Response(500), httpx.ConnectError("down"), httpx.Response(200)])
+        route = mock.post(CALLBACK).mock(
+            side_effect=[httpx.Response(500), httpx.ConnectError("down"), httpx.Response(200)]
+        )
         async with cosigner_app(database_kind=db_kind) as h:
             key = await h.create_tenant("acme")
             aid = await create(h, key, callbackUrl=CALLBACK)
-            await h.client.post(f"/v1/approvals/{aid}/decision", headers=h.auth(key),
-                                json={"decision": "approve", "userId": "u_1"})
+            await h.client.post(
+                f"/v1/approvals/{aid}/decision",
+                headers=h.auth(key),
+                json={"decision": "approve", "userId": "u_1"},
+            )
             deadline = time.monotonic() + 15
             while route.call_count < 3 and time.monotonic() < deadline:
                 await asyncio.sleep(0.05)
             await asyncio.sleep(0.2)
-            audit = (await h.client.get(f"/v1/approvals/{aid}/audit",
-                                        headers=h.auth(key))).json()["events"]
+            audit = (await h.client.get(f"/v1/approvals/{aid}/audit", headers=h.auth(key))).json()["events"]
         assert route.call_count == 3
         last = route.calls[-1].request
         body = last.content
-        assert verify_callback(callback_secret(TEST_SECRET, "acme"),
-                               last.headers["Cosigner-Signature"], body)
-        assert not verify_callback(callback_secret(TEST_SECRET, "globex"),
-                                   last.headers["Cosigner-Signature"], body)
+        assert verify_callback(callback_secret(TEST_SECRET, "acme"), last.headers["Cosigner-Signature"], body)
+        assert not verify_callback(
+            callback_secret(TEST_SECRET, "globex"), last.headers["Cosigner-Signature"], body
+        )
         decision = json.loads(body)
         assert decision["approvalId"] == aid and decision["status"] == "approved"
         assert "hunter2" not in body.decode()
@@ -167,18 +220,19 @@ async def test_callbacks_are_signed_retried_and_audited(db_kind: str) -> None:
         assert attempts[1]["data"]["error"] == "ConnectError"
 
 
-async def test_restart_expires_what_expired_while_down_and_delivers_the_outbox(
-        db_kind: str) -> None:
+async def test_restart_expires_what_expired_while_down_and_delivers_the_outbox(db_kind: str) -> None:
     async with database(db_kind) as db:
         with respx.mock(assert_all_called=False) as mock:
             route = mock.post(CALLBACK).mock(return_value=httpx.Response(503))
             async with cosigner_app(db=db, run_workers=False) as h:
                 key = await h.create_tenant("acme")
                 decided = await create(h, key, call_id="d1", callbackUrl=CALLBACK)
-                await h.client.post(f"/v1/approvals/{decided}/decision", headers=h.auth(key),
-                                    json={"decision": "deny", "userId": "u_1"})
-                doomed = await create(h, key, call_id="d2", timeoutSeconds=1,
-                                      callbackUrl=CALLBACK)
+                await h.client.post(
+                    f"/v1/approvals/{decided}/decision",
+                    headers=h.auth(key),
+                    json={"decision": "deny", "userId": "u_1"},
+                )
+                doomed = await create(h, key, call_id="d2", timeoutSeconds=1, callbackUrl=CALLBACK)
             # the server is down: nothing delivered the callback, nothing expired d2
             assert route.call_count == 0
             await asyncio.sleep(1.2)
@@ -188,14 +242,18 @@ async def test_restart_expires_what_expired_while_down_and_delivers_the_outbox(
                 deadline = time.monotonic() + 10
                 while route.call_count < 2 and time.monotonic() < deadline:
                     await asyncio.sleep(0.05)
-                state = (await h2.client.get(f"/v1/approvals/{doomed}",
-                                             headers=h2.auth(key))).json()
+                state = (await h2.client.get(f"/v1/approvals/{doomed}", headers=h2.auth(key))).json()
                 async with h2.parts.db.read() as conn:
-                    pending_jobs = (await conn.execute(sa.select(sa.func.count()).select_from(
-                        jobs).where(jobs.c.done_at.is_(None)))).scalar_one()
+                    pending_jobs = (
+                        await conn.execute(
+                            sa.select(sa.func.count()).select_from(jobs).where(jobs.c.done_at.is_(None))
+                        )
+                    ).scalar_one()
         assert state["status"] == "expired"
-        bodies = sorted((json.loads(c.request.content)["approvalId"],
-                         json.loads(c.request.content)["status"]) for c in route.calls)
+        bodies = sorted(
+            (json.loads(c.request.content)["approvalId"], json.loads(c.request.content)["status"])
+            for c in route.calls
+        )
         assert bodies == sorted([(decided, "denied"), (doomed, "expired")])
         assert pending_jobs == 0
 
@@ -205,8 +263,9 @@ async def test_policy_decisions_also_call_back(db_kind: str) -> None:
         route = mock.post(CALLBACK).mock(return_value=httpx.Response(200))
         async with cosigner_app(database_kind=db_kind) as h:
             key = await h.create_tenant("acme")
-            r = await h.client.post("/v1/approvals", headers=h.auth(key), json=call(
-                toolName="lookup_order", callbackUrl=CALLBACK))
+            r = await h.client.post(
+                "/v1/approvals", headers=h.auth(key), json=call(toolName="lookup_order", callbackUrl=CALLBACK)
+            )
             assert r.status_code == 200
             deadline = time.monotonic() + 5
             while route.call_count < 1 and time.monotonic() < deadline:

@@ -15,29 +15,86 @@ from bot.redaction import REDACTED, digest, is_secret_key, is_secret_value, reda
 from contracts.digest import canonical_json, parameters_digest
 
 SECRET_KEYS = [
-    "password", "Password", "user_password", "passwd", "api_key", "apiKey", "API-KEY",
-    "X-Api-Key", "x_api_key", "Authorization", "authorization", "Proxy-Authorization",
-    "cardToken", "card_token", "access_token", "refreshToken", "cookie", "Set-Cookie",
-    "card_number", "cardNumber", "cc_number", "creditCard", "cvv", "CVC", "ssn",
-    "client_secret", "secretKey", "private_key", "privateKey", "sessionId", "session_id",
-    "credentials", "pin", "otp", "pwd", "iban", "webhookSignature", "authToken", "authorToken",
+    "password",
+    "Password",
+    "user_password",
+    "passwd",
+    "api_key",
+    "apiKey",
+    "API-KEY",
+    "X-Api-Key",
+    "x_api_key",
+    "Authorization",
+    "authorization",
+    "Proxy-Authorization",
+    "cardToken",
+    "card_token",
+    "access_token",
+    "refreshToken",
+    "cookie",
+    "Set-Cookie",
+    "card_number",
+    "cardNumber",
+    "cc_number",
+    "creditCard",
+    "cvv",
+    "CVC",
+    "ssn",
+    "client_secret",
+    "secretKey",
+    "private_key",
+    "privateKey",
+    "sessionId",
+    "session_id",
+    "credentials",
+    "pin",
+    "otp",
+    "pwd",
+    "iban",
+    "webhookSignature",
+    "authToken",
+    "authorToken",
 ]
 INNOCENT_KEYS = [
-    "orderId", "amountCents", "currency", "customer", "items", "name", "note", "city",
-    "quantity", "sku", "tags", "description", "author", "maxTokens", "tokenCount", "status",
-    "createdAt", "email", "address", "reason", "keyboard_layout",
+    "orderId",
+    "amountCents",
+    "currency",
+    "customer",
+    "items",
+    "name",
+    "note",
+    "city",
+    "quantity",
+    "sku",
+    "tags",
+    "description",
+    "author",
+    "maxTokens",
+    "tokenCount",
+    "status",
+    "createdAt",
+    "email",
+    "address",
+    "reason",
+    "keyboard_layout",
 ]
 # Values under secret keys carry a marker the innocent alphabet cannot produce.
 MARK = "ZQ#"
 
 _innocent_text = st.text(alphabet="abcdefghijklmnopqrstuvwxyz ,.é日", max_size=12)
-_leaves = st.one_of(st.none(), st.booleans(), st.integers(-10 ** 6, 10 ** 6),
-                    st.floats(allow_nan=False, allow_infinity=False), _innocent_text)
+_leaves = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**6), 10**6),
+    st.floats(allow_nan=False, allow_infinity=False),
+    _innocent_text,
+)
 _secret_values = st.one_of(
     st.text(min_size=1, max_size=16).map(lambda s: MARK + s),
     st.lists(st.text(max_size=8).map(lambda s: MARK + s), min_size=1, max_size=3),
-    st.dictionaries(st.sampled_from(INNOCENT_KEYS), st.text(max_size=8).map(lambda s: MARK + s),
-                    min_size=1, max_size=3),
+    st.dictionaries(
+        st.sampled_from(INNOCENT_KEYS), st.text(max_size=8).map(lambda s: MARK + s), min_size=1, max_size=3
+    ),
 )
 
 
@@ -53,26 +110,27 @@ def _dicts(children: st.SearchStrategy[tuple[Any, Any]]) -> st.SearchStrategy[tu
             expected[key] = REDACTED
         return given_, expected
 
-    return st.tuples(st.dictionaries(st.sampled_from(INNOCENT_KEYS), children, max_size=4),
-                     st.lists(st.tuples(st.sampled_from(SECRET_KEYS), _secret_values),
-                              max_size=2)).map(build)
+    return st.tuples(
+        st.dictionaries(st.sampled_from(INNOCENT_KEYS), children, max_size=4),
+        st.lists(st.tuples(st.sampled_from(SECRET_KEYS), _secret_values), max_size=2),
+    ).map(build)
 
 
 def _lists(children: st.SearchStrategy[tuple[Any, Any]]) -> st.SearchStrategy[tuple[Any, Any]]:
     return st.lists(children, max_size=4).map(lambda xs: ([a for a, _ in xs], [b for _, b in xs]))
 
 
-pairs = st.recursive(_leaves.map(lambda v: (v, v)),
-                     lambda children: st.one_of(_dicts(children), _lists(children)),
-                     max_leaves=25)
-documents = st.one_of(_dicts(pairs), _dicts(pairs).map(lambda p: ({"wrap": [p[0]]},
-                                                                 {"wrap": [p[1]]})))
+pairs = st.recursive(
+    _leaves.map(lambda v: (v, v)),
+    lambda children: st.one_of(_dicts(children), _lists(children)),
+    max_leaves=25,
+)
+documents = st.one_of(_dicts(pairs), _dicts(pairs).map(lambda p: ({"wrap": [p[0]]}, {"wrap": [p[1]]})))
 
 
 @settings(max_examples=300)
 @given(documents)
-def test_secret_keys_at_any_depth_are_redacted_and_nothing_else_changes(
-        pair: tuple[Any, Any]) -> None:
+def test_secret_keys_at_any_depth_are_redacted_and_nothing_else_changes(pair: tuple[Any, Any]) -> None:
     given_, expected = pair
     before = copy.deepcopy(given_)
     out = redact(given_)
@@ -97,30 +155,34 @@ def test_innocent_keys_are_kept(key: str) -> None:
 def test_policy_paths() -> None:
     params = {
         "customer": {"email": "a@example.com", "name": "Ann"},
-        "items": [{"sku": "s1", "iban": "DE89370400440532013000", "note": "n1"},
-                  {"sku": "s2", "note": "n2"}],
+        "items": [{"sku": "s1", "iban": "DE89370400440532013000", "note": "n1"}, {"sku": "s2", "note": "n2"}],
         "email": "top@example.com",
     }
     before = copy.deepcopy(params)
     out = redact(params, ["customer.email", "items.*.note"])
     assert out["customer"] == {"email": REDACTED, "name": "Ann"}
-    assert out["items"] == [{"sku": "s1", "iban": REDACTED, "note": REDACTED},
-                            {"sku": "s2", "note": REDACTED}]
+    assert out["items"] == [
+        {"sku": "s1", "iban": REDACTED, "note": REDACTED},
+        {"sku": "s2", "note": REDACTED},
+    ]
     assert out["email"] == "top@example.com", "a path matches from the top, not anywhere"
     assert params == before
 
 
 def test_policy_paths_star_and_index_and_whole_subtrees() -> None:
-    params = {"items": [{"iban": "x1", "a": 1}, {"iban": "x2", "a": 2}],
-              "customer": {"address": {"city": "Oslo", "zip": "0150"}},
-              "lines": ["l0", "l1", "l2"]}
+    params = {
+        "items": [{"iban": "x1", "a": 1}, {"iban": "x2", "a": 2}],
+        "customer": {"address": {"city": "Oslo", "zip": "0150"}},
+        "lines": ["l0", "l1", "l2"],
+    }
     out = redact(params, ["items.*.iban", "customer.address", "lines.1"])
     assert out["items"] == [{"iban": REDACTED, "a": 1}, {"iban": REDACTED, "a": 2}]
     assert out["customer"] == {"address": REDACTED}
     assert out["lines"] == ["l0", REDACTED, "l2"]
     # A path reaching into a list without a star applies to every element.
     assert redact({"people": [{"email": "e1"}, {"email": "e2", "n": 1}]}, ["people.email"]) == {
-        "people": [{"email": REDACTED}, {"email": REDACTED, "n": 1}]}
+        "people": [{"email": REDACTED}, {"email": REDACTED, "n": 1}]
+    }
     # A path that matches nothing changes nothing.
     assert redact({"a": {"b": 1}}, ["a.c", "x.y.z"]) == {"a": {"b": 1}}
 
@@ -175,11 +237,20 @@ def test_credential_values_are_redacted_under_innocent_keys(value: str) -> None:
     assert value not in json.dumps(out)
 
 
-@pytest.mark.parametrize("value", [
-    "4111111111111112",          # fails the Luhn check
-    "ord_4421", "+15550000002", "12900", "2026-11-01T00:00:00Z", "sk_live_short",
-    "the author of the token guide", "AKIA-not-a-key", "0150",
-])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "4111111111111112",  # fails the Luhn check
+        "ord_4421",
+        "+15550000002",
+        "12900",
+        "2026-11-01T00:00:00Z",
+        "sk_live_short",
+        "the author of the token guide",
+        "AKIA-not-a-key",
+        "0150",
+    ],
+)
 def test_ordinary_values_are_kept(value: str) -> None:
     assert not is_secret_value(value)
     assert redact({"note": value}) == {"note": value}
@@ -197,13 +268,15 @@ def _luhn_complete(digits: list[int]) -> str:
     return "".join(map(str, digits)) + str((10 - total % 10) % 10)
 
 
-@given(st.lists(st.integers(0, 9), min_size=12, max_size=18),
-       st.sampled_from(["", " ", "-"]), st.sampled_from(["", "card ", "pay with ", "qty 2 "]),
-       st.sampled_from(["", " 12/28", " 123", "-0925", ", thanks"]))
-def test_luhn_valid_card_numbers_are_redacted(digits: list[int], sep: str, prefix: str,
-                                              suffix: str) -> None:
+@given(
+    st.lists(st.integers(0, 9), min_size=12, max_size=18),
+    st.sampled_from(["", " ", "-"]),
+    st.sampled_from(["", "card ", "pay with ", "qty 2 "]),
+    st.sampled_from(["", " 12/28", " 123", "-0925", ", thanks"]),
+)
+def test_luhn_valid_card_numbers_are_redacted(digits: list[int], sep: str, prefix: str, suffix: str) -> None:
     number = _luhn_complete(digits)
-    shown = sep.join(number[i:i + 4] for i in range(0, len(number), 4))
+    shown = sep.join(number[i : i + 4] for i in range(0, len(number), 4))
     out = redact({"memo": prefix + shown + suffix})
     assert out == {"memo": REDACTED}
     # One digit changed breaks the checksum, and the value is an ordinary string again.
@@ -213,11 +286,19 @@ def test_luhn_valid_card_numbers_are_redacted(digits: list[int], sep: str, prefi
 
 # --- digest ----------------------------------------------------------------------------
 
+
 def test_digest_is_sha256_of_canonical_json() -> None:
-    params = {"orderId": "ord_4421", "amountCents": 12900, "cardToken": "tok_x",
-              "customer": {"name": "Zoë", "email": "z@example.com"}, "tags": ["a", "b"]}
-    canonical = ('{"amountCents":12900,"cardToken":"tok_x","customer":{"email":"z@example.com",'
-                 '"name":"Zoë"},"orderId":"ord_4421","tags":["a","b"]}')
+    params = {
+        "orderId": "ord_4421",
+        "amountCents": 12900,
+        "cardToken": "tok_x",
+        "customer": {"name": "Zoë", "email": "z@example.com"},
+        "tags": ["a", "b"],
+    }
+    canonical = (
+        '{"amountCents":12900,"cardToken":"tok_x","customer":{"email":"z@example.com",'
+        '"name":"Zoë"},"orderId":"ord_4421","tags":["a","b"]}'
+    )
     assert canonical_json(params) == canonical.encode("utf-8")
     expected = "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
     assert parameters_digest(params) == expected
@@ -231,11 +312,14 @@ def test_digest_is_over_unredacted_parameters() -> None:
 
 
 json_values = st.recursive(
-    st.one_of(st.none(), st.booleans(), st.integers(), st.text(),
-              st.floats(allow_nan=False, allow_infinity=False)),
-    lambda inner: st.one_of(st.lists(inner, max_size=4),
-                            st.dictionaries(st.text(max_size=6), inner, max_size=4)),
-    max_leaves=20)
+    st.one_of(
+        st.none(), st.booleans(), st.integers(), st.text(), st.floats(allow_nan=False, allow_infinity=False)
+    ),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=6), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
 
 
 def _shuffled(value: Any, rnd: Any) -> Any:
@@ -250,14 +334,20 @@ def _shuffled(value: Any, rnd: Any) -> Any:
 
 @given(st.dictionaries(st.text(max_size=6), json_values, max_size=6), st.randoms())
 def test_digest_ignores_key_order(params: dict[str, Any], rnd: Any) -> None:
-    expected = "sha256:" + hashlib.sha256(json.dumps(
-        params, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()).hexdigest()
+    expected = (
+        "sha256:"
+        + hashlib.sha256(
+            json.dumps(params, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+        ).hexdigest()
+    )
     assert parameters_digest(params) == expected
     assert parameters_digest(_shuffled(params, rnd)) == expected
 
 
-@given(st.dictionaries(st.text(max_size=6), json_values, min_size=1, max_size=6),
-       st.dictionaries(st.text(max_size=6), json_values, min_size=1, max_size=6))
+@given(
+    st.dictionaries(st.text(max_size=6), json_values, min_size=1, max_size=6),
+    st.dictionaries(st.text(max_size=6), json_values, min_size=1, max_size=6),
+)
 def test_digest_differs_for_different_values(a: dict[str, Any], b: dict[str, Any]) -> None:
     if canonical_json(a) != canonical_json(b):
         assert parameters_digest(a) != parameters_digest(b)
@@ -278,4 +368,5 @@ def test_the_documented_digest_test_vector() -> None:
     from contracts.digest import parameters_digest
 
     assert parameters_digest({"b": 1, "a": "é"}) == (
-        "sha256:aa58fba8483623bed37c1b02edfccbdd9a53123837c20bfa4cb4049993a2872e")
+        "sha256:aa58fba8483623bed37c1b02edfccbdd9a53123837c20bfa4cb4049993a2872e"
+    )

@@ -19,14 +19,21 @@ REPO = Path(__file__).resolve().parents[2]
 SECRET = "cli-errors-secret-" + "c" * 32
 
 
-def run(env_extra: dict[str, str], *args: str, tmp_path: Path,
-        stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("COSIGNER_", "SLACK_",
-                                                                     "TWILIO_"))}
+def run(
+    env_extra: dict[str, str], *args: str, tmp_path: Path, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("COSIGNER_", "SLACK_", "TWILIO_"))}
     env.update(COSIGNER_DATABASE_URL=f"sqlite+aiosqlite:///{tmp_path / 'c.db'}")
     env.update(env_extra)
-    return subprocess.run([sys.executable, "-m", "bot.cli", *args], env=env, cwd=tmp_path,
-                          capture_output=True, text=True, timeout=60, input=stdin)
+    return subprocess.run(
+        [sys.executable, "-m", "bot.cli", *args],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        input=stdin,
+    )
 
 
 def test_an_unreachable_database_is_one_line_without_the_password(tmp_path: Path) -> None:
@@ -38,8 +45,12 @@ def test_an_unreachable_database_is_one_line_without_the_password(tmp_path: Path
 
 
 def test_a_wrong_driver_message_hides_the_password(tmp_path: Path) -> None:
-    out = run({"COSIGNER_DATABASE_URL": "postgresql://postgres:hunter2@127.0.0.1/test"},
-              "tenants", "list", tmp_path=tmp_path)
+    out = run(
+        {"COSIGNER_DATABASE_URL": "postgresql://postgres:hunter2@127.0.0.1/test"},
+        "tenants",
+        "list",
+        tmp_path=tmp_path,
+    )
     assert out.returncode == 2 and "hunter2" not in out.stderr and "asyncpg" in out.stderr
 
 
@@ -50,14 +61,20 @@ def test_export_into_a_closed_pipe_is_not_an_error(tmp_path: Path) -> None:
         conn.executemany(
             "INSERT INTO audit_events (approval_id, tenant, seq, at, event, actor, data, "
             "prev_hash, hash) VALUES (?, 'acme', ?, ?, 'requested', '{}', ?, '', '')",
-            [(f"apv_{i}", 1, float(i), '{"pad": "' + "x" * 400 + '"}') for i in range(2000)])
-    script = (f"{sys.executable} -m bot.cli audit export | head -1 > /dev/null; "
-              f"{sys.executable} -m bot.cli policy check {REPO / 'policy.example.toml'} | head -1")
-    full = {**{k: v for k, v in os.environ.items() if not k.startswith("COSIGNER_")},
-            "COSIGNER_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'c.db'}",
-            "PYTHONPATH": str(REPO)}
-    out = subprocess.run(["bash", "-c", script], env=full, cwd=tmp_path, capture_output=True,
-                         text=True, timeout=60)
+            [(f"apv_{i}", 1, float(i), '{"pad": "' + "x" * 400 + '"}') for i in range(2000)],
+        )
+    script = (
+        f"{sys.executable} -m bot.cli audit export | head -1 > /dev/null; "
+        f"{sys.executable} -m bot.cli policy check {REPO / 'policy.example.toml'} | head -1"
+    )
+    full = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("COSIGNER_")},
+        "COSIGNER_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'c.db'}",
+        "PYTHONPATH": str(REPO),
+    }
+    out = subprocess.run(
+        ["bash", "-c", script], env=full, cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
     assert "Traceback" not in out.stderr and "BrokenPipe" not in out.stderr
 
 
@@ -89,18 +106,24 @@ def test_postgres_is_never_migrated_by_surprise(tmp_path: Path) -> None:
             await conn.close()
 
     async def tables() -> int:
-        conn = await asyncpg.connect(base.set(drivername="postgresql", database=name)
-                                     .render_as_string(hide_password=False))
+        conn = await asyncpg.connect(
+            base.set(drivername="postgresql", database=name).render_as_string(hide_password=False)
+        )
         try:
-            return int(await conn.fetchval(
-                "SELECT count(*) FROM information_schema.tables WHERE table_schema='public'"))
+            return int(
+                await conn.fetchval(
+                    "SELECT count(*) FROM information_schema.tables WHERE table_schema='public'"
+                )
+            )
         finally:
             await conn.close()
 
     asyncio.run(admin(f'CREATE DATABASE "{name}"'))
     try:
-        env = {"COSIGNER_DATABASE_URL": base.set(database=name).render_as_string(
-            hide_password=False), "COSIGNER_SECRET": SECRET}
+        env = {
+            "COSIGNER_DATABASE_URL": base.set(database=name).render_as_string(hide_password=False),
+            "COSIGNER_SECRET": SECRET,
+        }
         listed = run(env, "tenants", "list", tmp_path=tmp_path)
         assert listed.returncode == 2 and "cosigner migrate" in listed.stderr
         served = run(env, "serve", "--port", "1", tmp_path=tmp_path)
@@ -116,8 +139,10 @@ def test_postgres_is_never_migrated_by_surprise(tmp_path: Path) -> None:
 def test_export_survives_a_row_edited_into_non_json(tmp_path: Path) -> None:
     assert run({}, "migrate", tmp_path=tmp_path).returncode == 0
     with sqlite3.connect(tmp_path / "c.db") as conn:
-        conn.execute("INSERT INTO audit_events (approval_id, tenant, seq, at, event, actor, "
-                     "data, prev_hash, hash) VALUES ('apv_1', 'acme', 1, 1.0, 'requested', "
-                     "'{}', 'not json', '', '')")
+        conn.execute(
+            "INSERT INTO audit_events (approval_id, tenant, seq, at, event, actor, "
+            "data, prev_hash, hash) VALUES ('apv_1', 'acme', 1, 1.0, 'requested', "
+            "'{}', 'not json', '', '')"
+        )
     out = run({}, "audit", "export", tmp_path=tmp_path)
     assert out.returncode == 0 and '"unparseable": "not json"' in out.stdout

@@ -46,8 +46,7 @@ class _Receiver(http.server.BaseHTTPRequestHandler):
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
         with self.lock:
             if self.healthy:
-                self.received.append({"delivery": self.headers["Cosigner-Delivery"],
-                                      **json.loads(body)})
+                self.received.append({"delivery": self.headers["Cosigner-Delivery"], **json.loads(body)})
         self.send_response(200 if self.healthy else 503)
         self.end_headers()
 
@@ -58,8 +57,13 @@ class _Receiver(http.server.BaseHTTPRequestHandler):
 @contextmanager
 def _serving(env: dict[str, str], cwd: Path, port: int) -> Iterator[subprocess.Popen[bytes]]:
     log = (cwd / f"serve-{time.monotonic_ns()}.log").open("wb")
-    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "serve", "--port", str(port)],
-                            env=env, cwd=cwd, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bot.cli", "serve", "--port", str(port)],
+        env=env,
+        cwd=cwd,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     try:
         deadline = time.monotonic() + 20
         while True:
@@ -84,12 +88,20 @@ def test_sigkill_mid_flight_loses_nothing(tmp_path: Path) -> None:
     threading.Thread(target=receiver.serve_forever, daemon=True).start()
     callback = f"http://127.0.0.1:{receiver.server_address[1]}/hook"
     (tmp_path / "policy.toml").write_text(POLICY)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("COSIGNER_", "SLACK_",
-                                                                     "TWILIO_"))}
-    env.update(COSIGNER_DATABASE_URL=f"sqlite+aiosqlite:///{tmp_path / 'c.db'}",
-               COSIGNER_SECRET=SECRET, COSIGNER_POLICY=str(tmp_path / "policy.toml"))
-    created = subprocess.run([sys.executable, "-m", "bot.cli", "tenants", "create", "acme"],
-                             env=env, cwd=tmp_path, capture_output=True, text=True, timeout=30)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("COSIGNER_", "SLACK_", "TWILIO_"))}
+    env.update(
+        COSIGNER_DATABASE_URL=f"sqlite+aiosqlite:///{tmp_path / 'c.db'}",
+        COSIGNER_SECRET=SECRET,
+        COSIGNER_POLICY=str(tmp_path / "policy.toml"),
+    )
+    created = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "tenants", "create", "acme"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     key = created.stdout.split("stored): ")[1].split()[0]
     auth = {"Authorization": f"Bearer {key}"}
     port = _free_port()
@@ -98,13 +110,24 @@ def test_sigkill_mid_flight_loses_nothing(tmp_path: Path) -> None:
     untouched: set[str] = set()
     expiring: set[str] = set()
     try:
-        with _serving(env, tmp_path, port) as proc, httpx.Client(base_url=url, headers=auth,
-                                                                 timeout=10) as api:
+        with (
+            _serving(env, tmp_path, port) as proc,
+            httpx.Client(base_url=url, headers=auth, timeout=10) as api,
+        ):
+
             def ask(call_id: str, timeout: int = 300) -> str:
-                r = api.post("/v1/approvals", json={
-                    "executionId": call_id, "toolCallId": "c", "toolName": "wire_money",
-                    "parameters": {"amountCents": 1}, "timeoutSeconds": timeout,
-                    "surface": {"type": "dashboard", "userId": "u_1"}, "callbackUrl": callback})
+                r = api.post(
+                    "/v1/approvals",
+                    json={
+                        "executionId": call_id,
+                        "toolCallId": "c",
+                        "toolName": "wire_money",
+                        "parameters": {"amountCents": 1},
+                        "timeoutSeconds": timeout,
+                        "surface": {"type": "dashboard", "userId": "u_1"},
+                        "callbackUrl": callback,
+                    },
+                )
                 assert r.status_code == 201, r.text
                 return str(r.json()["approvalId"])
 
@@ -113,8 +136,7 @@ def test_sigkill_mid_flight_loses_nothing(tmp_path: Path) -> None:
                 if i % 2:
                     untouched.add(aid)
                     continue
-                r = api.post(f"/v1/approvals/{aid}/decision",
-                             json={"decision": "approve", "userId": "u_1"})
+                r = api.post(f"/v1/approvals/{aid}/decision", json={"decision": "approve", "userId": "u_1"})
                 assert r.status_code == 200
                 approved.add(aid)
             expiring = {ask(f"exp_{i}", timeout=1) for i in range(3)}
@@ -123,10 +145,11 @@ def test_sigkill_mid_flight_loses_nothing(tmp_path: Path) -> None:
             proc.wait(timeout=10)
         time.sleep(1.2)  # the short approvals expire while nothing runs
         _Receiver.healthy = True
-        with _serving(env, tmp_path, port), httpx.Client(base_url=url, headers=auth,
-                                                         timeout=10) as api:
-            states = {aid: api.get(f"/v1/approvals/{aid}").json()["status"]
-                      for aid in approved | untouched | expiring}
+        with _serving(env, tmp_path, port), httpx.Client(base_url=url, headers=auth, timeout=10) as api:
+            states = {
+                aid: api.get(f"/v1/approvals/{aid}").json()["status"]
+                for aid in approved | untouched | expiring
+            }
             deadline = time.monotonic() + 30
             wanted = len(approved) + len(expiring)
             while time.monotonic() < deadline:
@@ -135,8 +158,14 @@ def test_sigkill_mid_flight_loses_nothing(tmp_path: Path) -> None:
                         break
                 time.sleep(0.2)
             time.sleep(0.5)
-        verify = subprocess.run([sys.executable, "-m", "bot.cli", "audit", "verify"], env=env,
-                                cwd=tmp_path, capture_output=True, text=True, timeout=30)
+        verify = subprocess.run(
+            [sys.executable, "-m", "bot.cli", "audit", "verify"],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
     finally:
         receiver.shutdown()
     assert {states[a] for a in approved} == {"approved"}

@@ -27,18 +27,23 @@ SECRET = "ops-operator-secret-" + "o" * 32
 
 
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("COSIGNER_", "SLACK_", "TWILIO_"))}
-    env.update(COSIGNER_DATABASE_URL=f"sqlite+aiosqlite:///{tmp_path / 'cosigner.db'}",
-               PYTHONUNBUFFERED="1")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("COSIGNER_", "SLACK_", "TWILIO_"))}
+    env.update(COSIGNER_DATABASE_URL=f"sqlite+aiosqlite:///{tmp_path / 'cosigner.db'}", PYTHONUNBUFFERED="1")
     env.update(extra)
     return env
 
 
-def _cosigner(env: dict[str, str], *args: str, cwd: Path,
-              timeout: float = 30) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "bot.cli", *args], env=env, cwd=cwd,
-                          capture_output=True, text=True, timeout=timeout)
+def _cosigner(
+    env: dict[str, str], *args: str, cwd: Path, timeout: float = 30
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "bot.cli", *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def _free_port() -> int:
@@ -56,10 +61,13 @@ def test_serve_refuses_bad_configuration_clearly(case: str, tmp_path: Path) -> N
     env = {
         "no_secret": _env(tmp_path, COSIGNER_POLICY=str(good)),
         "bad_policy": _env(tmp_path, COSIGNER_POLICY=str(bad), COSIGNER_SECRET=SECRET),
-        "missing_policy": _env(tmp_path, COSIGNER_POLICY=str(tmp_path / "nope.toml"),
-                               COSIGNER_SECRET=SECRET),
-        "sync_driver": _env(tmp_path, COSIGNER_POLICY=str(good), COSIGNER_SECRET=SECRET,
-                            COSIGNER_DATABASE_URL=f"sqlite:///{tmp_path / 'x.db'}"),
+        "missing_policy": _env(tmp_path, COSIGNER_POLICY=str(tmp_path / "nope.toml"), COSIGNER_SECRET=SECRET),
+        "sync_driver": _env(
+            tmp_path,
+            COSIGNER_POLICY=str(good),
+            COSIGNER_SECRET=SECRET,
+            COSIGNER_DATABASE_URL=f"sqlite:///{tmp_path / 'x.db'}",
+        ),
     }[case]
     done = _cosigner(env, "serve", "--port", str(_free_port()), cwd=tmp_path, timeout=20)
     assert done.returncode == 2, (done.returncode, done.stderr)
@@ -90,8 +98,13 @@ def served(tmp_path: Path) -> Iterator[tuple[str, str, dict[str, str]]]:
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     log = (tmp_path / "serve.log").open("wb")
-    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "serve", "--port", str(port)],
-                            env=env, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bot.cli", "serve", "--port", str(port)],
+        env=env,
+        cwd=tmp_path,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     try:
         deadline = time.monotonic() + 20
         while True:
@@ -114,17 +127,24 @@ def served(tmp_path: Path) -> Iterator[tuple[str, str, dict[str, str]]]:
         log.close()
 
 
-def test_the_readme_flow_on_a_real_server(served: tuple[str, str, dict[str, str]],
-                                          tmp_path: Path) -> None:
+def test_the_readme_flow_on_a_real_server(served: tuple[str, str, dict[str, str]], tmp_path: Path) -> None:
     url, key, env = served
     ready = httpx.get(f"{url}/readyz").json()
     assert ready == {"status": "ready", "database": "sqlite", "surfaces": ["dashboard"]}
     auth = {"Authorization": f"Bearer {key}"}
-    r = httpx.post(f"{url}/v1/approvals", headers=auth, json={
-        "executionId": "run_81", "toolCallId": "call_7", "toolName": "issue_refund",
-        "parameters": {"orderId": "ord_4421", "amountCents": 12900, "cardToken": "tok_x"},
-        "reason": "Customer says the discount was not applied",
-        "surface": {"type": "dashboard", "userId": "u_42"}, "timeoutSeconds": 300})
+    r = httpx.post(
+        f"{url}/v1/approvals",
+        headers=auth,
+        json={
+            "executionId": "run_81",
+            "toolCallId": "call_7",
+            "toolName": "issue_refund",
+            "parameters": {"orderId": "ord_4421", "amountCents": 12900, "cardToken": "tok_x"},
+            "reason": "Customer says the discount was not applied",
+            "surface": {"type": "dashboard", "userId": "u_42"},
+            "timeoutSeconds": 300,
+        },
+    )
     assert r.status_code == 201, r.text
     start = r.json()
     assert start["type"] == "approval_start" and start["status"] == "pending"
@@ -138,28 +158,38 @@ def test_the_readme_flow_on_a_real_server(served: tuple[str, str, dict[str, str]
     r = httpx.get(f"{url}/v1/approvals/{apv}?wait=61", headers=auth)
     assert r.status_code == 400 and r.json()["error"]["code"] == "INVALID_REQUEST"
 
-    r = httpx.post(f"{url}/v1/approvals/{apv}/decision", headers=auth,
-                   json={"decision": "approve", "userId": "u_mallory"})
+    r = httpx.post(
+        f"{url}/v1/approvals/{apv}/decision",
+        headers=auth,
+        json={"decision": "approve", "userId": "u_mallory"},
+    )
     assert r.status_code == 403 and r.json()["error"]["code"] == "NOT_AN_APPROVER", r.text
-    r = httpx.post(f"{url}/v1/approvals/{apv}/decision", headers=auth,
-                   json={"decision": "approve", "userId": "u_42", "comment": "ok"})
+    r = httpx.post(
+        f"{url}/v1/approvals/{apv}/decision",
+        headers=auth,
+        json={"decision": "approve", "userId": "u_42", "comment": "ok"},
+    )
     assert r.status_code == 200, r.text
     decided = r.json()
     assert decided["status"] == "approved" and decided["grant"]
     assert decided["decidedBy"] == {"kind": "person", "surface": "dashboard", "userId": "u_42"}
-    r = httpx.post(f"{url}/v1/approvals/{apv}/decision", headers=auth,
-                   json={"decision": "deny", "userId": "u_42"})
+    r = httpx.post(
+        f"{url}/v1/approvals/{apv}/decision", headers=auth, json={"decision": "deny", "userId": "u_42"}
+    )
     assert r.status_code == 409 and r.json()["error"]["code"] == "ALREADY_DECIDED", r.text
 
     shown = _cosigner(env, "audit", "show", apv, cwd=tmp_path)
     assert shown.returncode == 0, shown
     assert [line.split()[2] for line in shown.stdout.splitlines()] == [
-        "requested", "decision_refused", "approved", "decision_refused"]
+        "requested",
+        "decision_refused",
+        "approved",
+        "decision_refused",
+    ]
     assert "tok_x" not in shown.stdout
     verified = _cosigner(env, "audit", "verify", cwd=tmp_path)
     assert verified.returncode == 0 and "audit OK: 4 events" in verified.stdout, verified
-    exported = _cosigner(env, "audit", "export", "--since", "2000-01-01T00:00:00Z",
-                         cwd=tmp_path)
+    exported = _cosigner(env, "audit", "export", "--since", "2000-01-01T00:00:00Z", cwd=tmp_path)
     assert exported.returncode == 0 and len(exported.stdout.splitlines()) == 4, exported
 
 
@@ -173,10 +203,13 @@ def test_the_readme_names_every_setting() -> None:
 
 def test_the_example_policy_shows_every_key() -> None:
     text = (REPO / "policy.example.toml").read_text()
-    groups = {"defaults": policy_module._DEFAULT_KEYS, "tools": policy_module._TOOL_KEYS,
-              "tenants": policy_module._TENANT_KEYS, "staff": policy_module._STAFF_KEYS}
+    groups = {
+        "defaults": policy_module._DEFAULT_KEYS,
+        "tools": policy_module._TOOL_KEYS,
+        "tenants": policy_module._TENANT_KEYS,
+        "staff": policy_module._STAFF_KEYS,
+    }
     for group, keys in groups.items():
         for key in keys:
-            shown = re.search(rf"^#?\s*{key}\s*=|[#,{{]\s*{key}\s*=|\[tenants\.\w+\.{key}[.\]]",
-                              text, re.M)
+            shown = re.search(rf"^#?\s*{key}\s*=|[#,{{]\s*{key}\s*=|\[tenants\.\w+\.{key}[.\]]", text, re.M)
             assert shown, f"policy.example.toml does not show {group} key {key!r}"

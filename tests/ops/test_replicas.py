@@ -55,13 +55,14 @@ redact = ["cardToken"]
 [tenants.acme]
 admins = { dashboard = ["u_admin"] }
 """
-EXPIRING = 6           # approvals left to expire, each with a callback
-DECIDERS = 20          # concurrent decision POSTs, spread over both replicas
+EXPIRING = 6  # approvals left to expire, each with a callback
+DECIDERS = 20  # concurrent decision POSTs, spread over both replicas
 
 pytestmark = pytest.mark.skipif(
     not os.environ.get(POSTGRES_ENV),
     reason=f"needs PostgreSQL: set {POSTGRES_ENV}=postgresql+asyncpg://user@host/db "
-           "(the test creates and drops its own database next to it)")
+    "(the test creates and drops its own database next to it)",
+)
 
 
 def _asyncpg_dsn(url: str, database: str | None = None) -> str:
@@ -79,10 +80,17 @@ def _free_port() -> int:
 
 def _cosigner(env: dict[str, str], *args: str) -> str:
     """Run a `cosigner` command the way an operator would; return its stdout."""
-    done = subprocess.run([sys.executable, "-m", "bot.cli", *args], env=env, cwd=REPO,
-                          capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, f"cosigner {' '.join(args)} exited {done.returncode}:\n" \
-        f"{done.stdout}\n{done.stderr}"
+    done = subprocess.run(
+        [sys.executable, "-m", "bot.cli", *args],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, (
+        f"cosigner {' '.join(args)} exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
+    )
     return done.stdout
 
 
@@ -98,10 +106,14 @@ class CallbackReceiver:
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
                 with receiver.lock:
-                    receiver.received.append({
-                        "delivery": self.headers.get("Cosigner-Delivery"),
-                        "signature": self.headers.get("Cosigner-Signature"),
-                        "body": body, "at": time.monotonic()})
+                    receiver.received.append(
+                        {
+                            "delivery": self.headers.get("Cosigner-Delivery"),
+                            "signature": self.headers.get("Cosigner-Signature"),
+                            "body": body,
+                            "at": time.monotonic(),
+                        }
+                    )
                 self.send_response(200)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
@@ -154,11 +166,14 @@ def operator_env(fresh_database: str, tmp_path: Path) -> dict[str, str]:
     """The environment an operator would export: database, secret, policy; no surfaces."""
     policy = tmp_path / "policy.toml"
     policy.write_text(POLICY)
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("COSIGNER_", "SLACK_", "TWILIO_"))}
-    env.update(COSIGNER_DATABASE_URL=fresh_database, COSIGNER_SECRET=SECRET,
-               COSIGNER_POLICY=str(policy), COSIGNER_LOG_LEVEL="WARNING",
-               PYTHONUNBUFFERED="1")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("COSIGNER_", "SLACK_", "TWILIO_"))}
+    env.update(
+        COSIGNER_DATABASE_URL=fresh_database,
+        COSIGNER_SECRET=SECRET,
+        COSIGNER_POLICY=str(policy),
+        COSIGNER_LOG_LEVEL="WARNING",
+        PYTHONUNBUFFERED="1",
+    )
     return env
 
 
@@ -174,8 +189,7 @@ def tenant(operator_env: dict[str, str]) -> tuple[str, str]:
 
 
 @pytest.fixture
-def replicas(operator_env: dict[str, str], tenant: tuple[str, str],
-             tmp_path: Path) -> Iterator[list[str]]:
+def replicas(operator_env: dict[str, str], tenant: tuple[str, str], tmp_path: Path) -> Iterator[list[str]]:
     """Two `cosigner serve` processes on the same database; always stopped afterwards."""
     procs: list[tuple[subprocess.Popen[bytes], Path]] = []
     urls: list[str] = []
@@ -187,8 +201,12 @@ def replicas(operator_env: dict[str, str], tenant: tuple[str, str],
             with log.open("wb") as out:
                 proc = subprocess.Popen(
                     [sys.executable, "-m", "bot.cli", "serve", "--port", str(port)],
-                    env=operator_env, cwd=REPO, stdout=out, stderr=subprocess.STDOUT,
-                    start_new_session=True)
+                    env=operator_env,
+                    cwd=REPO,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
             procs.append((proc, log))
         deadline = time.monotonic() + 20
         for (proc, log), url in zip(procs, urls, strict=True):
@@ -220,14 +238,21 @@ def replicas(operator_env: dict[str, str], tenant: tuple[str, str],
 
 
 def _request(call_id: str, **extra: Any) -> dict[str, Any]:
-    return {"executionId": f"run_{call_id}", "toolCallId": call_id, "toolName": "issue_refund",
-            "parameters": {"orderId": "ord_1", "amountCents": 12900, "cardToken": "tok_x"},
-            "reason": "ops test", "surface": {"type": "dashboard", "userId": "u_42"}, **extra}
+    return {
+        "executionId": f"run_{call_id}",
+        "toolCallId": call_id,
+        "toolName": "issue_refund",
+        "parameters": {"orderId": "ord_1", "amountCents": 12900, "cardToken": "tok_x"},
+        "reason": "ops test",
+        "surface": {"type": "dashboard", "userId": "u_42"},
+        **extra,
+    }
 
 
 async def _audit(client: httpx.AsyncClient, url: str, key: str, approval_id: str) -> list[Any]:
-    r = await client.get(f"{url}/v1/approvals/{approval_id}/audit",
-                         headers={"Authorization": f"Bearer {key}"})
+    r = await client.get(
+        f"{url}/v1/approvals/{approval_id}/audit", headers={"Authorization": f"Bearer {key}"}
+    )
     assert r.status_code == 200, r.text
     events: list[Any] = r.json()["events"]
     return events
@@ -245,8 +270,7 @@ async def test_two_serve_processes_agree(tenant: tuple[str, str], replicas: list
     with CallbackReceiver() as receiver:
         async with httpx.AsyncClient(timeout=30, headers=auth) as client:
             # --- one decision per request; the long-poll on the other replica wakes ------
-            r = await client.post(f"{a}/v1/approvals",
-                                  json=_request("decide_1", callbackUrl=receiver.url))
+            r = await client.post(f"{a}/v1/approvals", json=_request("decide_1", callbackUrl=receiver.url))
             assert r.status_code == 201, r.text
             approval_id = r.json()["approvalId"]
 
@@ -261,7 +285,8 @@ async def test_two_serve_processes_agree(tenant: tuple[str, str], replicas: list
             async def decide(i: int) -> tuple[float, httpx.Response]:
                 resp = await client.post(
                     f"{(a, b)[i % 2]}/v1/approvals/{approval_id}/decision",
-                    json={"decision": "approve", "userId": "u_42", "comment": f"#{i}"})
+                    json={"decision": "approve", "userId": "u_42", "comment": f"#{i}"},
+                )
                 return time.monotonic(), resp
 
             answers = await asyncio.gather(*(decide(i) for i in range(DECIDERS)))
@@ -277,8 +302,9 @@ async def test_two_serve_processes_agree(tenant: tuple[str, str], replicas: list
             assert polled.status_code == 200, polled.text
             assert polled.json()["status"] == "approved", polled.json()
             assert polled.json()["comment"] == winner["comment"]
-            assert woke_at - decided_at < 1.0, \
+            assert woke_at - decided_at < 1.0, (
                 f"B's long-poll answered {woke_at - decided_at:.2f}s after the decision on A/B"
+            )
 
             events = _names(await _audit(client, b, api_key, approval_id))
             assert events.count("approved") == 1, events
@@ -287,8 +313,10 @@ async def test_two_serve_processes_agree(tenant: tuple[str, str], replicas: list
             # --- each expiry once, each callback once ------------------------------------
             expiring = []
             for i in range(EXPIRING):
-                r = await client.post(f"{(a, b)[i % 2]}/v1/approvals", json=_request(
-                    f"expire_{i}", timeoutSeconds=1, callbackUrl=receiver.url))
+                r = await client.post(
+                    f"{(a, b)[i % 2]}/v1/approvals",
+                    json=_request(f"expire_{i}", timeoutSeconds=1, callbackUrl=receiver.url),
+                )
                 assert r.status_code == 201, r.text
                 expiring.append(r.json()["approvalId"])
 
@@ -317,8 +345,9 @@ async def test_two_serve_processes_agree(tenant: tuple[str, str], replicas: list
         by_approval.setdefault(json.loads(c["body"])["approvalId"], []).append(c)
     assert set(by_approval) == wanted, f"missing callbacks for {wanted - set(by_approval)}"
     for apv, calls_for in by_approval.items():
-        assert len(calls_for) == 1, f"{apv} was called back {len(calls_for)} times: " \
-            f"{[c['delivery'] for c in calls_for]}"
+        assert len(calls_for) == 1, (
+            f"{apv} was called back {len(calls_for)} times: {[c['delivery'] for c in calls_for]}"
+        )
     deliveries = [c["delivery"] for c in calls]
     assert all(deliveries) and len(set(deliveries)) == len(deliveries), deliveries
     assert json.loads(by_approval[approval_id][0]["body"])["status"] == "approved"

@@ -21,7 +21,6 @@ def until(check: Callable[[], Any], seconds: float = 10.0) -> Any:
     return wait_for(check, seconds, interval=0.05)
 
 
-
 AGENT = Path(__file__).resolve().parents[2] / "examples" / "agent.py"
 
 
@@ -60,8 +59,14 @@ async def start_agent(sb: Sandbox, *args: str, key: str | None = None) -> AgentP
     if key is not None:
         env["COSIGNER_API_KEY"] = key
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, str(AGENT), *args, env=env, cwd=sb.key_file.parent.parent,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+        sys.executable,
+        str(AGENT),
+        *args,
+        env=env,
+        cwd=sb.key_file.parent.parent,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
     return AgentProcess(proc)
 
 
@@ -95,6 +100,7 @@ async def run_agent(sb: Sandbox) -> AsyncIterator[Callable[..., Any]]:
         agent = await start_agent(sb, *args, key=key)
         started.append(agent)
         return agent
+
     yield run
     for agent in started:
         await agent.kill()

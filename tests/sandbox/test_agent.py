@@ -14,25 +14,30 @@ from bot.sandbox import Sandbox
 
 AGENT = Path(__file__).resolve().parents[2] / "examples" / "agent.py"
 
+
 async def cards(http: httpx.AsyncClient) -> dict[str, dict[str, Any]]:
     messages = (await http.get("/sandbox/api/state")).json()["messages"]
     return {m["blocks"][0]["text"]["text"]: m for m in messages}
 
 
-async def test_the_example_agent_sees_every_decision(sb: Sandbox, http: httpx.AsyncClient,
-                                                     wait_until: Any, run_agent: Any) -> None:
+async def test_the_example_agent_sees_every_decision(
+    sb: Sandbox, http: httpx.AsyncClient, wait_until: Any, run_agent: Any
+) -> None:
     # The agent finds the key in cosigner-data/demo.key below its working directory.
     agent = await run_agent("--timeout", "60")
     try:
         await wait_until(lambda: agent.said("waiting for 3 decisions"), 20)
         shown = await cards(http)
         assert set(shown) == {"issue_credit", "issue_refund"}
-        for tool, action in (("issue_refund", "cosigner.approve"),
-                             ("issue_credit", "cosigner.approve_for_run")):
+        for tool, action in (
+            ("issue_refund", "cosigner.approve"),
+            ("issue_credit", "cosigner.approve_for_run"),
+        ):
             card = shown[tool]
-            r = await http.post("/sandbox/api/click", json={
-                "channel": card["channel"], "ts": card["ts"], "actionId": action,
-                "as": "requester"})
+            r = await http.post(
+                "/sandbox/api/click",
+                json={"channel": card["channel"], "ts": card["ts"], "actionId": action, "as": "requester"},
+            )
             assert r.json() == {"status": 200}
             await wait_until(lambda tool=tool: agent.said(f"DECISION {tool} APPROVED"), 15)
         await wait_until(lambda: sb.twilio.sent, 10)
@@ -60,8 +65,11 @@ async def test_the_agent_gives_up_after_its_timeout_and_cancels(sb: Sandbox, run
 
 async def test_the_agent_names_the_fix_when_nothing_listens(sb: Sandbox) -> None:
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, str(AGENT), env={**os.environ, "COSIGNER_URL": "http://127.0.0.1:9",
-                                         "COSIGNER_API_KEY": "k"},
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        sys.executable,
+        str(AGENT),
+        env={**os.environ, "COSIGNER_URL": "http://127.0.0.1:9", "COSIGNER_API_KEY": "k"},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     _, err = await proc.communicate()
     assert proc.returncode == 1 and b"start it with `cosigner dev`" in err

@@ -18,14 +18,25 @@ import pytest
 from bot.sandbox import Sandbox
 
 SCREENSHOT = "/tmp/sandbox.png"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 def chromium_binary() -> str | None:
     """A Chromium to drive: COSIGNER_TEST_CHROMIUM, Debian's, or one on PATH."""
-    for candidate in (os.environ.get("COSIGNER_TEST_CHROMIUM"), "/usr/bin/chromium",
-                      shutil.which("chromium"), shutil.which("chromium-browser")):
+    for candidate in (
+        os.environ.get("COSIGNER_TEST_CHROMIUM"),
+        "/usr/bin/chromium",
+        shutil.which("chromium"),
+        shutil.which("chromium-browser"),
+    ):
         if candidate and os.access(candidate, os.X_OK):
             return candidate
     return None
@@ -47,9 +58,11 @@ async def browser() -> AsyncIterator[Any]:
                 found = await pw.chromium.launch(args=ARGS)
         except Error as exc:
             where = binary or "Playwright's bundled Chromium"
-            pytest.skip(f"no Chromium could be started ({where}: {str(exc).splitlines()[0]}); "
-                        "install one with `apt-get install chromium` or "
-                        "`python -m playwright install chromium`")
+            pytest.skip(
+                f"no Chromium could be started ({where}: {str(exc).splitlines()[0]}); "
+                "install one with `apt-get install chromium` or "
+                "`python -m playwright install chromium`"
+            )
         try:
             yield found
         finally:
@@ -57,7 +70,8 @@ async def browser() -> AsyncIterator[Any]:
 
 
 async def test_approve_in_the_page_reaches_the_agent_and_updates_the_card(
-        sb: Sandbox, browser: Any, run_agent: Any, wait_until: Any) -> None:
+    sb: Sandbox, browser: Any, run_agent: Any, wait_until: Any
+) -> None:
     from playwright.async_api import expect
 
     agent = await run_agent("--timeout", "90")
@@ -67,10 +81,8 @@ async def test_approve_in_the_page_reaches_the_agent_and_updates_the_card(
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     await page.goto(f"{sb.url}/sandbox")
 
-    refund = page.locator(".message:not(.ephemeral)", has=page.locator(".bk-header",
-                                                                       has_text="issue_refund"))
-    credit = page.locator(".message:not(.ephemeral)", has=page.locator(".bk-header",
-                                                                       has_text="issue_credit"))
+    refund = page.locator(".message:not(.ephemeral)", has=page.locator(".bk-header", has_text="issue_refund"))
+    credit = page.locator(".message:not(.ephemeral)", has=page.locator(".bk-header", has_text="issue_credit"))
     await expect(refund).to_have_count(1)
     # The card as Slack would show it: redacted parameters in a code block, a mention, a date.
     await expect(refund.locator("pre.bk-code")).to_contain_text('"cardToken": "[REDACTED]"')
@@ -112,7 +124,8 @@ async def test_approve_in_the_page_reaches_the_agent_and_updates_the_card(
     await modal.get_by_role("button", name="Deny").click()
     await expect(modal).to_be_hidden()
     assert await agent.finish() == 0, "\n".join(agent.lines)
-    assert agent.said("DECISION issue_credit DENIED by U0ALICE via slack, "
-                      "comment: 'Check with the customer first'")
+    assert agent.said(
+        "DECISION issue_credit DENIED by U0ALICE via slack, comment: 'Check with the customer first'"
+    )
     await expect(credit.locator("button")).to_have_count(0)
     assert errors == []

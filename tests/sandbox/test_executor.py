@@ -16,8 +16,13 @@ async def test_the_example_executor_runs_only_what_was_granted(sb: Sandbox) -> N
     env = {k: v for k, v in os.environ.items() if not k.startswith("COSIGNER_")}
     env["COSIGNER_URL"] = sb.url
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, str(EXECUTOR), env=env, cwd=sb.key_file.parent.parent,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+        sys.executable,
+        str(EXECUTOR),
+        env=env,
+        cwd=sb.key_file.parent.parent,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
     out, _ = await asyncio.wait_for(proc.communicate(), 60)
     text = out.decode()
     assert proc.returncode == 0, text

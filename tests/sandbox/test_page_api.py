@@ -15,11 +15,23 @@ SLACK = {"type": "slack", "teamId": "T0DEMO", "channelId": "C0DEMO", "userId": "
 PHONE = "+15550100200"
 
 
-async def ask(http: httpx.AsyncClient, tool: str, parameters: dict[str, Any],
-              surface: dict[str, Any] | None = None, call: str = "call_1") -> str:
-    r = await http.post("/v1/approvals", json={
-        "executionId": "run_1", "toolCallId": call, "toolName": tool, "parameters": parameters,
-        "surface": surface or SLACK})
+async def ask(
+    http: httpx.AsyncClient,
+    tool: str,
+    parameters: dict[str, Any],
+    surface: dict[str, Any] | None = None,
+    call: str = "call_1",
+) -> str:
+    r = await http.post(
+        "/v1/approvals",
+        json={
+            "executionId": "run_1",
+            "toolCallId": call,
+            "toolName": tool,
+            "parameters": parameters,
+            "surface": surface or SLACK,
+        },
+    )
     assert r.status_code == 201, r.text
     return str(r.json()["approvalId"])
 
@@ -41,8 +53,10 @@ async def card_of(http: httpx.AsyncClient, tool: str, *, edited: bool = False) -
 
 
 async def click(http: httpx.AsyncClient, card: dict[str, Any], action: str, who: str) -> httpx.Response:
-    return await http.post("/sandbox/api/click", json={
-        "channel": card["channel"], "ts": card["ts"], "actionId": action, "as": who})
+    return await http.post(
+        "/sandbox/api/click",
+        json={"channel": card["channel"], "ts": card["ts"], "actionId": action, "as": who},
+    )
 
 
 async def test_page_and_assets_are_served(sb: Sandbox, http: httpx.AsyncClient) -> None:
@@ -54,13 +68,19 @@ async def test_page_and_assets_are_served(sb: Sandbox, http: httpx.AsyncClient) 
     assert (await http.get("/sandbox/secrets.txt")).status_code == 404
     data = await state(http)
     assert data["team"] == "T0DEMO" and {p["key"] for p in data["people"]} == {
-        "requester", "admin", "outsider", "other_workspace"}
+        "requester",
+        "admin",
+        "outsider",
+        "other_workspace",
+    }
 
 
-async def test_approve_click_decides_and_updates_the_card(sb: Sandbox, http: httpx.AsyncClient,
-                                                          wait_until: Any) -> None:
-    approval = await ask(http, "issue_refund", {"orderId": "o1", "amountCents": 12900,
-                                                "cardToken": "tok_secret_123"})
+async def test_approve_click_decides_and_updates_the_card(
+    sb: Sandbox, http: httpx.AsyncClient, wait_until: Any
+) -> None:
+    approval = await ask(
+        http, "issue_refund", {"orderId": "o1", "amountCents": 12900, "cardToken": "tok_secret_123"}
+    )
     card = await card_of(http, "issue_refund")
     assert "tok_secret_123" not in json.dumps(card) and "[REDACTED]" in json.dumps(card)
     buttons = [b for blk in card["blocks"] if blk["type"] == "actions" for b in blk["elements"]]
@@ -69,8 +89,12 @@ async def test_approve_click_decides_and_updates_the_card(sb: Sandbox, http: htt
     assert r.json() == {"status": 200}
     decision = (await http.get(f"/v1/approvals/{approval}?wait=10")).json()
     assert decision["status"] == "approved"
-    assert decision["decidedBy"] == {"kind": "person", "surface": "slack", "userId": "U0ALICE",
-                                     "teamId": "T0DEMO"}
+    assert decision["decidedBy"] == {
+        "kind": "person",
+        "surface": "slack",
+        "userId": "U0ALICE",
+        "teamId": "T0DEMO",
+    }
     updated = await card_of(http, "issue_refund", edited=True)
     assert not [b for b in updated["blocks"] if b["type"] == "actions"]
     activity = (await state(http))["activity"]
@@ -80,7 +104,8 @@ async def test_approve_click_decides_and_updates_the_card(sb: Sandbox, http: htt
 
 
 async def test_outsider_and_other_workspace_are_refused_and_told_why(
-        sb: Sandbox, http: httpx.AsyncClient, wait_until: Any) -> None:
+    sb: Sandbox, http: httpx.AsyncClient, wait_until: Any
+) -> None:
     approval = await ask(http, "issue_credit", {"orderId": "o1", "amountCents": 500})
     card = await card_of(http, "issue_credit")
     assert (await click(http, card, "cosigner.approve", "outsider")).json() == {"status": 200}
@@ -93,8 +118,7 @@ async def test_outsider_and_other_workspace_are_refused_and_told_why(
     assert (await http.get(f"/v1/approvals/{approval}")).json()["status"] == "pending"
 
 
-async def test_admin_may_answer_a_refund(sb: Sandbox, http: httpx.AsyncClient,
-                                         wait_until: Any) -> None:
+async def test_admin_may_answer_a_refund(sb: Sandbox, http: httpx.AsyncClient, wait_until: Any) -> None:
     approval = await ask(http, "issue_refund", {"orderId": "o2", "amountCents": 100})
     card = await card_of(http, "issue_refund")
     await click(http, card, "cosigner.approve", "admin")
@@ -103,28 +127,32 @@ async def test_admin_may_answer_a_refund(sb: Sandbox, http: httpx.AsyncClient,
 
 
 async def test_deny_opens_a_modal_whose_comment_reaches_the_agent(
-        sb: Sandbox, http: httpx.AsyncClient, wait_until: Any) -> None:
+    sb: Sandbox, http: httpx.AsyncClient, wait_until: Any
+) -> None:
     approval = await ask(http, "issue_credit", {"orderId": "o1", "amountCents": 500})
     card = await card_of(http, "issue_credit")
     await click(http, card, "cosigner.deny", "requester")
     await wait_until(lambda: sb.slack.views)
     (view,) = (await state(http))["views"]
     assert view["view"]["title"]["text"] == "Deny request"
-    outsider = await http.post("/sandbox/api/submit", json={
-        "viewId": view["id"], "comment": "no", "as": "outsider"})
+    outsider = await http.post(
+        "/sandbox/api/submit", json={"viewId": view["id"], "comment": "no", "as": "outsider"}
+    )
     assert "NOT_AN_APPROVER" in json.dumps(outsider.json()["errors"])
-    r = await http.post("/sandbox/api/submit", json={
-        "viewId": view["id"], "comment": "Ask the customer first", "as": "requester"})
+    r = await http.post(
+        "/sandbox/api/submit",
+        json={"viewId": view["id"], "comment": "Ask the customer first", "as": "requester"},
+    )
     assert r.json()["errors"] is None
     decision = (await http.get(f"/v1/approvals/{approval}?wait=10")).json()
     assert decision["status"] == "denied" and decision["comment"] == "Ask the customer first"
     assert (await state(http))["views"] == []
 
 
-async def test_a_phone_reply_decides_an_sms_request(sb: Sandbox, http: httpx.AsyncClient,
-                                                    wait_until: Any) -> None:
-    approval = await ask(http, "send_email", {"to": "c@example.com"},
-                         surface={"type": "sms", "phone": PHONE})
+async def test_a_phone_reply_decides_an_sms_request(
+    sb: Sandbox, http: httpx.AsyncClient, wait_until: Any
+) -> None:
+    approval = await ask(http, "send_email", {"to": "c@example.com"}, surface={"type": "sms", "phone": PHONE})
     await wait_until(lambda: sb.twilio.texts_to(PHONE))
     texts = (await state(http))["phone"]["texts"]
     assert texts[0]["phone"] == PHONE and "send_email" in texts[0]["body"]
@@ -139,12 +167,12 @@ async def test_a_phone_reply_decides_an_sms_request(sb: Sandbox, http: httpx.Asy
     assert bodies[:3] == [texts[0]["body"], "maybe", maybe.json()["replies"][0]]
 
 
-async def test_the_api_takes_json_only_and_names_bad_fields(sb: Sandbox,
-                                                            http: httpx.AsyncClient) -> None:
+async def test_the_api_takes_json_only_and_names_bad_fields(sb: Sandbox, http: httpx.AsyncClient) -> None:
     form = await http.post("/sandbox/api/click", data={"as": "requester"})
     assert form.status_code == 415
-    bad = await http.post("/sandbox/api/click", json={"as": "ceo", "channel": "C", "ts": "1.1",
-                                                       "actionId": "x"})
+    bad = await http.post(
+        "/sandbox/api/click", json={"as": "ceo", "channel": "C", "ts": "1.1", "actionId": "x"}
+    )
     assert bad.status_code == 400 and "requester" in bad.json()["error"]["message"]
 
 
@@ -159,6 +187,5 @@ async def test_the_demo_key_is_rotated_on_every_start(tmp_path: Path) -> None:
         assert second.api_key != old and (data / "demo.key").read_text().strip() == second.api_key
         async with httpx.AsyncClient(base_url=second.url) as client:
             stale = await client.get("/v1/approvals/x", headers={"Authorization": f"Bearer {old}"})
-            fresh = await client.get("/v1/approvals/x",
-                                     headers={"Authorization": f"Bearer {second.api_key}"})
+            fresh = await client.get("/v1/approvals/x", headers={"Authorization": f"Bearer {second.api_key}"})
         assert stale.status_code == 401 and fresh.json()["error"]["code"] == "APPROVAL_NOT_FOUND"

@@ -27,6 +27,7 @@ def put(key: str, fail: bool = False):  # type: ignore[no-untyped-def]
         if fail:
             raise ValueError(f"refused {key}")
         return key
+
     return tx
 
 
@@ -48,8 +49,9 @@ async def test_a_failing_transaction_is_rolled_back_alone(db: Database) -> None:
 
 
 async def test_duplicate_keys_conflict_inside_one_batch(db: Database) -> None:
-    results = await asyncio.gather(*(db.run_write(put(f"k{i // 2}")) for i in range(100)),
-                                   return_exceptions=True)
+    results = await asyncio.gather(
+        *(db.run_write(put(f"k{i // 2}")) for i in range(100)), return_exceptions=True
+    )
     assert sum(isinstance(r, sa.exc.IntegrityError) for r in results) == 50
     assert await db.run_read(count) == 50
 

@@ -126,7 +126,7 @@ def test_bolts_token_notice_is_filtered_and_nothing_else() -> None:
     from surfaces.slack.adapter import _quiet_token_notice
 
     def record(message: str) -> logging.LogRecord:
-        return logging.LogRecord("cosigner.slack.bolt", logging.WARNING, __file__, 1, message,
-                                 None, None)
+        return logging.LogRecord("cosigner.slack.bolt", logging.WARNING, __file__, 1, message, None, None)
+
     assert not _quiet_token_notice(record("As you gave `client` as well, `token` will be unused."))
     assert _quiet_token_notice(record("Failed to run a middleware"))

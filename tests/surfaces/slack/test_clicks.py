@@ -20,7 +20,6 @@ def until(check: Callable[[], Any]) -> Any:
     return wait_for(check, seconds=3.0, interval=0.01)
 
 
-
 async def card(adapter: SlackAdapter, make_card: Any, make_route: Any, **changes: Any) -> tuple[str, str]:
     delivered = await adapter.deliver(make_card(**changes), make_route())
     return delivered.conversation, delivered.message_refs[0]

@@ -16,8 +16,6 @@ SECRET = "e2e-signing-secret"
 APP_ID = "A0COSIGNER"
 
 
-
-
 @pytest.fixture
 async def world(db_kind: str) -> AsyncIterator[tuple[Harness, SlackEmulator, str]]:
     async with slack_app(DEFAULT_POLICY, secret=SECRET, app_id=APP_ID, database_kind=db_kind) as (h, emu):

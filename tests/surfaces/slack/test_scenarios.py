@@ -36,28 +36,32 @@ admin_channel = "C0ADMINS"
 """
 
 
-
-
 @pytest.fixture
 async def world(db_kind: str) -> AsyncIterator[tuple[Harness, SlackEmulator, str]]:
     async with slack_app(POLICY, secret=SECRET, app_id=APP_ID, database_kind=db_kind) as (h, emu):
         yield h, emu, await h.create_tenant("acme")
 
 
-async def ask(h: Harness, key: str, tool: str = "issue_refund", call_id: str = "call_1",
-              **extra: Any) -> str:
+async def ask(h: Harness, key: str, tool: str = "issue_refund", call_id: str = "call_1", **extra: Any) -> str:
     surface = {"type": "slack", "teamId": "T0ACME", "channelId": "C1", "userId": "U1"}
     surface.update(extra.pop("surface", {}))
-    body = {"executionId": extra.pop("executionId", "run_1"), "toolCallId": call_id,
-            "toolName": tool, "parameters": {"amountCents": 12900}, "surface": surface, **extra}
+    body = {
+        "executionId": extra.pop("executionId", "run_1"),
+        "toolCallId": call_id,
+        "toolName": tool,
+        "parameters": {"amountCents": 12900},
+        "surface": surface,
+        **extra,
+    }
     r = await h.client.post("/v1/approvals", json=body, headers=h.auth(key))
     assert r.status_code in (200, 201), r.text
     return str(r.json()["approvalId"])
 
 
 async def card_of(emu: SlackEmulator, index: int = 0) -> Recorded:
-    posts = await until(lambda: [m for m in emu.messages if m.method == "chat.postMessage"]
-                        [index:index + 1])
+    posts = await until(
+        lambda: [m for m in emu.messages if m.method == "chat.postMessage"][index : index + 1]
+    )
     return posts[0]
 
 
@@ -65,16 +69,19 @@ async def delivered(h: Harness, approval_id: str) -> None:
     async def check() -> bool:
         placed = await h.desk.placed(approval_id)
         return placed is not None and placed.delivered is not None
+
     deadline = time.monotonic() + 5
     while not await check():
         assert time.monotonic() < deadline, "card was never delivered"
         await asyncio.sleep(0.02)
 
 
-async def forged_click(h: Harness, emu: SlackEmulator, card: Recorded, *, action: str =
-                       "cosigner.approve", **fields: Any) -> None:
-    button = next(e for b in card.blocks if b["type"] == "actions" for e in b["elements"]
-                  if e["action_id"] == action)
+async def forged_click(
+    h: Harness, emu: SlackEmulator, card: Recorded, *, action: str = "cosigner.approve", **fields: Any
+) -> None:
+    button = next(
+        e for b in card.blocks if b["type"] == "actions" for e in b["elements"] if e["action_id"] == action
+    )
     fields.setdefault("channel", card.channel)
     fields.setdefault("ts", card.ts)
     fields.setdefault("team", "T0ACME")
@@ -90,21 +97,24 @@ async def status(h: Harness, key: str, approval_id: str) -> str:
 
 
 async def refusal_codes(h: Harness, key: str, approval_id: str) -> list[str]:
-    audit = (await h.client.get(f"/v1/approvals/{approval_id}/audit",
-                                headers=h.auth(key))).json()["events"]
+    audit = (await h.client.get(f"/v1/approvals/{approval_id}/audit", headers=h.auth(key))).json()["events"]
     return [e["data"]["code"] for e in audit if e["event"] == "decision_refused"]
 
 
-@pytest.mark.parametrize(("fields", "code"), [
-    ({"channel": "C2"}, "WRONG_CONVERSATION"),
-    ({"ts": "1700000000.999999"}, "WRONG_CONVERSATION"),
-    ({"app_id": "A0IMPOSTOR"}, "WRONG_CONVERSATION"),
-    ({"user_team": "T0OUTSIDER"}, "NOT_AN_APPROVER"),  # Slack Connect: U1's id, other org
-    ({"user": "U2"}, "NOT_AN_APPROVER"),
-    ({"team": "T0GLOBEX"}, "WRONG_TENANT"),
-])
+@pytest.mark.parametrize(
+    ("fields", "code"),
+    [
+        ({"channel": "C2"}, "WRONG_CONVERSATION"),
+        ({"ts": "1700000000.999999"}, "WRONG_CONVERSATION"),
+        ({"app_id": "A0IMPOSTOR"}, "WRONG_CONVERSATION"),
+        ({"user_team": "T0OUTSIDER"}, "NOT_AN_APPROVER"),  # Slack Connect: U1's id, other org
+        ({"user": "U2"}, "NOT_AN_APPROVER"),
+        ({"team": "T0GLOBEX"}, "WRONG_TENANT"),
+    ],
+)
 async def test_a_wrong_click_changes_nothing_is_explained_and_audited(
-        world: Any, fields: dict[str, str], code: str) -> None:
+    world: Any, fields: dict[str, str], code: str
+) -> None:
     h, emu, key = world
     approval_id = await ask(h, key)
     card = await card_of(emu)
@@ -125,10 +135,22 @@ async def test_a_click_on_another_cards_message_does_not_decide_this_one(world: 
     await delivered(h, first)
     await delivered(h, second)
     # The button of card A, replayed as though it sat on card B's message.
-    button = next(e for b in card_a.blocks if b["type"] == "actions" for e in b["elements"]
-                  if e["action_id"] == "cosigner.approve")
-    payload = block_actions_payload(action=button, blocks=card_a.blocks, channel=card_b.channel,
-                                    ts=card_b.ts, user="U1", team="T0ACME", app_id=APP_ID)
+    button = next(
+        e
+        for b in card_a.blocks
+        if b["type"] == "actions"
+        for e in b["elements"]
+        if e["action_id"] == "cosigner.approve"
+    )
+    payload = block_actions_payload(
+        action=button,
+        blocks=card_a.blocks,
+        channel=card_b.channel,
+        ts=card_b.ts,
+        user="U1",
+        team="T0ACME",
+        app_id=APP_ID,
+    )
     await send_signed(h.client, "/slack/events", payload, secret=SECRET)
     await until(lambda: emu.ephemerals)
     assert {await status(h, key, first), await status(h, key, second)} == {"pending"}
@@ -140,8 +162,9 @@ async def test_admin_requests_go_to_the_admin_channel_and_two_admins_race(world:
     card = await card_of(emu)
     assert card.channel == "C0ADMINS"
     await delivered(h, approval_id)
-    await asyncio.gather(forged_click(h, emu, card, user="U0ADMIN"),
-                         forged_click(h, emu, card, user="U0ADMIN2"))
+    await asyncio.gather(
+        forged_click(h, emu, card, user="U0ADMIN"), forged_click(h, emu, card, user="U0ADMIN2")
+    )
     assert await status(h, key, approval_id) == "approved"
     (note,) = await until(lambda: emu.ephemerals)
     assert note.text is not None and "ALREADY_DECIDED" in note.text
@@ -167,8 +190,7 @@ async def test_a_click_after_expiry_is_refused_and_the_card_shows_expiry(world: 
     (note,) = await until(lambda: emu.ephemerals)
     assert note.text is not None and "APPROVAL_EXPIRED" in note.text
     assert await status(h, key, approval_id) == "expired"
-    closed = await until(lambda: (m := emu.latest(card.channel, card.ts))
-                         and m.method == "chat.update" and m)
+    closed = await until(lambda: (m := emu.latest(card.channel, card.ts)) and m.method == "chat.update" and m)
     assert not [b for b in closed.blocks if b["type"] == "actions"]
     assert "xpired" in json.dumps(closed.blocks)
 
@@ -180,8 +202,7 @@ async def test_a_decision_made_elsewhere_updates_the_card(world: Any) -> None:
     await delivered(h, approval_id)
     r = await h.client.post(f"/v1/approvals/{approval_id}/cancel", headers=h.auth(key))
     assert r.json()["status"] == "cancelled"
-    closed = await until(lambda: (m := emu.latest(card.channel, card.ts))
-                         and m.method == "chat.update" and m)
+    closed = await until(lambda: (m := emu.latest(card.channel, card.ts)) and m.method == "chat.update" and m)
     assert not [b for b in closed.blocks if b["type"] == "actions"]
     assert "ancelled" in json.dumps(closed.blocks)
 
@@ -195,10 +216,17 @@ async def test_approve_for_this_run_covers_later_calls_of_that_tool_only(world: 
     await delivered(h, first)
     await forged_click(h, emu, card, action="cosigner.approve_for_run", user="U1")
     assert await status(h, key, first) == "approved"
-    again = await h.client.post("/v1/approvals", headers=h.auth(key), json={
-        "executionId": "run_1", "toolCallId": "c2", "toolName": "issue_credit",
-        "parameters": {"amountCents": 1}, "surface": {"type": "slack", "teamId": "T0ACME",
-                                                      "channelId": "C1", "userId": "U1"}})
+    again = await h.client.post(
+        "/v1/approvals",
+        headers=h.auth(key),
+        json={
+            "executionId": "run_1",
+            "toolCallId": "c2",
+            "toolName": "issue_credit",
+            "parameters": {"amountCents": 1},
+            "surface": {"type": "slack", "teamId": "T0ACME", "channelId": "C1", "userId": "U1"},
+        },
+    )
     assert again.status_code == 200
     assert "approved for this run by slack:U1" in again.json()["decidedBy"]["rule"]
     other_run = await ask(h, key, tool="issue_credit", call_id="c3", executionId="run_2")
@@ -208,6 +236,5 @@ async def test_approve_for_this_run_covers_later_calls_of_that_tool_only(world: 
     await card_of(emu, 2)
     posts = [m for m in emu.messages if m.method == "chat.postMessage"]
     (danger,) = [m for m in posts if "issue_refund" in json.dumps(m.blocks[:1])]
-    danger_actions = [e["action_id"] for b in danger.blocks if b["type"] == "actions"
-                      for e in b["elements"]]
+    danger_actions = [e["action_id"] for b in danger.blocks if b["type"] == "actions" for e in b["elements"]]
     assert "cosigner.approve_for_run" not in danger_actions
