@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -122,8 +123,13 @@ def build_app(
     run_workers: bool = True,
     extra_routes: Sequence[BaseRoute] = (),
     migrate: bool | None = None,
+    clock: Callable[[], float] = time.time,
 ) -> Starlette:
-    """The Cosigner ASGI app; `app.state.parts` holds its parts once started."""
+    """The Cosigner ASGI app; `app.state.parts` holds its parts once started.
+
+    `clock` (UNIX seconds) is the one source of time for creation, expiry, answers, jobs
+    and grants, so tests move time forward instead of sleeping.
+    """
     if not settings.secret:
         raise ConfigurationError(
             "COSIGNER_SECRET is not set; set it to a long random string, "
@@ -139,13 +145,14 @@ def build_app(
         metrics=metrics,
         notifier=notifier,
         sms_sender=SmsSender(settings.twilio_from_number, settings.twilio_messaging_service_sid),
+        clock=clock,
     )
     adapters: dict[str, SurfaceAdapter] = {}
     for factory in default_surfaces(settings) if surfaces is None else surfaces:
         adapter = factory(engine, db.writer)
         adapters[adapter.name] = adapter
     engine.surfaces |= set(adapters)
-    keys = TenantKeys(db)
+    keys = TenantKeys(db, clock)
     parts = Parts(
         settings=settings,
         db=db,

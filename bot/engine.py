@@ -114,6 +114,9 @@ class Engine(Desk):
         self.jobs_wakeup = asyncio.Event()
         self.expiry_wakeup = asyncio.Event()
         self.notify_channel = f"{CHANNEL}_{db.schema}" if db.schema else CHANNEL
+        # How often a waiter re-reads on its own, in case a notification from another
+        # replica was lost; push is the normal path.
+        self.recheck_seconds = RECHECK_SECONDS
 
     @property
     def grant_ttl(self) -> float:
@@ -156,7 +159,7 @@ class Engine(Desk):
                 if rec.expires_at <= now:
                     await self.expire(rec.id)
                     continue
-                timeout = min(deadline - now, RECHECK_SECONDS, rec.expires_at - now + 0.01)
+                timeout = min(deadline - now, self.recheck_seconds, rec.expires_at - now + 0.01)
                 try:
                     pushed = await asyncio.wait_for(asyncio.shield(fut), timeout)
                 except TimeoutError:

@@ -11,6 +11,7 @@ import hashlib
 import re
 import secrets
 import time
+from collections.abc import Callable
 
 import sqlalchemy as sa
 
@@ -30,8 +31,9 @@ def hash_key(key: str) -> str:
 class TenantKeys:
     """Creates tenants and resolves bearer keys to tenant names."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, clock: Callable[[], float] = time.time) -> None:
         self.db = db
+        self.clock = clock
         self._cache: dict[str, tuple[str, float]] = {}
 
     async def create(self, name: str) -> str:
@@ -50,7 +52,7 @@ class TenantKeys:
                         id=f"ten_{secrets.token_hex(8)}",
                         name=name,
                         api_key_hash=hash_key(key),
-                        created_at=time.time(),
+                        created_at=self.clock(),
                     )
                 )
         except sa.exc.IntegrityError as exc:

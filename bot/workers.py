@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -179,7 +178,7 @@ class JobWorker:
             return
         payload = json.loads(job.payload)
         body = json.dumps(self.engine.body(rec), separators=(",", ":")).encode()
-        stamp = int(time.time())
+        stamp = int(self.engine.clock())
         headers = {
             "Content-Type": "application/json",
             "Cosigner-Signature": sign_callback(callback_secret(self.secret, rec.tenant), body, stamp),

@@ -61,6 +61,7 @@ def populate(path: Path) -> list[str]:
                     )
                     assert r.status_code in (200, 201), r.text
                     ids.append(r.json()["approvalId"])
+                    h.advance(1.0)  # events at distinct times, for --since
                 r = await h.client.post(
                     f"/v1/approvals/{ids[0]}/decision",
                     headers=h.auth(key),
