@@ -8,7 +8,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from bot.policy import Policy
-from bot.records import Record
 from bot.redaction import measure
 from contracts.enums import ApprovalMode, ApprovalStatus, Verdict
 from contracts.errors import (
@@ -21,6 +20,7 @@ from contracts.errors import (
     WrongTenant,
 )
 from contracts.ports import Answer, SlackRoute, SmsRoute
+from storage.records import Record
 
 MAX_PARAMETER_BYTES = 64 * 1024
 MAX_PARAMETER_DEPTH = 20

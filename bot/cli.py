@@ -11,16 +11,14 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-import sqlalchemy as sa
-
-from bot.audit import event_to_json, verify_chains
 from bot.grants import callback_secret
 from bot.policy import Policy, load_policy, load_policy_file
 from bot.settings import Settings
 from bot.tenants import TenantKeys
 from contracts.errors import CosignerError, PolicyError
-from storage.database import Database, DatabaseUrlError, head_revision, safe_url
-from storage.tables import audit_events
+from storage.audit import event_to_json, stream_since, verify_chains
+from storage.audit import events_of as audit_rows
+from storage.database import Database, DatabaseError, DatabaseUrlError, head_revision, safe_url
 
 
 def _policy(settings: Settings) -> Policy:
@@ -203,15 +201,7 @@ def audit_show(args: argparse.Namespace) -> int:
 
     async def go(db: Database, settings: Settings) -> list[Any]:
         async with db.read() as conn:
-            return list(
-                (
-                    await conn.execute(
-                        sa.select(audit_events)
-                        .where(audit_events.c.approval_id == args.id)
-                        .order_by(audit_events.c.seq)
-                    )
-                ).all()
-            )
+            return await audit_rows(conn, args.id)
 
     rows = asyncio.run(_with_db(go))
     if not rows:
@@ -241,12 +231,7 @@ def audit_export(args: argparse.Namespace) -> int:
     async def go(db: Database, settings: Settings) -> int:
         count = 0
         async with db.read() as conn:
-            result = await conn.stream(
-                sa.select(audit_events)
-                .where(audit_events.c.at >= since)
-                .order_by(audit_events.c.at, audit_events.c.id)
-            )
-            async for row in result:
+            async for row in stream_since(conn, since):
                 sys.stdout.write(json.dumps(event_to_json(row)) + "\n")
                 count += 1
         return count
@@ -329,7 +314,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # `cosigner audit export | head` closed our stdout: that is not an error.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except (sa.exc.DBAPIError, OSError) as exc:
+    except (DatabaseError, OSError) as exc:
         print(
             f"error: cannot use the database at {safe_url(Settings().database_url)} "
             f"({type(exc).__name__}); check COSIGNER_DATABASE_URL and that the server is up",

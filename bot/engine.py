@@ -18,11 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import sqlalchemy as sa
-from sqlalchemy.engine import Connection
-
-from bot import ledger
-from bot.audit import Event
+from bot.bodies import decision_body, start_body
 from bot.checks import (
     ambiguous,
     check_dashboard,
@@ -34,12 +30,11 @@ from bot.checks import (
 from bot.desk import Desk
 from bot.grants import GrantSigner
 from bot.metrics import Metrics
-from bot.notifier import CHANNEL, Notifier
+from bot.notifier import Notifier
 from bot.policy import Policy, ToolRule
-from bot.records import Record, delivery_key, route_to_json
 from bot.redaction import digest, redact
 from bot.routing import SmsSender, route_for
-from contracts.enums import ApprovalMode, ApprovalStatus
+from contracts.enums import ApprovalMode, ApprovalStatus, JobKind
 from contracts.errors import (
     AlreadyDecided,
     ApprovalExpired,
@@ -53,8 +48,11 @@ from contracts.errors import (
 )
 from contracts.ports import Route
 from contracts.wire import AdmitRequest, ApprovalRequest, DecisionRequest, ResultReport
-from storage.database import Database
-from storage.tables import run_grants
+from storage import approvals as ledger
+from storage import jobs
+from storage.audit import Event
+from storage.database import Conflict, Database, Tx
+from storage.records import Record, delivery_key, route_to_json
 
 log = logging.getLogger("cosigner.engine")
 
@@ -113,7 +111,6 @@ class Engine(Desk):
         self.notifier = notifier or Notifier()
         self.jobs_wakeup = asyncio.Event()
         self.expiry_wakeup = asyncio.Event()
-        self.notify_channel = f"{CHANNEL}_{db.schema}" if db.schema else CHANNEL
         # How often a waiter re-reads on its own, in case a notification from another
         # replica was lost; push is the normal path.
         self.recheck_seconds = RECHECK_SECONDS
@@ -127,7 +124,7 @@ class Engine(Desk):
 
     async def record(self, approval_id: str, tenant: str | None = None) -> Record:
         """The approval, if it belongs to `tenant` (None: any tenant)."""
-        rec = await self.db.run_read(lambda c: ledger.load(c, approval_id))
+        rec = await self.db.run_read(lambda tx: ledger.load(tx, approval_id))
         if rec is None or (tenant is not None and rec.tenant != tenant):
             raise ApprovalNotFound(
                 f"no approval {approval_id} for this API key; check the id "
@@ -138,8 +135,8 @@ class Engine(Desk):
     def body(self, rec: Record) -> dict[str, Any]:
         """The wire body for GET: `approval_start` while pending, else the decision."""
         if rec.closed:
-            return rec.decision_body(self.signer, self.grant_ttl)
-        return rec.start_body()
+            return decision_body(rec, self.signer, self.grant_ttl)
+        return start_body(rec)
 
     async def wait(self, tenant: str, approval_id: str, seconds: float) -> Record:
         """Return once the approval closes or `seconds` pass.
@@ -215,10 +212,10 @@ class Engine(Desk):
         for _attempt in range(3):
             try:
                 created = await self.db.run_write(
-                    lambda c: self._create_tx(c, tenant, req, rule, dig, shown, route)
+                    lambda tx: self._create_tx(tx, tenant, req, rule, dig, shown, route)
                 )
                 break
-            except sa.exc.IntegrityError:
+            except Conflict:
                 continue  # a concurrent create of the same call won; read its result
         else:
             raise InvalidRequest("could not create the approval; retry the same request")
@@ -244,12 +241,12 @@ class Engine(Desk):
                 approvalId=rec.id,
             )
         if not rec.closed:
-            return 201, rec.start_body()
-        return 200, rec.decision_body(self.signer, self.grant_ttl)
+            return 201, start_body(rec)
+        return 200, decision_body(rec, self.signer, self.grant_ttl)
 
     def _create_tx(
         self,
-        conn: Connection,
+        tx: Tx,
         tenant: str,
         req: ApprovalRequest,
         rule: ToolRule,
@@ -258,7 +255,7 @@ class Engine(Desk):
         routed: Route | ApprovalModeUnsupported | None,
     ) -> Created:
         now = self.clock()
-        calls = ledger.execution_calls(conn, tenant, req.executionId)
+        calls = ledger.execution_calls(tx, tenant, req.executionId)
         for row in calls:
             if row.tool_call_id == req.toolCallId:
                 rec = Record.from_row(row)
@@ -288,7 +285,7 @@ class Engine(Desk):
                     "in the policy.",
                     limit=cap,
                 )
-            decided_by = self._policy_approval(conn, tenant, req, rule)
+            decided_by = self._policy_approval(tx, tenant, req, rule)
             if decided_by is not None:
                 status, route = ApprovalStatus.APPROVED, None
             elif isinstance(routed, ApprovalModeUnsupported):
@@ -335,7 +332,7 @@ class Engine(Desk):
             "route": route_to_json(route) if route else None,
             "delivered": None,
             "delivery_key": delivery_key(route) if route else None,
-            "short_code": ledger.short_code(conn, route) if route else "0000",
+            "short_code": ledger.short_code(tx, route) if route else "0000",
             "policy_rule": rule.describe(),
             "callback_url": str(req.callbackUrl) if req.callbackUrl else None,
             "created_at": now,
@@ -344,23 +341,23 @@ class Engine(Desk):
             "decided_by": json.dumps(decided_by) if decided_by else None,
             "comment": None,
         }
-        rec = ledger.insert_approval(conn, values, events)
+        rec = ledger.insert_approval(tx, values, events)
         if route is not None and route.surface != "dashboard":
-            ledger.queue(conn, "deliver", approval_id, {}, now, now + 120)
+            jobs.queue(tx, JobKind.DELIVER, approval_id, {}, now, now + 120)
         if decided_by is not None and values["callback_url"]:
-            self._queue_callback(conn, approval_id, now)
+            self._queue_callback(tx, approval_id, now)
         return Created(rec, replay=False, denied_by_policy=rule.deny)
 
     def _replay(self, rec: Record) -> tuple[int, dict[str, Any]]:
         if not rec.closed:
-            return 201, rec.start_body()
+            return 201, start_body(rec)
         rule = (rec.decided_by or {}).get("rule", "")
         if rec.status is ApprovalStatus.DENIED and rule.endswith(".deny"):
             raise PermissionDenied(f"{rule} denies {rec.tool_name}", policy=rule[:-5], approvalId=rec.id)
-        return 200, rec.decision_body(self.signer, self.grant_ttl)
+        return 200, decision_body(rec, self.signer, self.grant_ttl)
 
     def _policy_approval(
-        self, conn: Connection, tenant: str, req: ApprovalRequest, rule: ToolRule
+        self, tx: Tx, tenant: str, req: ApprovalRequest, rule: ToolRule
     ) -> dict[str, Any] | None:
         if rule.allow_below is not None and not ambiguous(req.parameters, rule.allow_below.parameter):
             value = lookup(req.parameters, rule.allow_below.parameter)
@@ -376,7 +373,7 @@ class Engine(Desk):
                     f"({rule.allow_below.parameter} < {rule.allow_below.value:g})",
                 }
         if rule.mode is ApprovalMode.ASK:
-            grant = ledger.run_grant(conn, tenant, req.executionId, req.toolName)
+            grant = ledger.run_grant(tx, tenant, req.executionId, req.toolName)
             if grant is not None:
                 return {
                     "kind": "policy",
@@ -384,10 +381,10 @@ class Engine(Desk):
                 }
         return None
 
-    def _queue_callback(self, conn: Connection, approval_id: str, now: float) -> None:
-        ledger.queue(
-            conn,
-            "callback",
+    def _queue_callback(self, tx: Tx, approval_id: str, now: float) -> None:
+        jobs.queue(
+            tx,
+            JobKind.CALLBACK,
             approval_id,
             {"delivery": new_id("dlv")},
             now,
@@ -411,8 +408,8 @@ class Engine(Desk):
         """The one function that writes `status`. A refused answer is audited (when
         `audit_refusal`) in the same transaction, which then commits, and raised after."""
         rec, refusal, closed_now = await self.db.run_write(
-            lambda c: self._close_tx(
-                c, approval_id, to, decided_by, comment, tenant, check, audit_refusal, run_grant
+            lambda tx: self._close_tx(
+                tx, approval_id, to, decided_by, comment, tenant, check, audit_refusal, run_grant
             )
         )
         if closed_now:
@@ -423,7 +420,7 @@ class Engine(Desk):
 
     def _close_tx(
         self,
-        conn: Connection,
+        tx: Tx,
         approval_id: str,
         to: ApprovalStatus,
         decided_by: dict[str, Any],
@@ -433,7 +430,7 @@ class Engine(Desk):
         audit_refusal: bool,
         run_grant: str | None,
     ) -> tuple[Record, CosignerError | None, bool]:
-        rec = ledger.load(conn, approval_id, lock=True)
+        rec = ledger.load(tx, approval_id, lock=True)
         if rec is None or (tenant is not None and rec.tenant != tenant):
             raise ApprovalNotFound(f"no approval {approval_id} for this caller")
         now = self.clock()
@@ -446,7 +443,7 @@ class Engine(Desk):
             if not audit_refusal:
                 raise
             rec = ledger.append(
-                conn,
+                tx,
                 rec,
                 now,
                 [
@@ -478,7 +475,7 @@ class Engine(Desk):
             raise closed_error(rec)
         events.append(Event(to.value, decided_by, {"comment": comment}))
         rec = ledger.append(
-            conn,
+            tx,
             rec,
             now,
             events,
@@ -486,24 +483,12 @@ class Engine(Desk):
             only_pending=True,
         )
         if rec.callback_url:
-            self._queue_callback(conn, rec.id, now)
+            self._queue_callback(tx, rec.id, now)
         if rec.delivered is not None:
-            ledger.queue(conn, "show", rec.id, {}, now, now + 3600)
+            jobs.queue(tx, JobKind.SHOW, rec.id, {}, now, now + 3600)
         if run_grant is not None and to is ApprovalStatus.APPROVED:
-            ledger.insert_ignore(
-                conn,
-                run_grants,
-                {
-                    "tenant": rec.tenant,
-                    "execution_id": rec.execution_id,
-                    "tool_name": rec.tool_name,
-                    "approval_id": rec.id,
-                    "granted_by": run_grant,
-                    "created_at": now,
-                },
-            )
-        if conn.dialect.name != "sqlite":
-            conn.execute(sa.select(sa.func.pg_notify(self.notify_channel, rec.id)))
+            ledger.grant_for_run(tx, rec, run_grant, now)
+        ledger.notify_closed(tx, self.db.schema, rec.id)
         return rec, refusal, True
 
     def _closed(self, rec: Record) -> None:
@@ -532,7 +517,7 @@ class Engine(Desk):
         """Expire every pending approval past its time, including ones that expired while
         the server was down. Safe on several replicas: each expiry happens once."""
         now = self.clock()
-        ids = await self.db.run_read(lambda c: ledger.due_ids(c, now, limit))
+        ids = await self.db.run_read(lambda tx: ledger.due_ids(tx, now, limit))
         done = 0
         for approval_id in ids:
             done += await self.expire(approval_id)
@@ -572,8 +557,8 @@ class Engine(Desk):
         """Put what the executed call returned on the audit record (redacted)."""
         json_limits(report.result, "result")
 
-        def tx(conn: Connection) -> Record:
-            rec = ledger.load(conn, approval_id, lock=True)
+        def step(tx: Tx) -> Record:
+            rec = ledger.load(tx, approval_id, lock=True)
             if rec is None or rec.tenant != tenant:
                 raise ApprovalNotFound(f"no approval {approval_id} for this API key")
             if rec.status is not ApprovalStatus.APPROVED:
@@ -586,7 +571,7 @@ class Engine(Desk):
             # and an error message can quote a card number or a key.
             paths = self.policy.rule_for(tenant, rec.tool_name).redact
             return ledger.append(
-                conn,
+                tx,
                 rec,
                 self.clock(),
                 [
@@ -602,9 +587,9 @@ class Engine(Desk):
                 ],
             )
 
-        return await self.db.run_write(tx)
+        return await self.db.run_write(step)
 
     async def audit_trail(self, tenant: str | None, approval_id: str) -> list[Any]:
         """Every audit row of one approval, oldest first."""
         await self.record(approval_id, tenant)
-        return await self.db.run_read(lambda c: ledger.events_of(c, approval_id))
+        return await self.db.run_read(lambda tx: ledger.events_of(tx, approval_id))

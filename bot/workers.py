@@ -10,18 +10,18 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping
 
 import httpx
-import sqlalchemy as sa
 
 from bot.engine import Engine
 from bot.grants import callback_secret
+from contracts.enums import JobKind
 from contracts.errors import CosignerError, SurfaceUnavailable
 from contracts.grants import sign_callback
 from contracts.ports import SurfaceAdapter
-from storage.tables import jobs
+from storage import jobs
+from storage.jobs import Job
 
 log = logging.getLogger("cosigner.jobs")
 
@@ -67,68 +67,42 @@ class JobWorker:
             await asyncio.gather(*(self._run(job) for job in claimed))
         return len(claimed)
 
-    async def _claim(self) -> list[Any]:
+    async def _claim(self) -> list[Job]:
         now = self.engine.clock()
-        due = (
-            sa.select(jobs.c.id)
-            .where(jobs.c.done_at.is_(None), jobs.c.due_at <= now, jobs.c.locked_until <= now)
-            .order_by(jobs.c.due_at)
-            .limit(BATCH)
-        )
-        if not self.engine.db.is_sqlite:
-            due = due.with_for_update(skip_locked=True)
-        stmt = (
-            jobs.update()
-            .where(jobs.c.id.in_(due.scalar_subquery()), jobs.c.locked_until <= now)
-            .values(locked_until=now + LOCK_SECONDS, attempts=jobs.c.attempts + 1)
-            .returning(
-                jobs.c.id,
-                jobs.c.kind,
-                jobs.c.approval_id,
-                jobs.c.payload,
-                jobs.c.attempts,
-                jobs.c.deadline_at,
-            )
-        )
-        return await self.engine.db.run_write(lambda conn: list(conn.execute(stmt).all()))
+        return await self.engine.db.run_write(lambda tx: jobs.claim(tx, now, LOCK_SECONDS, BATCH))
 
     async def _finish(self, job_id: int, error: str | None = None, retry_at: float | None = None) -> None:
-        values: dict[str, Any] = {"last_error": error}
+        now = self.engine.clock()
         if retry_at is None:
-            values["done_at"] = self.engine.clock()
+            await self.engine.db.run_write(lambda tx: jobs.finish(tx, job_id, now, error))
         else:
-            values.update(due_at=retry_at, locked_until=0)
-        await self.engine.db.run_write(
-            lambda conn: conn.execute(jobs.update().where(jobs.c.id == job_id).values(**values))
-        )
+            await self.engine.db.run_write(lambda tx: jobs.reschedule(tx, job_id, retry_at, error or ""))
 
-    async def _run(self, job: Any) -> None:
+    async def _run(self, job: Job) -> None:
         kind = job.kind
+        handlers: dict[JobKind, Callable[[Job], Awaitable[None]]] = {
+            JobKind.DELIVER: self._deliver,
+            JobKind.SHOW: self._show,
+            JobKind.CALLBACK: self._callback,
+        }
         try:
-            if kind == "deliver":
-                await self._deliver(job)
-            elif kind == "show":
-                await self._show(job)
-            elif kind == "callback":
-                await self._callback(job)
-            else:
-                await self._finish(job.id, f"unknown job kind {kind}")
-            self.engine.metrics.jobs.labels(kind, "ran").inc()
+            await handlers[kind](job)
+            self.engine.metrics.jobs.labels(kind.value, "ran").inc()
         except Exception as exc:  # a job must never take the worker down
             log.exception("job failed", extra={"approval_id": job.approval_id, "job": kind})
             await self._retry(job, f"{type(exc).__name__}")
 
-    async def _retry(self, job: Any, error: str) -> bool:
+    async def _retry(self, job: Job, error: str) -> bool:
         """Schedule another attempt; False when the job's deadline has passed."""
         retry_at = self.engine.clock() + backoff(job.attempts)
         if retry_at > job.deadline_at:
             await self._finish(job.id, f"gave up: {error}")
-            self.engine.metrics.jobs.labels(job.kind, "abandoned").inc()
+            self.engine.metrics.jobs.labels(job.kind.value, "abandoned").inc()
             return False
         await self._finish(job.id, error, retry_at)
         return True
 
-    async def _deliver(self, job: Any) -> None:
+    async def _deliver(self, job: Job) -> None:
         placed = await self.engine.placed(job.approval_id)
         if placed is None or placed.card.status.value != "pending":
             await self._finish(job.id)
@@ -155,7 +129,7 @@ class JobWorker:
         await self.engine.delivered(job.approval_id, receipt)
         await self._finish(job.id)
 
-    async def _show(self, job: Any) -> None:
+    async def _show(self, job: Job) -> None:
         placed = await self.engine.placed(job.approval_id)
         if placed is None or placed.delivered is None:
             await self._finish(job.id)
@@ -171,12 +145,12 @@ class JobWorker:
             return
         await self._finish(job.id)
 
-    async def _callback(self, job: Any) -> None:
+    async def _callback(self, job: Job) -> None:
         rec = await self.engine.record(job.approval_id)
         if rec.callback_url is None:
             await self._finish(job.id)
             return
-        payload = json.loads(job.payload)
+        payload = job.payload
         body = json.dumps(self.engine.body(rec), separators=(",", ":")).encode()
         stamp = int(self.engine.clock())
         headers = {

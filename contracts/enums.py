@@ -69,6 +69,14 @@ class DeciderKind(StrEnum):
     SYSTEM = "system"
 
 
+class JobKind(StrEnum):
+    """Work the outbox carries out after the transaction that queued it."""
+
+    DELIVER = "deliver"  # post the card or send the text
+    SHOW = "show"  # update the card, or text the outcome
+    CALLBACK = "callback"  # POST the decision to the agent's callbackUrl
+
+
 class ErrorCode(StrEnum):
     """Every error code an API caller or approver can see."""
 

@@ -59,6 +59,19 @@ def head_revision() -> str | None:
     return ScriptDirectory.from_config(cfg).get_current_head()
 
 
+# A transaction (or read connection) handed to the synchronous store functions; code
+# outside storage/ passes it along and never looks inside.
+Tx = Connection
+
+
+# Any failure of the database or its driver, for callers that report it (the CLI).
+DatabaseError = sa.exc.DBAPIError
+
+
+class Conflict(Exception):
+    """A write collided with a row another transaction wrote first (a unique key)."""
+
+
 class DatabaseUrlError(ValueError):
     """COSIGNER_DATABASE_URL names a driver Cosigner does not run on."""
 
@@ -147,11 +160,14 @@ class Database:
     async def run_write(self, fn: Callable[[Connection], T]) -> T:
         """Run `fn(conn)` in one write transaction: committed if it returns, rolled back if
         it raises. `fn` is synchronous and must not block on anything but the database."""
-        if self._group is not None:
-            result: T = await self._group.submit(fn)
-            return result
-        async with self.writer.begin() as conn:
-            return await conn.run_sync(fn)
+        try:
+            if self._group is not None:
+                result: T = await self._group.submit(fn)
+                return result
+            async with self.writer.begin() as conn:
+                return await conn.run_sync(fn)
+        except sa.exc.IntegrityError as exc:
+            raise Conflict("a concurrent write created the same row") from exc
 
     async def run_read(self, fn: Callable[[Connection], T]) -> T:
         """Run the synchronous `fn(conn)` on a read connection (no transaction held)."""

@@ -1,4 +1,4 @@
-"""An approval row as a frozen record, and its translations to cards and wire bodies."""
+"""An approval row as a frozen record, and what a surface may see of it (card, placement)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.grants import GrantSigner
 from contracts.enums import ApprovalMode, ApprovalStatus, ToolKind
 from contracts.ports import (
     ApprovalCard,
@@ -209,52 +208,3 @@ class Record:
         if self.route is None:
             return None
         return Placed(card=self.card(), route=self.route, delivered=self.delivered)
-
-    def start_body(self) -> dict[str, Any]:
-        """The `approval_start` object."""
-        return {
-            "type": "approval_start",
-            "approvalId": self.id,
-            "executionId": self.execution_id,
-            "toolCallId": self.tool_call_id,
-            "toolName": self.tool_name,
-            "parameters": self.parameters,
-            "parametersDigest": self.digest,
-            "timeout": round((self.expires_at - self.created_at) * 1000),
-            "startedAt": iso(self.created_at),
-            "expiresAt": iso(self.expires_at),
-            "status": self.status.value,
-            "shortCode": self.short_code,
-        }
-
-    def decision_body(self, signer: GrantSigner, grant_ttl: float) -> dict[str, Any]:
-        """The decision object; `grant` only when approved."""
-        grant = None
-        decided_at = self.decided_at or self.created_at
-        if self.status is ApprovalStatus.APPROVED:
-            grant = signer.sign(
-                {
-                    "iss": "cosigner",
-                    "sub": self.id,
-                    "tenant": self.tenant,
-                    "executionId": self.execution_id,
-                    "toolCallId": self.tool_call_id,
-                    "toolName": self.tool_name,
-                    "digest": self.digest,
-                    "iat": int(decided_at),
-                    "exp": int(decided_at + grant_ttl),
-                }
-            )
-        return {
-            "type": "approval_decided",
-            "approvalId": self.id,
-            "executionId": self.execution_id,
-            "toolCallId": self.tool_call_id,
-            "toolName": self.tool_name,
-            "status": self.status.value,
-            "decidedBy": self.decided_by or {"kind": "system", "code": "UNKNOWN"},
-            "decidedAt": iso(decided_at),
-            "comment": self.comment,
-            "parametersDigest": self.digest,
-            "grant": grant,
-        }

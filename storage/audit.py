@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -169,3 +169,22 @@ def event_to_json(row: Any) -> dict[str, Any]:
         "prevHash": row.prev_hash,
         "hash": row.hash,
     }
+
+
+async def events_of(conn: AsyncConnection, approval_id: str) -> list[Any]:
+    """One approval's audit rows, oldest first."""
+    result = await conn.execute(
+        sa.select(audit_events).where(audit_events.c.approval_id == approval_id).order_by(audit_events.c.seq)
+    )
+    return list(result.all())
+
+
+async def stream_since(conn: AsyncConnection, since: float) -> AsyncIterator[Any]:
+    """Every audit row at or after `since`, in time order, without loading them all."""
+    result = await conn.stream(
+        sa.select(audit_events)
+        .where(audit_events.c.at >= since)
+        .order_by(audit_events.c.at, audit_events.c.id)
+    )
+    async for row in result:
+        yield row
