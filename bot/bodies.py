@@ -6,7 +6,13 @@ from typing import Any
 
 from bot.grants import GrantSigner
 from contracts.enums import ApprovalStatus
+from contracts.wire import DecidedBy, SystemDecider
 from storage.records import Record, iso
+
+
+def actor_of(decided_by: DecidedBy) -> dict[str, Any]:
+    """A decider as the wire and the audit record show it."""
+    return decided_by.model_dump(mode="json", exclude_none=True)
 
 
 def start_body(rec: Record) -> dict[str, Any]:
@@ -52,7 +58,9 @@ def decision_body(rec: Record, signer: GrantSigner, grant_ttl: float) -> dict[st
         "toolCallId": rec.tool_call_id,
         "toolName": rec.tool_name,
         "status": rec.status.value,
-        "decidedBy": rec.decided_by or {"kind": "system", "code": "UNKNOWN"},
+        "decidedBy": (rec.decided_by or SystemDecider(code="UNKNOWN")).model_dump(
+            mode="json", exclude_none=True
+        ),
         "decidedAt": iso(decided_at),
         "comment": rec.comment,
         "parametersDigest": rec.digest,

@@ -13,8 +13,9 @@ from typing import Any
 from bot.checks import check_answer
 from bot.policy import Policy
 from bot.redaction import redact
-from contracts.enums import ApprovalStatus, JobKind, Verdict
+from contracts.enums import ApprovalStatus, JobKind, SurfaceType, Verdict
 from contracts.ports import Answer, ApprovalCard, Delivered, Placed
+from contracts.wire import DecidedBy, PersonDecider
 from storage import approvals as ledger
 from storage import jobs
 from storage.audit import Event
@@ -34,7 +35,7 @@ class Desk:
         self,
         approval_id: str,
         to: ApprovalStatus,
-        decided_by: dict[str, Any],
+        decided_by: DecidedBy,
         *,
         comment: str | None = None,
         tenant: str | None = None,
@@ -46,9 +47,8 @@ class Desk:
 
     async def answer(self, answer: Answer) -> ApprovalCard:
         """Check an answer from Slack or SMS and apply it; refusals are audited."""
-        actor = {"kind": "person", "surface": answer.surface, "userId": answer.actor}
-        if answer.surface == "slack" and (answer.actor_org or answer.org):
-            actor["teamId"] = answer.actor_org or answer.org or ""
+        team = (answer.actor_org or answer.org) if answer.surface == SurfaceType.SLACK else None
+        actor = PersonDecider(surface=SurfaceType(answer.surface), userId=answer.actor, teamId=team or None)
         to = ApprovalStatus.DENIED if answer.verdict is Verdict.DENY else ApprovalStatus.APPROVED
         run_grant = None
         if answer.verdict is Verdict.APPROVE_FOR_RUN:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bot.bodies import decision_body, start_body
+from bot.bodies import actor_of, decision_body, start_body
 from bot.checks import (
     ambiguous,
     check_dashboard,
@@ -34,7 +34,7 @@ from bot.notifier import Notifier
 from bot.policy import Policy, ToolRule
 from bot.redaction import digest, redact
 from bot.routing import SmsSender, route_for
-from contracts.enums import ApprovalMode, ApprovalStatus, JobKind
+from contracts.enums import ApprovalMode, ApprovalStatus, JobKind, SurfaceType
 from contracts.errors import (
     AlreadyDecided,
     ApprovalExpired,
@@ -47,12 +47,23 @@ from contracts.errors import (
     ToolCallCapExceeded,
 )
 from contracts.ports import Route
-from contracts.wire import AdmitRequest, ApprovalRequest, DecisionRequest, ResultReport
+from contracts.wire import (
+    AdmitRequest,
+    AgentDecider,
+    ApprovalRequest,
+    DecidedBy,
+    DecisionRequest,
+    PersonDecider,
+    PolicyDecider,
+    ResultReport,
+    SystemDecider,
+    TimeoutDecider,
+)
 from storage import approvals as ledger
 from storage import jobs
 from storage.audit import Event
 from storage.database import Conflict, Database, Tx
-from storage.records import Record, delivery_key, route_to_json
+from storage.records import Record, delivery_key, route_fields, route_to_json
 
 log = logging.getLogger("cosigner.engine")
 
@@ -70,6 +81,11 @@ _TRANSITIONS = {
 def new_id(prefix: str) -> str:
     """A random, URL-safe identifier with a readable prefix."""
     return f"{prefix}_{secrets.token_urlsafe(15)}"
+
+
+def stored(decided_by: DecidedBy) -> str:
+    """A decider as the approvals table keeps it."""
+    return decided_by.model_dump_json(exclude_none=True)
 
 
 def allowed(src: ApprovalStatus, dst: ApprovalStatus) -> bool:
@@ -269,12 +285,12 @@ class Engine(Desk):
                 return Created(rec, replay=True)
         mode = rule.mode
         route = None if isinstance(routed, ApprovalModeUnsupported) else routed
-        decided_by: dict[str, Any] | None = None
+        decided_by: DecidedBy | None = None
         status = ApprovalStatus.PENDING
         if rule.deny:
-            decided_by, status = {"kind": "policy", "rule": f"{rule.source}.deny"}, ApprovalStatus.DENIED
+            decided_by, status = PolicyDecider(rule=f"{rule.source}.deny"), ApprovalStatus.DENIED
         elif mode is ApprovalMode.NONE:
-            decided_by, status = {"kind": "policy", "rule": rule.describe()}, ApprovalStatus.APPROVED
+            decided_by, status = PolicyDecider(rule=rule.describe()), ApprovalStatus.APPROVED
         else:
             cap = self.policy.max_gated_calls(tenant)
             used = ledger.gated_count(calls)
@@ -310,12 +326,12 @@ class Engine(Desk):
                     "surface": req.surface.model_dump(mode="json"),
                     "policy": rule.describe(),
                     "mode": mode.value,
-                    "route": json.loads(route_to_json(route)) if route else None,
+                    "route": route_fields(route) if route else None,
                 },
             )
         ]
         if decided_by is not None:
-            events.append(Event(status.value, decided_by, {"comment": None}))
+            events.append(Event(status.value, actor_of(decided_by), {"comment": None}))
         values = {
             "id": approval_id,
             "tenant": tenant,
@@ -338,7 +354,7 @@ class Engine(Desk):
             "created_at": now,
             "expires_at": now + timeout,
             "decided_at": None if decided_by is None else now,
-            "decided_by": json.dumps(decided_by) if decided_by else None,
+            "decided_by": stored(decided_by) if decided_by else None,
             "comment": None,
         }
         rec = ledger.insert_approval(tx, values, events)
@@ -351,14 +367,13 @@ class Engine(Desk):
     def _replay(self, rec: Record) -> tuple[int, dict[str, Any]]:
         if not rec.closed:
             return 201, start_body(rec)
-        rule = (rec.decided_by or {}).get("rule", "")
+        by = rec.decided_by
+        rule = by.rule if isinstance(by, PolicyDecider) else ""
         if rec.status is ApprovalStatus.DENIED and rule.endswith(".deny"):
             raise PermissionDenied(f"{rule} denies {rec.tool_name}", policy=rule[:-5], approvalId=rec.id)
         return 200, decision_body(rec, self.signer, self.grant_ttl)
 
-    def _policy_approval(
-        self, tx: Tx, tenant: str, req: ApprovalRequest, rule: ToolRule
-    ) -> dict[str, Any] | None:
+    def _policy_approval(self, tx: Tx, tenant: str, req: ApprovalRequest, rule: ToolRule) -> DecidedBy | None:
         if rule.allow_below is not None and not ambiguous(req.parameters, rule.allow_below.parameter):
             value = lookup(req.parameters, rule.allow_below.parameter)
             # Below the threshold but not negative: a negative amount is not a small one.
@@ -367,18 +382,16 @@ class Engine(Desk):
                 and not isinstance(value, bool)
                 and 0 <= value < rule.allow_below.value
             ):
-                return {
-                    "kind": "policy",
-                    "rule": f"{rule.source}.allow_below "
-                    f"({rule.allow_below.parameter} < {rule.allow_below.value:g})",
-                }
+                return PolicyDecider(
+                    rule=f"{rule.source}.allow_below "
+                    f"({rule.allow_below.parameter} < {rule.allow_below.value:g})"
+                )
         if rule.mode is ApprovalMode.ASK:
             grant = ledger.run_grant(tx, tenant, req.executionId, req.toolName)
             if grant is not None:
-                return {
-                    "kind": "policy",
-                    "rule": f"approved for this run by {grant.granted_by} ({grant.approval_id})",
-                }
+                return PolicyDecider(
+                    rule=f"approved for this run by {grant.granted_by} ({grant.approval_id})"
+                )
         return None
 
     def _queue_callback(self, tx: Tx, approval_id: str, now: float) -> None:
@@ -397,7 +410,7 @@ class Engine(Desk):
         self,
         approval_id: str,
         to: ApprovalStatus,
-        decided_by: dict[str, Any],
+        decided_by: DecidedBy,
         *,
         comment: str | None = None,
         tenant: str | None = None,
@@ -423,7 +436,7 @@ class Engine(Desk):
         tx: Tx,
         approval_id: str,
         to: ApprovalStatus,
-        decided_by: dict[str, Any],
+        decided_by: DecidedBy,
         comment: str | None,
         tenant: str | None,
         check: Callable[[Record], None] | None,
@@ -449,7 +462,7 @@ class Engine(Desk):
                 [
                     Event(
                         "decision_refused",
-                        decided_by,
+                        actor_of(decided_by),
                         {"code": exc.code.value, "message": exc.message, "wanted": to.value},
                     )
                 ],
@@ -466,20 +479,20 @@ class Engine(Desk):
             events.append(
                 Event(
                     "decision_refused",
-                    decided_by,
+                    actor_of(decided_by),
                     {"code": refusal.code.value, "message": refusal.message, "wanted": to.value},
                 )
             )
-            to, decided_by, comment = ApprovalStatus.EXPIRED, {"kind": "timeout"}, None
+            to, decided_by, comment = ApprovalStatus.EXPIRED, TimeoutDecider(), None
         if not allowed(rec.status, to):
             raise closed_error(rec)
-        events.append(Event(to.value, decided_by, {"comment": comment}))
+        events.append(Event(to.value, actor_of(decided_by), {"comment": comment}))
         rec = ledger.append(
             tx,
             rec,
             now,
             events,
-            {"status": to.value, "decided_at": now, "decided_by": json.dumps(decided_by), "comment": comment},
+            {"status": to.value, "decided_at": now, "decided_by": stored(decided_by), "comment": comment},
             only_pending=True,
         )
         if rec.callback_url:
@@ -508,7 +521,7 @@ class Engine(Desk):
                 raise InvalidRequest("not due")
 
         try:
-            await self._close(approval_id, ApprovalStatus.EXPIRED, {"kind": "timeout"}, check=due)
+            await self._close(approval_id, ApprovalStatus.EXPIRED, TimeoutDecider(), check=due)
         except CosignerError:
             return False
         return True
@@ -529,7 +542,7 @@ class Engine(Desk):
 
     async def cancel(self, tenant: str, approval_id: str) -> Record:
         """The agent withdraws its request."""
-        return await self._close(approval_id, ApprovalStatus.CANCELLED, {"kind": "agent"}, tenant=tenant)
+        return await self._close(approval_id, ApprovalStatus.CANCELLED, AgentDecider(), tenant=tenant)
 
     async def dashboard_decide(self, tenant: str, approval_id: str, req: DecisionRequest) -> Record:
         """The tenant's app decides on behalf of its signed-in user."""
@@ -537,7 +550,7 @@ class Engine(Desk):
         return await self._close(
             approval_id,
             to,
-            {"kind": "person", "surface": "dashboard", "userId": req.userId},
+            PersonDecider(surface=SurfaceType.DASHBOARD, userId=req.userId),
             comment=req.comment,
             tenant=tenant,
             audit_refusal=True,
@@ -547,9 +560,7 @@ class Engine(Desk):
     async def fail_closed(self, approval_id: str, code: str, message: str) -> None:
         """Deny a pending approval because its surface failed; no-op if already closed."""
         try:
-            await self._close(
-                approval_id, ApprovalStatus.DENIED, {"kind": "system", "code": code}, comment=message
-            )
+            await self._close(approval_id, ApprovalStatus.DENIED, SystemDecider(code=code), comment=message)
         except (AlreadyDecided, ApprovalExpired, ApprovalNotFound):
             return
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, HttpUrl
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, HttpUrl, TypeAdapter
 
-from contracts.enums import ApprovalStatus
+from contracts.enums import ApprovalStatus, SurfaceType
 
 
 class Wire(BaseModel):
@@ -163,7 +163,7 @@ class PersonDecider(Wire):
     """A person answered."""
 
     kind: Literal["person"] = "person"
-    surface: str
+    surface: SurfaceType
     userId: str
     teamId: str | None = None
 
@@ -198,6 +198,8 @@ DecidedBy = Annotated[
     PersonDecider | TimeoutDecider | PolicyDecider | AgentDecider | SystemDecider,
     Field(discriminator="kind"),
 ]
+DECIDED_BY: TypeAdapter[DecidedBy] = TypeAdapter(DecidedBy)
+"""Parses a stored or received `decidedBy` into its typed form."""
 
 
 class Decision(Wire):
