@@ -8,7 +8,9 @@ import json
 import pytest
 import sqlalchemy as sa
 
+from bot import checks
 from contracts.digest import parameters_digest
+from contracts.errors import InvalidRequest
 from storage.tables import approvals
 from tests.api.test_approvals import call
 from tests.harness import cosigner_app
@@ -69,3 +71,21 @@ async def test_a_result_without_a_canonical_form_is_refused(db_kind: str) -> Non
             headers=h.auth(key),
         )
         assert (r.status_code, r.json()["error"]["field"]) == (400, "result.refundId")
+
+
+def test_oversized_parameters_are_refused_before_the_canonical_writer_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def never(*_args: object) -> bytes:
+        raise AssertionError("the JCS writer ran on an oversized value")
+
+    monkeypatch.setattr(checks, "canonical_json", never)
+    with pytest.raises(InvalidRequest, match="the limit is 65536") as info:
+        checks.json_limits({"blob": "x" * (200 * 1024)})
+    assert info.value.details["field"] == "parameters"
+
+
+def test_lone_surrogates_are_refused_with_their_path() -> None:
+    with pytest.raises(InvalidRequest, match="surrogate") as info:
+        checks.json_limits({"note": ["ok", "a\ud800b"]})
+    assert info.value.details["field"] == "parameters.note[1]"
