@@ -8,8 +8,8 @@ It reads COSIGNER_URL (default http://127.0.0.1:8000), COSIGNER_API_KEY (default
 `cosigner dev` wrote to cosigner-data/demo.key) and COSIGNER_CALLBACK_SECRET (default:
 cosigner-data/demo.callback-secret). What it shows:
   1. a callback receiver that checks `Cosigner-Signature` before it believes a decision;
-  2. a call the policy approves at once (a read), whose grant the executor verifies offline
-     against the key published at /v1/keys, then runs, then reports the result;
+  2. a call the policy approves at once (a read), whose grant (an EdDSA JWS) the executor
+     verifies offline against the JWKS published at /v1/keys, then runs, then reports;
   3. the same grant presented with other parameters: refused, nothing runs;
   4. a forged callback: refused by the receiver.
 """
@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import jwt
 
 from contracts.grants import GrantRefused, sign_callback, verify_callback, verify_grant
 
@@ -112,13 +113,15 @@ def main() -> int:
                 parameters=params,
                 tool_call_id="call_1",
                 tenant=tenant,
+                approval_id=decision["approvalId"],
             )
         except GrantRefused as exc:
             print(f"GRANT REFUSED: {exc}", flush=True)
             return 1
+        kid = jwt.get_unverified_header(decision["grant"])["kid"]
         print(
             f"GRANT OK for {claims.tool_name} (approval {claims.approval_id}, tenant "
-            f"{claims.tenant}): running it",
+            f"{claims.tenant}, key {kid}): running it",
             flush=True,
         )
         api.post(

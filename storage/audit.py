@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -15,7 +16,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from contracts.digest import canonical_json
+from contracts.digest import SAFE_INTEGER, canonical_json
 from storage.tables import approvals, audit_events
 
 GENESIS = "0" * 64
@@ -30,10 +31,32 @@ class Event:
     data: Mapping[str, Any]
 
 
+def recordable(value: Any) -> Any:
+    """`value` with anything JSON cannot hold exactly (a tuple, a huge integer, NaN, an object)
+    turned into a list or its text, so recording an event never fails."""
+    if isinstance(value, Mapping):
+        return {str(k): recordable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [recordable(v) for v in value]
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "backslashreplace").decode("ascii", "replace")
+        return value
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int) and abs(value) <= SAFE_INTEGER:
+        return value
+    if isinstance(value, float) and math.isfinite(value):
+        return value
+    return str(value)
+
+
 def chain_hash(
     prev: str, approval_id: str, tenant: str, seq: int, at: float, event: str, actor: str, data: str
 ) -> str:
-    """sha256 over the previous hash and this event's canonical content."""
+    """sha256 over the previous hash and the JCS form of this event's content."""
     content = canonical_json(
         {
             "approvalId": approval_id,
@@ -56,8 +79,8 @@ def chain_rows(
     seq, prev = start_seq, head
     for e in events:
         seq += 1
-        actor = json.dumps(dict(e.actor), sort_keys=True, separators=(",", ":"))
-        data = json.dumps(dict(e.data), sort_keys=True, separators=(",", ":"), default=str)
+        actor = canonical_json(recordable(e.actor)).decode("utf-8")
+        data = canonical_json(recordable(e.data)).decode("utf-8")
         h = chain_hash(prev, approval_id, tenant, seq, at, e.event, actor, data)
         rows.append(
             {
