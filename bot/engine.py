@@ -25,6 +25,7 @@ from bot import ledger
 from bot.audit import Event
 from bot.checks import (
     ambiguous,
+    callback_allowed,
     check_dashboard,
     closed_error,
     json_limits,
@@ -32,6 +33,7 @@ from bot.checks import (
     surface_belongs,
 )
 from bot.desk import Desk
+from bot.egress import AllowList
 from bot.grants import GrantSigner
 from bot.metrics import Metrics
 from bot.notifier import CHANNEL, Notifier
@@ -102,6 +104,7 @@ class Engine(Desk):
         notifier: Notifier | None = None,
         surfaces: Sequence[str] = (),
         clock: Callable[[], float] = time.time,
+        callback_allow: AllowList | None = None,
     ) -> None:
         self.db = db
         self.policy = policy
@@ -110,6 +113,7 @@ class Engine(Desk):
         self.sms_sender = sms_sender or SmsSender()
         self.surfaces = set(surfaces) | {"dashboard"}
         self.clock = clock
+        self.callback_allow = callback_allow or AllowList()
         self.notifier = notifier or Notifier()
         self.jobs_wakeup = asyncio.Event()
         self.expiry_wakeup = asyncio.Event()
@@ -196,6 +200,8 @@ class Engine(Desk):
         """Handle `POST /v1/approvals`; returns (HTTP status, body)."""
         json_limits(req.parameters)
         surface_belongs(self.policy, tenant, req.surface)
+        if req.callbackUrl is not None:
+            callback_allowed(str(req.callbackUrl), self.callback_allow)
         if req.reason is not None:
             # The reason is free text that goes on the card, the text and the audit record:
             # a credential pasted into it is redacted like one in the parameters.

@@ -20,6 +20,8 @@ from storage.database import Database
 from storage.tables import audit_events, jobs
 from tests.harness import TEST_SECRET, Harness, cosigner_app, database, postgres_url
 
+# respx replaces httpcore's connection pool, so these tests reach neither DNS nor the
+# address check; tests/bot/test_callback_egress.py covers those with real sockets.
 CALLBACK = "https://agent.example/cosigner"
 
 
