@@ -21,7 +21,9 @@ import httpx
 from contracts.enums import AddressClass
 
 IPAddress = IPv4Address | IPv6Address
+"""An IPv4 or IPv6 address."""
 IPNetwork = IPv4Network | IPv6Network
+"""An IPv4 or IPv6 network."""
 
 LOOPBACK_ALLOW = "127.0.0.0/8,::1/128,localhost"
 """The allow list of `cosigner dev`: callbacks to this machine."""

@@ -4,7 +4,9 @@ A check followed by an ordinary request would resolve the name twice, and a DNS 
 that answers a public address first and a private one second (DNS rebinding) would win.
 So the name is resolved once, in `PinnedBackend.connect_tcp`, every address is checked,
 and the socket is opened to those addresses. httpcore still starts TLS with the URL's
-host name, so SNI and certificate verification are for the name, not the address.
+host name, so SNI and certificate verification are for the name, not the address. A
+connection kept alive for the same host (5 s idle at most) is reused without a new lookup:
+it already goes to a checked address.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from bot.egress import (
 )
 
 LIMITS = httpx.Limits(max_connections=100, max_keepalive_connections=20, keepalive_expiry=5.0)
+"""httpx's default connection limits, stated here because the pool is built here."""
 
 Resolver = Callable[[str, int], Awaitable[Sequence[str]]]
 """Resolve (host, port) to IP address strings."""
