@@ -23,6 +23,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from bot.api import JSON, Api
+from bot.egress import parse_allow_list
 from bot.engine import Engine
 from bot.grants import GrantSigner
 from bot.metrics import Metrics
@@ -32,6 +33,7 @@ from bot.policy import Policy
 from bot.routing import SmsSender
 from bot.settings import Settings
 from bot.tenants import TenantKeys
+from bot.transport import callback_client
 from bot.workers import ExpirySweeper, JobWorker
 from contracts.errors import CosignerError
 from contracts.ports import ApprovalDesk, SurfaceAdapter
@@ -135,6 +137,10 @@ def build_app(
             "COSIGNER_SECRET is not set; set it to a long random string, "
             "e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))'"
         )
+    try:
+        callback_allow = parse_allow_list(settings.callback_allow)
+    except ValueError as exc:
+        raise ConfigurationError(str(exc)) from exc
     db = db or Database(settings.database_url, pool_size=settings.database_pool_size)
     metrics = Metrics()
     notifier = Notifier()
@@ -146,6 +152,7 @@ def build_app(
         notifier=notifier,
         sms_sender=SmsSender(settings.twilio_from_number, settings.twilio_messaging_service_sid),
         clock=clock,
+        callback_allow=callback_allow,
     )
     adapters: dict[str, SurfaceAdapter] = {}
     for factory in default_surfaces(settings) if surfaces is None else surfaces:
@@ -159,7 +166,7 @@ def build_app(
         engine=engine,
         keys=keys,
         surfaces=adapters,
-        http=http or httpx.AsyncClient(follow_redirects=False),
+        http=http or callback_client(callback_allow),
     )
     should_migrate = db.is_sqlite if migrate is None else migrate
 

@@ -7,6 +7,7 @@ import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
+from bot.egress import AllowList, EgressRefused, check_url
 from bot.policy import Policy
 from bot.redaction import measure
 from contracts.digest import CanonicalFormError, canonical_json
@@ -159,3 +160,11 @@ def surface_belongs(policy: Policy, tenant: str, surface: Any) -> None:
             f"[tenants.{tenant}]",
             field="surface.teamId",
         )
+
+
+def callback_allowed(url: str, allow: AllowList) -> None:
+    """Refuse a `callbackUrl` with a scheme or literal address the egress rules refuse."""
+    try:
+        check_url(url, allow)
+    except EgressRefused as exc:
+        raise InvalidRequest(str(exc), field="callbackUrl") from exc

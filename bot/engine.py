@@ -21,6 +21,7 @@ from typing import Any
 from bot.bodies import actor_of, decision_body, start_body
 from bot.checks import (
     ambiguous,
+    callback_allowed,
     check_dashboard,
     closed_error,
     json_limits,
@@ -28,6 +29,7 @@ from bot.checks import (
     surface_belongs,
 )
 from bot.desk import Desk
+from bot.egress import AllowList
 from bot.grants import GrantSigner
 from bot.metrics import Metrics
 from bot.notifier import Notifier
@@ -116,6 +118,7 @@ class Engine(Desk):
         notifier: Notifier | None = None,
         surfaces: Sequence[str] = (),
         clock: Callable[[], float] = time.time,
+        callback_allow: AllowList | None = None,
     ) -> None:
         self.db = db
         self.policy = policy
@@ -124,6 +127,7 @@ class Engine(Desk):
         self.sms_sender = sms_sender or SmsSender()
         self.surfaces = set(surfaces) | {"dashboard"}
         self.clock = clock
+        self.callback_allow = callback_allow or AllowList()
         self.notifier = notifier or Notifier()
         self.jobs_wakeup = asyncio.Event()
         self.expiry_wakeup = asyncio.Event()
@@ -212,6 +216,8 @@ class Engine(Desk):
         """Handle `POST /v1/approvals`; returns (HTTP status, body)."""
         json_limits(req.parameters)
         surface_belongs(self.policy, tenant, req.surface)
+        if req.callbackUrl is not None:
+            callback_allowed(str(req.callbackUrl), self.callback_allow)
         if req.reason is not None:
             # The reason is free text that goes on the card, the text and the audit record:
             # a credential pasted into it is redacted like one in the parameters.

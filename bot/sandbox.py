@@ -22,6 +22,7 @@ import uvicorn
 from starlette.applications import Starlette
 
 from bot.app import build_app, parts_of
+from bot.egress import LOOPBACK_ALLOW
 from bot.grants import callback_secret
 from bot.policy import load_policy_file
 from bot.sandbox_page import SandboxPage
@@ -81,6 +82,7 @@ def dev_settings(data_dir: Path, public_url: str, slack: SlackEmulator, twilio: 
         policy=str(POLICY_FILE),
         public_url=public_url,
         secret=DEV_SECRET,
+        callback_allow=LOOPBACK_ALLOW,
         slack_signing_secret=SLACK_SIGNING_SECRET,
         slack_bot_token=SLACK_BOT_TOKEN,
         slack_api_url=slack.api_url,

@@ -29,6 +29,8 @@ class Settings(BaseSettings):
     public_url: str = Field(default="http://127.0.0.1:8000", validation_alias=_env("COSIGNER_PUBLIC_URL"))
     secret: str | None = Field(default=None, validation_alias=_env("COSIGNER_SECRET"))
     log_level: str = Field(default="INFO", validation_alias=_env("COSIGNER_LOG_LEVEL"))
+    # Comma-separated CIDRs and host names callbacks may reach although not public (bot.egress).
+    callback_allow: str = Field(default="", validation_alias=_env("COSIGNER_CALLBACK_ALLOW"))
 
     slack_signing_secret: str | None = Field(default=None, validation_alias=_env("SLACK_SIGNING_SECRET"))
     slack_bot_token: str | None = Field(default=None, validation_alias=_env("SLACK_BOT_TOKEN"))

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping
 
 import httpx
 
+from bot.egress import EgressRefused
 from bot.engine import Engine
 from bot.grants import callback_secret
 from contracts.enums import JobKind
@@ -164,6 +165,9 @@ class JobWorker:
         try:
             response = await self.http.post(rec.callback_url, content=body, headers=headers, timeout=10.0)
             status = response.status_code
+        except EgressRefused as exc:
+            await self._refuse(job, rec.id, payload["delivery"], str(exc))
+            return
         except httpx.HTTPError as exc:
             error = type(exc).__name__
         ok = status is not None and 200 <= status < 300
@@ -185,6 +189,16 @@ class JobWorker:
             await self.engine.note(
                 rec.id, "callback_abandoned", {"delivery": payload["delivery"], "attempts": job.attempts}
             )
+
+    async def _refuse(self, job: Job, approval_id: str, delivery: str, reason: str) -> None:
+        # A refusal is the operator's rule, not a passing failure: retrying would only ask
+        # the tenant's DNS again until it answers something else. So the job ends here.
+        log.warning("callback refused", extra={"approval_id": approval_id, "job": "callback"})
+        await self.engine.note(
+            approval_id, "callback_refused", {"delivery": delivery, "attempt": job.attempts, "reason": reason}
+        )
+        await self._finish(job.id, "refused by the egress rules")
+        self.engine.metrics.jobs.labels("callback", "refused").inc()
 
 
 class ExpirySweeper:

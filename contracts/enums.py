@@ -77,6 +77,18 @@ class JobKind(StrEnum):
     CALLBACK = "callback"  # POST the decision to the agent's callbackUrl
 
 
+class AddressClass(StrEnum):
+    """Why an address is not on the public internet, so no callback goes there unless allowed."""
+
+    LOOPBACK = "loopback"
+    PRIVATE = "private"
+    LINK_LOCAL = "link-local"
+    SHARED = "shared (CGNAT)"
+    MULTICAST = "multicast"
+    UNSPECIFIED = "unspecified"
+    RESERVED = "reserved"
+
+
 class ErrorCode(StrEnum):
     """Every error code an API caller or approver can see."""
 

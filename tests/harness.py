@@ -8,11 +8,14 @@ async with cosigner_app(POLICY, database=db) as h:
 from __future__ import annotations
 
 import asyncio
+import http.server
 import os
 import secrets
+import ssl
 import tempfile
+import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -251,3 +254,67 @@ async def slack_app(
 
         async with cosigner_app(policy_toml, surfaces=[factory], database_kind=database_kind) as h:
             yield h, emu
+
+
+class CallbackReceiver:
+    """A loopback HTTP (or HTTPS) server that records every POST and answers from a script.
+
+    `answers` are (status, headers) pairs used in order, then 200 for ever. `host` is the
+    name put in `url` (it must lead to `bind`, e.g. through an injected resolver).
+    """
+
+    def __init__(
+        self,
+        answers: Sequence[tuple[int, Mapping[str, str]]] = (),
+        tls: ssl.SSLContext | None = None,
+        host: str = "127.0.0.1",
+        bind: tuple[str, int] = ("127.0.0.1", 0),
+    ) -> None:
+        self.received: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+        script = list(answers)
+        receiver = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                with receiver.lock:
+                    receiver.received.append(
+                        {
+                            "path": self.path,
+                            "host": self.headers.get("Host"),
+                            "delivery": self.headers.get("Cosigner-Delivery"),
+                            "signature": self.headers.get("Cosigner-Signature"),
+                            "body": body,
+                            "at": time.monotonic(),
+                        }
+                    )
+                    status, headers = script.pop(0) if script else (200, {})
+                self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(bind, Handler)
+        if tls is not None:
+            self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
+        self.port = self.server.server_address[1]
+        self.url = f"{'https' if tls else 'http'}://{host}:{self.port}/cosigner"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> CallbackReceiver:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def snapshot(self) -> list[dict[str, Any]]:
+        """What was received so far."""
+        with self.lock:
+            return list(self.received)

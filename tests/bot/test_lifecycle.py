@@ -28,6 +28,8 @@ from tests.harness import (
     until_async,
 )
 
+# respx replaces httpcore's connection pool, so these tests reach neither DNS nor the
+# address check; tests/bot/test_callback_egress.py covers those with real sockets.
 CALLBACK = "https://agent.example/cosigner"
 
 

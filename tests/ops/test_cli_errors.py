@@ -146,3 +146,22 @@ def test_export_survives_a_row_edited_into_non_json(tmp_path: Path) -> None:
         )
     out = run({}, "audit", "export", tmp_path=tmp_path)
     assert out.returncode == 0 and '"unparseable": "not json"' in out.stdout
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ("10.0.0.1/8", "did you mean 10.0.0.0/8"),
+        ("hooks.internal,,10.0.0.0/8", "empty entry"),
+        ("https://hooks.internal", "without scheme"),
+    ],
+)
+def test_an_invalid_callback_allow_list_stops_the_server_with_one_line(
+    value: str, says: str, tmp_path: Path
+) -> None:
+    env = {"COSIGNER_SECRET": SECRET, "COSIGNER_CALLBACK_ALLOW": value}
+    out = run(env, "serve", "--port", "1", tmp_path=tmp_path)
+    assert out.returncode == 2, out.stderr
+    last = out.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: COSIGNER_CALLBACK_ALLOW") and says in last, out.stderr
+    assert "Traceback" not in out.stderr

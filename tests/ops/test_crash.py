@@ -93,6 +93,7 @@ def test_sigkill_mid_flight_loses_nothing(tmp_path: Path) -> None:
         COSIGNER_DATABASE_URL=f"sqlite+aiosqlite:///{tmp_path / 'c.db'}",
         COSIGNER_SECRET=SECRET,
         COSIGNER_POLICY=str(tmp_path / "policy.toml"),
+        COSIGNER_CALLBACK_ALLOW="127.0.0.1",  # the callback receiver is on loopback
     )
     created = subprocess.run(
         [sys.executable, "-m", "bot.cli", "tenants", "create", "acme"],
