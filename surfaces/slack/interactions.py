@@ -187,6 +187,23 @@ async def submit_view(
     return await send_signed(http, url, payload, secret=secret, timestamp=timestamp, signature=signature)
 
 
+async def send_signed_event(
+    http: httpx.AsyncClient,
+    url: str,
+    payload: dict[str, Any],
+    *,
+    secret: str,
+    timestamp: str | None = None,
+    retry: int | None = None,
+) -> httpx.Response:
+    """POST an Events API body (JSON), signed as Slack signs it; `retry` adds Slack's retry headers."""
+    body = json.dumps(payload).encode()
+    headers = {**signed_headers(body, secret, timestamp), "Content-Type": "application/json"}
+    if retry is not None:
+        headers |= {"X-Slack-Retry-Num": str(retry), "X-Slack-Retry-Reason": "http_error"}
+    return await http.post(url, content=body, headers=headers)
+
+
 def _grid(enterprise: str | None) -> dict[str, str]:
     # A workspace of an Enterprise Grid org names its org inside `team`.
     return {"enterprise_id": enterprise, "enterprise_name": "Emulated org"} if enterprise else {}
