@@ -135,10 +135,9 @@ class Clicks:
         self._grid_noticed.add(org)
         tenant = self._desk.tenant_for_org("slack", answer.org) if answer.org else None
         logger.warning(
-            "A Slack click came from a member of Enterprise Grid org %s, and no tenant sets "
-            'slack_enterprise = "%s": such clicks are refused. If that org is the tenant\'s own, '
-            'set slack_enterprise = "%s" in [tenants.%s]',
-            org,
+            "A Slack click came from Enterprise Grid org %s (user.team_id), which no tenant names: "
+            'if it is a tenant\'s own org, set slack_enterprise = "%s" in [tenants.%s]; until then '
+            "clicks of its people on that tenant's cards are refused",
             org,
             org,
             tenant or "<tenant>",
