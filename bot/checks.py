@@ -66,16 +66,32 @@ def check_answer(rec: Record, a: Answer) -> None:
         raise WrongConversation(f"approval {rec.id} was not posted in this conversation")
     if isinstance(route, SlackRoute) and a.message_ref not in got.message_refs:
         raise WrongConversation(f"this message is not the card of approval {rec.id}")
-    if isinstance(route, SlackRoute) and a.actor_org is not None:
-        teams = set(route.approver_teams)
-        if a.actor_org not in teams and (a.enterprise_id is None or a.enterprise_id not in teams):
-            raise NotAnApprover(
-                f"people from workspace {a.actor_org} cannot approve requests of this tenant (Slack Connect)"
-            )
+    if isinstance(route, SlackRoute):
+        clicker_belongs(route, a)
     if a.actor not in route.approvers:
         raise NotAnApprover(f"{a.actor} is not an approver of approval {rec.id}")
     if a.verdict is Verdict.APPROVE_FOR_RUN and rec.mode is not ApprovalMode.ASK:
         raise InvalidRequest("approve for this run is offered only for tools in mode ask")
+
+
+def clicker_belongs(route: SlackRoute, a: Answer) -> None:
+    """Slack Connect: the clicker's own workspace or org (`user.team_id`) must be the route's.
+
+    The installation's org (`team.enterprise_id`, `enterprise.id`) says where the card
+    lives, not who clicked: Slack sends it with every click on that org's cards, including
+    clicks by people of another organization in a shared channel.
+    """
+    if a.actor_org is None:
+        raise NotAnApprover("Slack did not say which workspace the clicker belongs to (user.team_id)")
+    if a.actor_org in route.approver_teams:
+        return
+    fix = ""
+    if a.actor_org.startswith("E"):
+        # On Enterprise Grid, Slack sends the org id as `user.team_id`.
+        fix = f"; if {a.actor_org} is this tenant's own Enterprise Grid org, set slack_enterprise for it"
+    raise NotAnApprover(
+        f"people from workspace {a.actor_org} cannot approve requests of this tenant (Slack Connect){fix}"
+    )
 
 
 def check_dashboard(rec: Record, user_id: str) -> None:

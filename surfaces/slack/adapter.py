@@ -29,6 +29,7 @@ from surfaces.slack.blocks import to_blocks, to_closed_blocks
 from surfaces.slack.clicks import Clicks
 from surfaces.slack.installs import INSTALL_PATH, REDIRECT_PATH, Installs
 from surfaces.slack.pacing import ChannelPacer
+from surfaces.slack.parse import event_type
 from surfaces.slack.web_client import (
     SCOPES,
     TIMEOUT_SECONDS,
@@ -234,6 +235,16 @@ class SlackAdapter:
                 },
                 status_code=401,
             )
+        kind = event_type(body)
+        if kind is not None:
+            # Cosigner acts on no event, but a non-2xx makes Slack retry and, in the end,
+            # turn the endpoint off; so every signed event is acknowledged.
+            logger.info(
+                "Acknowledged a Slack event (%s) and ignored it; Cosigner needs no event "
+                "subscription (see Event Subscriptions in the Slack app settings)",
+                kind,
+            )
+            return Response(status_code=200)
         return await self._handler.handle(request)
 
     async def _oauth(self, request: Request) -> Response:
