@@ -79,6 +79,8 @@ def _not_requester(kind: ApproverKind) -> ApproverKind:
 _DOTTED = r"^[^.]+(\.[^.]+)*$"
 _NEVER = "it could never match a call"
 
+# The value types of the file. Each says, in the file's own terms, what is wrong with a bad
+# value; list items are checked one by one so every bad item is named.
 Text = Annotated[str, Field(min_length=1), _say("must be a non-empty string")]
 Flag = Annotated[bool, _say("must be true or false")]
 Count = Annotated[int, Field(ge=1), _say("must be a whole number ≥ 1")]
