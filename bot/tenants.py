@@ -14,10 +14,11 @@ import time
 from collections.abc import Callable
 
 from contracts.errors import InvalidRequest, Unauthenticated
+from contracts.names import TENANT_NAME_PATTERN
 from storage import tenants as store
 from storage.database import Conflict, Database
 
-_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+_NAME = re.compile(TENANT_NAME_PATTERN)
 CACHE_SECONDS = 30.0
 
 
@@ -36,7 +37,7 @@ class TenantKeys:
 
     async def create(self, name: str) -> str:
         """Create a tenant and return its API key (the only time it is shown)."""
-        if not _NAME.match(name):
+        if not _NAME.fullmatch(name):
             raise InvalidRequest(
                 f"tenant name {name!r} must be lower case letters, digits, - "
                 "or _ (as in the policy's [tenants.NAME])",

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, HttpUrl, TypeAdapter
 
 from contracts.enums import ApprovalStatus, SurfaceType
+from contracts.names import PhoneNumber, SlackId, ToolName
 
 
 class Wire(BaseModel):
@@ -23,18 +24,18 @@ class SlackSurface(Wire):
     """A run triggered from a Slack conversation."""
 
     type: Literal["slack"]
-    teamId: str = Field(min_length=1, max_length=64, pattern=r"^[A-Z0-9]+$")
-    enterpriseId: str | None = Field(default=None, max_length=64, pattern=r"^[A-Z0-9]+$")
-    channelId: str = Field(min_length=1, max_length=64, pattern=r"^[A-Z0-9]+$")
+    teamId: SlackId
+    enterpriseId: SlackId | None = None
+    channelId: SlackId
     threadTs: str | None = Field(default=None, max_length=32, pattern=r"^\d+(\.\d+)?$")
-    userId: str = Field(min_length=1, max_length=64, pattern=r"^[A-Z0-9]+$")
+    userId: SlackId
 
 
 class SmsSurface(Wire):
     """A run triggered by a text message from `phone` (E.164)."""
 
     type: Literal["sms"]
-    phone: str = Field(pattern=r"^\+[1-9]\d{6,14}$")
+    phone: PhoneNumber
 
 
 class DashboardSurface(Wire):
@@ -101,7 +102,7 @@ class ApprovalRequest(Wire):
 
     executionId: Identifier
     toolCallId: Identifier
-    toolName: Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.\-]+$")]
+    toolName: ToolName
     parameters: dict[str, Any]
     reason: FreeText | None = Field(default=None, max_length=2000)
     surface: Surface
