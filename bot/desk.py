@@ -20,9 +20,9 @@ from bot.policy import Policy
 from bot.records import Record, delivered_to_json
 from bot.redaction import redact
 from contracts.enums import ApprovalStatus, Verdict
-from contracts.ports import Answer, ApprovalCard, Delivered, Placed
+from contracts.ports import Answer, ApprovalCard, Delivered, Placed, inbound_namespace
 from storage.database import Database
-from storage.tables import flags
+from storage.tables import approvals, flags
 
 
 class Desk:
@@ -44,6 +44,7 @@ class Desk:
         check: Callable[[Record], None] | None = None,
         audit_refusal: bool = False,
         run_grant: str | None = None,
+        once: tuple[str, str] | None = None,
     ) -> Record:
         raise NotImplementedError  # Engine._close
 
@@ -64,6 +65,7 @@ class Desk:
             check=lambda rec: check_answer(rec, answer),
             audit_refusal=True,
             run_grant=run_grant,
+            once=(inbound_namespace(answer.surface), answer.message_id) if answer.message_id else None,
         )
         return rec.card()
 
@@ -71,6 +73,22 @@ class Desk:
         """An approval with its route and receipt, whatever its tenant."""
         rec = await self.db.run_read(lambda c: ledger.load(c, approval_id))
         return rec.placed() if rec else None
+
+    async def sending(self, approval_id: str, receipt: Delivered) -> None:
+        """Store a receipt without messages before the surface sends anything, so an answer
+        racing the delivery is matched; only while the approval is pending and has none."""
+        stored = delivered_to_json(receipt)
+        await self.db.run_write(
+            lambda c: c.execute(
+                approvals.update()
+                .where(
+                    approvals.c.id == approval_id,
+                    approvals.c.status == ApprovalStatus.PENDING.value,
+                    approvals.c.delivered.is_(None),
+                )
+                .values(delivered=stored)
+            )
+        )
 
     async def _by_number(
         self, to_number: str, from_number: str, *, pending: bool, limit: int

@@ -136,13 +136,13 @@ def append(
     return rec.replace(**{k: v for k, v in values.items()})
 
 
-def insert_ignore(conn: Connection, table: sa.Table, values: Mapping[str, Any]) -> None:
-    """INSERT … ON CONFLICT DO NOTHING on either database."""
+def insert_ignore(conn: Connection, table: sa.Table, values: Mapping[str, Any]) -> bool:
+    """INSERT … ON CONFLICT DO NOTHING on either database; True if the row was new."""
     if conn.dialect.name == "sqlite":
         from sqlalchemy.dialects.sqlite import insert as dialect_insert
     else:
         from sqlalchemy.dialects.postgresql import insert as dialect_insert  # type: ignore[assignment]
-    conn.execute(dialect_insert(table).values(**values).on_conflict_do_nothing())
+    return conn.execute(dialect_insert(table).values(**values).on_conflict_do_nothing()).rowcount == 1
 
 
 def by_delivery(conn: Connection, key: str, *, pending: bool, limit: int) -> list[Record]:
@@ -191,6 +191,11 @@ def get_flag(conn: Connection, namespace: str, key: str) -> str | None:
         sa.select(flags.c.value).where(flags.c.namespace == namespace, flags.c.key == key)
     ).scalar_one_or_none()
     return str(value) if value is not None else None
+
+
+def mark_once(conn: Connection, namespace: str, key: str, now: float) -> bool:
+    """Record `key` in the caller's transaction; False if it was already recorded."""
+    return insert_ignore(conn, flags, {"namespace": namespace, "key": key, "value": "1", "created_at": now})
 
 
 def set_flag(conn: Connection, namespace: str, key: str, value: str | None, now: float) -> None:
