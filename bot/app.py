@@ -95,6 +95,7 @@ def default_surfaces(settings: Settings) -> list[SurfaceFactory]:
             client_secret=settings.slack_client_secret,
             api_url=settings.slack_api_url,
             app_id=settings.slack_app_id,
+            token_secret=settings.secret,
         )
         factories.append(lambda desk, engine: SlackAdapter(config, desk, engine))
     if settings.sms_enabled:

@@ -14,7 +14,7 @@ from bot.checks import check_answer
 from bot.policy import Policy
 from bot.redaction import redact
 from contracts.enums import ApprovalStatus, JobKind, SurfaceType, Verdict
-from contracts.ports import Answer, ApprovalCard, Delivered, Placed
+from contracts.ports import Answer, ApprovalCard, Delivered, Placed, inbound_namespace
 from contracts.wire import DecidedBy, PersonDecider
 from storage import approvals as ledger
 from storage import jobs
@@ -42,6 +42,7 @@ class Desk:
         check: Callable[[Record], None] | None = None,
         audit_refusal: bool = False,
         run_grant: str | None = None,
+        once: tuple[str, str] | None = None,
     ) -> Record:
         raise NotImplementedError  # Engine._close
 
@@ -61,6 +62,7 @@ class Desk:
             check=lambda rec: check_answer(rec, answer),
             audit_refusal=True,
             run_grant=run_grant,
+            once=(inbound_namespace(answer.surface), answer.message_id) if answer.message_id else None,
         )
         return rec.card()
 
@@ -68,6 +70,12 @@ class Desk:
         """An approval with its route and receipt, whatever its tenant."""
         rec = await self.db.run_read(lambda tx: ledger.load(tx, approval_id))
         return rec.placed() if rec else None
+
+    async def sending(self, approval_id: str, receipt: Delivered) -> None:
+        """Store a receipt without messages before the surface sends anything, so an answer
+        racing the delivery is matched; only while the approval is pending and has none."""
+        stored = delivered_to_json(receipt)
+        await self.db.run_write(lambda tx: ledger.set_receipt_if_pending(tx, approval_id, stored))
 
     async def _by_number(
         self, to_number: str, from_number: str, *, pending: bool, limit: int

@@ -423,12 +423,15 @@ class Engine(Desk):
         check: Callable[[Record], None] | None = None,
         audit_refusal: bool = False,
         run_grant: str | None = None,
+        once: tuple[str, str] | None = None,
     ) -> Record:
         """The one function that writes `status`. A refused answer is audited (when
-        `audit_refusal`) in the same transaction, which then commits, and raised after."""
+        `audit_refusal`) in the same transaction, which then commits, and raised after.
+        `once` is a (namespace, key) flag recorded in that transaction: if it is already
+        there the answer was handled before, and nothing changes."""
         rec, refusal, closed_now = await self.db.run_write(
             lambda tx: self._close_tx(
-                tx, approval_id, to, decided_by, comment, tenant, check, audit_refusal, run_grant
+                tx, approval_id, to, decided_by, comment, tenant, check, audit_refusal, run_grant, once
             )
         )
         if closed_now:
@@ -448,11 +451,14 @@ class Engine(Desk):
         check: Callable[[Record], None] | None,
         audit_refusal: bool,
         run_grant: str | None,
+        once: tuple[str, str] | None = None,
     ) -> tuple[Record, CosignerError | None, bool]:
         rec = ledger.load(tx, approval_id, lock=True)
         if rec is None or (tenant is not None and rec.tenant != tenant):
             raise ApprovalNotFound(f"no approval {approval_id} for this caller")
         now = self.clock()
+        if once is not None and not ledger.mark_once(tx, *once, now):
+            return rec, None, False
         try:
             if check is not None:
                 check(rec)

@@ -17,7 +17,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from contracts.enums import ApprovalMode
+from contracts.enums import ApprovalMode, ApprovalStatus
 from contracts.errors import AlreadyDecided
 from contracts.ports import SmsRoute
 from storage.audit import Event, chain_rows
@@ -147,6 +147,19 @@ def notify_closed(tx: Tx, schema: str | None, approval_id: str) -> None:
     """Tell the other replicas (PostgreSQL NOTIFY, sent at commit) that an approval closed."""
     if tx.dialect.name != "sqlite":
         tx.execute(sa.select(sa.func.pg_notify(channel_for(schema), approval_id)))
+
+
+def set_receipt_if_pending(tx: Tx, approval_id: str, receipt: str) -> None:
+    """Store a first receipt (before anything is sent) on a pending approval that has none."""
+    tx.execute(
+        approvals.update()
+        .where(
+            approvals.c.id == approval_id,
+            approvals.c.status == ApprovalStatus.PENDING.value,
+            approvals.c.delivered.is_(None),
+        )
+        .values(delivered=receipt)
+    )
 
 
 def by_delivery(tx: Tx, key: str, *, pending: bool, limit: int) -> list[Record]:

@@ -29,6 +29,7 @@ from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 
 from storage.group_commit import GroupWriter
+from storage.permissions import make_private
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 # Every engine hides bound parameters from its error messages: they hold reasons, comments
@@ -97,6 +98,7 @@ class Database:
             if not parsed.database or parsed.database == ":memory:":
                 raise DatabaseUrlError(f"{shown!r}: give SQLite a file path; in-memory is not shared")
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+            make_private(Path(parsed.database))
             self.writer = create_async_engine(
                 url, pool_size=1, max_overflow=0, pool_timeout=60, hide_parameters=True
             )

@@ -61,6 +61,7 @@ class SlackConfig:
     api_url: str | None = None
     app_id: str | None = None
     scopes: tuple[str, ...] = field(default_factory=bot_scopes)
+    token_secret: str | None = None  # COSIGNER_SECRET: seals OAuth installation tokens at rest
 
     @property
     def multi_workspace(self) -> bool:
@@ -87,12 +88,17 @@ class SlackAdapter:
         self._clicks = Clicks(desk)
         self._installs: Installs | None = None
         if config.client_id and config.client_secret:
+            if not config.token_secret:
+                raise SlackConfigError(
+                    "set COSIGNER_SECRET: multi-workspace Slack seals installation tokens with it"
+                )
             self._installs = Installs(
                 config.client_id,
                 config.client_secret,
                 config.scopes,
                 db_engine,
                 lambda org: desk.tenant_for_org("slack", org),
+                config.token_secret,
             )
         self._session: aiohttp.ClientSession | None = None
         self._client: AsyncWebClient | None = None
@@ -107,11 +113,11 @@ class SlackAdapter:
         ]
 
     async def start(self) -> None:
-        """Open the HTTP session and the Bolt app inside the running loop; create install tables."""
+        """Open the HTTP session and the Bolt app inside the running loop; seal old tokens."""
         if self._handler is not None:
             return
         if self._installs is not None:
-            await self._installs.create_tables()
+            await self._installs.start()
         self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=TIMEOUT_SECONDS))
         token = None if self._installs else self.config.bot_token
         self._client = build_client(token, self.config.api_url, self._session)
@@ -197,6 +203,8 @@ class SlackAdapter:
         where = route.enterprise_id or route.team_id
         try:
             bot = await self._installs.find_bot(route.team_id, route.enterprise_id)
+        except SurfaceUnavailable:
+            raise
         except Exception as exc:  # the store's SQLAlchemy errors stop at this boundary
             raise SurfaceUnavailable(f"reading the Slack installation for {where} failed") from exc
         if bot is None or not bot.bot_token:
