@@ -188,16 +188,6 @@ def build_app(
                 asyncio.create_task(worker.run(parts.stop)),
                 asyncio.create_task(sweeper.run(parts.stop)),
             ]
-        log.info(
-            "cosigner started",
-            extra={
-                "url": settings.public_url,
-                "surface": ",".join(sorted(engine.surfaces)),
-                "route": db.dialect,
-            },
-        )
-        for warning in partial_configuration(settings):
-            log.warning(warning)
         try:
             yield
         finally:
@@ -282,6 +272,22 @@ def build_app(
     )
     app.state.parts = parts
     return app
+
+
+def announce(app: Any, port: int) -> None:
+    """Log `cosigner started` (and any half-configured surface) once the server listens."""
+    parts = parts_of(app)
+    log.info(
+        "cosigner started",
+        extra={
+            "url": parts.settings.public_url,
+            "port": port,
+            "database": parts.db.dialect,
+            "surfaces": sorted(parts.engine.surfaces),
+        },
+    )
+    for warning in partial_configuration(parts.settings):
+        log.warning(warning)
 
 
 def parts_of(app: Any) -> Parts:

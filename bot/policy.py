@@ -187,6 +187,8 @@ def load_policy_file(path: str | Path) -> Policy:
         raise PolicyError(
             [f"{p}: cannot read the file ({exc.strerror}); check COSIGNER_POLICY"], str(p)
         ) from exc
+    except UnicodeDecodeError as exc:
+        raise PolicyError([f"{p}: not UTF-8 text; save the policy as UTF-8 TOML"], str(p)) from exc
     return load_policy(text, source=str(p))
 
 

@@ -5,7 +5,8 @@ Run `cosigner dev` (or `./run dev`) in one terminal, then in another:
     .venv/bin/python examples/agent.py
 
 It reads COSIGNER_URL (default http://127.0.0.1:8000) and COSIGNER_API_KEY (default: the
-key `cosigner dev` wrote to cosigner-data/demo.key). It needs only httpx.
+key `cosigner dev` wrote to demo.key in its data folder, COSIGNER_DATA, default
+cosigner-data). `cosigner dev` prints the line that sets all three. It needs only httpx.
 
 What it does, against the sandbox's sample policy (bot/sandbox_policy.toml):
   1. asks whether a nightly *scheduled* run may start: refused with APPROVAL_MODE_UNSUPPORTED,
@@ -32,7 +33,8 @@ from typing import Any
 import httpx
 
 DEFAULT_URL = "http://127.0.0.1:8000"
-KEY_FILE = Path("cosigner-data") / "demo.key"
+DATA = "cosigner-data"  # `cosigner dev --data`'s default
+KEY_FILE = "demo.key"
 # Where the sandbox's demo runs happen (see bot/sandbox_policy.toml and the /sandbox page).
 SLACK = {"type": "slack", "teamId": "T0DEMO", "channelId": "C0DEMO", "userId": "U0ALICE"}
 PHONE = "+15550100200"
@@ -43,16 +45,25 @@ def say(line: str) -> None:
     print(line, flush=True)
 
 
+def data_folders() -> list[Path]:
+    """Where `cosigner dev` keeps its files: COSIGNER_DATA if set, else cosigner-data here
+    or next to the examples (the folder `./run dev` uses)."""
+    if os.environ.get("COSIGNER_DATA"):
+        return [Path(os.environ["COSIGNER_DATA"])]
+    return [Path(DATA), Path(__file__).resolve().parent.parent / DATA]
+
+
 def api_key() -> str:
     """COSIGNER_API_KEY, else the key file `cosigner dev` writes."""
     key = os.environ.get("COSIGNER_API_KEY")
     if key:
         return key.strip()
-    for candidate in (KEY_FILE, Path(__file__).resolve().parent.parent / KEY_FILE):
-        if candidate.is_file():
-            return candidate.read_text(encoding="utf-8").strip()
+    for folder in data_folders():
+        if (folder / KEY_FILE).is_file():
+            return (folder / KEY_FILE).read_text(encoding="utf-8").strip()
     sys.exit(
-        "no API key: start `cosigner dev` first (it writes cosigner-data/demo.key), or set COSIGNER_API_KEY"
+        f"no API key in {data_folders()[0] / KEY_FILE}: start `cosigner dev` first and paste the "
+        "`export …` line it prints (COSIGNER_URL, COSIGNER_API_KEY, COSIGNER_DATA)"
     )
 
 

@@ -51,6 +51,18 @@ def safe_url(url: str) -> str:
         return "<unparseable database URL>"
 
 
+def missing_sqlite_file(url: str) -> str | None:
+    """The file a SQLite URL names when it does not exist yet (None otherwise, or if unparseable)."""
+    try:
+        parsed = make_url(url)
+    except sa.exc.ArgumentError:
+        return None  # Database() reports it
+    if parsed.get_backend_name() == "sqlite" and parsed.database and parsed.database != ":memory:":
+        if not Path(parsed.database).is_file():
+            return parsed.database
+    return None
+
+
 def head_revision() -> str | None:
     """The newest schema revision this code knows."""
     from alembic.script import ScriptDirectory
