@@ -39,12 +39,14 @@ from bot.policy import Policy, ToolRule
 from bot.records import Record, delivery_key, route_to_json
 from bot.redaction import digest, redact
 from bot.routing import SmsSender, route_for
+from contracts.answers import ApprovalStart, Decision
 from contracts.enums import ApprovalMode, ApprovalStatus
 from contracts.errors import (
     AlreadyDecided,
     ApprovalExpired,
     ApprovalModeUnsupported,
     ApprovalNotFound,
+    ApprovalPending,
     CosignerError,
     InvalidRequest,
     ParametersMismatch,
@@ -132,7 +134,7 @@ class Engine(Desk):
             )
         return rec
 
-    def body(self, rec: Record) -> dict[str, Any]:
+    def body(self, rec: Record) -> ApprovalStart | Decision:
         """The wire body for GET: `approval_start` while pending, else the decision."""
         if rec.closed:
             return rec.decision_body(self.signer, self.grant_ttl)
@@ -192,7 +194,7 @@ class Engine(Desk):
                 surface=req.surface.type,
             )
 
-    async def create(self, tenant: str, req: ApprovalRequest) -> tuple[int, dict[str, Any]]:
+    async def create(self, tenant: str, req: ApprovalRequest) -> tuple[int, ApprovalStart | Decision]:
         """Handle `POST /v1/approvals`; returns (HTTP status, body)."""
         json_limits(req.parameters)
         surface_belongs(self.policy, tenant, req.surface)
@@ -348,7 +350,7 @@ class Engine(Desk):
             self._queue_callback(conn, approval_id, now)
         return Created(rec, replay=False, denied_by_policy=rule.deny)
 
-    def _replay(self, rec: Record) -> tuple[int, dict[str, Any]]:
+    def _replay(self, rec: Record) -> tuple[int, ApprovalStart | Decision]:
         if not rec.closed:
             return 201, rec.start_body()
         rule = (rec.decided_by or {}).get("rule", "")
@@ -573,6 +575,12 @@ class Engine(Desk):
             rec = ledger.load(conn, approval_id, lock=True)
             if rec is None or rec.tenant != tenant:
                 raise ApprovalNotFound(f"no approval {approval_id} for this API key")
+            if rec.status is ApprovalStatus.PENDING:
+                raise ApprovalPending(
+                    f"approval {rec.id} is pending; run the call only once it is approved, "
+                    "then report its result",
+                    status=rec.status.value,
+                )
             if rec.status is not ApprovalStatus.APPROVED:
                 raise AlreadyDecided(
                     f"approval {rec.id} is {rec.status.value}; only an approved "

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bot.grants import GrantSigner
+from contracts.answers import ApprovalStart, Decision, decider
 from contracts.enums import ApprovalMode, ApprovalStatus, ToolKind
 from contracts.ports import (
     ApprovalCard,
@@ -24,11 +25,6 @@ from contracts.ports import (
 def ts(seconds: float) -> datetime:
     """UNIX seconds as an aware UTC datetime."""
     return datetime.fromtimestamp(seconds, tz=UTC)
-
-
-def iso(seconds: float) -> str:
-    """UNIX seconds as ISO 8601 with milliseconds and a Z."""
-    return ts(seconds).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def route_to_json(route: Route) -> str:
@@ -210,24 +206,23 @@ class Record:
             return None
         return Placed(card=self.card(), route=self.route, delivered=self.delivered)
 
-    def start_body(self) -> dict[str, Any]:
+    def start_body(self) -> ApprovalStart:
         """The `approval_start` object."""
-        return {
-            "type": "approval_start",
-            "approvalId": self.id,
-            "executionId": self.execution_id,
-            "toolCallId": self.tool_call_id,
-            "toolName": self.tool_name,
-            "parameters": self.parameters,
-            "parametersDigest": self.digest,
-            "timeout": round((self.expires_at - self.created_at) * 1000),
-            "startedAt": iso(self.created_at),
-            "expiresAt": iso(self.expires_at),
-            "status": self.status.value,
-            "shortCode": self.short_code,
-        }
+        return ApprovalStart(
+            approvalId=self.id,
+            executionId=self.execution_id,
+            toolCallId=self.tool_call_id,
+            toolName=self.tool_name,
+            parameters=self.parameters,
+            parametersDigest=self.digest,
+            timeout=round((self.expires_at - self.created_at) * 1000),
+            startedAt=ts(self.created_at),
+            expiresAt=ts(self.expires_at),
+            status=self.status,
+            shortCode=self.short_code,
+        )
 
-    def decision_body(self, signer: GrantSigner, grant_ttl: float) -> dict[str, Any]:
+    def decision_body(self, signer: GrantSigner, grant_ttl: float) -> Decision:
         """The decision object; `grant` only when approved."""
         grant = None
         decided_at = self.decided_at or self.created_at
@@ -245,16 +240,15 @@ class Record:
                     "exp": int(decided_at + grant_ttl),
                 }
             )
-        return {
-            "type": "approval_decided",
-            "approvalId": self.id,
-            "executionId": self.execution_id,
-            "toolCallId": self.tool_call_id,
-            "toolName": self.tool_name,
-            "status": self.status.value,
-            "decidedBy": self.decided_by or {"kind": "system", "code": "UNKNOWN"},
-            "decidedAt": iso(decided_at),
-            "comment": self.comment,
-            "parametersDigest": self.digest,
-            "grant": grant,
-        }
+        return Decision(
+            approvalId=self.id,
+            executionId=self.execution_id,
+            toolCallId=self.tool_call_id,
+            toolName=self.tool_name,
+            status=self.status,
+            decidedBy=decider(self.decided_by or {"kind": "system", "code": "UNKNOWN"}),
+            decidedAt=ts(decided_at),
+            comment=self.comment,
+            parametersDigest=self.digest,
+            grant=grant,
+        )

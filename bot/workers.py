@@ -178,7 +178,7 @@ class JobWorker:
             await self._finish(job.id)
             return
         payload = json.loads(job.payload)
-        body = json.dumps(self.engine.body(rec), separators=(",", ":")).encode()
+        body = self.engine.body(rec).model_dump_json().encode()
         stamp = int(time.time())
         headers = {
             "Content-Type": "application/json",
