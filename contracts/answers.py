@@ -8,13 +8,15 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    SerializerFunctionWrapHandler,
     TypeAdapter,
-    model_serializer,
 )
 
 from contracts.enums import ApprovalStatus, ErrorCode
 from contracts.wire import ApprovalId, Timestamp, Wire
+
+
+def _absent(value: Any) -> bool:
+    return value is None
 
 
 class AdmitResponse(Wire):
@@ -46,14 +48,7 @@ class PersonDecider(Wire):
     kind: Literal["person"] = "person"
     surface: str
     userId: str
-    teamId: str | None = Field(default=None, json_schema_extra={"type": "string"})
-
-    @model_serializer(mode="wrap")
-    def _drop_absent_team(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        out: dict[str, Any] = handler(self)
-        if out.get("teamId") is None:
-            out.pop("teamId", None)
-        return out
+    teamId: str | None = Field(default=None, exclude_if=_absent)
 
 
 class TimeoutDecider(Wire):
@@ -174,13 +169,13 @@ class ErrorDetail(Wire):
     model_config = ConfigDict(extra="allow")
     code: ErrorCode
     message: str
-    field: str | None = Field(default=None, json_schema_extra={"type": "string"})
-    problems: list[Problem] | None = Field(default=None, json_schema_extra={"type": "array"})
-    approvalId: str | None = Field(default=None, json_schema_extra={"type": "string"})
-    policy: str | list[str] | None = None
-    tools: list[str] | None = Field(default=None, json_schema_extra={"type": "array"})
-    surface: str | None = Field(default=None, json_schema_extra={"type": "string"})
-    status: ApprovalStatus | None = None
+    field: str | None = Field(default=None, exclude_if=_absent)
+    problems: list[Problem] | None = Field(default=None, exclude_if=_absent)
+    approvalId: str | None = Field(default=None, exclude_if=_absent)
+    policy: str | list[str] | None = Field(default=None, exclude_if=_absent)
+    tools: list[str] | None = Field(default=None, exclude_if=_absent)
+    surface: str | None = Field(default=None, exclude_if=_absent)
+    status: ApprovalStatus | None = Field(default=None, exclude_if=_absent)
 
 
 class ErrorBody(Wire):

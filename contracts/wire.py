@@ -32,7 +32,13 @@ ApprovalId = Annotated[str, Field(pattern=APPROVAL_ID_PATTERN)]
 class Wire(BaseModel):
     """Base of wire models: unknown fields are refused, and no value is coerced to another type."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
+    model_config = ConfigDict(
+        extra="forbid",
+        populate_by_name=True,
+        strict=True,
+        # An answer always carries its defaulted fields (`type`, `kind`): the schema says so.
+        json_schema_serialization_defaults_required=True,
+    )
 
 
 # --- surfaces ---------------------------------------------------------------
