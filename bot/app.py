@@ -238,7 +238,8 @@ def build_app(
             else f"{exc.detail}; see /openapi.json for the methods each route takes"
         )
         body = ErrorBody.of(ErrorCode.INVALID_REQUEST, message, {})
-        return JSONResponse(body.dump(), status_code=exc.status_code)
+        # A 405 carries `Allow` (RFC 9110): keep the headers Starlette set.
+        return JSONResponse(body.dump(), status_code=exc.status_code, headers=exc.headers)
 
     async def cosigner_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, CosignerError)

@@ -152,3 +152,11 @@ async def test_every_answer_conforms_to_the_published_schema() -> None:
             if path.startswith("/v1/"):
                 for method in set(getattr(route, "methods", ())) - {"HEAD"}:
                     assert method.lower() in doc["paths"][path.replace("approval_id", "approvalId")]
+
+
+async def test_a_wrong_method_names_the_allowed_ones() -> None:
+    async with cosigner_app() as h:
+        r = await h.client.request("TRACE", "/v1/approvals")
+        assert r.status_code == 405
+        assert r.headers["allow"] == "POST"
+        assert r.json()["error"]["code"] == "INVALID_REQUEST"
