@@ -4,12 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    TypeAdapter,
-)
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from contracts.enums import ApprovalStatus, ErrorCode
 from contracts.wire import ApprovalId, Timestamp, Wire
@@ -77,20 +72,12 @@ class SystemDecider(Wire):
     code: str
 
 
-DecidedBy = Annotated[
-    PersonDecider | TimeoutDecider | PolicyDecider | AgentDecider | SystemDecider,
-    Field(discriminator="kind"),
-]
+Decider = PersonDecider | TimeoutDecider | PolicyDecider | AgentDecider | SystemDecider
+DecidedBy = Annotated[Decider, Field(discriminator="kind")]
+_DECIDERS: TypeAdapter[Decider] = TypeAdapter(DecidedBy)
 
 
-_DECIDERS: TypeAdapter[PersonDecider | TimeoutDecider | PolicyDecider | AgentDecider | SystemDecider] = (
-    TypeAdapter(DecidedBy)
-)
-
-
-def decider(
-    stored: dict[str, Any],
-) -> PersonDecider | TimeoutDecider | PolicyDecider | AgentDecider | SystemDecider:
+def decider(stored: dict[str, Any]) -> Decider:
     """The `decidedBy` model of a decider stored as a dict."""
     return _DECIDERS.validate_python(stored, strict=False)
 

@@ -240,15 +240,17 @@ async def test_restart_expires_what_expired_while_down_and_delivers_the_outbox(d
             reopened = Database(db.url, schema=db.schema)
             async with cosigner_app(db=reopened) as h2:
                 deadline = time.monotonic() + 10
-                while route.call_count < 2 and time.monotonic() < deadline:
+                pending_jobs = -1
+                # A job is marked done after its callback is answered: wait for both.
+                while (route.call_count < 2 or pending_jobs != 0) and time.monotonic() < deadline:
                     await asyncio.sleep(0.05)
+                    async with h2.parts.db.read() as conn:
+                        pending_jobs = (
+                            await conn.execute(
+                                sa.select(sa.func.count()).select_from(jobs).where(jobs.c.done_at.is_(None))
+                            )
+                        ).scalar_one()
                 state = (await h2.client.get(f"/v1/approvals/{doomed}", headers=h2.auth(key))).json()
-                async with h2.parts.db.read() as conn:
-                    pending_jobs = (
-                        await conn.execute(
-                            sa.select(sa.func.count()).select_from(jobs).where(jobs.c.done_at.is_(None))
-                        )
-                    ).scalar_one()
         assert state["status"] == "expired"
         bodies = sorted(
             (json.loads(c.request.content)["approvalId"], json.loads(c.request.content)["status"])
