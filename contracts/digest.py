@@ -7,7 +7,9 @@ grant payload and the audit chain. Any language with a JCS library reproduces it
 from __future__ import annotations
 
 import hashlib
+import json
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,6 +26,17 @@ class CanonicalFormError(ValueError):
         super().__init__(f"{path}: {problem}")
         self.path = path
         self.problem = problem
+
+
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
+
+
+def member(path: str, key: str) -> str:
+    """`path.key` for a plain key; any other key (empty, dotted, long) by its JSON-quoted
+    start, so the path stays unambiguous: `parameters[""]`, `parameters["a.b"]`."""
+    if _PLAIN_KEY.fullmatch(key):
+        return f"{path}.{key}"
+    return f"{path}[{json.dumps(key[:64], ensure_ascii=True)}]"
 
 
 def _locate(value: Any, path: str) -> CanonicalFormError | None:
@@ -49,7 +62,7 @@ def _locate(value: Any, path: str) -> CanonicalFormError | None:
         for key, item in value.items():
             if not isinstance(key, str):
                 return CanonicalFormError(path, f"has a non-string key {key!r}; JSON keys are strings")
-            found = _locate(key, f"{path}.<key>") or _locate(item, f"{path}.{key}")
+            found = _locate(key, f"{path}.<key>") or _locate(item, member(path, key))
             if found:
                 return found
         return None
