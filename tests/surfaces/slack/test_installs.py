@@ -15,8 +15,10 @@ from starlette.applications import Starlette
 
 from contracts.errors import SurfaceUnavailable
 from storage.database import Database
-from surfaces.slack import SlackAdapter, SlackConfig, SlackEmulator
-from surfaces.slack.sealing import TokenSeal
+from storage.sealing import TokenSeal
+from storage.slack_installs import SlackInstallStores
+from surfaces.slack import SlackAdapter, SlackConfig
+from surfaces.slack.emulator import SlackEmulator
 from tests.harness import TEST_SECRET, database
 
 TOKEN_SECRET = TEST_SECRET
@@ -42,14 +44,17 @@ async def oauth_adapter(
     db: Database, emu: SlackEmulator, desk: Any, secret: str, token_secret: str = TOKEN_SECRET
 ) -> AsyncIterator[tuple[SlackAdapter, httpx.AsyncClient]]:
     """A started multi-workspace adapter on `db`, served over an ASGI client."""
+    stores = SlackInstallStores.on(db.writer, client_id="cid", token_secret=token_secret)
+    await stores.seal_plaintext()  # what the app does at start
     config = SlackConfig(
         signing_secret=secret,
         client_id="cid",
         client_secret="csec",
         api_url=emu.api_url,
-        token_secret=token_secret,
+        installations=stores.installations,
+        oauth_states=stores.states,
     )
-    slack = SlackAdapter(config, desk, db.writer)
+    slack = SlackAdapter(config, desk)
     await slack.start()
     transport = httpx.ASGITransport(app=Starlette(routes=slack.routes()))
     try:
