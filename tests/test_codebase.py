@@ -1,4 +1,4 @@
-"""The habits that keep the code as docs/architecture.md describes it, checked on every run."""
+"""The habits that keep the code as the README's Layout section describes it, checked on every run."""
 
 from __future__ import annotations
 

@@ -118,6 +118,8 @@ def test_config_is_checked(desk: Any) -> None:
         SlackAdapter(SlackConfig(signing_secret=" ", bot_token="xoxb-1"), desk)
     with pytest.raises(SlackConfigError, match="SLACK_BOT_TOKEN"):
         SlackAdapter(SlackConfig(signing_secret="s"), desk)
+    with pytest.raises(SlackConfigError, match="installation store"):
+        SlackAdapter(SlackConfig(signing_secret="s", client_id="cid", client_secret="csec"), desk)
     assert SlackAdapter(SlackConfig(signing_secret="s", bot_token="t"), desk).name == "slack"
 
 

@@ -13,13 +13,15 @@ import pytest
 import sqlalchemy as sa
 from starlette.applications import Starlette
 
+from bot.app import build_app, parts_of
+from bot.policy import load_policy
 from contracts.errors import SurfaceUnavailable
 from storage.database import Database
 from storage.sealing import TokenSeal
 from storage.slack_installs import SlackInstallStores
 from surfaces.slack import SlackAdapter, SlackConfig
 from surfaces.slack.emulator import SlackEmulator
-from tests.harness import TEST_SECRET, database
+from tests.harness import DEFAULT_POLICY, TEST_SECRET, database, make_settings
 
 TOKEN_SECRET = TEST_SECRET
 
@@ -207,8 +209,15 @@ async def test_plain_text_tokens_of_an_older_version_are_sealed_at_start(
                     sa.text(f"UPDATE {table} SET bot_token = :t WHERE id = :id"), {"t": plain, "id": row.id}
                 )
     assert "xoxb-" in repr(await stored_rows(db))
-    async with oauth_adapter(db, emu, desk, secret) as (restarted, _):
+    settings = make_settings(
+        slack_signing_secret=secret,
+        slack_client_id="cid",
+        slack_client_secret="csec",
+        slack_api_url=emu.api_url,
+    )
+    app = build_app(settings, policy=load_policy(DEFAULT_POLICY), db=db, run_workers=False, migrate=False)
+    async with app.router.lifespan_context(app):
         assert "xox" not in repr(await stored_rows(db))
-        await restarted.deliver(make_card(), make_route(team_id="T1"))
+        await parts_of(app).surfaces["slack"].deliver(make_card(), make_route(team_id="T1"))
     (posted,) = emu.messages
     assert posted.team_id == "T1"
