@@ -88,7 +88,7 @@ def emulator_child(team: str, app_id: str) -> int:
     from starlette.responses import JSONResponse
     from starlette.routing import Route
 
-    from surfaces.slack import SlackEmulator
+    from surfaces.slack.emulator import SlackEmulator
 
     async def serve() -> None:
         loop = asyncio.get_running_loop()

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-from sqlalchemy.ext.asyncio import AsyncEngine
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -40,9 +39,10 @@ from contracts.enums import ErrorCode
 from contracts.errors import CosignerError
 from contracts.ports import ApprovalDesk, SurfaceAdapter
 from storage.database import Database
+from storage.slack_installs import SlackInstallStores
 
 log = logging.getLogger("cosigner.app")
-SurfaceFactory = Callable[[ApprovalDesk, AsyncEngine], SurfaceAdapter]
+SurfaceFactory = Callable[[ApprovalDesk], SurfaceAdapter]
 
 
 class ConfigurationError(Exception):
@@ -84,7 +84,16 @@ def partial_configuration(settings: Settings) -> list[str]:
     return out
 
 
-def default_surfaces(settings: Settings) -> list[SurfaceFactory]:
+def slack_install_stores(settings: Settings, db: Database) -> SlackInstallStores | None:
+    """The database stores for multi-workspace Slack installs, when OAuth is configured."""
+    if not (settings.slack_enabled and settings.slack_client_id and settings.slack_client_secret):
+        return None
+    return SlackInstallStores.on(
+        db.writer, client_id=settings.slack_client_id, token_secret=settings.secret or ""
+    )
+
+
+def default_surfaces(settings: Settings, installs: SlackInstallStores | None) -> list[SurfaceFactory]:
     """Slack and SMS factories for whatever the settings configure."""
     factories: list[SurfaceFactory] = []
     if settings.slack_enabled:
@@ -97,9 +106,10 @@ def default_surfaces(settings: Settings) -> list[SurfaceFactory]:
             client_secret=settings.slack_client_secret,
             api_url=settings.slack_api_url,
             app_id=settings.slack_app_id,
-            token_secret=settings.secret,
+            installations=installs.installations if installs else None,
+            oauth_states=installs.states if installs else None,
         )
-        factories.append(lambda desk, engine: SlackAdapter(config, desk, engine))
+        factories.append(lambda desk: SlackAdapter(config, desk))
     if settings.sms_enabled:
         from surfaces.sms import SmsAdapter, SmsConfig, SmsConfigError
 
@@ -114,7 +124,7 @@ def default_surfaces(settings: Settings) -> list[SurfaceFactory]:
             )
         except SmsConfigError as exc:
             raise ConfigurationError(str(exc)) from exc
-        factories.append(lambda desk, engine: SmsAdapter(sms, desk))
+        factories.append(lambda desk: SmsAdapter(sms, desk))
     return factories
 
 
@@ -158,8 +168,9 @@ def build_app(
         callback_allow=callback_allow,
     )
     adapters: dict[str, SurfaceAdapter] = {}
-    for factory in default_surfaces(settings) if surfaces is None else surfaces:
-        adapter = factory(engine, db.writer)
+    installs = slack_install_stores(settings, db) if surfaces is None else None
+    for factory in default_surfaces(settings, installs) if surfaces is None else surfaces:
+        adapter = factory(engine)
         adapters[adapter.name] = adapter
     engine.surfaces |= set(adapters)
     keys = TenantKeys(db, clock)
@@ -179,6 +190,8 @@ def build_app(
             await db.migrate()
         elif await db.revision() is None:
             raise ConfigurationError("the database has no schema; run `cosigner migrate` first")
+        if installs is not None:
+            await installs.seal_plaintext()  # tokens an older version stored in plain text
         if not db.is_sqlite:
             await notifier.listen(db.url, db.schema)
         for adapter in adapters.values():

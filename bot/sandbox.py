@@ -29,8 +29,8 @@ from bot.sandbox_page import SandboxPage
 from bot.server import ListenError, Server, bind
 from bot.settings import DEV_SECRET, Settings
 from bot.tenants import TenantKeys
-from surfaces.slack import SlackEmulator
-from surfaces.sms import TwilioEmulator
+from surfaces.slack.emulator import SlackEmulator
+from surfaces.sms.emulator import TwilioEmulator
 
 POLICY_FILE = Path(__file__).with_name("sandbox_policy.toml")
 TENANT = "demo"

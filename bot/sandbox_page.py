@@ -22,8 +22,9 @@ from starlette.routing import BaseRoute, Route
 
 from bot.decoding import decode_json, read_body
 from contracts.errors import InvalidRequest
-from surfaces.slack import SlackEmulator
-from surfaces.sms import TwilioCaller, TwilioEmulator
+from surfaces.slack.emulator import SlackEmulator
+from surfaces.sms.caller import TwilioCaller
+from surfaces.sms.emulator import TwilioEmulator
 
 STATIC = Path(__file__).with_name("static")
 ASSETS = {"sandbox.js": "text/javascript", "sandbox.css": "text/css"}

@@ -242,16 +242,15 @@ async def slack_app(
     policy_toml: str, *, secret: str, app_id: str, team_id: str = "T0ACME", database_kind: str = "sqlite"
 ) -> AsyncIterator[tuple[Harness, Any]]:
     """A started app whose Slack surface talks to a fresh emulator: yields (harness, emulator)."""
-    from sqlalchemy.ext.asyncio import AsyncEngine
-
     from contracts.ports import ApprovalDesk
-    from surfaces.slack import SlackAdapter, SlackConfig, SlackEmulator
+    from surfaces.slack import SlackAdapter, SlackConfig
+    from surfaces.slack.emulator import SlackEmulator
 
     async with SlackEmulator.running(team_id=team_id, app_id=app_id) as emu:
         config = SlackConfig(signing_secret=secret, bot_token="xoxb-acme", api_url=emu.api_url, app_id=app_id)
 
-        def factory(desk: ApprovalDesk, db: AsyncEngine) -> SlackAdapter:
-            return SlackAdapter(config, desk, db)
+        def factory(desk: ApprovalDesk) -> SlackAdapter:
+            return SlackAdapter(config, desk)
 
         async with cosigner_app(policy_toml, surfaces=[factory], database_kind=database_kind) as h:
             yield h, emu

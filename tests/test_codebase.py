@@ -1,9 +1,12 @@
-"""The habits that keep the code as docs/architecture.md describes it, checked on every run."""
+"""The habits that keep the code as the README's Layout section describes it, checked on every run."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+import tomllib
+from importlib.metadata import packages_distributions
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,3 +33,45 @@ def test_one_formatter_and_a_clean_lint() -> None:
     assert formatted.returncode == 0, formatted.stdout + formatted.stderr
     linted = run(str(BIN / "ruff"), "check", ".")
     assert linted.returncode == 0, linted.stdout + linted.stderr
+
+
+def loaded_by(statement: str) -> list[str]:
+    """The dev-only modules (emulators, the sandbox, uvicorn) loaded by running `statement`."""
+    probe = (
+        f"{statement}; import sys; "
+        "print(' '.join(sorted(m for m in sys.modules if 'emulator' in m or 'sandbox' in m "
+        "or m.split('.')[0] == 'uvicorn')))"
+    )
+    result = run(sys.executable, "-c", probe)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.split()
+
+
+def test_the_app_and_its_surfaces_load_no_emulator_sandbox_or_server() -> None:
+    assert loaded_by("import bot.app, surfaces.slack, surfaces.sms") == []
+
+
+def test_the_cli_loads_uvicorn_to_serve_and_nothing_dev_only() -> None:
+    loaded = loaded_by("import bot.cli, bot.app, surfaces.slack, surfaces.sms")
+    assert "uvicorn" in loaded  # `cosigner serve` runs it
+    assert [m for m in loaded if m.split(".")[0] != "uvicorn"] == []
+
+
+def test_contracts_floor_forbids_every_dependency_but_its_own() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    allowed = {"pydantic", "pyjwt", "rfc8785"}
+    wanted = {
+        re.split(r"[\[<>=!~ ]", spec, maxsplit=1)[0].lower().replace("_", "-")
+        for spec in project["project"]["dependencies"]
+    } - allowed
+    modules = {
+        module
+        for module, dists in packages_distributions().items()
+        if any(d.lower().replace("_", "-") in wanted for d in dists) and module.isidentifier()
+    }
+    (floor,) = [
+        c for c in project["tool"]["importlinter"]["contracts"] if c.get("source_modules") == ["contracts"]
+    ]
+    assert modules and modules <= set(floor["forbidden_modules"]), sorted(
+        modules - set(floor["forbidden_modules"])
+    )

@@ -1,6 +1,8 @@
-"""The Slack surface: approval cards in Block Kit, verified clicks, installs, and an emulator."""
+"""The Slack surface: approval cards in Block Kit, verified clicks and OAuth installs.
+
+The emulator (`surfaces.slack.emulator`) is for `cosigner dev` and tests; it is not imported here.
+"""
 
 from surfaces.slack.adapter import SlackAdapter, SlackConfig
-from surfaces.slack.emulator import SlackEmulator
 
-__all__ = ["SlackAdapter", "SlackConfig", "SlackEmulator"]
+__all__ = ["SlackAdapter", "SlackConfig"]

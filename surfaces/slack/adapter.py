@@ -3,7 +3,7 @@
 Inbound requests are served by Bolt behind one Starlette route per path; outbound calls go
 through `web_client` (retries, error translation) and `pacing` (about one post per second
 per channel). One workspace runs on `SLACK_BOT_TOKEN`; many run on OAuth installs kept in
-Cosigner's database.
+the installation store the config carries.
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ import aiohttp
 from slack_bolt.adapter.starlette.async_handler import AsyncSlackRequestHandler
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.authorization.async_authorize import AsyncInstallationStoreAuthorize
+from slack_sdk.oauth.installation_store.async_installation_store import AsyncInstallationStore
+from slack_sdk.oauth.state_store.async_state_store import AsyncOAuthStateStore
 from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
-from sqlalchemy.ext.asyncio import AsyncEngine
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route as StarletteRoute
@@ -61,7 +62,9 @@ class SlackConfig:
     api_url: str | None = None
     app_id: str | None = None
     scopes: tuple[str, ...] = field(default_factory=bot_scopes)
-    token_secret: str | None = None  # COSIGNER_SECRET: seals OAuth installation tokens at rest
+    # Where OAuth installs are kept; required when client_id and client_secret are set.
+    installations: AsyncInstallationStore | None = None
+    oauth_states: AsyncOAuthStateStore | None = None
 
     @property
     def multi_workspace(self) -> bool:
@@ -74,7 +77,7 @@ class SlackAdapter:
 
     name = "slack"
 
-    def __init__(self, config: SlackConfig, desk: ApprovalDesk, db_engine: AsyncEngine) -> None:
+    def __init__(self, config: SlackConfig, desk: ApprovalDesk) -> None:
         if not config.signing_secret.strip():
             raise SlackConfigError("SLACK_SIGNING_SECRET is required for the Slack surface")
         if not config.multi_workspace and not config.bot_token:
@@ -88,17 +91,18 @@ class SlackAdapter:
         self._clicks = Clicks(desk)
         self._installs: Installs | None = None
         if config.client_id and config.client_secret:
-            if not config.token_secret:
+            if config.installations is None or config.oauth_states is None:
                 raise SlackConfigError(
-                    "set COSIGNER_SECRET: multi-workspace Slack seals installation tokens with it"
+                    "multi-workspace Slack (SLACK_CLIENT_ID) needs an installation store "
+                    "and an OAuth state store"
                 )
             self._installs = Installs(
                 config.client_id,
                 config.client_secret,
                 config.scopes,
-                db_engine,
+                config.installations,
+                config.oauth_states,
                 lambda org: desk.tenant_for_org("slack", org),
-                config.token_secret,
             )
         self._session: aiohttp.ClientSession | None = None
         self._client: AsyncWebClient | None = None
@@ -113,11 +117,9 @@ class SlackAdapter:
         ]
 
     async def start(self) -> None:
-        """Open the HTTP session and the Bolt app inside the running loop; seal old tokens."""
+        """Open the HTTP session and the Bolt app inside the running loop."""
         if self._handler is not None:
             return
-        if self._installs is not None:
-            await self._installs.start()
         self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=TIMEOUT_SECONDS))
         token = None if self._installs else self.config.bot_token
         self._client = build_client(token, self.config.api_url, self._session)

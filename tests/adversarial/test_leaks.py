@@ -113,15 +113,13 @@ async def test_a_nul_character_is_a_400_naming_the_field_not_a_500(db_kind: str)
 
 @pytest.mark.parametrize("path", ["/v1/approvals", "/slack/events"])
 async def test_a_non_ascii_digit_content_length_is_not_a_500(path: str) -> None:
-    from sqlalchemy.ext.asyncio import AsyncEngine
-
     from contracts.ports import ApprovalDesk
     from surfaces.slack import SlackAdapter, SlackConfig
 
     config = SlackConfig(signing_secret="s", bot_token="xoxb-x", api_url="http://127.0.0.1:9/api/")
 
-    def factory(desk: ApprovalDesk, db: AsyncEngine) -> SlackAdapter:
-        return SlackAdapter(config, desk, db)
+    def factory(desk: ApprovalDesk) -> SlackAdapter:
+        return SlackAdapter(config, desk)
 
     async with cosigner_app(surfaces=[factory]) as h:
         key = await h.create_tenant("acme")

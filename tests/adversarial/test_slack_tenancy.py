@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from surfaces.slack import SlackEmulator
+from surfaces.slack.emulator import SlackEmulator
 from surfaces.slack.interactions import block_actions_payload, send_signed
 from tests.harness import Harness, slack_app
 

@@ -49,7 +49,7 @@ def has_problem(problems: list[str], path: str, *words: str) -> bool:
 
 
 def expected_mode(kind: str | None, confirm: Any, gate_all: bool) -> ApprovalMode:
-    """DESIGN.md's table, written out independently of the code."""
+    """The published table of approval modes, written out independently of the code."""
     if confirm == "always":
         mode = ApprovalMode.ASK_ALWAYS
     elif confirm is False:

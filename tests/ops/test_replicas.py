@@ -1,9 +1,8 @@
 """Two real `cosigner serve` processes on one PostgreSQL database agree.
 
-DESIGN.md: "Two serve processes on one PostgreSQL agree: one decision per request, each
-expiry once, long-polls answered on either." This test runs the operator's own commands
-as subprocesses (`cosigner migrate`, `cosigner tenants create`, two `cosigner serve`) on a
-fresh database and talks to them over real HTTP only:
+One decision per request, each expiry once, long-polls answered on either. This test runs
+the operator's own commands as subprocesses (`cosigner migrate`, `cosigner tenants create`,
+two `cosigner serve`) on a fresh database and talks to them over real HTTP only:
 
 - a dashboard approval created on A, long-polled on B, decided by 20 concurrent decision
   POSTs spread over A and B: exactly one 200, nineteen 409 ALREADY_DECIDED, and B's

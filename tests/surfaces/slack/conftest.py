@@ -9,13 +9,13 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from starlette.applications import Starlette
 
 from contracts.enums import ApprovalMode, ApprovalStatus, ToolKind
 from contracts.errors import CosignerError
 from contracts.ports import Answer, ApprovalCard, Placed, SlackRoute
-from surfaces.slack import SlackAdapter, SlackConfig, SlackEmulator
+from surfaces.slack import SlackAdapter, SlackConfig
+from surfaces.slack.emulator import SlackEmulator
 
 SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 TOKEN = "xoxb-test-token"
@@ -132,21 +132,14 @@ async def emu() -> AsyncIterator[SlackEmulator]:
 
 
 @pytest.fixture
-async def engine() -> AsyncIterator[AsyncEngine]:
-    db = create_async_engine("sqlite+aiosqlite:///:memory:")
-    yield db
-    await db.dispose()
-
-
-@pytest.fixture
 def desk() -> FakeDesk:
     return FakeDesk()
 
 
 @pytest.fixture
-async def adapter(emu: SlackEmulator, desk: FakeDesk, engine: AsyncEngine) -> AsyncIterator[SlackAdapter]:
+async def adapter(emu: SlackEmulator, desk: FakeDesk) -> AsyncIterator[SlackAdapter]:
     config = SlackConfig(signing_secret=SECRET, bot_token=TOKEN, api_url=emu.api_url, app_id="A1")
-    slack = SlackAdapter(config, desk, engine)
+    slack = SlackAdapter(config, desk)
     await slack.start()
     yield slack
     await slack.stop()

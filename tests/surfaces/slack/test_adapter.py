@@ -13,8 +13,9 @@ import pytest
 from contracts.enums import ApprovalStatus
 from contracts.errors import SurfaceUnavailable
 from contracts.ports import DashboardRoute, Delivered, Outcome
-from surfaces.slack import SlackAdapter, SlackConfig, SlackEmulator
+from surfaces.slack import SlackAdapter, SlackConfig
 from surfaces.slack.adapter import SlackConfigError
+from surfaces.slack.emulator import SlackEmulator
 
 
 async def test_deliver_posts_the_card_and_returns_the_receipt(
@@ -105,19 +106,21 @@ async def test_not_a_slack_route(adapter: SlackAdapter, make_card: Any) -> None:
 
 
 async def test_deliver_before_start_is_surface_unavailable(
-    desk: Any, engine: Any, make_card: Any, make_route: Any
+    desk: Any, make_card: Any, make_route: Any
 ) -> None:
-    slack = SlackAdapter(SlackConfig(signing_secret="s", bot_token="xoxb-1"), desk, engine)
+    slack = SlackAdapter(SlackConfig(signing_secret="s", bot_token="xoxb-1"), desk)
     with pytest.raises(SurfaceUnavailable, match="not started"):
         await slack.deliver(make_card(), make_route())
 
 
-def test_config_is_checked(desk: Any, engine: Any) -> None:
+def test_config_is_checked(desk: Any) -> None:
     with pytest.raises(SlackConfigError, match="SLACK_SIGNING_SECRET"):
-        SlackAdapter(SlackConfig(signing_secret=" ", bot_token="xoxb-1"), desk, engine)
+        SlackAdapter(SlackConfig(signing_secret=" ", bot_token="xoxb-1"), desk)
     with pytest.raises(SlackConfigError, match="SLACK_BOT_TOKEN"):
-        SlackAdapter(SlackConfig(signing_secret="s"), desk, engine)
-    assert SlackAdapter(SlackConfig(signing_secret="s", bot_token="t"), desk, engine).name == "slack"
+        SlackAdapter(SlackConfig(signing_secret="s"), desk)
+    with pytest.raises(SlackConfigError, match="installation store"):
+        SlackAdapter(SlackConfig(signing_secret="s", client_id="cid", client_secret="csec"), desk)
+    assert SlackAdapter(SlackConfig(signing_secret="s", bot_token="t"), desk).name == "slack"
 
 
 def test_bolts_token_notice_is_filtered_and_nothing_else() -> None:

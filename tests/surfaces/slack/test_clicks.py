@@ -10,7 +10,8 @@ import httpx
 
 from contracts.enums import ApprovalMode, ToolKind, Verdict
 from contracts.errors import AlreadyDecided, NotAnApprover
-from surfaces.slack import SlackAdapter, SlackEmulator
+from surfaces.slack import SlackAdapter
+from surfaces.slack.emulator import SlackEmulator
 from tests.harness import until as wait_for
 
 COMMENT = {"comment": {"comment": {"type": "plain_text_input", "value": "Over the limit"}}}

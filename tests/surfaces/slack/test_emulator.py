@@ -11,7 +11,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from contracts.errors import SurfaceUnavailable
-from surfaces.slack import SlackEmulator
+from surfaces.slack.emulator import SlackEmulator
 from surfaces.slack.web_client import build_client, translated
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from surfaces.slack import SlackEmulator
+from surfaces.slack.emulator import SlackEmulator
 from tests.harness import DEFAULT_POLICY, Harness, slack_app, until
 
 SECRET = "e2e-signing-secret"

@@ -9,7 +9,8 @@ from typing import Any
 import httpx
 import pytest
 
-from surfaces.slack import SlackAdapter, SlackEmulator
+from surfaces.slack import SlackAdapter
+from surfaces.slack.emulator import SlackEmulator
 from surfaces.slack.interactions import send_signed_event
 
 CANARY = "canary-7f3e words a member typed"

@@ -13,11 +13,15 @@ import pytest
 import sqlalchemy as sa
 from starlette.applications import Starlette
 
+from bot.app import build_app, parts_of
+from bot.policy import load_policy
 from contracts.errors import SurfaceUnavailable
 from storage.database import Database
-from surfaces.slack import SlackAdapter, SlackConfig, SlackEmulator
-from surfaces.slack.sealing import TokenSeal
-from tests.harness import TEST_SECRET, database
+from storage.sealing import TokenSeal
+from storage.slack_installs import SlackInstallStores
+from surfaces.slack import SlackAdapter, SlackConfig
+from surfaces.slack.emulator import SlackEmulator
+from tests.harness import DEFAULT_POLICY, TEST_SECRET, database, make_settings
 
 TOKEN_SECRET = TEST_SECRET
 
@@ -42,14 +46,17 @@ async def oauth_adapter(
     db: Database, emu: SlackEmulator, desk: Any, secret: str, token_secret: str = TOKEN_SECRET
 ) -> AsyncIterator[tuple[SlackAdapter, httpx.AsyncClient]]:
     """A started multi-workspace adapter on `db`, served over an ASGI client."""
+    stores = SlackInstallStores.on(db.writer, client_id="cid", token_secret=token_secret)
+    await stores.seal_plaintext()  # what the app does at start
     config = SlackConfig(
         signing_secret=secret,
         client_id="cid",
         client_secret="csec",
         api_url=emu.api_url,
-        token_secret=token_secret,
+        installations=stores.installations,
+        oauth_states=stores.states,
     )
-    slack = SlackAdapter(config, desk, db.writer)
+    slack = SlackAdapter(config, desk)
     await slack.start()
     transport = httpx.ASGITransport(app=Starlette(routes=slack.routes()))
     try:
@@ -202,8 +209,15 @@ async def test_plain_text_tokens_of_an_older_version_are_sealed_at_start(
                     sa.text(f"UPDATE {table} SET bot_token = :t WHERE id = :id"), {"t": plain, "id": row.id}
                 )
     assert "xoxb-" in repr(await stored_rows(db))
-    async with oauth_adapter(db, emu, desk, secret) as (restarted, _):
+    settings = make_settings(
+        slack_signing_secret=secret,
+        slack_client_id="cid",
+        slack_client_secret="csec",
+        slack_api_url=emu.api_url,
+    )
+    app = build_app(settings, policy=load_policy(DEFAULT_POLICY), db=db, run_workers=False, migrate=False)
+    async with app.router.lifespan_context(app):
         assert "xox" not in repr(await stored_rows(db))
-        await restarted.deliver(make_card(), make_route(team_id="T1"))
+        await parts_of(app).surfaces["slack"].deliver(make_card(), make_route(team_id="T1"))
     (posted,) = emu.messages
     assert posted.team_id == "T1"

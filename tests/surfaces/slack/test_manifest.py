@@ -50,8 +50,8 @@ def test_manifest_scopes_are_exactly_the_ones_the_code_needs() -> None:
     assert SlackConfig(signing_secret="s", bot_token="t").scopes == bot_scopes()
 
 
-def test_manifest_urls_are_routes_the_adapter_serves(desk: Any, engine: Any) -> None:
-    adapter = SlackAdapter(SlackConfig(signing_secret="s", bot_token="t"), desk, engine)
+def test_manifest_urls_are_routes_the_adapter_serves(desk: Any) -> None:
+    adapter = SlackAdapter(SlackConfig(signing_secret="s", bot_token="t"), desk)
     served = {(r.path, m) for r in adapter.routes() for m in r.methods}
     m = manifest()
     events = urlparse(m["settings"]["interactivity"]["request_url"])

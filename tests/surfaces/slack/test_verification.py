@@ -11,7 +11,8 @@ from urllib.parse import urlencode
 import httpx
 import pytest
 
-from surfaces.slack import SlackAdapter, SlackEmulator
+from surfaces.slack import SlackAdapter
+from surfaces.slack.emulator import SlackEmulator
 from surfaces.slack.interactions import block_actions_payload, send_signed, signed_headers
 
 
@@ -106,12 +107,12 @@ async def test_a_signed_but_malformed_click_is_refused_to_the_clicker(
     assert note.text is not None and "INVALID_REQUEST" in note.text
 
 
-async def test_routes_before_start_answer_503(desk: Any, engine: Any) -> None:
+async def test_routes_before_start_answer_503(desk: Any) -> None:
     from starlette.applications import Starlette
 
     from surfaces.slack import SlackConfig
 
-    slack = SlackAdapter(SlackConfig(signing_secret="s", bot_token="xoxb-1"), desk, engine)
+    slack = SlackAdapter(SlackConfig(signing_secret="s", bot_token="xoxb-1"), desk)
     app = Starlette(routes=slack.routes())
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="https://x") as client:
         assert (await client.post("/slack/events", content=b"")).status_code == 503

@@ -29,7 +29,9 @@ from contracts.ports import (
     SmsRoute,
     inbound_namespace,
 )
-from surfaces.sms import SmsAdapter, SmsConfig, TwilioCaller, TwilioEmulator
+from surfaces.sms import SmsAdapter, SmsConfig
+from surfaces.sms.caller import TwilioCaller
+from surfaces.sms.emulator import TwilioEmulator
 
 ACCOUNT = "AC" + "0123456789abcdef" * 2
 TOKEN = "test-auth-token"

@@ -11,7 +11,8 @@ import pytest
 from contracts.enums import ApprovalStatus
 from contracts.errors import SurfaceUnavailable
 from contracts.ports import Delivered, SlackRoute
-from surfaces.sms import SmsAdapter, SmsConfig, SmsConfigError, TwilioEmulator
+from surfaces.sms import SmsAdapter, SmsConfig, SmsConfigError
+from surfaces.sms.emulator import TwilioEmulator
 
 
 async def test_deliver_texts_each_approver(

@@ -10,7 +10,7 @@ import pytest
 from twilio.base.exceptions import TwilioRestException
 from twilio.rest import Client
 
-from surfaces.sms import TwilioEmulator
+from surfaces.sms.emulator import TwilioEmulator
 from surfaces.sms.transport import HttpxTwilioClient
 
 

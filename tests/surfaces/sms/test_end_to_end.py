@@ -12,7 +12,9 @@ import pytest
 import sqlalchemy as sa
 
 from storage import approvals as ledger
-from surfaces.sms import SmsAdapter, SmsConfig, TwilioCaller, TwilioEmulator
+from surfaces.sms import SmsAdapter, SmsConfig
+from surfaces.sms.caller import TwilioCaller
+from surfaces.sms.emulator import TwilioEmulator
 from tests.harness import BASE_URL, Harness, cosigner_app
 
 ACCOUNT = "AC" + "e" * 32
@@ -41,7 +43,7 @@ sms_from = "{BOT}"
 async def sms_app(db_kind: str) -> AsyncIterator[tuple[Harness, TwilioEmulator, TwilioCaller]]:
     async with TwilioEmulator.running(ACCOUNT, TOKEN) as emu:
         config = SmsConfig(ACCOUNT, TOKEN, None, None, emu.api_url, PUBLIC)
-        surfaces = [lambda desk, db: SmsAdapter(config, desk)]
+        surfaces = [lambda desk: SmsAdapter(config, desk)]
         async with cosigner_app(POLICY, surfaces=surfaces, database_kind=db_kind) as h:
             phone = TwilioCaller(h.client, public_url=PUBLIC, account_sid=ACCOUNT, auth_token=TOKEN)
             yield h, emu, phone

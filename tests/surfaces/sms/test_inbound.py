@@ -10,7 +10,8 @@ from twilio.request_validator import RequestValidator
 
 from contracts.enums import ApprovalStatus, Verdict
 from contracts.errors import AlreadyDecided, SurfaceUnavailable
-from surfaces.sms import SmsAdapter, TwilioCaller
+from surfaces.sms import SmsAdapter
+from surfaces.sms.caller import TwilioCaller
 
 EMPTY = '<?xml version="1.0" encoding="UTF-8"?><Response />'
 HELP = "Reply YES or NO (plus the code when asked). Nothing was decided."

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from contracts.enums import ApprovalStatus
-from surfaces.sms import TwilioCaller
+from surfaces.sms.caller import TwilioCaller
 
 
 async def test_undelivered_status_fails_the_request_closed(
