@@ -23,6 +23,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from bot.api import JSON, Api
+from bot.desk import Desk
 from bot.egress import parse_allow_list
 from bot.engine import Engine
 from bot.grants import GrantSigner
@@ -38,11 +39,11 @@ from bot.workers import ExpirySweeper, JobWorker
 from contracts.answers import ErrorBody
 from contracts.enums import ErrorCode
 from contracts.errors import CosignerError
-from contracts.ports import ApprovalDesk, SurfaceAdapter
+from contracts.ports import SurfaceAdapter
 from storage.database import Database
 
 log = logging.getLogger("cosigner.app")
-SurfaceFactory = Callable[[ApprovalDesk, AsyncEngine], SurfaceAdapter]
+SurfaceFactory = Callable[[Desk, AsyncEngine], SurfaceAdapter]
 
 
 class ConfigurationError(Exception):
@@ -56,6 +57,7 @@ class Parts:
     settings: Settings
     db: Database
     engine: Engine
+    desk: Desk
     keys: TenantKeys
     surfaces: dict[str, SurfaceAdapter]
     http: httpx.AsyncClient
@@ -157,9 +159,10 @@ def build_app(
         clock=clock,
         callback_allow=callback_allow,
     )
+    desk = Desk(engine)
     adapters: dict[str, SurfaceAdapter] = {}
     for factory in default_surfaces(settings) if surfaces is None else surfaces:
-        adapter = factory(engine, db.writer)
+        adapter = factory(desk, db.writer)
         adapters[adapter.name] = adapter
     engine.surfaces |= set(adapters)
     keys = TenantKeys(db, clock)
@@ -167,6 +170,7 @@ def build_app(
         settings=settings,
         db=db,
         engine=engine,
+        desk=desk,
         keys=keys,
         surfaces=adapters,
         http=http or callback_client(callback_allow),

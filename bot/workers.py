@@ -16,7 +16,7 @@ import httpx
 from bot.egress import EgressRefused
 from bot.engine import Engine
 from bot.grants import callback_secret
-from contracts.enums import JobKind
+from contracts.enums import AuditEvent, JobKind
 from contracts.errors import CosignerError, SurfaceUnavailable
 from contracts.grants import sign_callback
 from contracts.ports import SurfaceAdapter
@@ -172,7 +172,7 @@ class JobWorker:
         ok = status is not None and 200 <= status < 300
         await self.engine.note(
             rec.id,
-            "callback_attempt",
+            AuditEvent.CALLBACK_ATTEMPT,
             {
                 "delivery": payload["delivery"],
                 "attempt": job.attempts,
@@ -186,7 +186,9 @@ class JobWorker:
             return
         if not await self._retry(job, error or f"HTTP {status}"):
             await self.engine.note(
-                rec.id, "callback_abandoned", {"delivery": payload["delivery"], "attempts": job.attempts}
+                rec.id,
+                AuditEvent.CALLBACK_ABANDONED,
+                {"delivery": payload["delivery"], "attempts": job.attempts},
             )
 
     async def _refuse(self, job: Job, approval_id: str, delivery: str, reason: str) -> None:
@@ -194,7 +196,9 @@ class JobWorker:
         # the tenant's DNS again until it answers something else. So the job ends here.
         log.warning("callback refused", extra={"approval_id": approval_id, "job": "callback"})
         await self.engine.note(
-            approval_id, "callback_refused", {"delivery": delivery, "attempt": job.attempts, "reason": reason}
+            approval_id,
+            AuditEvent.CALLBACK_REFUSED,
+            {"delivery": delivery, "attempt": job.attempts, "reason": reason},
         )
         await self._finish(job.id, "refused by the egress rules")
         self.engine.metrics.jobs.labels("callback", "refused").inc()

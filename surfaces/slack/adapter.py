@@ -23,6 +23,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route as StarletteRoute
 
+from contracts.enums import SurfaceType
 from contracts.errors import SurfaceUnavailable
 from contracts.ports import ApprovalCard, ApprovalDesk, Delivered, Route, SlackRoute
 from surfaces.slack.blocks import to_blocks, to_closed_blocks
@@ -97,7 +98,7 @@ class SlackAdapter:
                 config.client_secret,
                 config.scopes,
                 db_engine,
-                lambda org: desk.tenant_for_org("slack", org),
+                lambda org: desk.tenant_for_org(SurfaceType.SLACK, org),
                 config.token_secret,
             )
         self._session: aiohttp.ClientSession | None = None
