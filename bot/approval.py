@@ -70,7 +70,7 @@ def closed_error(rec: Record) -> CosignerError:
         return ApprovalExpired(
             f"approval {rec.id} expired; expiry means deny and nothing "
             "was done. Ask the agent to request it again.",
-            status="expired",
+            status=ApprovalStatus.EXPIRED.value,
         )
     return AlreadyDecided(
         f"approval {rec.id} is already {rec.status.value}; a closed request never changes.",
@@ -208,7 +208,7 @@ def close(
         # A late answer never decides: the approval expires now instead.
         refusal = ApprovalExpired(
             f"approval {rec.id} expired before this answer; expiry means deny and nothing was done",
-            status="expired",
+            status=ApprovalStatus.EXPIRED.value,
         )
         events.append(refused(decided_by, refusal, to))
         to, decided_by, comment = ApprovalStatus.EXPIRED, TimeoutDecider(), None

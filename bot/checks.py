@@ -11,6 +11,7 @@ from bot.egress import AllowList, EgressRefused, check_url
 from bot.policy import Policy
 from bot.redaction import measure
 from contracts.digest import CanonicalFormError, canonical_json
+from contracts.enums import SurfaceType
 from contracts.errors import (
     InvalidRequest,
     WrongTenant,
@@ -69,7 +70,7 @@ def json_limits(parameters: Any, field: str = "parameters") -> None:
 
 def surface_belongs(policy: Policy, tenant: str, surface: Any) -> None:
     """A Slack surface must name the tenant's own workspace (and org, if any)."""
-    if surface.type != "slack":
+    if surface.type != SurfaceType.SLACK:
         return
     tpol = policy.tenant(tenant)
     # The enterprise id is not decoration: the route accepts clicks from every workspace

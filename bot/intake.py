@@ -15,7 +15,7 @@ from bot.bodies import actor_of
 from bot.checks import ambiguous, lookup
 from bot.policy import Policy, ToolRule
 from contracts.answers import DecidedBy, PolicyDecider
-from contracts.enums import ApprovalMode, ApprovalStatus, AuditEvent, JobKind
+from contracts.enums import ApprovalMode, ApprovalStatus, AuditEvent, JobKind, SurfaceType
 from contracts.errors import ApprovalModeUnsupported, ParametersMismatch, ToolCallCapExceeded
 from contracts.ports import DashboardRoute, Route
 from contracts.wire import ApprovalRequest
@@ -86,7 +86,9 @@ def create_tx(
             raise routed
     if status is not ApprovalStatus.PENDING:
         route = None
-    timeout = policy.timeout_for(rule, route.surface if route else req.surface.type, req.timeoutSeconds)
+    timeout = policy.timeout_for(
+        rule, route.surface if route else SurfaceType(req.surface.type), req.timeoutSeconds
+    )
     approval_id = new_id("apv")
     events = [
         Event(

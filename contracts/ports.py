@@ -53,7 +53,7 @@ class ApprovalCard:
 class SlackRoute:
     """Where a Slack card goes and who may click it."""
 
-    surface: Literal["slack"]
+    surface: Literal[SurfaceType.SLACK]
     team_id: str
     enterprise_id: str | None
     channel_id: str
@@ -67,7 +67,7 @@ class SlackRoute:
 class SmsRoute:
     """Which numbers receive the text and from which number or Messaging Service."""
 
-    surface: Literal["sms"]
+    surface: Literal[SurfaceType.SMS]
     from_number: str | None
     messaging_service_sid: str | None
     approvers: tuple[str, ...]  # E.164 numbers; each gets the text
@@ -77,7 +77,7 @@ class SmsRoute:
 class DashboardRoute:
     """The tenant's app decides through `POST /v1/approvals/{id}/decision`."""
 
-    surface: Literal["dashboard"]
+    surface: Literal[SurfaceType.DASHBOARD]
     approvers: tuple[str, ...]  # the tenant app's user ids
 
 
@@ -93,7 +93,7 @@ class Delivered:
     or the Twilio MessageSids.
     """
 
-    surface: str
+    surface: SurfaceType
     conversation: str
     message_refs: tuple[str, ...] = ()
     app_id: str | None = None
@@ -112,7 +112,7 @@ class Answer:
     """
 
     approval_id: str
-    surface: str
+    surface: SurfaceType
     verdict: Verdict
     actor: str
     org: str | None

@@ -175,7 +175,7 @@ class SlackAdapter:
                 unfurl_media=False,
             )
         return Delivered(
-            surface="slack",
+            surface=SurfaceType.SLACK,
             conversation=posted["channel"],
             message_refs=(posted["ts"],),
             app_id=app_id,

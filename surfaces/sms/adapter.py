@@ -20,7 +20,7 @@ from starlette.routing import Route
 from twilio.base.exceptions import TwilioException, TwilioRestException
 from twilio.rest import Client
 
-from contracts.enums import ApprovalStatus
+from contracts.enums import ApprovalStatus, SurfaceType
 from contracts.errors import SurfaceUnavailable
 from contracts.ports import ApprovalCard, Delivered, SmsDesk, SmsRoute
 from contracts.ports import Route as ApprovalRoute
@@ -189,7 +189,9 @@ class SmsAdapter:
         status_callback = self.config.public_url.rstrip("/") + "/sms/status"
         # Before any text leaves, record where the request goes and to whom: a reply can
         # arrive before this method returns and the engine stores the full receipt.
-        await self.desk.sending(card.approval_id, Delivered(surface="sms", conversation=conversation))
+        await self.desk.sending(
+            card.approval_id, Delivered(surface=SurfaceType.SMS, conversation=conversation)
+        )
         sids = []
         for number in route.approvers:
             sid = await self.desk.sent_sid(card.approval_id, number)
@@ -202,7 +204,7 @@ class SmsAdapter:
                 await self.desk.record_sent(card.approval_id, number, sid)
                 logger.info("sms request texted approval=%s sid=%s", card.approval_id, sid)
             sids.append(sid)
-        return Delivered(surface="sms", conversation=conversation, message_refs=tuple(sids))
+        return Delivered(surface=SurfaceType.SMS, conversation=conversation, message_refs=tuple(sids))
 
     async def show_outcome(self, card: ApprovalCard, route: ApprovalRoute, delivered: Delivered) -> None:
         """Text each reachable approver how the request ended; failures are logged only."""
