@@ -184,12 +184,19 @@ def refused(decided_by: DecidedBy, exc: CosignerError, wanted: ApprovalStatus) -
 
 
 def close(
-    tx: Tx, approval_id: str, c: Closing, now: float, *, schema: str | None, callback_window: float
+    tx: Tx,
+    approval_id: str,
+    c: Closing,
+    clock: Callable[[], float],
+    *,
+    schema: str | None,
+    callback_window: float,
 ) -> Closed:
     """The one step that writes `status`, run inside one write transaction."""
     rec = ledger.load(tx, approval_id, lock=True)
     if rec is None or (c.tenant is not None and rec.tenant != c.tenant):
         raise ApprovalNotFound(f"no approval {approval_id} for this caller")
+    now = clock()  # read once the row is locked: the expiry check is against this instant
     if c.inbound is not None and not inbound.record(tx, *c.inbound, now):
         return Closed(rec, None, False)
     try:

@@ -235,13 +235,12 @@ class Engine:
     async def close(self, approval_id: str, closing: Closing) -> Record:
         """Run the one transition (`bot.approval.close`); a refusal it audited is raised after
         its transaction commits."""
-        now = self.clock()
         done = await self.db.run_write(
             lambda tx: approval.close(
                 tx,
                 approval_id,
                 closing,
-                now,
+                self.clock,
                 schema=self.db.schema,
                 callback_window=self.policy.defaults.callback_retry_window,
             )
