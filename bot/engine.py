@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from bot import approval
+from bot import approval, trail
 from bot.approval import Closing
 from bot.bodies import decision_body, start_body
 from bot.checks import callback_allowed, json_limits, surface_belongs
@@ -41,7 +41,6 @@ from contracts.errors import (
     ApprovalExpired,
     ApprovalModeUnsupported,
     ApprovalNotFound,
-    ApprovalPending,
     CosignerError,
     InvalidRequest,
     PermissionDenied,
@@ -49,8 +48,7 @@ from contracts.errors import (
 from contracts.ports import DashboardRoute, Delivered, Placed, Route
 from contracts.wire import AdmitRequest, ApprovalRequest, DecisionRequest, ResultReport
 from storage import approvals as ledger
-from storage.audit import Event
-from storage.database import Conflict, Database, Tx
+from storage.database import Conflict, Database
 from storage.records import Record, delivered_to_json
 
 log = logging.getLogger("cosigner.engine")
@@ -316,44 +314,9 @@ class Engine:
     async def report_result(self, tenant: str, approval_id: str, report: ResultReport) -> Record:
         """Put what the executed call returned on the audit record (redacted)."""
         json_limits(report.result, "result")
-
-        def step(tx: Tx) -> Record:
-            rec = ledger.load(tx, approval_id, lock=True)
-            if rec is None or rec.tenant != tenant:
-                raise ApprovalNotFound(f"no approval {approval_id} for this API key")
-            if rec.status is ApprovalStatus.PENDING:
-                raise ApprovalPending(
-                    f"approval {rec.id} is pending; run the call only once it is approved, "
-                    "then report its result",
-                    status=rec.status.value,
-                )
-            if rec.status is not ApprovalStatus.APPROVED:
-                raise AlreadyDecided(
-                    f"approval {rec.id} is {rec.status.value}; only an approved "
-                    "call can have run, so there is no result to record",
-                    status=rec.status.value,
-                )
-            # The tool's own redact paths too: a result often echoes the call's parameters,
-            # and an error message can quote a card number or a key.
-            paths = self.policy.rule_for(tenant, rec.tool_name).redact
-            return ledger.append(
-                tx,
-                rec,
-                self.clock(),
-                [
-                    Event(
-                        AuditEvent.RESULT,
-                        {"kind": "agent"},
-                        {
-                            "outcome": report.outcome,
-                            "result": redact(report.result, paths),
-                            "error": redact(report.error),
-                        },
-                    )
-                ],
-            )
-
-        return await self.db.run_write(step)
+        return await self.db.run_write(
+            lambda tx: trail.record_result(tx, self.policy, tenant, approval_id, report, self.clock)
+        )
 
     # --- deliveries -------------------------------------------------------------
 
@@ -370,40 +333,12 @@ class Engine:
 
     async def delivered(self, approval_id: str, receipt: Delivered) -> None:
         """Store a delivery receipt; if the approval closed meanwhile, queue the card update."""
-
-        def step(tx: Tx) -> bool:
-            rec = ledger.load(tx, approval_id, lock=True)
-            if rec is None:
-                return False
-            now = self.clock()
-            seen = {
-                "surface": receipt.surface,
-                "conversation": receipt.conversation,
-                "messages": list(receipt.message_refs),
-            }
-            rec = ledger.append(
-                tx,
-                rec,
-                now,
-                [Event(AuditEvent.DELIVERED, {"kind": "system"}, seen)],
-                {"delivered": delivered_to_json(receipt)},
-            )
-            if rec.closed:
-                approval.queue_card_update(tx, rec.id, now)
-            return rec.closed
-
-        if await self.db.run_write(step):
+        if await self.db.run_write(lambda tx: trail.record_delivery(tx, approval_id, receipt, self.clock)):
             self.jobs_wakeup.set()
 
     async def note(self, approval_id: str, event: AuditEvent, data: Mapping[str, Any]) -> None:
         """Append a surface or worker event to the approval's audit chain (redacted)."""
-
-        def step(tx: Tx) -> None:
-            rec = ledger.load(tx, approval_id, lock=True)
-            if rec is not None:
-                ledger.append(tx, rec, self.clock(), [Event(event, {"kind": "surface"}, redact(dict(data)))])
-
-        await self.db.run_write(step)
+        await self.db.run_write(lambda tx: trail.record_note(tx, approval_id, event, data, self.clock))
 
     async def audit_trail(self, tenant: str | None, approval_id: str) -> list[Any]:
         """Every audit row of one approval, oldest first."""
