@@ -22,6 +22,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from bot.api import JSON, Api
+from bot.desk import Desk
 from bot.egress import parse_allow_list
 from bot.engine import Engine
 from bot.grants import GrantSigner
@@ -37,12 +38,12 @@ from bot.workers import ExpirySweeper, JobWorker
 from contracts.answers import ErrorBody
 from contracts.enums import ErrorCode
 from contracts.errors import CosignerError
-from contracts.ports import ApprovalDesk, SurfaceAdapter
+from contracts.ports import SurfaceAdapter
 from storage.database import Database
 from storage.slack_installs import SlackInstallStores
 
 log = logging.getLogger("cosigner.app")
-SurfaceFactory = Callable[[ApprovalDesk], SurfaceAdapter]
+SurfaceFactory = Callable[[Desk], SurfaceAdapter]
 
 
 class ConfigurationError(Exception):
@@ -56,6 +57,7 @@ class Parts:
     settings: Settings
     db: Database
     engine: Engine
+    desk: Desk
     keys: TenantKeys
     surfaces: dict[str, SurfaceAdapter]
     http: httpx.AsyncClient
@@ -167,10 +169,11 @@ def build_app(
         clock=clock,
         callback_allow=callback_allow,
     )
+    desk = Desk(engine)
     adapters: dict[str, SurfaceAdapter] = {}
     installs = slack_install_stores(settings, db) if surfaces is None else None
     for factory in default_surfaces(settings, installs) if surfaces is None else surfaces:
-        adapter = factory(engine)
+        adapter = factory(desk)
         adapters[adapter.name] = adapter
     engine.surfaces |= set(adapters)
     keys = TenantKeys(db, clock)
@@ -178,6 +181,7 @@ def build_app(
         settings=settings,
         db=db,
         engine=engine,
+        desk=desk,
         keys=keys,
         surfaces=adapters,
         http=http or callback_client(callback_allow),

@@ -11,99 +11,14 @@ from bot.egress import AllowList, EgressRefused, check_url
 from bot.policy import Policy
 from bot.redaction import measure
 from contracts.digest import CanonicalFormError, canonical_json
-from contracts.enums import ApprovalMode, ApprovalStatus, Verdict
+from contracts.enums import SurfaceType
 from contracts.errors import (
-    AlreadyDecided,
-    ApprovalExpired,
-    CosignerError,
     InvalidRequest,
-    NotAnApprover,
-    WrongConversation,
     WrongTenant,
 )
-from contracts.ports import Answer, SlackRoute, SmsRoute
-from storage.records import Record
 
 MAX_PARAMETER_BYTES = 64 * 1024
 MAX_PARAMETER_DEPTH = 20
-
-
-def closed_error(rec: Record) -> CosignerError:
-    """The refusal for an answer that reached a closed approval, naming its state."""
-    if rec.status is ApprovalStatus.EXPIRED:
-        return ApprovalExpired(
-            f"approval {rec.id} expired; expiry means deny and nothing "
-            "was done. Ask the agent to request it again.",
-            status="expired",
-        )
-    return AlreadyDecided(
-        f"approval {rec.id} is already {rec.status.value}; a closed request never changes.",
-        status=rec.status.value,
-    )
-
-
-def check_answer(rec: Record, a: Answer) -> None:
-    """Tenant, conversation, app, message, approver (and Slack Connect) — in that order."""
-    route, got = rec.route, rec.delivered
-    if route is None or route.surface != a.surface:
-        where = route.surface if route else "nobody"
-        raise WrongConversation(f"approval {rec.id} was delivered to {where}, not {a.surface}")
-    if isinstance(route, SlackRoute):
-        orgs = {route.team_id, route.enterprise_id} - {None}
-    elif isinstance(route, SmsRoute):
-        orgs = {route.from_number, route.messaging_service_sid} - {None}
-    else:
-        orgs = set()
-    if a.org not in orgs and (a.enterprise_id is None or a.enterprise_id not in orgs):
-        raise WrongTenant(
-            f"this answer came from {a.org}, which is not where approval {rec.id} was delivered"
-        )
-    if got is None:
-        raise WrongConversation(f"approval {rec.id} has not been delivered yet")
-    if got.app_id and a.app_id != got.app_id:
-        raise WrongConversation("this answer came through another Slack app")
-    if a.conversation != got.conversation:
-        raise WrongConversation(f"approval {rec.id} was not posted in this conversation")
-    if isinstance(route, SlackRoute) and a.message_ref not in got.message_refs:
-        raise WrongConversation(f"this message is not the card of approval {rec.id}")
-    if isinstance(route, SlackRoute):
-        clicker_belongs(route, a)
-    if a.actor not in route.approvers:
-        raise NotAnApprover(f"{a.actor} is not an approver of approval {rec.id}")
-    if a.verdict is Verdict.APPROVE_FOR_RUN and rec.mode is not ApprovalMode.ASK:
-        raise InvalidRequest("approve for this run is offered only for tools in mode ask")
-
-
-def clicker_belongs(route: SlackRoute, a: Answer) -> None:
-    """Slack Connect: the clicker's own workspace or org (`user.team_id`) must be the route's.
-
-    The installation's org (`team.enterprise_id`, `enterprise.id`) says where the card
-    lives, not who clicked: Slack sends it with every click on that org's cards, including
-    clicks by people of another organization in a shared channel.
-    """
-    if a.actor_org is None:
-        raise NotAnApprover("Slack did not say which workspace the clicker belongs to (user.team_id)")
-    if a.actor_org in route.approver_teams:
-        return
-    fix = ""
-    if a.actor_org.startswith("E"):
-        # On Enterprise Grid, Slack sends the org id as `user.team_id`.
-        fix = f"; if {a.actor_org} is this tenant's own Enterprise Grid org, set slack_enterprise for it"
-    raise NotAnApprover(
-        f"people from workspace {a.actor_org} cannot approve requests of this tenant (Slack Connect){fix}"
-    )
-
-
-def check_dashboard(rec: Record, user_id: str) -> None:
-    """A dashboard decision must be for a dashboard request, from one of its approvers."""
-    if rec.route is None or rec.route.surface != "dashboard":
-        where = rec.route.surface if rec.route else "nobody (decided by policy)"
-        raise WrongConversation(
-            f"approval {rec.id} was delivered to {where}; only dashboard "
-            "requests are decided through this endpoint"
-        )
-    if user_id not in rec.route.approvers:
-        raise NotAnApprover(f"user {user_id} is not an approver of {rec.id}")
 
 
 def lookup(parameters: Mapping[str, Any], path: str) -> Any:
@@ -155,7 +70,7 @@ def json_limits(parameters: Any, field: str = "parameters") -> None:
 
 def surface_belongs(policy: Policy, tenant: str, surface: Any) -> None:
     """A Slack surface must name the tenant's own workspace (and org, if any)."""
-    if surface.type != "slack":
+    if surface.type != SurfaceType.SLACK:
         return
     tpol = policy.tenant(tenant)
     # The enterprise id is not decoration: the route accepts clicks from every workspace

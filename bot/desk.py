@@ -1,87 +1,83 @@
-"""The half of the engine that surfaces talk to: the `ApprovalDesk` of `contracts.ports`.
+"""The desk surfaces talk to: the `ApprovalDesk` (and `SmsDesk`) of `contracts.ports`.
 
-Slack and SMS hand in verified, parsed answers and ask where approvals were delivered;
-everything that changes an approval's status still goes through `Engine._close`.
+Slack and SMS hand in verified, parsed answers; SMS also asks where approvals were texted
+and keeps its own state here. Everything that changes an approval goes through the
+engine, and every answer through the one transition of `bot.approval`.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
-from bot.checks import check_answer
-from bot.policy import Policy
-from bot.redaction import redact
-from contracts.answers import DecidedBy, PersonDecider
-from contracts.enums import ApprovalStatus, JobKind, SurfaceType, Verdict
-from contracts.ports import Answer, ApprovalCard, Delivered, Placed, inbound_namespace
+from bot.approval import Closing, check_answer
+from bot.engine import Engine
+from contracts.answers import PersonDecider
+from contracts.enums import ApprovalStatus, AuditEvent, SurfaceType, Verdict
+from contracts.ports import Answer, ApprovalCard, Delivered, Placed
 from storage import approvals as ledger
-from storage import jobs
-from storage.audit import Event
-from storage.database import Database, Tx
-from storage.records import Record, delivered_to_json
+from storage import inbound, sms_state
+from storage.database import Tx
+
+T = TypeVar("T")
 
 
 class Desk:
-    """Answers from surfaces, delivery receipts, surface notes and durable flags."""
+    """Answers from surfaces, delivery lookups, and the SMS surface's own state."""
 
-    db: Database
-    policy: Policy
-    clock: Callable[[], float]
-    jobs_wakeup: asyncio.Event
-
-    async def _close(
-        self,
-        approval_id: str,
-        to: ApprovalStatus,
-        decided_by: DecidedBy,
-        *,
-        comment: str | None = None,
-        tenant: str | None = None,
-        check: Callable[[Record], None] | None = None,
-        audit_refusal: bool = False,
-        run_grant: str | None = None,
-        once: tuple[str, str] | None = None,
-    ) -> Record:
-        raise NotImplementedError  # Engine._close
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
 
     async def answer(self, answer: Answer) -> ApprovalCard:
         """Check an answer from Slack or SMS and apply it; refusals are audited."""
-        team = (answer.actor_org or answer.org) if answer.surface == SurfaceType.SLACK else None
-        actor = PersonDecider(surface=SurfaceType(answer.surface), userId=answer.actor, teamId=team or None)
+        surface = SurfaceType(answer.surface)
+        team = (answer.actor_org or answer.org) if surface is SurfaceType.SLACK else None
+        actor = PersonDecider(surface=surface, userId=answer.actor, teamId=team or None)
         to = ApprovalStatus.DENIED if answer.verdict is Verdict.DENY else ApprovalStatus.APPROVED
         run_grant = None
         if answer.verdict is Verdict.APPROVE_FOR_RUN:
-            run_grant = f"{answer.surface}:{answer.actor}"
-        rec = await self._close(
-            answer.approval_id,
+            run_grant = f"{surface.value}:{answer.actor}"
+        closing = Closing(
             to,
             actor,
             comment=answer.comment,
             check=lambda rec: check_answer(rec, answer),
             audit_refusal=True,
             run_grant=run_grant,
-            once=(inbound_namespace(answer.surface), answer.message_id) if answer.message_id else None,
+            inbound=(surface, answer.message_id) if answer.message_id else None,
         )
+        rec = await self.engine.close(answer.approval_id, closing)
         return rec.card()
+
+    def tenant_for_org(self, surface: SurfaceType, org: str) -> str | None:
+        """The tenant whose policy names this Slack team/enterprise or SMS number."""
+        return self.engine.policy.tenant_for_org(surface, org)
+
+    # --- what SMS needs besides -------------------------------------------------
 
     async def placed(self, approval_id: str) -> Placed | None:
         """An approval with its route and receipt, whatever its tenant."""
-        rec = await self.db.run_read(lambda tx: ledger.load(tx, approval_id))
-        return rec.placed() if rec else None
+        return await self.engine.placed(approval_id)
 
     async def sending(self, approval_id: str, receipt: Delivered) -> None:
-        """Store a receipt without messages before the surface sends anything, so an answer
-        racing the delivery is matched; only while the approval is pending and has none."""
-        stored = delivered_to_json(receipt)
-        await self.db.run_write(lambda tx: ledger.set_receipt_if_pending(tx, approval_id, stored))
+        """Store where a pending approval is being sent, before it is sent."""
+        await self.engine.sending(approval_id, receipt)
+
+    async def fail_closed(self, approval_id: str, code: str, message: str) -> None:
+        """Deny a pending approval because its surface failed; no-op if already closed."""
+        await self.engine.fail_closed(approval_id, code, message)
+
+    async def note(self, approval_id: str, event: AuditEvent, data: Mapping[str, Any]) -> None:
+        """Append a surface event to the approval's audit chain (redacted)."""
+        await self.engine.note(approval_id, event, data)
 
     async def _by_number(
         self, to_number: str, from_number: str, *, pending: bool, limit: int
     ) -> list[Placed]:
-        recs = await self.db.run_read(
-            lambda tx: ledger.by_delivery(tx, f"sms:{to_number}", pending=pending, limit=limit)
+        recs = await self._read(
+            lambda tx: ledger.by_delivery(
+                tx, f"{SurfaceType.SMS.value}:{to_number}", pending=pending, limit=limit
+            )
         )
         found = [r.placed() for r in recs]
         return [p for p in found if p is not None and from_number in p.route.approvers]
@@ -95,63 +91,49 @@ class Desk:
         found = await self._by_number(to_number, from_number, pending=False, limit=50)
         return found[0] if found else None
 
-    async def delivered(self, approval_id: str, receipt: Delivered) -> None:
-        """Store a delivery receipt; if the approval closed meanwhile, queue the card update."""
+    async def message_seen(self, message_sid: str) -> bool:
+        """True if this inbound text was handled before."""
+        return await self._read(lambda tx: inbound.seen(tx, SurfaceType.SMS, message_sid))
 
-        def step(tx: Tx) -> bool:
-            rec = ledger.load(tx, approval_id, lock=True)
-            if rec is None:
-                return False
-            now = self.clock()
-            rec = ledger.append(
-                tx,
-                rec,
-                now,
-                [
-                    Event(
-                        "delivered",
-                        {"kind": "system"},
-                        {
-                            "surface": receipt.surface,
-                            "conversation": receipt.conversation,
-                            "messages": list(receipt.message_refs),
-                        },
-                    )
-                ],
-                {"delivered": delivered_to_json(receipt)},
-            )
-            if rec.closed:
-                jobs.queue(tx, JobKind.SHOW, rec.id, {}, now, now + 3600)
-            return rec.closed
+    async def mark_message_seen(self, message_sid: str) -> bool:
+        """Record an inbound text as handled; True the first time."""
+        return await self._write(lambda tx, now: inbound.record(tx, SurfaceType.SMS, message_sid, now))
 
-        if await self.db.run_write(step):
-            self.jobs_wakeup.set()
+    async def opted_out(self, number: str) -> bool:
+        """True while `number` has opted out by STOP."""
+        return await self._read(lambda tx: sms_state.opted_out(tx, number))
 
-    async def note(self, approval_id: str, event: str, data: Mapping[str, Any]) -> None:
-        """Append a surface event to the approval's audit chain (redacted)."""
+    async def set_opted_out(self, number: str, out: bool) -> None:
+        """Record an opt-out (STOP) or clear it (START)."""
+        await self._write(lambda tx, now: sms_state.set_opted_out(tx, number, out, now))
 
-        def step(tx: Tx) -> None:
-            rec = ledger.load(tx, approval_id, lock=True)
-            if rec is not None:
-                ledger.append(tx, rec, self.clock(), [Event(event, {"kind": "surface"}, redact(dict(data)))])
+    async def mark_texting(self, approval_id: str, number: str) -> None:
+        """Record that the request is about to be texted to `number`."""
+        await self._write(lambda tx, now: sms_state.mark_texting(tx, approval_id, number, now))
 
-        await self.db.run_write(step)
+    async def was_texted(self, approval_id: str, number: str) -> bool:
+        """True once the request was (or was being) texted to `number`."""
+        return await self._read(lambda tx: sms_state.was_texted(tx, approval_id, number))
 
-    async def mark_once(self, namespace: str, key: str) -> bool:
-        """True the first time `key` is seen in `namespace`."""
+    async def record_sent(self, approval_id: str, number: str, message_sid: str) -> None:
+        """Record the MessageSid of the request texted to `number`."""
+        await self._write(lambda tx, now: sms_state.record_sent(tx, approval_id, number, message_sid, now))
 
-        now = self.clock()
-        return await self.db.run_write(lambda tx: ledger.mark_once(tx, namespace, key, now))
+    async def sent_sid(self, approval_id: str, number: str) -> str | None:
+        """The MessageSid of the request already texted to `number`, if any."""
+        return await self._read(lambda tx: sms_state.sent_sid(tx, approval_id, number))
 
-    async def set_flag(self, namespace: str, key: str, value: str | None) -> None:
-        """Set or clear a durable flag."""
-        now = self.clock()
-        await self.db.run_write(lambda tx: ledger.set_flag(tx, namespace, key, value, now))
+    async def approval_of_sid(self, message_sid: str) -> str | None:
+        """The approval a request text with this MessageSid belongs to."""
+        return await self._read(lambda tx: sms_state.approval_of_sid(tx, message_sid))
 
-    async def get_flag(self, namespace: str, key: str) -> str | None:
-        """Read a durable flag."""
-        return await self.db.run_read(lambda tx: ledger.get_flag(tx, namespace, key))
+    async def first_outcome(self, approval_id: str, number: str) -> bool:
+        """Record that the outcome is texted to `number`; False if it was before."""
+        return await self._write(lambda tx, now: sms_state.first_outcome(tx, approval_id, number, now))
 
-    def tenant_for_org(self, surface: str, org: str) -> str | None:
-        """The tenant whose policy names this Slack team/enterprise or SMS number."""
-        return self.policy.tenant_for_org(surface, org)
+    async def _read(self, step: Callable[[Tx], T]) -> T:
+        return await self.engine.db.run_read(step)
+
+    async def _write(self, step: Callable[[Tx, float], T]) -> T:
+        now = self.engine.clock()
+        return await self.engine.db.run_write(lambda tx: step(tx, now))

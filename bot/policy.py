@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from bot.policy_checks import read_policy
 from bot.policy_file import Admins, Defaults, PolicyFile, StaffPolicy, TenantPolicy, ToolSection
-from contracts.enums import ApprovalMode, ApproverKind, ToolKind
+from contracts.enums import ApprovalMode, ApproverKind, SurfaceType, ToolKind
 from contracts.errors import PolicyError
 
 __all__ = [
@@ -132,13 +132,13 @@ class Policy:
         self.source = source
         self._default_rules = _rules(file, "", None)
         self._rules = {n: _rules(file, n, t) for n, t in self.tenants.items()}
-        self._orgs: dict[tuple[str, str], str] = {}
+        self._orgs: dict[tuple[SurfaceType, str], str] = {}
         for n, t in self.tenants.items():
             for surface, org in (
-                ("slack", t.slack_team),
-                ("slack", t.slack_enterprise),
-                ("sms", t.sms_from),
-                ("sms", t.sms_messaging_service),
+                (SurfaceType.SLACK, t.slack_team),
+                (SurfaceType.SLACK, t.slack_enterprise),
+                (SurfaceType.SMS, t.sms_from),
+                (SurfaceType.SMS, t.sms_messaging_service),
             ):
                 if org is not None:
                     self._orgs[(surface, org)] = n
@@ -164,7 +164,7 @@ class Policy:
             return section.max_gated_calls_per_execution
         return self.defaults.max_gated_calls_per_execution
 
-    def timeout_for(self, rule: ToolRule, surface: str, requested: int | None) -> float:
+    def timeout_for(self, rule: ToolRule, surface: SurfaceType, requested: int | None) -> float:
         """Seconds a person has: the tool's, else the surface's, else the default; an
         agent's `timeoutSeconds` is honoured up to `max_timeout`."""
         if requested is not None:
@@ -173,7 +173,7 @@ class Policy:
             return rule.timeout
         return self.defaults.timeout_on(surface)
 
-    def tenant_for_org(self, surface: str, org: str) -> str | None:
+    def tenant_for_org(self, surface: SurfaceType, org: str) -> str | None:
         """The tenant whose section names this Slack team/enterprise or SMS number/service."""
         return self._orgs.get((surface, org))
 

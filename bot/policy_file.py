@@ -26,7 +26,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from bot.durations import parse_duration
-from contracts.enums import ApproverKind, ToolKind
+from contracts.enums import ApproverKind, SurfaceType, ToolKind
 from contracts.names import PhoneNumber, SlackId, TenantName, ToolName
 
 
@@ -243,9 +243,13 @@ class Defaults(Table):
     grant_ttl: Duration = 300.0
     callback_retry_window: Duration = 86400.0
 
-    def timeout_on(self, surface: str) -> float:
+    def timeout_on(self, surface: SurfaceType) -> float:
         """The time a person on `surface` has when the tool names none."""
-        own = {"sms": self.sms_timeout, "slack": self.slack_timeout, "dashboard": self.dashboard_timeout}
+        own = {
+            SurfaceType.SMS: self.sms_timeout,
+            SurfaceType.SLACK: self.slack_timeout,
+            SurfaceType.DASHBOARD: self.dashboard_timeout,
+        }
         return own.get(surface) or self.timeout
 
 

@@ -12,7 +12,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from bot.policy import Policy, TenantPolicy, ToolRule
-from contracts.enums import ApproverKind
+from contracts.enums import ApproverKind, SurfaceType
 from contracts.errors import ApprovalModeUnsupported
 from contracts.ports import DashboardRoute, Route, SlackRoute, SmsRoute
 from contracts.wire import (
@@ -22,7 +22,7 @@ from contracts.wire import (
     WebWidgetSurface,
 )
 
-HEADLESS = {"api", "schedule", "batch"}
+HEADLESS = {SurfaceType.API, SurfaceType.SCHEDULE, SurfaceType.BATCH}
 
 
 @dataclass(frozen=True)
@@ -97,12 +97,12 @@ def _route_one(
     return _staff(policy, tpol, surface, enabled, sms, problems)
 
 
-def _need(surface: str, enabled: Collection[str], problems: list[str]) -> bool:
+def _need(surface: SurfaceType, enabled: Collection[str], problems: list[str]) -> bool:
     if surface in enabled:
         return True
     fix = {
-        "slack": "set SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN (or SLACK_CLIENT_ID/SECRET)",
-        "sms": "set TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN and TWILIO_FROM_NUMBER",
+        SurfaceType.SLACK: "set SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN (or SLACK_CLIENT_ID/SECRET)",
+        SurfaceType.SMS: "set TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN and TWILIO_FROM_NUMBER",
     }.get(surface, "")
     problems.append(f"{surface} is not configured on this server ({fix})")
     return False
@@ -113,21 +113,23 @@ def _sms_route(tpol: TenantPolicy, numbers: tuple[str, ...], sms: SmsSender) -> 
     service = tpol.sms_messaging_service or (None if tpol.sms_from else sms.messaging_service_sid)
     if not (from_number or service):
         return None
-    return SmsRoute(surface="sms", from_number=from_number, messaging_service_sid=service, approvers=numbers)
+    return SmsRoute(
+        surface=SurfaceType.SMS, from_number=from_number, messaging_service_sid=service, approvers=numbers
+    )
 
 
 def _requester(
     tpol: TenantPolicy, surface: object, enabled: Collection[str], sms: SmsSender, problems: list[str]
 ) -> Route | None:
     if isinstance(surface, SlackSurface):
-        if not _need("slack", enabled, problems):
+        if not _need(SurfaceType.SLACK, enabled, problems):
             return None
         # On Enterprise Grid, Slack names the clicker's org (E…) as `user.team_id`, so the
         # tenant's org counts even when the agent named only the workspace.
         named = (surface.teamId, surface.enterpriseId, tpol.slack_enterprise)
         teams = tuple(dict.fromkeys(t for t in named if t))
         return SlackRoute(
-            surface="slack",
+            surface=SurfaceType.SLACK,
             team_id=surface.teamId,
             enterprise_id=surface.enterpriseId,
             channel_id=surface.channelId,
@@ -137,14 +139,14 @@ def _requester(
             requester=surface.userId,
         )
     if isinstance(surface, SmsSurface):
-        if not _need("sms", enabled, problems):
+        if not _need(SurfaceType.SMS, enabled, problems):
             return None
         route = _sms_route(tpol, (surface.phone,), sms)
         if route is None:
             problems.append(f"tenants.{tpol.name}.sms_from is not set and no TWILIO_FROM_NUMBER")
         return route
     if isinstance(surface, DashboardSurface):
-        return DashboardRoute(surface="dashboard", approvers=(surface.userId,))
+        return DashboardRoute(surface=SurfaceType.DASHBOARD, approvers=(surface.userId,))
     problems.append("the requester cannot be asked on this surface (no signed-in user)")
     return None
 
@@ -154,17 +156,22 @@ def _admins(
 ) -> Route | None:
     a = tpol.admins
     trigger = getattr(surface, "type", "")
-    order = ["slack", "sms", "dashboard"]
+    order = [SurfaceType.SLACK, SurfaceType.SMS, SurfaceType.DASHBOARD]
     if trigger in order:
-        order.remove(trigger)
-        order.insert(0, trigger)
+        order.remove(SurfaceType(trigger))
+        order.insert(0, SurfaceType(trigger))
     for name in order:
-        if name == "slack" and a.slack and tpol.admin_channel and (tpol.slack_team or tpol.slack_enterprise):
-            if _need("slack", enabled, problems):
+        if (
+            name is SurfaceType.SLACK
+            and a.slack
+            and tpol.admin_channel
+            and (tpol.slack_team or tpol.slack_enterprise)
+        ):
+            if _need(SurfaceType.SLACK, enabled, problems):
                 team = tpol.slack_team or tpol.slack_enterprise or ""
                 teams = tuple(t for t in (tpol.slack_team, tpol.slack_enterprise) if t)
                 return SlackRoute(
-                    surface="slack",
+                    surface=SurfaceType.SLACK,
                     team_id=team,
                     enterprise_id=tpol.slack_enterprise,
                     channel_id=tpol.admin_channel,
@@ -173,12 +180,12 @@ def _admins(
                     approver_teams=teams,
                     requester=_slack_user(surface),
                 )
-        if name == "sms" and a.sms and _need("sms", enabled, problems):
+        if name is SurfaceType.SMS and a.sms and _need(SurfaceType.SMS, enabled, problems):
             route = _sms_route(tpol, a.sms, sms)
             if route is not None:
                 return route
-        if name == "dashboard" and a.dashboard:
-            return DashboardRoute(surface="dashboard", approvers=a.dashboard)
+        if name is SurfaceType.DASHBOARD and a.dashboard:
+            return DashboardRoute(surface=SurfaceType.DASHBOARD, approvers=a.dashboard)
     problems.append(f"tenants.{tpol.name} lists no reachable admins (set admins and admin_channel)")
     return None
 
@@ -195,11 +202,16 @@ def _staff(
     if s is None:
         problems.append("there is no [staff] section")
         return None
-    if s.users and s.channel and (s.slack_team or s.slack_enterprise) and _need("slack", enabled, problems):
+    if (
+        s.users
+        and s.channel
+        and (s.slack_team or s.slack_enterprise)
+        and _need(SurfaceType.SLACK, enabled, problems)
+    ):
         team = s.slack_team or s.slack_enterprise or ""
         teams = tuple(t for t in (s.slack_team, s.slack_enterprise) if t)
         return SlackRoute(
-            surface="slack",
+            surface=SurfaceType.SLACK,
             team_id=team,
             enterprise_id=s.slack_enterprise,
             channel_id=s.channel,
@@ -208,7 +220,7 @@ def _staff(
             approver_teams=teams,
             requester=None,
         )
-    if s.sms and _need("sms", enabled, problems):
+    if s.sms and _need(SurfaceType.SMS, enabled, problems):
         route = _sms_route(tpol, s.sms, sms)
         if route is not None:
             return route
@@ -227,14 +239,16 @@ def _with_peers(
     extra: list[str] = []
     for kind in kinds:
         if kind is ApproverKind.TENANT_ADMINS:
-            extra += {"slack": tpol.admins.slack, "sms": tpol.admins.sms, "dashboard": tpol.admins.dashboard}[
-                route.surface
-            ]
+            extra += {
+                SurfaceType.SLACK: tpol.admins.slack,
+                SurfaceType.SMS: tpol.admins.sms,
+                SurfaceType.DASHBOARD: tpol.admins.dashboard,
+            }[route.surface]
         elif kind is ApproverKind.STAFF and policy.staff is not None:
             extra += {
-                "slack": policy.staff.users,
-                "sms": policy.staff.sms,
-                "dashboard": policy.staff.dashboard,
+                SurfaceType.SLACK: policy.staff.users,
+                SurfaceType.SMS: policy.staff.sms,
+                SurfaceType.DASHBOARD: policy.staff.dashboard,
             }[route.surface]
         elif kind is ApproverKind.REQUESTER and route.surface == getattr(surface, "type", None):
             ident = getattr(surface, "userId", None) or getattr(surface, "phone", None)
@@ -243,7 +257,7 @@ def _with_peers(
     merged = tuple(dict.fromkeys([*route.approvers, *extra]))
     if isinstance(route, SlackRoute):
         return SlackRoute(
-            surface="slack",
+            surface=SurfaceType.SLACK,
             team_id=route.team_id,
             enterprise_id=route.enterprise_id,
             channel_id=route.channel_id,
@@ -254,9 +268,9 @@ def _with_peers(
         )
     if isinstance(route, SmsRoute):
         return SmsRoute(
-            surface="sms",
+            surface=SurfaceType.SMS,
             from_number=route.from_number,
             messaging_service_sid=route.messaging_service_sid,
             approvers=merged,
         )
-    return DashboardRoute(surface="dashboard", approvers=merged)
+    return DashboardRoute(surface=SurfaceType.DASHBOARD, approvers=merged)

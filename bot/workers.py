@@ -16,7 +16,7 @@ import httpx
 from bot.egress import EgressRefused
 from bot.engine import Engine
 from bot.grants import callback_secret
-from contracts.enums import JobKind
+from contracts.enums import AuditEvent, ErrorCode, JobKind
 from contracts.errors import CosignerError, SurfaceUnavailable
 from contracts.grants import sign_callback
 from contracts.ports import SurfaceAdapter
@@ -110,20 +110,20 @@ class JobWorker:
         adapter = self.surfaces.get(placed.route.surface)
         if adapter is None:
             await self.engine.fail_closed(
-                job.approval_id, "SURFACE_UNAVAILABLE", f"{placed.route.surface} is not configured"
+                job.approval_id, ErrorCode.SURFACE_UNAVAILABLE, f"{placed.route.surface} is not configured"
             )
             await self._finish(job.id, "surface not configured")
             return
         try:
             receipt = await adapter.deliver(placed.card, placed.route)
         except SurfaceUnavailable as exc:
-            await self.engine.fail_closed(job.approval_id, "SURFACE_UNAVAILABLE", exc.message)
+            await self.engine.fail_closed(job.approval_id, ErrorCode.SURFACE_UNAVAILABLE, exc.message)
             await self._finish(job.id, exc.message)
             return
         except Exception as exc:
             if not await self._retry(job, type(exc).__name__):
                 await self.engine.fail_closed(
-                    job.approval_id, "SURFACE_UNAVAILABLE", "the card could not be delivered in time"
+                    job.approval_id, ErrorCode.SURFACE_UNAVAILABLE, "the card could not be delivered in time"
                 )
             return
         await self.engine.delivered(job.approval_id, receipt)
@@ -172,7 +172,7 @@ class JobWorker:
         ok = status is not None and 200 <= status < 300
         await self.engine.note(
             rec.id,
-            "callback_attempt",
+            AuditEvent.CALLBACK_ATTEMPT,
             {
                 "delivery": payload["delivery"],
                 "attempt": job.attempts,
@@ -186,7 +186,9 @@ class JobWorker:
             return
         if not await self._retry(job, error or f"HTTP {status}"):
             await self.engine.note(
-                rec.id, "callback_abandoned", {"delivery": payload["delivery"], "attempts": job.attempts}
+                rec.id,
+                AuditEvent.CALLBACK_ABANDONED,
+                {"delivery": payload["delivery"], "attempts": job.attempts},
             )
 
     async def _refuse(self, job: Job, approval_id: str, delivery: str, reason: str) -> None:
@@ -194,10 +196,12 @@ class JobWorker:
         # the tenant's DNS again until it answers something else. So the job ends here.
         log.warning("callback refused", extra={"approval_id": approval_id, "job": "callback"})
         await self.engine.note(
-            approval_id, "callback_refused", {"delivery": delivery, "attempt": job.attempts, "reason": reason}
+            approval_id,
+            AuditEvent.CALLBACK_REFUSED,
+            {"delivery": delivery, "attempt": job.attempts, "reason": reason},
         )
         await self._finish(job.id, "refused by the egress rules")
-        self.engine.metrics.jobs.labels("callback", "refused").inc()
+        self.engine.metrics.jobs.labels(JobKind.CALLBACK.value, "refused").inc()
 
 
 class ExpirySweeper:

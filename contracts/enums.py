@@ -77,6 +77,19 @@ class JobKind(StrEnum):
     CALLBACK = "callback"  # POST the decision to the agent's callbackUrl
 
 
+class AuditEvent(StrEnum):
+    """Audit event names other than the statuses (a closing is recorded under its status)."""
+
+    REQUESTED = "requested"
+    DECISION_REFUSED = "decision_refused"
+    DELIVERED = "delivered"
+    CALLBACK_ATTEMPT = "callback_attempt"
+    CALLBACK_REFUSED = "callback_refused"
+    CALLBACK_ABANDONED = "callback_abandoned"
+    RESULT = "result"
+    SMS_STATUS = "sms_status"
+
+
 class AddressClass(StrEnum):
     """Why an address is not on the public internet, so no callback goes there unless allowed."""
 

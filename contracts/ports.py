@@ -1,6 +1,6 @@
 """The seams between the engine (`bot/`) and the surfaces (`surfaces/`).
 
-A surface never imports the engine: it is handed an `ApprovalDesk` and implements
+A surface never imports the engine: it is handed an `ApprovalDesk` (SMS: an `SmsDesk`) and implements
 `SurfaceAdapter`. The engine never sees Block Kit JSON or Twilio form fields: it sees the
 frozen dataclasses below.
 """
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
-from contracts.enums import ApprovalMode, ApprovalStatus, ToolKind, Verdict
+from contracts.enums import ApprovalMode, ApprovalStatus, AuditEvent, SurfaceType, ToolKind, Verdict
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ class ApprovalCard:
 class SlackRoute:
     """Where a Slack card goes and who may click it."""
 
-    surface: Literal["slack"]
+    surface: Literal[SurfaceType.SLACK]
     team_id: str
     enterprise_id: str | None
     channel_id: str
@@ -67,7 +67,7 @@ class SlackRoute:
 class SmsRoute:
     """Which numbers receive the text and from which number or Messaging Service."""
 
-    surface: Literal["sms"]
+    surface: Literal[SurfaceType.SMS]
     from_number: str | None
     messaging_service_sid: str | None
     approvers: tuple[str, ...]  # E.164 numbers; each gets the text
@@ -77,7 +77,7 @@ class SmsRoute:
 class DashboardRoute:
     """The tenant's app decides through `POST /v1/approvals/{id}/decision`."""
 
-    surface: Literal["dashboard"]
+    surface: Literal[SurfaceType.DASHBOARD]
     approvers: tuple[str, ...]  # the tenant app's user ids
 
 
@@ -93,7 +93,7 @@ class Delivered:
     or the Twilio MessageSids.
     """
 
-    surface: str
+    surface: SurfaceType
     conversation: str
     message_refs: tuple[str, ...] = ()
     app_id: str | None = None
@@ -112,7 +112,7 @@ class Answer:
     """
 
     approval_id: str
-    surface: str
+    surface: SurfaceType
     verdict: Verdict
     actor: str
     org: str | None
@@ -123,14 +123,9 @@ class Answer:
     enterprise_id: str | None = None
     comment: str | None = None
     # The inbound message that carried the answer (Twilio's MessageSid). The desk records
-    # it under `inbound_namespace(surface)` in the answer's own transaction, so a failed
+    # it as seen in the answer's own transaction, so a failed
     # attempt leaves no mark and a redelivery of an applied one changes nothing.
     message_id: str | None = None
-
-
-def inbound_namespace(surface: str) -> str:
-    """The flag namespace of inbound message ids already handled on a surface."""
-    return f"{surface}_in"
 
 
 @dataclass(frozen=True)
@@ -143,11 +138,20 @@ class Placed:
 
 
 class ApprovalDesk(Protocol):
-    """What the engine offers to surfaces."""
+    """What the engine offers every surface: apply an answer, and find a workspace's tenant."""
 
     async def answer(self, answer: Answer) -> ApprovalCard:
         """Check and apply an answer; on refusal audit it and raise a `CosignerError`."""
         ...
+
+    def tenant_for_org(self, surface: SurfaceType, org: str) -> str | None:
+        """The tenant whose policy names this Slack team/enterprise id or SMS number."""
+        ...
+
+
+class SmsDesk(ApprovalDesk, Protocol):
+    """What the SMS surface needs besides: replies are matched by phone number, delivery
+    statuses arrive later, and the surface keeps its own state (opt-outs, sent texts)."""
 
     async def placed(self, approval_id: str) -> Placed | None:
         """Look an approval up by id, whatever its tenant (surfaces check tenancy)."""
@@ -158,6 +162,14 @@ class ApprovalDesk(Protocol):
         that arrives before `deliver` returns is matched; the full receipt replaces it."""
         ...
 
+    async def fail_closed(self, approval_id: str, code: str, message: str) -> None:
+        """Deny a pending approval because its surface failed; no-op if already closed."""
+        ...
+
+    async def note(self, approval_id: str, event: AuditEvent, data: Mapping[str, Any]) -> None:
+        """Append a surface event (a delivery status) to the audit chain."""
+        ...
+
     async def pending_for_number(self, to_number: str, from_number: str) -> Sequence[Placed]:
         """Pending SMS approvals delivered from `to_number` to approver `from_number`."""
         ...
@@ -166,28 +178,44 @@ class ApprovalDesk(Protocol):
         """The most recent SMS approval (any state) between these numbers."""
         ...
 
-    async def fail_closed(self, approval_id: str, code: str, message: str) -> None:
-        """Deny a pending approval because its surface failed; no-op if already closed."""
+    async def message_seen(self, message_sid: str) -> bool:
+        """True if this inbound text was handled before."""
         ...
 
-    async def note(self, approval_id: str, event: str, data: Mapping[str, Any]) -> None:
-        """Append a surface event (delivery status, refused click…) to the audit chain."""
+    async def mark_message_seen(self, message_sid: str) -> bool:
+        """Record an inbound text as handled; True the first time, False for a copy."""
         ...
 
-    async def mark_once(self, namespace: str, key: str) -> bool:
-        """Record `key` durably; True the first time, False for a repeat (dedupe)."""
+    async def opted_out(self, number: str) -> bool:
+        """True while `number` has opted out by STOP."""
         ...
 
-    async def set_flag(self, namespace: str, key: str, value: str | None) -> None:
-        """Set (or with None clear) a durable flag, e.g. an opted-out number."""
+    async def set_opted_out(self, number: str, out: bool) -> None:
+        """Record an opt-out (STOP) or clear it (START)."""
         ...
 
-    async def get_flag(self, namespace: str, key: str) -> str | None:
-        """Read a durable flag."""
+    async def mark_texting(self, approval_id: str, number: str) -> None:
+        """Record that the request is about to be texted to `number`."""
         ...
 
-    def tenant_for_org(self, surface: str, org: str) -> str | None:
-        """The tenant whose policy names this Slack team/enterprise id or SMS number."""
+    async def was_texted(self, approval_id: str, number: str) -> bool:
+        """True once the request was (or was being) texted to `number`."""
+        ...
+
+    async def record_sent(self, approval_id: str, number: str, message_sid: str) -> None:
+        """Record the MessageSid of the request texted to `number`."""
+        ...
+
+    async def sent_sid(self, approval_id: str, number: str) -> str | None:
+        """The MessageSid of the request already texted to `number`, if any."""
+        ...
+
+    async def approval_of_sid(self, message_sid: str) -> str | None:
+        """The approval a request text with this MessageSid belongs to."""
+        ...
+
+    async def first_outcome(self, approval_id: str, number: str) -> bool:
+        """Record that the outcome is texted to `number`; False if it was before."""
         ...
 
 

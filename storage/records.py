@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from contracts.answers import DecidedBy, PersonDecider, PolicyDecider, SystemDecider, decider_from_json
-from contracts.enums import ApprovalMode, ApprovalStatus, DeciderKind, ToolKind
+from contracts.enums import ApprovalMode, ApprovalStatus, DeciderKind, SurfaceType, ToolKind
 from contracts.ports import (
     ApprovalCard,
     DashboardRoute,
@@ -47,10 +47,11 @@ def route_from_json(text: str | None) -> Route | None:
         return None
     d = json.loads(text)
     d["approvers"] = tuple(d["approvers"])
-    if d["surface"] == "slack":
+    d["surface"] = SurfaceType(d["surface"])
+    if d["surface"] is SurfaceType.SLACK:
         d["approver_teams"] = tuple(d["approver_teams"])
         return SlackRoute(**d)
-    if d["surface"] == "sms":
+    if d["surface"] is SurfaceType.SMS:
         return SmsRoute(**d)
     return DashboardRoute(**d)
 
@@ -75,7 +76,7 @@ def delivered_from_json(text: str | None) -> Delivered | None:
         return None
     d = json.loads(text)
     return Delivered(
-        surface=d["surface"],
+        surface=SurfaceType(d["surface"]),
         conversation=d["conversation"],
         message_refs=tuple(d["message_refs"]),
         app_id=d.get("app_id"),

@@ -27,6 +27,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from starlette.applications import Starlette
 
 from bot.app import Parts, SurfaceFactory, build_app, parts_of
+from bot.desk import Desk
 from bot.engine import Engine
 from bot.policy import load_policy
 from bot.settings import Settings
@@ -153,10 +154,13 @@ class Harness:
 
     @property
     def engine(self) -> Engine:
-        """The engine (also the desk surfaces answer through)."""
+        """The engine: the approval lifecycle the API and the workers drive."""
         return self.parts.engine
 
-    desk = engine
+    @property
+    def desk(self) -> Desk:
+        """The desk surfaces answer through."""
+        return self.parts.desk
 
     async def create_tenant(self, name: str) -> str:
         """Create a tenant and return its API key."""

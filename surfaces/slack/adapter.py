@@ -24,6 +24,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route as StarletteRoute
 
+from contracts.enums import SurfaceType
 from contracts.errors import SurfaceUnavailable
 from contracts.ports import ApprovalCard, ApprovalDesk, Delivered, Route, SlackRoute
 from surfaces.slack.blocks import to_blocks, to_closed_blocks
@@ -102,7 +103,7 @@ class SlackAdapter:
                 config.scopes,
                 config.installations,
                 config.oauth_states,
-                lambda org: desk.tenant_for_org("slack", org),
+                lambda org: desk.tenant_for_org(SurfaceType.SLACK, org),
             )
         self._session: aiohttp.ClientSession | None = None
         self._client: AsyncWebClient | None = None
@@ -176,7 +177,7 @@ class SlackAdapter:
                 unfurl_media=False,
             )
         return Delivered(
-            surface="slack",
+            surface=SurfaceType.SLACK,
             conversation=posted["channel"],
             message_refs=(posted["ts"],),
             app_id=app_id,

@@ -17,6 +17,7 @@ from typing import Any
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
+from contracts.enums import SurfaceType
 from contracts.errors import CosignerError
 from contracts.ports import Answer, ApprovalDesk
 from surfaces.slack import mrkdwn
@@ -130,10 +131,10 @@ class Clicks:
         org = answer.actor_org
         if not org or not org.startswith("E") or org in self._grid_noticed:
             return
-        if len(self._grid_noticed) >= MAX_GRID_NOTICES or self._desk.tenant_for_org("slack", org):
+        if len(self._grid_noticed) >= MAX_GRID_NOTICES or self._desk.tenant_for_org(SurfaceType.SLACK, org):
             return
         self._grid_noticed.add(org)
-        tenant = self._desk.tenant_for_org("slack", answer.org) if answer.org else None
+        tenant = self._desk.tenant_for_org(SurfaceType.SLACK, answer.org) if answer.org else None
         logger.warning(
             "A Slack click came from Enterprise Grid org %s (user.team_id), which no tenant names: "
             'if it is a tenant\'s own org, set slack_enterprise = "%s" in [tenants.%s]; until then '

@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from contracts.enums import Verdict
+from contracts.enums import SurfaceType, Verdict
 from contracts.errors import InvalidRequest
 from contracts.ports import Answer
 from surfaces.slack.blocks import (
@@ -52,7 +52,7 @@ def parse_block_action(payload: Mapping[str, Any]) -> Answer:
         raise InvalidRequest("buttons count only on a posted card", field="container.type")
     return Answer(
         approval_id=approval_id,
-        surface="slack",
+        surface=SurfaceType.SLACK,
         verdict=verdict,
         conversation=_match(container.get("channel_id"), _SLACK_ID, "container.channel_id"),
         message_ref=_match(container.get("message_ts"), _TS, "container.message_ts"),
@@ -75,7 +75,7 @@ def parse_view_submission(payload: Mapping[str, Any]) -> Answer:
         raise InvalidRequest("unreadable modal metadata", field="view.private_metadata")
     return Answer(
         approval_id=_match(meta.get("a"), _APPROVAL_ID, "view.private_metadata.a"),
-        surface="slack",
+        surface=SurfaceType.SLACK,
         verdict=Verdict.DENY,
         conversation=_match(meta.get("c"), _SLACK_ID, "view.private_metadata.c"),
         message_ref=_match(meta.get("t"), _TS, "view.private_metadata.t"),

@@ -20,20 +20,18 @@ from starlette.routing import Route
 from twilio.base.exceptions import TwilioException, TwilioRestException
 from twilio.rest import Client
 
-from contracts.enums import ApprovalStatus
+from contracts.enums import ApprovalStatus, SurfaceType
 from contracts.errors import SurfaceUnavailable
-from contracts.ports import ApprovalCard, ApprovalDesk, Delivered, SmsRoute
+from contracts.ports import ApprovalCard, Delivered, SmsDesk, SmsRoute
 from contracts.ports import Route as ApprovalRoute
 from surfaces.sms.text import to_outcome_text, to_sms_text
 from surfaces.sms.transport import HttpxTwilioClient
-from surfaces.sms.webhook import OPT_OUT, SENT_SID, TEXTED, SmsWebhooks
+from surfaces.sms.webhook import SmsWebhooks
 
 logger = logging.getLogger("cosigner.sms")
 
 E164 = re.compile(r"^\+[1-9][0-9]{6,14}$")
 SEND_TIMEOUT = 10.0  # seconds; a durable job worker calls deliver, so a slow Twilio may retry
-_SENT = "sms_sent"  # "<approval id>:<number>" → MessageSid, so a retried deliver resends nothing
-_OUTCOME = "sms_outcome"
 
 
 class SmsConfigError(ValueError):
@@ -105,7 +103,7 @@ class SmsAdapter:
     def __init__(
         self,
         config: SmsConfig,
-        desk: ApprovalDesk,
+        desk: SmsDesk,
         *,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
@@ -183,7 +181,7 @@ class SmsAdapter:
         # Check every number before texting any, so an opted-out approver does not leave
         # the others holding a request that is about to fail closed.
         for number in route.approvers:
-            if await self.desk.get_flag(OPT_OUT, number):
+            if await self.desk.opted_out(number):
                 raise SurfaceUnavailable(
                     f"approver {mask(number)} opted out by STOP; they must text START "
                     "to the sender before they can be asked again"
@@ -191,22 +189,22 @@ class SmsAdapter:
         status_callback = self.config.public_url.rstrip("/") + "/sms/status"
         # Before any text leaves, record where the request goes and to whom: a reply can
         # arrive before this method returns and the engine stores the full receipt.
-        await self.desk.sending(card.approval_id, Delivered(surface="sms", conversation=conversation))
+        await self.desk.sending(
+            card.approval_id, Delivered(surface=SurfaceType.SMS, conversation=conversation)
+        )
         sids = []
         for number in route.approvers:
-            sent_key = f"{card.approval_id}:{number}"
-            sid = await self.desk.get_flag(_SENT, sent_key)
+            sid = await self.desk.sent_sid(card.approval_id, number)
             if sid is None:
                 pending = await self.desk.pending_for_number(conversation, number)
                 others = [p for p in pending if p.card.approval_id != card.approval_id]
                 body = to_sms_text(card, code_required=bool(others))
-                await self.desk.set_flag(TEXTED, sent_key, "1")
+                await self.desk.mark_texting(card.approval_id, number)
                 sid = await self._send(client, number, from_number, service, body, status_callback)
-                await self.desk.set_flag(SENT_SID, sid, card.approval_id)
-                await self.desk.set_flag(_SENT, sent_key, sid)
+                await self.desk.record_sent(card.approval_id, number, sid)
                 logger.info("sms request texted approval=%s sid=%s", card.approval_id, sid)
             sids.append(sid)
-        return Delivered(surface="sms", conversation=conversation, message_refs=tuple(sids))
+        return Delivered(surface=SurfaceType.SMS, conversation=conversation, message_refs=tuple(sids))
 
     async def show_outcome(self, card: ApprovalCard, route: ApprovalRoute, delivered: Delivered) -> None:
         """Text each reachable approver how the request ended; failures are logged only."""
@@ -223,9 +221,9 @@ class SmsAdapter:
             from_number, service = delivered.conversation, None
         body = to_outcome_text(card)
         for number in route.approvers:
-            if not E164.match(number) or await self.desk.get_flag(OPT_OUT, number):
+            if not E164.match(number) or await self.desk.opted_out(number):
                 continue
-            if not await self.desk.mark_once(_OUTCOME, f"{card.approval_id}:{number}"):
+            if not await self.desk.first_outcome(card.approval_id, number):
                 continue
             try:
                 await self._send(client, number, from_number, service, body, None)
@@ -262,7 +260,7 @@ class SmsAdapter:
             if exc.code == 21610:
                 # Twilio knows of a STOP we never saw (sent before this bot existed, or to
                 # another webhook): remember it so we stop trying this number.
-                await self.desk.set_flag(OPT_OUT, to, "1")
+                await self.desk.set_opted_out(to, True)
                 hint = " (the number opted out by STOP)"
             raise SurfaceUnavailable(
                 f"Twilio refused the text to {mask(to)}: error {exc.code}{hint}",

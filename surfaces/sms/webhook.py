@@ -18,9 +18,9 @@ from starlette.responses import JSONResponse, Response
 from twilio.request_validator import RequestValidator
 from twilio.twiml.messaging_response import MessagingResponse
 
-from contracts.enums import ApprovalStatus
+from contracts.enums import ApprovalStatus, AuditEvent, SurfaceType
 from contracts.errors import CosignerError, InvalidSignature
-from contracts.ports import Answer, ApprovalDesk, Placed, inbound_namespace
+from contracts.ports import Answer, Placed, SmsDesk
 from surfaces.sms.reply import is_help, is_opt_in, is_opt_out, parse_reply
 from surfaces.sms.text import closed_text, help_text, refusal_text, unknown_code_text
 
@@ -29,10 +29,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("cosigner.sms")
 
-OPT_OUT = "sms_opt_out"  # number → "1" while it has opted out
-SENT_SID = "sms_sid"  # MessageSid → approval id, to map status callbacks
-TEXTED = "sms_to"  # "<approval id>:<number>", written just before the request is texted
-SEEN = inbound_namespace("sms")  # inbound MessageSids already handled
 MAX_BODY = 64 * 1024
 UNDELIVERED = frozenset({"failed", "undelivered"})
 
@@ -90,7 +86,7 @@ async def read_signed_form(
 class SmsWebhooks:
     """The handlers behind `POST /sms/inbound` and `POST /sms/status`."""
 
-    def __init__(self, config: SmsConfig, desk: ApprovalDesk) -> None:
+    def __init__(self, config: SmsConfig, desk: SmsDesk) -> None:
         self.config = config
         self.desk = desk
 
@@ -106,10 +102,10 @@ class SmsWebhooks:
         # Twilio retries a webhook it thinks failed, and a copy of a handled message must
         # decide nothing. The id is recorded only once the message is handled (an answer
         # records it in its own transaction), so a failed attempt leaves the retry to decide.
-        if await self.desk.get_flag(SEEN, message_sid) is not None:
+        if await self.desk.message_seen(message_sid):
             return twiml()
         response, recorded = await self._handle(form, message_sid, sender, to)
-        if not recorded and not await self.desk.mark_once(SEEN, message_sid):
+        if not recorded and not await self.desk.mark_message_seen(message_sid):
             return twiml()  # a concurrent copy was handled first
         return response
 
@@ -128,8 +124,8 @@ class SmsWebhooks:
             return twiml(), False  # Twilio sends its own confirmation
         reply = parse_reply(body)
         if opt_type == "START" or is_opt_in(body):
-            if await self.desk.get_flag(OPT_OUT, sender):
-                await self.desk.set_flag(OPT_OUT, sender, None)
+            if await self.desk.opted_out(sender):
+                await self.desk.set_opted_out(sender, False)
             if reply is None:
                 return twiml(), False
         if opt_type == "HELP" or is_help(body):
@@ -158,7 +154,7 @@ class SmsWebhooks:
 
         answer = Answer(
             approval_id=target.card.approval_id,
-            surface="sms",
+            surface=SurfaceType.SMS,
             verdict=reply.verdict,
             actor=sender,
             org=conversation,
@@ -201,7 +197,7 @@ class SmsWebhooks:
             return False
         if placed.delivered.message_refs:
             return True  # the full receipt: every approver was texted
-        return await self.desk.get_flag(TEXTED, f"{placed.card.approval_id}:{sender}") is not None
+        return await self.desk.was_texted(placed.card.approval_id, sender)
 
     async def _latest(self, conversations: Sequence[str], sender: str) -> Placed | None:
         for conversation in conversations:
@@ -212,7 +208,7 @@ class SmsWebhooks:
 
     async def _opt_out(self, sender: str, conversations: Sequence[str]) -> None:
         """Remember the opt-out and fail closed what this number was asked to decide."""
-        await self.desk.set_flag(OPT_OUT, sender, "1")
+        await self.desk.set_opted_out(sender, True)
         for conversation in conversations:
             for placed in await self.desk.pending_for_number(conversation, sender):
                 await self.desk.fail_closed(
@@ -229,13 +225,13 @@ class SmsWebhooks:
         status = form.get("MessageStatus") or form.get("SmsStatus")
         if not message_sid or not status:
             return Response("MessageSid and MessageStatus are required", status_code=400)
-        approval_id = await self.desk.get_flag(SENT_SID, message_sid)
+        approval_id = await self.desk.approval_of_sid(message_sid)
         if approval_id is None:
             return Response(status_code=204)  # an outcome text, or not ours
         error_code = form.get("ErrorCode") or None
         await self.desk.note(
             approval_id,
-            "sms_status",
+            AuditEvent.SMS_STATUS,
             {"messageSid": message_sid, "status": status, "errorCode": error_code},
         )
         if status in UNDELIVERED:

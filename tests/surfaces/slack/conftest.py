@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -11,9 +11,9 @@ import httpx
 import pytest
 from starlette.applications import Starlette
 
-from contracts.enums import ApprovalMode, ApprovalStatus, ToolKind
+from contracts.enums import ApprovalMode, ApprovalStatus, SurfaceType, ToolKind
 from contracts.errors import CosignerError
-from contracts.ports import Answer, ApprovalCard, Placed, SlackRoute
+from contracts.ports import Answer, ApprovalCard, SlackRoute
 from surfaces.slack import SlackAdapter, SlackConfig
 from surfaces.slack.emulator import SlackEmulator
 
@@ -73,32 +73,8 @@ class FakeDesk:
         self.answers.append(answer)
         return _card()
 
-    async def placed(self, approval_id: str) -> Placed | None:
-        return None
-
-    async def pending_for_number(self, to_number: str, from_number: str) -> Sequence[Placed]:
-        return []
-
-    async def latest_for_number(self, to_number: str, from_number: str) -> Placed | None:
-        return None
-
-    async def fail_closed(self, approval_id: str, code: str, message: str) -> None:
-        return None
-
-    async def note(self, approval_id: str, event: str, data: Mapping[str, Any]) -> None:
-        return None
-
-    async def mark_once(self, namespace: str, key: str) -> bool:
-        return True
-
-    async def set_flag(self, namespace: str, key: str, value: str | None) -> None:
-        return None
-
-    async def get_flag(self, namespace: str, key: str) -> str | None:
-        return None
-
-    def tenant_for_org(self, surface: str, org: str) -> str | None:
-        return self.orgs.get(org) if surface == "slack" else None
+    def tenant_for_org(self, surface: SurfaceType, org: str) -> str | None:
+        return self.orgs.get(org) if surface is SurfaceType.SLACK else None
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import httpx
 import pytest
 from starlette.applications import Starlette
 
-from contracts.enums import ApprovalMode, ApprovalStatus, ToolKind, Verdict
+from contracts.enums import ApprovalMode, ApprovalStatus, AuditEvent, SurfaceType, ToolKind, Verdict
 from contracts.errors import (
     AlreadyDecided,
     ApprovalExpired,
@@ -27,7 +27,6 @@ from contracts.ports import (
     Outcome,
     Placed,
     SmsRoute,
-    inbound_namespace,
 )
 from surfaces.sms import SmsAdapter, SmsConfig
 from surfaces.sms.caller import TwilioCaller
@@ -93,7 +92,9 @@ class FakeDesk:
 
     def __init__(self) -> None:
         self.approvals: dict[str, Placed] = {}
-        self.flags: dict[tuple[str, str], str] = {}
+        self.opted: set[str] = set()
+        self.sids: dict[str, str] = {}  # MessageSid → approval id
+        self.sent: dict[tuple[str, str], str] = {}  # (approval id, number) → MessageSid
         self.marks: set[tuple[str, str]] = set()
         self.notes: list[tuple[str, str, dict[str, Any]]] = []
         self.answers: list[Answer] = []
@@ -120,7 +121,7 @@ class FakeDesk:
             raise ApprovalNotFound("no such approval")
         if answer.message_id is not None:
             # Like the engine: the message id is recorded with the answer or its refusal.
-            if not await self.mark_once(inbound_namespace(answer.surface), answer.message_id):
+            if not await self.mark_message_seen(answer.message_id):
                 return placed.card
         if placed.card.status is ApprovalStatus.EXPIRED:
             raise ApprovalExpired("the request expired; nothing was done.")
@@ -167,28 +168,51 @@ class FakeDesk:
             self.failures.append((approval_id, code, message))
             self.close(approval_id, ApprovalStatus.DENIED, "system", code)
 
-    async def note(self, approval_id: str, event: str, data: Mapping[str, Any]) -> None:
+    async def note(self, approval_id: str, event: AuditEvent, data: Mapping[str, Any]) -> None:
         self.notes.append((approval_id, event, dict(data)))
 
-    async def mark_once(self, namespace: str, key: str) -> bool:
+    def _mark(self, namespace: str, key: str) -> bool:
         if (namespace, key) in self.marks:
             return False
         self.marks.add((namespace, key))
         return True
 
-    async def set_flag(self, namespace: str, key: str, value: str | None) -> None:
-        if value is None:
-            self.flags.pop((namespace, key), None)
+    async def message_seen(self, message_sid: str) -> bool:
+        return ("seen", message_sid) in self.marks
+
+    async def mark_message_seen(self, message_sid: str) -> bool:
+        return self._mark("seen", message_sid)
+
+    async def opted_out(self, number: str) -> bool:
+        return number in self.opted
+
+    async def set_opted_out(self, number: str, out: bool) -> None:
+        if out:
+            self.opted.add(number)
         else:
-            self.flags[(namespace, key)] = value
+            self.opted.discard(number)
 
-    async def get_flag(self, namespace: str, key: str) -> str | None:
-        if (namespace, key) in self.marks:
-            return "1"  # marks are flags too
-        return self.flags.get((namespace, key))
+    async def mark_texting(self, approval_id: str, number: str) -> None:
+        self._mark("texted", f"{approval_id}:{number}")
 
-    def tenant_for_org(self, surface: str, org: str) -> str | None:
-        return "acme" if (surface, org) == ("sms", BOT) else None
+    async def was_texted(self, approval_id: str, number: str) -> bool:
+        return ("texted", f"{approval_id}:{number}") in self.marks
+
+    async def record_sent(self, approval_id: str, number: str, message_sid: str) -> None:
+        self.sids[message_sid] = approval_id
+        self.sent[(approval_id, number)] = message_sid
+
+    async def sent_sid(self, approval_id: str, number: str) -> str | None:
+        return self.sent.get((approval_id, number))
+
+    async def approval_of_sid(self, message_sid: str) -> str | None:
+        return self.sids.get(message_sid)
+
+    async def first_outcome(self, approval_id: str, number: str) -> bool:
+        return self._mark("outcome", f"{approval_id}:{number}")
+
+    def tenant_for_org(self, surface: SurfaceType, org: str) -> str | None:
+        return "acme" if (surface, org) == (SurfaceType.SMS, BOT) else None
 
 
 @pytest.fixture

@@ -27,7 +27,7 @@ async def test_deliver_texts_each_approver(
         assert text.from_ == kit.bot
         assert text.status_callback == "https://cosigner.example.com/sms/status"
         assert "issue_refund" in text.body and text.body.endswith("Reply YES or NO.")
-        assert desk.flags[("sms_sid", text.sid)] == card.approval_id
+        assert desk.sids[text.sid] == card.approval_id
 
 
 async def test_deliver_asks_for_the_code_when_another_request_is_pending(
@@ -61,7 +61,7 @@ async def test_a_retried_delivery_texts_nobody_twice(
 async def test_opted_out_approver_is_unavailable_before_anything_is_sent(
     adapter: SmsAdapter, emu: TwilioEmulator, desk: Any, kit: Any
 ) -> None:
-    await desk.set_flag("sms_opt_out", kit.bob, "1")
+    await desk.set_opted_out(kit.bob, True)
     with pytest.raises(SurfaceUnavailable, match="opted out"):
         await adapter.deliver(kit.card(), kit.route(kit.alice, kit.bob))
     assert emu.sent == []
@@ -75,7 +75,7 @@ async def test_twilio_21610_is_unavailable_and_remembered(
         await adapter.deliver(kit.card(), kit.route(kit.alice))
     assert caught.value.details == {"twilioCode": 21610}
     assert isinstance(caught.value.__cause__, Exception)
-    assert await desk.get_flag("sms_opt_out", kit.alice) == "1"
+    assert await desk.opted_out(kit.alice)
 
 
 @pytest.mark.parametrize(("status", "code"), [(500, None), (429, 20429), (400, 21211)])
@@ -153,7 +153,7 @@ async def test_show_outcome_texts_each_reachable_approver_once(
 ) -> None:
     route = kit.route(kit.alice, kit.bob)
     receipt = Delivered("sms", kit.bot, ("SM1", "SM2"))
-    await desk.set_flag("sms_opt_out", kit.bob, "1")
+    await desk.set_opted_out(kit.bob, True)
     card = kit.card(status=ApprovalStatus.APPROVED)
     await adapter.show_outcome(card, route, receipt)
     await adapter.show_outcome(card, route, receipt)  # the engine retried

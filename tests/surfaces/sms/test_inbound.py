@@ -224,7 +224,7 @@ async def test_stop_mid_approval_fails_it_closed(
     phone: TwilioCaller, adapter: SmsAdapter, desk: Any, kit: Any, two_pending: None
 ) -> None:
     assert said(await phone.text(kit.alice, kit.bot, "stop")) is None  # Twilio answers STOP
-    assert await desk.get_flag("sms_opt_out", kit.alice) == "1"
+    assert await desk.opted_out(kit.alice)
     assert desk.failures == [
         ("apr_1", "SURFACE_UNAVAILABLE", "approver opted out by STOP"),
         ("apr_2", "SURFACE_UNAVAILABLE", "approver opted out by STOP"),
@@ -232,7 +232,7 @@ async def test_stop_mid_approval_fails_it_closed(
     with pytest.raises(SurfaceUnavailable, match="opted out"):
         await adapter.deliver(kit.card("apr_3", "5555"), kit.route(kit.alice))
     assert said(await phone.text(kit.alice, kit.bot, "START")) is None
-    assert await desk.get_flag("sms_opt_out", kit.alice) is None
+    assert not await desk.opted_out(kit.alice)
 
 
 async def test_advanced_opt_out_type_counts_as_stop(
@@ -252,9 +252,9 @@ async def test_help_is_left_to_twilio(phone: TwilioCaller, desk: Any, kit: Any, 
 async def test_bare_yes_re_subscribes_and_still_answers(
     phone: TwilioCaller, desk: Any, kit: Any, one_pending: str
 ) -> None:
-    await desk.set_flag("sms_opt_out", kit.alice, "1")
+    await desk.set_opted_out(kit.alice, True)
     assert said(await phone.text(kit.alice, kit.bot, "YES")) is None
-    assert await desk.get_flag("sms_opt_out", kit.alice) is None
+    assert not await desk.opted_out(kit.alice)
     assert desk.answers[0].verdict is Verdict.APPROVE
 
 

@@ -1,0 +1,258 @@
+"""One approval's life: its states, the one transition, who may answer, and what closing queues.
+
+An approval is created `pending` (or already closed by policy, see `bot.intake`) and closes
+once: `close` is the only step that writes `status`. Its UPDATE is conditional on
+`status = 'pending'`, so of any number of concurrent answers exactly one wins and the rest
+get `AlreadyDecided`. The same transaction appends the audit events, queues the callback
+and the card update, records a run grant, and (on PostgreSQL) notifies the other replicas.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from bot.bodies import actor_of
+from contracts.answers import DecidedBy, TimeoutDecider
+from contracts.enums import ApprovalMode, ApprovalStatus, AuditEvent, JobKind, SurfaceType, Verdict
+from contracts.errors import (
+    AlreadyDecided,
+    ApprovalExpired,
+    ApprovalNotFound,
+    CosignerError,
+    InvalidRequest,
+    NotAnApprover,
+    WrongConversation,
+    WrongTenant,
+)
+from contracts.ports import Answer, DashboardRoute, SlackRoute, SmsRoute
+from storage import approvals as ledger
+from storage import inbound, jobs
+from storage.audit import Event
+from storage.database import Tx
+from storage.records import Record
+
+# --- states -------------------------------------------------------------------
+
+TRANSITIONS = {
+    ApprovalStatus.PENDING: {
+        ApprovalStatus.APPROVED,
+        ApprovalStatus.DENIED,
+        ApprovalStatus.EXPIRED,
+        ApprovalStatus.CANCELLED,
+    },
+}
+CARD_UPDATE_WINDOW = 3600.0
+
+
+def allowed(src: ApprovalStatus, dst: ApprovalStatus) -> bool:
+    """The transition table: only a pending approval may close, and only once."""
+    return dst in TRANSITIONS.get(src, set())
+
+
+def new_id(prefix: str) -> str:
+    """A random, URL-safe identifier with a readable prefix."""
+    return f"{prefix}_{secrets.token_urlsafe(15)}"
+
+
+def stored(decided_by: DecidedBy) -> str:
+    """A decider as the approvals table keeps it."""
+    return decided_by.model_dump_json(exclude_none=True)
+
+
+# --- who may answer -------------------------------------------------------------
+
+
+def closed_error(rec: Record) -> CosignerError:
+    """The refusal for an answer that reached a closed approval, naming its state."""
+    if rec.status is ApprovalStatus.EXPIRED:
+        return ApprovalExpired(
+            f"approval {rec.id} expired; expiry means deny and nothing "
+            "was done. Ask the agent to request it again.",
+            status=ApprovalStatus.EXPIRED.value,
+        )
+    return AlreadyDecided(
+        f"approval {rec.id} is already {rec.status.value}; a closed request never changes.",
+        status=rec.status.value,
+    )
+
+
+def check_answer(rec: Record, a: Answer) -> None:
+    """Tenant, conversation, app, message, approver (and Slack Connect) — in that order."""
+    route, got = rec.route, rec.delivered
+    if route is None or route.surface != a.surface:
+        where = route.surface if route else "nobody"
+        raise WrongConversation(f"approval {rec.id} was delivered to {where}, not {a.surface}")
+    if isinstance(route, SlackRoute):
+        orgs = {route.team_id, route.enterprise_id} - {None}
+    elif isinstance(route, SmsRoute):
+        orgs = {route.from_number, route.messaging_service_sid} - {None}
+    else:
+        orgs = set()
+    if a.org not in orgs and (a.enterprise_id is None or a.enterprise_id not in orgs):
+        raise WrongTenant(
+            f"this answer came from {a.org}, which is not where approval {rec.id} was delivered"
+        )
+    if got is None:
+        raise WrongConversation(f"approval {rec.id} has not been delivered yet")
+    if got.app_id and a.app_id != got.app_id:
+        raise WrongConversation("this answer came through another Slack app")
+    if a.conversation != got.conversation:
+        raise WrongConversation(f"approval {rec.id} was not posted in this conversation")
+    if isinstance(route, SlackRoute) and a.message_ref not in got.message_refs:
+        raise WrongConversation(f"this message is not the card of approval {rec.id}")
+    if isinstance(route, SlackRoute):
+        clicker_belongs(route, a)
+    if a.actor not in route.approvers:
+        raise NotAnApprover(f"{a.actor} is not an approver of approval {rec.id}")
+    if a.verdict is Verdict.APPROVE_FOR_RUN and rec.mode is not ApprovalMode.ASK:
+        raise InvalidRequest("approve for this run is offered only for tools in mode ask")
+
+
+def clicker_belongs(route: SlackRoute, a: Answer) -> None:
+    """Slack Connect: the clicker's own workspace or org (`user.team_id`) must be the route's.
+
+    The installation's org (`team.enterprise_id`, `enterprise.id`) says where the card
+    lives, not who clicked: Slack sends it with every click on that org's cards, including
+    clicks by people of another organization in a shared channel.
+    """
+    if a.actor_org is None:
+        raise NotAnApprover("Slack did not say which workspace the clicker belongs to (user.team_id)")
+    if a.actor_org in route.approver_teams:
+        return
+    fix = ""
+    if a.actor_org.startswith("E"):
+        # On Enterprise Grid, Slack sends the org id as `user.team_id`.
+        fix = f"; if {a.actor_org} is this tenant's own Enterprise Grid org, set slack_enterprise for it"
+    raise NotAnApprover(
+        f"people from workspace {a.actor_org} cannot approve requests of this tenant (Slack Connect){fix}"
+    )
+
+
+def check_dashboard(rec: Record, user_id: str) -> None:
+    """A dashboard decision must be for a dashboard request, from one of its approvers."""
+    if rec.route is None or not isinstance(rec.route, DashboardRoute):
+        where = rec.route.surface if rec.route else "nobody (decided by policy)"
+        raise WrongConversation(
+            f"approval {rec.id} was delivered to {where}; only dashboard "
+            "requests are decided through this endpoint"
+        )
+    if user_id not in rec.route.approvers:
+        raise NotAnApprover(f"user {user_id} is not an approver of {rec.id}")
+
+
+# --- the one transition ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Closing:
+    """A requested transition: to what, by whom, and the conditions it must meet.
+
+    `check` refuses an answer that may not decide (see the checks above); a refusal is
+    audited in the same transaction when `audit_refusal`. `inbound` is the surface message
+    that carried the answer: it is recorded in that transaction, and if it was recorded
+    before, the answer was handled already and nothing changes.
+    """
+
+    to: ApprovalStatus
+    decided_by: DecidedBy
+    comment: str | None = None
+    tenant: str | None = None
+    check: Callable[[Record], None] | None = None
+    audit_refusal: bool = False
+    run_grant: str | None = None
+    inbound: tuple[SurfaceType, str] | None = None
+
+
+@dataclass(frozen=True)
+class Closed:
+    """What `close` did: the record as it now stands, a refusal to raise, and whether it closed."""
+
+    record: Record
+    refusal: CosignerError | None
+    changed: bool
+
+
+def refused(decided_by: DecidedBy, exc: CosignerError, wanted: ApprovalStatus) -> Event:
+    """The audit event of an answer that was not applied."""
+    return Event(
+        AuditEvent.DECISION_REFUSED,
+        actor_of(decided_by),
+        {"code": exc.code.value, "message": exc.message, "wanted": wanted.value},
+    )
+
+
+def close(
+    tx: Tx,
+    approval_id: str,
+    c: Closing,
+    clock: Callable[[], float],
+    *,
+    schema: str | None,
+    callback_window: float,
+) -> Closed:
+    """The one step that writes `status`, run inside one write transaction."""
+    rec = ledger.load(tx, approval_id, lock=True)
+    if rec is None or (c.tenant is not None and rec.tenant != c.tenant):
+        raise ApprovalNotFound(f"no approval {approval_id} for this caller")
+    now = clock()  # read once the row is locked: the expiry check is against this instant
+    if c.inbound is not None and not inbound.record(tx, *c.inbound, now):
+        return Closed(rec, None, False)
+    try:
+        if c.check is not None:
+            c.check(rec)
+        if rec.closed:
+            raise closed_error(rec)
+    except CosignerError as exc:
+        if not c.audit_refusal:
+            raise
+        return Closed(ledger.append(tx, rec, now, [refused(c.decided_by, exc, c.to)]), exc, False)
+    to, decided_by, comment = c.to, c.decided_by, c.comment
+    refusal: CosignerError | None = None
+    events: list[Event] = []
+    if rec.expires_at <= now and to is not ApprovalStatus.EXPIRED:
+        # A late answer never decides: the approval expires now instead.
+        refusal = ApprovalExpired(
+            f"approval {rec.id} expired before this answer; expiry means deny and nothing was done",
+            status=ApprovalStatus.EXPIRED.value,
+        )
+        events.append(refused(decided_by, refusal, to))
+        to, decided_by, comment = ApprovalStatus.EXPIRED, TimeoutDecider(), None
+    if not allowed(rec.status, to):
+        raise closed_error(rec)
+    events.append(Event(to.value, actor_of(decided_by), {"comment": comment}))
+    rec = ledger.append(
+        tx,
+        rec,
+        now,
+        events,
+        {"status": to.value, "decided_at": now, "decided_by": stored(decided_by), "comment": comment},
+        only_pending=True,
+    )
+    queue_after_close(tx, rec, now, c.run_grant, callback_window)
+    ledger.notify_closed(tx, schema, rec.id)
+    return Closed(rec, refusal, True)
+
+
+# --- what a transition queues ---------------------------------------------------
+
+
+def queue_callback(tx: Tx, approval_id: str, now: float, window: float) -> None:
+    """Queue the POST of the decision to the agent's `callbackUrl`."""
+    jobs.queue(tx, JobKind.CALLBACK, approval_id, {"delivery": new_id("dlv")}, now, now + window)
+
+
+def queue_card_update(tx: Tx, approval_id: str, now: float) -> None:
+    """Queue showing the outcome where the approval was delivered."""
+    jobs.queue(tx, JobKind.SHOW, approval_id, {}, now, now + CARD_UPDATE_WINDOW)
+
+
+def queue_after_close(tx: Tx, rec: Record, now: float, run_grant: str | None, callback_window: float) -> None:
+    """The callback, the card update and the run grant a closed approval asks for."""
+    if rec.callback_url:
+        queue_callback(tx, rec.id, now, callback_window)
+    if rec.delivered is not None:
+        queue_card_update(tx, rec.id, now)
+    if run_grant is not None and rec.status is ApprovalStatus.APPROVED:
+        ledger.grant_for_run(tx, rec, run_grant, now)

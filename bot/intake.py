@@ -1,0 +1,163 @@
+"""Taking a request in: one transaction that replays an earlier call or inserts the approval.
+
+Whether a call is denied, approved by policy or routed to a person is decided here; what
+happens to a pending approval after that is `bot.approval`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from bot.approval import new_id, queue_callback, stored
+from bot.bodies import actor_of
+from bot.checks import ambiguous, lookup
+from bot.policy import Policy, ToolRule
+from contracts.answers import DecidedBy, PolicyDecider
+from contracts.enums import ApprovalMode, ApprovalStatus, AuditEvent, JobKind, SurfaceType
+from contracts.errors import ApprovalModeUnsupported, ParametersMismatch, ToolCallCapExceeded
+from contracts.ports import DashboardRoute, Route
+from contracts.wire import ApprovalRequest
+from storage import approvals as ledger
+from storage import jobs
+from storage.audit import Event
+from storage.database import Tx
+from storage.records import Record, delivery_key, route_fields, route_to_json
+
+DELIVERY_WINDOW = 120.0
+
+
+@dataclass(frozen=True)
+class Created:
+    """What `_create_tx` decided, for the caller to answer with."""
+
+    record: Record
+    replay: bool
+    denied_by_policy: bool = False
+
+
+def create_tx(
+    tx: Tx,
+    policy: Policy,
+    now: float,
+    tenant: str,
+    req: ApprovalRequest,
+    rule: ToolRule,
+    dig: str,
+    shown: dict[str, Any],
+    routed: Route | ApprovalModeUnsupported | None,
+) -> Created:
+    """Insert the approval (or find the one this call made before) and queue its first jobs."""
+    calls = ledger.execution_calls(tx, tenant, req.executionId)
+    for row in calls:
+        if row.tool_call_id == req.toolCallId:
+            rec = Record.from_row(row)
+            if rec.digest != dig or rec.tool_name != req.toolName:
+                raise ParametersMismatch(
+                    f"executionId {req.executionId} + toolCallId {req.toolCallId} was "
+                    f"already used for {rec.tool_name} with other parameters "
+                    f"({rec.digest}); use a new toolCallId for a different call",
+                    approvalId=rec.id,
+                )
+            return Created(rec, replay=True)
+    mode = rule.mode
+    route = None if isinstance(routed, ApprovalModeUnsupported) else routed
+    decided_by: DecidedBy | None = None
+    status = ApprovalStatus.PENDING
+    if rule.deny:
+        decided_by, status = PolicyDecider(rule=f"{rule.source}.deny"), ApprovalStatus.DENIED
+    elif mode is ApprovalMode.NONE:
+        decided_by, status = PolicyDecider(rule=rule.describe()), ApprovalStatus.APPROVED
+    else:
+        cap = policy.max_gated_calls(tenant)
+        used = ledger.gated_count(calls)
+        if used >= cap:
+            raise ToolCallCapExceeded(
+                f"execution {req.executionId} has made {used} gated calls; the cap is {cap} "
+                "(max_gated_calls_per_execution). Start a new execution or raise the cap "
+                "in the policy.",
+                limit=cap,
+            )
+        decided_by = policy_approval(tx, tenant, req, rule)
+        if decided_by is not None:
+            status, route = ApprovalStatus.APPROVED, None
+        elif isinstance(routed, ApprovalModeUnsupported):
+            raise routed
+    if status is not ApprovalStatus.PENDING:
+        route = None
+    timeout = policy.timeout_for(
+        rule, route.surface if route else SurfaceType(req.surface.type), req.timeoutSeconds
+    )
+    approval_id = new_id("apv")
+    events = [
+        Event(
+            AuditEvent.REQUESTED,
+            {"kind": "agent", "tenant": tenant},
+            {
+                "executionId": req.executionId,
+                "toolCallId": req.toolCallId,
+                "toolName": req.toolName,
+                "parameters": shown,
+                "parametersDigest": dig,
+                "reason": req.reason,
+                "surface": req.surface.model_dump(mode="json"),
+                "policy": rule.describe(),
+                "mode": mode.value,
+                "route": route_fields(route) if route else None,
+            },
+        )
+    ]
+    if decided_by is not None:
+        events.append(Event(status.value, actor_of(decided_by), {"comment": None}))
+    values = {
+        "id": approval_id,
+        "tenant": tenant,
+        "execution_id": req.executionId,
+        "tool_call_id": req.toolCallId,
+        "tool_name": req.toolName,
+        "kind": rule.kind.value,
+        "mode": mode.value,
+        "status": status.value,
+        "parameters": json.dumps(shown, separators=(",", ":")),
+        "parameters_digest": dig,
+        "reason": req.reason,
+        "surface": req.surface.model_dump_json(),
+        "route": route_to_json(route) if route else None,
+        "delivered": None,
+        "delivery_key": delivery_key(route) if route else None,
+        "short_code": ledger.short_code(tx, route) if route else "0000",
+        "policy_rule": rule.describe(),
+        "callback_url": str(req.callbackUrl) if req.callbackUrl else None,
+        "created_at": now,
+        "expires_at": now + timeout,
+        "decided_at": None if decided_by is None else now,
+        "decided_by": stored(decided_by) if decided_by else None,
+        "comment": None,
+    }
+    rec = ledger.insert_approval(tx, values, events)
+    if route is not None and not isinstance(route, DashboardRoute):
+        jobs.queue(tx, JobKind.DELIVER, approval_id, {}, now, now + DELIVERY_WINDOW)
+    if decided_by is not None and values["callback_url"]:
+        queue_callback(tx, approval_id, now, policy.defaults.callback_retry_window)
+    return Created(rec, replay=False, denied_by_policy=rule.deny)
+
+
+def policy_approval(tx: Tx, tenant: str, req: ApprovalRequest, rule: ToolRule) -> DecidedBy | None:
+    """Approve by policy: below a threshold, or an earlier 'approve for this run'."""
+    if rule.allow_below is not None and not ambiguous(req.parameters, rule.allow_below.parameter):
+        value = lookup(req.parameters, rule.allow_below.parameter)
+        # Below the threshold but not negative: a negative amount is not a small one.
+        if (
+            isinstance(value, (int, float))
+            and not isinstance(value, bool)
+            and 0 <= value < rule.allow_below.value
+        ):
+            return PolicyDecider(
+                rule=f"{rule.source}.allow_below ({rule.allow_below.parameter} < {rule.allow_below.value:g})"
+            )
+    if rule.mode is ApprovalMode.ASK:
+        grant = ledger.run_grant(tx, tenant, req.executionId, req.toolName)
+        if grant is not None:
+            return PolicyDecider(rule=f"approved for this run by {grant.granted_by} ({grant.approval_id})")
+    return None

@@ -1,0 +1,67 @@
+"""The SMS surface's own state: typed on the way in, stored in the rows it always used."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from contracts.enums import SurfaceType
+from storage import inbound, sms_state
+from storage.database import Tx
+from storage.tables import flags
+from tests.harness import database
+
+ALICE = "+15550000001"
+NOW = 1_700_000_000.0
+
+
+def rows(tx: Tx) -> set[tuple[str, str, str]]:
+    return {(r.namespace, r.key, r.value) for r in tx.execute(sa.select(flags))}
+
+
+async def test_each_fact_keeps_the_row_an_existing_deployment_has(db_kind: str) -> None:
+    async with database(db_kind) as db:
+
+        def write(tx: Tx) -> None:
+            sms_state.set_opted_out(tx, ALICE, True, NOW)
+            sms_state.mark_texting(tx, "apv_1", ALICE, NOW)
+            sms_state.record_sent(tx, "apv_1", ALICE, "SM1", NOW)
+            assert sms_state.first_outcome(tx, "apv_1", ALICE, NOW)
+            assert inbound.record(tx, SurfaceType.SMS, "SM9", NOW)
+
+        await db.run_write(write)
+        assert await db.run_read(rows) == {
+            ("sms_opt_out", ALICE, "1"),
+            ("sms_to", f"apv_1:{ALICE}", "1"),
+            ("sms_sid", "SM1", "apv_1"),
+            ("sms_sent", f"apv_1:{ALICE}", "SM1"),
+            ("sms_outcome", f"apv_1:{ALICE}", "1"),
+            ("sms_in", "SM9", "1"),
+        }
+
+
+async def test_facts_read_back_and_repeat_once(db_kind: str) -> None:
+    async with database(db_kind) as db:
+
+        def write(tx: Tx) -> None:
+            sms_state.set_opted_out(tx, ALICE, True, NOW)
+            sms_state.record_sent(tx, "apv_1", ALICE, "SM1", NOW)
+
+        await db.run_write(write)
+
+        def read(tx: Tx) -> tuple[object, ...]:
+            return (
+                sms_state.opted_out(tx, ALICE),
+                sms_state.sent_sid(tx, "apv_1", ALICE),
+                sms_state.approval_of_sid(tx, "SM1"),
+                sms_state.was_texted(tx, "apv_1", ALICE),
+                inbound.seen(tx, SurfaceType.SMS, "SM9"),
+            )
+
+        assert await db.run_read(read) == (True, "SM1", "apv_1", False, False)
+        await db.run_write(lambda tx: sms_state.set_opted_out(tx, ALICE, False, NOW))
+        assert not await db.run_read(lambda tx: sms_state.opted_out(tx, ALICE))
+        assert await db.run_write(lambda tx: sms_state.first_outcome(tx, "apv_1", ALICE, NOW))
+        assert not await db.run_write(lambda tx: sms_state.first_outcome(tx, "apv_1", ALICE, NOW))
+        assert await db.run_write(lambda tx: inbound.record(tx, SurfaceType.SMS, "SM9", NOW))
+        assert not await db.run_write(lambda tx: inbound.record(tx, SurfaceType.SMS, "SM9", NOW))
+        assert await db.run_read(lambda tx: inbound.seen(tx, SurfaceType.SMS, "SM9"))
