@@ -9,12 +9,15 @@ use a one-second timeout and the SDK waits through it.
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from cosigner import Cosigner, DashboardSurface
@@ -94,3 +97,41 @@ def target(request: pytest.FixtureRequest) -> Target:
 def run_id() -> str:
     """A fresh execution id."""
     return f"run_{uuid.uuid4().hex[:12]}"
+
+
+class Polling(httpx.HTTPTransport):
+    """A transport that sets `polling` once a long-poll (`?wait=`) has been sent."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.polling = threading.Event()
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        if "wait" in request.url.params:
+            self.polling.set()
+        return super().handle_request(request)
+
+
+class AsyncPolling(httpx.AsyncBaseTransport):
+    """An in-process (ASGI) transport that sets `polling` once a long-poll has been sent."""
+
+    def __init__(self, app: Any) -> None:
+        self.inner = httpx.ASGITransport(app=app)
+        self.polling = asyncio.Event()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if "wait" in request.url.params:
+            self.polling.set()
+        return await self.inner.handle_async_request(request)
+
+
+def results_of(audit: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The `result` events' data of an audit trail."""
+    return [e["data"] for e in audit if e["event"] == "result"]
+
+
+@pytest.fixture
+def inprocess_client(inprocess: Target) -> Iterator[Cosigner]:
+    """A blocking client of the in-process server, as tenant `acme`."""
+    with inprocess.client() as client:
+        yield client
