@@ -2,15 +2,31 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass, fields
 from datetime import datetime
-from typing import Annotated, Any
+from functools import cache
+from typing import Annotated, Any, TypeVar
 
 from pydantic import Field, TypeAdapter
 
 from cosigner._protocol import ApprovalStatus, DeciderKind, wire
 
 __all__ = ["DecidedBy", "Decision", "parse_approval"]
+
+T = TypeVar("T")
+
+
+@cache
+def _defaults(cls: type) -> dict[str, Any]:
+    return {f.name: f.default for f in fields(cls) if f.default is not MISSING}
+
+
+def _build(cls: type[T], values: dict[str, Any]) -> T:
+    """A frozen dataclass without its __init__: frozen field-by-field assignment is slow."""
+    obj = object.__new__(cls)
+    obj.__dict__.update(_defaults(cls), **values)
+    return obj
+
 
 _APPROVAL: TypeAdapter[Any] = TypeAdapter(
     Annotated[wire.ApprovalStart | wire.Decision, Field(discriminator="type")]
@@ -31,13 +47,18 @@ class DecidedBy:
     @classmethod
     def from_wire(cls, model: Any) -> DecidedBy:
         """The view of a wire `decidedBy` model."""
-        return cls(
-            kind=DeciderKind(model.kind),
-            surface=getattr(model, "surface", None),
-            user_id=getattr(model, "userId", None),
-            team_id=getattr(model, "teamId", None),
-            rule=getattr(model, "rule", None),
-            code=getattr(model, "code", None),
+        # The model's fields, not getattr: a missing attribute on a pydantic model is slow.
+        given = model.__dict__
+        return _build(
+            cls,
+            {
+                "kind": DeciderKind(model.kind),
+                "surface": given.get("surface"),
+                "user_id": given.get("userId"),
+                "team_id": given.get("teamId"),
+                "rule": given.get("rule"),
+                "code": given.get("code"),
+            },
         )
 
 
@@ -86,19 +107,15 @@ class Decision:
             "parameters_digest": model.parametersDigest,
         }
         if isinstance(model, wire.ApprovalStart):
-            return cls(
-                **common,
-                parameters=model.parameters,
-                expires_at=model.expiresAt,
-                short_code=model.shortCode,
+            common.update(parameters=model.parameters, expires_at=model.expiresAt, short_code=model.shortCode)
+        else:
+            common.update(
+                decided_by=DecidedBy.from_wire(model.decidedBy),
+                decided_at=model.decidedAt,
+                comment=model.comment,
+                grant=model.grant,
             )
-        return cls(
-            **common,
-            decided_by=DecidedBy.from_wire(model.decidedBy),
-            decided_at=model.decidedAt,
-            comment=model.comment,
-            grant=model.grant,
-        )
+        return _build(cls, common)
 
 
 def parse_approval(content: bytes | str | dict[str, Any]) -> Decision:
