@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
+import httpx
 import pytest
 
 from cosigner import ApprovalStatus, AsyncCosigner, DeciderKind, Decision, HeadlessSurface
@@ -16,7 +17,7 @@ from cosigner.errors import (
     PermissionDenied,
     Unauthenticated,
 )
-from tests.harness import BASE_URL, Harness, cosigner_app
+from tests.harness import BASE_URL, Harness, cosigner_app, until
 from tests.sdk.conftest import SURFACE, USER, AsyncPolling
 
 REFUND = {"orderId": "ord_1", "amountCents": 12900}
@@ -107,3 +108,30 @@ async def test_wait_with_a_timeout_and_the_result_report(clients: Clients) -> No
     assert [e["data"] for e in events if e["event"] == "result"] == [
         {"outcome": "succeeded", "result": {"refundId": "re_1"}, "error": None}
     ]
+
+
+class _ShortPolls(AsyncPolling):
+    """Answers each 60 s long-poll at once (as the server does when its 60 s run out)."""
+
+    def __init__(self, app: object) -> None:
+        super().__init__(app)
+        self.asked: list[str] = []
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if "wait" in request.url.params:
+            self.asked.append(request.url.params["wait"])
+            request.url = request.url.copy_set_param("wait", "0")
+        return await super().handle_async_request(request)
+
+
+async def test_waiting_polls_again_when_a_long_poll_ends_undecided(clients: Clients) -> None:
+    transport = _ShortPolls(clients.h.app)
+    key = clients.agent.config.headers["Authorization"].removeprefix("Bearer ")
+    async with AsyncCosigner(url=BASE_URL, api_key=key, transport=transport) as agent:
+        handle = await ask(agent)
+        waiting = asyncio.create_task(agent.wait(handle))
+        await until(lambda: len(transport.asked) >= 3)
+        assert not waiting.done()
+        await clients.person.decide(handle, decision="approve", user_id=USER)
+        d = await waiting
+    assert d.approved and set(transport.asked) == {"60"}
