@@ -58,12 +58,18 @@ def configure(url: str | None, api_key: str | None, timeout: float, retry_for: f
 
 
 def _checked(model: type[wire.Wire], body: dict[str, Any]) -> bytes:
+    # Checked as the server checks it: the JSON bytes that will be sent, against the model.
     try:
-        return model.model_validate(body).model_dump_json(exclude_none=True).encode()
+        raw = json.dumps({k: v for k, v in body.items() if v is not None}, separators=(",", ":")).encode()
+    except (TypeError, ValueError) as exc:
+        raise InvalidRequest(f"body is not JSON: {exc}", field="body") from None
+    try:
+        model.model_validate_json(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "body"
         raise InvalidRequest(f"{where}: {first['msg']}", field=where) from None
+    return raw
 
 
 def approval_body(
@@ -86,7 +92,7 @@ def approval_body(
             "toolName": tool_name,
             "parameters": dict(parameters),
             "reason": reason,
-            "surface": surface.to_wire(),
+            "surface": surface.to_json(),
             "timeoutSeconds": timeout_seconds,
             "callbackUrl": callback_url,
         },
@@ -96,7 +102,7 @@ def approval_body(
 def admit_body(execution_id: str, surface: Surface, tools: list[str]) -> bytes:
     """The `POST /v1/runs/admit` body."""
     return _checked(
-        wire.AdmitRequest, {"executionId": execution_id, "surface": surface.to_wire(), "tools": tools}
+        wire.AdmitRequest, {"executionId": execution_id, "surface": surface.to_json(), "tools": tools}
     )
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import MISSING, dataclass, fields
 from datetime import datetime
-from functools import cache
 from typing import Annotated, Any, TypeVar
 
 from pydantic import Field, TypeAdapter
@@ -16,9 +15,14 @@ __all__ = ["DecidedBy", "Decision", "parse_approval"]
 T = TypeVar("T")
 
 
-@cache
+_DEFAULTS: dict[type, dict[str, Any]] = {}
+
+
 def _defaults(cls: type) -> dict[str, Any]:
-    return {f.name: f.default for f in fields(cls) if f.default is not MISSING}
+    found = _DEFAULTS.get(cls)
+    if found is None:
+        found = _DEFAULTS[cls] = {f.name: f.default for f in fields(cls) if f.default is not MISSING}
+    return found
 
 
 def _build(cls: type[T], values: dict[str, Any]) -> T:

@@ -23,9 +23,12 @@ class _Surface:
     """Base of the SDK's surfaces: built from keyword arguments, sent as the wire model."""
 
     _model: Any
+    _json: dict[str, Any]
 
     def _check(self, body: dict[str, Any]) -> None:
-        object.__setattr__(self, "_model", _WIRE.validate_python(body))
+        model = _WIRE.validate_python(body)
+        object.__setattr__(self, "_model", model)
+        object.__setattr__(self, "_json", model.model_dump(mode="json", exclude_none=True))
 
     def to_wire(self) -> Any:
         """The wire surface model."""
@@ -33,7 +36,7 @@ class _Surface:
 
     def to_json(self) -> dict[str, Any]:
         """The surface as sent on the wire (camelCase, no unset fields)."""
-        return dict(self._model.model_dump(mode="json", exclude_none=True))
+        return dict(self._json)
 
 
 @dataclass(frozen=True)
