@@ -218,7 +218,7 @@ def own_work() -> tuple[float, float]:
 
 async def main_async(args: argparse.Namespace) -> None:
     server_core, client_core = pick_cores()
-    print(machine())
+    print(machine().split("; client:")[0] + f"; clients: httpx {httpx.__version__}, blocking, keep-alive")
     async with running_server("sqlite", "", server_core, "WARNING", policy_text=POLICY) as server:
         if client_core is not None:
             os.sched_setaffinity(0, {client_core})
