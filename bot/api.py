@@ -14,12 +14,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from bot.audit import event_to_json
+from bot.bodies import decision_body, start_body
 from bot.engine import Engine
 from bot.redaction import redact
 from bot.tenants import TenantKeys
 from contracts.errors import CosignerError, InvalidRequest
 from contracts.wire import AdmitRequest, ApprovalRequest, DecisionRequest, ResultReport
+from storage.audit import event_to_json
 
 log = logging.getLogger("cosigner.api")
 MAX_BODY = 1024 * 1024
@@ -156,7 +157,7 @@ class Api:
         approval_id = request.path_params["approval_id"]
         rec = await self.engine.record(approval_id, tenant)
         return StreamingResponse(
-            self._stream(tenant, rec.id, rec.start_body()),
+            self._stream(tenant, rec.id, start_body(rec)),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
         )
@@ -166,7 +167,7 @@ class Api:
         while True:
             rec = await self.engine.wait(tenant, approval_id, 15)
             if rec.closed:
-                body = rec.decision_body(self.engine.signer, self.engine.grant_ttl)
+                body = decision_body(rec, self.engine.signer, self.engine.grant_ttl)
                 yield f"event: approval_decided\ndata: {json.dumps(body)}\n\n"
                 return
             yield ": keep-alive\n\n"

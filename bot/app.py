@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +23,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from bot.api import JSON, Api
+from bot.egress import parse_allow_list
 from bot.engine import Engine
 from bot.grants import GrantSigner
 from bot.metrics import Metrics
@@ -31,6 +33,7 @@ from bot.policy import Policy
 from bot.routing import SmsSender
 from bot.settings import Settings
 from bot.tenants import TenantKeys
+from bot.transport import callback_client
 from bot.workers import ExpirySweeper, JobWorker
 from contracts.errors import CosignerError
 from contracts.ports import ApprovalDesk, SurfaceAdapter
@@ -92,6 +95,7 @@ def default_surfaces(settings: Settings) -> list[SurfaceFactory]:
             client_secret=settings.slack_client_secret,
             api_url=settings.slack_api_url,
             app_id=settings.slack_app_id,
+            token_secret=settings.secret,
         )
         factories.append(lambda desk, engine: SlackAdapter(config, desk, engine))
     if settings.sms_enabled:
@@ -122,13 +126,22 @@ def build_app(
     run_workers: bool = True,
     extra_routes: Sequence[BaseRoute] = (),
     migrate: bool | None = None,
+    clock: Callable[[], float] = time.time,
 ) -> Starlette:
-    """The Cosigner ASGI app; `app.state.parts` holds its parts once started."""
+    """The Cosigner ASGI app; `app.state.parts` holds its parts once started.
+
+    `clock` (UNIX seconds) is the one source of time for creation, expiry, answers, jobs
+    and grants, so tests move time forward instead of sleeping.
+    """
     if not settings.secret:
         raise ConfigurationError(
             "COSIGNER_SECRET is not set; set it to a long random string, "
             "e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))'"
         )
+    try:
+        callback_allow = parse_allow_list(settings.callback_allow)
+    except ValueError as exc:
+        raise ConfigurationError(str(exc)) from exc
     db = db or Database(settings.database_url, pool_size=settings.database_pool_size)
     metrics = Metrics()
     notifier = Notifier()
@@ -139,20 +152,22 @@ def build_app(
         metrics=metrics,
         notifier=notifier,
         sms_sender=SmsSender(settings.twilio_from_number, settings.twilio_messaging_service_sid),
+        clock=clock,
+        callback_allow=callback_allow,
     )
     adapters: dict[str, SurfaceAdapter] = {}
     for factory in default_surfaces(settings) if surfaces is None else surfaces:
         adapter = factory(engine, db.writer)
         adapters[adapter.name] = adapter
     engine.surfaces |= set(adapters)
-    keys = TenantKeys(db)
+    keys = TenantKeys(db, clock)
     parts = Parts(
         settings=settings,
         db=db,
         engine=engine,
         keys=keys,
         surfaces=adapters,
-        http=http or httpx.AsyncClient(follow_redirects=False),
+        http=http or callback_client(callback_allow),
     )
     should_migrate = db.is_sqlite if migrate is None else migrate
 
@@ -173,16 +188,6 @@ def build_app(
                 asyncio.create_task(worker.run(parts.stop)),
                 asyncio.create_task(sweeper.run(parts.stop)),
             ]
-        log.info(
-            "cosigner started",
-            extra={
-                "url": settings.public_url,
-                "surface": ",".join(sorted(engine.surfaces)),
-                "route": db.dialect,
-            },
-        )
-        for warning in partial_configuration(settings):
-            log.warning(warning)
         try:
             yield
         finally:
@@ -267,6 +272,22 @@ def build_app(
     )
     app.state.parts = parts
     return app
+
+
+def announce(app: Any, port: int) -> None:
+    """Log `cosigner started` (and any half-configured surface) once the server listens."""
+    parts = parts_of(app)
+    log.info(
+        "cosigner started",
+        extra={
+            "url": parts.settings.public_url,
+            "port": port,
+            "database": parts.db.dialect,
+            "surfaces": sorted(parts.engine.surfaces),
+        },
+    )
+    for warning in partial_configuration(parts.settings):
+        log.warning(warning)
 
 
 def parts_of(app: Any) -> Parts:

@@ -7,9 +7,10 @@ import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
+from bot.egress import AllowList, EgressRefused, check_url
 from bot.policy import Policy
-from bot.records import Record
 from bot.redaction import measure
+from contracts.digest import CanonicalFormError, canonical_json
 from contracts.enums import ApprovalMode, ApprovalStatus, Verdict
 from contracts.errors import (
     AlreadyDecided,
@@ -21,6 +22,7 @@ from contracts.errors import (
     WrongTenant,
 )
 from contracts.ports import Answer, SlackRoute, SmsRoute
+from storage.records import Record
 
 MAX_PARAMETER_BYTES = 64 * 1024
 MAX_PARAMETER_DEPTH = 20
@@ -64,16 +66,32 @@ def check_answer(rec: Record, a: Answer) -> None:
         raise WrongConversation(f"approval {rec.id} was not posted in this conversation")
     if isinstance(route, SlackRoute) and a.message_ref not in got.message_refs:
         raise WrongConversation(f"this message is not the card of approval {rec.id}")
-    if isinstance(route, SlackRoute) and a.actor_org is not None:
-        teams = set(route.approver_teams)
-        if a.actor_org not in teams and (a.enterprise_id is None or a.enterprise_id not in teams):
-            raise NotAnApprover(
-                f"people from workspace {a.actor_org} cannot approve requests of this tenant (Slack Connect)"
-            )
+    if isinstance(route, SlackRoute):
+        clicker_belongs(route, a)
     if a.actor not in route.approvers:
         raise NotAnApprover(f"{a.actor} is not an approver of approval {rec.id}")
     if a.verdict is Verdict.APPROVE_FOR_RUN and rec.mode is not ApprovalMode.ASK:
         raise InvalidRequest("approve for this run is offered only for tools in mode ask")
+
+
+def clicker_belongs(route: SlackRoute, a: Answer) -> None:
+    """Slack Connect: the clicker's own workspace or org (`user.team_id`) must be the route's.
+
+    The installation's org (`team.enterprise_id`, `enterprise.id`) says where the card
+    lives, not who clicked: Slack sends it with every click on that org's cards, including
+    clicks by people of another organization in a shared channel.
+    """
+    if a.actor_org is None:
+        raise NotAnApprover("Slack did not say which workspace the clicker belongs to (user.team_id)")
+    if a.actor_org in route.approver_teams:
+        return
+    fix = ""
+    if a.actor_org.startswith("E"):
+        # On Enterprise Grid, Slack sends the org id as `user.team_id`.
+        fix = f"; if {a.actor_org} is this tenant's own Enterprise Grid org, set slack_enterprise for it"
+    raise NotAnApprover(
+        f"people from workspace {a.actor_org} cannot approve requests of this tenant (Slack Connect){fix}"
+    )
 
 
 def check_dashboard(rec: Record, user_id: str) -> None:
@@ -114,15 +132,23 @@ def ambiguous(parameters: Mapping[str, Any], path: str) -> bool:
 
 
 def json_limits(parameters: Any, field: str = "parameters") -> None:
-    """Refuse JSON nested deeper than 20 levels, over 64 KiB, or holding NaN/Infinity."""
+    """Refuse JSON nested deeper than 20 levels, over 64 KiB, or without an RFC 8785 form
+    (NaN, Infinity, integers beyond ±(2^53−1)): the digest is computed over that form."""
     if measure(parameters, MAX_PARAMETER_DEPTH) > MAX_PARAMETER_DEPTH:
         raise InvalidRequest(
             f"{field} nest deeper than {MAX_PARAMETER_DEPTH} levels; flatten them", field=field
         )
+    # The JCS writer is pure Python and ten times slower than json.dumps: bound the work with
+    # a C-speed estimate first, far enough above the limit never to refuse what JCS would take.
+    rough = len(
+        json.dumps(parameters, separators=(",", ":"), ensure_ascii=False).encode(errors="surrogatepass")
+    )
+    if rough > 2 * MAX_PARAMETER_BYTES:
+        raise InvalidRequest(f"{field} are {rough} bytes; the limit is {MAX_PARAMETER_BYTES}", field=field)
     try:
-        size = len(json.dumps(parameters, separators=(",", ":"), allow_nan=False))
-    except ValueError as exc:
-        raise InvalidRequest(f"{field} must be JSON without NaN or Infinity", field=field) from exc
+        size = len(canonical_json(parameters, field))
+    except CanonicalFormError as exc:
+        raise InvalidRequest(str(exc), field=exc.path) from exc
     if size > MAX_PARAMETER_BYTES:
         raise InvalidRequest(f"{field} are {size} bytes; the limit is {MAX_PARAMETER_BYTES}", field=field)
 
@@ -150,3 +176,11 @@ def surface_belongs(policy: Policy, tenant: str, surface: Any) -> None:
             f"[tenants.{tenant}]",
             field="surface.teamId",
         )
+
+
+def callback_allowed(url: str, allow: AllowList) -> None:
+    """Refuse a `callbackUrl` with a scheme or literal address the egress rules refuse."""
+    try:
+        check_url(url, allow)
+    except EgressRefused as exc:
+        raise InvalidRequest(str(exc), field="callbackUrl") from exc

@@ -5,31 +5,41 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import os
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NoReturn
 
-import sqlalchemy as sa
-
-from bot.audit import event_to_json, verify_chains
 from bot.grants import callback_secret
 from bot.policy import Policy, load_policy, load_policy_file
-from bot.settings import Settings
+from bot.server import ListenError, valid_port
+from bot.settings import Settings, SettingsError, load_settings
 from bot.tenants import TenantKeys
 from contracts.errors import CosignerError, PolicyError
-from storage.database import Database, DatabaseUrlError, head_revision, safe_url
-from storage.tables import audit_events
+from storage.audit import event_to_json, stream_since, verify_chains
+from storage.audit import events_of as audit_rows
+from storage.database import (
+    Database,
+    DatabaseError,
+    DatabaseUrlError,
+    head_revision,
+    missing_sqlite_file,
+    safe_url,
+)
+
+log = logging.getLogger("cosigner.cli")
+
+
+class UsageError(Exception):
+    """A command was given something it cannot use; the message names the fix."""
 
 
 def _policy(settings: Settings) -> Policy:
     if settings.policy:
         return load_policy_file(settings.policy)
-    print(
-        "warning: COSIGNER_POLICY is not set; every tool is treated as danger (a person approves each call)",
-        file=sys.stderr,
-    )
+    log.warning("COSIGNER_POLICY is not set; every tool is treated as danger (a person approves each call)")
     return load_policy("")
 
 
@@ -37,10 +47,11 @@ def serve(args: argparse.Namespace) -> int:
     """Run the server."""
     import uvicorn
 
-    from bot.app import build_app
+    from bot.app import announce, build_app
     from bot.logs import configure
+    from bot.server import Server, bind
 
-    settings = Settings()
+    settings = load_settings()
     configure(settings.log_level)
     policy = _policy(settings)
 
@@ -52,21 +63,27 @@ def serve(args: argparse.Namespace) -> int:
         finally:
             await db.close()
 
-    asyncio.run(check())
-    app = build_app(settings, policy=policy)
-    # Keep idle connections longer than a load balancer's idle timeout (60 s is common):
-    # otherwise the server closes a connection the balancer is about to reuse, and that
-    # request fails with a reset.
-    uvicorn.run(
-        app,
-        host=args.host,
-        port=args.port,
-        log_level="warning",
-        proxy_headers=True,
-        timeout_graceful_shutdown=5,
-        timeout_keep_alive=75,
-        backlog=4096,
-    )
+    sock = bind(args.host, args.port)
+    try:
+        asyncio.run(check())
+        app = build_app(settings, policy=policy)
+        # Keep idle connections longer than a load balancer's idle timeout (60 s is common):
+        # otherwise the server closes a connection the balancer is about to reuse, and that
+        # request fails with a reset. log_config=None: uvicorn logs through bot.logs, as JSON.
+        config = uvicorn.Config(
+            app,
+            log_config=None,
+            log_level="warning",
+            access_log=False,
+            proxy_headers=True,
+            timeout_graceful_shutdown=5,
+            timeout_keep_alive=75,
+            backlog=4096,
+        )
+        port = sock.getsockname()[1]
+        Server(config, on_listening=lambda: announce(app, port)).run(sockets=[sock])
+    finally:
+        sock.close()
     return 0
 
 
@@ -88,7 +105,7 @@ async def _migrate(settings: Settings) -> str | None:
 
 def migrate(args: argparse.Namespace) -> int:
     """Bring the database schema up to date."""
-    revision = asyncio.run(_migrate(Settings()))
+    revision = asyncio.run(_migrate(load_settings()))
     print(f"database is at revision {revision}")
     return 0
 
@@ -110,8 +127,19 @@ async def _require_schema(db: Database) -> None:
         )
 
 
-async def _with_db(fn: Any) -> Any:
-    settings = Settings()
+def _require_file(url: str) -> None:
+    """Reading commands refuse a SQLite file that does not exist rather than create an empty one."""
+    missing = missing_sqlite_file(url)
+    if missing is not None:
+        raise UsageError(
+            f"no database at {missing}; check COSIGNER_DATABASE_URL (`cosigner migrate` creates a new one)"
+        )
+
+
+async def _with_db(fn: Any, *, create: bool = False) -> Any:
+    settings = load_settings()
+    if not create:
+        _require_file(settings.database_url)
     db = Database(settings.database_url)
     try:
         await _require_schema(db)
@@ -126,8 +154,8 @@ def tenants_create(args: argparse.Namespace) -> int:
     async def go(db: Database, settings: Settings) -> str:
         return await TenantKeys(db).create(args.name)
 
-    key = asyncio.run(_with_db(go))
-    settings = Settings()
+    key = asyncio.run(_with_db(go, create=True))
+    settings = load_settings()
     print(f"tenant {args.name} created.")
     print(f"API key (shown once; only its hash is stored): {key}")
     if settings.secret:
@@ -143,7 +171,7 @@ def tenants_create(args: argparse.Namespace) -> int:
 
 def tenants_secret(args: argparse.Namespace) -> int:
     """Print a tenant's callback signing secret (derived from COSIGNER_SECRET)."""
-    settings = Settings()
+    settings = load_settings()
     if not settings.secret:
         print("error: set COSIGNER_SECRET (the server's value) to derive callback secrets", file=sys.stderr)
         return 2
@@ -152,8 +180,7 @@ def tenants_secret(args: argparse.Namespace) -> int:
         return await TenantKeys(db).names()
 
     if args.name not in asyncio.run(_with_db(go)):
-        print(f"error: no tenant {args.name!r}; create it with `cosigner tenants create`", file=sys.stderr)
-        return 2
+        raise UsageError(f"no tenant {args.name!r}; create it with `cosigner tenants create`")
     print(callback_secret(settings.secret, args.name))
     return 0
 
@@ -203,20 +230,13 @@ def audit_show(args: argparse.Namespace) -> int:
 
     async def go(db: Database, settings: Settings) -> list[Any]:
         async with db.read() as conn:
-            return list(
-                (
-                    await conn.execute(
-                        sa.select(audit_events)
-                        .where(audit_events.c.approval_id == args.id)
-                        .order_by(audit_events.c.seq)
-                    )
-                ).all()
-            )
+            return await audit_rows(conn, args.id)
 
     rows = asyncio.run(_with_db(go))
     if not rows:
-        print(f"no audit events for {args.id}", file=sys.stderr)
-        return 1
+        raise UsageError(
+            f"no audit events for {args.id!r}; give an approval id (apv_…), e.g. from `cosigner audit export`"
+        )
     for row in rows:
         when = datetime.fromtimestamp(row.at, UTC).isoformat(timespec="milliseconds")
         print(f"{row.seq:>3} {when} {row.event:<18} {row.actor} {row.data}")
@@ -229,7 +249,7 @@ def _since(text: str | None) -> float:
     try:
         when = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError as exc:
-        raise SystemExit(f"--since {text!r}: give an ISO 8601 time, e.g. 2026-11-01T00:00:00Z") from exc
+        raise UsageError(f"--since {text!r}: give an ISO 8601 time, e.g. 2026-11-01T00:00:00Z") from exc
     # A time without a zone means UTC, as everywhere else in the audit log.
     return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
 
@@ -241,12 +261,7 @@ def audit_export(args: argparse.Namespace) -> int:
     async def go(db: Database, settings: Settings) -> int:
         count = 0
         async with db.read() as conn:
-            result = await conn.stream(
-                sa.select(audit_events)
-                .where(audit_events.c.at >= since)
-                .order_by(audit_events.c.at, audit_events.c.id)
-            )
-            async for row in result:
+            async for row in stream_since(conn, since):
                 sys.stdout.write(json.dumps(event_to_json(row)) + "\n")
                 count += 1
         return count
@@ -272,17 +287,25 @@ def audit_verify(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, reporting a usage mistake as one `error:` line like every other failure."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print one line naming the mistake and where help is, and exit 2."""
+        self.exit(2, f"error: {self.prog}: {message}; see `{self.prog} --help`\n")
+
+
 def parser() -> argparse.ArgumentParser:
     """The argument parser."""
-    p = argparse.ArgumentParser(prog="cosigner", description="Approval gate for AI agents.")
+    p = _Parser(prog="cosigner", description="Approval gate for AI agents.")
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("serve", help="run the server (configured by environment)")
     s.add_argument("--host", default="127.0.0.1")
-    s.add_argument("--port", type=int, default=8000)
+    s.add_argument("--port", type=valid_port, default=8000)
     s.set_defaults(fn=serve)
     d = sub.add_parser("dev", help="run the sandbox: emulated Slack and Twilio, demo tenant")
     d.add_argument("--host", default="127.0.0.1")
-    d.add_argument("--port", type=int, default=8000)
+    d.add_argument("--port", type=valid_port, default=8000)
     d.add_argument("--data", default="cosigner-data", help="folder for the sandbox database")
     d.set_defaults(fn=dev)
     sub.add_parser("migrate", help="create or upgrade the database schema").set_defaults(fn=migrate)
@@ -322,16 +345,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PolicyError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except (CosignerError, DatabaseUrlError) as exc:
+    except (CosignerError, DatabaseUrlError, SettingsError, ListenError, UsageError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         # `cosigner audit export | head` closed our stdout: that is not an error.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except (sa.exc.DBAPIError, OSError) as exc:
+    except (DatabaseError, OSError) as exc:
         print(
-            f"error: cannot use the database at {safe_url(Settings().database_url)} "
+            f"error: cannot use the database at {safe_url(load_settings().database_url)} "
             f"({type(exc).__name__}); check COSIGNER_DATABASE_URL and that the server is up",
             file=sys.stderr,
         )

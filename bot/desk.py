@@ -10,19 +10,17 @@ import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import sqlalchemy as sa
-from sqlalchemy.engine import Connection
-
-from bot import ledger
-from bot.audit import Event
 from bot.checks import check_answer
 from bot.policy import Policy
-from bot.records import Record, delivered_to_json
 from bot.redaction import redact
-from contracts.enums import ApprovalStatus, Verdict
-from contracts.ports import Answer, ApprovalCard, Delivered, Placed
-from storage.database import Database
-from storage.tables import flags
+from contracts.enums import ApprovalStatus, JobKind, SurfaceType, Verdict
+from contracts.ports import Answer, ApprovalCard, Delivered, Placed, inbound_namespace
+from contracts.wire import DecidedBy, PersonDecider
+from storage import approvals as ledger
+from storage import jobs
+from storage.audit import Event
+from storage.database import Database, Tx
+from storage.records import Record, delivered_to_json
 
 
 class Desk:
@@ -37,21 +35,21 @@ class Desk:
         self,
         approval_id: str,
         to: ApprovalStatus,
-        decided_by: dict[str, Any],
+        decided_by: DecidedBy,
         *,
         comment: str | None = None,
         tenant: str | None = None,
         check: Callable[[Record], None] | None = None,
         audit_refusal: bool = False,
         run_grant: str | None = None,
+        once: tuple[str, str] | None = None,
     ) -> Record:
         raise NotImplementedError  # Engine._close
 
     async def answer(self, answer: Answer) -> ApprovalCard:
         """Check an answer from Slack or SMS and apply it; refusals are audited."""
-        actor = {"kind": "person", "surface": answer.surface, "userId": answer.actor}
-        if answer.surface == "slack" and (answer.actor_org or answer.org):
-            actor["teamId"] = answer.actor_org or answer.org or ""
+        team = (answer.actor_org or answer.org) if answer.surface == SurfaceType.SLACK else None
+        actor = PersonDecider(surface=SurfaceType(answer.surface), userId=answer.actor, teamId=team or None)
         to = ApprovalStatus.DENIED if answer.verdict is Verdict.DENY else ApprovalStatus.APPROVED
         run_grant = None
         if answer.verdict is Verdict.APPROVE_FOR_RUN:
@@ -64,19 +62,26 @@ class Desk:
             check=lambda rec: check_answer(rec, answer),
             audit_refusal=True,
             run_grant=run_grant,
+            once=(inbound_namespace(answer.surface), answer.message_id) if answer.message_id else None,
         )
         return rec.card()
 
     async def placed(self, approval_id: str) -> Placed | None:
         """An approval with its route and receipt, whatever its tenant."""
-        rec = await self.db.run_read(lambda c: ledger.load(c, approval_id))
+        rec = await self.db.run_read(lambda tx: ledger.load(tx, approval_id))
         return rec.placed() if rec else None
+
+    async def sending(self, approval_id: str, receipt: Delivered) -> None:
+        """Store a receipt without messages before the surface sends anything, so an answer
+        racing the delivery is matched; only while the approval is pending and has none."""
+        stored = delivered_to_json(receipt)
+        await self.db.run_write(lambda tx: ledger.set_receipt_if_pending(tx, approval_id, stored))
 
     async def _by_number(
         self, to_number: str, from_number: str, *, pending: bool, limit: int
     ) -> list[Placed]:
         recs = await self.db.run_read(
-            lambda c: ledger.by_delivery(c, f"sms:{to_number}", pending=pending, limit=limit)
+            lambda tx: ledger.by_delivery(tx, f"sms:{to_number}", pending=pending, limit=limit)
         )
         found = [r.placed() for r in recs]
         return [p for p in found if p is not None and from_number in p.route.approvers]
@@ -93,13 +98,13 @@ class Desk:
     async def delivered(self, approval_id: str, receipt: Delivered) -> None:
         """Store a delivery receipt; if the approval closed meanwhile, queue the card update."""
 
-        def tx(conn: Connection) -> bool:
-            rec = ledger.load(conn, approval_id, lock=True)
+        def step(tx: Tx) -> bool:
+            rec = ledger.load(tx, approval_id, lock=True)
             if rec is None:
                 return False
             now = self.clock()
             rec = ledger.append(
-                conn,
+                tx,
                 rec,
                 now,
                 [
@@ -116,46 +121,36 @@ class Desk:
                 {"delivered": delivered_to_json(receipt)},
             )
             if rec.closed:
-                ledger.queue(conn, "show", rec.id, {}, now, now + 3600)
+                jobs.queue(tx, JobKind.SHOW, rec.id, {}, now, now + 3600)
             return rec.closed
 
-        if await self.db.run_write(tx):
+        if await self.db.run_write(step):
             self.jobs_wakeup.set()
 
     async def note(self, approval_id: str, event: str, data: Mapping[str, Any]) -> None:
         """Append a surface event to the approval's audit chain (redacted)."""
 
-        def tx(conn: Connection) -> None:
-            rec = ledger.load(conn, approval_id, lock=True)
+        def step(tx: Tx) -> None:
+            rec = ledger.load(tx, approval_id, lock=True)
             if rec is not None:
-                ledger.append(
-                    conn, rec, self.clock(), [Event(event, {"kind": "surface"}, redact(dict(data)))]
-                )
+                ledger.append(tx, rec, self.clock(), [Event(event, {"kind": "surface"}, redact(dict(data)))])
 
-        await self.db.run_write(tx)
+        await self.db.run_write(step)
 
     async def mark_once(self, namespace: str, key: str) -> bool:
         """True the first time `key` is seen in `namespace`."""
 
-        def tx(conn: Connection) -> None:
-            conn.execute(
-                flags.insert().values(namespace=namespace, key=key, value="1", created_at=self.clock())
-            )
-
-        try:
-            await self.db.run_write(tx)
-        except sa.exc.IntegrityError:
-            return False
-        return True
+        now = self.clock()
+        return await self.db.run_write(lambda tx: ledger.mark_once(tx, namespace, key, now))
 
     async def set_flag(self, namespace: str, key: str, value: str | None) -> None:
         """Set or clear a durable flag."""
         now = self.clock()
-        await self.db.run_write(lambda c: ledger.set_flag(c, namespace, key, value, now))
+        await self.db.run_write(lambda tx: ledger.set_flag(tx, namespace, key, value, now))
 
     async def get_flag(self, namespace: str, key: str) -> str | None:
         """Read a durable flag."""
-        return await self.db.run_read(lambda c: ledger.get_flag(c, namespace, key))
+        return await self.db.run_read(lambda tx: ledger.get_flag(tx, namespace, key))
 
     def tenant_for_org(self, surface: str, org: str) -> str | None:
         """The tenant whose policy names this Slack team/enterprise or SMS number."""

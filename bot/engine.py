@@ -18,13 +18,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import sqlalchemy as sa
-from sqlalchemy.engine import Connection
-
-from bot import ledger
-from bot.audit import Event
+from bot.bodies import actor_of, decision_body, start_body
 from bot.checks import (
     ambiguous,
+    callback_allowed,
     check_dashboard,
     closed_error,
     json_limits,
@@ -32,14 +29,14 @@ from bot.checks import (
     surface_belongs,
 )
 from bot.desk import Desk
+from bot.egress import AllowList
 from bot.grants import GrantSigner
 from bot.metrics import Metrics
-from bot.notifier import CHANNEL, Notifier
+from bot.notifier import Notifier
 from bot.policy import Policy, ToolRule
-from bot.records import Record, delivery_key, route_to_json
 from bot.redaction import digest, redact
 from bot.routing import SmsSender, route_for
-from contracts.enums import ApprovalMode, ApprovalStatus
+from contracts.enums import ApprovalMode, ApprovalStatus, JobKind, SurfaceType
 from contracts.errors import (
     AlreadyDecided,
     ApprovalExpired,
@@ -52,9 +49,23 @@ from contracts.errors import (
     ToolCallCapExceeded,
 )
 from contracts.ports import Route
-from contracts.wire import AdmitRequest, ApprovalRequest, DecisionRequest, ResultReport
-from storage.database import Database
-from storage.tables import run_grants
+from contracts.wire import (
+    AdmitRequest,
+    AgentDecider,
+    ApprovalRequest,
+    DecidedBy,
+    DecisionRequest,
+    PersonDecider,
+    PolicyDecider,
+    ResultReport,
+    SystemDecider,
+    TimeoutDecider,
+)
+from storage import approvals as ledger
+from storage import jobs
+from storage.audit import Event
+from storage.database import Conflict, Database, Tx
+from storage.records import Record, delivery_key, route_fields, route_to_json
 
 log = logging.getLogger("cosigner.engine")
 
@@ -72,6 +83,11 @@ _TRANSITIONS = {
 def new_id(prefix: str) -> str:
     """A random, URL-safe identifier with a readable prefix."""
     return f"{prefix}_{secrets.token_urlsafe(15)}"
+
+
+def stored(decided_by: DecidedBy) -> str:
+    """A decider as the approvals table keeps it."""
+    return decided_by.model_dump_json(exclude_none=True)
 
 
 def allowed(src: ApprovalStatus, dst: ApprovalStatus) -> bool:
@@ -102,6 +118,7 @@ class Engine(Desk):
         notifier: Notifier | None = None,
         surfaces: Sequence[str] = (),
         clock: Callable[[], float] = time.time,
+        callback_allow: AllowList | None = None,
     ) -> None:
         self.db = db
         self.policy = policy
@@ -110,10 +127,13 @@ class Engine(Desk):
         self.sms_sender = sms_sender or SmsSender()
         self.surfaces = set(surfaces) | {"dashboard"}
         self.clock = clock
+        self.callback_allow = callback_allow or AllowList()
         self.notifier = notifier or Notifier()
         self.jobs_wakeup = asyncio.Event()
         self.expiry_wakeup = asyncio.Event()
-        self.notify_channel = f"{CHANNEL}_{db.schema}" if db.schema else CHANNEL
+        # How often a waiter re-reads on its own, in case a notification from another
+        # replica was lost; push is the normal path.
+        self.recheck_seconds = RECHECK_SECONDS
 
     @property
     def grant_ttl(self) -> float:
@@ -124,7 +144,7 @@ class Engine(Desk):
 
     async def record(self, approval_id: str, tenant: str | None = None) -> Record:
         """The approval, if it belongs to `tenant` (None: any tenant)."""
-        rec = await self.db.run_read(lambda c: ledger.load(c, approval_id))
+        rec = await self.db.run_read(lambda tx: ledger.load(tx, approval_id))
         if rec is None or (tenant is not None and rec.tenant != tenant):
             raise ApprovalNotFound(
                 f"no approval {approval_id} for this API key; check the id "
@@ -135,8 +155,8 @@ class Engine(Desk):
     def body(self, rec: Record) -> dict[str, Any]:
         """The wire body for GET: `approval_start` while pending, else the decision."""
         if rec.closed:
-            return rec.decision_body(self.signer, self.grant_ttl)
-        return rec.start_body()
+            return decision_body(rec, self.signer, self.grant_ttl)
+        return start_body(rec)
 
     async def wait(self, tenant: str, approval_id: str, seconds: float) -> Record:
         """Return once the approval closes or `seconds` pass.
@@ -156,7 +176,7 @@ class Engine(Desk):
                 if rec.expires_at <= now:
                     await self.expire(rec.id)
                     continue
-                timeout = min(deadline - now, RECHECK_SECONDS, rec.expires_at - now + 0.01)
+                timeout = min(deadline - now, self.recheck_seconds, rec.expires_at - now + 0.01)
                 try:
                     pushed = await asyncio.wait_for(asyncio.shield(fut), timeout)
                 except TimeoutError:
@@ -196,6 +216,8 @@ class Engine(Desk):
         """Handle `POST /v1/approvals`; returns (HTTP status, body)."""
         json_limits(req.parameters)
         surface_belongs(self.policy, tenant, req.surface)
+        if req.callbackUrl is not None:
+            callback_allowed(str(req.callbackUrl), self.callback_allow)
         if req.reason is not None:
             # The reason is free text that goes on the card, the text and the audit record:
             # a credential pasted into it is redacted like one in the parameters.
@@ -212,10 +234,10 @@ class Engine(Desk):
         for _attempt in range(3):
             try:
                 created = await self.db.run_write(
-                    lambda c: self._create_tx(c, tenant, req, rule, dig, shown, route)
+                    lambda tx: self._create_tx(tx, tenant, req, rule, dig, shown, route)
                 )
                 break
-            except sa.exc.IntegrityError:
+            except Conflict:
                 continue  # a concurrent create of the same call won; read its result
         else:
             raise InvalidRequest("could not create the approval; retry the same request")
@@ -241,12 +263,12 @@ class Engine(Desk):
                 approvalId=rec.id,
             )
         if not rec.closed:
-            return 201, rec.start_body()
-        return 200, rec.decision_body(self.signer, self.grant_ttl)
+            return 201, start_body(rec)
+        return 200, decision_body(rec, self.signer, self.grant_ttl)
 
     def _create_tx(
         self,
-        conn: Connection,
+        tx: Tx,
         tenant: str,
         req: ApprovalRequest,
         rule: ToolRule,
@@ -255,7 +277,7 @@ class Engine(Desk):
         routed: Route | ApprovalModeUnsupported | None,
     ) -> Created:
         now = self.clock()
-        calls = ledger.execution_calls(conn, tenant, req.executionId)
+        calls = ledger.execution_calls(tx, tenant, req.executionId)
         for row in calls:
             if row.tool_call_id == req.toolCallId:
                 rec = Record.from_row(row)
@@ -269,12 +291,12 @@ class Engine(Desk):
                 return Created(rec, replay=True)
         mode = rule.mode
         route = None if isinstance(routed, ApprovalModeUnsupported) else routed
-        decided_by: dict[str, Any] | None = None
+        decided_by: DecidedBy | None = None
         status = ApprovalStatus.PENDING
         if rule.deny:
-            decided_by, status = {"kind": "policy", "rule": f"{rule.source}.deny"}, ApprovalStatus.DENIED
+            decided_by, status = PolicyDecider(rule=f"{rule.source}.deny"), ApprovalStatus.DENIED
         elif mode is ApprovalMode.NONE:
-            decided_by, status = {"kind": "policy", "rule": rule.describe()}, ApprovalStatus.APPROVED
+            decided_by, status = PolicyDecider(rule=rule.describe()), ApprovalStatus.APPROVED
         else:
             cap = self.policy.max_gated_calls(tenant)
             used = ledger.gated_count(calls)
@@ -285,7 +307,7 @@ class Engine(Desk):
                     "in the policy.",
                     limit=cap,
                 )
-            decided_by = self._policy_approval(conn, tenant, req, rule)
+            decided_by = self._policy_approval(tx, tenant, req, rule)
             if decided_by is not None:
                 status, route = ApprovalStatus.APPROVED, None
             elif isinstance(routed, ApprovalModeUnsupported):
@@ -310,12 +332,12 @@ class Engine(Desk):
                     "surface": req.surface.model_dump(mode="json"),
                     "policy": rule.describe(),
                     "mode": mode.value,
-                    "route": json.loads(route_to_json(route)) if route else None,
+                    "route": route_fields(route) if route else None,
                 },
             )
         ]
         if decided_by is not None:
-            events.append(Event(status.value, decided_by, {"comment": None}))
+            events.append(Event(status.value, actor_of(decided_by), {"comment": None}))
         values = {
             "id": approval_id,
             "tenant": tenant,
@@ -332,33 +354,32 @@ class Engine(Desk):
             "route": route_to_json(route) if route else None,
             "delivered": None,
             "delivery_key": delivery_key(route) if route else None,
-            "short_code": ledger.short_code(conn, route) if route else "0000",
+            "short_code": ledger.short_code(tx, route) if route else "0000",
             "policy_rule": rule.describe(),
             "callback_url": str(req.callbackUrl) if req.callbackUrl else None,
             "created_at": now,
             "expires_at": now + timeout,
             "decided_at": None if decided_by is None else now,
-            "decided_by": json.dumps(decided_by) if decided_by else None,
+            "decided_by": stored(decided_by) if decided_by else None,
             "comment": None,
         }
-        rec = ledger.insert_approval(conn, values, events)
+        rec = ledger.insert_approval(tx, values, events)
         if route is not None and route.surface != "dashboard":
-            ledger.queue(conn, "deliver", approval_id, {}, now, now + 120)
+            jobs.queue(tx, JobKind.DELIVER, approval_id, {}, now, now + 120)
         if decided_by is not None and values["callback_url"]:
-            self._queue_callback(conn, approval_id, now)
+            self._queue_callback(tx, approval_id, now)
         return Created(rec, replay=False, denied_by_policy=rule.deny)
 
     def _replay(self, rec: Record) -> tuple[int, dict[str, Any]]:
         if not rec.closed:
-            return 201, rec.start_body()
-        rule = (rec.decided_by or {}).get("rule", "")
+            return 201, start_body(rec)
+        by = rec.decided_by
+        rule = by.rule if isinstance(by, PolicyDecider) else ""
         if rec.status is ApprovalStatus.DENIED and rule.endswith(".deny"):
             raise PermissionDenied(f"{rule} denies {rec.tool_name}", policy=rule[:-5], approvalId=rec.id)
-        return 200, rec.decision_body(self.signer, self.grant_ttl)
+        return 200, decision_body(rec, self.signer, self.grant_ttl)
 
-    def _policy_approval(
-        self, conn: Connection, tenant: str, req: ApprovalRequest, rule: ToolRule
-    ) -> dict[str, Any] | None:
+    def _policy_approval(self, tx: Tx, tenant: str, req: ApprovalRequest, rule: ToolRule) -> DecidedBy | None:
         if rule.allow_below is not None and not ambiguous(req.parameters, rule.allow_below.parameter):
             value = lookup(req.parameters, rule.allow_below.parameter)
             # Below the threshold but not negative: a negative amount is not a small one.
@@ -367,24 +388,22 @@ class Engine(Desk):
                 and not isinstance(value, bool)
                 and 0 <= value < rule.allow_below.value
             ):
-                return {
-                    "kind": "policy",
-                    "rule": f"{rule.source}.allow_below "
-                    f"({rule.allow_below.parameter} < {rule.allow_below.value:g})",
-                }
+                return PolicyDecider(
+                    rule=f"{rule.source}.allow_below "
+                    f"({rule.allow_below.parameter} < {rule.allow_below.value:g})"
+                )
         if rule.mode is ApprovalMode.ASK:
-            grant = ledger.run_grant(conn, tenant, req.executionId, req.toolName)
+            grant = ledger.run_grant(tx, tenant, req.executionId, req.toolName)
             if grant is not None:
-                return {
-                    "kind": "policy",
-                    "rule": f"approved for this run by {grant.granted_by} ({grant.approval_id})",
-                }
+                return PolicyDecider(
+                    rule=f"approved for this run by {grant.granted_by} ({grant.approval_id})"
+                )
         return None
 
-    def _queue_callback(self, conn: Connection, approval_id: str, now: float) -> None:
-        ledger.queue(
-            conn,
-            "callback",
+    def _queue_callback(self, tx: Tx, approval_id: str, now: float) -> None:
+        jobs.queue(
+            tx,
+            JobKind.CALLBACK,
             approval_id,
             {"delivery": new_id("dlv")},
             now,
@@ -397,19 +416,22 @@ class Engine(Desk):
         self,
         approval_id: str,
         to: ApprovalStatus,
-        decided_by: dict[str, Any],
+        decided_by: DecidedBy,
         *,
         comment: str | None = None,
         tenant: str | None = None,
         check: Callable[[Record], None] | None = None,
         audit_refusal: bool = False,
         run_grant: str | None = None,
+        once: tuple[str, str] | None = None,
     ) -> Record:
         """The one function that writes `status`. A refused answer is audited (when
-        `audit_refusal`) in the same transaction, which then commits, and raised after."""
+        `audit_refusal`) in the same transaction, which then commits, and raised after.
+        `once` is a (namespace, key) flag recorded in that transaction: if it is already
+        there the answer was handled before, and nothing changes."""
         rec, refusal, closed_now = await self.db.run_write(
-            lambda c: self._close_tx(
-                c, approval_id, to, decided_by, comment, tenant, check, audit_refusal, run_grant
+            lambda tx: self._close_tx(
+                tx, approval_id, to, decided_by, comment, tenant, check, audit_refusal, run_grant, once
             )
         )
         if closed_now:
@@ -420,20 +442,23 @@ class Engine(Desk):
 
     def _close_tx(
         self,
-        conn: Connection,
+        tx: Tx,
         approval_id: str,
         to: ApprovalStatus,
-        decided_by: dict[str, Any],
+        decided_by: DecidedBy,
         comment: str | None,
         tenant: str | None,
         check: Callable[[Record], None] | None,
         audit_refusal: bool,
         run_grant: str | None,
+        once: tuple[str, str] | None = None,
     ) -> tuple[Record, CosignerError | None, bool]:
-        rec = ledger.load(conn, approval_id, lock=True)
+        rec = ledger.load(tx, approval_id, lock=True)
         if rec is None or (tenant is not None and rec.tenant != tenant):
             raise ApprovalNotFound(f"no approval {approval_id} for this caller")
         now = self.clock()
+        if once is not None and not ledger.mark_once(tx, *once, now):
+            return rec, None, False
         try:
             if check is not None:
                 check(rec)
@@ -443,13 +468,13 @@ class Engine(Desk):
             if not audit_refusal:
                 raise
             rec = ledger.append(
-                conn,
+                tx,
                 rec,
                 now,
                 [
                     Event(
                         "decision_refused",
-                        decided_by,
+                        actor_of(decided_by),
                         {"code": exc.code.value, "message": exc.message, "wanted": to.value},
                     )
                 ],
@@ -466,41 +491,29 @@ class Engine(Desk):
             events.append(
                 Event(
                     "decision_refused",
-                    decided_by,
+                    actor_of(decided_by),
                     {"code": refusal.code.value, "message": refusal.message, "wanted": to.value},
                 )
             )
-            to, decided_by, comment = ApprovalStatus.EXPIRED, {"kind": "timeout"}, None
+            to, decided_by, comment = ApprovalStatus.EXPIRED, TimeoutDecider(), None
         if not allowed(rec.status, to):
             raise closed_error(rec)
-        events.append(Event(to.value, decided_by, {"comment": comment}))
+        events.append(Event(to.value, actor_of(decided_by), {"comment": comment}))
         rec = ledger.append(
-            conn,
+            tx,
             rec,
             now,
             events,
-            {"status": to.value, "decided_at": now, "decided_by": json.dumps(decided_by), "comment": comment},
+            {"status": to.value, "decided_at": now, "decided_by": stored(decided_by), "comment": comment},
             only_pending=True,
         )
         if rec.callback_url:
-            self._queue_callback(conn, rec.id, now)
+            self._queue_callback(tx, rec.id, now)
         if rec.delivered is not None:
-            ledger.queue(conn, "show", rec.id, {}, now, now + 3600)
+            jobs.queue(tx, JobKind.SHOW, rec.id, {}, now, now + 3600)
         if run_grant is not None and to is ApprovalStatus.APPROVED:
-            ledger.insert_ignore(
-                conn,
-                run_grants,
-                {
-                    "tenant": rec.tenant,
-                    "execution_id": rec.execution_id,
-                    "tool_name": rec.tool_name,
-                    "approval_id": rec.id,
-                    "granted_by": run_grant,
-                    "created_at": now,
-                },
-            )
-        if conn.dialect.name != "sqlite":
-            conn.execute(sa.select(sa.func.pg_notify(self.notify_channel, rec.id)))
+            ledger.grant_for_run(tx, rec, run_grant, now)
+        ledger.notify_closed(tx, self.db.schema, rec.id)
         return rec, refusal, True
 
     def _closed(self, rec: Record) -> None:
@@ -520,7 +533,7 @@ class Engine(Desk):
                 raise InvalidRequest("not due")
 
         try:
-            await self._close(approval_id, ApprovalStatus.EXPIRED, {"kind": "timeout"}, check=due)
+            await self._close(approval_id, ApprovalStatus.EXPIRED, TimeoutDecider(), check=due)
         except CosignerError:
             return False
         return True
@@ -529,7 +542,7 @@ class Engine(Desk):
         """Expire every pending approval past its time, including ones that expired while
         the server was down. Safe on several replicas: each expiry happens once."""
         now = self.clock()
-        ids = await self.db.run_read(lambda c: ledger.due_ids(c, now, limit))
+        ids = await self.db.run_read(lambda tx: ledger.due_ids(tx, now, limit))
         done = 0
         for approval_id in ids:
             done += await self.expire(approval_id)
@@ -541,7 +554,7 @@ class Engine(Desk):
 
     async def cancel(self, tenant: str, approval_id: str) -> Record:
         """The agent withdraws its request."""
-        return await self._close(approval_id, ApprovalStatus.CANCELLED, {"kind": "agent"}, tenant=tenant)
+        return await self._close(approval_id, ApprovalStatus.CANCELLED, AgentDecider(), tenant=tenant)
 
     async def dashboard_decide(self, tenant: str, approval_id: str, req: DecisionRequest) -> Record:
         """The tenant's app decides on behalf of its signed-in user."""
@@ -549,7 +562,7 @@ class Engine(Desk):
         return await self._close(
             approval_id,
             to,
-            {"kind": "person", "surface": "dashboard", "userId": req.userId},
+            PersonDecider(surface=SurfaceType.DASHBOARD, userId=req.userId),
             comment=req.comment,
             tenant=tenant,
             audit_refusal=True,
@@ -559,9 +572,7 @@ class Engine(Desk):
     async def fail_closed(self, approval_id: str, code: str, message: str) -> None:
         """Deny a pending approval because its surface failed; no-op if already closed."""
         try:
-            await self._close(
-                approval_id, ApprovalStatus.DENIED, {"kind": "system", "code": code}, comment=message
-            )
+            await self._close(approval_id, ApprovalStatus.DENIED, SystemDecider(code=code), comment=message)
         except (AlreadyDecided, ApprovalExpired, ApprovalNotFound):
             return
 
@@ -569,8 +580,8 @@ class Engine(Desk):
         """Put what the executed call returned on the audit record (redacted)."""
         json_limits(report.result, "result")
 
-        def tx(conn: Connection) -> Record:
-            rec = ledger.load(conn, approval_id, lock=True)
+        def step(tx: Tx) -> Record:
+            rec = ledger.load(tx, approval_id, lock=True)
             if rec is None or rec.tenant != tenant:
                 raise ApprovalNotFound(f"no approval {approval_id} for this API key")
             if rec.status is not ApprovalStatus.APPROVED:
@@ -583,7 +594,7 @@ class Engine(Desk):
             # and an error message can quote a card number or a key.
             paths = self.policy.rule_for(tenant, rec.tool_name).redact
             return ledger.append(
-                conn,
+                tx,
                 rec,
                 self.clock(),
                 [
@@ -599,9 +610,9 @@ class Engine(Desk):
                 ],
             )
 
-        return await self.db.run_write(tx)
+        return await self.db.run_write(step)
 
     async def audit_trail(self, tenant: str | None, approval_id: str) -> list[Any]:
         """Every audit row of one approval, oldest first."""
         await self.record(approval_id, tenant)
-        return await self.db.run_read(lambda c: ledger.events_of(c, approval_id))
+        return await self.db.run_read(lambda tx: ledger.events_of(tx, approval_id))

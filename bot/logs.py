@@ -1,7 +1,10 @@
-"""Structured logs: one JSON object a line, carrying allow-listed fields only.
+"""Structured logs: one JSON object a line on stderr, for Cosigner and every library.
 
 Parameters, message bodies and request bodies are never logged; a field that is not on
-the allow-list is dropped even if a caller passes it.
+the allow-list is dropped even if a caller passes it. An exception becomes fields of its
+line (type, text without the input that caused it, frame locations), never a multi-line
+traceback. SQL parameters never reach the text: the database engines are created with
+`hide_parameters=True`.
 """
 
 from __future__ import annotations
@@ -10,6 +13,10 @@ import json
 import logging
 import sys
 import time
+import traceback
+from types import TracebackType
+
+from pydantic import ValidationError
 
 ALLOWED = (
     "approval_id",
@@ -18,6 +25,8 @@ ALLOWED = (
     "status",
     "job",
     "surface",
+    "surfaces",
+    "database",
     "code",
     "route",
     "method",
@@ -25,31 +34,61 @@ ALLOWED = (
     "port",
     "url",
 )
+# Other libraries log at INFO and DEBUG what Cosigner must not (httpx: every URL it calls;
+# Twilio: request bodies; SQLAlchemy: statements with their values).
+LIBRARY_LEVEL = logging.WARNING
+
+
+def _text(exc: BaseException) -> str:
+    if isinstance(exc, ValidationError):
+        # pydantic's own text quotes the input, which may be a request's parameters.
+        return "; ".join(
+            f"{'.'.join(map(str, e['loc']))}: {e['msg']}"
+            for e in exc.errors(include_input=False, include_url=False)
+        )
+    return str(exc)
+
+
+def _frames(tb: TracebackType | None) -> list[str]:
+    # Where it happened, not the source lines or local values.
+    return [f"{f.filename}:{f.lineno} in {f.name}" for f in traceback.extract_tb(tb)]
 
 
 class JsonFormatter(logging.Formatter):
-    """Render a record as JSON with the allow-listed extras."""
+    """Render a record as JSON with the allow-listed extras and any exception as fields."""
 
     def format(self, record: logging.LogRecord) -> str:
+        """One line of JSON."""
         out = {
             "ts": round(time.time(), 3),
             "level": record.levelname,
             "logger": record.name,
-            "msg": record.getMessage(),
+            "msg": record.getMessage().strip(),
         }
         for key in ALLOWED:
             if key in record.__dict__:
                 out[key] = record.__dict__[key]
-        if record.exc_info and record.exc_info[0] is not None:
-            out["error"] = record.exc_info[0].__name__
+        if record.exc_info and record.exc_info[1] is not None:
+            exc = record.exc_info[1]
+            out["error"] = type(exc).__name__
+            out["error_text"] = _text(exc)
+            out["traceback"] = _frames(exc.__traceback__)
         return json.dumps(out, default=str)
 
 
 def configure(level: str = "INFO") -> None:
-    """Send Cosigner's logs to stderr as JSON lines."""
+    """Send every log line (Cosigner, uvicorn, asyncio, warnings) to stderr as JSON."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter())
-    root = logging.getLogger("cosigner")
+    root = logging.getLogger()
     root.handlers[:] = [handler]
-    root.setLevel(level.upper())
-    root.propagate = False
+    root.setLevel(LIBRARY_LEVEL)
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "asyncio", "py.warnings"):
+        library = logging.getLogger(name)
+        library.handlers[:] = []
+        library.propagate = True
+    ours = logging.getLogger("cosigner")
+    ours.handlers[:] = []
+    ours.propagate = True
+    ours.setLevel(level.upper())
+    logging.captureWarnings(True)

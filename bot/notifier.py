@@ -12,10 +12,9 @@ import logging
 from collections import defaultdict
 from typing import Any
 
-from sqlalchemy.engine import make_url
+from storage.notify import Listener
 
 log = logging.getLogger("cosigner.notifier")
-CHANNEL = "cosigner_decided"
 
 
 class Notifier:
@@ -23,7 +22,7 @@ class Notifier:
 
     def __init__(self) -> None:
         self._waiters: dict[str, set[asyncio.Future[Any]]] = defaultdict(set)
-        self._listener: Any = None
+        self._listener = Listener()
 
     def subscribe(self, approval_id: str) -> asyncio.Future[Any]:
         """A future that completes when `approval_id` closes (with the closed record when
@@ -52,24 +51,9 @@ class Notifier:
         return len(self._waiters)
 
     async def listen(self, database_url: str, schema: str | None = None) -> None:
-        """Start a PostgreSQL LISTEN connection that publishes other replicas' decisions."""
-        import asyncpg
-
-        url = make_url(database_url).set(drivername="postgresql")
-        dsn = url.render_as_string(hide_password=False)
-        self._listener = await asyncpg.connect(dsn)
-        channel = f"{CHANNEL}_{schema}" if schema else CHANNEL
-
-        def on_notify(_conn: Any, _pid: int, _channel: str, payload: str) -> None:
-            self.publish(payload)
-
-        await self._listener.add_listener(channel, on_notify)
+        """Start listening for other replicas' decisions (PostgreSQL)."""
+        await self._listener.start(database_url, schema, self.publish)
 
     async def close(self) -> None:
         """Stop listening."""
-        if self._listener is not None:
-            try:
-                await self._listener.close()
-            except Exception:  # closing a broken connection must not stop shutdown
-                log.warning("notify listener did not close cleanly")
-            self._listener = None
+        await self._listener.close()

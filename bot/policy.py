@@ -1,63 +1,40 @@
 """The TOML policy: tool kinds, approval modes, approvers, redaction, timeouts, tenants.
 
-`load_policy(text)` validates the whole file and raises `PolicyError` listing every
-problem with its key path; `Policy.rule_for(tenant, tool)` merges a tool section with the
-tenant's override of it, field by field, and is what every decision reads.
+`load_policy(text)` validates the whole file (raising `PolicyError` listing every problem
+with its key path) and works out every tool rule once: `[tools.X]` merged with each
+tenant's `[tenants.T.tools.X]`, field by field. `Policy.rule_for(tenant, tool)` is then a
+lookup, and is what every decision reads.
 """
 
 from __future__ import annotations
 
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from bot.durations import parse_duration
+from bot.policy_checks import read_policy
+from bot.policy_file import Admins, Defaults, PolicyFile, StaffPolicy, TenantPolicy, ToolSection
 from contracts.enums import ApprovalMode, ApproverKind, ToolKind
 from contracts.errors import PolicyError
 
+__all__ = [
+    "Admins",
+    "Defaults",
+    "Policy",
+    "StaffPolicy",
+    "TenantPolicy",
+    "Threshold",
+    "ToolRule",
+    "load_policy",
+    "load_policy_file",
+]
+
 Confirm = bool | Literal["always"] | None
 
-_DEFAULT_KEYS = {
-    "timeout": "default time a person has to answer",
-    "sms_timeout": "time an SMS approver has",
-    "slack_timeout": "time a Slack approver has",
-    "dashboard_timeout": "time a dashboard approver has",
-    "max_timeout": "longest timeoutSeconds an agent may ask for",
-    "max_gated_calls_per_execution": "gated calls one executionId may make",
-    "grant_ttl": "lifetime of a grant token",
-    "callback_retry_window": "how long a callback is retried",
-}
-_TOOL_KEYS = {
-    "kind",
-    "confirm",
-    "approvers",
-    "redact",
-    "timeout",
-    "deny",
-    "deny_reason",
-    "allow_below",
-    "description",
-}
-_TENANT_KEYS = {
-    "slack_team",
-    "slack_enterprise",
-    "sms_from",
-    "sms_messaging_service",
-    "admins",
-    "admin_channel",
-    "tools",
-    "headless",
-    "gate_all",
-    "max_gated_calls_per_execution",
-    "display_name",
-}
-_STAFF_KEYS = {"slack_team", "slack_enterprise", "channel", "users", "sms", "dashboard"}
-_TOP_KEYS = {"defaults", "tools", "tenants", "staff"}
 
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Threshold:
     """`allow_below`: no person is needed while `parameter` is a number below `value`."""
 
@@ -65,7 +42,7 @@ class Threshold:
     value: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ToolRule:
     """A tool's effective rule for one tenant, with `source` naming where it came from."""
 
@@ -80,127 +57,112 @@ class ToolRule:
     allow_below: Threshold | None
     gate_all: bool
     source: str
-
-    @property
-    def mode(self) -> ApprovalMode:
-        """The approval mode of DESIGN.md, raised to `ask` by a tenant's gate_all."""
-        if self.confirm == "always" or (self.kind is ToolKind.DANGER and self.confirm is not False):
-            mode = ApprovalMode.ASK_ALWAYS
-        elif self.confirm is True:
-            mode = ApprovalMode.ASK
-        else:
-            mode = ApprovalMode.NONE
-        if self.gate_all and mode is ApprovalMode.NONE:
-            return ApprovalMode.ASK
-        return mode
+    mode: ApprovalMode
 
     def describe(self) -> str:
         """One line for cards and errors: where the rule lives and what it means."""
         return f"{self.source}: {self.kind.value} → {self.mode.value}"
 
 
-@dataclass(frozen=True)
-class Admins:
-    """Approver identities per surface."""
-
-    slack: tuple[str, ...] = ()
-    sms: tuple[str, ...] = ()
-    dashboard: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class TenantPolicy:
-    """One tenant's section."""
-
-    name: str
-    slack_team: str | None = None
-    slack_enterprise: str | None = None
-    sms_from: str | None = None
-    sms_messaging_service: str | None = None
-    admins: Admins = Admins()
-    admin_channel: str | None = None
-    gate_all: bool = False
-    headless_route: ApproverKind | None = None
-    max_gated_calls: int | None = None
-    tools: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+def mode_of(kind: ToolKind, confirm: Confirm, gate_all: bool) -> ApprovalMode:
+    """The approval mode of a kind and `confirm`, raised from `none` to `ask` by gate_all."""
+    if confirm == "always" or (kind is ToolKind.DANGER and confirm is not False):
+        mode = ApprovalMode.ASK_ALWAYS
+    elif confirm is True:
+        mode = ApprovalMode.ASK
+    else:
+        mode = ApprovalMode.NONE
+    if gate_all and mode is ApprovalMode.NONE:
+        return ApprovalMode.ASK
+    return mode
 
 
-@dataclass(frozen=True)
-class StaffPolicy:
-    """The operator's own approvers."""
+def _rule(
+    name: str, base: ToolSection | None, override: ToolSection | None, gate_all: bool, source: str
+) -> ToolRule:
+    """Merge a tool section with a tenant's override of it, key by key."""
 
-    slack_team: str | None = None
-    slack_enterprise: str | None = None
-    channel: str | None = None
-    users: tuple[str, ...] = ()
-    sms: tuple[str, ...] = ()
-    dashboard: tuple[str, ...] = ()
+    def pick(key: str, default: Any) -> Any:
+        for section in (override, base):
+            if section is not None and key in section.model_fields_set:
+                return getattr(section, key)
+        return default
+
+    kind: ToolKind = pick("kind", None) or ToolKind.DANGER
+    confirm: Confirm = pick("confirm", None)
+    allow = pick("allow_below", None)
+    return ToolRule(
+        name=name,
+        kind=kind,
+        confirm=confirm,
+        approvers=pick("approvers", (ApproverKind.REQUESTER,)),
+        # Redaction adds up: a tenant can hide more, never less.
+        redact=(base.redact if base else ()) + (override.redact if override else ()),
+        timeout=pick("timeout", None),
+        deny=pick("deny", False),
+        deny_reason=pick("deny_reason", None),
+        allow_below=Threshold(allow.parameter, allow.value) if allow is not None else None,
+        gate_all=gate_all,
+        source=source,
+        mode=mode_of(kind, confirm, gate_all),
+    )
 
 
-@dataclass(frozen=True)
-class Defaults:
-    """The `[defaults]` section, in seconds where it is a duration."""
+def _rules(file: PolicyFile, tenant: str, section: TenantPolicy | None) -> dict[str, ToolRule]:
+    overrides = section.tools if section is not None else {}
+    gate_all = section.gate_all if section is not None else False
+    rules = {}
+    for name in [*file.tools, *overrides]:
+        over = overrides.get(name)
+        source = f"tenants.{tenant}.tools.{name}" if over is not None else f"tools.{name}"
+        rules[name] = _rule(name, file.tools.get(name), over, gate_all, source)
+    return rules
 
-    timeout: float = 300.0
-    surface_timeouts: Mapping[str, float] = field(default_factory=lambda: {"sms": 3600.0})
-    max_timeout: float = 86400.0
-    max_gated_calls: int = 20
-    grant_ttl: float = 300.0
-    callback_retry_window: float = 86400.0
 
-
-@dataclass(frozen=True)
 class Policy:
-    """A validated policy file."""
+    """A validated policy with every tool rule, per tenant, worked out when it is loaded."""
 
-    defaults: Defaults
-    tools: Mapping[str, Mapping[str, Any]]
-    tenants: Mapping[str, TenantPolicy]
-    staff: StaffPolicy | None
-    source: str = "policy"
+    __slots__ = ("_default_rules", "_orgs", "_rules", "defaults", "source", "staff", "tenants", "tools")
+
+    def __init__(self, file: PolicyFile, source: str = "policy") -> None:
+        self.defaults: Defaults = file.defaults
+        self.tools: Mapping[str, ToolSection] = file.tools
+        self.tenants: Mapping[str, TenantPolicy] = {n: t.named(n) for n, t in file.tenants.items()}
+        self.staff: StaffPolicy | None = file.staff
+        self.source = source
+        self._default_rules = _rules(file, "", None)
+        self._rules = {n: _rules(file, n, t) for n, t in self.tenants.items()}
+        self._orgs: dict[tuple[str, str], str] = {}
+        for n, t in self.tenants.items():
+            for surface, org in (
+                ("slack", t.slack_team),
+                ("slack", t.slack_enterprise),
+                ("sms", t.sms_from),
+                ("sms", t.sms_messaging_service),
+            ):
+                if org is not None:
+                    self._orgs[(surface, org)] = n
 
     def tenant(self, name: str) -> TenantPolicy:
         """The tenant's section, or an empty one: a tenant without a section gets defaults."""
-        return self.tenants.get(name) or TenantPolicy(name=name)
+        found = self.tenants.get(name)
+        return found if found is not None else TenantPolicy().named(name)
 
     def rule_for(self, tenant: str, tool: str) -> ToolRule:
-        """Merge `[tools.X]` and `[tenants.T.tools.X]` field by field; unknown tools are danger."""
-        base = self.tools.get(tool)
-        tpol = self.tenant(tenant)
-        override = tpol.tools.get(tool)
-        merged: dict[str, Any] = dict(base or {})
-        merged.update(override or {})
-        if override is not None:
-            source = f"tenants.{tenant}.tools.{tool}"
-        elif base is not None:
-            source = f"tools.{tool}"
-        else:
-            source = f"unknown tool {tool} (treated as danger)"
-        kind = ToolKind(merged["kind"]) if "kind" in merged else ToolKind.DANGER
-        raw_allow = merged.get("allow_below")
-        allow = Threshold(str(raw_allow["parameter"]), float(raw_allow["value"])) if raw_allow else None
-        redact = tuple(base.get("redact", ()) if base else ()) + tuple(
-            override.get("redact", ()) if override else ()
-        )
-        timeout = merged.get("timeout")
-        return ToolRule(
-            name=tool,
-            kind=kind,
-            confirm=merged.get("confirm"),
-            approvers=tuple(ApproverKind(a) for a in merged.get("approvers", ["requester"])),
-            redact=redact,
-            timeout=parse_duration(timeout) if timeout is not None else None,
-            deny=bool(merged.get("deny", False)),
-            deny_reason=merged.get("deny_reason"),
-            allow_below=allow,
-            gate_all=tpol.gate_all,
-            source=source,
-        )
+        """The merged rule of `[tools.X]` and `[tenants.T.tools.X]`; unknown tools are danger."""
+        rule = self._rules.get(tenant, self._default_rules).get(tool)
+        if rule is not None:
+            return rule
+        section = self.tenants.get(tenant)
+        gate_all = section.gate_all if section is not None else False
+        return _rule(tool, None, None, gate_all, f"unknown tool {tool} (treated as danger)")
 
     def max_gated_calls(self, tenant: str) -> int:
         """The per-execution cap for this tenant."""
-        tpol = self.tenant(tenant)
-        return tpol.max_gated_calls if tpol.max_gated_calls is not None else self.defaults.max_gated_calls
+        section = self.tenants.get(tenant)
+        if section is not None and section.max_gated_calls_per_execution is not None:
+            return section.max_gated_calls_per_execution
+        return self.defaults.max_gated_calls_per_execution
 
     def timeout_for(self, rule: ToolRule, surface: str, requested: int | None) -> float:
         """Seconds a person has: the tool's, else the surface's, else the default; an
@@ -209,16 +171,11 @@ class Policy:
             return float(min(requested, self.defaults.max_timeout))
         if rule.timeout is not None:
             return rule.timeout
-        return self.defaults.surface_timeouts.get(surface, self.defaults.timeout)
+        return self.defaults.timeout_on(surface)
 
     def tenant_for_org(self, surface: str, org: str) -> str | None:
         """The tenant whose section names this Slack team/enterprise or SMS number/service."""
-        for t in self.tenants.values():
-            if surface == "slack" and org in (t.slack_team, t.slack_enterprise):
-                return t.name
-            if surface == "sms" and org in (t.sms_from, t.sms_messaging_service):
-                return t.name
-        return None
+        return self._orgs.get((surface, org))
 
 
 def load_policy_file(path: str | Path) -> Policy:
@@ -230,6 +187,8 @@ def load_policy_file(path: str | Path) -> Policy:
         raise PolicyError(
             [f"{p}: cannot read the file ({exc.strerror}); check COSIGNER_POLICY"], str(p)
         ) from exc
+    except UnicodeDecodeError as exc:
+        raise PolicyError([f"{p}: not UTF-8 text; save the policy as UTF-8 TOML"], str(p)) from exc
     return load_policy(text, source=str(p))
 
 
@@ -239,10 +198,4 @@ def load_policy(text: str, source: str = "policy") -> Policy:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise PolicyError([f"not valid TOML: {exc}"], source) from exc
-    from bot.policy_file import Validator  # the validator builds this module's classes
-
-    v = Validator()
-    policy = v.policy(data, source)
-    if v.problems:
-        raise PolicyError(v.problems, source)
-    return policy
+    return Policy(read_policy(data, source), source)

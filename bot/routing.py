@@ -122,7 +122,10 @@ def _requester(
     if isinstance(surface, SlackSurface):
         if not _need("slack", enabled, problems):
             return None
-        teams = tuple(t for t in (surface.teamId, surface.enterpriseId) if t)
+        # On Enterprise Grid, Slack names the clicker's org (E…) as `user.team_id`, so the
+        # tenant's org counts even when the agent named only the workspace.
+        named = (surface.teamId, surface.enterpriseId, tpol.slack_enterprise)
+        teams = tuple(dict.fromkeys(t for t in named if t))
         return SlackRoute(
             surface="slack",
             team_id=surface.teamId,

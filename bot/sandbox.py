@@ -11,9 +11,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
-import socket
+import shlex
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,9 +22,11 @@ import uvicorn
 from starlette.applications import Starlette
 
 from bot.app import build_app, parts_of
+from bot.egress import LOOPBACK_ALLOW
 from bot.grants import callback_secret
 from bot.policy import load_policy_file
 from bot.sandbox_page import SandboxPage
+from bot.server import ListenError, Server, bind
 from bot.settings import DEV_SECRET, Settings
 from bot.tenants import TenantKeys
 from surfaces.slack import SlackEmulator
@@ -58,22 +60,6 @@ class Sandbox:
     served: asyncio.Task[None]
 
 
-class _Server(uvicorn.Server):
-    """uvicorn, optionally leaving SIGINT/SIGTERM to the host process (pytest)."""
-
-    def __init__(self, config: uvicorn.Config, handle_signals: bool) -> None:
-        super().__init__(config)
-        self.handle_signals = handle_signals
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        if self.handle_signals:
-            with super().capture_signals():
-                yield
-        else:
-            yield
-
-
 def dev_settings(data_dir: Path, public_url: str, slack: SlackEmulator, twilio: TwilioEmulator) -> Settings:
     """Settings built in code, so the sandbox ignores whatever the environment holds."""
     return Settings(
@@ -81,6 +67,7 @@ def dev_settings(data_dir: Path, public_url: str, slack: SlackEmulator, twilio: 
         policy=str(POLICY_FILE),
         public_url=public_url,
         secret=DEV_SECRET,
+        callback_allow=LOOPBACK_ALLOW,
         slack_signing_secret=SLACK_SIGNING_SECRET,
         slack_bot_token=SLACK_BOT_TOKEN,
         slack_api_url=slack.api_url,
@@ -117,20 +104,6 @@ def _write_key(data: Path, key: str) -> Path:
     return key_file
 
 
-def _bind(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        raise SandboxError(
-            f"cannot listen on {host}:{port} ({exc.strerror}); pick another with `cosigner dev --port N`"
-        ) from exc
-    return sock
-
-
 def _loopback(host: str) -> str:
     if host in ("", "0.0.0.0", "::"):
         return "127.0.0.1"
@@ -151,7 +124,7 @@ async def sandbox(
 ) -> AsyncIterator[Sandbox]:
     """Start emulators, app and server (port 0: any free port); stop them all on exit."""
     data = _data_dir(data_dir)
-    sock = _bind(host, port)
+    sock = bind(host, port, command="cosigner dev")
     real_port = sock.getsockname()[1]
     shown_host = _loopback(host)
     public_url = f"http://{shown_host}:{real_port}"
@@ -175,9 +148,15 @@ async def sandbox(
                 key = await demo_key(parts_of(app).keys)
                 key_file = _write_key(data, key)
                 config = uvicorn.Config(
-                    app, log_level="warning", lifespan="off", ws="none", timeout_graceful_shutdown=3
+                    app,
+                    log_config=None,
+                    log_level="warning",
+                    access_log=False,
+                    lifespan="off",
+                    ws="none",
+                    timeout_graceful_shutdown=3,
                 )
-                server = _Server(config, handle_signals)
+                server = Server(config, handle_signals=handle_signals)
                 served = asyncio.create_task(server.serve(sockets=[sock]))
                 while not server.started:
                     if served.done():
@@ -218,8 +197,10 @@ def banner(sb: Sandbox, host: str) -> str:
         f"  Demo tenant API key (new on every start; also in {sb.key_file}):",
         f"    {sb.api_key}",
         "",
-        "Try the example agent in another terminal, then answer in the sandbox:",
+        "Try the examples in another terminal, then answer in the sandbox:",
+        f"  {exports(sb)}",
         "  .venv/bin/python examples/agent.py",
+        "  .venv/bin/python examples/executor.py",
         "",
         "Or ask for one approval yourself:",
         f"  curl -s {u}/v1/approvals -H 'Authorization: Bearer {sb.api_key}' \\",
@@ -237,6 +218,16 @@ def banner(sb: Sandbox, host: str) -> str:
             "approvals through /sandbox. The sandbox is for one machine.",
         )
     return "\n".join(lines)
+
+
+def exports(sb: Sandbox) -> str:
+    """The shell line that points the examples at this sandbox: its URL, key and data folder."""
+    values = {
+        "COSIGNER_URL": sb.url,
+        "COSIGNER_API_KEY": sb.api_key,
+        "COSIGNER_DATA": str(sb.key_file.parent.resolve()),
+    }
+    return "export " + " ".join(f"{k}={shlex.quote(v)}" for k, v in values.items())
 
 
 def _is_loopback(host: str) -> bool:
@@ -260,7 +251,7 @@ def run_dev(host: str, port: int, data_dir: str) -> int:
     configure("WARNING")
     try:
         return asyncio.run(_serve(host, port, data_dir))
-    except SandboxError as exc:
+    except (SandboxError, ListenError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -1,23 +1,75 @@
-"""Configuration from the environment (12-factor), with Slack's and Twilio's usual names."""
+"""Configuration from the environment (12-factor), with Slack's and Twilio's usual names.
+
+Every value is checked when the settings are read: `load_settings()` turns the first
+problems into one `SettingsError` line that names each variable and what it accepts, and
+never quotes a secret.
+"""
 
 from __future__ import annotations
 
-from pydantic import AliasChoices, Field
+from enum import StrEnum
+from typing import Any
+from urllib.parse import urlsplit
+
+from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from storage.database import default_sqlite_url
 
 DEV_SECRET = "cosigner-dev-secret-do-not-use-in-production"
+MIN_SECRET_BYTES = 32
+MAKE_SECRET = "python -c 'import secrets; print(secrets.token_urlsafe(32))'"
+
+
+class LogLevel(StrEnum):
+    """The levels COSIGNER_LOG_LEVEL accepts (any case)."""
+
+    DEBUG = "DEBUG"
+    INFO = "INFO"
+    WARNING = "WARNING"
+    ERROR = "ERROR"
+    CRITICAL = "CRITICAL"
+
+
+class SettingsError(ValueError):
+    """A setting has a value Cosigner cannot use; the message names the variable and the fix."""
+
+
+# What each checked variable accepts, as shown in errors (and in the README's table).
+RULES = {
+    "database_pool_size": "must be a whole number from 1 to 500",
+    "log_level": f"must be one of {', '.join(LogLevel)}",
+    "secret": f"must be at least {MIN_SECRET_BYTES} bytes; make one with {MAKE_SECRET}",
+    "slack_bot_token": "must be a bot token, starting with xoxb-",
+    "public_url": "must be an absolute http:// or https:// URL, e.g. https://cosigner.example.com",
+    "slack_api_url": "must be an absolute http:// or https:// URL",
+    "twilio_api_url": "must be an absolute http:// or https:// URL",
+}
+# Values never quoted in an error.
+SECRET_FIELDS = {
+    "secret",
+    "database_url",
+    "slack_signing_secret",
+    "slack_bot_token",
+    "slack_client_secret",
+    "twilio_auth_token",
+}
 
 
 def _env(name: str) -> AliasChoices:
     return AliasChoices(name, name.lower())
 
 
+def _is_http_url(value: str) -> bool:
+    parts = urlsplit(value)
+    return parts.scheme in ("http", "https") and bool(parts.hostname)
+
+
 class Settings(BaseSettings):
     """Every setting Cosigner reads; unset Slack or Twilio variables turn that surface off."""
 
-    model_config = SettingsConfigDict(extra="ignore", populate_by_name=True)
+    # An empty variable counts as unset, the way `FOO=` in a shell or an env file is meant.
+    model_config = SettingsConfigDict(extra="ignore", populate_by_name=True, env_ignore_empty=True)
 
     database_url: str = Field(
         default_factory=default_sqlite_url, validation_alias=_env("COSIGNER_DATABASE_URL")
@@ -28,7 +80,9 @@ class Settings(BaseSettings):
     policy: str | None = Field(default=None, validation_alias=_env("COSIGNER_POLICY"))
     public_url: str = Field(default="http://127.0.0.1:8000", validation_alias=_env("COSIGNER_PUBLIC_URL"))
     secret: str | None = Field(default=None, validation_alias=_env("COSIGNER_SECRET"))
-    log_level: str = Field(default="INFO", validation_alias=_env("COSIGNER_LOG_LEVEL"))
+    log_level: LogLevel = Field(default=LogLevel.INFO, validation_alias=_env("COSIGNER_LOG_LEVEL"))
+    # Comma-separated CIDRs and host names callbacks may reach although not public (bot.egress).
+    callback_allow: str = Field(default="", validation_alias=_env("COSIGNER_CALLBACK_ALLOW"))
 
     slack_signing_secret: str | None = Field(default=None, validation_alias=_env("SLACK_SIGNING_SECRET"))
     slack_bot_token: str | None = Field(default=None, validation_alias=_env("SLACK_BOT_TOKEN"))
@@ -45,6 +99,42 @@ class Settings(BaseSettings):
     )
     twilio_api_url: str | None = Field(default=None, validation_alias=_env("TWILIO_API_URL"))
 
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper(cls, value: Any) -> Any:
+        return value.strip().upper() if isinstance(value, str) else value
+
+    @field_validator("secret")
+    @classmethod
+    def _long_secret(cls, value: str | None) -> str | None:
+        if value is not None and len(value.encode()) < MIN_SECRET_BYTES:
+            raise ValueError(RULES["secret"])
+        return value
+
+    @field_validator("slack_bot_token")
+    @classmethod
+    def _bot_token(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith("xoxb-"):
+            raise ValueError(RULES["slack_bot_token"])
+        return value
+
+    @field_validator("slack_api_url", "twilio_api_url")
+    @classmethod
+    def _api_url(cls, value: str | None) -> str | None:
+        if value is not None and not _is_http_url(value):
+            raise ValueError("must be an absolute http:// or https:// URL")
+        return value
+
+    @model_validator(mode="after")
+    def _public_url(self) -> Settings:
+        # Slack and Twilio call this URL, and Twilio signs it: with either on it must be real.
+        if (self.slack_enabled or self.sms_enabled) and not _is_http_url(self.public_url):
+            raise ValueError(
+                f"COSIGNER_PUBLIC_URL {RULES['public_url']} (it is {self.public_url!r}), "
+                "because Slack or SMS is on and calls it"
+            )
+        return self
+
     @property
     def slack_enabled(self) -> bool:
         """Slack is on when a signing secret and a token or OAuth client are set."""
@@ -57,3 +147,40 @@ class Settings(BaseSettings):
     def sms_enabled(self) -> bool:
         """SMS is on when Twilio credentials and a sender are set."""
         return bool(self.twilio_account_sid and self.twilio_auth_token)
+
+
+def env_name(field: str) -> str:
+    """The environment variable a settings field is read from."""
+    alias = Settings.model_fields[field].validation_alias
+    return str(alias.choices[0]) if isinstance(alias, AliasChoices) else field.upper()
+
+
+def _field_of(name: str) -> str:
+    for field, info in Settings.model_fields.items():
+        alias = info.validation_alias
+        if name == field or (isinstance(alias, AliasChoices) and name in alias.choices):
+            return field
+    return name
+
+
+def describe(exc: ValidationError) -> str:
+    """One line naming every bad variable and what it accepts, quoting no secret."""
+    problems = []
+    for error in exc.errors(include_url=False):
+        loc = error["loc"]
+        if not loc:  # a rule across variables: its message names them
+            problems.append(str(error["msg"]).removeprefix("Value error, "))
+            continue
+        field = _field_of(str(loc[0]))
+        rule = RULES.get(field) or str(error["msg"]).removeprefix("Value error, ")
+        shown = "" if field in SECRET_FIELDS else f" (it is {error.get('input')!r})"
+        problems.append(f"{env_name(field)} {rule}{shown}")
+    return "; ".join(problems)
+
+
+def load_settings() -> Settings:
+    """The settings from the environment, or `SettingsError` saying which variable to fix."""
+    try:
+        return Settings()
+    except ValidationError as exc:
+        raise SettingsError(describe(exc)) from None

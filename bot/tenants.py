@@ -11,14 +11,14 @@ import hashlib
 import re
 import secrets
 import time
-
-import sqlalchemy as sa
+from collections.abc import Callable
 
 from contracts.errors import InvalidRequest, Unauthenticated
-from storage.database import Database
-from storage.tables import tenants
+from contracts.names import TENANT_NAME_PATTERN
+from storage import tenants as store
+from storage.database import Conflict, Database
 
-_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+_NAME = re.compile(TENANT_NAME_PATTERN)
 CACHE_SECONDS = 30.0
 
 
@@ -30,30 +30,24 @@ def hash_key(key: str) -> str:
 class TenantKeys:
     """Creates tenants and resolves bearer keys to tenant names."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, clock: Callable[[], float] = time.time) -> None:
         self.db = db
+        self.clock = clock
         self._cache: dict[str, tuple[str, float]] = {}
 
     async def create(self, name: str) -> str:
         """Create a tenant and return its API key (the only time it is shown)."""
-        if not _NAME.match(name):
+        if not _NAME.fullmatch(name):
             raise InvalidRequest(
                 f"tenant name {name!r} must be lower case letters, digits, - "
                 "or _ (as in the policy's [tenants.NAME])",
                 field="name",
             )
         key = f"csk_{secrets.token_urlsafe(32)}"
+        now = self.clock()
         try:
-            async with self.db.write() as conn:
-                await conn.execute(
-                    tenants.insert().values(
-                        id=f"ten_{secrets.token_hex(8)}",
-                        name=name,
-                        api_key_hash=hash_key(key),
-                        created_at=time.time(),
-                    )
-                )
-        except sa.exc.IntegrityError as exc:
+            await self.db.run_write(lambda tx: store.insert(tx, name, hash_key(key), now))
+        except Conflict as exc:
             raise InvalidRequest(
                 f"tenant {name!r} already exists; use `cosigner tenants rotate {name}` for a new key",
                 field="name",
@@ -63,19 +57,14 @@ class TenantKeys:
     async def rotate(self, name: str) -> str:
         """Replace a tenant's API key; the old one stops working within the cache window."""
         key = f"csk_{secrets.token_urlsafe(32)}"
-        async with self.db.write() as conn:
-            result = await conn.execute(
-                tenants.update().where(tenants.c.name == name).values(api_key_hash=hash_key(key))
-            )
-        if result.rowcount != 1:
+        if not await self.db.run_write(lambda tx: store.replace_key(tx, name, hash_key(key))):
             raise InvalidRequest(f"no tenant {name!r}; create it with `cosigner tenants create`")
         self._cache.clear()
         return key
 
     async def names(self) -> list[str]:
         """Every tenant name."""
-        async with self.db.read() as conn:
-            return list((await conn.execute(sa.select(tenants.c.name).order_by(tenants.c.name))).scalars())
+        return await self.db.run_read(store.names)
 
     async def resolve(self, authorization: str | None) -> str:
         """The tenant of an `Authorization: Bearer <key>` header, or `Unauthenticated`."""
@@ -89,12 +78,8 @@ class TenantKeys:
         hit = self._cache.get(digest)
         if hit is not None and hit[1] > now:
             return hit[0]
-        name = await self.db.run_read(
-            lambda conn: conn.execute(
-                sa.select(tenants.c.name).where(tenants.c.api_key_hash == digest)
-            ).scalar_one_or_none()
-        )
-        if not isinstance(name, str):
+        name = await self.db.run_read(lambda tx: store.name_for(tx, digest))
+        if name is None:
             raise Unauthenticated(
                 "this API key is not known; check for a copy-paste error or "
                 "create a key with `cosigner tenants create NAME`"

@@ -10,19 +10,19 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import time
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping
 
 import httpx
-import sqlalchemy as sa
 
+from bot.egress import EgressRefused
 from bot.engine import Engine
 from bot.grants import callback_secret
+from contracts.enums import JobKind
 from contracts.errors import CosignerError, SurfaceUnavailable
 from contracts.grants import sign_callback
 from contracts.ports import SurfaceAdapter
-from storage.tables import jobs
+from storage import jobs
+from storage.jobs import Job
 
 log = logging.getLogger("cosigner.jobs")
 
@@ -68,68 +68,42 @@ class JobWorker:
             await asyncio.gather(*(self._run(job) for job in claimed))
         return len(claimed)
 
-    async def _claim(self) -> list[Any]:
+    async def _claim(self) -> list[Job]:
         now = self.engine.clock()
-        due = (
-            sa.select(jobs.c.id)
-            .where(jobs.c.done_at.is_(None), jobs.c.due_at <= now, jobs.c.locked_until <= now)
-            .order_by(jobs.c.due_at)
-            .limit(BATCH)
-        )
-        if not self.engine.db.is_sqlite:
-            due = due.with_for_update(skip_locked=True)
-        stmt = (
-            jobs.update()
-            .where(jobs.c.id.in_(due.scalar_subquery()), jobs.c.locked_until <= now)
-            .values(locked_until=now + LOCK_SECONDS, attempts=jobs.c.attempts + 1)
-            .returning(
-                jobs.c.id,
-                jobs.c.kind,
-                jobs.c.approval_id,
-                jobs.c.payload,
-                jobs.c.attempts,
-                jobs.c.deadline_at,
-            )
-        )
-        return await self.engine.db.run_write(lambda conn: list(conn.execute(stmt).all()))
+        return await self.engine.db.run_write(lambda tx: jobs.claim(tx, now, LOCK_SECONDS, BATCH))
 
     async def _finish(self, job_id: int, error: str | None = None, retry_at: float | None = None) -> None:
-        values: dict[str, Any] = {"last_error": error}
+        now = self.engine.clock()
         if retry_at is None:
-            values["done_at"] = self.engine.clock()
+            await self.engine.db.run_write(lambda tx: jobs.finish(tx, job_id, now, error))
         else:
-            values.update(due_at=retry_at, locked_until=0)
-        await self.engine.db.run_write(
-            lambda conn: conn.execute(jobs.update().where(jobs.c.id == job_id).values(**values))
-        )
+            await self.engine.db.run_write(lambda tx: jobs.reschedule(tx, job_id, retry_at, error or ""))
 
-    async def _run(self, job: Any) -> None:
+    async def _run(self, job: Job) -> None:
         kind = job.kind
+        handlers: dict[JobKind, Callable[[Job], Awaitable[None]]] = {
+            JobKind.DELIVER: self._deliver,
+            JobKind.SHOW: self._show,
+            JobKind.CALLBACK: self._callback,
+        }
         try:
-            if kind == "deliver":
-                await self._deliver(job)
-            elif kind == "show":
-                await self._show(job)
-            elif kind == "callback":
-                await self._callback(job)
-            else:
-                await self._finish(job.id, f"unknown job kind {kind}")
-            self.engine.metrics.jobs.labels(kind, "ran").inc()
+            await handlers[kind](job)
+            self.engine.metrics.jobs.labels(kind.value, "ran").inc()
         except Exception as exc:  # a job must never take the worker down
             log.exception("job failed", extra={"approval_id": job.approval_id, "job": kind})
             await self._retry(job, f"{type(exc).__name__}")
 
-    async def _retry(self, job: Any, error: str) -> bool:
+    async def _retry(self, job: Job, error: str) -> bool:
         """Schedule another attempt; False when the job's deadline has passed."""
         retry_at = self.engine.clock() + backoff(job.attempts)
         if retry_at > job.deadline_at:
             await self._finish(job.id, f"gave up: {error}")
-            self.engine.metrics.jobs.labels(job.kind, "abandoned").inc()
+            self.engine.metrics.jobs.labels(job.kind.value, "abandoned").inc()
             return False
         await self._finish(job.id, error, retry_at)
         return True
 
-    async def _deliver(self, job: Any) -> None:
+    async def _deliver(self, job: Job) -> None:
         placed = await self.engine.placed(job.approval_id)
         if placed is None or placed.card.status.value != "pending":
             await self._finish(job.id)
@@ -156,7 +130,7 @@ class JobWorker:
         await self.engine.delivered(job.approval_id, receipt)
         await self._finish(job.id)
 
-    async def _show(self, job: Any) -> None:
+    async def _show(self, job: Job) -> None:
         placed = await self.engine.placed(job.approval_id)
         if placed is None or placed.delivered is None:
             await self._finish(job.id)
@@ -172,14 +146,14 @@ class JobWorker:
             return
         await self._finish(job.id)
 
-    async def _callback(self, job: Any) -> None:
+    async def _callback(self, job: Job) -> None:
         rec = await self.engine.record(job.approval_id)
         if rec.callback_url is None:
             await self._finish(job.id)
             return
-        payload = json.loads(job.payload)
+        payload = job.payload
         body = json.dumps(self.engine.body(rec), separators=(",", ":")).encode()
-        stamp = int(time.time())
+        stamp = int(self.engine.clock())
         headers = {
             "Content-Type": "application/json",
             "Cosigner-Signature": sign_callback(callback_secret(self.secret, rec.tenant), body, stamp),
@@ -191,6 +165,9 @@ class JobWorker:
         try:
             response = await self.http.post(rec.callback_url, content=body, headers=headers, timeout=10.0)
             status = response.status_code
+        except EgressRefused as exc:
+            await self._refuse(job, rec.id, payload["delivery"], str(exc))
+            return
         except httpx.HTTPError as exc:
             error = type(exc).__name__
         ok = status is not None and 200 <= status < 300
@@ -212,6 +189,16 @@ class JobWorker:
             await self.engine.note(
                 rec.id, "callback_abandoned", {"delivery": payload["delivery"], "attempts": job.attempts}
             )
+
+    async def _refuse(self, job: Job, approval_id: str, delivery: str, reason: str) -> None:
+        # A refusal is the operator's rule, not a passing failure: retrying would only ask
+        # the tenant's DNS again until it answers something else. So the job ends here.
+        log.warning("callback refused", extra={"approval_id": approval_id, "job": "callback"})
+        await self.engine.note(
+            approval_id, "callback_refused", {"delivery": delivery, "attempt": job.attempts, "reason": reason}
+        )
+        await self._finish(job.id, "refused by the egress rules")
+        self.engine.metrics.jobs.labels("callback", "refused").inc()
 
 
 class ExpirySweeper:

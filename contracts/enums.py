@@ -69,6 +69,26 @@ class DeciderKind(StrEnum):
     SYSTEM = "system"
 
 
+class JobKind(StrEnum):
+    """Work the outbox carries out after the transaction that queued it."""
+
+    DELIVER = "deliver"  # post the card or send the text
+    SHOW = "show"  # update the card, or text the outcome
+    CALLBACK = "callback"  # POST the decision to the agent's callbackUrl
+
+
+class AddressClass(StrEnum):
+    """Why an address is not on the public internet, so no callback goes there unless allowed."""
+
+    LOOPBACK = "loopback"
+    PRIVATE = "private"
+    LINK_LOCAL = "link-local"
+    SHARED = "shared (CGNAT)"
+    MULTICAST = "multicast"
+    UNSPECIFIED = "unspecified"
+    RESERVED = "reserved"
+
+
 class ErrorCode(StrEnum):
     """Every error code an API caller or approver can see."""
 

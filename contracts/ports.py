@@ -122,6 +122,15 @@ class Answer:
     app_id: str | None = None
     enterprise_id: str | None = None
     comment: str | None = None
+    # The inbound message that carried the answer (Twilio's MessageSid). The desk records
+    # it under `inbound_namespace(surface)` in the answer's own transaction, so a failed
+    # attempt leaves no mark and a redelivery of an applied one changes nothing.
+    message_id: str | None = None
+
+
+def inbound_namespace(surface: str) -> str:
+    """The flag namespace of inbound message ids already handled on a surface."""
+    return f"{surface}_in"
 
 
 @dataclass(frozen=True)
@@ -142,6 +151,11 @@ class ApprovalDesk(Protocol):
 
     async def placed(self, approval_id: str) -> Placed | None:
         """Look an approval up by id, whatever its tenant (surfaces check tenancy)."""
+        ...
+
+    async def sending(self, approval_id: str, receipt: Delivered) -> None:
+        """Record where a pending approval is being shown, before it is sent, so an answer
+        that arrives before `deliver` returns is matched; the full receipt replaces it."""
         ...
 
     async def pending_for_number(self, to_number: str, from_number: str) -> Sequence[Placed]:

@@ -5,9 +5,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, HttpUrl
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, HttpUrl, TypeAdapter
 
-from contracts.enums import ApprovalStatus
+from contracts.enums import ApprovalStatus, SurfaceType
+from contracts.names import PhoneNumber, SlackId, ToolName
 
 
 class Wire(BaseModel):
@@ -23,18 +24,18 @@ class SlackSurface(Wire):
     """A run triggered from a Slack conversation."""
 
     type: Literal["slack"]
-    teamId: str = Field(min_length=1, max_length=64, pattern=r"^[A-Z0-9]+$")
-    enterpriseId: str | None = Field(default=None, max_length=64, pattern=r"^[A-Z0-9]+$")
-    channelId: str = Field(min_length=1, max_length=64, pattern=r"^[A-Z0-9]+$")
+    teamId: SlackId
+    enterpriseId: SlackId | None = None
+    channelId: SlackId
     threadTs: str | None = Field(default=None, max_length=32, pattern=r"^\d+(\.\d+)?$")
-    userId: str = Field(min_length=1, max_length=64, pattern=r"^[A-Z0-9]+$")
+    userId: SlackId
 
 
 class SmsSurface(Wire):
     """A run triggered by a text message from `phone` (E.164)."""
 
     type: Literal["sms"]
-    phone: str = Field(pattern=r"^\+[1-9]\d{6,14}$")
+    phone: PhoneNumber
 
 
 class DashboardSurface(Wire):
@@ -101,7 +102,7 @@ class ApprovalRequest(Wire):
 
     executionId: Identifier
     toolCallId: Identifier
-    toolName: Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.\-]+$")]
+    toolName: ToolName
     parameters: dict[str, Any]
     reason: FreeText | None = Field(default=None, max_length=2000)
     surface: Surface
@@ -163,7 +164,7 @@ class PersonDecider(Wire):
     """A person answered."""
 
     kind: Literal["person"] = "person"
-    surface: str
+    surface: SurfaceType
     userId: str
     teamId: str | None = None
 
@@ -198,6 +199,8 @@ DecidedBy = Annotated[
     PersonDecider | TimeoutDecider | PolicyDecider | AgentDecider | SystemDecider,
     Field(discriminator="kind"),
 ]
+DECIDED_BY: TypeAdapter[DecidedBy] = TypeAdapter(DecidedBy)
+"""Parses a stored or received `decidedBy` into its typed form."""
 
 
 class Decision(Wire):

@@ -5,7 +5,8 @@ Run `cosigner dev` (or `./run dev`) in one terminal, then in another:
     .venv/bin/python examples/agent.py
 
 It reads COSIGNER_URL (default http://127.0.0.1:8000) and COSIGNER_API_KEY (default: the
-key `cosigner dev` wrote to cosigner-data/demo.key). It needs only the SDK
+key `cosigner dev` wrote to demo.key in its data folder, COSIGNER_DATA, default
+cosigner-data). `cosigner dev` prints the line that sets all three. It needs only the SDK
 (`pip install ./sdk/python`).
 
 What it does, against the sandbox's sample policy (bot/sandbox_policy.toml):
@@ -37,7 +38,8 @@ from cosigner import AsyncCosigner, Decision, HeadlessSurface, SlackSurface, Sms
 from cosigner.errors import ApprovalDenied, ApprovalExpired, ApprovalModeUnsupported, CosignerError
 
 DEFAULT_URL = "http://127.0.0.1:8000"
-KEY_FILE = Path("cosigner-data") / "demo.key"
+DATA = "cosigner-data"  # `cosigner dev --data`'s default
+KEY_FILE = "demo.key"
 # Where the sandbox's demo runs happen (see bot/sandbox_policy.toml and the /sandbox page).
 SLACK = SlackSurface(team_id="T0DEMO", channel_id="C0DEMO", user_id="U0ALICE")
 PHONE = SmsSurface(phone="+15550100200")
@@ -48,16 +50,25 @@ def say(line: str) -> None:
     print(line, flush=True)
 
 
+def data_folders() -> list[Path]:
+    """Where `cosigner dev` keeps its files: COSIGNER_DATA if set, else cosigner-data here
+    or next to the examples (the folder `./run dev` uses)."""
+    if os.environ.get("COSIGNER_DATA"):
+        return [Path(os.environ["COSIGNER_DATA"])]
+    return [Path(DATA), Path(__file__).resolve().parent.parent / DATA]
+
+
 def api_key() -> str:
     """COSIGNER_API_KEY, else the key file `cosigner dev` writes."""
     key = os.environ.get("COSIGNER_API_KEY")
     if key:
         return key.strip()
-    for candidate in (KEY_FILE, Path(__file__).resolve().parent.parent / KEY_FILE):
-        if candidate.is_file():
-            return candidate.read_text(encoding="utf-8").strip()
+    for folder in data_folders():
+        if (folder / KEY_FILE).is_file():
+            return (folder / KEY_FILE).read_text(encoding="utf-8").strip()
     sys.exit(
-        "no API key: start `cosigner dev` first (it writes cosigner-data/demo.key), or set COSIGNER_API_KEY"
+        f"no API key in {data_folders()[0] / KEY_FILE}: start `cosigner dev` first and paste the "
+        "`export …` line it prints (COSIGNER_URL, COSIGNER_API_KEY, COSIGNER_DATA)"
     )
 
 

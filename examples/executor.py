@@ -4,12 +4,13 @@ Run `cosigner dev` (or `./run dev`) in one terminal, then in another:
 
     .venv/bin/python examples/executor.py
 
-It reads COSIGNER_URL (default http://127.0.0.1:8000), COSIGNER_API_KEY (default: the key
-`cosigner dev` wrote to cosigner-data/demo.key) and COSIGNER_CALLBACK_SECRET (default:
-cosigner-data/demo.callback-secret). What it shows:
+It reads COSIGNER_URL (default http://127.0.0.1:8000), COSIGNER_API_KEY and
+COSIGNER_CALLBACK_SECRET (defaults: demo.key and demo.callback-secret, which `cosigner dev`
+writes to its data folder, COSIGNER_DATA, default cosigner-data). `cosigner dev` prints the
+line that sets COSIGNER_URL, COSIGNER_API_KEY and COSIGNER_DATA. What it shows:
   1. a callback receiver that checks `Cosigner-Signature` before it believes a decision;
-  2. a call the policy approves at once (a read), whose grant the executor verifies offline
-     against the key published at /v1/keys, then runs, then reports the result;
+  2. a call the policy approves at once (a read), whose grant (an EdDSA JWS) the executor
+     verifies offline against the JWKS published at /v1/keys, then runs, then reports;
   3. the same grant presented with other parameters: refused, nothing runs;
   4. a forged callback: refused by the receiver.
 """
@@ -28,20 +29,32 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import jwt
 
 from contracts.grants import GrantRefused, sign_callback, verify_callback, verify_grant
 
-DATA = Path("cosigner-data")
+DATA = "cosigner-data"  # `cosigner dev --data`'s default
+
+
+def data_folders() -> list[Path]:
+    """Where `cosigner dev` keeps its files: COSIGNER_DATA if set, else cosigner-data here
+    or next to the examples (the folder `./run dev` uses)."""
+    if os.environ.get("COSIGNER_DATA"):
+        return [Path(os.environ["COSIGNER_DATA"])]
+    return [Path(DATA), Path(__file__).resolve().parent.parent / DATA]
 
 
 def setting(env: str, file: str) -> str:
     """An environment variable, else a file `cosigner dev` wrote."""
     if os.environ.get(env):
         return os.environ[env].strip()
-    for folder in (DATA, Path(__file__).resolve().parent.parent / DATA):
+    for folder in data_folders():
         if (folder / file).is_file():
             return (folder / file).read_text(encoding="utf-8").strip()
-    sys.exit(f"set {env}, or start `cosigner dev` first (it writes {DATA / file})")
+    sys.exit(
+        f"no {file} in {data_folders()[0]}: set {env}, or start `cosigner dev` first and paste the "
+        "`export …` line it prints (COSIGNER_URL, COSIGNER_API_KEY, COSIGNER_DATA)"
+    )
 
 
 class Receiver(http.server.BaseHTTPRequestHandler):
@@ -112,13 +125,15 @@ def main() -> int:
                 parameters=params,
                 tool_call_id="call_1",
                 tenant=tenant,
+                approval_id=decision["approvalId"],
             )
         except GrantRefused as exc:
             print(f"GRANT REFUSED: {exc}", flush=True)
             return 1
+        kid = jwt.get_unverified_header(decision["grant"])["kid"]
         print(
             f"GRANT OK for {claims.tool_name} (approval {claims.approval_id}, tenant "
-            f"{claims.tenant}): running it",
+            f"{claims.tenant}, key {kid}): running it",
             flush=True,
         )
         api.post(

@@ -29,6 +29,7 @@ from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 
 from storage.group_commit import GroupWriter
+from storage.permissions import make_private
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 # Every engine hides bound parameters from its error messages: they hold reasons, comments
@@ -50,6 +51,18 @@ def safe_url(url: str) -> str:
         return "<unparseable database URL>"
 
 
+def missing_sqlite_file(url: str) -> str | None:
+    """The file a SQLite URL names when it does not exist yet (None otherwise, or if unparseable)."""
+    try:
+        parsed = make_url(url)
+    except sa.exc.ArgumentError:
+        return None  # Database() reports it
+    if parsed.get_backend_name() == "sqlite" and parsed.database and parsed.database != ":memory:":
+        if not Path(parsed.database).is_file():
+            return parsed.database
+    return None
+
+
 def head_revision() -> str | None:
     """The newest schema revision this code knows."""
     from alembic.script import ScriptDirectory
@@ -57,6 +70,19 @@ def head_revision() -> str | None:
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS))
     return ScriptDirectory.from_config(cfg).get_current_head()
+
+
+# A transaction (or read connection) handed to the synchronous store functions; code
+# outside storage/ passes it along and never looks inside.
+Tx = Connection
+
+
+# Any failure of the database or its driver, for callers that report it (the CLI).
+DatabaseError = sa.exc.DBAPIError
+
+
+class Conflict(Exception):
+    """A write collided with a row another transaction wrote first (a unique key)."""
 
 
 class DatabaseUrlError(ValueError):
@@ -84,6 +110,7 @@ class Database:
             if not parsed.database or parsed.database == ":memory:":
                 raise DatabaseUrlError(f"{shown!r}: give SQLite a file path; in-memory is not shared")
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+            make_private(Path(parsed.database))
             self.writer = create_async_engine(
                 url, pool_size=1, max_overflow=0, pool_timeout=60, hide_parameters=True
             )
@@ -147,11 +174,14 @@ class Database:
     async def run_write(self, fn: Callable[[Connection], T]) -> T:
         """Run `fn(conn)` in one write transaction: committed if it returns, rolled back if
         it raises. `fn` is synchronous and must not block on anything but the database."""
-        if self._group is not None:
-            result: T = await self._group.submit(fn)
-            return result
-        async with self.writer.begin() as conn:
-            return await conn.run_sync(fn)
+        try:
+            if self._group is not None:
+                result: T = await self._group.submit(fn)
+                return result
+            async with self.writer.begin() as conn:
+                return await conn.run_sync(fn)
+        except sa.exc.IntegrityError as exc:
+            raise Conflict("a concurrent write created the same row") from exc
 
     async def run_read(self, fn: Callable[[Connection], T]) -> T:
         """Run the synchronous `fn(conn)` on a read connection (no transaction held)."""

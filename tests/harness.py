@@ -8,11 +8,14 @@ async with cosigner_app(POLICY, database=db) as h:
 from __future__ import annotations
 
 import asyncio
+import http.server
 import os
 import secrets
+import ssl
 import tempfile
+import threading
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,6 +108,20 @@ async def database(kind: str) -> AsyncIterator[Database]:
         await admin.dispose()
 
 
+class ManualClock:
+    """A clock that moves only when a test says so (UNIX seconds, starting at real now)."""
+
+    def __init__(self, start: float | None = None) -> None:
+        self.now = time.time() if start is None else start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        """Move time forward."""
+        self.now += seconds
+
+
 @dataclass
 class Harness:
     """A started app and what tests need from it."""
@@ -112,6 +129,26 @@ class Harness:
     app: Starlette
     client: httpx.AsyncClient
     parts: Parts
+    clock: ManualClock
+
+    def advance(self, seconds: float) -> None:
+        """Move the app's clock forward and wake its expiry sweeper and job worker."""
+        self.clock.advance(seconds)
+        self.parts.engine.expiry_wakeup.set()
+        self.parts.engine.jobs_wakeup.set()
+
+    async def advance_until(self, check: Callable[[], Any], step: float = 1.0, polls: int = 500) -> Any:
+        """Move time forward by `step` per poll until `check()` is truthy (retries, backoff)."""
+        for _ in range(polls):
+            if found := check():
+                return found
+            self.advance(step)
+            await asyncio.sleep(0.01)
+        raise AssertionError(f"still false after {polls} steps of {step} s")
+
+    async def waiters(self, count: int = 1) -> None:
+        """Return once `count` agents are waiting on a long-poll or stream."""
+        await until(lambda: self.parts.engine.notifier.waiting >= count)
 
     @property
     def engine(self) -> Engine:
@@ -146,9 +183,11 @@ async def cosigner_app(
     surfaces: Sequence[SurfaceFactory] = (),
     http: httpx.AsyncClient | None = None,
     run_workers: bool = True,
+    clock: ManualClock | None = None,
     **settings: Any,
 ) -> AsyncIterator[Harness]:
-    """Build, start and serve an app over `httpx.ASGITransport`."""
+    """Build, start and serve an app over `httpx.ASGITransport`, on a `ManualClock`."""
+    clock = clock or ManualClock()
     async with _maybe_db(db, database_kind) as database_:
         app = build_app(
             make_settings(**settings),
@@ -158,11 +197,12 @@ async def cosigner_app(
             http=http,
             run_workers=run_workers,
             migrate=False,
+            clock=clock,
         )
         async with app.router.lifespan_context(app):
             transport = httpx.ASGITransport(app=app)
             async with httpx.AsyncClient(transport=transport, base_url=BASE_URL) as client:
-                yield Harness(app=app, client=client, parts=parts_of(app))
+                yield Harness(app=app, client=client, parts=parts_of(app), clock=clock)
 
 
 @asynccontextmanager
@@ -178,6 +218,18 @@ async def until(check: Callable[[], Any], seconds: float = 5.0, interval: float 
     """The first truthy value of `check()`, polled every `interval` until `seconds` pass."""
     deadline = time.monotonic() + seconds
     while not (found := check()):
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting")
+        await asyncio.sleep(interval)
+    return found
+
+
+async def until_async(
+    check: Callable[[], Awaitable[Any]], seconds: float = 5.0, interval: float = 0.02
+) -> Any:
+    """The first truthy value of `await check()`, polled like `until`."""
+    deadline = time.monotonic() + seconds
+    while not (found := await check()):
         if time.monotonic() > deadline:
             raise AssertionError("timed out waiting")
         await asyncio.sleep(interval)
@@ -202,3 +254,67 @@ async def slack_app(
 
         async with cosigner_app(policy_toml, surfaces=[factory], database_kind=database_kind) as h:
             yield h, emu
+
+
+class CallbackReceiver:
+    """A loopback HTTP (or HTTPS) server that records every POST and answers from a script.
+
+    `answers` are (status, headers) pairs used in order, then 200 for ever. `host` is the
+    name put in `url` (it must lead to `bind`, e.g. through an injected resolver).
+    """
+
+    def __init__(
+        self,
+        answers: Sequence[tuple[int, Mapping[str, str]]] = (),
+        tls: ssl.SSLContext | None = None,
+        host: str = "127.0.0.1",
+        bind: tuple[str, int] = ("127.0.0.1", 0),
+    ) -> None:
+        self.received: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+        script = list(answers)
+        receiver = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                with receiver.lock:
+                    receiver.received.append(
+                        {
+                            "path": self.path,
+                            "host": self.headers.get("Host"),
+                            "delivery": self.headers.get("Cosigner-Delivery"),
+                            "signature": self.headers.get("Cosigner-Signature"),
+                            "body": body,
+                            "at": time.monotonic(),
+                        }
+                    )
+                    status, headers = script.pop(0) if script else (200, {})
+                self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(bind, Handler)
+        if tls is not None:
+            self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
+        self.port = self.server.server_address[1]
+        self.url = f"{'https' if tls else 'http'}://{host}:{self.port}/cosigner"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> CallbackReceiver:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def snapshot(self) -> list[dict[str, Any]]:
+        """What was received so far."""
+        with self.lock:
+            return list(self.received)

@@ -32,8 +32,9 @@ T = TypeVar("T")
 class LiveServer:
     """A harness app behind uvicorn on 127.0.0.1, started and stopped from a test thread."""
 
-    def __init__(self, policy: str, db_path: Path, secret: str) -> None:
+    def __init__(self, policy: str, db_path: Path, secret: str, **settings: Any) -> None:
         self.policy = policy
+        self.settings = settings
         self.db_path = db_path
         self.secret = secret
         self.port = free_port()
@@ -80,7 +81,7 @@ class LiveServer:
         try:
             db = Database(f"sqlite+aiosqlite:///{self.db_path}")
             await db.migrate()
-            async with cosigner_app(self.policy, db=db, secret=self.secret) as harness:
+            async with cosigner_app(self.policy, db=db, secret=self.secret, **self.settings) as harness:
                 config = uvicorn.Config(
                     harness.app, host="127.0.0.1", port=self.port, lifespan="off", log_level="warning"
                 )
@@ -99,10 +100,12 @@ class LiveServer:
 
 
 @contextmanager
-def loopback_server(policy: str = DEFAULT_POLICY, secret: str = TEST_SECRET) -> Iterator[LiveServer]:
-    """A LiveServer on a fresh SQLite file, stopped on exit."""
+def loopback_server(
+    policy: str = DEFAULT_POLICY, secret: str = TEST_SECRET, **settings: Any
+) -> Iterator[LiveServer]:
+    """A LiveServer on a fresh SQLite file (more Settings fields as keywords), stopped on exit."""
     with tempfile.TemporaryDirectory() as tmp:
-        live = LiveServer(policy, Path(tmp) / "live.db", secret)
+        live = LiveServer(policy, Path(tmp) / "live.db", secret, **settings)
         live.start()
         try:
             yield live

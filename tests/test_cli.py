@@ -61,6 +61,7 @@ def populate(path: Path) -> list[str]:
                     )
                     assert r.status_code in (200, 201), r.text
                     ids.append(r.json()["approvalId"])
+                    h.advance(1.0)  # events at distinct times, for --since
                 r = await h.client.post(
                     f"/v1/approvals/{ids[0]}/decision",
                     headers=h.auth(key),
@@ -161,6 +162,7 @@ def test_tenants_create_rejects_a_bad_name(db_path: Path, capsys: pytest.Capture
 
 
 def test_audit_verify_clean_and_after_an_edit(db_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["migrate"]) == 0
     assert main(["audit", "verify"]) == 0, "an empty database verifies"
     assert "0 events" in capsys.readouterr().out
     ids = populate(db_path)
@@ -213,10 +215,10 @@ def test_audit_export_prints_json_lines(db_path: Path, capsys: pytest.CaptureFix
     assert len(later) == sum(1 for e in everything if e["at"] > ats[0])
 
 
-def test_audit_export_rejects_a_bad_since(db_path: Path) -> None:
-    with pytest.raises(SystemExit) as info:
-        main(["audit", "export", "--since", "last tuesday"])
-    assert "ISO 8601" in str(info.value.code)
+def test_audit_export_rejects_a_bad_since(db_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["audit", "export", "--since", "last tuesday"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --since 'last tuesday'") and "ISO 8601" in err and err.count("\n") == 1
 
 
 def test_audit_show(db_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -224,8 +226,8 @@ def test_audit_show(db_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["audit", "show", ids[0]]) == 0
     out = capsys.readouterr().out
     assert "requested" in out and "denied" in out
-    assert main(["audit", "show", "apv_nope"]) == 1
-    assert "apv_nope" in capsys.readouterr().err
+    assert main(["audit", "show", "apv_nope"]) == 2
+    assert capsys.readouterr().err.startswith("error: no audit events for 'apv_nope'")
 
 
 # --- migrate ---------------------------------------------------------------------------------

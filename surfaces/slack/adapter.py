@@ -29,6 +29,7 @@ from surfaces.slack.blocks import to_blocks, to_closed_blocks
 from surfaces.slack.clicks import Clicks
 from surfaces.slack.installs import INSTALL_PATH, REDIRECT_PATH, Installs
 from surfaces.slack.pacing import ChannelPacer
+from surfaces.slack.parse import event_type
 from surfaces.slack.web_client import (
     SCOPES,
     TIMEOUT_SECONDS,
@@ -60,6 +61,7 @@ class SlackConfig:
     api_url: str | None = None
     app_id: str | None = None
     scopes: tuple[str, ...] = field(default_factory=bot_scopes)
+    token_secret: str | None = None  # COSIGNER_SECRET: seals OAuth installation tokens at rest
 
     @property
     def multi_workspace(self) -> bool:
@@ -86,12 +88,17 @@ class SlackAdapter:
         self._clicks = Clicks(desk)
         self._installs: Installs | None = None
         if config.client_id and config.client_secret:
+            if not config.token_secret:
+                raise SlackConfigError(
+                    "set COSIGNER_SECRET: multi-workspace Slack seals installation tokens with it"
+                )
             self._installs = Installs(
                 config.client_id,
                 config.client_secret,
                 config.scopes,
                 db_engine,
                 lambda org: desk.tenant_for_org("slack", org),
+                config.token_secret,
             )
         self._session: aiohttp.ClientSession | None = None
         self._client: AsyncWebClient | None = None
@@ -106,11 +113,11 @@ class SlackAdapter:
         ]
 
     async def start(self) -> None:
-        """Open the HTTP session and the Bolt app inside the running loop; create install tables."""
+        """Open the HTTP session and the Bolt app inside the running loop; seal old tokens."""
         if self._handler is not None:
             return
         if self._installs is not None:
-            await self._installs.create_tables()
+            await self._installs.start()
         self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=TIMEOUT_SECONDS))
         token = None if self._installs else self.config.bot_token
         self._client = build_client(token, self.config.api_url, self._session)
@@ -196,6 +203,8 @@ class SlackAdapter:
         where = route.enterprise_id or route.team_id
         try:
             bot = await self._installs.find_bot(route.team_id, route.enterprise_id)
+        except SurfaceUnavailable:
+            raise
         except Exception as exc:  # the store's SQLAlchemy errors stop at this boundary
             raise SurfaceUnavailable(f"reading the Slack installation for {where} failed") from exc
         if bot is None or not bot.bot_token:
@@ -234,6 +243,16 @@ class SlackAdapter:
                 },
                 status_code=401,
             )
+        kind = event_type(body)
+        if kind is not None:
+            # Cosigner acts on no event, but a non-2xx makes Slack retry and, in the end,
+            # turn the endpoint off; so every signed event is acknowledged.
+            logger.info(
+                "Acknowledged a Slack event (%s) and ignored it; Cosigner needs no event "
+                "subscription (see Event Subscriptions in the Slack app settings)",
+                kind,
+            )
+            return Response(status_code=200)
         return await self._handler.handle(request)
 
     async def _oauth(self, request: Request) -> Response:

@@ -18,7 +18,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from contracts.errors import CosignerError
-from contracts.ports import ApprovalDesk
+from contracts.ports import Answer, ApprovalDesk
 from surfaces.slack import mrkdwn
 from surfaces.slack.blocks import ACTION_PREFIX, COMMENT_BLOCK, DENY_CALLBACK, deny_modal
 from surfaces.slack.parse import parse_block_action, parse_view_submission
@@ -28,6 +28,8 @@ logger = logging.getLogger("cosigner.slack.clicks")
 
 APPROVE_ACTIONS = re.compile(rf"^{re.escape(ACTION_PREFIX)}(approve|approve_for_run)$")
 DENY_ACTION = f"{ACTION_PREFIX}deny"
+# Distinct Grid orgs warned about per process; Slack signs every one, so this is a bound, not a defence.
+MAX_GRID_NOTICES = 256
 Ack = Callable[..., Awaitable[Any]]
 
 
@@ -43,6 +45,7 @@ class Clicks:
     def __init__(self, desk: ApprovalDesk) -> None:
         self._desk = desk
         self._tasks: set[asyncio.Task[None]] = set()
+        self._grid_noticed: set[str] = set()
 
     def register(self, app: AsyncApp) -> None:
         """Attach the approve, deny and deny-comment listeners."""
@@ -77,6 +80,7 @@ class Clicks:
     async def _answer_click(self, body: dict[str, Any], client: AsyncWebClient) -> None:
         try:
             answer = parse_block_action(body)
+            self._notice_grid(answer)
             await self._desk.answer(answer)
         except CosignerError as error:
             self._later(self._tell(client, body, refusal_text(error)))
@@ -104,7 +108,9 @@ class Clicks:
 
     async def _answer_comment(self, ack: Ack, body: dict[str, Any]) -> None:
         try:
-            await self._desk.answer(parse_view_submission(body))
+            answer = parse_view_submission(body)
+            self._notice_grid(answer)
+            await self._desk.answer(answer)
         except CosignerError as error:
             message = f"Not recorded ({error.code.value}): {error.message}"[:300]
             await ack(response_action="errors", errors={COMMENT_BLOCK: message})
@@ -117,6 +123,26 @@ class Clicks:
             )
             return
         await ack()
+
+    def _notice_grid(self, answer: Answer) -> None:
+        # On Enterprise Grid, Slack sends the clicker's org (E…) as `user.team_id`; a Grid
+        # tenant whose policy lacks `slack_enterprise` would see its own people refused.
+        org = answer.actor_org
+        if not org or not org.startswith("E") or org in self._grid_noticed:
+            return
+        if len(self._grid_noticed) >= MAX_GRID_NOTICES or self._desk.tenant_for_org("slack", org):
+            return
+        self._grid_noticed.add(org)
+        tenant = self._desk.tenant_for_org("slack", answer.org) if answer.org else None
+        logger.warning(
+            "A Slack click came from Enterprise Grid org %s (user.team_id), which no tenant names: "
+            'if it is a tenant\'s own org, set slack_enterprise = "%s" in [tenants.%s]; until then '
+            "clicks of its people on that tenant's cards are refused",
+            org,
+            org,
+            tenant or "<tenant>",
+            extra={"tenant": tenant, "surface": "slack"},
+        )
 
     async def _tell(self, client: AsyncWebClient, body: dict[str, Any], text: str) -> None:
         container = body.get("container") or {}

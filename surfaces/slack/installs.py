@@ -2,15 +2,19 @@
 
 An install is stored only when the policy maps its workspace (or, for an org-wide install,
 its Enterprise Grid org) to a tenant; otherwise the installer gets a page naming the id to
-add to the policy. Tokens live in Slack's own tables (`slack_bots`, `slack_installations`,
-`slack_oauth_states`) in plain text, as slack_sdk stores them.
+add to the policy. Installations live in slack_sdk's tables (`slack_bots`,
+`slack_installations`, `slack_oauth_states`, created by Cosigner's migrations), with every
+token sealed by `sealing.TokenSeal` before it is written and opened after it is read.
 """
 
 from __future__ import annotations
 
+import copy
 import html
 from collections.abc import Callable
+from typing import Any, TypeVar
 
+import sqlalchemy as sa
 from slack_bolt import BoltResponse
 from slack_bolt.error import BoltError
 from slack_bolt.oauth.async_callback_options import (
@@ -27,11 +31,18 @@ from slack_sdk.oauth.installation_store.sqlalchemy import AsyncSQLAlchemyInstall
 from slack_sdk.oauth.state_store.sqlalchemy import AsyncSQLAlchemyOAuthStateStore
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from contracts.errors import SurfaceUnavailable
+from surfaces.slack.sealing import SealError, TokenSeal, is_sealed
+
 INSTALL_PATH = "/slack/install"
 REDIRECT_PATH = "/slack/oauth_redirect"
 STATE_SECONDS = 600
 
 TenantLookup = Callable[[str], "str | None"]
+# Every column of slack_sdk's rows that holds a credential.
+BOT_SECRETS = ("bot_token", "bot_refresh_token")
+INSTALLATION_SECRETS = (*BOT_SECRETS, "user_token", "user_refresh_token", "incoming_webhook_url")
+Row = TypeVar("Row", Bot, Installation)
 
 
 class InstallRefused(BoltError):
@@ -52,8 +63,9 @@ class Installs:
         scopes: tuple[str, ...],
         engine: AsyncEngine,
         tenant_for: TenantLookup,
+        token_secret: str,
     ) -> None:
-        self.store = AsyncSQLAlchemyInstallationStore(client_id=client_id, engine=engine)
+        self.store = SealedInstallationStore(TokenSeal(token_secret), client_id=client_id, engine=engine)
         self.states = AsyncSQLAlchemyOAuthStateStore(expiration_seconds=STATE_SECONDS, engine=engine)
         self.flow = TenantCheckedFlow(
             tenant_for=tenant_for,
@@ -69,19 +81,100 @@ class Installs:
             ),
         )
 
-    async def create_tables(self) -> None:
-        """Create Slack's installation and state tables if they are missing."""
-        await self.store.create_tables()  # type: ignore[no-untyped-call]
-        await self.states.create_tables()  # type: ignore[no-untyped-call]
+    async def start(self) -> None:
+        """Seal any token an older version stored in plain text."""
+        await self.store.seal_plaintext()
 
     async def find_bot(self, team_id: str | None, enterprise_id: str | None) -> Bot | None:
         """The bot installed in this workspace, or org-wide in its Enterprise Grid org."""
-        bot = await self.store.async_find_bot(enterprise_id=enterprise_id, team_id=team_id)
-        if bot is None and enterprise_id is not None:
-            bot = await self.store.async_find_bot(
-                enterprise_id=enterprise_id, team_id=None, is_enterprise_install=True
-            )
+        try:
+            bot = await self.store.async_find_bot(enterprise_id=enterprise_id, team_id=team_id)
+            if bot is None and enterprise_id is not None:
+                bot = await self.store.async_find_bot(
+                    enterprise_id=enterprise_id, team_id=None, is_enterprise_install=True
+                )
+        except SealError as exc:
+            raise SurfaceUnavailable(f"Slack installation for {enterprise_id or team_id}: {exc}") from None
         return bot
+
+
+class SealedInstallationStore(AsyncSQLAlchemyInstallationStore):
+    """slack_sdk's SQLAlchemy store, sealing every token on the way in and opening it on the way out."""
+
+    def __init__(self, seal: TokenSeal, *, client_id: str, engine: AsyncEngine) -> None:
+        super().__init__(client_id=client_id, engine=engine)
+        self.seal = seal
+
+    def _convert(self, row: Row, columns: tuple[str, ...], sealing: bool) -> Row:
+        out = copy.copy(row)
+        for column in columns:
+            value = getattr(out, column, None)
+            if value and sealing != is_sealed(value):
+                context = _context(column, out.enterprise_id, out.team_id)
+                setattr(
+                    out, column, self.seal.seal(value, context) if sealing else self.seal.open(value, context)
+                )
+        return out
+
+    async def async_save(self, installation: Installation) -> None:
+        """Store an installation (and its bot) with sealed tokens."""
+        await super().async_save(self._convert(installation, INSTALLATION_SECRETS, True))
+
+    async def async_save_bot(self, bot: Bot) -> None:
+        """Store a bot with sealed tokens."""
+        await super().async_save_bot(self._convert(bot, BOT_SECRETS, True))
+
+    async def async_find_bot(
+        self, *, enterprise_id: str | None, team_id: str | None, is_enterprise_install: bool | None = False
+    ) -> Bot | None:
+        """The newest bot of a workspace or org, tokens opened."""
+        bot = await super().async_find_bot(
+            enterprise_id=enterprise_id, team_id=team_id, is_enterprise_install=is_enterprise_install
+        )
+        return None if bot is None else self._convert(bot, BOT_SECRETS, False)
+
+    async def async_find_installation(
+        self,
+        *,
+        enterprise_id: str | None,
+        team_id: str | None,
+        user_id: str | None = None,
+        is_enterprise_install: bool | None = False,
+    ) -> Installation | None:
+        """The newest installation of a workspace or org, tokens opened."""
+        found = await super().async_find_installation(
+            enterprise_id=enterprise_id,
+            team_id=team_id,
+            user_id=user_id,
+            is_enterprise_install=is_enterprise_install,
+        )
+        # slack_sdk may have copied an (already opened) bot token in: only sealed ones change.
+        return None if found is None else self._convert(found, INSTALLATION_SECRETS, False)
+
+    async def seal_plaintext(self) -> int:
+        """Seal in place every token stored in plain text; return how many were sealed."""
+        sealed = 0
+        async with self.engine.begin() as conn:
+            for table, columns in ((self.installations, INSTALLATION_SECRETS), (self.bots, BOT_SECRETS)):
+                rows = (await conn.execute(sa.select(table))).mappings().all()
+                for row in rows:
+                    changes = _sealed_changes(self.seal, row, columns)
+                    if changes:
+                        await conn.execute(table.update().where(table.c.id == row["id"]).values(**changes))
+                        sealed += len(changes)
+        return sealed
+
+
+def _context(column: str, enterprise_id: str | None, team_id: str | None) -> str:
+    return f"{column}|{enterprise_id or ''}|{team_id or ''}"
+
+
+def _sealed_changes(seal: TokenSeal, row: Any, columns: tuple[str, ...]) -> dict[str, str]:
+    return {
+        column: seal.seal(row[column], _context(column, row["enterprise_id"], row["team_id"]))
+        for column in columns
+        if row[column] and not is_sealed(row[column])
+    }
 
 
 class TenantCheckedFlow(AsyncOAuthFlow):

@@ -55,7 +55,7 @@ def block_actions_payload(
         "team": {
             "id": team,
             "domain": "emulated",
-            **({"enterprise_id": enterprise} if enterprise else {}),
+            **_grid(enterprise),
         }
         if team
         else None,
@@ -84,7 +84,7 @@ def view_submission_payload(
     return {
         "type": "view_submission",
         "token": "deprecated-verification-token",
-        "team": {"id": team, "domain": "emulated"} if team else None,
+        "team": {"id": team, "domain": "emulated", **_grid(enterprise)} if team else None,
         "enterprise": {"id": enterprise, "name": "Emulated org"} if enterprise else None,
         "is_enterprise_install": team is None,
         "user": {
@@ -185,6 +185,28 @@ async def submit_view(
     fields.setdefault("app_id", emu.app_id)
     payload = view_submission_payload(view=opened.view, values=values, view_id=opened.id, **fields)
     return await send_signed(http, url, payload, secret=secret, timestamp=timestamp, signature=signature)
+
+
+async def send_signed_event(
+    http: httpx.AsyncClient,
+    url: str,
+    payload: dict[str, Any],
+    *,
+    secret: str,
+    timestamp: str | None = None,
+    retry: int | None = None,
+) -> httpx.Response:
+    """POST an Events API body (JSON), signed as Slack signs it; `retry` adds Slack's retry headers."""
+    body = json.dumps(payload).encode()
+    headers = {**signed_headers(body, secret, timestamp), "Content-Type": "application/json"}
+    if retry is not None:
+        headers |= {"X-Slack-Retry-Num": str(retry), "X-Slack-Retry-Reason": "http_error"}
+    return await http.post(url, content=body, headers=headers)
+
+
+def _grid(enterprise: str | None) -> dict[str, str]:
+    # A workspace of an Enterprise Grid org names its org inside `team`.
+    return {"enterprise_id": enterprise, "enterprise_name": "Emulated org"} if enterprise else {}
 
 
 def _find_button(blocks: list[dict[str, Any]], action_id: str) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""Pure translators from Slack interaction payloads to `Answer`s; no I/O, no Slack client.
+"""Pure translators from Slack interaction payloads to `Answer`s (and event bodies to their
+type); no I/O, no Slack client.
 
 Only fields Slack itself sets are read: who clicked (`user`), where (`team`, `enterprise`,
 `container`), which app (`api_app_id`) and which button (`actions[0]`). The deprecated
@@ -27,6 +28,8 @@ from surfaces.slack.blocks import (
 _SLACK_ID = re.compile(r"^[A-Z0-9]{2,64}$")
 _TS = re.compile(r"^\d{1,12}\.\d{1,8}$")
 _APPROVAL_ID = re.compile(r"^[A-Za-z0-9_.:\-]{1,200}$")
+# What of an event's `type` may reach the log; anything else is logged as "unrecognized".
+_EVENT_TYPE = re.compile(r"^[a-z][a-z0-9_.]{0,63}$")
 
 
 def parse_block_action(payload: Mapping[str, Any]) -> Answer:
@@ -90,6 +93,29 @@ def parse_form_payload(form: Mapping[str, str]) -> dict[str, Any]:
     if not isinstance(payload, dict):
         raise InvalidRequest("payload must be a JSON object", field="payload")
     return payload
+
+
+def event_type(body: bytes) -> str | None:
+    """The loggable type of a signed Events API body other than `url_verification`, else None.
+
+    Interactions come form-encoded and go to Bolt, as does `url_verification` (Bolt answers
+    its challenge); every other JSON body is an event delivery.
+    """
+    if not body.lstrip().startswith(b"{"):
+        return None
+    try:
+        payload = json.loads(body)
+    except ValueError:
+        return "unrecognized"
+    if not isinstance(payload, dict):
+        return "unrecognized"
+    kind = payload.get("type")
+    if kind == "url_verification":
+        return None
+    event = payload.get("event")
+    inner = event.get("type") if isinstance(event, dict) else None
+    names = [k if isinstance(k, str) and _EVENT_TYPE.match(k) else "unrecognized" for k in (kind, inner)]
+    return names[0] if inner is None else "/".join(names)
 
 
 def _who(payload: Mapping[str, Any]) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from contracts.ports import ApprovalCard, ApprovalDesk, Delivered, SmsRoute
 from contracts.ports import Route as ApprovalRoute
 from surfaces.sms.text import to_outcome_text, to_sms_text
 from surfaces.sms.transport import HttpxTwilioClient
-from surfaces.sms.webhook import OPT_OUT, SENT_SID, SmsWebhooks
+from surfaces.sms.webhook import OPT_OUT, SENT_SID, TEXTED, SmsWebhooks
 
 logger = logging.getLogger("cosigner.sms")
 
@@ -189,6 +189,9 @@ class SmsAdapter:
                     "to the sender before they can be asked again"
                 )
         status_callback = self.config.public_url.rstrip("/") + "/sms/status"
+        # Before any text leaves, record where the request goes and to whom: a reply can
+        # arrive before this method returns and the engine stores the full receipt.
+        await self.desk.sending(card.approval_id, Delivered(surface="sms", conversation=conversation))
         sids = []
         for number in route.approvers:
             sent_key = f"{card.approval_id}:{number}"
@@ -197,6 +200,7 @@ class SmsAdapter:
                 pending = await self.desk.pending_for_number(conversation, number)
                 others = [p for p in pending if p.card.approval_id != card.approval_id]
                 body = to_sms_text(card, code_required=bool(others))
+                await self.desk.set_flag(TEXTED, sent_key, "1")
                 sid = await self._send(client, number, from_number, service, body, status_callback)
                 await self.desk.set_flag(SENT_SID, sid, card.approval_id)
                 await self.desk.set_flag(_SENT, sent_key, sid)

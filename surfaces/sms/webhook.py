@@ -20,7 +20,7 @@ from twilio.twiml.messaging_response import MessagingResponse
 
 from contracts.enums import ApprovalStatus
 from contracts.errors import CosignerError, InvalidSignature
-from contracts.ports import Answer, ApprovalDesk, Placed
+from contracts.ports import Answer, ApprovalDesk, Placed, inbound_namespace
 from surfaces.sms.reply import is_help, is_opt_in, is_opt_out, parse_reply
 from surfaces.sms.text import closed_text, help_text, refusal_text, unknown_code_text
 
@@ -31,7 +31,8 @@ logger = logging.getLogger("cosigner.sms")
 
 OPT_OUT = "sms_opt_out"  # number → "1" while it has opted out
 SENT_SID = "sms_sid"  # MessageSid → approval id, to map status callbacks
-SEEN = "sms_in"  # inbound MessageSids already handled
+TEXTED = "sms_to"  # "<approval id>:<number>", written just before the request is texted
+SEEN = inbound_namespace("sms")  # inbound MessageSids already handled
 MAX_BODY = 64 * 1024
 UNDELIVERED = frozenset({"failed", "undelivered"})
 
@@ -102,9 +103,20 @@ class SmsWebhooks:
         sender, to = form.get("From"), form.get("To")
         if not message_sid or not sender or not to:
             return Response("MessageSid, From and To are required", status_code=400)
-        # Twilio retries a webhook it thinks failed; the second copy must decide nothing.
-        if not await self.desk.mark_once(SEEN, message_sid):
+        # Twilio retries a webhook it thinks failed, and a copy of a handled message must
+        # decide nothing. The id is recorded only once the message is handled (an answer
+        # records it in its own transaction), so a failed attempt leaves the retry to decide.
+        if await self.desk.get_flag(SEEN, message_sid) is not None:
             return twiml()
+        response, recorded = await self._handle(form, message_sid, sender, to)
+        if not recorded and not await self.desk.mark_once(SEEN, message_sid):
+            return twiml()  # a concurrent copy was handled first
+        return response
+
+    async def _handle(
+        self, form: ImmutableMultiDict[str, str], message_sid: str, sender: str, to: str
+    ) -> tuple[Response, bool]:
+        """The reply to a text, and whether the desk already recorded its MessageSid."""
         body = form.get("Body") or ""
         # With Advanced Opt-Out Twilio names the keyword class itself (custom keywords too).
         opt_type = (form.get("OptOutType") or "").upper()
@@ -113,17 +125,17 @@ class SmsWebhooks:
 
         if opt_type == "STOP" or is_opt_out(body):
             await self._opt_out(sender, conversations)
-            return twiml()  # Twilio sends its own confirmation
+            return twiml(), False  # Twilio sends its own confirmation
         reply = parse_reply(body)
         if opt_type == "START" or is_opt_in(body):
             if await self.desk.get_flag(OPT_OUT, sender):
                 await self.desk.set_flag(OPT_OUT, sender, None)
             if reply is None:
-                return twiml()
+                return twiml(), False
         if opt_type == "HELP" or is_help(body):
-            return twiml()
+            return twiml(), False
         if reply is None:
-            return twiml(help_text())
+            return twiml(help_text()), False
 
         conversation, pending = await self._pending(conversations, sender)
         codes = [p.card.short_code for p in pending]
@@ -131,17 +143,17 @@ class SmsWebhooks:
             latest = await self._latest(conversations, sender)
             if latest is not None and latest.card.status is not ApprovalStatus.PENDING:
                 if reply.code is None or reply.code == latest.card.short_code:
-                    return twiml(closed_text(latest.card))
-            return twiml(help_text())
+                    return twiml(closed_text(latest.card)), False
+            return twiml(help_text()), False
         if reply.code is None:
             if len(pending) > 1:
-                return twiml(help_text(codes))
+                return twiml(help_text(codes)), False
             target = pending[0]
         else:
             matches = [p for p in pending if p.card.short_code == reply.code]
             if len(matches) != 1:
                 # Two pending requests sharing a code is ambiguous: decide neither.
-                return twiml(unknown_code_text(reply.code, codes))
+                return twiml(unknown_code_text(reply.code, codes)), False
             target = matches[0]
 
         answer = Answer(
@@ -153,15 +165,17 @@ class SmsWebhooks:
             actor_org=None,
             conversation=conversation,
             message_ref=None,
+            message_id=message_sid,
         )
         try:
             await self.desk.answer(answer)
         except CosignerError as exc:
+            # The refusal is recorded with the message id, so a retry repeats nothing.
             logger.info("sms answer refused approval=%s code=%s", target.card.approval_id, exc.code.value)
-            return twiml(refusal_text(exc.message))
-        logger.info("sms answer applied approval=%s verdict=%s", answer.approval_id, reply.verdict)
+            return twiml(refusal_text(exc.message)), True
+        logger.info("sms answer handled approval=%s verdict=%s", answer.approval_id, reply.verdict)
         # No TwiML confirmation: the engine calls show_outcome, which texts every approver.
-        return twiml()
+        return twiml(), True
 
     async def _pending(self, conversations: Sequence[str], sender: str) -> tuple[str, list[Placed]]:
         """The first conversation (the number texted, then its service) with requests for `sender`.
@@ -174,11 +188,20 @@ class SmsWebhooks:
         for conversation in conversations:
             found = await self.desk.pending_for_number(conversation, sender)
             # A request still queued for texting was never seen: it must not make a bare
-            # YES ambiguous, nor be answered by one.
-            pending = [p for p in found if p.delivered is not None]
+            # YES ambiguous, nor be answered by one. One texted a moment ago counts,
+            # although its receipt may not be stored yet.
+            pending = [p for p in found if await self._texted(p, sender)]
             if pending:
                 return conversation, pending
         return conversations[-1], []
+
+    async def _texted(self, placed: Placed, sender: str) -> bool:
+        """True once the request was texted (or was being texted) to `sender`."""
+        if placed.delivered is None:
+            return False
+        if placed.delivered.message_refs:
+            return True  # the full receipt: every approver was texted
+        return await self.desk.get_flag(TEXTED, f"{placed.card.approval_id}:{sender}") is not None
 
     async def _latest(self, conversations: Sequence[str], sender: str) -> Placed | None:
         for conversation in conversations:

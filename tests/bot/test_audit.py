@@ -8,7 +8,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from bot.audit import GENESIS, Event, chain_hash, chain_rows, event_to_json, verify_chains
+from storage.audit import GENESIS, Event, chain_hash, chain_rows, event_to_json, verify_chains
 from storage.tables import approvals, audit_events
 from tests.harness import Harness, cosigner_app
 

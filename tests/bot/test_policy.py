@@ -238,20 +238,20 @@ allow_below = { parameter = "amount", value = 12.5 }
 
 
 @pytest.mark.parametrize(
-    "allow",
+    ("allow", "path", "word"),
     [
-        '{ parameter = "amount" }',
-        "{ value = 5 }",
-        '{ parameter = "amount", value = "5" }',
-        '{ parameter = "amount", value = true }',
-        '{ parameter = "", value = 5 }',
-        '{ parameter = "amount", value = 5, extra = 1 }',
-        "5000",
+        ('{ parameter = "amount" }', "tools.pay.allow_below.value", "missing"),
+        ("{ value = 5 }", "tools.pay.allow_below.parameter", "missing"),
+        ('{ parameter = "amount", value = "5" }', "tools.pay.allow_below.value", "number"),
+        ('{ parameter = "amount", value = true }', "tools.pay.allow_below.value", "number"),
+        ('{ parameter = "", value = 5 }', "tools.pay.allow_below.parameter", "path"),
+        ('{ parameter = "amount", value = 5, extra = 1 }', "tools.pay.allow_below.extra", "unknown key"),
+        ("5000", "tools.pay.allow_below", "table"),
     ],
 )
-def test_allow_below_rejects_bad_shapes(allow: str) -> None:
+def test_allow_below_rejects_bad_shapes(allow: str, path: str, word: str) -> None:
     problems = problems_of(f'[tools.pay]\nkind = "danger"\nallow_below = {allow}\n')
-    assert has_problem(problems, "tools.pay.allow_below")
+    assert has_problem(problems, path, word), problems
 
 
 def test_timeout_for_order_of_precedence() -> None:
@@ -692,3 +692,182 @@ def test_description_and_display_name_must_be_text() -> None:
     with pytest.raises(PolicyError) as err:
         load_policy('[tools.a]\nkind = "read"\ndescription = 5\n[tenants.t]\ndisplay_name = ["x"]\n')
     assert {p.split(":")[0] for p in err.value.problems} == {"tools.a.description", "tenants.t.display_name"}
+
+
+# --- sections that could never match ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "path", "word"),
+    [
+        ("[tenants.Acme]\ngate_all = true\n", "tenants.Acme", "tenant name"),
+        ("[tenants.acme_corp_]\n[tenants.-acme]\n", "tenants.-acme", "tenant name"),
+        ('[tools."issue refund"]\nkind = "read"\n', 'tools."issue refund"', "tool name"),
+        ('[tools."a/b"]\nkind = "read"\n', 'tools."a/b"', "tool name"),
+        ('[tenants.acme.tools."x y"]\nkind = "read"\n', 'tenants.acme.tools."x y"', "tool name"),
+        ('[tenants.acme]\nslack_team = "t0acme"\n', "tenants.acme.slack_team", "Slack id"),
+        ('[tenants.acme]\nslack_enterprise = "E0-ACME"\n', "tenants.acme.slack_enterprise", "Slack id"),
+        ('[tenants.acme.admins]\nslack = ["u0admin"]\n', "tenants.acme.admins.slack", "u0admin"),
+        ('[staff]\nusers = ["U0OPS", "u0ops"]\n', "staff.users", "u0ops"),
+        (
+            '[tools.pay]\nkind = "danger"\nallow_below = { parameter = "amount", value = 0 }\n',
+            "tools.pay.allow_below.value",
+            "never",
+        ),
+        (
+            '[tools.pay]\nkind = "danger"\nallow_below = { parameter = "amount", value = -5 }\n',
+            "tools.pay.allow_below.value",
+            "never",
+        ),
+        (
+            '[tools.pay]\nkind = "danger"\ndeny = true\nallow_below = { parameter = "a", value = 5 }\n',
+            "tools.pay.allow_below",
+            "deny",
+        ),
+        (
+            '[tools.pay]\nkind = "danger"\n[tenants.acme.tools.pay]\ndeny = true\n'
+            'allow_below = { parameter = "a", value = 5 }\n',
+            "tenants.acme.tools.pay.allow_below",
+            "deny",
+        ),
+    ],
+)
+def test_a_name_or_rule_that_could_never_match_is_a_problem(text: str, path: str, word: str) -> None:
+    assert has_problem(problems_of(text), path, word), problems_of(text)
+
+
+def test_a_threshold_a_tenant_can_reach_is_not_refused() -> None:
+    policy = load_policy("""
+[tools.pay]
+kind = "danger"
+deny = true
+allow_below = { parameter = "amountCents", value = 500 }
+
+[tenants.acme.tools.pay]
+deny = false
+""")
+    assert policy.rule_for("acme", "pay").allow_below == Threshold("amountCents", 500)
+    assert not policy.rule_for("acme", "pay").deny
+    assert policy.rule_for("globex", "pay").deny
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["issue_refund", "billing.refund-v2", "A" * 128, "A" * 129, "a b", "", "ünïcode", "x/y", "a\n"],
+)
+def test_policy_tool_names_are_the_names_the_api_accepts(name: str) -> None:
+    from pydantic import ValidationError
+
+    from contracts.wire import ApprovalRequest
+
+    body = {
+        "executionId": "e",
+        "toolCallId": "c",
+        "toolName": name,
+        "parameters": {},
+        "surface": {"type": "api"},
+    }
+    try:
+        ApprovalRequest.model_validate(body)
+        api_accepts = True
+    except ValidationError:
+        api_accepts = False
+    try:
+        load_policy(f'[tools.{json.dumps(name)}]\nkind = "read"\n')
+        policy_accepts = True
+    except PolicyError:
+        policy_accepts = False
+    assert policy_accepts == api_accepts
+
+
+@pytest.mark.parametrize(
+    "name", ["acme", "a-1_b", "Acme", "acme.corp", "-acme", "a" * 63, "a" * 64, "acme\n"]
+)
+async def test_policy_tenant_names_are_the_names_tenants_create_accepts(name: str, tmp_path: Path) -> None:
+    from bot.tenants import TenantKeys
+    from contracts.errors import InvalidRequest
+    from storage.database import Database
+
+    db = Database(f"sqlite+aiosqlite:///{tmp_path / 't.db'}")
+    try:
+        await db.migrate()
+        try:
+            await TenantKeys(db).create(name)
+            cli_accepts = True
+        except InvalidRequest:
+            cli_accepts = False
+    finally:
+        await db.close()
+    try:
+        load_policy(f"[tenants.{json.dumps(name)}]\n")
+        policy_accepts = True
+    except PolicyError:
+        policy_accepts = False
+    assert policy_accepts == cli_accepts
+
+
+@pytest.mark.parametrize(
+    ("text", "path"),
+    [
+        ("[defaults]\nmax_gated_calls_per_execution = true\n", "defaults.max_gated_calls_per_execution"),
+        (
+            "[tenants.acme]\nmax_gated_calls_per_execution = true\n",
+            "tenants.acme.max_gated_calls_per_execution",
+        ),
+        ("[defaults]\nmax_gated_calls_per_execution = 2.0\n", "defaults.max_gated_calls_per_execution"),
+        (
+            '[tools.pay]\nkind = "danger"\nallow_below = { parameter = "a", value = true }\n',
+            "tools.pay.allow_below.value",
+        ),
+        ('[tools.a]\nkind = "read"\ndeny = 0\n', "tools.a.deny"),
+        ("[tenants.acme]\ngate_all = 1\n", "tenants.acme.gate_all"),
+        ("[tenants.acme]\nslack_team = 5\n", "tenants.acme.slack_team"),
+    ],
+)
+def test_nothing_is_coerced(text: str, path: str) -> None:
+    assert has_problem(problems_of(text), path)
+
+
+def test_the_policy_is_worked_out_once_and_frozen() -> None:
+    from pydantic import ValidationError
+
+    policy = load_policy(OVERRIDES)
+    assert policy.rule_for("acme", "issue_refund") is policy.rule_for("acme", "issue_refund")
+    assert policy.rule_for("nobody", "issue_refund") is policy.rule_for("other", "issue_refund")
+    with pytest.raises(ValidationError):
+        policy.tenant("acme").gate_all = True  # type: ignore[misc]
+    with pytest.raises(ValidationError):
+        policy.defaults.timeout = 1.0  # type: ignore[misc]
+
+
+def test_cross_section_problems_are_listed_with_value_problems() -> None:
+    problems = problems_of("""
+[tools.a]
+kind = "danger"
+approvers = ["staff"]
+
+[tools.b]
+kind = "nope"
+
+[tenants.acme.tools.mystery]
+confirm = true
+""")
+    assert has_problem(problems, "tools.b.kind", "nope")
+    assert has_problem(problems, "tools.a.approvers", "staff")
+    assert has_problem(problems, "tenants.acme.tools.mystery.kind", "missing")
+
+
+def test_policy_check_and_serve_refuse_a_section_that_could_never_match(tmp_path: Path) -> None:
+    from tests.ops.test_cli_errors import run
+
+    bad = tmp_path / "policy.toml"
+    bad.write_text((REPO / "policy.example.toml").read_text() + "\n[tenants.Globex]\ngate_all = true\n")
+    checked = run({}, "policy", "check", str(bad), tmp_path=tmp_path)
+    assert checked.returncode == 2, checked.stdout
+    assert "tenants.Globex:" in checked.stderr and "tenant name" in checked.stderr
+    served = run({"COSIGNER_POLICY": str(bad)}, "serve", "--port", "1", tmp_path=tmp_path)
+    assert served.returncode == 2
+    assert "tenants.Globex:" in served.stderr
+    assert "Traceback" not in checked.stderr + served.stderr
+    good = run({}, "policy", "check", str(REPO / "policy.example.toml"), tmp_path=tmp_path)
+    assert good.returncode == 0 and "OK" in good.stdout

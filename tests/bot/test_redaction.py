@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bot.redaction import REDACTED, digest, is_secret_key, is_secret_value, redact
-from contracts.digest import canonical_json, parameters_digest
+from contracts.digest import SAFE_INTEGER, CanonicalFormError, canonical_json, parameters_digest
 
 SECRET_KEYS = [
     "password",
@@ -313,7 +313,11 @@ def test_digest_is_over_unredacted_parameters() -> None:
 
 json_values = st.recursive(
     st.one_of(
-        st.none(), st.booleans(), st.integers(), st.text(), st.floats(allow_nan=False, allow_infinity=False)
+        st.none(),
+        st.booleans(),
+        st.integers(-SAFE_INTEGER, SAFE_INTEGER),
+        st.text(),
+        st.floats(allow_nan=False, allow_infinity=False),
     ),
     lambda inner: st.one_of(
         st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=6), inner, max_size=4)
@@ -334,12 +338,7 @@ def _shuffled(value: Any, rnd: Any) -> Any:
 
 @given(st.dictionaries(st.text(max_size=6), json_values, max_size=6), st.randoms())
 def test_digest_ignores_key_order(params: dict[str, Any], rnd: Any) -> None:
-    expected = (
-        "sha256:"
-        + hashlib.sha256(
-            json.dumps(params, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
-        ).hexdigest()
-    )
+    expected = "sha256:" + hashlib.sha256(canonical_json(params)).hexdigest()
     assert parameters_digest(params) == expected
     assert parameters_digest(_shuffled(params, rnd)) == expected
 
@@ -360,8 +359,10 @@ def test_digest_differs_for_different_values(a: dict[str, Any], b: dict[str, Any
 def test_digest_keeps_unicode_unescaped_and_rejects_nan() -> None:
     assert canonical_json({"n": "日本"}) == '{"n":"日本"}'.encode()
     assert parameters_digest({"n": "日本"}) != parameters_digest({"n": "\\u65e5\\u672c"})
-    with pytest.raises(ValueError):
+    with pytest.raises(CanonicalFormError, match=r"parameters\.x: is NaN or Infinity"):
         parameters_digest({"x": float("nan")})
+    with pytest.raises(CanonicalFormError, match=r"parameters\.ids\[1\]: .*send it as a string"):
+        parameters_digest({"ids": [1, 2**53]})
 
 
 def test_the_documented_digest_test_vector() -> None:

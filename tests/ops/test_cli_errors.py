@@ -146,3 +146,59 @@ def test_export_survives_a_row_edited_into_non_json(tmp_path: Path) -> None:
         )
     out = run({}, "audit", "export", tmp_path=tmp_path)
     assert out.returncode == 0 and '"unparseable": "not json"' in out.stdout
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ("10.0.0.1/8", "did you mean 10.0.0.0/8"),
+        ("hooks.internal,,10.0.0.0/8", "empty entry"),
+        ("https://hooks.internal", "without scheme"),
+    ],
+)
+def test_an_invalid_callback_allow_list_stops_the_server_with_one_line(
+    value: str, says: str, tmp_path: Path
+) -> None:
+    env = {"COSIGNER_SECRET": SECRET, "COSIGNER_CALLBACK_ALLOW": value}
+    out = run(env, "serve", "--port", "1", tmp_path=tmp_path)
+    assert out.returncode == 2, out.stderr
+    last = out.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: COSIGNER_CALLBACK_ALLOW") and says in last, out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def _one_error_line(out: subprocess.CompletedProcess[str], *expected: str) -> None:
+    assert out.returncode == 2, (out.returncode, out.stderr)
+    assert out.stderr.startswith("error: ") and out.stderr.count("\n") == 1, out.stderr
+    for text in expected:
+        assert text in out.stderr, out.stderr
+
+
+def test_every_mistake_is_one_error_line_and_exit_2(tmp_path: Path) -> None:
+    assert run({}, "migrate", tmp_path=tmp_path).returncode == 0
+    latin1 = tmp_path / "latin1.toml"
+    latin1.write_bytes('[tools.caf\xe9]\nkind = "read"\n'.encode("latin-1"))
+    cases = {
+        ("audit", "export", "--since", "garbage"): ["--since 'garbage'", "ISO 8601"],
+        ("audit", "show", "apv_nope"): ["no audit events for 'apv_nope'"],
+        ("tenants", "rotate", "nobody"): ["no tenant 'nobody'"],
+        ("serve", "--port", "70000"): ["'70000' is not a port", "0 to 65535"],
+        ("dev", "--port", "eighty"): ["'eighty' is not a port"],
+        ("audit", "frobnicate"): ["invalid choice", "cosigner audit --help"],
+        (): ["required: command", "cosigner --help"],
+    }
+    for args, expected in cases.items():
+        _one_error_line(run({"COSIGNER_SECRET": SECRET}, *args, tmp_path=tmp_path), *expected)
+    # A policy's problems are listed one per line under the `error:` line.
+    policy = run({}, "policy", "check", str(latin1), tmp_path=tmp_path)
+    assert policy.returncode == 2 and policy.stderr.startswith("error: "), policy.stderr
+    assert "not UTF-8" in policy.stderr and "Traceback" not in policy.stderr
+
+
+def test_reading_commands_refuse_a_missing_sqlite_file(tmp_path: Path) -> None:
+    missing = tmp_path / "typo" / "cosigner.db"
+    env = {"COSIGNER_DATABASE_URL": f"sqlite+aiosqlite:///{missing}", "COSIGNER_SECRET": SECRET}
+    for args in (("audit", "verify"), ("audit", "export"), ("tenants", "list"), ("audit", "show", "apv_1")):
+        _one_error_line(run(env, *args, tmp_path=tmp_path), f"no database at {missing}", "cosigner migrate")
+    assert not missing.exists() and not missing.parent.exists(), "nothing was created"
+    assert run(env, "tenants", "create", "acme", tmp_path=tmp_path).returncode == 0, "creating still may"

@@ -51,6 +51,7 @@ def test_sigkill_mid_flight_loses_nothing(tmp_path: Path) -> None:
     threading.Thread(target=receiver.serve_forever, daemon=True).start()
     callback = f"http://127.0.0.1:{receiver.server_address[1]}/hook"
     env = cosigner_env(tmp_path, POLICY, SECRET)
+    env["COSIGNER_CALLBACK_ALLOW"] = "127.0.0.1"  # the callback receiver is on loopback
     key = create_tenant(env, tmp_path, "acme")
     auth = {"Authorization": f"Bearer {key}"}
     port = free_port()

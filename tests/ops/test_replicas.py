@@ -19,7 +19,6 @@ test creates its own database `cosigner_ops_<random>` next to that one and drops
 from __future__ import annotations
 
 import asyncio
-import http.server
 import json
 import os
 import re
@@ -28,7 +27,6 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,6 +37,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from contracts.grants import verify_callback
+from tests.harness import CallbackReceiver
 
 POSTGRES_ENV = "COSIGNER_TEST_POSTGRES_URL"
 REPO = Path(__file__).resolve().parents[2]
@@ -94,50 +93,6 @@ def _cosigner(env: dict[str, str], *args: str) -> str:
     return done.stdout
 
 
-class CallbackReceiver:
-    """A loopback HTTP server that records every callback POST and answers 200."""
-
-    def __init__(self) -> None:
-        self.received: list[dict[str, Any]] = []
-        self.lock = threading.Lock()
-        receiver = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                with receiver.lock:
-                    receiver.received.append(
-                        {
-                            "delivery": self.headers.get("Cosigner-Delivery"),
-                            "signature": self.headers.get("Cosigner-Signature"),
-                            "body": body,
-                            "at": time.monotonic(),
-                        }
-                    )
-                self.send_response(200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/cosigner"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self) -> CallbackReceiver:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-    def snapshot(self) -> list[dict[str, Any]]:
-        with self.lock:
-            return list(self.received)
-
-
 @pytest.fixture
 def fresh_database() -> Iterator[str]:
     """A new, empty PostgreSQL database; dropped afterwards whatever happens."""
@@ -171,6 +126,7 @@ def operator_env(fresh_database: str, tmp_path: Path) -> dict[str, str]:
         COSIGNER_DATABASE_URL=fresh_database,
         COSIGNER_SECRET=SECRET,
         COSIGNER_POLICY=str(policy),
+        COSIGNER_CALLBACK_ALLOW="127.0.0.1",  # the callback receiver is on loopback
         COSIGNER_LOG_LEVEL="WARNING",
         PYTHONUNBUFFERED="1",
     )

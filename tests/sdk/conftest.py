@@ -63,7 +63,8 @@ class Target:
 @pytest.fixture(scope="module")
 def live() -> Iterator[LiveServer]:
     """The harness app behind uvicorn on loopback, shared by a module's tests."""
-    with loopback_server(DEFAULT_POLICY) as server:
+    # Callbacks may reach the tests' loopback receivers.
+    with loopback_server(DEFAULT_POLICY, callback_allow="127.0.0.0/8") as server:
         yield server
 
 

@@ -4,39 +4,67 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator
-from pathlib import Path
+from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 import httpx
 import pytest
-from sqlalchemy.ext.asyncio import create_async_engine
+import sqlalchemy as sa
 from starlette.applications import Starlette
 
 from contracts.errors import SurfaceUnavailable
+from storage.database import Database
 from surfaces.slack import SlackAdapter, SlackConfig, SlackEmulator
+from surfaces.slack.sealing import TokenSeal
+from tests.harness import TEST_SECRET, database
+
+TOKEN_SECRET = TEST_SECRET
 
 # slack_sdk builds aiohttp.BasicAuth for oauth.v2.access, which aiohttp 3.14 deprecates.
 pytestmark = pytest.mark.filterwarnings("ignore:BasicAuth is deprecated:DeprecationWarning")
 
 
 @pytest.fixture
-async def oauth(
-    tmp_path: Path, desk: Any, secret: str
-) -> AsyncIterator[tuple[SlackAdapter, SlackEmulator, httpx.AsyncClient]]:
-    engine = create_async_engine(f"sqlite+aiosqlite:///{tmp_path / 'slack.db'}")
-    async with SlackEmulator.running(team_id="T0DEFAULT", client_id="cid", client_secret="csec") as emu:
-        config = SlackConfig(
-            signing_secret=secret, client_id="cid", client_secret="csec", api_url=emu.api_url
-        )
-        slack = SlackAdapter(config, desk, engine)
-        await slack.start()
-        app = Starlette(routes=slack.routes())
-        transport = httpx.ASGITransport(app=app)
+async def db(db_kind: str) -> AsyncIterator[Database]:
+    async with database(db_kind) as migrated:
+        yield migrated
+
+
+@pytest.fixture
+async def emu() -> AsyncIterator[SlackEmulator]:
+    async with SlackEmulator.running(team_id="T0DEFAULT", client_id="cid", client_secret="csec") as emulator:
+        yield emulator
+
+
+@asynccontextmanager
+async def oauth_adapter(
+    db: Database, emu: SlackEmulator, desk: Any, secret: str, token_secret: str = TOKEN_SECRET
+) -> AsyncIterator[tuple[SlackAdapter, httpx.AsyncClient]]:
+    """A started multi-workspace adapter on `db`, served over an ASGI client."""
+    config = SlackConfig(
+        signing_secret=secret,
+        client_id="cid",
+        client_secret="csec",
+        api_url=emu.api_url,
+        token_secret=token_secret,
+    )
+    slack = SlackAdapter(config, desk, db.writer)
+    await slack.start()
+    transport = httpx.ASGITransport(app=Starlette(routes=slack.routes()))
+    try:
         async with httpx.AsyncClient(transport=transport, base_url="https://cosigner.test") as http:
-            yield slack, emu, http
+            yield slack, http
+    finally:
         await slack.stop()
-    await engine.dispose()
+
+
+@pytest.fixture
+async def oauth(
+    db: Database, emu: SlackEmulator, desk: Any, secret: str
+) -> AsyncIterator[tuple[SlackAdapter, SlackEmulator, httpx.AsyncClient]]:
+    async with oauth_adapter(db, emu, desk, secret) as (slack, http):
+        yield slack, emu, http
 
 
 async def install(http: httpx.AsyncClient, emu: SlackEmulator, **org: Any) -> httpx.Response:
@@ -120,3 +148,62 @@ async def test_clicks_are_authorized_by_the_installation(
     )
     assert len(desk.answers) == 2
     assert [m for m, _ in emu.calls].count("auth.test") == checks  # authorization is cached
+
+
+async def stored_rows(db: Database) -> list[dict[str, Any]]:
+    """Every row of slack_sdk's installation and bot tables, as the database holds them."""
+    async with db.read() as conn:
+        rows = []
+        for table in ("slack_installations", "slack_bots"):
+            result = await conn.execute(sa.text(f"SELECT * FROM {table}"))
+            rows.extend(dict(row) for row in result.mappings())
+    return rows
+
+
+async def test_tokens_are_sealed_at_rest_and_the_install_still_posts(
+    oauth: Any, db: Database, make_card: Any, make_route: Any
+) -> None:
+    slack, emu, http = oauth
+    assert (await install(http, emu, team_id="T1")).status_code == 200
+    rows = await stored_rows(db)
+    assert len(rows) == 2
+    assert all(row["bot_token"].startswith("cosigner-seal:v1:") for row in rows)
+    assert "xox" not in repr(rows)
+    await slack.deliver(make_card(), make_route(team_id="T1"))
+    (posted,) = emu.messages
+    assert posted.team_id == "T1"
+
+
+async def test_another_cosigner_secret_fails_clearly_and_leaks_no_token(
+    oauth: Any, db: Database, desk: Any, secret: str, make_card: Any, make_route: Any
+) -> None:
+    _, emu, http = oauth
+    await install(http, emu, team_id="T1")
+    async with oauth_adapter(db, emu, desk, secret, token_secret="another-secret-" + "y" * 32) as (other, _):
+        with pytest.raises(SurfaceUnavailable) as refused:
+            await other.deliver(make_card(), make_route(team_id="T1"))
+    message = refused.value.message
+    assert "COSIGNER_SECRET" in message and "reinstall" in message
+    assert "xox" not in message and "xox" not in repr(refused.value.body())
+    assert emu.messages == []
+
+
+async def test_plain_text_tokens_of_an_older_version_are_sealed_at_start(
+    oauth: Any, db: Database, desk: Any, secret: str, make_card: Any, make_route: Any
+) -> None:
+    _, emu, http = oauth
+    await install(http, emu, team_id="T1")
+    seal = TokenSeal(TOKEN_SECRET)
+    async with db.write() as conn:  # what slack_sdk stored before tokens were sealed
+        for table in ("slack_installations", "slack_bots"):
+            for row in (await conn.execute(sa.text(f"SELECT id, bot_token FROM {table}"))).all():
+                plain = seal.open(row.bot_token, "bot_token||T1")
+                await conn.execute(
+                    sa.text(f"UPDATE {table} SET bot_token = :t WHERE id = :id"), {"t": plain, "id": row.id}
+                )
+    assert "xoxb-" in repr(await stored_rows(db))
+    async with oauth_adapter(db, emu, desk, secret) as (restarted, _):
+        assert "xox" not in repr(await stored_rows(db))
+        await restarted.deliver(make_card(), make_route(team_id="T1"))
+    (posted,) = emu.messages
+    assert posted.team_id == "T1"

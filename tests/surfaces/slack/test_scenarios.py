@@ -185,7 +185,7 @@ async def test_a_click_after_expiry_is_refused_and_the_card_shows_expiry(world: 
     approval_id = await ask(h, key, timeoutSeconds=1)
     card = await card_of(emu)
     await delivered(h, approval_id)
-    await asyncio.sleep(1.1)
+    h.advance(1.1)
     await forged_click(h, emu, card, user="U1")
     (note,) = await until(lambda: emu.ephemerals)
     assert note.text is not None and "APPROVAL_EXPIRED" in note.text

@@ -20,7 +20,15 @@ from contracts.errors import (
     WrongConversation,
     WrongTenant,
 )
-from contracts.ports import Answer, ApprovalCard, Delivered, Outcome, Placed, SmsRoute
+from contracts.ports import (
+    Answer,
+    ApprovalCard,
+    Delivered,
+    Outcome,
+    Placed,
+    SmsRoute,
+    inbound_namespace,
+)
 from surfaces.sms import SmsAdapter, SmsConfig, TwilioCaller, TwilioEmulator
 
 ACCOUNT = "AC" + "0123456789abcdef" * 2
@@ -108,6 +116,10 @@ class FakeDesk:
         placed = self.approvals.get(answer.approval_id)
         if placed is None:
             raise ApprovalNotFound("no such approval")
+        if answer.message_id is not None:
+            # Like the engine: the message id is recorded with the answer or its refusal.
+            if not await self.mark_once(inbound_namespace(answer.surface), answer.message_id):
+                return placed.card
         if placed.card.status is ApprovalStatus.EXPIRED:
             raise ApprovalExpired("the request expired; nothing was done.")
         if placed.card.status is not ApprovalStatus.PENDING:
@@ -125,6 +137,11 @@ class FakeDesk:
 
     async def placed(self, approval_id: str) -> Placed | None:
         return self.approvals.get(approval_id)
+
+    async def sending(self, approval_id: str, receipt: Delivered) -> None:
+        placed = self.approvals.get(approval_id)
+        if placed is not None and placed.delivered is None:
+            self.approvals[approval_id] = dataclasses.replace(placed, delivered=receipt)
 
     def _between(self, to_number: str, from_number: str) -> list[Placed]:
         # Like the engine: filed by the route's sender from creation on, delivered or not.
@@ -164,6 +181,8 @@ class FakeDesk:
             self.flags[(namespace, key)] = value
 
     async def get_flag(self, namespace: str, key: str) -> str | None:
+        if (namespace, key) in self.marks:
+            return "1"  # marks are flags too
         return self.flags.get((namespace, key))
 
     def tenant_for_org(self, surface: str, org: str) -> str | None:

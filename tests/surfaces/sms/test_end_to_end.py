@@ -8,9 +8,12 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
+import pytest
+import sqlalchemy as sa
 
+from storage import approvals as ledger
 from surfaces.sms import SmsAdapter, SmsConfig, TwilioCaller, TwilioEmulator
-from tests.harness import Harness, cosigner_app
+from tests.harness import BASE_URL, Harness, cosigner_app
 
 ACCOUNT = "AC" + "e" * 32
 TOKEN = "e2e-auth-token"
@@ -35,10 +38,11 @@ sms_from = "{BOT}"
 
 
 @asynccontextmanager
-async def sms_app() -> AsyncIterator[tuple[Harness, TwilioEmulator, TwilioCaller]]:
+async def sms_app(db_kind: str) -> AsyncIterator[tuple[Harness, TwilioEmulator, TwilioCaller]]:
     async with TwilioEmulator.running(ACCOUNT, TOKEN) as emu:
         config = SmsConfig(ACCOUNT, TOKEN, None, None, emu.api_url, PUBLIC)
-        async with cosigner_app(POLICY, surfaces=[lambda desk, db: SmsAdapter(config, desk)]) as h:
+        surfaces = [lambda desk, db: SmsAdapter(config, desk)]
+        async with cosigner_app(POLICY, surfaces=surfaces, database_kind=db_kind) as h:
             phone = TwilioCaller(h.client, public_url=PUBLIC, account_sid=ACCOUNT, auth_token=TOKEN)
             yield h, emu, phone
 
@@ -52,10 +56,10 @@ async def eventually(check: Callable[[], bool], seconds: float = 5.0) -> None:
 
 
 async def delivered(h: Harness, approval_id: str) -> None:
-    """Wait until the job worker stored the delivery receipt (answers before it are refused)."""
+    """Wait until the job worker stored the full delivery receipt (every approver texted)."""
     for _ in range(250):
         placed = await h.desk.placed(approval_id)
-        if placed is not None and placed.delivered is not None:
+        if placed is not None and placed.delivered is not None and placed.delivered.message_refs:
             return
         await asyncio.sleep(0.02)
     raise AssertionError("not delivered in time")
@@ -86,7 +90,7 @@ async def decision(h: Harness, key: str, approval_id: str) -> dict[str, Any]:
 
 
 async def test_yes_approves_and_everyone_is_told(db_kind: str) -> None:
-    async with sms_app() as (h, emu, phone):
+    async with sms_app(db_kind) as (h, emu, phone):
         key = await h.create_tenant("acme")
         start = await request(h, key, "c1")
         await delivered(h, start["approvalId"])
@@ -108,7 +112,7 @@ async def test_yes_approves_and_everyone_is_told(db_kind: str) -> None:
 
 
 async def test_stranger_and_forger_decide_nothing(db_kind: str) -> None:
-    async with sms_app() as (h, _, phone):
+    async with sms_app(db_kind) as (h, _, phone):
         key = await h.create_tenant("acme")
         start = await request(h, key, "c1")
         await delivered(h, start["approvalId"])
@@ -123,7 +127,7 @@ async def test_stranger_and_forger_decide_nothing(db_kind: str) -> None:
 
 
 async def test_two_pending_need_the_code(db_kind: str) -> None:
-    async with sms_app() as (h, emu, phone):
+    async with sms_app(db_kind) as (h, emu, phone):
         key = await h.create_tenant("acme")
         first = await request(h, key, "c1")
         await delivered(h, first["approvalId"])
@@ -142,7 +146,7 @@ async def test_two_pending_need_the_code(db_kind: str) -> None:
 
 
 async def test_stop_fails_the_request_closed(db_kind: str) -> None:
-    async with sms_app() as (h, emu, phone):
+    async with sms_app(db_kind) as (h, emu, phone):
         key = await h.create_tenant("acme")
         start = await request(h, key, "c1")
         await delivered(h, start["approvalId"])
@@ -159,7 +163,7 @@ async def test_stop_fails_the_request_closed(db_kind: str) -> None:
 
 
 async def test_undelivered_status_fails_closed_and_is_audited(db_kind: str) -> None:
-    async with sms_app() as (h, emu, phone):
+    async with sms_app(db_kind) as (h, emu, phone):
         key = await h.create_tenant("acme")
         start = await request(h, key, "c1")
         await delivered(h, start["approvalId"])
@@ -175,7 +179,7 @@ async def test_undelivered_status_fails_closed_and_is_audited(db_kind: str) -> N
 
 
 async def test_opted_out_number_fails_closed_on_delivery(db_kind: str) -> None:
-    async with sms_app() as (h, emu, _):
+    async with sms_app(db_kind) as (h, emu, _):
         key = await h.create_tenant("acme")
         emu.opt_out(ALICE)
         start = await request(h, key, "c1")
@@ -183,3 +187,70 @@ async def test_opted_out_number_fails_closed_on_delivery(db_kind: str) -> None:
         assert decided["status"] == "denied"
         assert decided["decidedBy"] == {"kind": "system", "code": "SURFACE_UNAVAILABLE"}
         assert isinstance(h.client, httpx.AsyncClient)
+
+
+async def test_a_retry_after_a_failed_answer_still_decides(
+    db_kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with sms_app(db_kind) as (h, _, phone):
+        key = await h.create_tenant("acme")
+        start = await request(h, key, "c1")
+        await delivered(h, start["approvalId"])
+        real_append, failures = ledger.append, []
+
+        def append_failing_once(conn: Any, rec: Any, *args: Any, **kwargs: Any) -> Any:
+            # The database fails after the message id was written in the same transaction.
+            if kwargs.get("only_pending") and not failures:
+                failures.append(rec.id)
+                raise sa.exc.OperationalError("UPDATE approvals", {}, Exception("connection lost"))
+            return real_append(conn, rec, *args, **kwargs)
+
+        monkeypatch.setattr(ledger, "append", append_failing_once)
+        sid = "SM" + "7" * 32
+        # What Twilio sees: the 500 the app answers, not the exception a test client raises.
+        served = httpx.ASGITransport(app=h.app, raise_app_exceptions=False)
+        async with httpx.AsyncClient(transport=served, base_url=BASE_URL) as twilio:
+            caller = TwilioCaller(twilio, public_url=PUBLIC, account_sid=ACCOUNT, auth_token=TOKEN)
+            failed = await caller.text(ALICE, BOT, "YES", message_sid=sid)
+        assert failed.status_code == 500 and failures == [start["approvalId"]]
+        current = await h.client.get(f"/v1/approvals/{start['approvalId']}", headers=h.auth(key))
+        assert current.json()["status"] == "pending"
+
+        retried = await phone.text(ALICE, BOT, "YES", message_sid=sid)  # Twilio's retry
+        assert retried.status_code == 200 and "<Message>" not in retried.text
+        decided = await decision(h, key, start["approvalId"])
+        assert decided["status"] == "approved" and decided["decidedBy"]["userId"] == ALICE
+        again = await phone.text(ALICE, BOT, "YES", message_sid=sid)  # a copy of a handled one
+        assert again.status_code == 200 and "<Message>" not in again.text
+        audit = await h.client.get(f"/v1/approvals/{start['approvalId']}/audit", headers=h.auth(key))
+        assert "decision_refused" not in audit.text
+
+
+async def test_a_reply_before_the_receipt_is_stored_is_matched(
+    db_kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with sms_app(db_kind) as (h, emu, phone):
+        key = await h.create_tenant("acme")
+        first = await request(h, key, "c1")
+        await delivered(h, first["approvalId"])
+        # Hold the second receipt back: the text is out, the engine has not stored it yet.
+        release, store_receipt = asyncio.Event(), h.engine.delivered
+
+        async def delivered_later(approval_id: str, receipt: Any) -> None:
+            await release.wait()
+            await store_receipt(approval_id, receipt)
+
+        monkeypatch.setattr(h.engine, "delivered", delivered_later)
+        second = await request(h, key, "c2")
+        code = second["shortCode"]
+        await eventually(lambda: len(emu.sent) == 2)
+        assert f"Reply YES {code} or NO {code}" in emu.sent[1].body
+
+        answered = await phone.text(ALICE, BOT, f"YES {code}")
+        assert answered.status_code == 200 and "<Message>" not in answered.text, answered.text
+        assert (await decision(h, key, second["approvalId"]))["status"] == "approved"
+        current = await h.client.get(f"/v1/approvals/{first['approvalId']}", headers=h.auth(key))
+        assert current.json()["status"] == "pending"
+        release.set()
+        await eventually(lambda: len(emu.texts_to(ALICE)) == 3)
+        assert emu.sent[2].body == f"Approved issue_refund ({code})."

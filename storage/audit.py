@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+import math
+from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from contracts.digest import canonical_json
+from contracts.digest import SAFE_INTEGER, canonical_json
 from storage.tables import approvals, audit_events
 
 GENESIS = "0" * 64
@@ -30,10 +31,32 @@ class Event:
     data: Mapping[str, Any]
 
 
+def recordable(value: Any) -> Any:
+    """`value` with anything JSON cannot hold exactly (a tuple, a huge integer, NaN, an object)
+    turned into a list or its text, so recording an event never fails."""
+    if isinstance(value, Mapping):
+        return {str(k): recordable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [recordable(v) for v in value]
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "backslashreplace").decode("ascii", "replace")
+        return value
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int) and abs(value) <= SAFE_INTEGER:
+        return value
+    if isinstance(value, float) and math.isfinite(value):
+        return value
+    return str(value)
+
+
 def chain_hash(
     prev: str, approval_id: str, tenant: str, seq: int, at: float, event: str, actor: str, data: str
 ) -> str:
-    """sha256 over the previous hash and this event's canonical content."""
+    """sha256 over the previous hash and the JCS form of this event's content."""
     content = canonical_json(
         {
             "approvalId": approval_id,
@@ -56,8 +79,8 @@ def chain_rows(
     seq, prev = start_seq, head
     for e in events:
         seq += 1
-        actor = json.dumps(dict(e.actor), sort_keys=True, separators=(",", ":"))
-        data = json.dumps(dict(e.data), sort_keys=True, separators=(",", ":"), default=str)
+        actor = canonical_json(recordable(e.actor)).decode("utf-8")
+        data = canonical_json(recordable(e.data)).decode("utf-8")
         h = chain_hash(prev, approval_id, tenant, seq, at, e.event, actor, data)
         rows.append(
             {
@@ -169,3 +192,22 @@ def event_to_json(row: Any) -> dict[str, Any]:
         "prevHash": row.prev_hash,
         "hash": row.hash,
     }
+
+
+async def events_of(conn: AsyncConnection, approval_id: str) -> list[Any]:
+    """One approval's audit rows, oldest first."""
+    result = await conn.execute(
+        sa.select(audit_events).where(audit_events.c.approval_id == approval_id).order_by(audit_events.c.seq)
+    )
+    return list(result.all())
+
+
+async def stream_since(conn: AsyncConnection, since: float) -> AsyncIterator[Any]:
+    """Every audit row at or after `since`, in time order, without loading them all."""
+    result = await conn.stream(
+        sa.select(audit_events)
+        .where(audit_events.c.at >= since)
+        .order_by(audit_events.c.at, audit_events.c.id)
+    )
+    async for row in result:
+        yield row

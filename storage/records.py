@@ -1,4 +1,4 @@
-"""An approval row as a frozen record, and its translations to cards and wire bodies."""
+"""An approval row as a frozen record, and what a surface may see of it (card, placement)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.grants import GrantSigner
-from contracts.enums import ApprovalMode, ApprovalStatus, ToolKind
+from contracts.enums import ApprovalMode, ApprovalStatus, DeciderKind, ToolKind
 from contracts.ports import (
     ApprovalCard,
     DashboardRoute,
@@ -19,6 +18,7 @@ from contracts.ports import (
     SlackRoute,
     SmsRoute,
 )
+from contracts.wire import DECIDED_BY, DecidedBy, PersonDecider, PolicyDecider, SystemDecider
 
 
 def ts(seconds: float) -> datetime:
@@ -31,9 +31,14 @@ def iso(seconds: float) -> str:
     return ts(seconds).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def route_fields(route: Route) -> dict[str, Any]:
+    """A route as plain fields, as the audit record and the approvals table keep it."""
+    return asdict(route)
+
+
 def route_to_json(route: Route) -> str:
     """Serialise a route for the approvals table."""
-    return json.dumps(asdict(route), separators=(",", ":"))
+    return json.dumps(route_fields(route), separators=(",", ":"))
 
 
 def route_from_json(text: str | None) -> Route | None:
@@ -87,6 +92,17 @@ def delivery_key(route: Route) -> str:
     return "dashboard"
 
 
+def _decider(by: DecidedBy | None) -> str | None:
+    """Who or what decided, in a word: the person's id, the policy rule or the error code."""
+    if isinstance(by, PersonDecider):
+        return by.userId
+    if isinstance(by, PolicyDecider):
+        return by.rule
+    if isinstance(by, SystemDecider):
+        return by.code
+    return None
+
+
 @dataclass(frozen=True)
 class Record:
     """One approval as stored."""
@@ -111,7 +127,7 @@ class Record:
     created_at: float
     expires_at: float
     decided_at: float | None
-    decided_by: dict[str, Any] | None
+    decided_by: DecidedBy | None
     comment: str | None
     audit_seq: int
     audit_head: str
@@ -140,7 +156,7 @@ class Record:
             created_at=row.created_at,
             expires_at=row.expires_at,
             decided_at=row.decided_at,
-            decided_by=json.loads(row.decided_by) if row.decided_by else None,
+            decided_by=DECIDED_BY.validate_json(row.decided_by) if row.decided_by else None,
             comment=row.comment,
             audit_seq=row.audit_seq,
             audit_head=row.audit_head,
@@ -153,7 +169,7 @@ class Record:
             if key == "status":
                 fields["status"] = ApprovalStatus(value)
             elif key == "decided_by":
-                fields["decided_by"] = json.loads(value) if value else None
+                fields["decided_by"] = DECIDED_BY.validate_json(value) if value else None
             elif key == "delivered":
                 fields["delivered"] = delivered_from_json(value)
             else:
@@ -175,14 +191,13 @@ class Record:
         """What a surface may show; parameters are the redacted ones."""
         outcome = None
         if self.closed and self.decided_at is not None:
-            by = self.decided_by or {}
-            decider = by.get("userId") or by.get("rule") or by.get("code")
+            by = self.decided_by
             outcome = Outcome(
                 status=self.status,
                 decided_at=ts(self.decided_at),
-                decider_kind=str(by.get("kind", "system")),
-                decider=decider,
-                surface=by.get("surface"),
+                decider_kind=by.kind if by is not None else DeciderKind.SYSTEM.value,
+                decider=_decider(by),
+                surface=by.surface if isinstance(by, PersonDecider) else None,
                 comment=self.comment,
             )
         return ApprovalCard(
@@ -209,52 +224,3 @@ class Record:
         if self.route is None:
             return None
         return Placed(card=self.card(), route=self.route, delivered=self.delivered)
-
-    def start_body(self) -> dict[str, Any]:
-        """The `approval_start` object."""
-        return {
-            "type": "approval_start",
-            "approvalId": self.id,
-            "executionId": self.execution_id,
-            "toolCallId": self.tool_call_id,
-            "toolName": self.tool_name,
-            "parameters": self.parameters,
-            "parametersDigest": self.digest,
-            "timeout": round((self.expires_at - self.created_at) * 1000),
-            "startedAt": iso(self.created_at),
-            "expiresAt": iso(self.expires_at),
-            "status": self.status.value,
-            "shortCode": self.short_code,
-        }
-
-    def decision_body(self, signer: GrantSigner, grant_ttl: float) -> dict[str, Any]:
-        """The decision object; `grant` only when approved."""
-        grant = None
-        decided_at = self.decided_at or self.created_at
-        if self.status is ApprovalStatus.APPROVED:
-            grant = signer.sign(
-                {
-                    "iss": "cosigner",
-                    "sub": self.id,
-                    "tenant": self.tenant,
-                    "executionId": self.execution_id,
-                    "toolCallId": self.tool_call_id,
-                    "toolName": self.tool_name,
-                    "digest": self.digest,
-                    "iat": int(decided_at),
-                    "exp": int(decided_at + grant_ttl),
-                }
-            )
-        return {
-            "type": "approval_decided",
-            "approvalId": self.id,
-            "executionId": self.execution_id,
-            "toolCallId": self.tool_call_id,
-            "toolName": self.tool_name,
-            "status": self.status.value,
-            "decidedBy": self.decided_by or {"kind": "system", "code": "UNKNOWN"},
-            "decidedAt": iso(decided_at),
-            "comment": self.comment,
-            "parametersDigest": self.digest,
-            "grant": grant,
-        }

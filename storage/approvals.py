@@ -1,47 +1,49 @@
-"""Synchronous reads and writes of approvals, audit events, jobs and flags.
+"""The approvals store: synchronous reads and writes of approvals, their audit chains,
+run grants, the job outbox and surface flags.
 
-Every function takes a `Connection` already inside a transaction (`Database.run_write`)
-or on a read connection (`Database.run_read`), so a whole engine step is one call into the
-database thread. The statements are built once here; SQLAlchemy caches their compiled form.
+Every function takes a `Tx`, a connection already inside a transaction
+(`Database.run_write`) or on a read connection (`Database.run_read`), so a whole engine
+step is one call into the database thread. The statements are built once here; SQLAlchemy
+caches their compiled form. The differences between SQLite and PostgreSQL (row locks,
+`ON CONFLICT`, `NOTIFY`) stay in this package.
 """
 
 from __future__ import annotations
 
-import json
 import secrets
 from collections.abc import Mapping
 from types import SimpleNamespace
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection
 
-from bot.audit import Event, chain_rows
-from bot.records import Record, delivery_key
-from contracts.enums import ApprovalMode
+from contracts.enums import ApprovalMode, ApprovalStatus
 from contracts.errors import AlreadyDecided
 from contracts.ports import SmsRoute
-from storage.tables import approvals, audit_events, flags, jobs, run_grants
+from storage.audit import Event, chain_rows
+from storage.database import Tx
+from storage.notify import channel_for
+from storage.records import Record, delivery_key
+from storage.tables import approvals, audit_events, flags, run_grants
 
 _BY_ID = sa.select(approvals).where(approvals.c.id == sa.bindparam("id"))
 _BY_EXECUTION = sa.select(approvals).where(
     approvals.c.tenant == sa.bindparam("tenant"), approvals.c.execution_id == sa.bindparam("execution")
 )
 _INSERT_EVENTS = audit_events.insert()
-_INSERT_JOB = jobs.insert()
 _INSERT_APPROVAL = approvals.insert()
 
 
-def load(conn: Connection, approval_id: str, *, lock: bool = False) -> Record | None:
+def load(tx: Tx, approval_id: str, *, lock: bool = False) -> Record | None:
     """One approval; `lock` takes the row lock on PostgreSQL (SQLite has one writer)."""
-    q = _BY_ID.with_for_update() if lock and conn.dialect.name != "sqlite" else _BY_ID
-    row = conn.execute(q, {"id": approval_id}).first()
+    q = _BY_ID.with_for_update() if lock and tx.dialect.name != "sqlite" else _BY_ID
+    row = tx.execute(q, {"id": approval_id}).first()
     return Record.from_row(row) if row else None
 
 
-def execution_calls(conn: Connection, tenant: str, execution_id: str) -> list[Any]:
+def execution_calls(tx: Tx, tenant: str, execution_id: str) -> list[Any]:
     """Every approval row of one execution (a handful: the cap bounds them)."""
-    return list(conn.execute(_BY_EXECUTION, {"tenant": tenant, "execution": execution_id}))
+    return list(tx.execute(_BY_EXECUTION, {"tenant": tenant, "execution": execution_id}))
 
 
 def gated_count(rows: list[Any]) -> int:
@@ -49,9 +51,9 @@ def gated_count(rows: list[Any]) -> int:
     return sum(1 for r in rows if r.mode != ApprovalMode.NONE.value)
 
 
-def run_grant(conn: Connection, tenant: str, execution_id: str, tool: str) -> Any:
+def run_grant(tx: Tx, tenant: str, execution_id: str, tool: str) -> Any:
     """The "approve for this run" grant of a tool in an execution, if any."""
-    return conn.execute(
+    return tx.execute(
         sa.select(run_grants).where(
             run_grants.c.tenant == tenant,
             run_grants.c.execution_id == execution_id,
@@ -60,14 +62,14 @@ def run_grant(conn: Connection, tenant: str, execution_id: str, tool: str) -> An
     ).first()
 
 
-def short_code(conn: Connection, route: Any) -> str:
+def short_code(tx: Tx, route: Any) -> str:
     """Four digits; for SMS, unused among the number's pending requests (replies name it)."""
     if not isinstance(route, SmsRoute):
         return f"{secrets.randbelow(9000) + 1000}"
     key = delivery_key(route)
     for _ in range(20):
         code = f"{secrets.randbelow(9000) + 1000}"
-        clash = conn.execute(
+        clash = tx.execute(
             sa.select(approvals.c.id)
             .where(
                 approvals.c.delivery_key == key,
@@ -81,37 +83,17 @@ def short_code(conn: Connection, route: Any) -> str:
     return f"{secrets.randbelow(900000) + 100000}"
 
 
-def insert_approval(conn: Connection, values: Mapping[str, Any], events: list[Event]) -> Record:
+def insert_approval(tx: Tx, values: Mapping[str, Any], events: list[Event]) -> Record:
     """Insert a new approval with the first links of its audit chain; return it as stored."""
     rows, seq, head = chain_rows(values["id"], values["tenant"], 0, "0" * 64, values["created_at"], events)
     stored = {**values, "audit_seq": seq, "audit_head": head}
-    conn.execute(_INSERT_APPROVAL, [stored])
-    conn.execute(_INSERT_EVENTS, rows)
+    tx.execute(_INSERT_APPROVAL, [stored])
+    tx.execute(_INSERT_EVENTS, rows)
     return Record.from_row(SimpleNamespace(**stored))
 
 
-def queue(
-    conn: Connection, kind: str, approval_id: str, payload: Mapping[str, Any], due: float, deadline: float
-) -> None:
-    """Add a job to the outbox, in the caller's transaction."""
-    conn.execute(
-        _INSERT_JOB,
-        [
-            {
-                "kind": kind,
-                "approval_id": approval_id,
-                "payload": json.dumps(dict(payload)),
-                "due_at": due,
-                "deadline_at": deadline,
-                "attempts": 0,
-                "locked_until": 0,
-            }
-        ],
-    )
-
-
 def append(
-    conn: Connection,
+    tx: Tx,
     rec: Record,
     now: float,
     events: list[Event],
@@ -130,34 +112,69 @@ def append(
     where = [approvals.c.id == rec.id, approvals.c.audit_seq == rec.audit_seq]
     if only_pending:
         where.append(approvals.c.status == "pending")
-    if conn.execute(approvals.update().where(*where).values(**values)).rowcount != 1:
+    if tx.execute(approvals.update().where(*where).values(**values)).rowcount != 1:
         raise AlreadyDecided(f"approval {rec.id} changed while recording; it is closed")
-    conn.execute(_INSERT_EVENTS, rows)
+    tx.execute(_INSERT_EVENTS, rows)
     return rec.replace(**{k: v for k, v in values.items()})
 
 
-def insert_ignore(conn: Connection, table: sa.Table, values: Mapping[str, Any]) -> None:
-    """INSERT … ON CONFLICT DO NOTHING on either database."""
-    if conn.dialect.name == "sqlite":
+def insert_ignore(tx: Tx, table: sa.Table, values: Mapping[str, Any]) -> bool:
+    """INSERT … ON CONFLICT DO NOTHING on either database; True when a row was inserted."""
+    if tx.dialect.name == "sqlite":
         from sqlalchemy.dialects.sqlite import insert as dialect_insert
     else:
         from sqlalchemy.dialects.postgresql import insert as dialect_insert  # type: ignore[assignment]
-    conn.execute(dialect_insert(table).values(**values).on_conflict_do_nothing())
+    return bool(tx.execute(dialect_insert(table).values(**values).on_conflict_do_nothing()).rowcount)
 
 
-def by_delivery(conn: Connection, key: str, *, pending: bool, limit: int) -> list[Record]:
+def grant_for_run(tx: Tx, rec: Record, granted_by: str, now: float) -> None:
+    """Record "approve for this run": later calls of the tool in the execution need nobody."""
+    insert_ignore(
+        tx,
+        run_grants,
+        {
+            "tenant": rec.tenant,
+            "execution_id": rec.execution_id,
+            "tool_name": rec.tool_name,
+            "approval_id": rec.id,
+            "granted_by": granted_by,
+            "created_at": now,
+        },
+    )
+
+
+def notify_closed(tx: Tx, schema: str | None, approval_id: str) -> None:
+    """Tell the other replicas (PostgreSQL NOTIFY, sent at commit) that an approval closed."""
+    if tx.dialect.name != "sqlite":
+        tx.execute(sa.select(sa.func.pg_notify(channel_for(schema), approval_id)))
+
+
+def set_receipt_if_pending(tx: Tx, approval_id: str, receipt: str) -> None:
+    """Store a first receipt (before anything is sent) on a pending approval that has none."""
+    tx.execute(
+        approvals.update()
+        .where(
+            approvals.c.id == approval_id,
+            approvals.c.status == ApprovalStatus.PENDING.value,
+            approvals.c.delivered.is_(None),
+        )
+        .values(delivered=receipt)
+    )
+
+
+def by_delivery(tx: Tx, key: str, *, pending: bool, limit: int) -> list[Record]:
     """Approvals delivered at `key` (e.g. `sms:+1555…`), newest first."""
     q = sa.select(approvals).where(approvals.c.delivery_key == key)
     if pending:
         q = q.where(approvals.c.status == "pending")
     q = q.order_by(approvals.c.created_at.desc()).limit(limit)
-    return [Record.from_row(r) for r in conn.execute(q)]
+    return [Record.from_row(r) for r in tx.execute(q)]
 
 
-def due_ids(conn: Connection, now: float, limit: int) -> list[str]:
+def due_ids(tx: Tx, now: float, limit: int) -> list[str]:
     """Pending approvals whose time is up, oldest first."""
     return list(
-        conn.execute(
+        tx.execute(
             sa.select(approvals.c.id)
             .where(approvals.c.status == "pending", approvals.c.expires_at <= now)
             .order_by(approvals.c.expires_at)
@@ -166,18 +183,18 @@ def due_ids(conn: Connection, now: float, limit: int) -> list[str]:
     )
 
 
-def next_expiry(conn: Connection) -> float | None:
+def next_expiry(tx: Tx) -> float | None:
     """When the next pending approval expires."""
-    value = conn.execute(
+    value = tx.execute(
         sa.select(sa.func.min(approvals.c.expires_at)).where(approvals.c.status == "pending")
     ).scalar_one()
     return float(value) if value is not None else None
 
 
-def events_of(conn: Connection, approval_id: str) -> list[Any]:
+def events_of(tx: Tx, approval_id: str) -> list[Any]:
     """An approval's audit rows, oldest first."""
     return list(
-        conn.execute(
+        tx.execute(
             sa.select(audit_events)
             .where(audit_events.c.approval_id == approval_id)
             .order_by(audit_events.c.seq)
@@ -185,16 +202,21 @@ def events_of(conn: Connection, approval_id: str) -> list[Any]:
     )
 
 
-def get_flag(conn: Connection, namespace: str, key: str) -> str | None:
+def get_flag(tx: Tx, namespace: str, key: str) -> str | None:
     """A durable flag's value."""
-    value = conn.execute(
+    value = tx.execute(
         sa.select(flags.c.value).where(flags.c.namespace == namespace, flags.c.key == key)
     ).scalar_one_or_none()
     return str(value) if value is not None else None
 
 
-def set_flag(conn: Connection, namespace: str, key: str, value: str | None, now: float) -> None:
+def mark_once(tx: Tx, namespace: str, key: str, now: float) -> bool:
+    """Record `key` in `namespace`; True the first time, False for a repeat."""
+    return insert_ignore(tx, flags, {"namespace": namespace, "key": key, "value": "1", "created_at": now})
+
+
+def set_flag(tx: Tx, namespace: str, key: str, value: str | None, now: float) -> None:
     """Set or clear a durable flag."""
-    conn.execute(flags.delete().where(flags.c.namespace == namespace, flags.c.key == key))
+    tx.execute(flags.delete().where(flags.c.namespace == namespace, flags.c.key == key))
     if value is not None:
-        conn.execute(flags.insert().values(namespace=namespace, key=key, value=value, created_at=now))
+        tx.execute(flags.insert().values(namespace=namespace, key=key, value=value, created_at=now))

@@ -1,0 +1,95 @@
+"""The job outbox: rows written in the same transaction as the change that needs them.
+
+A worker claims due rows by moving `locked_until` forward (with `FOR UPDATE SKIP LOCKED` on
+PostgreSQL), so each attempt runs on one replica only, and none is lost across a crash.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+
+from contracts.enums import JobKind
+from storage.database import Tx
+from storage.tables import jobs
+
+_INSERT = jobs.insert()
+
+
+@dataclass(frozen=True)
+class Job:
+    """One claimed attempt of a job."""
+
+    id: int
+    kind: JobKind
+    approval_id: str
+    payload: Mapping[str, Any]
+    attempts: int
+    deadline_at: float
+
+
+def queue(
+    tx: Tx, kind: JobKind, approval_id: str, payload: Mapping[str, Any], due: float, deadline: float
+) -> None:
+    """Add a job, in the caller's transaction."""
+    tx.execute(
+        _INSERT,
+        [
+            {
+                "kind": kind.value,
+                "approval_id": approval_id,
+                "payload": json.dumps(dict(payload)),
+                "due_at": due,
+                "deadline_at": deadline,
+                "attempts": 0,
+                "locked_until": 0,
+            }
+        ],
+    )
+
+
+def claim(tx: Tx, now: float, lock_seconds: float, batch: int) -> list[Job]:
+    """Lock up to `batch` due jobs for `lock_seconds` and count the attempt."""
+    due = (
+        sa.select(jobs.c.id)
+        .where(jobs.c.done_at.is_(None), jobs.c.due_at <= now, jobs.c.locked_until <= now)
+        .order_by(jobs.c.due_at)
+        .limit(batch)
+    )
+    if tx.dialect.name != "sqlite":
+        due = due.with_for_update(skip_locked=True)
+    stmt = (
+        jobs.update()
+        .where(jobs.c.id.in_(due.scalar_subquery()), jobs.c.locked_until <= now)
+        .values(locked_until=now + lock_seconds, attempts=jobs.c.attempts + 1)
+        .returning(
+            jobs.c.id, jobs.c.kind, jobs.c.approval_id, jobs.c.payload, jobs.c.attempts, jobs.c.deadline_at
+        )
+    )
+    return [
+        Job(
+            id=row.id,
+            kind=JobKind(row.kind),
+            approval_id=row.approval_id,
+            payload=json.loads(row.payload),
+            attempts=row.attempts,
+            deadline_at=row.deadline_at,
+        )
+        for row in tx.execute(stmt).all()
+    ]
+
+
+def finish(tx: Tx, job_id: int, now: float, error: str | None = None) -> None:
+    """Mark a job done (successfully, or given up with `error`)."""
+    tx.execute(jobs.update().where(jobs.c.id == job_id).values(done_at=now, last_error=error))
+
+
+def reschedule(tx: Tx, job_id: int, retry_at: float, error: str) -> None:
+    """Release a job for another attempt at `retry_at`."""
+    tx.execute(
+        jobs.update().where(jobs.c.id == job_id).values(due_at=retry_at, locked_until=0, last_error=error)
+    )
