@@ -7,9 +7,9 @@ single definition; every other SDK module imports them from here, never from els
 from __future__ import annotations
 
 from contracts import wire
-from contracts.digest import canonical_json, parameters_digest
 from contracts.enums import ApprovalStatus, DeciderKind, ErrorCode, SurfaceType
-from contracts.grants import GrantClaims, GrantRefused, sign_callback, verify_callback, verify_grant
+from cosigner.digest import canonical_json, parameters_digest
+from cosigner.grants import GrantClaims, GrantRefused, sign_callback, verify_callback, verify_grant
 
 __all__ = [
     "ApprovalStatus",

@@ -16,7 +16,7 @@ from cosigner import _gate, _http
 from cosigner._protocol import GrantClaims, GrantRefused
 from cosigner.decision import Decision, parse_approval
 from cosigner.errors import CosignerError
-from cosigner.events import ApprovalEvent, EventParser
+from cosigner.events import DECIDED, ApprovalEvent, EventParser
 from cosigner.keys import KEYS_PATH, KeyCache
 from cosigner.surfaces import Surface
 
@@ -172,7 +172,7 @@ class Cosigner:
                         started = True
                         delays = None
                         yield event
-                        if not event.decision.pending:
+                        if event.event == DECIDED:
                             return
             except httpx.TransportError:
                 delays = delays or _http.Backoff(self.config.retry_for).delays()

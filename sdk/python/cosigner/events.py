@@ -6,7 +6,9 @@ from dataclasses import dataclass
 
 from cosigner.decision import Decision, parse_approval
 
-__all__ = ["ApprovalEvent", "EventParser"]
+__all__ = ["DECIDED", "ApprovalEvent", "EventParser"]
+
+DECIDED = "approval_decided"  # the last event of a stream
 
 
 @dataclass(frozen=True)
