@@ -1,4 +1,4 @@
-"""The agent API of DESIGN.md as Starlette routes: JSON in, JSON out, errors with codes."""
+"""The agent API as Starlette routes: JSON in, JSON out (from the wire models), errors with codes."""
 
 from __future__ import annotations
 
@@ -6,27 +6,35 @@ import asyncio
 import functools
 import json
 import logging
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from bot.bodies import decision_body, start_body
+from bot.decoding import parse
 from bot.engine import Engine
-from bot.redaction import redact
 from bot.tenants import TenantKeys
-from contracts.errors import CosignerError, InvalidRequest
-from contracts.wire import AdmitRequest, ApprovalRequest, DecisionRequest, ResultReport
+from contracts.answers import AdmitResponse, ApprovalStart, AuditEvent, AuditTrail, Jwks, ResultRecorded, dump
+from contracts.errors import ApprovalNotFound, CosignerError, InvalidRequest
+from contracts.wire import (
+    APPROVAL_ID_PATTERN,
+    AdmitRequest,
+    ApprovalRequest,
+    CancelRequest,
+    DecisionRequest,
+    ResultReport,
+)
 from storage.audit import event_to_json
 
 log = logging.getLogger("cosigner.api")
-MAX_BODY = 1024 * 1024
 MAX_WAIT = 60
-M = TypeVar("M", bound=BaseModel)
 Handler = Callable[[Request], Awaitable[Response]]
+_APPROVAL_ID = re.compile(APPROVAL_ID_PATTERN)
 
 
 class JSON(JSONResponse):
@@ -36,58 +44,31 @@ class JSON(JSONResponse):
         return json.dumps(content, separators=(",", ":"), ensure_ascii=False).encode()
 
 
+def answer(model: BaseModel, status_code: int = 200, headers: dict[str, str] | None = None) -> JSON:
+    """An answer body serialised from its wire model."""
+    return JSON(dump(model), status_code=status_code, headers=headers)
+
+
 def error_response(exc: CosignerError) -> JSON:
     """The wire error body with its status."""
     return JSON(exc.body(), status_code=exc.status)
 
 
-def field_path(loc: tuple[Any, ...]) -> str:
-    """`('surface', 'slack', 'teamId')` → `surface.teamId` (the union tag is not a field)."""
-    tags = {"slack", "sms", "dashboard", "api", "schedule", "batch", "web_widget"}
-    parts = [str(p) for i, p in enumerate(loc) if not (i > 0 and loc[i - 1] == "surface" and p in tags)]
-    return ".".join(parts) or "body"
+def approval_id(request: Request) -> str:
+    """The path's approval id; one not of the form ids are made in cannot exist (and a NUL
+    byte in it would be refused by PostgreSQL), so it is not found without a lookup."""
+    value: str = request.path_params["approval_id"]
+    if not _APPROVAL_ID.fullmatch(value):
+        raise ApprovalNotFound(
+            "no approval with this id; an approval id is apv_ and 20 letters, digits, - or _ "
+            "as returned by POST /v1/approvals"
+        )
+    return value
 
 
-def problem(error: Any) -> dict[str, str]:
-    """One pydantic error as `{field, message}`, quoting nothing the caller sent."""
-    loc, message = tuple(error["loc"]), str(error["msg"])
-    if error["type"] == "extra_forbidden" and loc:
-        # The unknown key is input: keep it for spotting typos, but not if it looks like a key.
-        loc = (*loc[:-1], redact(str(loc[-1])))
-    elif error["type"] == "union_tag_invalid":
-        # pydantic's message quotes the tag that was sent, which may be anything.
-        loc = (*loc, "type")
-        message = f"must be one of {error.get('ctx', {}).get('expected_tags', 'the known types')}"
-    return {"field": field_path(loc), "message": message}
-
-
-def validation_error(exc: ValidationError) -> InvalidRequest:
-    """A pydantic error as INVALID_REQUEST naming every field and what to send instead."""
-    problems = [problem(e) for e in exc.errors()]
-    first = problems[0]
-    return InvalidRequest(f"{first['field']}: {first['message']}", field=first["field"], problems=problems)
-
-
-async def parse(request: Request, model: type[M]) -> M:
-    """Read a bounded JSON body and validate it against `model`."""
-    length = request.headers.get("content-length")
-    if length is not None and length.isascii() and length.isdigit() and int(length) > MAX_BODY:
-        raise InvalidRequest(f"body is {length} bytes; the limit is {MAX_BODY}", field="body")
-    raw = await request.body()
-    if len(raw) > MAX_BODY:
-        raise InvalidRequest(f"body is over {MAX_BODY} bytes", field="body")
-    try:
-        return model.model_validate_json(raw)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        if first["type"] == "json_invalid":
-            raise InvalidRequest(
-                f"body is not valid JSON ({first['msg']}); send a JSON object as application/json",
-                field="body",
-            ) from exc
-        if first["type"] == "model_type" and not first["loc"]:
-            raise InvalidRequest("body must be a JSON object", field="body") from exc
-        raise validation_error(exc) from exc
+def sse(event: str, model: BaseModel) -> str:
+    """One server-sent event carrying a wire model."""
+    return f"event: {event}\ndata: {model.model_dump_json()}\n\n"
 
 
 class Api:
@@ -132,65 +113,72 @@ class Api:
     async def create(self, request: Request, tenant: str) -> Response:
         req = await parse(request, ApprovalRequest)
         status, body = await self.engine.create(tenant, req)
-        return JSON(body, status_code=status)
+        return answer(body, status)
 
     async def admit(self, request: Request, tenant: str) -> Response:
         req = await parse(request, AdmitRequest)
         await self.engine.admit(tenant, req)
-        return JSON({"admitted": True})
+        return answer(AdmitResponse())
 
     async def get(self, request: Request, tenant: str) -> Response:
-        approval_id = request.path_params["approval_id"]
         raw = request.query_params.get("wait")
+        # isascii: "²".isdigit() is True, and int("²") would raise (a 500).
+        if raw is not None and (not (raw.isascii() and raw.isdigit()) or int(raw) > MAX_WAIT):
+            raise InvalidRequest(f"wait must be a whole number of seconds from 0 to {MAX_WAIT}", field="wait")
+        aid = approval_id(request)
         if raw is None:
-            rec = await self.engine.record(approval_id, tenant)
+            rec = await self.engine.record(aid, tenant)
         else:
-            # isascii: "²".isdigit() is True, and int("²") would raise (a 500).
-            if not (raw.isascii() and raw.isdigit()) or int(raw) > MAX_WAIT:
-                raise InvalidRequest(
-                    f"wait must be a whole number of seconds from 0 to {MAX_WAIT}", field="wait"
-                )
-            rec = await self.engine.wait(tenant, approval_id, int(raw))
-        return JSON(self.engine.body(rec))
+            with self.engine.metrics.waiting.track_inprogress():
+                rec = await self.engine.wait(tenant, aid, int(raw))
+        return answer(self.engine.body(rec))
 
     async def events(self, request: Request, tenant: str) -> Response:
-        approval_id = request.path_params["approval_id"]
-        rec = await self.engine.record(approval_id, tenant)
+        rec = await self.engine.record(approval_id(request), tenant)
         return StreamingResponse(
             self._stream(tenant, rec.id, start_body(rec)),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
         )
 
-    async def _stream(self, tenant: str, approval_id: str, start: dict[str, Any]) -> AsyncIterator[str]:
-        yield f"event: approval_start\ndata: {json.dumps(start)}\n\n"
-        while True:
-            rec = await self.engine.wait(tenant, approval_id, 15)
-            if rec.closed:
-                body = decision_body(rec, self.engine.signer, self.engine.grant_ttl)
-                yield f"event: approval_decided\ndata: {json.dumps(body)}\n\n"
-                return
-            yield ": keep-alive\n\n"
-            await asyncio.sleep(0)
+    async def _stream(self, tenant: str, aid: str, start: ApprovalStart) -> AsyncIterator[str]:
+        # The whole stream counts as one waiting connection, keep-alives included.
+        with self.engine.metrics.waiting.track_inprogress():
+            yield sse("approval_start", start)
+            while True:
+                rec = await self.engine.wait(tenant, aid, 15)
+                if rec.closed:
+                    yield sse(
+                        "approval_decided", decision_body(rec, self.engine.signer, self.engine.grant_ttl)
+                    )
+                    return
+                yield ": keep-alive\n\n"
+                await asyncio.sleep(0)
 
     async def cancel(self, request: Request, tenant: str) -> Response:
-        rec = await self.engine.cancel(tenant, request.path_params["approval_id"])
-        return JSON(self.engine.body(rec))
+        aid = approval_id(request)
+        await parse(request, CancelRequest, optional=True)
+        rec = await self.engine.cancel(tenant, aid)
+        return answer(self.engine.body(rec))
 
     async def result(self, request: Request, tenant: str) -> Response:
+        aid = approval_id(request)
         report = await parse(request, ResultReport)
-        rec = await self.engine.report_result(tenant, request.path_params["approval_id"], report)
-        return JSON({"approvalId": rec.id, "recorded": True})
+        rec = await self.engine.report_result(tenant, aid, report)
+        return answer(ResultRecorded(approvalId=rec.id))
 
     async def audit(self, request: Request, tenant: str) -> Response:
-        approval_id = request.path_params["approval_id"]
-        rows = await self.engine.audit_trail(tenant, approval_id)
-        return JSON({"approvalId": approval_id, "events": [event_to_json(r) for r in rows]})
+        aid = approval_id(request)
+        rows = await self.engine.audit_trail(tenant, aid)
+        events = [AuditEvent.model_validate(event_to_json(r), strict=False) for r in rows]
+        return answer(AuditTrail(approvalId=aid, events=events))
 
     async def decide(self, request: Request, tenant: str) -> Response:
+        aid = approval_id(request)
         req = await parse(request, DecisionRequest)
-        rec = await self.engine.dashboard_decide(tenant, request.path_params["approval_id"], req)
-        return JSON(self.engine.body(rec))
+        rec = await self.engine.dashboard_decide(tenant, aid, req)
+        return answer(self.engine.body(rec))
 
     async def jwks(self, request: Request, tenant: str) -> Response:
-        return JSON(self.engine.signer.jwks(), headers={"Cache-Control": "max-age=300"})
+        keys = Jwks.model_validate(self.engine.signer.jwks())
+        return answer(keys, headers={"Cache-Control": "max-age=300"})

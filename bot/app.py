@@ -35,6 +35,8 @@ from bot.settings import Settings
 from bot.tenants import TenantKeys
 from bot.transport import callback_client
 from bot.workers import ExpirySweeper, JobWorker
+from contracts.answers import ErrorBody
+from contracts.enums import ErrorCode
 from contracts.errors import CosignerError
 from contracts.ports import ApprovalDesk, SurfaceAdapter
 from storage.database import Database
@@ -217,7 +219,6 @@ def build_app(
         return JSON({"status": "ready", "database": db.dialect, "surfaces": sorted(engine.surfaces)})
 
     async def metrics_route(request: Request) -> Response:
-        metrics.waiting.set(notifier.waiting)
         return PlainTextResponse(metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
 
     async def openapi_route(request: Request) -> Response:
@@ -236,13 +237,14 @@ def build_app(
 
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
-        code = "INVALID_REQUEST"
         message = (
             "no such route; see /openapi.json"
             if exc.status_code == 404
             else f"{exc.detail}; see /openapi.json for the methods each route takes"
         )
-        return JSONResponse({"error": {"code": code, "message": message}}, status_code=exc.status_code)
+        body = ErrorBody.of(ErrorCode.INVALID_REQUEST, message, {})
+        # A 405 carries `Allow` (RFC 9110): keep the headers Starlette set.
+        return JSONResponse(body.dump(), status_code=exc.status_code, headers=exc.headers)
 
     async def cosigner_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, CosignerError)

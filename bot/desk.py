@@ -13,9 +13,9 @@ from typing import Any
 from bot.checks import check_answer
 from bot.policy import Policy
 from bot.redaction import redact
+from contracts.answers import DecidedBy, PersonDecider
 from contracts.enums import ApprovalStatus, JobKind, SurfaceType, Verdict
 from contracts.ports import Answer, ApprovalCard, Delivered, Placed, inbound_namespace
-from contracts.wire import DecidedBy, PersonDecider
 from storage import approvals as ledger
 from storage import jobs
 from storage.audit import Event

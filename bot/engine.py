@@ -36,12 +36,23 @@ from bot.notifier import Notifier
 from bot.policy import Policy, ToolRule
 from bot.redaction import digest, redact
 from bot.routing import SmsSender, route_for
+from contracts.answers import (
+    AgentDecider,
+    ApprovalStart,
+    DecidedBy,
+    Decision,
+    PersonDecider,
+    PolicyDecider,
+    SystemDecider,
+    TimeoutDecider,
+)
 from contracts.enums import ApprovalMode, ApprovalStatus, JobKind, SurfaceType
 from contracts.errors import (
     AlreadyDecided,
     ApprovalExpired,
     ApprovalModeUnsupported,
     ApprovalNotFound,
+    ApprovalPending,
     CosignerError,
     InvalidRequest,
     ParametersMismatch,
@@ -49,18 +60,7 @@ from contracts.errors import (
     ToolCallCapExceeded,
 )
 from contracts.ports import Route
-from contracts.wire import (
-    AdmitRequest,
-    AgentDecider,
-    ApprovalRequest,
-    DecidedBy,
-    DecisionRequest,
-    PersonDecider,
-    PolicyDecider,
-    ResultReport,
-    SystemDecider,
-    TimeoutDecider,
-)
+from contracts.wire import AdmitRequest, ApprovalRequest, DecisionRequest, ResultReport
 from storage import approvals as ledger
 from storage import jobs
 from storage.audit import Event
@@ -152,7 +152,7 @@ class Engine(Desk):
             )
         return rec
 
-    def body(self, rec: Record) -> dict[str, Any]:
+    def body(self, rec: Record) -> ApprovalStart | Decision:
         """The wire body for GET: `approval_start` while pending, else the decision."""
         if rec.closed:
             return decision_body(rec, self.signer, self.grant_ttl)
@@ -212,7 +212,7 @@ class Engine(Desk):
                 surface=req.surface.type,
             )
 
-    async def create(self, tenant: str, req: ApprovalRequest) -> tuple[int, dict[str, Any]]:
+    async def create(self, tenant: str, req: ApprovalRequest) -> tuple[int, ApprovalStart | Decision]:
         """Handle `POST /v1/approvals`; returns (HTTP status, body)."""
         json_limits(req.parameters)
         surface_belongs(self.policy, tenant, req.surface)
@@ -370,7 +370,7 @@ class Engine(Desk):
             self._queue_callback(tx, approval_id, now)
         return Created(rec, replay=False, denied_by_policy=rule.deny)
 
-    def _replay(self, rec: Record) -> tuple[int, dict[str, Any]]:
+    def _replay(self, rec: Record) -> tuple[int, ApprovalStart | Decision]:
         if not rec.closed:
             return 201, start_body(rec)
         by = rec.decided_by
@@ -584,6 +584,12 @@ class Engine(Desk):
             rec = ledger.load(tx, approval_id, lock=True)
             if rec is None or rec.tenant != tenant:
                 raise ApprovalNotFound(f"no approval {approval_id} for this API key")
+            if rec.status is ApprovalStatus.PENDING:
+                raise ApprovalPending(
+                    f"approval {rec.id} is pending; run the call only once it is approved, "
+                    "then report its result",
+                    status=rec.status.value,
+                )
             if rec.status is not ApprovalStatus.APPROVED:
                 raise AlreadyDecided(
                     f"approval {rec.id} is {rec.status.value}; only an approved "

@@ -35,7 +35,11 @@ class Metrics:
             ["kind", "outcome"],
             registry=self.registry,
         )
-        self.waiting = Gauge("cosigner_waiters", "Agents waiting on a decision here", registry=self.registry)
+        self.waiting = Gauge(
+            "cosigner_waiters",
+            "Open connections waiting on a decision here (long-polls and event streams)",
+            registry=self.registry,
+        )
 
     def created(self, status: str) -> None:
         """Count a new approval in its initial status."""

@@ -45,11 +45,6 @@ class Notifier:
             if not fut.done():
                 fut.set_result(value)
 
-    @property
-    def waiting(self) -> int:
-        """How many approvals have a waiter here."""
-        return len(self._waiters)
-
     async def listen(self, database_url: str, schema: str | None = None) -> None:
         """Start listening for other replicas' decisions (PostgreSQL)."""
         await self._listener.start(database_url, schema, self.publish)

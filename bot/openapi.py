@@ -1,188 +1,220 @@
-"""`/openapi.json`, generated from the wire models in `contracts.wire`."""
+"""`/openapi.json`, generated from the request models in `contracts.wire` and the answer
+models in `contracts.answers`: the same models parse every request and build every body."""
 
 from __future__ import annotations
 
 from functools import cache
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from contracts import wire
-from contracts.enums import ErrorCode
+from contracts import answers, errors, wire
+from contracts.errors import CosignerError
 
-_MODELS: list[type[BaseModel]] = [
+_REQUESTS: list[type[BaseModel]] = [
     wire.ApprovalRequest,
     wire.AdmitRequest,
-    wire.AdmitResponse,
     wire.DecisionRequest,
     wire.ResultReport,
-    wire.ApprovalStart,
-    wire.Decision,
-    wire.ErrorBody,
+    wire.CancelRequest,
 ]
+_ANSWERS: list[type[BaseModel]] = [
+    answers.AdmitResponse,
+    answers.ApprovalStart,
+    answers.Decision,
+    answers.ResultRecorded,
+    answers.AuditTrail,
+    answers.Jwks,
+    answers.ErrorBody,
+]
+E = errors
+_AUTH = (E.Unauthenticated,)
+_ID = (E.ApprovalNotFound,)
+_BODY = (E.InvalidRequest,)
 
 
 def _ref(model: type) -> dict[str, str]:
     return {"$ref": f"#/components/schemas/{model.__name__}"}
 
 
-def _json(model: type, description: str) -> dict[str, Any]:
-    return {"description": description, "content": {"application/json": {"schema": _ref(model)}}}
+def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
 
 
-def _errors(*codes: ErrorCode) -> dict[str, Any]:
-    text = "Error body; code one of " + ", ".join(c.value for c in codes)
-    return {"4XX": _json(wire.ErrorBody, text)}
+def _errors(*kinds: type[CosignerError]) -> dict[str, Any]:
+    """One documented answer per HTTP status, naming the codes it carries."""
+    by_status: dict[int, list[str]] = {}
+    for kind in kinds:
+        by_status.setdefault(kind.status, []).append(kind.code.value)
+    return {
+        str(status): _json(_ref(answers.ErrorBody), "Error; code " + " or ".join(codes))
+        for status, codes in sorted(by_status.items())
+    }
+
+
+def _body(model: type[BaseModel], required: bool = True) -> dict[str, Any]:
+    return {"required": required, "content": {"application/json": {"schema": _ref(model)}}}
+
+
+def _operation(
+    summary: str,
+    operation_id: str,
+    ok: dict[str, Any],
+    kinds: tuple[type[CosignerError], ...],
+    *,
+    body: dict[str, Any] | None = None,
+    approval: bool = False,
+    query: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    op: dict[str, Any] = {"summary": summary, "operationId": operation_id}
+    params = []
+    if approval:
+        params.append(
+            {
+                "name": "approvalId",
+                "in": "path",
+                "required": True,
+                "schema": {"type": "string", "pattern": wire.APPROVAL_ID_PATTERN},
+            }
+        )
+    params.extend(query or [])
+    if params:
+        op["parameters"] = params
+    if body is not None:
+        op["requestBody"] = body
+    op["responses"] = {**ok, **_errors(*kinds)}
+    return op
+
+
+def _paths() -> dict[str, Any]:
+    start, decision = _ref(answers.ApprovalStart), _ref(answers.Decision)
+    either = {"oneOf": [start, decision]}
+    wait = {
+        "name": "wait",
+        "in": "query",
+        "required": False,
+        "schema": {"type": "integer", "minimum": 0, "maximum": 60},
+    }
+    closed = (E.AlreadyDecided, E.ApprovalExpired)
+    post: Literal["post"] = "post"
+    return {
+        "/v1/approvals": {
+            post: _operation(
+                "Ask before a gated tool call",
+                "createApproval",
+                {"201": _json(start, "A person must decide"), "200": _json(decision, "Decided by policy")},
+                (
+                    *_BODY,
+                    *_AUTH,
+                    E.PermissionDenied,
+                    E.WrongTenant,
+                    E.ParametersMismatch,
+                    E.ApprovalModeUnsupported,
+                    E.ToolCallCapExceeded,
+                ),
+                body=_body(wire.ApprovalRequest),
+            )
+        },
+        "/v1/runs/admit": {
+            post: _operation(
+                "Check a run can host the approvals it may need",
+                "admitRun",
+                {"200": _json(_ref(answers.AdmitResponse), "The run may start")},
+                (*_BODY, *_AUTH, E.WrongTenant, E.ApprovalModeUnsupported),
+                body=_body(wire.AdmitRequest),
+            )
+        },
+        "/v1/approvals/{approvalId}": {
+            "get": _operation(
+                "Read an approval; with ?wait=N (≤ 60) long-poll until it is decided",
+                "getApproval",
+                {"200": _json(either, "approval_start while pending, else the decision")},
+                (*_BODY, *_AUTH, *_ID),
+                approval=True,
+                query=[wait],
+            )
+        },
+        "/v1/approvals/{approvalId}/events": {
+            "get": _operation(
+                "Server-sent events: approval_start, then approval_decided",
+                "streamApproval",
+                {
+                    "200": {
+                        "description": "text/event-stream; each event's data is one of these",
+                        "content": {"text/event-stream": {"schema": either}},
+                    }
+                },
+                (*_AUTH, *_ID),
+                approval=True,
+            )
+        },
+        "/v1/approvals/{approvalId}/cancel": {
+            post: _operation(
+                "Withdraw a pending request",
+                "cancelApproval",
+                {"200": _json(decision, "Cancelled")},
+                (*_BODY, *_AUTH, *_ID, *closed),
+                body=_body(wire.CancelRequest, required=False),
+                approval=True,
+            )
+        },
+        "/v1/approvals/{approvalId}/result": {
+            post: _operation(
+                "Report what the executed call returned (goes on the audit record)",
+                "reportResult",
+                {"200": _json(_ref(answers.ResultRecorded), "Recorded")},
+                (*_BODY, *_AUTH, *_ID, E.AlreadyDecided, E.ApprovalPending),
+                body=_body(wire.ResultReport),
+                approval=True,
+            )
+        },
+        "/v1/approvals/{approvalId}/audit": {
+            "get": _operation(
+                "The approval's hash-chained audit events",
+                "getAudit",
+                {"200": _json(_ref(answers.AuditTrail), "Events, oldest first")},
+                (*_AUTH, *_ID),
+                approval=True,
+            )
+        },
+        "/v1/approvals/{approvalId}/decision": {
+            post: _operation(
+                "Decide a dashboard request on behalf of a signed-in user",
+                "decideApproval",
+                {"200": _json(decision, "Decided")},
+                (*_BODY, *_AUTH, E.NotAnApprover, E.WrongConversation, *_ID, *closed),
+                body=_body(wire.DecisionRequest),
+                approval=True,
+            )
+        },
+        "/v1/keys": {
+            "get": {
+                **_operation(
+                    "JWKS with the public key that signs grants",
+                    "getKeys",
+                    {"200": _json(_ref(answers.Jwks), "JWKS")},
+                    (),
+                ),
+                "security": [],
+            }
+        },
+    }
 
 
 @cache
 def openapi() -> dict[str, Any]:
     """The OpenAPI 3.1 document of the agent API."""
     _, defs = models_json_schema(
-        [(m, "validation") for m in _MODELS], ref_template="#/components/schemas/{model}"
+        [(m, "validation") for m in _REQUESTS] + [(m, "serialization") for m in _ANSWERS],
+        ref_template="#/components/schemas/{model}",
     )
-    schemas = defs.get("$defs", {})
-    approval = {"name": "approvalId", "in": "path", "required": True, "schema": {"type": "string"}}
-    both = {"oneOf": [_ref(wire.ApprovalStart), _ref(wire.Decision)]}
-    E = ErrorCode
-    paths: dict[str, Any] = {
-        "/v1/approvals": {
-            "post": {
-                "summary": "Ask before a gated tool call",
-                "operationId": "createApproval",
-                "requestBody": {
-                    "required": True,
-                    "content": {"application/json": {"schema": _ref(wire.ApprovalRequest)}},
-                },
-                "responses": {
-                    "201": _json(wire.ApprovalStart, "A person must decide"),
-                    "200": _json(wire.Decision, "Decided by policy"),
-                    **_errors(
-                        E.INVALID_REQUEST,
-                        E.UNAUTHENTICATED,
-                        E.PERMISSION_DENIED,
-                        E.APPROVAL_MODE_UNSUPPORTED,
-                        E.TOOL_CALL_CAP_EXCEEDED,
-                        E.PARAMETERS_MISMATCH,
-                        E.WRONG_TENANT,
-                    ),
-                },
-            }
-        },
-        "/v1/runs/admit": {
-            "post": {
-                "summary": "Check a run can host the approvals it may need",
-                "operationId": "admitRun",
-                "requestBody": {
-                    "required": True,
-                    "content": {"application/json": {"schema": _ref(wire.AdmitRequest)}},
-                },
-                "responses": {
-                    "200": _json(wire.AdmitResponse, "The run may start"),
-                    **_errors(E.APPROVAL_MODE_UNSUPPORTED, E.INVALID_REQUEST),
-                },
-            }
-        },
-        "/v1/approvals/{approvalId}": {
-            "get": {
-                "summary": "Read an approval; with ?wait=N (≤ 60) long-poll until it is decided",
-                "operationId": "getApproval",
-                "parameters": [
-                    approval,
-                    {
-                        "name": "wait",
-                        "in": "query",
-                        "required": False,
-                        "schema": {"type": "integer", "minimum": 0, "maximum": 60},
-                    },
-                ],
-                "responses": {
-                    "200": {
-                        "description": "approval_start while pending, else the decision",
-                        "content": {"application/json": {"schema": both}},
-                    },
-                    **_errors(E.APPROVAL_NOT_FOUND, E.INVALID_REQUEST),
-                },
-            }
-        },
-        "/v1/approvals/{approvalId}/events": {
-            "get": {
-                "summary": "Server-sent events: approval_start, then approval_decided",
-                "operationId": "streamApproval",
-                "parameters": [approval],
-                "responses": {
-                    "200": {
-                        "description": "text/event-stream",
-                        "content": {"text/event-stream": {"schema": both}},
-                    }
-                },
-            }
-        },
-        "/v1/approvals/{approvalId}/cancel": {
-            "post": {
-                "summary": "Withdraw a pending request",
-                "operationId": "cancelApproval",
-                "parameters": [approval],
-                "responses": {
-                    "200": _json(wire.Decision, "Cancelled"),
-                    **_errors(E.ALREADY_DECIDED, E.APPROVAL_NOT_FOUND),
-                },
-            }
-        },
-        "/v1/approvals/{approvalId}/result": {
-            "post": {
-                "summary": "Report what the executed call returned (goes on the audit record)",
-                "operationId": "reportResult",
-                "parameters": [approval],
-                "requestBody": {
-                    "required": True,
-                    "content": {"application/json": {"schema": _ref(wire.ResultReport)}},
-                },
-                "responses": {
-                    "200": {"description": "Recorded"},
-                    **_errors(E.ALREADY_DECIDED, E.APPROVAL_NOT_FOUND),
-                },
-            }
-        },
-        "/v1/approvals/{approvalId}/audit": {
-            "get": {
-                "summary": "The approval's hash-chained audit events",
-                "operationId": "getAudit",
-                "parameters": [approval],
-                "responses": {"200": {"description": "Events"}},
-            }
-        },
-        "/v1/approvals/{approvalId}/decision": {
-            "post": {
-                "summary": "Decide a dashboard request on behalf of a signed-in user",
-                "operationId": "decideApproval",
-                "parameters": [approval],
-                "requestBody": {
-                    "required": True,
-                    "content": {"application/json": {"schema": _ref(wire.DecisionRequest)}},
-                },
-                "responses": {
-                    "200": _json(wire.Decision, "Decided"),
-                    **_errors(E.NOT_AN_APPROVER, E.WRONG_CONVERSATION, E.ALREADY_DECIDED, E.APPROVAL_EXPIRED),
-                },
-            }
-        },
-        "/v1/keys": {
-            "get": {
-                "summary": "JWKS with the public key that signs grants",
-                "operationId": "getKeys",
-                "security": [],
-                "responses": {"200": {"description": "JWKS"}},
-            }
-        },
-    }
     return {
         "openapi": "3.1.0",
         "info": {"title": "Cosigner agent API", "version": "1"},
-        "paths": paths,
+        "paths": _paths(),
         "components": {
-            "schemas": schemas,
+            "schemas": defs.get("$defs", {}),
             "securitySchemes": {
                 "tenantKey": {
                     "type": "http",

@@ -9,7 +9,6 @@ The page only chooses who is clicking, so refusals come from the real checks. Mo
 
 from __future__ import annotations
 
-import json
 import time
 import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass
@@ -21,6 +20,8 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from bot.decoding import decode_json, read_body
+from contracts.errors import InvalidRequest
 from surfaces.slack import SlackEmulator
 from surfaces.sms import TwilioCaller, TwilioEmulator
 
@@ -240,12 +241,12 @@ class SandboxPage:
             if request.headers.get("content-type", "").split(";")[0] != "application/json":
                 return _error("send application/json", 415)
             try:
-                body = json.loads(await request.body())
+                body = decode_json(await read_body(request))
                 if not isinstance(body, dict):
                     raise PageError("send a JSON object")
                 return JSONResponse(await handler(body))
-            except ValueError:
-                return _error("the body is not JSON", 400)
+            except InvalidRequest as exc:
+                return _error(exc.message, 400)
             except PageError as exc:
                 return _error(str(exc), exc.status)
 

@@ -8,7 +8,6 @@ lost across a crash or restart. A worker claims due rows by moving `locked_until
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 
@@ -152,7 +151,7 @@ class JobWorker:
             await self._finish(job.id)
             return
         payload = job.payload
-        body = json.dumps(self.engine.body(rec), separators=(",", ":")).encode()
+        body = self.engine.body(rec).model_dump_json().encode()
         stamp = int(self.engine.clock())
         headers = {
             "Content-Type": "application/json",

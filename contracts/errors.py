@@ -12,6 +12,7 @@
     ├── ParametersMismatch        409  same executionId + toolCallId, other call
     ├── AlreadyDecided            409  the approval is closed; the message names its state
     ├── ApprovalExpired           409  the approval expired before this answer
+    ├── ApprovalPending           409  a result reported for an approval nobody decided yet
     ├── ApprovalModeUnsupported   422  a person is needed and the surface cannot host one
     ├── ToolCallCapExceeded       429  the execution used up its gated calls
     ├── SurfaceUnavailable        502  the card or text could not be delivered
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from contracts.answers import ErrorBody
 from contracts.enums import ErrorCode
 
 
@@ -40,8 +42,8 @@ class CosignerError(Exception):
         self.details = details
 
     def body(self) -> dict[str, Any]:
-        """The JSON error body of DESIGN.md."""
-        return {"error": {"code": self.code.value, "message": self.message, **self.details}}
+        """The JSON error body, `{"error": {"code", "message", ...details}}`."""
+        return ErrorBody.of(self.code, self.message, self.details).dump()
 
 
 class InvalidRequest(CosignerError):
@@ -118,6 +120,13 @@ class ApprovalExpired(CosignerError):
     """The approval expired; expiry means deny."""
 
     code = ErrorCode.APPROVAL_EXPIRED
+    status = 409
+
+
+class ApprovalPending(CosignerError):
+    """The approval is still pending, so no call can have run and there is no result."""
+
+    code = ErrorCode.APPROVAL_PENDING
     status = 409
 
 

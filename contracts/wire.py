@@ -1,20 +1,46 @@
-"""Pydantic models of every JSON shape on the wire (DESIGN.md), camelCase as sent."""
+"""Pydantic models of every request body of the agent API, camelCase as sent.
+
+Requests are parsed strictly: no string or boolean becomes a number, no number a string.
+Answer bodies are in `contracts.answers`; `/openapi.json` publishes both.
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, HttpUrl, TypeAdapter
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, HttpUrl, PlainSerializer, WithJsonSchema
 
-from contracts.enums import ApprovalStatus, SurfaceType
 from contracts.names import PhoneNumber, SlackId, ToolName
+
+APPROVAL_ID_PATTERN = r"^apv_[A-Za-z0-9_-]{20}$"
+"""The shape of every approval id (`apv_` and 15 random bytes in URL-safe base64)."""
+
+
+def _iso(moment: datetime) -> str:
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+Timestamp = Annotated[
+    datetime,
+    PlainSerializer(_iso, return_type=str, when_used="json"),
+    WithJsonSchema({"type": "string", "format": "date-time"}),
+]
+"""A UTC moment, sent as ISO 8601 with milliseconds and a `Z`."""
+
+ApprovalId = Annotated[str, Field(pattern=APPROVAL_ID_PATTERN)]
 
 
 class Wire(BaseModel):
-    """Base of wire models: unknown fields are refused so typos surface as errors."""
+    """Base of wire models: unknown fields are refused, and no value is coerced to another type."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(
+        extra="forbid",
+        populate_by_name=True,
+        strict=True,
+        # An answer always carries its defaulted fields (`type`, `kind`): the schema says so.
+        json_schema_serialization_defaults_required=True,
+    )
 
 
 # --- surfaces ---------------------------------------------------------------
@@ -118,12 +144,6 @@ class AdmitRequest(Wire):
     tools: list[Annotated[str, Field(min_length=1, max_length=128)]] = Field(max_length=500)
 
 
-class AdmitResponse(Wire):
-    """The run may start."""
-
-    admitted: bool
-
-
 class DecisionRequest(Wire):
     """`POST /v1/approvals/{id}/decision`: a dashboard user's answer."""
 
@@ -137,97 +157,8 @@ class ResultReport(Wire):
 
     outcome: Literal["succeeded", "failed"] = "succeeded"
     result: Any = None
-    error: str | None = Field(default=None, max_length=2000)
+    error: FreeText | None = Field(default=None, max_length=2000)
 
 
-# --- answers ----------------------------------------------------------------
-
-
-class ApprovalStart(Wire):
-    """`201`: a person must decide."""
-
-    type: Literal["approval_start"] = "approval_start"
-    approvalId: str
-    executionId: str
-    toolCallId: str
-    toolName: str
-    parameters: dict[str, Any] = Field(description="Redacted, exactly as displayed.")
-    parametersDigest: str
-    timeout: int = Field(description="Milliseconds.")
-    startedAt: datetime
-    expiresAt: datetime
-    status: ApprovalStatus
-    shortCode: str | None = None
-
-
-class PersonDecider(Wire):
-    """A person answered."""
-
-    kind: Literal["person"] = "person"
-    surface: SurfaceType
-    userId: str
-    teamId: str | None = None
-
-
-class TimeoutDecider(Wire):
-    """Nobody answered in time; expiry means deny."""
-
-    kind: Literal["timeout"] = "timeout"
-
-
-class PolicyDecider(Wire):
-    """The policy decided without a person; `rule` names the rule."""
-
-    kind: Literal["policy"] = "policy"
-    rule: str
-
-
-class AgentDecider(Wire):
-    """The agent cancelled its own request."""
-
-    kind: Literal["agent"] = "agent"
-
-
-class SystemDecider(Wire):
-    """Cosigner failed the request closed; `code` says why."""
-
-    kind: Literal["system"] = "system"
-    code: str
-
-
-DecidedBy = Annotated[
-    PersonDecider | TimeoutDecider | PolicyDecider | AgentDecider | SystemDecider,
-    Field(discriminator="kind"),
-]
-DECIDED_BY: TypeAdapter[DecidedBy] = TypeAdapter(DecidedBy)
-"""Parses a stored or received `decidedBy` into its typed form."""
-
-
-class Decision(Wire):
-    """The decision object: GET, server-sent events and callbacks."""
-
-    type: Literal["approval_decided"] = "approval_decided"
-    approvalId: str
-    executionId: str
-    toolCallId: str
-    toolName: str
-    status: ApprovalStatus
-    decidedBy: DecidedBy
-    decidedAt: datetime
-    comment: str | None = None
-    parametersDigest: str
-    grant: str | None = None
-
-
-class ErrorDetail(BaseModel):
-    """The inside of an error body; extra keys (`field`, `policy`, `surface`) may follow."""
-
-    model_config = ConfigDict(extra="allow")
-    code: str
-    message: str
-
-
-class ErrorBody(BaseModel):
-    """`{"error": {...}}`."""
-
-    error: ErrorDetail
+class CancelRequest(Wire):
+    """`POST /v1/approvals/{id}/cancel`: no fields; the body may be empty or `{}`."""

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from contracts.answers import DecidedBy, PersonDecider, PolicyDecider, SystemDecider, decider_from_json
 from contracts.enums import ApprovalMode, ApprovalStatus, DeciderKind, ToolKind
 from contracts.ports import (
     ApprovalCard,
@@ -18,7 +19,6 @@ from contracts.ports import (
     SlackRoute,
     SmsRoute,
 )
-from contracts.wire import DECIDED_BY, DecidedBy, PersonDecider, PolicyDecider, SystemDecider
 
 
 def ts(seconds: float) -> datetime:
@@ -156,7 +156,7 @@ class Record:
             created_at=row.created_at,
             expires_at=row.expires_at,
             decided_at=row.decided_at,
-            decided_by=DECIDED_BY.validate_json(row.decided_by) if row.decided_by else None,
+            decided_by=decider_from_json(row.decided_by) if row.decided_by else None,
             comment=row.comment,
             audit_seq=row.audit_seq,
             audit_head=row.audit_head,
@@ -169,7 +169,7 @@ class Record:
             if key == "status":
                 fields["status"] = ApprovalStatus(value)
             elif key == "decided_by":
-                fields["decided_by"] = DECIDED_BY.validate_json(value) if value else None
+                fields["decided_by"] = decider_from_json(value) if value else None
             elif key == "delivered":
                 fields["delivered"] = delivered_from_json(value)
             else:

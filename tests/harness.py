@@ -148,7 +148,8 @@ class Harness:
 
     async def waiters(self, count: int = 1) -> None:
         """Return once `count` agents are waiting on a long-poll or stream."""
-        await until(lambda: self.parts.engine.notifier.waiting >= count)
+        metrics = self.parts.engine.metrics
+        await until(lambda: (metrics.registry.get_sample_value("cosigner_waiters") or 0) >= count)
 
     @property
     def engine(self) -> Engine:

@@ -19,9 +19,10 @@ from tests.harness import cosigner_app
 @pytest.mark.parametrize(
     ("raw_parameters", "field", "fix"),
     [
-        ('{"amount": NaN}', "parameters.amount", "finite number"),
-        ('{"amount": Infinity}', "parameters.amount", "finite number"),
-        ('{"nested": {"v": [1, -Infinity]}}', "parameters.nested.v[1]", "finite number"),
+        # NaN and Infinity are not JSON at all: the body is refused as it is read.
+        ('{"amount": NaN}', "body", "finite number"),
+        ('{"amount": Infinity}', "body", "finite number"),
+        ('{"nested": {"v": [1, -Infinity]}}', "body", "finite number"),
         ('{"id": 9007199254740992}', "parameters.id", "send it as a string"),
         ('{"ids": [1, -9007199254740992]}', "parameters.ids[1]", "send it as a string"),
     ],
@@ -89,3 +90,21 @@ def test_lone_surrogates_are_refused_with_their_path() -> None:
     with pytest.raises(InvalidRequest, match="surrogate") as info:
         checks.json_limits({"note": ["ok", "a\ud800b"]})
     assert info.value.details["field"] == "parameters.note[1]"
+
+
+@pytest.mark.parametrize(
+    ("raw_parameters", "field"),
+    [
+        ('{"": 9007199254740993}', 'parameters[""]'),
+        ('{"a.b": {"c": 9007199254740993}}', 'parameters["a.b"].c'),
+    ],
+)
+async def test_a_refused_member_is_named_unambiguously_whatever_its_key(
+    db_kind: str, raw_parameters: str, field: str
+) -> None:
+    async with cosigner_app(database_kind=db_kind) as h:
+        key = await h.create_tenant("acme")
+        body = json.dumps(call(params={"placeholder": 1})).replace('{"placeholder": 1}', raw_parameters)
+        r = await h.client.post("/v1/approvals", content=body.encode(), headers=h.auth(key))
+        assert r.status_code == 400, r.text
+        assert r.json()["error"]["field"] == field

@@ -174,6 +174,12 @@ async def test_the_api_takes_json_only_and_names_bad_fields(sb: Sandbox, http: h
         "/sandbox/api/click", json={"as": "ceo", "channel": "C", "ts": "1.1", "actionId": "x"}
     )
     assert bad.status_code == 400 and "requester" in bad.json()["error"]["message"]
+    twice = await http.post(
+        "/sandbox/api/click",
+        content=b'{"as": "ceo", "as": "requester", "channel": "C", "ts": "1.1", "actionId": "x"}',
+        headers={"Content-Type": "application/json"},
+    )
+    assert twice.status_code == 400 and "appears twice" in twice.json()["error"]["message"]
 
 
 async def test_the_demo_key_is_rotated_on_every_start(tmp_path: Path) -> None:

@@ -118,20 +118,23 @@ def result_body(result: Any, error: str | None) -> bytes:
 
 
 def error_of(response: httpx.Response) -> CosignerError | None:
-    """The exception for a non-2xx response, or None for a 2xx."""
+    """The exception for a non-2xx response, or None for a 2xx.
+
+    Read as plain JSON, not the strict model, so a code this SDK does not know yet still
+    arrives with its message and fields."""
     if response.status_code < 400:
         return None
     try:
-        detail = wire.ErrorBody.model_validate_json(response.content).error
-    except ValidationError:
+        detail = dict(json.loads(response.content)["error"])
+        code, message = str(detail.pop("code")), str(detail.pop("message"))
+    except (ValueError, KeyError, TypeError):
         return error_for(
             response.status_code,
             f"HTTP_{response.status_code}",
             f"Cosigner answered HTTP {response.status_code} without an error body; check COSIGNER_URL",
             {},
         )
-    extra = dict(detail.model_extra or {})
-    return error_for(response.status_code, detail.code, detail.message, extra)
+    return error_for(response.status_code, code, message, detail)
 
 
 def retryable(response: httpx.Response) -> bool:

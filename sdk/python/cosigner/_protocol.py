@@ -6,7 +6,7 @@ single definition; every other SDK module imports them from here, never from els
 
 from __future__ import annotations
 
-from contracts import wire
+from contracts import answers, wire
 from contracts.enums import ApprovalStatus, DeciderKind, ErrorCode, SurfaceType
 from cosigner.digest import canonical_json, parameters_digest
 from cosigner.grants import GrantClaims, GrantRefused, sign_callback, verify_callback, verify_grant
@@ -18,6 +18,7 @@ __all__ = [
     "GrantClaims",
     "GrantRefused",
     "SurfaceType",
+    "answers",
     "canonical_json",
     "parameters_digest",
     "sign_callback",

@@ -8,7 +8,7 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import Field, TypeAdapter
 
-from cosigner._protocol import ApprovalStatus, DeciderKind, wire
+from cosigner._protocol import ApprovalStatus, DeciderKind, answers
 
 __all__ = ["DecidedBy", "Decision", "parse_approval"]
 
@@ -33,7 +33,7 @@ def _build(cls: type[T], values: dict[str, Any]) -> T:
 
 
 _APPROVAL: TypeAdapter[Any] = TypeAdapter(
-    Annotated[wire.ApprovalStart | wire.Decision, Field(discriminator="type")]
+    Annotated[answers.ApprovalStart | answers.Decision, Field(discriminator="type")]
 )
 
 
@@ -110,7 +110,7 @@ class Decision:
             "status": ApprovalStatus(model.status),
             "parameters_digest": model.parametersDigest,
         }
-        if isinstance(model, wire.ApprovalStart):
+        if isinstance(model, answers.ApprovalStart):
             common.update(parameters=model.parameters, expires_at=model.expiresAt, short_code=model.shortCode)
         else:
             common.update(

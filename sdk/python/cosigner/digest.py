@@ -7,7 +7,9 @@ grant payload and the audit chain. Any language with a JCS library reproduces it
 from __future__ import annotations
 
 import hashlib
+import json
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,6 +26,17 @@ class CanonicalFormError(ValueError):
         super().__init__(f"{path}: {problem}")
         self.path = path
         self.problem = problem
+
+
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
+
+
+def member(path: str, key: str) -> str:
+    """`path.key` for a plain key; any other key (empty, dotted, long) by its JSON-quoted
+    start, so the path stays unambiguous: `parameters[""]`, `parameters["a.b"]`."""
+    if _PLAIN_KEY.fullmatch(key):
+        return f"{path}.{key}"
+    return f"{path}[{json.dumps(key[:64], ensure_ascii=True)}]"
 
 
 def _locate(value: Any, path: str) -> CanonicalFormError | None:
@@ -49,7 +62,7 @@ def _locate(value: Any, path: str) -> CanonicalFormError | None:
         for key, item in value.items():
             if not isinstance(key, str):
                 return CanonicalFormError(path, f"has a non-string key {key!r}; JSON keys are strings")
-            found = _locate(key, f"{path}.<key>") or _locate(item, f"{path}.{key}")
+            found = _locate(key, f"{path}.<key>") or _locate(item, member(path, key))
             if found:
                 return found
         return None
@@ -62,8 +75,39 @@ def _locate(value: Any, path: str) -> CanonicalFormError | None:
     return CanonicalFormError(path, f"is a {type(value).__name__}, which is not a JSON value")
 
 
+def _without_floats(value: Any) -> bool:
+    """True when `value` holds no float, only safe integers, and no object key with a
+    character beyond U+FFFF: then the standard library's sorted, compact JSON is exactly
+    the JCS form (integers print the same, strings escape the same, and code point order
+    equals UTF-16 order), and much faster than the general writer."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str) or item is None or isinstance(item, bool):
+            continue
+        if isinstance(item, int):
+            if abs(item) > SAFE_INTEGER:
+                return False
+        elif isinstance(item, dict):
+            for key in item:
+                if not isinstance(key, str) or (not key.isascii() and max(key) > "\uffff"):
+                    return False
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+        else:
+            return False
+    return True
+
+
 def canonical_json(value: Any, path: str = "$") -> bytes:
     """The RFC 8785 (JCS) bytes of `value`; raises `CanonicalFormError` naming the bad member."""
+    if _without_floats(value):
+        try:
+            text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+            return text.encode("utf-8")
+        except UnicodeEncodeError:
+            pass  # a lone surrogate: the general writer names it
     try:
         return rfc8785.dumps(value)
     except rfc8785.CanonicalizationError as exc:

@@ -14,6 +14,7 @@
     ├── ParametersMismatch        409  same executionId + toolCallId, other call (or arguments changed)
     ├── AlreadyDecided            409  the approval is closed; the message names its state
     ├── ApprovalExpired           409  the approval expired: expiry means deny
+    ├── ApprovalPending           409  a result reported for an approval nobody decided yet
     ├── ApprovalModeUnsupported   422  a person is needed and the surface cannot host one
     ├── ToolCallCapExceeded       429  the execution used up its gated calls
     └── SurfaceUnavailable        502  the card or text could not be delivered
@@ -37,6 +38,7 @@ __all__ = [
     "ApprovalExpired",
     "ApprovalModeUnsupported",
     "ApprovalNotFound",
+    "ApprovalPending",
     "CosignerError",
     "GrantRefused",
     "InvalidRequest",
@@ -161,6 +163,13 @@ class ApprovalExpired(CosignerError):
     status = 409
 
 
+class ApprovalPending(CosignerError):
+    """A result reported for an approval nobody decided yet: no call can have run."""
+
+    code = ErrorCode.APPROVAL_PENDING
+    status = 409
+
+
 class ApprovalModeUnsupported(CosignerError):
     """A person must approve, and the surface cannot host one."""
 
@@ -196,6 +205,7 @@ BY_CODE: dict[str, type[CosignerError]] = {
         ParametersMismatch,
         AlreadyDecided,
         ApprovalExpired,
+        ApprovalPending,
         ApprovalModeUnsupported,
         ToolCallCapExceeded,
         SurfaceUnavailable,

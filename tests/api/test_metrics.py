@@ -1,0 +1,64 @@
+"""The Prometheus metrics the agent API keeps: waiting connections."""
+
+from __future__ import annotations
+
+import asyncio
+
+from tests.api.test_approvals import start
+from tests.harness import Harness, cosigner_app
+
+
+async def waiters(h: Harness) -> float:
+    """The `cosigner_waiters` gauge as /metrics shows it."""
+    text = (await h.client.get("/metrics")).text
+    line = next(x for x in text.splitlines() if x.startswith("cosigner_waiters "))
+    return float(line.split()[1])
+
+
+async def test_waiters_counts_each_waiting_connection(db_kind: str) -> None:
+    async with cosigner_app(database_kind=db_kind) as h:
+        key = await h.create_tenant("acme")
+        aid = (await start(h, key))["approvalId"]
+        other = (await start(h, key, call_id="c2"))["approvalId"]
+        polls = [
+            asyncio.create_task(h.client.get(f"/v1/approvals/{aid}?wait=30", headers=h.auth(key)))
+            for _ in range(6)
+        ]
+        polls.append(asyncio.create_task(h.client.get(f"/v1/approvals/{other}?wait=30", headers=h.auth(key))))
+
+        async def stream() -> list[str]:
+            async with h.client.stream("GET", f"/v1/approvals/{aid}/events", headers=h.auth(key)) as r:
+                lines = []
+                async for line in r.aiter_lines():
+                    lines.append(line)
+                return lines
+
+        streams = [asyncio.create_task(stream()) for _ in range(2)]
+        await gauge_reaches(h, 9)
+        for path, verdict in ((aid, "deny"), (other, "approve")):
+            r = await h.client.post(
+                f"/v1/approvals/{path}/decision",
+                headers=h.auth(key),
+                json={"decision": verdict, "userId": "u_1"},
+            )
+            assert r.status_code == 200, r.text
+        answers = await asyncio.wait_for(asyncio.gather(*polls), 10)
+        assert {a.json()["status"] for a in answers} == {"denied", "approved"}
+        events = await asyncio.wait_for(asyncio.gather(*streams), 10)
+        assert all("event: approval_decided" in lines for lines in events)
+        assert await waiters(h) == 0
+
+
+async def gauge_reaches(h: Harness, expected: float, seconds: float = 10.0) -> None:
+    """Wait until the gauge reads `expected`; fail naming the last value read."""
+    seen: list[float] = []
+
+    async def poll() -> None:
+        while (value := await waiters(h)) != expected:
+            seen.append(value)
+            await asyncio.sleep(0.02)
+
+    try:
+        await asyncio.wait_for(poll(), seconds)
+    except TimeoutError:
+        raise AssertionError(f"cosigner_waiters stayed at {seen[-1:]}, expected {expected}") from None
