@@ -1,183 +1,30 @@
-"""Check a grant, or a callback signature, without calling Cosigner.
+"""Grant and callback checks, as the agent SDK defines them (`cosigner.grants`).
 
-A grant is a compact JWS (RFC 7515) signed with Ed25519 (`alg: EdDSA`, RFC 8037) whose
-payload is the JCS form of its claims. A tool executor holding an approved decision runs::
-
-    from contracts.grants import verify_grant
-    claims = verify_grant(token, jwks, tool_name="issue_refund", parameters=params)
-
-`jwks` is the JSON of `GET /v1/keys` (fetched once and cached). Any mismatch raises
-`GrantRefused`; do not run the call then. Signatures are checked by PyJWT, so any other
-JOSE library that speaks EdDSA checks the same token the same way.
+The server and the SDK share one definition; this name stays for the server's imports.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import time
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from cosigner.grants import (
+    ALGORITHM,
+    GRANT_TYPE,
+    ISSUER,
+    GrantClaims,
+    GrantRefused,
+    jwk_thumbprint,
+    sign_callback,
+    verify_callback,
+    verify_grant,
+)
 
-import jwt
-from jwt.utils import base64url_encode
-
-from contracts.digest import CanonicalFormError, canonical_json, parameters_digest
-
-GRANT_TYPE = "cosigner-grant+jwt"
-ALGORITHM = "EdDSA"
-ISSUER = "cosigner"
-TEXT_CLAIMS = ("sub", "tenant", "executionId", "toolCallId", "toolName", "digest")
-REQUIRED_CLAIMS = ("iss", "iat", "exp", *TEXT_CLAIMS)
-
-
-class GrantRefused(Exception):
-    """The grant does not allow this call; the message says which check failed."""
-
-
-@dataclass(frozen=True)
-class GrantClaims:
-    """What a verified grant allows."""
-
-    tenant: str
-    approval_id: str
-    execution_id: str
-    tool_call_id: str
-    tool_name: str
-    digest: str
-    issued_at: int
-    expires_at: int
-
-
-def jwk_thumbprint(jwk: Mapping[str, Any]) -> str:
-    """The RFC 7638 SHA-256 thumbprint of an Ed25519 public JWK, base64url: its `kid`."""
-    members = {"crv": jwk["crv"], "kty": jwk["kty"], "x": jwk["x"]}
-    return base64url_encode(hashlib.sha256(canonical_json(members)).digest()).decode("ascii")
-
-
-def _public_keys(jwks: Mapping[str, Any]) -> dict[str, jwt.PyJWK]:
-    if not isinstance(jwks, Mapping) or not isinstance(jwks.get("keys"), list):
-        raise GrantRefused('the key set is not a JWKS ({"keys": [...]}); pass the JSON of GET /v1/keys')
-    keys = {}
-    for jwk in jwks["keys"]:
-        # Only Ed25519 verification keys count: an `oct` or RSA entry under the same kid
-        # must not become a way to check the token with another algorithm.
-        if not isinstance(jwk, Mapping) or (jwk.get("kty"), jwk.get("crv")) != ("OKP", "Ed25519"):
-            continue
-        if "d" in jwk or not isinstance(jwk.get("kid"), str):
-            continue
-        try:
-            keys[jwk["kid"]] = jwt.PyJWK.from_dict(dict(jwk), algorithm=ALGORITHM)
-        except jwt.PyJWTError:
-            continue
-    return keys
-
-
-def _signed_claims(token: str, jwks: Mapping[str, Any]) -> dict[str, Any]:
-    """The claims of `token` once its header, key and signature check out."""
-    try:
-        header = jwt.get_unverified_header(token)
-    except (jwt.PyJWTError, ValueError, TypeError) as exc:
-        raise GrantRefused("malformed grant: expected a compact JWS of three base64url parts") from exc
-    if header.get("alg") != ALGORITHM or header.get("typ") != GRANT_TYPE:
-        raise GrantRefused(f"not a Cosigner grant (alg must be {ALGORITHM}, typ {GRANT_TYPE})")
-    key = _public_keys(jwks).get(str(header.get("kid")))
-    if key is None:
-        raise GrantRefused(f"unknown key id {header.get('kid')!r}; refresh GET /v1/keys")
-    try:
-        claims: dict[str, Any] = jwt.decode(
-            token,
-            key,
-            algorithms=[ALGORITHM],
-            issuer=ISSUER,
-            # Times are checked below against the caller's clock, which tests can set.
-            options={"verify_exp": False, "verify_iat": False, "verify_nbf": False, "require": []},
-        )
-    except jwt.InvalidSignatureError as exc:
-        raise GrantRefused("signature does not verify: the grant was altered or forged") from exc
-    except jwt.MissingRequiredClaimError as exc:
-        raise GrantRefused(f"grant lacks the {exc.claim!r} claim") from exc
-    except jwt.InvalidIssuerError as exc:
-        raise GrantRefused(f"grant was not issued by {ISSUER!r}") from exc
-    except (jwt.PyJWTError, ValueError, TypeError) as exc:
-        raise GrantRefused(f"malformed grant: {exc}") from exc
-    for name in REQUIRED_CLAIMS:
-        if name not in claims:
-            raise GrantRefused(f"grant lacks the {name!r} claim")
-    for name in TEXT_CLAIMS:
-        if not isinstance(claims[name], str):
-            raise GrantRefused(f"grant claim {name!r} must be a string")
-    for name in ("iat", "exp"):
-        if not isinstance(claims[name], int) or isinstance(claims[name], bool):
-            raise GrantRefused(f"grant claim {name!r} must be whole seconds")
-    return claims
-
-
-def verify_grant(
-    token: str,
-    jwks: Mapping[str, Any],
-    *,
-    tool_name: str,
-    parameters: Any,
-    tool_call_id: str | None = None,
-    tenant: str | None = None,
-    approval_id: str | None = None,
-    now: float | None = None,
-    leeway: int = 5,
-) -> GrantClaims:
-    """Verify signature, lifetime, tool (and call, tenant, approval if given) and the digest
-    of the parameters about to be used."""
-    claims = _signed_claims(token, jwks)
-    current = time.time() if now is None else now
-    if current >= claims["exp"] + leeway:
-        raise GrantRefused("grant expired; ask Cosigner for a fresh decision")
-    if claims["iat"] > current + leeway:
-        raise GrantRefused("grant is issued in the future; check this machine's clock")
-    if claims["toolName"] != tool_name:
-        raise GrantRefused(f"grant is for tool {claims['toolName']!r}, not {tool_name!r}")
-    if tool_call_id is not None and claims["toolCallId"] != tool_call_id:
-        raise GrantRefused("grant is for another tool call")
-    if tenant is not None and claims["tenant"] != tenant:
-        raise GrantRefused("grant is for another tenant")
-    if approval_id is not None and claims["sub"] != approval_id:
-        raise GrantRefused("grant is for another approval")
-    try:
-        digest = parameters_digest(parameters)
-    except CanonicalFormError as exc:
-        raise GrantRefused(f"parameters have no canonical JSON form ({exc})") from exc
-    if claims["digest"] != digest:
-        raise GrantRefused("parameters differ from the ones the approver saw; do not run the call")
-    return GrantClaims(
-        tenant=claims["tenant"],
-        approval_id=claims["sub"],
-        execution_id=claims["executionId"],
-        tool_call_id=claims["toolCallId"],
-        tool_name=claims["toolName"],
-        digest=claims["digest"],
-        issued_at=claims["iat"],
-        expires_at=claims["exp"],
-    )
-
-
-def sign_callback(secret: str, body: bytes, timestamp: int) -> str:
-    """The `Cosigner-Signature` header value for a callback body."""
-    mac = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
-    return f"t={timestamp},v1={mac}"
-
-
-def verify_callback(
-    secret: str, header: str, body: bytes, *, tolerance: int = 300, now: float | None = None
-) -> bool:
-    """True if `Cosigner-Signature` matches the raw body and is fresh."""
-    try:
-        parts = dict(p.split("=", 1) for p in header.split(","))
-        timestamp = int(parts["t"])
-    except (ValueError, KeyError):
-        return False
-    current = time.time() if now is None else now
-    if abs(current - timestamp) > tolerance:
-        return False
-    expected = sign_callback(secret, body, timestamp).split(",v1=", 1)[1]
-    # Compare bytes: compare_digest raises on non-ASCII str, and a header is untrusted input.
-    return hmac.compare_digest(expected.encode(), parts.get("v1", "").encode(errors="replace"))
+__all__ = [
+    "ALGORITHM",
+    "GRANT_TYPE",
+    "ISSUER",
+    "GrantClaims",
+    "GrantRefused",
+    "jwk_thumbprint",
+    "sign_callback",
+    "verify_callback",
+    "verify_grant",
+]

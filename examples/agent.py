@@ -1,4 +1,4 @@
-"""An example agent: asks Cosigner before each gated tool call and prints each decision.
+"""An example agent on the Cosigner SDK: gated tools, approvals, and every decision printed.
 
 Run `cosigner dev` (or `./run dev`) in one terminal, then in another:
 
@@ -6,17 +6,19 @@ Run `cosigner dev` (or `./run dev`) in one terminal, then in another:
 
 It reads COSIGNER_URL (default http://127.0.0.1:8000) and COSIGNER_API_KEY (default: the
 key `cosigner dev` wrote to demo.key in its data folder, COSIGNER_DATA, default
-cosigner-data). `cosigner dev` prints the line that sets all three. It needs only httpx.
+cosigner-data). `cosigner dev` prints the line that sets all three. It needs only the SDK
+(`pip install ./sdk/python`).
 
 What it does, against the sandbox's sample policy (bot/sandbox_policy.toml):
   1. asks whether a nightly *scheduled* run may start: refused with APPROVAL_MODE_UNSUPPORTED,
      because nobody could approve it (the policy routes no headless runs);
-  2. a read (lookup_order): decided by policy at once, nobody is asked;
-  3. a write with confirm (issue_credit): a card in Slack, with "Approve for this run";
+  2. a read (lookup_order), a gated function: decided by policy at once, its body runs;
+  3. a write with confirm (issue_credit), a gated function: a card in Slack, with "Approve
+     for this run"; its body runs only if approved, else the denial's comment is printed;
   4. a danger refund (issue_refund) whose cardToken is redacted before anyone sees it;
   5. an email (send_email) asked by SMS, from a run started by text message.
-Then it long-polls each pending approval and prints the decision as soon as it arrives,
-and exits when all are decided (or after --timeout seconds, cancelling what is left).
+It waits for every decision at once and exits when all are in (or after --timeout seconds,
+cancelling what is left).
 """
 
 from __future__ import annotations
@@ -26,18 +28,21 @@ import asyncio
 import os
 import secrets
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 
+import cosigner
+from cosigner import AsyncCosigner, Decision, HeadlessSurface, SlackSurface, SmsSurface
+from cosigner.errors import ApprovalDenied, ApprovalExpired, ApprovalModeUnsupported, CosignerError
+
 DEFAULT_URL = "http://127.0.0.1:8000"
 DATA = "cosigner-data"  # `cosigner dev --data`'s default
 KEY_FILE = "demo.key"
 # Where the sandbox's demo runs happen (see bot/sandbox_policy.toml and the /sandbox page).
-SLACK = {"type": "slack", "teamId": "T0DEMO", "channelId": "C0DEMO", "userId": "U0ALICE"}
-PHONE = "+15550100200"
+SLACK = SlackSurface(team_id="T0DEMO", channel_id="C0DEMO", user_id="U0ALICE")
+PHONE = SmsSurface(phone="+15550100200")
 
 
 def say(line: str) -> None:
@@ -67,153 +72,135 @@ def api_key() -> str:
     )
 
 
-def error_of(response: httpx.Response) -> str:
-    """`CODE: message` from a Cosigner error body."""
-    try:
-        error = response.json()["error"]
-        return f"{error['code']}: {error['message']}"
-    except (ValueError, KeyError, TypeError):
-        return f"HTTP {response.status_code}"
-
-
-def describe(decision: dict[str, Any]) -> str:
-    """One line for a decision object."""
-    by = decision.get("decidedBy") or {}
-    if by.get("kind") == "person":
-        who = f"by {by.get('userId')} via {by.get('surface')}"
-    elif by.get("kind") == "policy":
-        who = f"by policy ({by.get('rule')})"
+def describe(d: Decision) -> str:
+    """One line for a decision."""
+    by = d.decided_by
+    if by is not None and by.kind == "person":
+        who = f"by {by.user_id} via {by.surface}"
+    elif by is not None and by.kind == "policy":
+        who = f"by policy ({by.rule})"
     else:
-        who = f"by {by.get('kind', 'nobody')}"
-    line = f"{decision['toolName']} {decision['status'].upper()} {who}"
-    if decision.get("comment"):
-        line += f", comment: {decision['comment']!r}"
-    if decision.get("grant"):
+        who = f"by {by.kind if by else 'nobody'}"
+    line = f"{d.tool_name} {d.status.upper()} {who}"
+    if d.comment:
+        line += f", comment: {d.comment!r}"
+    if d.grant:
         line += " [signed grant attached]"
     return line
 
 
-async def admit_schedule(http: httpx.AsyncClient, run: str) -> None:
-    """A nightly job wants to send emails: no person can answer a schedule, so it is refused."""
-    body = {
-        "executionId": f"nightly_{run}",
-        "surface": {"type": "schedule"},
-        "tools": ["lookup_order", "send_email"],
-    }
-    r = await http.post("/v1/runs/admit", json=body)
-    if r.status_code == 422:
-        say(f"REFUSED before start: scheduled run nightly_{run}: {error_of(r)}")
-    else:
-        say(f"unexpected answer to the scheduled run: {r.status_code} {r.text}")
+def tools(client: AsyncCosigner) -> tuple[Any, Any]:
+    """The agent's gated tools: bodies that run only once Cosigner approved the exact call."""
+
+    @client.gate(surface=SLACK)
+    async def lookup_order(order_id: str) -> dict[str, Any]:
+        return {"orderId": order_id, "status": "delivered", "totalCents": 12900}
+
+    @client.gate(surface=SLACK, reason="Late delivery: a goodwill credit")
+    async def issue_credit(order_id: str, amount_cents: int) -> str:
+        return f"credited {amount_cents} cents on {order_id}"
+
+    return lookup_order, issue_credit
 
 
-async def ask(http: httpx.AsyncClient, label: str, **call: Any) -> str | None:
-    """Submit one gated call; print what happened; return the approval id if a person decides."""
-    r = await http.post("/v1/approvals", json=call)
-    if r.status_code == 200:
-        say(f"DECIDED {describe(r.json())}")
-        return None
-    if r.status_code != 201:
-        say(f"REFUSED {call['toolName']}: {error_of(r)}")
-        return None
-    start = r.json()
-    say(
-        f"WAITING {call['toolName']} ({label}): approval {start['approvalId']}, "
-        f"shown with parameters {start['parameters']}"
-    )
-    return str(start["approvalId"])
+async def gated(label: str, call: Any) -> bool:
+    """Run one gated call and say how it ended; False if it was still undecided at the end."""
+    try:
+        say(f"RAN {label}: {await call}")
+    except ApprovalDenied as denied:
+        say(f"DID NOT RUN {label}: {denied.message}")
+    except ApprovalExpired:
+        say(f"DID NOT RUN {label}: the approval expired (expiry means deny)")
+    except TimeoutError:
+        say(f"TIMED OUT waiting for {label}; its approval expires on its own")
+        return False
+    except CosignerError as refused:
+        say(f"REFUSED {label}: {refused.code}: {refused.message}")
+    return True
 
 
-async def wait(http: httpx.AsyncClient, approval_id: str, deadline: float) -> dict[str, Any] | None:
-    """Long-poll until the approval is decided or the deadline passes."""
-    while (left := deadline - time.monotonic()) > 0:
-        r = await http.get(
-            f"/v1/approvals/{approval_id}", params={"wait": max(1, min(60, int(left)))}, timeout=70
+async def asked(client: AsyncCosigner, label: str, wait_for: float, **call: Any) -> bool:
+    """Ask without a decorator, show what the approver sees, and wait for the decision."""
+    try:
+        d = await client.request_approval(wait=False, **call)
+    except CosignerError as refused:
+        say(f"REFUSED {call['tool_name']}: {refused.code}: {refused.message}")
+        return True
+    if d.pending:
+        say(
+            f"WAITING {d.tool_name} ({label}): approval {d.approval_id}, shown with parameters {d.parameters}"
         )
-        r.raise_for_status()
-        decision: dict[str, Any] = r.json()
-        if decision["status"] != "pending":
-            say(f"DECISION {describe(decision)}")
-            return decision
-    return None
-
-
-async def main(url: str, wait_seconds: float) -> int:
-    run = secrets.token_hex(3)
-    headers = {"Authorization": f"Bearer {api_key()}"}
-    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=30) as http:
         try:
-            await http.get("/healthz")
+            d = await client.wait(d, timeout=wait_for)
+        except TimeoutError:
+            await client.cancel(d)
+            say(f"TIMED OUT waiting for {d.approval_id}; cancelled it")
+            return False
+    say(f"DECISION {describe(d)}")
+    return True
+
+
+async def main(url: str, wait_for: float) -> int:
+    run = secrets.token_hex(3)
+    key = api_key()
+    async with AsyncCosigner(url=url, api_key=key, retry_for=0) as probe:
+        try:
+            await probe.get("apv_probe")
         except httpx.TransportError:
             sys.exit(f"cannot reach Cosigner at {url}: start it with `cosigner dev` or set COSIGNER_URL")
+        except CosignerError:
+            pass  # reachable (there is no such approval)
+    async with AsyncCosigner(url=url, api_key=key) as client:
         say(f"agent run {run} talking to {url}")
-        await admit_schedule(http, run)
-        r = await http.post(
-            "/v1/runs/admit",
-            json={
-                "executionId": f"support_{run}",
-                "surface": SLACK,
-                "tools": ["lookup_order", "issue_credit", "issue_refund"],
-            },
-        )
-        if r.status_code != 200:
-            say(f"the Slack run was not admitted: {error_of(r)}")
-            return 1
-        slack_run = {"executionId": f"support_{run}", "surface": SLACK}
-        pending = [
-            await ask(
-                http,
-                "read",
-                toolCallId="lookup",
-                toolName="lookup_order",
-                parameters={"orderId": "ord_4421"},
-                **slack_run,
-            ),
-            await ask(
-                http,
-                "Slack, write with confirm",
-                toolCallId="credit",
-                toolName="issue_credit",
-                parameters={"orderId": "ord_4421", "amountCents": 500},
-                reason="Late delivery: a goodwill credit",
-                **slack_run,
-            ),
-            await ask(
-                http,
-                "Slack, danger",
-                toolCallId="refund",
-                toolName="issue_refund",
-                parameters={
-                    "orderId": "ord_4421",
-                    "amountCents": 12900,
-                    "cardToken": f"tok_{secrets.token_hex(8)}",
-                },
-                reason="Customer says the discount was not applied",
-                **slack_run,
-            ),
-            await ask(
-                http,
-                "SMS",
-                executionId=f"sms_{run}",
-                toolCallId="email",
-                toolName="send_email",
-                surface={"type": "sms", "phone": PHONE},
-                parameters={"to": "customer@example.com", "subject": "Your refund"},
-                reason="The customer asked for a confirmation by email",
-            ),
-        ]
-        ids = [p for p in pending if p]
-        say(f"waiting for {len(ids)} decisions: answer them at {url}/sandbox")
-        deadline = time.monotonic() + wait_seconds
-        results = await asyncio.gather(*(wait(http, i, deadline) for i in ids))
-        left = [i for i, result in zip(ids, results, strict=True) if result is None]
-        for approval_id in left:
-            await http.post(f"/v1/approvals/{approval_id}/cancel")
-            say(f"TIMED OUT waiting for {approval_id}; cancelled it")
-        if left:
-            return 1
-        say("all decisions are in")
-        return 0
+        try:
+            await client.admit(
+                execution_id=f"nightly_{run}", surface=HeadlessSurface("schedule"), tools=["send_email"]
+            )
+        except ApprovalModeUnsupported as refused:
+            say(f"REFUSED before start: scheduled run nightly_{run}: {refused.code}: {refused.message}")
+        lookup_order, issue_credit = tools(client)
+        with cosigner.execution(f"support_{run}"):
+            await client.admit(
+                execution_id=f"support_{run}",
+                surface=SLACK,
+                tools=["lookup_order", "issue_credit", "issue_refund"],
+            )
+            refund = {
+                "orderId": "ord_4421",
+                "amountCents": 12900,
+                "cardToken": f"tok_{secrets.token_hex(8)}",
+            }
+            say(f"waiting for decisions: answer them at {url}/sandbox")
+            done = await asyncio.gather(
+                gated("lookup_order", lookup_order("ord_4421")),
+                gated("issue_credit", asyncio.wait_for(issue_credit("ord_4421", 500), wait_for)),
+                asked(
+                    client,
+                    "Slack, danger",
+                    wait_for,
+                    execution_id=f"support_{run}",
+                    tool_call_id="refund",
+                    tool_name="issue_refund",
+                    parameters=refund,
+                    surface=SLACK,
+                    reason="Customer says the discount was not applied",
+                ),
+                asked(
+                    client,
+                    "SMS",
+                    wait_for,
+                    execution_id=f"sms_{run}",
+                    tool_call_id="email",
+                    tool_name="send_email",
+                    parameters={"to": "customer@example.com", "subject": "Your refund"},
+                    surface=PHONE,
+                    reason="The customer asked for a confirmation by email",
+                ),
+            )
+    if not all(done):
+        return 1
+    say("all decisions are in")
+    return 0
 
 
 if __name__ == "__main__":

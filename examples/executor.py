@@ -31,7 +31,7 @@ from typing import Any
 import httpx
 import jwt
 
-from contracts.grants import GrantRefused, sign_callback, verify_callback, verify_grant
+from cosigner.grants import GrantRefused, sign_callback, verify_callback, verify_grant
 
 DATA = "cosigner-data"  # `cosigner dev --data`'s default
 

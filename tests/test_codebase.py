@@ -59,7 +59,7 @@ def test_the_cli_loads_uvicorn_to_serve_and_nothing_dev_only() -> None:
 
 def test_contracts_floor_forbids_every_dependency_but_its_own() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    allowed = {"pydantic", "pyjwt", "rfc8785"}
+    allowed = {"cosigner-sdk", "pydantic", "pyjwt", "rfc8785"}
     wanted = {
         re.split(r"[\[<>=!~ ]", spec, maxsplit=1)[0].lower().replace("_", "-")
         for spec in project["project"]["dependencies"]

@@ -10,31 +10,23 @@ from __future__ import annotations
 
 import http.server
 import json
-import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar
 
 import httpx
+
+from tests.processes import cosigner_env, create_tenant, free_port, serving
 
 SECRET = "crash-test-secret-" + "k" * 32
 POLICY = """
 [tools.wire_money]
 kind = "danger"
 """
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class _Receiver(http.server.BaseHTTPRequestHandler):
@@ -54,65 +46,22 @@ class _Receiver(http.server.BaseHTTPRequestHandler):
         pass
 
 
-@contextmanager
-def _serving(env: dict[str, str], cwd: Path, port: int) -> Iterator[subprocess.Popen[bytes]]:
-    log = (cwd / f"serve-{time.monotonic_ns()}.log").open("wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "bot.cli", "serve", "--port", str(port)],
-        env=env,
-        cwd=cwd,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            assert proc.poll() is None, "serve exited while starting"
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "serve did not become ready"
-            time.sleep(0.1)
-        yield proc
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(timeout=10)
-        log.close()
-
-
 def test_sigkill_mid_flight_loses_nothing(tmp_path: Path) -> None:
     receiver = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
     threading.Thread(target=receiver.serve_forever, daemon=True).start()
     callback = f"http://127.0.0.1:{receiver.server_address[1]}/hook"
-    (tmp_path / "policy.toml").write_text(POLICY)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("COSIGNER_", "SLACK_", "TWILIO_"))}
-    env.update(
-        COSIGNER_DATABASE_URL=f"sqlite+aiosqlite:///{tmp_path / 'c.db'}",
-        COSIGNER_SECRET=SECRET,
-        COSIGNER_POLICY=str(tmp_path / "policy.toml"),
-        COSIGNER_CALLBACK_ALLOW="127.0.0.1",  # the callback receiver is on loopback
-    )
-    created = subprocess.run(
-        [sys.executable, "-m", "bot.cli", "tenants", "create", "acme"],
-        env=env,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    key = created.stdout.split("stored): ")[1].split()[0]
+    env = cosigner_env(tmp_path, POLICY, SECRET)
+    env["COSIGNER_CALLBACK_ALLOW"] = "127.0.0.1"  # the callback receiver is on loopback
+    key = create_tenant(env, tmp_path, "acme")
     auth = {"Authorization": f"Bearer {key}"}
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     approved: set[str] = set()
     untouched: set[str] = set()
     expiring: set[str] = set()
     try:
         with (
-            _serving(env, tmp_path, port) as proc,
+            serving(env, tmp_path, port) as proc,
             httpx.Client(base_url=url, headers=auth, timeout=10) as api,
         ):
 
@@ -146,7 +95,7 @@ def test_sigkill_mid_flight_loses_nothing(tmp_path: Path) -> None:
             proc.wait(timeout=10)
         time.sleep(1.2)  # the short approvals expire while nothing runs
         _Receiver.healthy = True
-        with _serving(env, tmp_path, port), httpx.Client(base_url=url, headers=auth, timeout=10) as api:
+        with serving(env, tmp_path, port), httpx.Client(base_url=url, headers=auth, timeout=10) as api:
             states = {
                 aid: api.get(f"/v1/approvals/{aid}").json()["status"]
                 for aid in approved | untouched | expiring

@@ -26,12 +26,13 @@ async def test_the_example_agent_sees_every_decision(
     # The agent finds the key in cosigner-data/demo.key below its working directory.
     agent = await run_agent("--timeout", "60")
     try:
-        await wait_until(lambda: agent.said("waiting for 3 decisions"), 20)
+        await wait_until(lambda: agent.said("WAITING issue_refund"), 20)
+        await wait_until(lambda: len(sb.slack.messages) >= 2, 20)
         shown = await cards(http)
         assert set(shown) == {"issue_credit", "issue_refund"}
-        for tool, action in (
-            ("issue_refund", "cosigner.approve"),
-            ("issue_credit", "cosigner.approve_for_run"),
+        for tool, action, said in (
+            ("issue_refund", "cosigner.approve", "DECISION issue_refund APPROVED"),
+            ("issue_credit", "cosigner.approve_for_run", "RAN issue_credit"),
         ):
             card = shown[tool]
             r = await http.post(
@@ -39,7 +40,7 @@ async def test_the_example_agent_sees_every_decision(
                 json={"channel": card["channel"], "ts": card["ts"], "actionId": action, "as": "requester"},
             )
             assert r.json() == {"status": 200}
-            await wait_until(lambda tool=tool: agent.said(f"DECISION {tool} APPROVED"), 15)
+            await wait_until(lambda said=said: agent.said(said), 15)
         await wait_until(lambda: sb.twilio.sent, 10)
         phone = sb.twilio.sent[0].to
         r = await http.post("/sandbox/api/text", json={"from": phone, "body": "NO"})
@@ -49,10 +50,10 @@ async def test_the_example_agent_sees_every_decision(
         await agent.kill()
     out = "\n".join(agent.lines)
     assert "REFUSED before start: scheduled run" in out and "APPROVAL_MODE_UNSUPPORTED" in out
-    assert "DECIDED lookup_order APPROVED by policy" in out
+    assert "RAN lookup_order: {'orderId': 'ord_4421', 'status': 'delivered'" in out
     assert "'cardToken': '[REDACTED]'" in out and "tok_" not in out.replace("[REDACTED]", "")
     assert "DECISION issue_refund APPROVED by U0ALICE via slack [signed grant attached]" in out
-    assert "DECISION issue_credit APPROVED by U0ALICE via slack" in out
+    assert "RAN issue_credit: credited 500 cents on ord_4421" in out
     assert f"DECISION send_email DENIED by {phone} via sms" in out
     assert out.rstrip().endswith("all decisions are in")
 

@@ -1,0 +1,40 @@
+"""Cosigner's agent SDK: ask before a gated tool call, wait for the decision, run only if approved.
+
+from cosigner import Cosigner, SlackSurface
+client = Cosigner()    # COSIGNER_URL and COSIGNER_API_KEY from the environment
+d = client.request_approval(execution_id="run_81", tool_call_id="call_7",
+                            tool_name="issue_refund", parameters={...}, surface=SlackSurface(...))
+"""
+
+from __future__ import annotations
+
+from cosigner import errors, webhooks
+from cosigner._protocol import ApprovalStatus, DeciderKind, GrantClaims, SurfaceType, parameters_digest
+from cosigner.async_client import AsyncCosigner
+from cosigner.client import Cosigner
+from cosigner.context import execution, tool_call
+from cosigner.decision import DecidedBy, Decision
+from cosigner.events import ApprovalEvent
+from cosigner.surfaces import DashboardSurface, HeadlessSurface, SlackSurface, SmsSurface, Surface
+
+__all__ = [
+    "ApprovalEvent",
+    "ApprovalStatus",
+    "AsyncCosigner",
+    "Cosigner",
+    "DashboardSurface",
+    "DecidedBy",
+    "DeciderKind",
+    "Decision",
+    "GrantClaims",
+    "HeadlessSurface",
+    "SlackSurface",
+    "SmsSurface",
+    "Surface",
+    "SurfaceType",
+    "errors",
+    "execution",
+    "parameters_digest",
+    "tool_call",
+    "webhooks",
+]

@@ -1,0 +1,178 @@
+"""What the sync and async clients share: configuration, request bodies, error mapping, backoff."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from pydantic import ValidationError
+
+from cosigner._protocol import wire
+from cosigner.errors import CosignerError, InvalidRequest, error_for
+from cosigner.surfaces import Surface
+
+URL_ENV = "COSIGNER_URL"
+KEY_ENV = "COSIGNER_API_KEY"
+MAX_WAIT = 60  # the server's long-poll limit, in seconds
+RETRY_STATUSES = frozenset({502, 503, 504})
+JSON_TYPE = {"Content-Type": "application/json"}
+
+
+@dataclass(frozen=True)
+class Config:
+    """Where Cosigner is and how long to keep trying while it cannot be reached."""
+
+    url: str
+    headers: dict[str, str]
+    timeout: float
+    retry_for: float
+
+    @property
+    def poll_timeout(self) -> httpx.Timeout:
+        """Read timeout for a long-poll: its 60 s plus room for a slow answer."""
+        return httpx.Timeout(self.timeout, read=MAX_WAIT + max(self.timeout, 15.0))
+
+
+def configure(url: str | None, api_key: str | None, timeout: float, retry_for: float) -> Config:
+    """The client's configuration from arguments, else COSIGNER_URL and COSIGNER_API_KEY."""
+    url = url or os.environ.get(URL_ENV)
+    key = api_key or os.environ.get(KEY_ENV)
+    if not url:
+        raise ValueError(f"no Cosigner URL: pass url= or set {URL_ENV} (e.g. http://127.0.0.1:8000)")
+    if not key:
+        raise ValueError(
+            f"no API key: pass api_key= or set {KEY_ENV} (`cosigner tenants create NAME` prints one)"
+        )
+    return Config(
+        url=url.rstrip("/"),
+        headers={"Authorization": f"Bearer {key.strip()}", "User-Agent": "cosigner-sdk-python"},
+        timeout=timeout,
+        retry_for=retry_for,
+    )
+
+
+def _checked(model: type[wire.Wire], body: dict[str, Any]) -> bytes:
+    # Checked as the server checks it: the JSON bytes that will be sent, against the model.
+    try:
+        raw = json.dumps({k: v for k, v in body.items() if v is not None}, separators=(",", ":")).encode()
+    except (TypeError, ValueError) as exc:
+        raise InvalidRequest(f"body is not JSON: {exc}", field="body") from None
+    try:
+        model.model_validate_json(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "body"
+        raise InvalidRequest(f"{where}: {first['msg']}", field=where) from None
+    return raw
+
+
+def approval_body(
+    *,
+    execution_id: str,
+    tool_call_id: str,
+    tool_name: str,
+    parameters: Mapping[str, Any],
+    surface: Surface,
+    reason: str | None,
+    timeout_seconds: int | None,
+    callback_url: str | None,
+) -> bytes:
+    """The `POST /v1/approvals` body, checked against the wire model before it is sent."""
+    return _checked(
+        wire.ApprovalRequest,
+        {
+            "executionId": execution_id,
+            "toolCallId": tool_call_id,
+            "toolName": tool_name,
+            "parameters": dict(parameters),
+            "reason": reason,
+            "surface": surface.to_json(),
+            "timeoutSeconds": timeout_seconds,
+            "callbackUrl": callback_url,
+        },
+    )
+
+
+def admit_body(execution_id: str, surface: Surface, tools: list[str]) -> bytes:
+    """The `POST /v1/runs/admit` body."""
+    return _checked(
+        wire.AdmitRequest, {"executionId": execution_id, "surface": surface.to_json(), "tools": tools}
+    )
+
+
+def decision_body(decision: str, user_id: str, comment: str | None) -> bytes:
+    """The `POST /v1/approvals/{id}/decision` body (dashboard surface)."""
+    return _checked(wire.DecisionRequest, {"decision": decision, "userId": user_id, "comment": comment})
+
+
+def result_body(result: Any, error: str | None) -> bytes:
+    """The `POST /v1/approvals/{id}/result` body: `failed` when `error` is given."""
+    outcome = "failed" if error is not None else "succeeded"
+    return _checked(wire.ResultReport, {"outcome": outcome, "result": result, "error": error})
+
+
+def error_of(response: httpx.Response) -> CosignerError | None:
+    """The exception for a non-2xx response, or None for a 2xx.
+
+    Read as plain JSON, not the strict model, so a code this SDK does not know yet still
+    arrives with its message and fields."""
+    if response.status_code < 400:
+        return None
+    try:
+        detail = dict(json.loads(response.content)["error"])
+        code, message = str(detail.pop("code")), str(detail.pop("message"))
+    except (ValueError, KeyError, TypeError):
+        return error_for(
+            response.status_code,
+            f"HTTP_{response.status_code}",
+            f"Cosigner answered HTTP {response.status_code} without an error body; check COSIGNER_URL",
+            {},
+        )
+    return error_for(response.status_code, code, message, detail)
+
+
+def retryable(response: httpx.Response) -> bool:
+    """A gateway or restart answer (502/503/504 without a Cosigner error body): try again."""
+    if response.status_code not in RETRY_STATUSES:
+        return False
+    try:
+        json.loads(response.content)["error"]["code"]
+    except (ValueError, KeyError, TypeError):
+        return True
+    return False
+
+
+class Backoff:
+    """Delays between attempts while Cosigner is unreachable: doubling, jittered, capped."""
+
+    def __init__(self, retry_for: float, first: float = 0.05, cap: float = 2.0) -> None:
+        self.retry_for = retry_for
+        self.first = first
+        self.cap = cap
+        self.started: float | None = None
+
+    def delays(self) -> Iterator[float]:
+        """Yield the next delay, until `retry_for` seconds of failures have passed."""
+        self.started = time.monotonic()
+        delay = self.first
+        while time.monotonic() - self.started < self.retry_for:
+            yield delay * random.uniform(0.5, 1.0)
+            delay = min(delay * 2, self.cap)
+
+
+def wait_seconds(deadline: float | None) -> int:
+    """The `?wait=` value for the next long-poll: up to 60 s, never past the caller's deadline."""
+    if deadline is None:
+        return MAX_WAIT
+    return max(0, min(MAX_WAIT, int(deadline - time.monotonic())))
+
+
+def approval_id_of(approval: Any) -> str:
+    """An approval id from an id or a Decision."""
+    return approval if isinstance(approval, str) else str(approval.approval_id)

@@ -1,0 +1,129 @@
+"""Decision: the snake_case view of an approval, pending or decided, as the SDK returns it."""
+
+from __future__ import annotations
+
+from dataclasses import MISSING, dataclass, fields
+from datetime import datetime
+from typing import Annotated, Any, TypeVar
+
+from pydantic import Field, TypeAdapter
+
+from cosigner._protocol import ApprovalStatus, DeciderKind, answers
+
+__all__ = ["DecidedBy", "Decision", "parse_approval"]
+
+T = TypeVar("T")
+
+
+_DEFAULTS: dict[type, dict[str, Any]] = {}
+
+
+def _defaults(cls: type) -> dict[str, Any]:
+    found = _DEFAULTS.get(cls)
+    if found is None:
+        found = _DEFAULTS[cls] = {f.name: f.default for f in fields(cls) if f.default is not MISSING}
+    return found
+
+
+def _build(cls: type[T], values: dict[str, Any]) -> T:
+    """A frozen dataclass without its __init__: frozen field-by-field assignment is slow."""
+    obj = object.__new__(cls)
+    obj.__dict__.update(_defaults(cls), **values)
+    return obj
+
+
+_APPROVAL: TypeAdapter[Any] = TypeAdapter(
+    Annotated[answers.ApprovalStart | answers.Decision, Field(discriminator="type")]
+)
+
+
+@dataclass(frozen=True)
+class DecidedBy:
+    """Who or what closed the approval: a person, the policy, the timeout, the agent, Cosigner."""
+
+    kind: DeciderKind
+    surface: str | None = None
+    user_id: str | None = None
+    team_id: str | None = None
+    rule: str | None = None
+    code: str | None = None
+
+    @classmethod
+    def from_wire(cls, model: Any) -> DecidedBy:
+        """The view of a wire `decidedBy` model."""
+        # The model's fields, not getattr: a missing attribute on a pydantic model is slow.
+        given = model.__dict__
+        return _build(
+            cls,
+            {
+                "kind": DeciderKind(model.kind),
+                "surface": given.get("surface"),
+                "user_id": given.get("userId"),
+                "team_id": given.get("teamId"),
+                "rule": given.get("rule"),
+                "code": given.get("code"),
+            },
+        )
+
+
+@dataclass(frozen=True)
+class Decision:
+    """An approval as the agent sees it; `approved` is the only field a gate should trust.
+
+    While pending (`wait=False`), `parameters` holds the redacted parameters exactly as the
+    approver sees them and `expires_at` the deadline; once decided, `decided_by`,
+    `decided_at`, `comment` and (approved only) the signed `grant` are set.
+    """
+
+    approval_id: str
+    execution_id: str
+    tool_call_id: str
+    tool_name: str
+    status: ApprovalStatus
+    parameters_digest: str
+    decided_by: DecidedBy | None = None
+    decided_at: datetime | None = None
+    comment: str | None = None
+    grant: str | None = None
+    parameters: dict[str, Any] | None = None
+    expires_at: datetime | None = None
+    short_code: str | None = None
+
+    @property
+    def approved(self) -> bool:
+        """True only for an approval; denied, expired, cancelled and pending are all False."""
+        return self.status is ApprovalStatus.APPROVED
+
+    @property
+    def pending(self) -> bool:
+        """True while nobody has decided yet."""
+        return self.status is ApprovalStatus.PENDING
+
+    @classmethod
+    def from_wire(cls, model: Any) -> Decision:
+        """The view of a wire `ApprovalStart` or `Decision` model."""
+        common: dict[str, Any] = {
+            "approval_id": model.approvalId,
+            "execution_id": model.executionId,
+            "tool_call_id": model.toolCallId,
+            "tool_name": model.toolName,
+            "status": ApprovalStatus(model.status),
+            "parameters_digest": model.parametersDigest,
+        }
+        if isinstance(model, answers.ApprovalStart):
+            common.update(parameters=model.parameters, expires_at=model.expiresAt, short_code=model.shortCode)
+        else:
+            common.update(
+                decided_by=DecidedBy.from_wire(model.decidedBy),
+                decided_at=model.decidedAt,
+                comment=model.comment,
+                grant=model.grant,
+            )
+        return _build(cls, common)
+
+
+def parse_approval(content: bytes | str | dict[str, Any]) -> Decision:
+    """A Decision from a response body: `approval_start` or `approval_decided`."""
+    if isinstance(content, dict):
+        return Decision.from_wire(_APPROVAL.validate_python(content))
+    return Decision.from_wire(_APPROVAL.validate_json(content))

@@ -1,0 +1,223 @@
+"""Every error of the Cosigner API as one exception class per wire code.
+
+    CosignerError                 base: `code`, `status`, `message`, `details` (the body's extra fields)
+    ├── InvalidRequest            400  the body or query is malformed; `details["field"]` names where
+    ├── Unauthenticated           401  no bearer key, or one Cosigner does not know
+    ├── InvalidSignature          401  a webhook or callback whose signature does not verify
+    │   └── ReplayedDelivery           a callback delivery already received (answer 2xx, skip it)
+    ├── PermissionDenied          403  the policy has a standing deny for this tool
+    │   └── ApprovalDenied             a person (or Cosigner, failing closed) denied, or it was cancelled
+    ├── NotAnApprover             403  the answering person may not decide this request
+    ├── WrongConversation         403  the answer came from somewhere the request was not shown
+    ├── WrongTenant               403  the answer came from another tenant's workspace or number
+    ├── ApprovalNotFound          404  no such approval for this tenant
+    ├── ParametersMismatch        409  same executionId + toolCallId, other call (or arguments changed)
+    ├── AlreadyDecided            409  the approval is closed; the message names its state
+    ├── ApprovalExpired           409  the approval expired: expiry means deny
+    ├── ApprovalPending           409  a result reported for an approval nobody decided yet
+    ├── ApprovalModeUnsupported   422  a person is needed and the surface cannot host one
+    ├── ToolCallCapExceeded       429  the execution used up its gated calls
+    └── SurfaceUnavailable        502  the card or text could not be delivered
+
+`ApprovalDenied` and `ApprovalExpired` are also what `gate` raises when the decision is not
+an approval; the decision is then on `.decision` and a denial's comment on `.comment`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from cosigner._protocol import ErrorCode, GrantRefused
+
+if TYPE_CHECKING:
+    from cosigner.decision import Decision
+
+__all__ = [
+    "AlreadyDecided",
+    "ApprovalDenied",
+    "ApprovalExpired",
+    "ApprovalModeUnsupported",
+    "ApprovalNotFound",
+    "ApprovalPending",
+    "CosignerError",
+    "GrantRefused",
+    "InvalidRequest",
+    "InvalidSignature",
+    "NotAnApprover",
+    "ParametersMismatch",
+    "PermissionDenied",
+    "ReplayedDelivery",
+    "SurfaceUnavailable",
+    "ToolCallCapExceeded",
+    "Unauthenticated",
+    "WrongConversation",
+    "WrongTenant",
+    "error_for",
+]
+
+
+class CosignerError(Exception):
+    """Base of every Cosigner error: a wire code, an HTTP status, a message naming the fix."""
+
+    code: str = ErrorCode.INVALID_REQUEST
+    status: int = 400
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+        self.decision: Decision | None = None
+
+    def body(self) -> dict[str, Any]:
+        """The JSON error body: `{"error": {"code", "message", ...details}}`."""
+        return {"error": {"code": str(self.code), "message": self.message, **self.details}}
+
+
+class InvalidRequest(CosignerError):
+    """The request is malformed; `details["field"]` names the offending field."""
+
+    code = ErrorCode.INVALID_REQUEST
+    status = 400
+
+
+class Unauthenticated(CosignerError):
+    """Missing or unknown API key."""
+
+    code = ErrorCode.UNAUTHENTICATED
+    status = 401
+
+
+class InvalidSignature(CosignerError):
+    """A webhook or callback whose signature does not verify, or that is too old."""
+
+    code = ErrorCode.INVALID_SIGNATURE
+    status = 401
+
+
+class ReplayedDelivery(InvalidSignature):
+    """A correctly signed callback delivery that was already received; process it once."""
+
+
+class PermissionDenied(CosignerError):
+    """A standing deny in the policy."""
+
+    code = ErrorCode.PERMISSION_DENIED
+    status = 403
+
+
+class ApprovalDenied(PermissionDenied):
+    """The call was not approved: denied by a person or by Cosigner, or cancelled."""
+
+    @property
+    def comment(self) -> str | None:
+        """The approver's comment, if any."""
+        return self.decision.comment if self.decision is not None else None
+
+
+class NotAnApprover(CosignerError):
+    """The person answering is not an approver of this request."""
+
+    code = ErrorCode.NOT_AN_APPROVER
+    status = 403
+
+
+class WrongConversation(CosignerError):
+    """The answer came from a conversation or number the request was not delivered to."""
+
+    code = ErrorCode.WRONG_CONVERSATION
+    status = 403
+
+
+class WrongTenant(CosignerError):
+    """The answer came from another tenant's workspace, enterprise or number."""
+
+    code = ErrorCode.WRONG_TENANT
+    status = 403
+
+
+class ApprovalNotFound(CosignerError):
+    """No approval with this id belongs to the caller's tenant."""
+
+    code = ErrorCode.APPROVAL_NOT_FOUND
+    status = 404
+
+
+class ParametersMismatch(CosignerError):
+    """The executionId + toolCallId pair is already used for another call."""
+
+    code = ErrorCode.PARAMETERS_MISMATCH
+    status = 409
+
+
+class AlreadyDecided(CosignerError):
+    """The approval is already closed."""
+
+    code = ErrorCode.ALREADY_DECIDED
+    status = 409
+
+
+class ApprovalExpired(CosignerError):
+    """The approval expired; expiry means deny."""
+
+    code = ErrorCode.APPROVAL_EXPIRED
+    status = 409
+
+
+class ApprovalPending(CosignerError):
+    """A result reported for an approval nobody decided yet: no call can have run."""
+
+    code = ErrorCode.APPROVAL_PENDING
+    status = 409
+
+
+class ApprovalModeUnsupported(CosignerError):
+    """A person must approve, and the surface cannot host one."""
+
+    code = ErrorCode.APPROVAL_MODE_UNSUPPORTED
+    status = 422
+
+
+class ToolCallCapExceeded(CosignerError):
+    """The execution has used up its gated tool calls."""
+
+    code = ErrorCode.TOOL_CALL_CAP_EXCEEDED
+    status = 429
+
+
+class SurfaceUnavailable(CosignerError):
+    """The card or text could not be delivered; the request fails closed."""
+
+    code = ErrorCode.SURFACE_UNAVAILABLE
+    status = 502
+
+
+BY_CODE: dict[str, type[CosignerError]] = {
+    cls.code: cls
+    for cls in (
+        InvalidRequest,
+        Unauthenticated,
+        InvalidSignature,
+        PermissionDenied,
+        NotAnApprover,
+        WrongConversation,
+        WrongTenant,
+        ApprovalNotFound,
+        ParametersMismatch,
+        AlreadyDecided,
+        ApprovalExpired,
+        ApprovalPending,
+        ApprovalModeUnsupported,
+        ToolCallCapExceeded,
+        SurfaceUnavailable,
+    )
+}
+
+
+def error_for(status: int, code: str, message: str, details: dict[str, Any]) -> CosignerError:
+    """The exception for an error body; a code this SDK does not know keeps its code and status."""
+    cls = BY_CODE.get(code)
+    if cls is not None:
+        return cls(message, **details)
+    unknown = CosignerError(message, **details)
+    unknown.code, unknown.status = code, status
+    return unknown
