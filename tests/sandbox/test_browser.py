@@ -75,7 +75,7 @@ async def test_approve_in_the_page_reaches_the_agent_and_updates_the_card(
     from playwright.async_api import expect
 
     agent = await run_agent("--timeout", "90")
-    await wait_until(lambda: agent.said("waiting for 3 decisions"), 20)
+    await wait_until(lambda: agent.said("waiting for decisions"), 20)
     page = await browser.new_page(viewport={"width": 1440, "height": 860})
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
@@ -124,8 +124,9 @@ async def test_approve_in_the_page_reaches_the_agent_and_updates_the_card(
     await modal.get_by_role("button", name="Deny").click()
     await expect(modal).to_be_hidden()
     assert await agent.finish() == 0, "\n".join(agent.lines)
+    # issue_credit runs through the SDK's gate: a denial means its body never ran.
     assert agent.said(
-        "DECISION issue_credit DENIED by U0ALICE via slack, comment: 'Check with the customer first'"
+        "DID NOT RUN issue_credit: issue_credit was denied by person: Check with the customer first"
     )
     await expect(credit.locator("button")).to_have_count(0)
     assert errors == []
