@@ -27,7 +27,15 @@ from cosigner.errors import (
 )
 from cosigner.surfaces import Surface
 
-__all__ = ["REFUSALS", "Approver", "ToolCall", "Verdict", "denial_message", "refusal_message"]
+__all__ = [
+    "REFUSALS",
+    "Approver",
+    "ToolCall",
+    "Verdict",
+    "denial_message",
+    "expiry_message",
+    "refusal_message",
+]
 
 log = logging.getLogger("cosigner.adapters")
 MAX_ERROR = 2000
@@ -69,10 +77,7 @@ def denial_message(decision: Decision) -> str:
     """What the model reads instead of a result when the call was not approved."""
     name = decision.tool_name
     if decision.status is ApprovalStatus.EXPIRED:
-        return (
-            f"Not run: nobody approved this `{name}` call before its approval request expired "
-            "(expiry means deny). Do not call it again on your own; tell the user it still needs approval."
-        )
+        return expiry_message(name)
     if decision.status is ApprovalStatus.CANCELLED:
         return (
             f"Not run: the approval request for this `{name}` call was withdrawn. "
@@ -89,6 +94,14 @@ def denial_message(decision: Decision) -> str:
     return (
         f"Not run: {who} denied this `{name}` call{said}. Do not retry the same call; "
         "follow the comment or ask the user how to proceed."
+    )
+
+
+def expiry_message(tool_name: str) -> str:
+    """What the model reads when nobody answered in time."""
+    return (
+        f"Not run: nobody approved this `{tool_name}` call before its approval request expired "
+        "(expiry means deny). Do not call it again on your own; tell the user it still needs approval."
     )
 
 
@@ -152,7 +165,7 @@ class Approver:
         self.reason = reason
         self.timeout_seconds = timeout_seconds
 
-    def _request(self, call: ToolCall, wait: bool) -> dict[str, Any]:
+    def _request(self, call: ToolCall, wait: bool, callback_url: str | None) -> dict[str, Any]:
         return {
             "execution_id": call.execution_id,
             "tool_call_id": call.tool_call_id,
@@ -162,6 +175,7 @@ class Approver:
             "reason": self.reason,
             "timeout_seconds": self.timeout_seconds,
             "wait": wait,
+            "callback_url": callback_url,
         }
 
     def _blocking(self) -> Cosigner:
@@ -172,11 +186,11 @@ class Approver:
             )
         return self.client
 
-    def ask(self, call: ToolCall, *, wait: bool = True) -> Verdict:
+    def ask(self, call: ToolCall, *, wait: bool = True, callback_url: str | None = None) -> Verdict:
         """Ask about `call` (and wait for the decision unless `wait=False`); blocking."""
         client = self._blocking()
         try:
-            decision = client.request_approval(**self._request(call, wait))
+            decision = client.request_approval(**self._request(call, wait, callback_url))
         except REFUSALS as exc:
             return Verdict(call, None, refusal_message(call, exc))
         return self.settle(call, decision)
@@ -199,13 +213,13 @@ class Approver:
             return verdict
         return self.settle(verdict.call, self._blocking().wait(verdict.decision))
 
-    async def aask(self, call: ToolCall, *, wait: bool = True) -> Verdict:
+    async def aask(self, call: ToolCall, *, wait: bool = True, callback_url: str | None = None) -> Verdict:
         """Ask about `call` (and wait for the decision unless `wait=False`)."""
         client = self.client
         if not isinstance(client, AsyncCosigner):
-            return await asyncio.to_thread(self.ask, call, wait=wait)
+            return await asyncio.to_thread(self.ask, call, wait=wait, callback_url=callback_url)
         try:
-            decision = await client.request_approval(**self._request(call, wait))
+            decision = await client.request_approval(**self._request(call, wait, callback_url))
         except REFUSALS as exc:
             return Verdict(call, None, refusal_message(call, exc))
         return await self.asettle(call, decision)
