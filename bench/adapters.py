@@ -160,6 +160,34 @@ def pydantic_ai_runs(client: AsyncCosigner) -> tuple[Run, Run]:
 Figures = dict[str, tuple[float, float, float, float]]
 
 
+def floor_runs(client: AsyncCosigner) -> tuple[Run, Run, Run]:
+    """The floor, with the SDK alone: nothing; one policy read; the read and its `/result` report."""
+
+    async def nothing(i: int) -> None:
+        return None
+
+    async def read(i: int) -> None:
+        await client.request_approval(
+            execution_id=f"sdk_r_{i}",
+            tool_call_id="c1",
+            tool_name="lookup_order",
+            parameters={"order_id": "o1"},
+            surface=SURFACE,
+        )
+
+    async def read_and_report(i: int) -> None:
+        decision = await client.request_approval(
+            execution_id=f"sdk_rr_{i}",
+            tool_call_id="c1",
+            tool_name="lookup_order",
+            parameters={"order_id": "o1"},
+            surface=SURFACE,
+        )
+        await client.report_result(decision, result="order o1")
+
+    return nothing, read, read_and_report
+
+
 async def measure(pairs: dict[str, tuple[Run, Run]], runs: int, rounds: int) -> Figures:
     """p50 wall ms and p50 agent-process CPU ms of a bare and of a gated run, per framework."""
     wall: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in pairs}
@@ -204,7 +232,10 @@ async def run_all(server: Server, runs: int, rounds: int) -> Figures:
     with Cosigner(server.url, server.key) as blocking:
         async with AsyncCosigner(server.url, server.key) as client:
             oa_bare, oa_guard, oa_interrupt = openai_runs(client, 2 * (runs + 1) * rounds + 2)
+            nothing, read, read_and_report = floor_runs(client)
             pairs = {
+                "SDK alone: one read": (nothing, read),
+                "SDK alone: read + /result": (nothing, read_and_report),
                 "langchain CosignerMiddleware": langchain_runs(blocking),
                 "openai-agents CosignerGuardrail": (oa_bare, oa_guard),
                 "openai-agents CosignerApprovals.run": (oa_bare, oa_interrupt),
