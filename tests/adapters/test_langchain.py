@@ -12,7 +12,7 @@ from langchain_core.messages import AIMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from cosigner import Cosigner
+from cosigner import AsyncCosigner, Cosigner
 from cosigner.adapters.langchain import CosignerMiddleware, pending_approvals
 from tests.adapters.conftest import HEADLESS, SURFACE, Person, in_background, results_of, run_script
 from tests.adapters.langchain_agent import ScriptedChat, agent, calls
@@ -150,3 +150,26 @@ def test_an_interrupted_run_resumes_in_a_new_process(
     )
     assert out == {"ran": [["issue_refund", REFUND]], "seen": ["refunded 12900 on ord_1"]}
     assert results_of(person.audit(waiting["approval_id"]))[0]["result"] == "refunded 12900 on ord_1"
+
+
+async def test_the_async_agent_asks_with_the_async_client(
+    inprocess: Target, person: Person, run_id: str
+) -> None:
+    ran: list[Any] = []
+    model = ScriptedChat(
+        messages=iter([calls(("delete_account", {"account_id": "a1"}, "call_d")), AIMessage(content="ok")])
+    )
+    async with AsyncCosigner(inprocess.url, inprocess.acme) as client:
+        graph = agent(model, CosignerMiddleware(client, SURFACE), ran)
+        await graph.ainvoke({"messages": [("user", "go")]}, {"configurable": {"thread_id": run_id}})
+    assert ran == [] and "support staff only" in model.tool_messages()[0]
+
+
+def test_a_run_without_a_thread_id_is_refused_before_anything_runs(inprocess: Target) -> None:
+    ran: list[Any] = []
+    model = ScriptedChat(
+        messages=iter([calls(("lookup_order", {"order_id": "o"}, "call_l")), AIMessage("ok")])
+    )
+    with inprocess.client() as client, pytest.raises(ValueError, match="thread_id"):
+        agent(model, CosignerMiddleware(client, SURFACE), ran).invoke({"messages": [("user", "go")]})
+    assert ran == []
