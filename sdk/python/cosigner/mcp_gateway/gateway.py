@@ -1,0 +1,216 @@
+"""The gateway: an MCP server that lists an upstream's tools and sends each call through Cosigner.
+
+    agent (MCP client) ──tools/call──▶ Gateway ──POST /v1/approvals──▶ Cosigner
+                                          │◀── decision (policy at once, or a person) ──┘
+                                          └──approved: tools/call, exactly those arguments──▶ upstream
+
+It is built on the `mcp` SDK's low-level `Server` (a proxy forwards raw schemas and
+arguments; `MCPServer` builds tools from Python functions) and talks to the upstream
+through `mcp.Client`. Identity: the tenant is the API key's; the execution id is the MCP
+session's (`mcp-` + the Streamable HTTP session id, or one id per stdio connection); the
+tool call id is the open call's (see `ledger.py`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from mcp import Client, MCPError
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.server import Server
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
+from mcp.types import (
+    CallToolRequestParams,
+    CallToolResult,
+    InputRequiredResult,
+    ListToolsResult,
+    PaginatedRequestParams,
+)
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from cosigner._protocol import parameters_digest
+from cosigner.async_client import AsyncCosigner
+from cosigner.decision import Decision
+from cosigner.errors import CosignerError, GrantRefused
+from cosigner.mcp_gateway import answers
+from cosigner.mcp_gateway.ledger import Ledger, OpenCall
+from cosigner.surfaces import Surface
+
+__all__ = ["Gateway", "GatewayOptions"]
+
+log = logging.getLogger("cosigner.mcp_gateway")
+
+SESSION_HEADER = "mcp-session-id"
+Context = ServerRequestContext[dict[str, Any], Any]
+
+
+@dataclass(frozen=True)
+class GatewayOptions:
+    """How the gateway asks: where approvals are shown, how long it holds a call, names."""
+
+    surface: Surface
+    hold_seconds: float = 20.0
+    """How long one tools/call may wait for a decision before it is answered "pending";
+    keep it under the client's request timeout."""
+    tool_prefix: str = ""
+    """Put before each tool name for the policy (several gateways, one policy)."""
+    timeout_seconds: int | None = None
+    """The approval's timeout; by default the policy's."""
+    name: str = "cosigner-mcp-gateway"
+
+
+class Gateway:
+    """One upstream MCP server behind Cosigner; `server` is the MCP server to serve."""
+
+    def __init__(self, upstream: Client, cosigner: AsyncCosigner, options: GatewayOptions) -> None:
+        self.upstream = upstream
+        self.cosigner = cosigner
+        self.options = options
+        self.ledger = Ledger()
+        self.server: Server[dict[str, Any]] = Server(
+            options.name,
+            version="0.2.0",
+            instructions="Tools of another MCP server; each call is checked by Cosigner's policy first, "
+            "and some wait for a person to approve them.",
+            lifespan=_connection_scope,
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+        )
+        # The multi-round-trip state a client echoes is sealed (and bound to the tool and
+        # arguments), so a client cannot resume someone else's call.
+        self.server.middleware.append(
+            RequestStateBoundary(RequestStateSecurity.ephemeral(ttl=3600), default_audience=options.name)
+        )
+
+    async def _list_tools(self, ctx: Context, params: PaginatedRequestParams | None) -> ListToolsResult:
+        # Unchanged: names, schemas and annotations as the upstream lists them.
+        return await self.upstream.list_tools(cursor=params.cursor if params else None, cache_mode="bypass")
+
+    async def _call_tool(
+        self, ctx: Context, params: CallToolRequestParams
+    ) -> CallToolResult | InputRequiredResult:
+        tool = params.name
+        policy_name = self.options.tool_prefix + tool
+        arguments: dict[str, Any] = params.arguments or {}
+        resumed = _resumed(params.request_state)
+        execution_id = resumed[0] if resumed else _execution_of(ctx)
+        try:
+            digest = parameters_digest(arguments)
+        except ValueError as exc:
+            return answers.failed(f"INVALID_REQUEST: the arguments of {tool} are not plain JSON: {exc}")
+        call = self.ledger.attach((execution_id, policy_name, digest), resumed[1] if resumed else None)
+        try:
+            decision = await self.cosigner.request_approval(
+                execution_id=execution_id,
+                tool_call_id=call.tool_call_id,
+                tool_name=policy_name,
+                parameters=arguments,
+                surface=self.options.surface,
+                timeout_seconds=self.options.timeout_seconds,
+                wait=False,
+            )
+            call.approval_id = decision.approval_id
+            if decision.pending:
+                decision = await self._hold(decision)
+        except CosignerError as error:
+            self.ledger.close(call)
+            return answers.rejected(error, tool)
+        except Exception as exc:  # fail closed: no answer from Cosigner, no call
+            self.ledger.close(call)
+            log.warning("cosigner unreachable: %s", type(exc).__name__)
+            return answers.failed(
+                f"Cosigner could not be asked about {tool} ({type(exc).__name__}); the tool was not called. "
+                "Check COSIGNER_URL and that Cosigner is running, then call it again."
+            )
+        if decision.pending:
+            if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                # The client retries this same request by itself, carrying the state back.
+                return InputRequiredResult(request_state=json.dumps([execution_id, call.tool_call_id]))
+            return answers.pending(decision, tool)
+        if not decision.approved:
+            self.ledger.close(call)
+            return answers.refused(decision, tool)
+        return await self.ledger.run_once(call, lambda: self._run(call, decision, tool, arguments))
+
+    async def _hold(self, decision: Decision) -> Decision:
+        """Wait up to `hold_seconds` for the decision; still pending after that is fine."""
+        if self.options.hold_seconds <= 0:
+            return decision
+        try:
+            # The long-poll is cut at the hold, not polled up to it (`wait(timeout=)` polls).
+            return await asyncio.wait_for(self.cosigner.wait(decision), self.options.hold_seconds)
+        except TimeoutError:
+            return decision
+
+    async def _run(
+        self, call: OpenCall, decision: Decision, tool: str, arguments: dict[str, Any]
+    ) -> CallToolResult:
+        """Forward the approved call with exactly the approved arguments, and report what it returned."""
+        try:
+            await self.cosigner.verify_grant(
+                decision.grant,
+                arguments,
+                tool_name=self.options.tool_prefix + tool,
+                tool_call_id=call.tool_call_id,
+            )
+        except (GrantRefused, CosignerError) as exc:
+            return answers.failed(f"The grant for {tool} did not verify ({exc}); the tool was not called.")
+        try:
+            result = await self.upstream.call_tool(tool, arguments)
+        except Exception as exc:
+            error = _upstream_error(exc)
+            await self._report(decision, error=error)
+            return answers.failed(
+                f"The upstream MCP server failed on {tool}: {error}. It may not have run; "
+                "check the upstream before calling it again.",
+                approvalId=decision.approval_id,
+            )
+        await self._report(decision, result=result.model_dump(mode="json", by_alias=True, exclude_none=True))
+        return result
+
+    async def _report(self, decision: Decision, *, result: Any = None, error: str | None = None) -> None:
+        # The audit record is worth a try, never worth failing a call that already ran.
+        try:
+            await self.cosigner.report_result(decision, result=result, error=error)
+        except Exception as exc:
+            log.warning("result of %s not reported: %s", decision.approval_id, type(exc).__name__)
+
+
+@asynccontextmanager
+async def _connection_scope(_: Server[dict[str, Any]]) -> AsyncIterator[dict[str, Any]]:
+    # Entered once per stdio (or in-process) connection: that connection is one execution.
+    yield {"execution_id": f"mcp-{uuid.uuid4().hex}"}
+
+
+def _execution_of(ctx: Context) -> str:
+    """The execution id of the MCP session this request belongs to."""
+    request = ctx.request
+    headers: Mapping[str, str] | None = getattr(request, "headers", None)
+    if headers is None:
+        return str(ctx.lifespan_context["execution_id"])
+    session = headers.get(SESSION_HEADER)
+    if session:
+        return f"mcp-{session}"
+    # Stateless HTTP has no session: each call is its own execution (resumed by its state).
+    return f"mcp-{uuid.uuid4().hex}"
+
+
+def _resumed(state: str | None) -> tuple[str, str] | None:
+    """(execution id, tool call id) from the state this gateway sealed into an earlier round."""
+    if state is None:
+        return None
+    execution_id, tool_call_id = json.loads(state)
+    return str(execution_id), str(tool_call_id)
+
+
+def _upstream_error(exc: Exception) -> str:
+    if isinstance(exc, MCPError):
+        return f"error {exc.error.code}: {exc.error.message}"
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
