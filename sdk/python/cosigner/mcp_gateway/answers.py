@@ -11,7 +11,7 @@ from typing import Any
 
 from mcp.types import CallToolResult, TextContent
 
-from cosigner.decision import Decision
+from cosigner import Decision
 from cosigner.errors import CosignerError
 
 __all__ = ["META_KEY", "failed", "pending", "refused", "rejected"]

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from mcp import Client, StdioServerParameters
 from mcp.server.stdio import stdio_server
 
-from cosigner.async_client import AsyncCosigner
+from cosigner import AsyncCosigner
 from cosigner.mcp_gateway.gateway import Gateway, GatewayOptions
 from cosigner.mcp_gateway.surface_spec import SurfaceSpecError, parse_surface
 

@@ -33,15 +33,12 @@ from mcp.types import (
     ListToolsResult,
     PaginatedRequestParams,
 )
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
-from cosigner._protocol import parameters_digest
-from cosigner.async_client import AsyncCosigner
-from cosigner.decision import Decision
+from cosigner import AsyncCosigner, Decision, Surface, parameters_digest
 from cosigner.errors import CosignerError, GrantRefused
 from cosigner.mcp_gateway import answers
 from cosigner.mcp_gateway.ledger import Ledger, OpenCall
-from cosigner.surfaces import Surface
 
 __all__ = ["Gateway", "GatewayOptions"]
 
@@ -160,8 +157,12 @@ class Gateway:
                 tool_name=self.options.tool_prefix + tool,
                 tool_call_id=call.tool_call_id,
             )
-        except (GrantRefused, CosignerError) as exc:
+        except GrantRefused as exc:
             return answers.failed(f"The grant for {tool} did not verify ({exc}); the tool was not called.")
+        except Exception as exc:  # fail closed: the keys to check it with could not be fetched
+            return answers.failed(
+                f"The grant for {tool} could not be checked ({type(exc).__name__}); the tool was not called."
+            )
         try:
             result = await self.upstream.call_tool(tool, arguments)
         except Exception as exc:

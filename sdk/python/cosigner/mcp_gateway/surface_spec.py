@@ -9,7 +9,7 @@ MCP carries no conversation of its own, so the gateway names one in its configur
 
 from __future__ import annotations
 
-from cosigner.surfaces import DashboardSurface, SlackSurface, SmsSurface, Surface
+from cosigner import DashboardSurface, SlackSurface, SmsSurface, Surface
 
 __all__ = ["SurfaceSpecError", "parse_surface"]
 
