@@ -196,7 +196,7 @@ async def test_the_prefix_names_tools_for_the_policy(inprocess: Target) -> None:
 async def test_a_multi_round_trip_client_waits_through_input_required_rounds(inprocess: Target) -> None:
     calls: Calls = []
     async with (
-        gateway(inprocess.url, inprocess.acme, shop(calls)) as gw,
+        gateway(inprocess.url, inprocess.acme, shop(calls), rounds=100_000) as gw,
         Client(gw.server, input_required_max_rounds=100_000) as agent,
     ):
         first = await agent.session.call_tool("issue_refund", REFUND, allow_input_required=True)
@@ -207,6 +207,19 @@ async def test_a_multi_round_trip_client_waits_through_input_required_rounds(inp
         result = await waiting
     assert not result.is_error and text(result) == "refunded 12900 on ord_1"
     assert calls == [("issue_refund", REFUND)]
+
+
+async def test_after_its_rounds_a_multi_round_trip_client_gets_the_pending_answer(inprocess: Target) -> None:
+    calls: Calls = []
+    async with (
+        gateway(inprocess.url, inprocess.acme, shop(calls), rounds=3) as gw,
+        Client(gw.server) as agent,  # gives up after 10 rounds
+    ):
+        pending = await agent.call_tool("issue_refund", REFUND)
+        assert pending.is_error and "pending" in text(pending)
+        await decide(inprocess, approval_of(pending), "approve")
+        done = await agent.call_tool("issue_refund", REFUND)
+    assert text(done) == "refunded 12900 on ord_1" and calls == [("issue_refund", REFUND)]
 
 
 async def test_a_forged_round_state_is_refused(inprocess: Target) -> None:

@@ -97,7 +97,7 @@ async def test_a_stateless_http_client_resumes_its_call_through_the_sealed_round
 ) -> None:
     calls: Calls = []
     async with (
-        gateway(inprocess.url, inprocess.acme, shop(calls)) as gw,
+        gateway(inprocess.url, inprocess.acme, shop(calls), rounds=100_000) as gw,
         serving(gw.server.streamable_http_app()) as url,
         Client(url, input_required_max_rounds=100_000) as agent,
     ):

@@ -51,6 +51,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "the client's timeout; default 20)",
     )
     p.add_argument(
+        "--rounds",
+        type=int,
+        default=8,
+        help="input-required rounds a 2026-07-28 client may wait through in one call before the "
+        "'pending' answer (default 8; the mcp clients allow 10)",
+    )
+    p.add_argument(
         "--timeout", type=int, default=None, help="the approvals' timeout in seconds (default: policy's)"
     )
 
@@ -92,13 +99,14 @@ def main(argv: Sequence[str] | None = None, prog: str = "cosigner-mcp-gateway") 
 
 def execute(args: argparse.Namespace) -> int:
     """Run the parsed command; a configuration problem is one `error:` line and exit status 2."""
-    if args.hold < 0:
-        print("error: --hold must be 0 or more seconds", file=sys.stderr)
+    if args.hold < 0 or args.rounds < 0:
+        print("error: --hold and --rounds must be 0 or more", file=sys.stderr)
         return 2
     try:
         options = GatewayOptions(
             surface=parse_surface(args.surface),
             hold_seconds=args.hold,
+            rounds=args.rounds,
             tool_prefix=args.tool_prefix,
             timeout_seconds=args.timeout,
         )

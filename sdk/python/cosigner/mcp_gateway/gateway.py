@@ -14,6 +14,7 @@ tool call id is the open call's (see `ledger.py`).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import uuid
@@ -58,6 +59,9 @@ class GatewayOptions:
     keep it under the client's request timeout."""
     tool_prefix: str = ""
     """Put before each tool name for the policy (several gateways, one policy)."""
+    rounds: int = 8
+    """Input-required rounds one call may take on a 2026-07-28 client before it is answered
+    "pending" instead; the `mcp` clients give up after 10."""
     timeout_seconds: int | None = None
     """The approval's timeout; by default the policy's."""
     name: str = "cosigner-mcp-gateway"
@@ -97,12 +101,14 @@ class Gateway:
         policy_name = self.options.tool_prefix + tool
         arguments: dict[str, Any] = params.arguments or {}
         resumed = _resumed(params.request_state)
-        execution_id = resumed[0] if resumed else _execution_of(ctx)
+        execution_id = resumed.execution_id if resumed else _execution_of(ctx)
         try:
             digest = parameters_digest(arguments)
         except ValueError as exc:
             return answers.failed(f"INVALID_REQUEST: the arguments of {tool} are not plain JSON: {exc}")
-        call = self.ledger.attach((execution_id, policy_name, digest), resumed[1] if resumed else None)
+        call = self.ledger.attach(
+            (execution_id, policy_name, digest), resumed.tool_call_id if resumed else None
+        )
         try:
             decision = await self.cosigner.request_approval(
                 execution_id=execution_id,
@@ -127,9 +133,11 @@ class Gateway:
                 "Check COSIGNER_URL and that Cosigner is running, then call it again."
             )
         if decision.pending:
-            if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            round_ = (resumed.round if resumed else 0) + 1
+            if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and round_ <= self.options.rounds:
                 # The client retries this same request by itself, carrying the state back.
-                return InputRequiredResult(request_state=json.dumps([execution_id, call.tool_call_id]))
+                state = Resumed(execution_id, call.tool_call_id, round_)
+                return InputRequiredResult(request_state=json.dumps(dataclasses.astuple(state)))
             return answers.pending(decision, tool)
         if not decision.approved:
             self.ledger.close(call)
@@ -203,12 +211,21 @@ def _execution_of(ctx: Context) -> str:
     return f"mcp-{uuid.uuid4().hex}"
 
 
-def _resumed(state: str | None) -> tuple[str, str] | None:
-    """(execution id, tool call id) from the state this gateway sealed into an earlier round."""
+@dataclass(frozen=True)
+class Resumed:
+    """What a multi-round-trip state carries from one round of a call to the next."""
+
+    execution_id: str
+    tool_call_id: str
+    round: int
+
+
+def _resumed(state: str | None) -> Resumed | None:
+    """The state this gateway sealed into an earlier round (the boundary has checked the seal)."""
     if state is None:
         return None
-    execution_id, tool_call_id = json.loads(state)
-    return str(execution_id), str(tool_call_id)
+    execution_id, tool_call_id, round_ = json.loads(state)
+    return Resumed(str(execution_id), str(tool_call_id), int(round_))
 
 
 def _upstream_error(exc: Exception) -> str:
