@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import httpx
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
 
@@ -54,9 +55,30 @@ def shop(calls: list[tuple[str, dict[str, Any]]]) -> MCPServer:
 
 @asynccontextmanager
 async def gateway(
-    url: str, key: str, upstream: Any, *, surface: Surface = SURFACE, **options: Any
+    url: str,
+    key: str,
+    upstream: Any,
+    *,
+    surface: Surface = SURFACE,
+    transport: httpx.AsyncBaseTransport | None = None,
+    **options: Any,
 ) -> AsyncIterator[Gateway]:
     """A gateway in front of `upstream` (anything `mcp.Client` takes), asking Cosigner at `url`."""
     options.setdefault("hold_seconds", 0)
-    async with AsyncCosigner(url=url, api_key=key) as cosigner, Client(upstream) as client:
-        yield Gateway(client, cosigner, GatewayOptions(surface=surface, **options))
+    cosigner = AsyncCosigner(url=url, api_key=key, transport=transport)
+    async with cosigner, Client(upstream) as client:
+        gw = Gateway(client, cosigner, GatewayOptions(surface=surface, **options))
+        yield gw
+        await gw.drain()
+
+
+class Recording(httpx.AsyncHTTPTransport):
+    """The gateway's HTTP transport to Cosigner, noting each request's method and path."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent: list[str] = []
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.sent.append(f"{request.method} {request.url.path}")
+        return await super().handle_async_request(request)

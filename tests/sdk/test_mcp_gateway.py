@@ -18,7 +18,7 @@ from mcp.types import CallToolResult, InputRequiredResult, TextContent
 from cosigner import AsyncCosigner, SlackSurface
 from tests.harness import until
 from tests.sdk.conftest import Target, results_of
-from tests.sdk.mcp_shop import USER, gateway, shop
+from tests.sdk.mcp_shop import USER, Recording, gateway, shop
 
 REFUND = {"orderId": "ord_1", "amountCents": 12900}
 Calls = list[tuple[str, dict[str, Any]]]
@@ -58,6 +58,21 @@ async def test_a_read_tool_is_forwarded_after_the_policy_answer_with_nobody_aske
         result = await agent.call_tool("lookup_order", {"orderId": "ord_9"})
     assert not result.is_error and text(result) == "order ord_9: delivered"
     assert calls == [("lookup_order", {"orderId": "ord_9"})]
+
+
+async def test_a_reads_result_is_reported_in_the_background(inprocess: Target) -> None:
+    sent = Recording()
+    async with (
+        gateway(inprocess.url, inprocess.acme, shop([]), transport=sent) as gw,
+        Client(gw.server) as agent,
+    ):
+        await agent.call_tool("lookup_order", {"orderId": "ord_9"})
+        await gw.drain()
+    (report,) = [s for s in sent.sent if s.endswith("/result")]
+    assert sent.sent.index(report) > sent.sent.index("POST /v1/approvals")
+    async with AsyncCosigner(url=inprocess.url, api_key=inprocess.acme) as c:
+        (reported,) = results_of(await c.audit(report.split("/")[3]))
+    assert reported["result"]["content"][0]["text"] == "order ord_9: delivered"
 
 
 async def test_approved_call_goes_through_on_the_re_call_with_exactly_its_arguments(

@@ -77,14 +77,18 @@ async def run(args: argparse.Namespace, options: GatewayOptions, cosigner: Async
     async with cosigner, Client(upstream_of(args)) as upstream:
         gateway = Gateway(upstream, cosigner, options)
         server = gateway.server
-        if args.transport == "stdio":
-            async with stdio_server() as (read, write):
-                await server.run(read, write, server.create_initialization_options())
-            return
-        import uvicorn
+        try:
+            if args.transport == "stdio":
+                async with stdio_server() as (read, write):
+                    await server.run(read, write, server.create_initialization_options())
+                return
+            import uvicorn
 
-        app = server.streamable_http_app(host=args.host)
-        await uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port, log_level="warning")).serve()
+            app = server.streamable_http_app(host=args.host)
+            config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning")
+            await uvicorn.Server(config).serve()
+        finally:
+            await gateway.drain()
 
 
 def main(argv: Sequence[str] | None = None, prog: str = "cosigner-mcp-gateway") -> int:

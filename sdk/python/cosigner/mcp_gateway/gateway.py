@@ -36,7 +36,7 @@ from mcp.types import (
 )
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
-from cosigner import AsyncCosigner, Decision, Surface, parameters_digest
+from cosigner import AsyncCosigner, DeciderKind, Decision, Surface, parameters_digest
 from cosigner.errors import CosignerError, GrantRefused
 from cosigner.mcp_gateway import answers
 from cosigner.mcp_gateway.ledger import Ledger, OpenCall
@@ -75,6 +75,7 @@ class Gateway:
         self.cosigner = cosigner
         self.options = options
         self.ledger = Ledger()
+        self._reports: set[asyncio.Task[None]] = set()
         self.server: Server[dict[str, Any]] = Server(
             options.name,
             version="0.2.0",
@@ -185,11 +186,31 @@ class Gateway:
         return result
 
     async def _report(self, decision: Decision, *, result: Any = None, error: str | None = None) -> None:
+        """Put the upstream's answer on the approval's audit record.
+
+        After a person's decision the report is made before the agent gets the result; after
+        the policy's alone (a read) it is made in the background, so that the read is answered
+        after one request to Cosigner, not two. `drain()` waits for those.
+        """
+        by = decision.decided_by
+        if by is not None and by.kind is DeciderKind.PERSON:
+            await self._send_report(decision, result, error)
+        else:
+            task = asyncio.ensure_future(self._send_report(decision, result, error))
+            self._reports.add(task)
+            task.add_done_callback(self._reports.discard)
+
+    async def _send_report(self, decision: Decision, result: Any, error: str | None) -> None:
         # The audit record is worth a try, never worth failing a call that already ran.
         try:
             await self.cosigner.report_result(decision, result=result, error=error)
         except Exception as exc:
             log.warning("result of %s not reported: %s", decision.approval_id, type(exc).__name__)
+
+    async def drain(self) -> None:
+        """Wait for the results still being reported in the background."""
+        while self._reports:
+            await asyncio.gather(*self._reports)
 
 
 @asynccontextmanager
