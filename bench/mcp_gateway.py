@@ -101,6 +101,27 @@ async def timed_policy(server: Server, calls: int) -> list[float]:
     return out
 
 
+def gateway_pid() -> int:
+    """The pid of this process's `cosigner-mcp-gateway` child."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            cmdline = (entry / "cmdline").read_bytes()
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == os.getpid() and b"cosigner-mcp-gateway" in cmdline:
+            return int(entry.name)
+    raise RuntimeError("no gateway process found")
+
+
+def cpu_ms(pid: int) -> float:
+    """User plus system CPU time of `pid`, in milliseconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
 def pct(values: list[float], p: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))]
@@ -117,10 +138,16 @@ async def latency(server: Server, calls: int, rounds: int) -> None:
     ):
         await timed_reads(plain, 20)  # warm both paths (imports, keys, connections)
         await timed_reads(through, 20)
+        pid = gateway_pid()
+        load = os.getloadavg()[0]
+        gateway_cpu = 0.0
         for _ in range(rounds):
             direct += await timed_reads(plain, calls)
+            before = cpu_ms(pid)
             gated += await timed_reads(through, calls)
+            gateway_cpu += cpu_ms(pid) - before
             policy += await timed_policy(server, calls)
+        load = max(load, os.getloadavg()[0])
     print(f"read tool over stdio, {rounds} rounds x {calls} sequential calls (ms):")
     print("| path | p50 | p90 | p99 | mean |")
     print("| --- | --- | --- | --- | --- |")
@@ -132,6 +159,10 @@ async def latency(server: Server, calls: int, rounds: int) -> None:
         print(
             f"| {name} | {pct(v, 50):.2f} | {pct(v, 90):.2f} | {pct(v, 99):.2f} | {statistics.fmean(v):.2f} |"
         )
+    print(
+        f"gateway process CPU per read: {gateway_cpu / len(gated):.2f} ms; "
+        f"machine load average up to {load:.1f} during the runs"
+    )
     print(
         f"added by the gateway: p50 {pct(gated, 50) - pct(direct, 50):.2f} ms "
         f"(of which the policy request {pct(policy, 50):.2f} ms), "

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import shlex
 import sys
 from collections.abc import Sequence
@@ -20,6 +21,7 @@ from mcp.server.stdio import stdio_server
 
 from cosigner import AsyncCosigner
 from cosigner.mcp_gateway.gateway import Gateway, GatewayOptions
+from cosigner.mcp_gateway.pipes import open_stdio
 from cosigner.mcp_gateway.surface_spec import SurfaceSpecError, parse_surface
 
 __all__ = ["add_arguments", "main", "run"]
@@ -32,6 +34,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--upstream-cmd", help='the upstream MCP server as a command, e.g. "python server.py"'
     )
     upstream.add_argument("--upstream-url", help="the upstream MCP server's Streamable HTTP URL")
+    p.add_argument(
+        "--upstream-env",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="pass this environment variable on to the --upstream-cmd process (repeatable); it "
+        "gets only HOME, LOGNAME, PATH, SHELL, TERM and USER otherwise, never COSIGNER_API_KEY",
+    )
     p.add_argument(
         "--surface",
         required=True,
@@ -68,18 +78,30 @@ def upstream_of(args: argparse.Namespace) -> StdioServerParameters | str:
         return str(args.upstream_url)
     words = shlex.split(args.upstream_cmd)
     if not words:
-        raise SystemExit("error: --upstream-cmd is empty; give the command that starts the MCP server")
-    return StdioServerParameters(command=words[0], args=words[1:])
+        raise ValueError("--upstream-cmd is empty: give the command that starts the MCP server")
+    if any(name.upper().startswith("COSIGNER_") for name in args.upstream_env):
+        raise ValueError("--upstream-env: Cosigner's own variables (its API key) stay with the gateway")
+    missing = [name for name in args.upstream_env if name not in os.environ]
+    if missing:
+        raise ValueError(f"--upstream-env {', '.join(missing)}: not set in the gateway's environment")
+    env = {name: os.environ[name] for name in args.upstream_env}
+    return StdioServerParameters(command=words[0], args=words[1:], env=env or None)
 
 
-async def run(args: argparse.Namespace, options: GatewayOptions, cosigner: AsyncCosigner) -> None:
+async def run(
+    args: argparse.Namespace,
+    options: GatewayOptions,
+    cosigner: AsyncCosigner,
+    target: StdioServerParameters | str,
+) -> None:
     """Connect the upstream, then serve until the agent hangs up (stdio) or forever (http)."""
-    async with cosigner, Client(upstream_of(args)) as upstream:
+    async with cosigner, Client(target) as upstream:
         gateway = Gateway(upstream, cosigner, options)
         server = gateway.server
         try:
             if args.transport == "stdio":
-                async with stdio_server() as (read, write):
+                stdin, stdout = await open_stdio()
+                async with stdio_server(stdin, stdout) as (read, write):
                     await server.run(read, write, server.create_initialization_options())
                 return
             import uvicorn
@@ -114,12 +136,13 @@ def execute(args: argparse.Namespace) -> int:
             tool_prefix=args.tool_prefix,
             timeout_seconds=args.timeout,
         )
+        upstream = upstream_of(args)
         cosigner = AsyncCosigner()  # COSIGNER_URL and COSIGNER_API_KEY
     except (SurfaceSpecError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
-        asyncio.run(run(args, options, cosigner))
+        asyncio.run(run(args, options, cosigner, upstream))
     except OSError as exc:
         print(f"error: could not start or reach the upstream MCP server: {exc}", file=sys.stderr)
         return 2
