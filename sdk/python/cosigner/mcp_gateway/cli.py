@@ -100,7 +100,8 @@ async def run(
         server = gateway.server
         try:
             if args.transport == "stdio":
-                stdin, stdout = await open_stdio()
+                # Windows event loops cannot watch console pipes: the SDK's own streams there.
+                stdin, stdout = await open_stdio() if sys.platform != "win32" else (None, None)
                 async with stdio_server(stdin, stdout) as (read, write):
                     await server.run(read, write, server.create_initialization_options())
                 return
