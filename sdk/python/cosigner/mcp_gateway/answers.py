@@ -45,7 +45,11 @@ def refused(decision: Decision, tool: str) -> CallToolResult:
     """A person denied the call, it expired, or it was cancelled: the tool never ran."""
     status = decision.status.value
     by = decision.decided_by
-    who = f" by {by.user_id}" if by is not None and by.user_id else ""
+    who = ""
+    if by is not None and by.user_id:
+        who = f" by {by.user_id}"
+    elif by is not None and by.code:
+        who = f" by Cosigner ({by.code})"  # failed closed, e.g. the card could not be delivered
     why = {
         "denied": f"was denied{who}",
         "expired": "expired without a decision (expiry means deny)",
