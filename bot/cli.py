@@ -334,11 +334,26 @@ def parser() -> argparse.ArgumentParser:
     export.add_argument("--since", help="ISO 8601 time")
     export.set_defaults(fn=audit_export)
     a.add_parser("verify", help="find edited or deleted events").set_defaults(fn=audit_verify)
+    # Parsed by the gateway itself (see main): listed here for `cosigner --help`.
+    sub.add_parser("mcp-gateway", help="an MCP server in front of another, each tool call gated by Cosigner")
     return p
+
+
+def mcp_gateway(argv: Sequence[str]) -> int:
+    """`cosigner mcp-gateway …`: the agent SDK's gateway, with its own options."""
+    try:
+        from cosigner.mcp_gateway.cli import main as gateway_main
+    except ImportError:
+        print("error: the MCP gateway needs the mcp extra: pip install 'cosigner-sdk[mcp]'", file=sys.stderr)
+        return 2
+    return gateway_main(argv, prog="cosigner mcp-gateway")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `cosigner` command."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["mcp-gateway"]:
+        return mcp_gateway(argv[1:])
     args = parser().parse_args(argv)
     try:
         code: int = args.fn(args)

@@ -1,0 +1,240 @@
+"""What the MCP gateway costs: the latency it adds to a read tool over stdio, and its memory.
+
+    .venv/bin/python bench/mcp_gateway.py [--calls 300] [--rounds 5] [--sessions 100]
+
+It starts `cosigner serve` on SQLite pinned to one core (as bench/roundtrip.py does); the
+agent, the gateway and the upstream (examples/mcp_server.py) share the other core.
+
+- **Latency.** An `mcp.Client` calls `lookup_order` (a read: the policy lets it through
+  with nobody asked) one call at a time, over stdio, two ways: straight to the example
+  server, and through `cosigner-mcp-gateway` in front of the same server. The ways
+  alternate in rounds to spread machine noise over both. The gateway's added latency is
+  the difference of the medians; the Cosigner request inside it (one POST answered 200,
+  the policy's answer) is measured on its own too, with the SDK's `AsyncCosigner`.
+- **Memory.** The gateway serves Streamable HTTP; 100 MCP sessions (`mode="legacy"`, each
+  its own execution) open and each makes one read. The gateway process's resident memory
+  (VmRSS) is read with one session open and with all of them open.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+
+import httpx
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from roundtrip import ROOT, Server, _stop_all, free_port, machine, pick_cores, running_server
+
+from cosigner import AsyncCosigner, DashboardSurface
+
+POLICY = """
+[defaults]
+timeout = "1h"
+max_gated_calls_per_execution = 1000000
+
+[tools.lookup_order]
+kind = "read"
+"""
+BIN = Path(sys.executable).parent
+EXAMPLE = [sys.executable, str(ROOT / "examples" / "mcp_server.py")]
+SURFACE = "dashboard:u_bench"
+ARGS = {"order_id": "ord_4421"}
+
+
+def gateway_args(*extra: str) -> list[str]:
+    """The gateway command line in front of the example server."""
+    return ["--upstream-cmd", " ".join(EXAMPLE), "--surface", SURFACE, *extra]
+
+
+def env_of(server: Server) -> dict[str, str]:
+    """The environment a gateway runs in: the bench tenant's key."""
+    return {**os.environ, "COSIGNER_URL": server.url, "COSIGNER_API_KEY": server.key}
+
+
+@asynccontextmanager
+async def stdio_agent(command: list[str], env: dict[str, str]) -> AsyncIterator[Client]:
+    """An MCP client of `command` over stdio, its stderr (and the upstream's) discarded."""
+    params = StdioServerParameters(command=command[0], args=command[1:], env=env)
+    with open(os.devnull, "w") as quiet:  # noqa: ASYNC230 (opening /dev/null does not block)
+        async with Client(stdio_client(params, errlog=quiet)) as client:
+            yield client
+
+
+async def timed_reads(agent: Client, calls: int) -> list[float]:
+    """Milliseconds of each of `calls` sequential `lookup_order` calls."""
+    out: list[float] = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        result = await agent.call_tool("lookup_order", ARGS)
+        out.append((time.perf_counter() - start) * 1000)
+        if result.is_error:
+            raise RuntimeError(f"lookup_order failed: {result.content}")
+    return out
+
+
+async def timed_policy(server: Server, calls: int) -> list[float]:
+    """Milliseconds of the request the gateway makes per read, alone (fresh tool call ids)."""
+    out: list[float] = []
+    async with AsyncCosigner(url=server.url, api_key=server.key) as cosigner:
+        for i in range(calls):
+            start = time.perf_counter()
+            d = await cosigner.request_approval(
+                execution_id="bench_policy",
+                tool_call_id=f"c{time.monotonic_ns()}_{i}",
+                tool_name="lookup_order",
+                parameters=ARGS,
+                surface=DashboardSurface(user_id="u_bench"),
+            )
+            out.append((time.perf_counter() - start) * 1000)
+            assert d.approved
+    return out
+
+
+def gateway_pid() -> int:
+    """The pid of this process's `cosigner-mcp-gateway` child."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            cmdline = (entry / "cmdline").read_bytes()
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == os.getpid() and b"cosigner-mcp-gateway" in cmdline:
+            return int(entry.name)
+    raise RuntimeError("no gateway process found")
+
+
+def cpu_ms(pid: int) -> float:
+    """User plus system CPU time of `pid`, in milliseconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))]
+
+
+async def latency(server: Server, calls: int, rounds: int) -> None:
+    env = env_of(server)
+    direct: list[float] = []
+    gated: list[float] = []
+    policy: list[float] = []
+    async with (
+        stdio_agent(EXAMPLE, env) as plain,
+        stdio_agent([str(BIN / "cosigner-mcp-gateway"), *gateway_args()], env) as through,
+    ):
+        await timed_reads(plain, 20)  # warm both paths (imports, keys, connections)
+        await timed_reads(through, 20)
+        pid = gateway_pid()
+        load = os.getloadavg()[0]
+        gateway_cpu = 0.0
+        for _ in range(rounds):
+            direct += await timed_reads(plain, calls)
+            before = cpu_ms(pid)
+            gated += await timed_reads(through, calls)
+            gateway_cpu += cpu_ms(pid) - before
+            policy += await timed_policy(server, calls)
+        load = max(load, os.getloadavg()[0])
+    print(f"read tool over stdio, {rounds} rounds x {calls} sequential calls (ms):")
+    print("| path | p50 | p90 | p99 | mean |")
+    print("| --- | --- | --- | --- | --- |")
+    for name, v in (
+        ("direct to the upstream", direct),
+        ("through the gateway", gated),
+        ("policy request alone", policy),
+    ):
+        print(
+            f"| {name} | {pct(v, 50):.2f} | {pct(v, 90):.2f} | {pct(v, 99):.2f} | {statistics.fmean(v):.2f} |"
+        )
+    print(
+        f"gateway process CPU per read: {gateway_cpu / len(gated):.2f} ms; "
+        f"machine load average up to {load:.1f} during the runs"
+    )
+    print(
+        f"added by the gateway: p50 {pct(gated, 50) - pct(direct, 50):.2f} ms "
+        f"(of which the policy request {pct(policy, 50):.2f} ms), "
+        f"p90 {pct(gated, 90) - pct(direct, 90):.2f} ms"
+    )
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmRSS")
+
+
+async def memory(server: Server, sessions: int) -> None:
+    port = free_port()
+    proc = subprocess.Popen(  # noqa: ASYNC220 (started once, before anything is measured)
+        [str(BIN / "cosigner-mcp-gateway"), *gateway_args("--transport", "http", "--port", str(port))],
+        env=env_of(server),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        async with httpx.AsyncClient() as http:
+            for _ in range(300):
+                try:
+                    await http.get(url, timeout=1)
+                    break
+                except httpx.TransportError:
+                    await asyncio.sleep(0.1)
+        async with AsyncExitStack() as stack:
+            first = await stack.enter_async_context(Client(url, mode="legacy"))
+            await first.call_tool("lookup_order", ARGS)
+            one = rss_mib(proc.pid)
+            for _ in range(sessions - 1):
+                client = await stack.enter_async_context(Client(url, mode="legacy"))
+                await client.call_tool("lookup_order", ARGS)
+            full = rss_mib(proc.pid)
+        print(
+            f"gateway memory (VmRSS): {one:.1f} MiB with 1 session, {full:.1f} MiB with {sessions} open "
+            f"({(full - one) * 1024 / max(1, sessions - 1):.0f} KiB per session)"
+        )
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+async def main_async(args: argparse.Namespace) -> None:
+    server_core, client_core = pick_cores()
+    print(machine().split("; client:")[0])
+    async with running_server("sqlite", "", server_core, "WARNING", policy_text=POLICY) as server:
+        if client_core is not None:
+            os.sched_setaffinity(0, {client_core})  # children (gateway, upstream) inherit it
+        await latency(server, args.calls, args.rounds)
+        await memory(server, args.sessions)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    p.add_argument("--calls", type=int, default=300, help="calls per path and round")
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--sessions", type=int, default=100)
+    args = p.parse_args()
+    try:
+        asyncio.run(main_async(args))
+    finally:
+        _stop_all()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,16 @@
+"""The MCP gateway: put Cosigner in front of any MCP server without changing the agent.
+
+Install with the extra, `pip install 'cosigner-sdk[mcp]'`, and run `cosigner-mcp-gateway`
+(see `cli.py`), or build one in code:
+
+    async with AsyncCosigner() as cosigner, mcp.Client(upstream) as client:
+        gateway = Gateway(client, cosigner, GatewayOptions(surface=parse_surface("dashboard:u_42")))
+        # serve gateway.server (an mcp low-level Server) over stdio or Streamable HTTP
+"""
+
+from __future__ import annotations
+
+from cosigner.mcp_gateway.gateway import Gateway, GatewayOptions
+from cosigner.mcp_gateway.surface_spec import SurfaceSpecError, parse_surface
+
+__all__ = ["Gateway", "GatewayOptions", "SurfaceSpecError", "parse_surface"]

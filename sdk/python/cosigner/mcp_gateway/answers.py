@@ -1,0 +1,80 @@
+"""The tool results the gateway answers with when the upstream tool does not run (yet).
+
+Each is a tool error result (`isError: true`) whose text the model reads: it says what
+happened, names the approval, and says what to do next. The same facts are under
+`_meta["cosigner"]` for programs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp.types import CallToolResult, TextContent
+
+from cosigner import Decision
+from cosigner.errors import CosignerError
+
+__all__ = ["META_KEY", "failed", "pending", "refused", "rejected"]
+
+META_KEY = "cosigner"
+
+
+def _error(text: str, **facts: Any) -> CallToolResult:
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)],
+        is_error=True,
+        _meta={META_KEY: {k: v for k, v in facts.items() if v is not None}},
+    )
+
+
+def pending(decision: Decision, tool: str) -> CallToolResult:
+    """The call waits for a person: call it again, unchanged, to get its result."""
+    expires = decision.expires_at.isoformat() if decision.expires_at else None
+    return _error(
+        f"Approval {decision.approval_id} for {tool} is pending: a person must approve this call "
+        f"before it runs{f' (it expires at {expires})' if expires else ''}. It has not run. "
+        f"Call {tool} again with exactly the same arguments to get its result: once approved, "
+        "that same call goes through (and runs only once); while still pending it answers this again.",
+        status="pending",
+        approvalId=decision.approval_id,
+        expiresAt=expires,
+    )
+
+
+def refused(decision: Decision, tool: str) -> CallToolResult:
+    """A person denied the call, it expired, or it was cancelled: the tool never ran."""
+    status = decision.status.value
+    by = decision.decided_by
+    who = ""
+    if by is not None and by.user_id:
+        who = f" by {by.user_id}"
+    elif by is not None and by.code:
+        who = f" by Cosigner ({by.code})"  # failed closed, e.g. the card could not be delivered
+    why = {
+        "denied": f"was denied{who}",
+        "expired": "expired without a decision (expiry means deny)",
+        "cancelled": "was cancelled",
+    }.get(status, f"ended as {status}")
+    comment = f' Comment: "{decision.comment}".' if decision.comment else ""
+    return _error(
+        f"Approval {decision.approval_id} for {tool} {why}.{comment} The tool was not called.",
+        status=status,
+        approvalId=decision.approval_id,
+        comment=decision.comment,
+    )
+
+
+def rejected(error: CosignerError, tool: str) -> CallToolResult:
+    """Cosigner refused the request itself (standing deny, unsupported surface, cap, …)."""
+    return _error(
+        f"{error.code!s}: Cosigner refused {tool}: {error.message} The tool was not called.",
+        status="refused",
+        code=str(error.code),
+        approvalId=error.details.get("approvalId"),
+        policy=error.details.get("policy"),
+    )
+
+
+def failed(text: str, **facts: Any) -> CallToolResult:
+    """Something between the gateway and Cosigner or the upstream failed; say what."""
+    return _error(text, status="failed", **facts)

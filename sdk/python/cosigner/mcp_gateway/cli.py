@@ -1,0 +1,152 @@
+"""`cosigner-mcp-gateway` (and `cosigner mcp-gateway`): run the gateway from the command line.
+
+    cosigner-mcp-gateway --upstream-cmd "python server.py" --surface slack:T0ACME/C0OPS/U0ALICE
+    cosigner-mcp-gateway --upstream-url http://127.0.0.1:9000/mcp --surface sms:+15550100200 \\
+        --transport http --port 8765
+
+COSIGNER_URL and COSIGNER_API_KEY come from the environment (the tenant is the key's).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shlex
+import sys
+from collections.abc import Sequence
+
+from mcp import Client, StdioServerParameters
+from mcp.server.stdio import stdio_server
+
+from cosigner import AsyncCosigner
+from cosigner.mcp_gateway.gateway import Gateway, GatewayOptions
+from cosigner.mcp_gateway.pipes import open_stdio
+from cosigner.mcp_gateway.surface_spec import SurfaceSpecError, parse_surface
+
+__all__ = ["add_arguments", "main", "run"]
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The gateway's options, shared by both command names."""
+    upstream = p.add_mutually_exclusive_group(required=True)
+    upstream.add_argument(
+        "--upstream-cmd", help='the upstream MCP server as a command, e.g. "python server.py"'
+    )
+    upstream.add_argument("--upstream-url", help="the upstream MCP server's Streamable HTTP URL")
+    p.add_argument(
+        "--upstream-env",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="pass this environment variable on to the --upstream-cmd process (repeatable); it "
+        "gets only HOME, LOGNAME, PATH, SHELL, TERM and USER otherwise, never COSIGNER_API_KEY",
+    )
+    p.add_argument(
+        "--surface",
+        required=True,
+        help="where approvals are shown: slack:TEAM/CHANNEL/USER, sms:+15550100200 or dashboard:USER_ID",
+    )
+    p.add_argument(
+        "--transport", choices=["stdio", "http"], default="stdio", help="how agents reach the gateway"
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address for --transport http")
+    p.add_argument("--port", type=int, default=8765, help="port for --transport http (path /mcp)")
+    p.add_argument("--tool-prefix", default="", help="put before each tool name for the policy, e.g. github.")
+    p.add_argument(
+        "--hold",
+        type=float,
+        default=20.0,
+        help="seconds one call may wait for a person before it is answered 'pending' (keep it under "
+        "the client's timeout; default 20)",
+    )
+    p.add_argument(
+        "--rounds",
+        type=int,
+        default=8,
+        help="input-required rounds a 2026-07-28 client may wait through in one call before the "
+        "'pending' answer (default 8; the mcp clients allow 10)",
+    )
+    p.add_argument(
+        "--timeout", type=int, default=None, help="the approvals' timeout in seconds (default: policy's)"
+    )
+
+
+def upstream_of(args: argparse.Namespace) -> StdioServerParameters | str:
+    """What `mcp.Client` connects to: a command line, or a URL."""
+    if args.upstream_url:
+        return str(args.upstream_url)
+    words = shlex.split(args.upstream_cmd)
+    if not words:
+        raise ValueError("--upstream-cmd is empty: give the command that starts the MCP server")
+    if any(name.upper().startswith("COSIGNER_") for name in args.upstream_env):
+        raise ValueError("--upstream-env: Cosigner's own variables (its API key) stay with the gateway")
+    missing = [name for name in args.upstream_env if name not in os.environ]
+    if missing:
+        raise ValueError(f"--upstream-env {', '.join(missing)}: not set in the gateway's environment")
+    env = {name: os.environ[name] for name in args.upstream_env}
+    return StdioServerParameters(command=words[0], args=words[1:], env=env or None)
+
+
+async def run(
+    args: argparse.Namespace,
+    options: GatewayOptions,
+    cosigner: AsyncCosigner,
+    target: StdioServerParameters | str,
+) -> None:
+    """Connect the upstream, then serve until the agent hangs up (stdio) or forever (http)."""
+    async with cosigner, Client(target) as upstream:
+        gateway = Gateway(upstream, cosigner, options)
+        server = gateway.server
+        try:
+            if args.transport == "stdio":
+                # Windows event loops cannot watch console pipes: the SDK's own streams there.
+                stdin, stdout = await open_stdio() if sys.platform != "win32" else (None, None)
+                async with stdio_server(stdin, stdout) as (read, write):
+                    await server.run(read, write, server.create_initialization_options())
+                return
+            import uvicorn
+
+            app = server.streamable_http_app(host=args.host)
+            config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning")
+            await uvicorn.Server(config).serve()
+        finally:
+            await gateway.drain()
+
+
+def main(argv: Sequence[str] | None = None, prog: str = "cosigner-mcp-gateway") -> int:
+    """The console script's entry point."""
+    p = argparse.ArgumentParser(
+        prog=prog,
+        description="An MCP server in front of another: each tool call goes through Cosigner's policy first.",
+    )
+    add_arguments(p)
+    return execute(p.parse_args(argv))
+
+
+def execute(args: argparse.Namespace) -> int:
+    """Run the parsed command; a configuration problem is one `error:` line and exit status 2."""
+    if args.hold < 0 or args.rounds < 0:
+        print("error: --hold and --rounds must be 0 or more", file=sys.stderr)
+        return 2
+    try:
+        options = GatewayOptions(
+            surface=parse_surface(args.surface),
+            hold_seconds=args.hold,
+            rounds=args.rounds,
+            tool_prefix=args.tool_prefix,
+            timeout_seconds=args.timeout,
+        )
+        upstream = upstream_of(args)
+        cosigner = AsyncCosigner()  # COSIGNER_URL and COSIGNER_API_KEY
+    except (SurfaceSpecError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        asyncio.run(run(args, options, cosigner, upstream))
+    except OSError as exc:
+        print(f"error: could not start or reach the upstream MCP server: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return 0

@@ -1,0 +1,255 @@
+"""The gateway: an MCP server that lists an upstream's tools and sends each call through Cosigner.
+
+    agent (MCP client) ──tools/call──▶ Gateway ──POST /v1/approvals──▶ Cosigner
+                                          │◀── decision (policy at once, or a person) ──┘
+                                          └──approved: tools/call, exactly those arguments──▶ upstream
+
+It is built on the `mcp` SDK's low-level `Server` (a proxy forwards raw schemas and
+arguments; `MCPServer` builds tools from Python functions) and talks to the upstream
+through `mcp.Client`. Identity: the tenant is the API key's; the execution id is the MCP
+session's (`mcp-` + the Streamable HTTP session id, or one id per stdio connection); the
+tool call id is the open call's (see `ledger.py`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import logging
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from mcp import Client, MCPError
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.server import Server
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
+from mcp.types import (
+    CallToolRequestParams,
+    CallToolResult,
+    InputRequiredResult,
+    ListToolsResult,
+    PaginatedRequestParams,
+)
+from mcp.types.version import MODERN_PROTOCOL_VERSIONS
+
+from cosigner import AsyncCosigner, DeciderKind, Decision, Surface, parameters_digest
+from cosigner.errors import CosignerError, GrantRefused
+from cosigner.mcp_gateway import answers
+from cosigner.mcp_gateway.ledger import Ledger, OpenCall
+
+__all__ = ["Gateway", "GatewayOptions"]
+
+log = logging.getLogger("cosigner.mcp_gateway")
+
+SESSION_HEADER = "mcp-session-id"
+Context = ServerRequestContext[dict[str, Any], Any]
+
+
+@dataclass(frozen=True)
+class GatewayOptions:
+    """How the gateway asks: where approvals are shown, how long it holds a call, names."""
+
+    surface: Surface
+    hold_seconds: float = 20.0
+    """How long one tools/call may wait for a decision before it is answered "pending";
+    keep it under the client's request timeout."""
+    tool_prefix: str = ""
+    """Put before each tool name for the policy (several gateways, one policy)."""
+    rounds: int = 8
+    """Input-required rounds one call may take on a 2026-07-28 client before it is answered
+    "pending" instead; the `mcp` clients give up after 10."""
+    timeout_seconds: int | None = None
+    """The approval's timeout; by default the policy's."""
+    name: str = "cosigner-mcp-gateway"
+
+
+class Gateway:
+    """One upstream MCP server behind Cosigner; `server` is the MCP server to serve."""
+
+    def __init__(self, upstream: Client, cosigner: AsyncCosigner, options: GatewayOptions) -> None:
+        self.upstream = upstream
+        self.cosigner = cosigner
+        self.options = options
+        self.ledger = Ledger()
+        self._reports: set[asyncio.Task[None]] = set()
+        self.server: Server[dict[str, Any]] = Server(
+            options.name,
+            version="0.2.0",
+            instructions="Tools of another MCP server; each call is checked by Cosigner's policy first, "
+            "and some wait for a person to approve them.",
+            lifespan=_connection_scope,
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+        )
+        # The multi-round-trip state a client echoes is sealed (and bound to the tool and
+        # arguments), so a client cannot resume someone else's call.
+        self.server.middleware.append(
+            RequestStateBoundary(RequestStateSecurity.ephemeral(ttl=3600), default_audience=options.name)
+        )
+
+    async def _list_tools(self, ctx: Context, params: PaginatedRequestParams | None) -> ListToolsResult:
+        # Unchanged: names, schemas and annotations as the upstream lists them.
+        return await self.upstream.list_tools(cursor=params.cursor if params else None, cache_mode="bypass")
+
+    async def _call_tool(
+        self, ctx: Context, params: CallToolRequestParams
+    ) -> CallToolResult | InputRequiredResult:
+        tool = params.name
+        policy_name = self.options.tool_prefix + tool
+        arguments: dict[str, Any] = params.arguments or {}
+        resumed = _resumed(params.request_state)
+        execution_id = resumed.execution_id if resumed else _execution_of(ctx)
+        try:
+            digest = parameters_digest(arguments)
+        except ValueError as exc:
+            return answers.failed(f"INVALID_REQUEST: the arguments of {tool} are not plain JSON: {exc}")
+        call = self.ledger.attach(
+            (execution_id, policy_name, digest), resumed.tool_call_id if resumed else None
+        )
+        try:
+            decision = await self.cosigner.request_approval(
+                execution_id=execution_id,
+                tool_call_id=call.tool_call_id,
+                tool_name=policy_name,
+                parameters=arguments,
+                surface=self.options.surface,
+                timeout_seconds=self.options.timeout_seconds,
+                wait=False,
+            )
+            call.approval_id = decision.approval_id
+            if decision.pending:
+                decision = await self._hold(decision)
+        except CosignerError as error:
+            self.ledger.close(call)
+            return answers.rejected(error, tool)
+        except Exception as exc:  # fail closed: no answer from Cosigner, no call
+            self.ledger.close(call)
+            log.warning("cosigner unreachable: %s", type(exc).__name__)
+            return answers.failed(
+                f"Cosigner could not be asked about {tool} ({type(exc).__name__}); the tool was not called. "
+                "Check COSIGNER_URL and that Cosigner is running, then call it again."
+            )
+        if decision.pending:
+            round_ = (resumed.round if resumed else 0) + 1
+            if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and round_ <= self.options.rounds:
+                # The client retries this same request by itself, carrying the state back.
+                state = Resumed(execution_id, call.tool_call_id, round_)
+                return InputRequiredResult(request_state=json.dumps(dataclasses.astuple(state)))
+            return answers.pending(decision, tool)
+        if not decision.approved:
+            self.ledger.close(call)
+            return answers.refused(decision, tool)
+        return await self.ledger.run_once(call, lambda: self._run(call, decision, tool, arguments))
+
+    async def _hold(self, decision: Decision) -> Decision:
+        """Wait up to `hold_seconds` for the decision; still pending after that is fine."""
+        if self.options.hold_seconds <= 0:
+            return decision
+        try:
+            # The long-poll is cut at the hold, not polled up to it (`wait(timeout=)` polls).
+            return await asyncio.wait_for(self.cosigner.wait(decision), self.options.hold_seconds)
+        except TimeoutError:
+            return decision
+
+    async def _run(
+        self, call: OpenCall, decision: Decision, tool: str, arguments: dict[str, Any]
+    ) -> CallToolResult:
+        """Forward the approved call with exactly the approved arguments, and report what it returned."""
+        try:
+            await self.cosigner.verify_grant(
+                decision.grant,
+                arguments,
+                tool_name=self.options.tool_prefix + tool,
+                tool_call_id=call.tool_call_id,
+            )
+        except GrantRefused as exc:
+            return answers.failed(f"The grant for {tool} did not verify ({exc}); the tool was not called.")
+        except Exception as exc:  # fail closed: the keys to check it with could not be fetched
+            return answers.failed(
+                f"The grant for {tool} could not be checked ({type(exc).__name__}); the tool was not called."
+            )
+        try:
+            result = await self.upstream.call_tool(tool, arguments)
+        except Exception as exc:
+            error = _upstream_error(exc)
+            await self._report(decision, error=error)
+            return answers.failed(
+                f"The upstream MCP server failed on {tool}: {error}. It may not have run; "
+                "check the upstream before calling it again.",
+                approvalId=decision.approval_id,
+            )
+        await self._report(decision, result=result.model_dump(mode="json", by_alias=True, exclude_none=True))
+        return result
+
+    async def _report(self, decision: Decision, *, result: Any = None, error: str | None = None) -> None:
+        """Put the upstream's answer on the approval's audit record.
+
+        After a person's decision the report is made before the agent gets the result; after
+        the policy's alone (a read) it is made in the background, so that the read is answered
+        after one request to Cosigner, not two. `drain()` waits for those.
+        """
+        by = decision.decided_by
+        if by is not None and by.kind is DeciderKind.PERSON:
+            await self._send_report(decision, result, error)
+        else:
+            task = asyncio.ensure_future(self._send_report(decision, result, error))
+            self._reports.add(task)
+            task.add_done_callback(self._reports.discard)
+
+    async def _send_report(self, decision: Decision, result: Any, error: str | None) -> None:
+        # The audit record is worth a try, never worth failing a call that already ran.
+        try:
+            await self.cosigner.report_result(decision, result=result, error=error)
+        except Exception as exc:
+            log.warning("result of %s not reported: %s", decision.approval_id, type(exc).__name__)
+
+    async def drain(self) -> None:
+        """Wait for the results still being reported in the background."""
+        while self._reports:
+            await asyncio.gather(*self._reports)
+
+
+@asynccontextmanager
+async def _connection_scope(_: Server[dict[str, Any]]) -> AsyncIterator[dict[str, Any]]:
+    # Entered once per stdio (or in-process) connection: that connection is one execution.
+    yield {"execution_id": f"mcp-{uuid.uuid4().hex}"}
+
+
+def _execution_of(ctx: Context) -> str:
+    """The execution id of the MCP session this request belongs to."""
+    request = ctx.request
+    headers: Mapping[str, str] | None = getattr(request, "headers", None)
+    if headers is None:
+        return str(ctx.lifespan_context["execution_id"])
+    session = headers.get(SESSION_HEADER)
+    if session:
+        return f"mcp-{session}"
+    # Stateless HTTP has no session: each call is its own execution (resumed by its state).
+    return f"mcp-{uuid.uuid4().hex}"
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """What a multi-round-trip state carries from one round of a call to the next."""
+
+    execution_id: str
+    tool_call_id: str
+    round: int
+
+
+def _resumed(state: str | None) -> Resumed | None:
+    """The state this gateway sealed into an earlier round (the boundary has checked the seal)."""
+    if state is None:
+        return None
+    execution_id, tool_call_id, round_ = json.loads(state)
+    return Resumed(str(execution_id), str(tool_call_id), int(round_))
+
+
+def _upstream_error(exc: Exception) -> str:
+    if isinstance(exc, MCPError):
+        return f"error {exc.error.code}: {exc.error.message}"
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__

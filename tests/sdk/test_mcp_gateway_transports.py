@@ -1,0 +1,158 @@
+"""The MCP gateway over real transports: a stdio upstream that dies, an upstream over
+Streamable HTTP, the gateway served over Streamable HTTP (one execution per session) and
+over stdio as the `cosigner-mcp-gateway` command.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+from mcp import Client, StdioServerParameters
+
+from cosigner import AsyncCosigner
+from tests.harness import until
+from tests.processes import free_port
+from tests.sdk.conftest import Target, results_of
+from tests.sdk.mcp_shop import gateway, shop
+from tests.sdk.test_mcp_gateway import REFUND, Calls, approval_of, decide, text
+
+HERE = Path(__file__).parent
+ROOT = HERE.parents[1]
+
+
+def upstream_process() -> StdioServerParameters:
+    """The crash test's upstream, a real subprocess speaking MCP over stdio."""
+    return StdioServerParameters(command=sys.executable, args=[str(HERE / "mcp_upstream.py")])
+
+
+async def test_an_upstream_that_dies_answers_an_error_result_and_the_audit_says_so(inprocess: Target) -> None:
+    async with (
+        gateway(inprocess.url, inprocess.acme, upstream_process()) as gw,
+        Client(gw.server, mode="legacy") as agent,
+    ):
+        approval_id = approval_of(await agent.call_tool("issue_refund", REFUND))
+        alive = await agent.call_tool("lookup_order", {"orderId": "ord_1"})
+        pid = int(text(alive).rsplit(" ", 1)[1])
+        os.kill(pid, signal.SIGKILL)
+        await decide(inprocess, approval_id, "approve")
+        crashed = await agent.call_tool("issue_refund", REFUND)
+        read = await agent.call_tool("lookup_order", {"orderId": "ord_1"})
+    assert crashed.is_error and "upstream MCP server failed on issue_refund" in text(crashed)
+    assert read.is_error and "upstream MCP server failed on lookup_order" in text(read)
+    async with AsyncCosigner(url=inprocess.url, api_key=inprocess.acme) as c:
+        (reported,) = results_of(await c.audit(approval_id))
+    assert reported.get("error")
+
+
+@asynccontextmanager
+async def serving(app: Any) -> AsyncIterator[str]:
+    """Serve an ASGI app with uvicorn on a free loopback port; yields its MCP URL."""
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    task = asyncio.create_task(server.serve())
+    await until(lambda: server.started or task.done())
+    try:
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        server.should_exit = True
+        await task
+
+
+async def test_over_streamable_http_each_session_is_one_execution(inprocess: Target) -> None:
+    calls: Calls = []
+    upstream = shop(calls)
+    async with (
+        serving(upstream.streamable_http_app()) as upstream_url,
+        gateway(inprocess.url, inprocess.acme, upstream_url) as gw,
+        serving(gw.server.streamable_http_app()) as url,
+    ):
+        async with Client(url, mode="legacy") as alice, Client(url, mode="legacy") as bob:
+            a1 = approval_of(await alice.call_tool("issue_refund", REFUND))
+            a2 = approval_of(await alice.call_tool("issue_refund", REFUND))
+            b1 = approval_of(await bob.call_tool("issue_refund", REFUND))
+            assert a1 == a2 != b1  # the same call in another session is another call
+            await decide(inprocess, a1, "approve")
+            done = await alice.call_tool("issue_refund", REFUND)
+            still = await bob.call_tool("issue_refund", REFUND)
+            read = await bob.call_tool("lookup_order", {"orderId": "ord_2"})
+    assert text(done) == "refunded 12900 on ord_1" and still.is_error and approval_of(still) == b1
+    assert text(read) == "order ord_2: delivered"
+    assert calls == [("issue_refund", REFUND), ("lookup_order", {"orderId": "ord_2"})]
+    async with AsyncCosigner(url=inprocess.url, api_key=inprocess.acme) as c:
+        runs = {(await c.get(a)).execution_id for a in (a1, b1)}
+    assert len(runs) == 2 and all(r.startswith("mcp-") for r in runs)
+
+
+async def test_a_stateless_http_client_resumes_its_call_through_the_sealed_round_state(
+    inprocess: Target,
+) -> None:
+    calls: Calls = []
+    async with (
+        gateway(inprocess.url, inprocess.acme, shop(calls), rounds=100_000) as gw,
+        serving(gw.server.streamable_http_app()) as url,
+        Client(url, input_required_max_rounds=100_000) as agent,
+    ):
+        assert agent.protocol_version == "2026-07-28"
+        waiting = asyncio.create_task(agent.call_tool("issue_refund", REFUND))
+        (approval_id,) = await until(gw.ledger.pending_approvals)
+        await decide(inprocess, approval_id, "approve")
+        result = await waiting
+    assert text(result) == "refunded 12900 on ord_1" and calls == [("issue_refund", REFUND)]
+
+
+async def test_the_gateway_command_serves_stdio_in_front_of_the_example_server(inprocess: Target) -> None:
+    command = StdioServerParameters(
+        command=str(Path(sys.executable).parent / "cosigner"),
+        args=[
+            "mcp-gateway",
+            "--upstream-cmd",
+            f"{sys.executable} {ROOT / 'examples' / 'mcp_server.py'}",
+            "--surface",
+            "dashboard:u_1",
+            "--hold",
+            "0",
+        ],
+        env={"COSIGNER_URL": inprocess.url, "COSIGNER_API_KEY": inprocess.acme},
+    )
+    async with Client(command, mode="legacy") as agent:
+        tools = [t.name for t in (await agent.list_tools()).tools]
+        read = await agent.call_tool("lookup_order", {"order_id": "ord_3"})
+        args = {"order_id": "ord_3", "amount_cents": 500}
+        asked = await agent.call_tool("issue_refund", args)
+        await decide(inprocess, approval_of(asked), "approve")
+        done = await agent.call_tool("issue_refund", args)
+    assert tools == ["lookup_order", "issue_refund", "send_email"]
+    assert not read.is_error and read.structured_content == {
+        "orderId": "ord_3",
+        "status": "delivered",
+        "totalCents": 12900,
+    }
+    assert asked.is_error and "pending" in text(asked)
+    assert not done.is_error and text(done) == "refunded 500 cents on ord_3"
+
+
+def test_a_malformed_surface_is_one_error_line_naming_the_fix() -> None:
+    result = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "cosigner-mcp-gateway"),
+            "--upstream-cmd",
+            "x",
+            "--surface",
+            "sms:555",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.startswith("error: --surface 'sms:555' is not a valid sms surface")
+    assert "sms:+15550100200" in result.stderr
