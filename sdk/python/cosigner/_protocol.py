@@ -6,9 +6,9 @@ single definition; every other SDK module imports them from here, never from els
 
 from __future__ import annotations
 
-from contracts import answers, wire
-from contracts.enums import ApprovalStatus, DeciderKind, ErrorCode, SurfaceType
+from cosigner import answers, wire
 from cosigner.digest import canonical_json, parameters_digest
+from cosigner.enums import ApprovalStatus, DeciderKind, ErrorCode, SurfaceType
 from cosigner.grants import GrantClaims, GrantRefused, sign_callback, verify_callback, verify_grant
 
 __all__ = [
