@@ -13,10 +13,10 @@ from typing import Any, Literal, TypeVar
 import httpx
 
 from cosigner import _gate, _http
-from cosigner._protocol import GrantClaims, GrantRefused
 from cosigner.decision import Decision, parse_approval
 from cosigner.errors import CosignerError
 from cosigner.events import DECIDED, ApprovalEvent, EventParser
+from cosigner.grants import GrantClaims, GrantRefused
 from cosigner.keys import KEYS_PATH, KeyCache
 from cosigner.surfaces import Surface
 

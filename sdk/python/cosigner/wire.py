@@ -1,7 +1,7 @@
 """Pydantic models of every request body of the agent API, camelCase as sent.
 
 Requests are parsed strictly: no string or boolean becomes a number, no number a string.
-Answer bodies are in `contracts.answers`; `/openapi.json` publishes both.
+Answer bodies are in `cosigner.answers`; `/openapi.json` publishes both.
 """
 
 from __future__ import annotations
