@@ -30,6 +30,19 @@ Timestamp = Annotated[
 
 ApprovalId = Annotated[str, Field(pattern=APPROVAL_ID_PATTERN)]
 
+CallbackUrl = Annotated[
+    HttpUrl,
+    WithJsonSchema(
+        {
+            "type": "string",
+            "format": "uri",
+            "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://[^/?#\\s]+",
+            "maxLength": 2083,
+        }
+    ),
+]
+"""An http(s) URL; the schema states the scheme, which `format: uri` alone does not."""
+
 
 class Wire(BaseModel):
     """Base of wire models: unknown fields are refused, and no value is coerced to another type."""
@@ -133,7 +146,7 @@ class ApprovalRequest(Wire):
     reason: FreeText | None = Field(default=None, max_length=2000)
     surface: Surface
     timeoutSeconds: int | None = Field(default=None, ge=1, le=7 * 24 * 3600)
-    callbackUrl: HttpUrl | None = None
+    callbackUrl: CallbackUrl | None = None
 
 
 class AdmitRequest(Wire):
