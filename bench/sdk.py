@@ -1,6 +1,6 @@
 """The agent SDK's own cost per gated call, next to the same requests made with bare httpx.
 
-    .venv/bin/python bench/sdk.py [--calls 400] [--rounds 5]
+    .venv/bin/python bench/sdk.py [--calls 1500]
 
 It starts `cosigner serve` on SQLite pinned to one core (as bench/roundtrip.py does) and,
 from this process pinned to the other core, makes the same calls one at a time with two
@@ -12,11 +12,17 @@ blocking clients on keep-alive connections:
 
 Two operations: a **read** (`lookup_order`, allowed by policy: one POST answered 200) and a
 **round trip** (POST 201, then the long-poll `GET ?wait=30`, while a "person" thread posts
-the dashboard decision as soon as the approval exists). The agent's CPU is the agent
-thread's own CPU time (`time.thread_time`), so the person thread and the server do not
-count. Clients alternate in rounds to spread machine noise over both. The quietest round of
-each is compared as well as the mean, since other load on the machine only adds CPU time.
-The bar: the SDK adds under 10% client CPU to a round trip, and answers a read in about a millisecond.
+the dashboard decision as soon as the approval exists). The two clients take turns call by
+call (which goes first alternates), so both see the same load on a shared machine. The
+agent's CPU is the agent thread's own CPU time (`time.thread_time`) per call, so the person
+thread and the server do not count; medians are compared, as other load only adds time.
+
+Then, apart from the network and the server, the same calls against canned answers
+(`httpx.MockTransport`): what each client spends in Python per call, quickest of several
+repeats, which other load on the machine hardly changes.
+
+The bar: the SDK adds under 10% client CPU to a round trip, and answers a read in about a
+millisecond.
 """
 
 from __future__ import annotations
@@ -33,7 +39,6 @@ import time
 import timeit
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import httpx
 
@@ -41,8 +46,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from roundtrip import Server, _stop_all, machine, pick_cores, running_server
 
 from cosigner import Cosigner, DashboardSurface
-from cosigner._http import approval_body
-from cosigner.decision import parse_approval
 
 USER = "u_bench"
 POLICY = """
@@ -76,9 +79,13 @@ class Person(threading.Thread):
             assert r.status_code == 200, r.text
 
 
-def raw_ops(server: Server, person: Person) -> tuple[Callable[[int], None], Callable[[int], None]]:
+Ops = tuple[Callable[[int], None], Callable[[int], None]]
+
+
+def raw_ops(server: Server, person: Person, transport: httpx.BaseTransport | None = None) -> Ops:
     """Read and round trip with bare httpx."""
-    http = httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {server.key}"}, timeout=60)
+    headers = {"Authorization": f"Bearer {server.key}"}
+    http = httpx.Client(base_url=server.url, headers=headers, timeout=60, transport=transport)
     surface = SURFACE.to_json()
 
     def read(i: int) -> None:
@@ -110,9 +117,9 @@ def raw_ops(server: Server, person: Person) -> tuple[Callable[[int], None], Call
     return read, round_trip
 
 
-def sdk_ops(server: Server, person: Person) -> tuple[Callable[[int], None], Callable[[int], None]]:
+def sdk_ops(server: Server, person: Person, transport: httpx.BaseTransport | None = None) -> Ops:
     """Read and round trip with the SDK."""
-    client = Cosigner(url=server.url, api_key=server.key, timeout=60)
+    client = Cosigner(url=server.url, api_key=server.key, timeout=60, transport=transport)
 
     def read(i: int) -> None:
         d = client.request_approval(
@@ -139,19 +146,8 @@ def sdk_ops(server: Server, person: Person) -> tuple[Callable[[int], None], Call
     return read, round_trip
 
 
-def measure(op: Callable[[int], None], start: int, calls: int) -> tuple[float, list[float]]:
-    """(agent CPU seconds, wall latencies) of `calls` sequential operations."""
-    latencies = []
-    cpu = time.thread_time()
-    for i in range(start, start + calls):
-        began = time.perf_counter()
-        op(i)
-        latencies.append(time.perf_counter() - began)
-    return time.thread_time() - cpu, latencies
-
-
-def run(server: Server, calls: int, rounds: int) -> dict[str, dict[str, Any]]:
-    """Alternate the clients over `rounds`; totals per (client, operation)."""
+def run(server: Server, calls: int) -> dict[str, dict[str, list[float]]]:
+    """Per-call agent CPU and latency of each (client, operation), the clients taking turns."""
     person = Person(server)
     person.start()
     clients = {"raw": raw_ops(server, person), "sdk": sdk_ops(server, person)}
@@ -159,61 +155,112 @@ def run(server: Server, calls: int, rounds: int) -> dict[str, dict[str, Any]]:
         for i in range(20):
             read(10_000_000 + i)
             trip(10_000_000 + i)
-    totals: dict[str, dict[str, Any]] = {
+    totals: dict[str, dict[str, list[float]]] = {
         f"{c} {o}": {"cpu": [], "lat": []} for c in clients for o in ("read", "round trip")
     }
-    for r in range(rounds):
-        for name, (read, trip) in clients.items():
+    order = list(clients.items())
+    for i in range(calls):
+        for name, (read, trip) in order if i % 2 else order[::-1]:
             for label, op in (("read", read), ("round trip", trip)):
-                cpu, lat = measure(op, r * calls, calls)
-                totals[f"{name} {label}"]["cpu"].append(cpu / calls)
-                totals[f"{name} {label}"]["lat"] += lat
+                cpu, began = time.thread_time(), time.perf_counter()
+                op(i)
+                totals[f"{name} {label}"]["lat"].append(time.perf_counter() - began)
+                totals[f"{name} {label}"]["cpu"].append(time.thread_time() - cpu)
     person.inbox.put(None)
     return totals
 
 
-def report(totals: dict[str, dict[str, Any]]) -> None:
-    """Print CPU per call (the quietest round, and the mean), latency, and the SDK's overhead."""
-    print(f"{'client / operation':24} {'CPU ms/call min':>16} {'mean':>8} {'p50 ms':>8} {'p90 ms':>8}")
+def report(totals: dict[str, dict[str, list[float]]]) -> None:
+    """Print agent CPU per call (median and mean), latency, and the SDK's overhead."""
+    print(
+        f"{'client / operation':22} {'CPU ms/call median':>19} {'mean':>7} "
+        f"{'p10 ms':>8} {'p50 ms':>8} {'p90 ms':>8}"
+    )
     for name, t in totals.items():
         lat = sorted(t["lat"])
-        low, mean = min(t["cpu"]) * 1000, statistics.mean(t["cpu"]) * 1000
-        p50, p90 = statistics.median(lat) * 1000, lat[len(lat) * 9 // 10] * 1000
-        print(f"{name:24} {low:16.3f} {mean:8.3f} {p50:8.2f} {p90:8.2f}")
+        median, mean = statistics.median(t["cpu"]) * 1000, statistics.mean(t["cpu"]) * 1000
+        p10, p50, p90 = (
+            lat[len(lat) // 10] * 1000,
+            statistics.median(lat) * 1000,
+            lat[len(lat) * 9 // 10] * 1000,
+        )
+        print(f"{name:22} {median:19.3f} {mean:7.3f} {p10:8.2f} {p50:8.2f} {p90:8.2f}")
     for op in ("read", "round trip"):
         raw, sdk = totals[f"raw {op}"]["cpu"], totals[f"sdk {op}"]["cpu"]
-        quiet = (min(sdk) - min(raw)) / min(raw) * 100
-        mean = (statistics.mean(sdk) - statistics.mean(raw)) / statistics.mean(raw) * 100
-        print(f"SDK overhead, {op}: {quiet:+.1f}% agent CPU (quietest rounds), {mean:+.1f}% (mean)")
+        median = (statistics.median(sdk) / statistics.median(raw) - 1) * 100
+        mean = (statistics.mean(sdk) / statistics.mean(raw) - 1) * 100
+        print(f"SDK overhead, {op}: {median:+.1f}% agent CPU (medians), {mean:+.1f}% (means)")
 
 
-def own_work() -> tuple[float, float]:
-    """(SDK µs, bare µs) of the work around one read's HTTP exchange: the SDK checks the request
-    against the wire model and parses the answer into a Decision; bare httpx dumps and loads JSON.
-    The quickest of several repeats, so other load on the machine hardly shows."""
-    answer = json.dumps(
-        {
-            "type": "approval_decided",
-            **{k: "x" for k in ("approvalId", "executionId", "toolCallId", "toolName", "grant")},
-            "status": "approved",
-            "decidedBy": {"kind": "policy", "rule": "tools.lookup_order"},
-            "decidedAt": "2026-01-01T00:00:00.000Z",
-            "comment": None,
-            "parametersDigest": "sha256:" + "0" * 64,
-        }
-    ).encode()
-    ask = {"execution_id": "e", "tool_call_id": "c", "tool_name": "lookup_order", "parameters": PARAMS}
-    body = {"executionId": "e", "toolCallId": "c", "toolName": "lookup_order", "parameters": PARAMS}
+def _answers() -> dict[str, bytes]:
+    """Canned answers of the server: a policy read, a pending start, a person's approval."""
+    ids = {
+        "approvalId": "apv_" + "A" * 20,
+        "executionId": "e",
+        "toolCallId": "c",
+        "toolName": "lookup_order",
+        "parametersDigest": "sha256:" + "0" * 64,
+    }
+    decided = {**ids, "type": "approval_decided", "status": "approved", "comment": None, "grant": "g.g.g"}
+    return {
+        "read": json.dumps(
+            {**decided, "decidedBy": {"kind": "policy", "rule": "tools.lookup_order"}, "decidedAt": STAMP}
+        ).encode(),
+        "start": json.dumps(
+            {
+                **ids,
+                "type": "approval_start",
+                "parameters": PARAMS,
+                "timeout": 3_600_000,
+                "startedAt": STAMP,
+                "expiresAt": STAMP,
+                "status": "pending",
+            }
+        ).encode(),
+        "approved": json.dumps(
+            {
+                **decided,
+                "decidedBy": {"kind": "person", "surface": "dashboard", "userId": USER},
+                "decidedAt": STAMP,
+            }
+        ).encode(),
+    }
 
-    def sdk() -> None:
-        approval_body(**ask, surface=SURFACE, reason=None, timeout_seconds=None, callback_url=None)
-        parse_approval(answer)
 
-    def bare() -> None:
-        json.dumps({**body, "surface": SURFACE.to_json()}).encode()
-        json.loads(answer)
+STAMP = "2026-01-01T00:00:00.000Z"
 
-    return tuple(min(timeit.repeat(f, number=2000, repeat=7)) / 2000 * 1e6 for f in (sdk, bare))  # type: ignore[return-value]
+
+def own_work() -> dict[str, float]:
+    """µs of Python per call of each (client, operation) against canned answers, no network."""
+    answers = _answers()
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        if request.method == "GET":
+            return httpx.Response(200, content=answers["approved"])
+        asked = json.loads(request.content)
+        return httpx.Response(
+            200 if asked["toolName"] == "lookup_order" else 201,
+            content=answers["read" if asked["toolName"] == "lookup_order" else "start"],
+        )
+
+    transport = httpx.MockTransport(answer)
+    canned = Server(url="http://cosigner.invalid", key="k", pid=0, stderr=Path(os.devnull), database="")
+
+    class Nobody(Person):
+        def __init__(self) -> None:  # the canned answers need no decision
+            self.inbox = queue.Queue()
+
+    ops = {"raw": raw_ops(canned, Nobody(), transport), "sdk": sdk_ops(canned, Nobody(), transport)}
+    results = {}
+    for name, (read, trip) in ops.items():
+        for label, op in (("read", read), ("round trip", trip)):
+            for i in range(200):
+                op(i)
+            best = (
+                min(timeit.repeat(lambda op=op: op(0), number=1000, repeat=7, timer=time.thread_time)) / 1000
+            )  # type: ignore[misc]
+            results[f"{name} {label}"] = best * 1e6
+    return results
 
 
 async def main_async(args: argparse.Namespace) -> None:
@@ -222,17 +269,19 @@ async def main_async(args: argparse.Namespace) -> None:
     async with running_server("sqlite", "", server_core, "WARNING", policy_text=POLICY) as server:
         if client_core is not None:
             os.sched_setaffinity(0, {client_core})
-        totals = await asyncio.to_thread(run, server, args.calls, args.rounds)
-    print(f"{args.rounds} rounds x {args.calls} calls per client and operation, sequential, SQLite")
+        totals = await asyncio.to_thread(run, server, args.calls)
+    print(f"{args.calls} calls per client and operation, one at a time, the clients taking turns, SQLite")
     report(totals)
-    sdk_us, bare_us = own_work()
-    print(f"work around one read's HTTP exchange: SDK {sdk_us:.1f} µs, bare httpx {bare_us:.1f} µs")
+    print("apart from the network, against canned answers (µs of Python per call, quickest of 7 x 1000):")
+    work = own_work()
+    for op in ("read", "round trip"):
+        raw, sdk = work[f"raw {op}"], work[f"sdk {op}"]
+        print(f"  {op:10}  raw httpx {raw:6.1f}  SDK {sdk:6.1f}  the SDK's own work {sdk - raw:+5.1f} µs")
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    p.add_argument("--calls", type=int, default=400, help="calls per client, operation and round")
-    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--calls", type=int, default=1500, help="calls per client and operation")
     args = p.parse_args()
     try:
         asyncio.run(main_async(args))

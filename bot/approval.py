@@ -179,7 +179,7 @@ def refused(decided_by: DecidedBy, exc: CosignerError, wanted: ApprovalStatus) -
     return Event(
         AuditEvent.DECISION_REFUSED,
         actor_of(decided_by),
-        {"code": exc.code.value, "message": exc.message, "wanted": wanted.value},
+        {"code": str(exc.code), "message": exc.message, "wanted": wanted.value},
     )
 
 

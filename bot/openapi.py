@@ -46,7 +46,7 @@ def _errors(*kinds: type[CosignerError]) -> dict[str, Any]:
     """One documented answer per HTTP status, naming the codes it carries."""
     by_status: dict[int, list[str]] = {}
     for kind in kinds:
-        by_status.setdefault(kind.status, []).append(kind.code.value)
+        by_status.setdefault(kind.status, []).append(str(kind.code))
     return {
         str(status): _json(_ref(answers.ErrorBody), "Error; code " + " or ".join(codes))
         for status, codes in sorted(by_status.items())

@@ -6,8 +6,11 @@ import re
 import subprocess
 import sys
 import tomllib
-from importlib.metadata import packages_distributions
+from importlib.metadata import packages_distributions, requires
 from pathlib import Path
+from typing import Any
+
+from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -57,21 +60,64 @@ def test_the_cli_loads_uvicorn_to_serve_and_nothing_dev_only() -> None:
     assert [m for m in loaded if m.split(".")[0] != "uvicorn"] == []
 
 
+def _names(specs: list[str]) -> set[str]:
+    """Distribution names of dependency specifiers, normalised (`PyJWT[crypto]>=2` -> `pyjwt`)."""
+    return {re.split(r"[\[<>=!~ ]", spec, maxsplit=1)[0].lower().replace("_", "-") for spec in specs}
+
+
+def _modules_of(distributions: set[str]) -> set[str]:
+    """The top-level modules the installed `distributions` provide."""
+    return {
+        module
+        for module, dists in packages_distributions().items()
+        if any(d.lower().replace("_", "-") in distributions for d in dists) and module.isidentifier()
+    }
+
+
+def _forbidden(project: dict[str, Any], source: str) -> set[str]:
+    (floor,) = [
+        c for c in project["tool"]["importlinter"]["contracts"] if c.get("source_modules") == [source]
+    ]
+    return set(floor["forbidden_modules"])
+
+
 def test_contracts_floor_forbids_every_dependency_but_its_own() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     allowed = {"cosigner-sdk", "pydantic", "pyjwt", "rfc8785"}
-    wanted = {
-        re.split(r"[\[<>=!~ ]", spec, maxsplit=1)[0].lower().replace("_", "-")
-        for spec in project["project"]["dependencies"]
-    } - allowed
-    modules = {
-        module
-        for module, dists in packages_distributions().items()
-        if any(d.lower().replace("_", "-") in wanted for d in dists) and module.isidentifier()
-    }
-    (floor,) = [
-        c for c in project["tool"]["importlinter"]["contracts"] if c.get("source_modules") == ["contracts"]
-    ]
-    assert modules and modules <= set(floor["forbidden_modules"]), sorted(
-        modules - set(floor["forbidden_modules"])
-    )
+    modules = _modules_of(_names(project["project"]["dependencies"]) - allowed)
+    forbidden = _forbidden(project, "contracts")
+    assert modules and modules <= forbidden, sorted(modules - forbidden)
+
+
+def _needed_by(specs: list[str]) -> set[str]:
+    """The distributions `specs` install, with their extras' and dependencies' (as installed here)."""
+    needed: set[str] = set()
+    todo = [Requirement(spec) for spec in specs]
+    while todo:
+        req = todo.pop()
+        name = req.name.lower().replace("_", "-")
+        if name in needed:
+            continue
+        needed.add(name)
+        for line in requires(req.name) or []:
+            dep = Requirement(line)
+            if dep.marker is None or any(dep.marker.evaluate({"extra": e}) for e in req.extras or {""}):
+                todo.append(dep)
+    return needed
+
+
+def test_the_sdk_floor_forbids_the_server_and_every_library_only_the_server_needs() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    sdk = tomllib.loads((ROOT / "sdk" / "python" / "pyproject.toml").read_text())
+    extra = _names(project["project"]["dependencies"]) - _needed_by(sdk["project"]["dependencies"])
+    modules = _modules_of(extra - {"cosigner-sdk"})
+    server = set(project["tool"]["importlinter"]["root_packages"]) - {"cosigner"}
+    forbidden = _forbidden(project, "cosigner")
+    assert server == {"contracts", "bot", "storage", "surfaces"}
+    assert modules and modules | server <= forbidden, sorted(modules | server - forbidden)
+
+
+def test_mypy_and_the_import_floors_cover_the_same_packages() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert set(project["tool"]["mypy"]["packages"]) == set(project["tool"]["importlinter"]["root_packages"])
+    assert project["tool"]["mypy"]["strict"] is True and project["tool"]["mypy"]["mypy_path"] == "sdk/python"

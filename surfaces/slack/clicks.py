@@ -37,7 +37,7 @@ Ack = Callable[..., Awaitable[Any]]
 def refusal_text(error: CosignerError) -> str:
     """What a clicker whose answer was refused reads: the reason code and the engine's message."""
     reason = mrkdwn.fit(error.message, 500)
-    return f":no_entry: Your answer was not recorded ({error.code.value}): {reason}"
+    return f":no_entry: Your answer was not recorded ({error.code}): {reason}"
 
 
 class Clicks:
@@ -113,7 +113,7 @@ class Clicks:
             self._notice_grid(answer)
             await self._desk.answer(answer)
         except CosignerError as error:
-            message = f"Not recorded ({error.code.value}): {error.message}"[:300]
+            message = f"Not recorded ({error.code}): {error.message}"[:300]
             await ack(response_action="errors", errors={COMMENT_BLOCK: message})
             return
         except Exception:

@@ -167,7 +167,7 @@ class SmsWebhooks:
             await self.desk.answer(answer)
         except CosignerError as exc:
             # The refusal is recorded with the message id, so a retry repeats nothing.
-            logger.info("sms answer refused approval=%s code=%s", target.card.approval_id, exc.code.value)
+            logger.info("sms answer refused approval=%s code=%s", target.card.approval_id, exc.code)
             return twiml(refusal_text(exc.message)), True
         logger.info("sms answer handled approval=%s verdict=%s", answer.approval_id, reply.verdict)
         # No TwiML confirmation: the engine calls show_outcome, which texts every approver.

@@ -160,3 +160,33 @@ async def test_a_wrong_method_names_the_allowed_ones() -> None:
         assert r.status_code == 405
         assert r.headers["allow"] == "POST"
         assert r.json()["error"]["code"] == "INVALID_REQUEST"
+
+
+def test_the_schema_states_the_callback_url_schemes_the_api_accepts() -> None:
+    from bot.openapi import openapi
+    from contracts.wire import ApprovalRequest
+
+    doc = openapi()
+    schema = Conformance(doc).validator("/components/schemas/ApprovalRequest/properties/callbackUrl")
+    body = {
+        "executionId": "r",
+        "toolCallId": "c",
+        "toolName": "t",
+        "parameters": {},
+        "surface": {"type": "api"},
+    }
+    for url, accepted in [
+        ("https://agent.example.com/cb", True),
+        ("HTTP://agent.example.com:8080/cb?x=1", True),
+        ("fc00::/7", False),  # a URI with scheme `fc00`, which `format: uri` alone let through
+        ("ftp://agent.example.com/cb", False),
+        ("mailto:ops@example.com", False),
+        ("https://", False),
+    ]:
+        assert schema.is_valid(url) is accepted, url
+        try:
+            ApprovalRequest.model_validate({**body, "callbackUrl": url})
+        except ValueError:
+            assert not accepted, url
+        else:
+            assert accepted, url

@@ -7,9 +7,9 @@ from typing import Any
 import httpx
 from pydantic import BaseModel, TypeAdapter
 
-from cosigner import errors
+from cosigner import answers, errors, wire
 from cosigner._http import error_of
-from cosigner._protocol import ErrorCode, answers, wire
+from cosigner.enums import ErrorCode
 from tests.harness import cosigner_app
 from tests.sdk.conftest import SURFACE, USER
 
@@ -39,6 +39,33 @@ def test_an_error_body_becomes_its_class_with_every_extra_field() -> None:
     )
     bare = error_of(httpx.Response(500, text="Internal Server Error"))
     assert bare is not None and bare.status == 500 and "COSIGNER_URL" in bare.message
+
+
+def test_the_server_raises_and_serialises_the_sdk_classes() -> None:
+    import bot.cli
+    import bot.sandbox
+    import contracts.errors as server
+
+    assert bot.cli and bot.sandbox  # loaded so every subclass defined anywhere is seen
+    for cls in errors.BY_CODE.values():
+        assert getattr(server, cls.__name__) is cls
+    found, stack = [], [errors.CosignerError]
+    while stack:
+        cls = stack.pop()
+        found.append(cls)
+        stack.extend(cls.__subclasses__())
+    assert {cls.__module__ for cls in found} == {"cosigner.errors"}, [
+        c for c in found if "cosigner" not in c.__module__
+    ]
+    raised = server.ToolCallCapExceeded("cap is 5", limit=5, approvalId="apv_x")
+    back = error_of(httpx.Response(raised.status, json=raised.body()))
+    assert type(back) is server.ToolCallCapExceeded
+    assert (back.code, back.status, back.message, back.details) == (
+        ErrorCode.TOOL_CALL_CAP_EXCEEDED,
+        429,
+        "cap is 5",
+        {"limit": 5, "approvalId": "apv_x"},
+    )
 
 
 def _sdk_type(name: str) -> Any:

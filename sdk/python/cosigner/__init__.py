@@ -9,12 +9,14 @@ d = client.request_approval(execution_id="run_81", tool_call_id="call_7",
 from __future__ import annotations
 
 from cosigner import errors, webhooks
-from cosigner._protocol import ApprovalStatus, DeciderKind, GrantClaims, SurfaceType, parameters_digest
 from cosigner.async_client import AsyncCosigner
 from cosigner.client import Cosigner
 from cosigner.context import execution, tool_call
 from cosigner.decision import DecidedBy, Decision
+from cosigner.digest import parameters_digest
+from cosigner.enums import ApprovalStatus, DeciderKind, SurfaceType
 from cosigner.events import ApprovalEvent
+from cosigner.grants import GrantClaims
 from cosigner.surfaces import DashboardSurface, HeadlessSurface, SlackSurface, SmsSurface, Surface
 
 __all__ = [

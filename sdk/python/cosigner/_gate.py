@@ -17,8 +17,9 @@ from typing import Any
 from pydantic_core import to_jsonable_python
 
 from cosigner import context
-from cosigner._protocol import ApprovalStatus, canonical_json, parameters_digest
 from cosigner.decision import Decision
+from cosigner.digest import canonical_json, parameters_digest
+from cosigner.enums import ApprovalStatus
 from cosigner.errors import ApprovalDenied, ApprovalExpired, CosignerError, ParametersMismatch
 from cosigner.surfaces import Surface
 

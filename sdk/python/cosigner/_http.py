@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 from pydantic import ValidationError
 
-from cosigner._protocol import wire
+from cosigner import wire
 from cosigner.errors import CosignerError, InvalidRequest, error_for
 from cosigner.surfaces import Surface
 

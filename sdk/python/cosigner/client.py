@@ -5,25 +5,21 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
-import json
 import time
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 import httpx
 
-from cosigner import _gate, _http
-from cosigner._protocol import GrantClaims, GrantRefused
-from cosigner.decision import Decision, parse_approval
-from cosigner.errors import CosignerError
-from cosigner.events import DECIDED, ApprovalEvent, EventParser
-from cosigner.keys import KEYS_PATH, KeyCache
+from cosigner import _core, _gate
+from cosigner._drivers import Shell, arguments, drive, drive_async
+from cosigner.decision import Decision
+from cosigner.events import ApprovalEvent
+from cosigner.grants import GrantClaims
 from cosigner.surfaces import Surface
 
-F = TypeVar("F", bound=Callable[..., Any])
 
-
-class Cosigner:
+class Cosigner(Shell):
     """Ask Cosigner before gated tool calls, wait for decisions, verify grants; blocking calls."""
 
     def __init__(
@@ -36,9 +32,7 @@ class Cosigner:
         retry_for: float = 120.0,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        self.config = _http.configure(url, api_key, timeout, retry_for)
-        self.execution_id = execution_id
-        self.keys = KeyCache()
+        super().__init__(url, api_key, execution_id, timeout, retry_for)
         self._http = httpx.Client(
             base_url=self.config.url, headers=self.config.headers, timeout=timeout, transport=transport
         )
@@ -53,47 +47,8 @@ class Cosigner:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _send(
-        self,
-        method: str,
-        path: str,
-        *,
-        content: bytes | None = None,
-        params: dict[str, Any] | None = None,
-        timeout: httpx.Timeout | None = None,
-        idempotent: bool = True,
-    ) -> httpx.Response:
-        delays: Iterator[float] | None = None
-        headers = _http.JSON_TYPE if content is not None else None
-        while True:
-            failure: httpx.TransportError | None = None
-            try:
-                response = self._http.request(
-                    method,
-                    path,
-                    content=content,
-                    params=params,
-                    headers=headers,
-                    timeout=timeout or self.config.timeout,
-                )
-                if not _http.retryable(response):
-                    break
-            except httpx.TransportError as exc:
-                # A request that may have reached the server is retried only if repeating it is safe.
-                if not idempotent and not isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
-                    raise
-                failure = exc
-            delays = delays or _http.Backoff(self.config.retry_for).delays()
-            delay = next(delays, None)
-            if delay is None:
-                if failure is not None:
-                    raise failure
-                break
-            time.sleep(delay)
-        error = _http.error_of(response)
-        if error is not None:
-            raise error
-        return response
+    def _send(self, step: _core.Send) -> httpx.Response:
+        return self._http.request(step.method, step.path, **arguments(step))
 
     def request_approval(
         self,
@@ -114,7 +69,8 @@ class Cosigner:
         Idempotent: the same execution_id + tool_call_id + parameters return the same
         approval, so an agent that crashed while waiting resumes by calling this again.
         """
-        body = _http.approval_body(
+        flow = _core.request_approval(
+            self.config,
             execution_id=execution_id,
             tool_call_id=tool_call_id,
             tool_name=tool_name,
@@ -123,75 +79,53 @@ class Cosigner:
             reason=reason,
             timeout_seconds=timeout_seconds,
             callback_url=callback_url,
+            wait=wait,
+            wait_timeout=wait_timeout,
         )
-        decision = parse_approval(self._send("POST", "/v1/approvals", content=body).content)
-        if wait and decision.pending:
-            return self.wait(decision, timeout=wait_timeout)
-        return decision
+        return drive(flow, self._send)
 
     def admit(self, *, execution_id: str, surface: Surface, tools: list[str]) -> None:
         """Check, before a run starts, that its surface can host every approval it may need."""
-        self._send("POST", "/v1/runs/admit", content=_http.admit_body(execution_id, surface, tools))
+        drive(_core.admit(self.config, execution_id, surface, tools), self._send)
 
     def get(self, approval: str | Decision) -> Decision:
         """The approval as it is now."""
-        return parse_approval(self._send("GET", f"/v1/approvals/{_http.approval_id_of(approval)}").content)
+        return drive(_core.get(self.config, approval), self._send)
 
     def wait(self, approval: str | Decision, *, timeout: float | None = None) -> Decision:
         """Long-poll until decided; reconnects across the 60 s limit, restarts and network errors.
 
         With `timeout` (seconds), raise TimeoutError if still pending then; the approval stays open.
         """
-        path = f"/v1/approvals/{_http.approval_id_of(approval)}"
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            seconds = _http.wait_seconds(deadline)
-            response = self._send("GET", path, params={"wait": seconds}, timeout=self.config.poll_timeout)
-            decision = parse_approval(response.content)
-            if not decision.pending:
-                return decision
-            if deadline is not None and time.monotonic() >= deadline:
-                raise TimeoutError(f"approval {decision.approval_id} is still pending after {timeout} s")
+        return drive(_core.wait_for(self.config, approval, timeout), self._send)
 
     def stream(self, approval: str | Decision) -> Iterator[ApprovalEvent]:
         """Yield the approval's server-sent events until it is decided, reconnecting on errors."""
-        path = f"/v1/approvals/{_http.approval_id_of(approval)}/events"
-        started = False
-        delays: Iterator[float] | None = None
-        while True:
+        state = _core.Streaming(self.config, approval)
+        while not state.done:
             try:
-                with self._http.stream("GET", path, timeout=self.config.poll_timeout) as response:
-                    if response.status_code >= 400:
+                with self._http.stream("GET", state.path, timeout=self.config.poll_timeout) as response:
+                    if response.is_error:
                         response.read()
-                        raise _http.error_of(response) or CosignerError("unreadable error")
-                    parser = EventParser()
+                    parser = state.connected(response)
                     for line in response.iter_lines():
-                        event = parser.feed(line)
-                        if event is None or (started and event.decision.pending):
-                            continue
-                        started = True
-                        delays = None
-                        yield event
-                        if event.event == DECIDED:
-                            return
-            except httpx.TransportError:
-                delays = delays or _http.Backoff(self.config.retry_for).delays()
-                delay = next(delays, None)
-                if delay is None:
-                    raise
-                time.sleep(delay)
+                        event = state.take(parser, line)
+                        if event is not None:
+                            yield event
+                            if state.done:
+                                return
+            except httpx.TransportError as exc:
+                time.sleep(state.retry(exc))
 
     def cancel(self, approval: str | Decision) -> Decision:
         """Withdraw a pending request; the decision comes back `cancelled`."""
-        path = f"/v1/approvals/{_http.approval_id_of(approval)}/cancel"
-        return parse_approval(self._send("POST", path, idempotent=False).content)
+        return drive(_core.cancel(self.config, approval), self._send)
 
     def report_result(
         self, approval: str | Decision, *, result: Any = None, error: str | None = None
     ) -> None:
         """Put what the executed call returned (or the error it raised) on the audit record."""
-        path = f"/v1/approvals/{_http.approval_id_of(approval)}/result"
-        self._send("POST", path, content=_http.result_body(result, error), idempotent=False)
+        drive(_core.report_result(self.config, approval, result, error), self._send)
 
     def decide(
         self,
@@ -202,14 +136,11 @@ class Cosigner:
         comment: str | None = None,
     ) -> Decision:
         """Answer a `dashboard` request on behalf of the tenant app's signed-in `user_id`."""
-        path = f"/v1/approvals/{_http.approval_id_of(approval)}/decision"
-        body = _http.decision_body(decision, user_id, comment)
-        return parse_approval(self._send("POST", path, content=body, idempotent=False).content)
+        return drive(_core.decide(self.config, approval, decision, user_id, comment), self._send)
 
     def audit(self, approval: str | Decision) -> list[dict[str, Any]]:
         """The approval's hash-chained audit events."""
-        response = self._send("GET", f"/v1/approvals/{_http.approval_id_of(approval)}/audit")
-        return list(json.loads(response.content)["events"])
+        return drive(_core.audit(self.config, approval), self._send)
 
     def verify_grant(
         self,
@@ -220,63 +151,26 @@ class Cosigner:
         tool_call_id: str | None = None,
     ) -> GrantClaims:
         """Check a grant offline against the cached `/v1/keys`; raise GrantRefused on any mismatch."""
-        if grant is None:
-            raise GrantRefused("no grant: only an approved decision carries one")
-        if self.keys.needs_fetch(grant):
-            self.keys.store(self._send("GET", KEYS_PATH).json())
-        return self.keys.verify(grant, parameters, tool_name=tool_name, tool_call_id=tool_call_id)
+        flow = _core.verify_grant(self.config, self.keys, grant, parameters, tool_name, tool_call_id)
+        return drive(flow, self._send)
 
-    def gate(
-        self,
-        *,
-        surface: Surface | None = None,
-        tool_name: str | None = None,
-        execution_id: str | None = None,
-        reason: str | None = None,
-        timeout_seconds: int | None = None,
-    ) -> Callable[[F], F]:
-        """Decorate a tool: its body runs only once Cosigner approved exactly these arguments."""
-        options = _gate.Options(surface, tool_name, execution_id, reason, timeout_seconds)
-        return lambda fn: self._gated(fn, options)  # type: ignore[return-value]
-
-    def _approve(self, fn: Callable[..., Any], options: _gate.Options, *a: Any, **kw: Any) -> Decision:
-        call = _gate.plan(fn, options, self.execution_id, *a, **kw)
-        decision = self.request_approval(**call.request())
-        _gate.refuse_unless_approved(decision, inspect.signature(fn), *a, **kw)
-        self.verify_grant(decision.grant, call.parameters, tool_name=call.tool_name)
-        return decision
-
-    def _report(self, decision: Decision, report: dict[str, Any]) -> None:
-        try:
-            self.report_result(decision, **report)
-        except (CosignerError, httpx.HTTPError) as exc:
-            _gate.log_unreported(decision.approval_id, exc)
-
-    def _gated(self, fn: Callable[..., Any], options: _gate.Options) -> Callable[..., Any]:
+    def _gated(
+        self, fn: Callable[..., Any], options: _gate.Options, signature: inspect.Signature
+    ) -> Callable[..., Any]:
+        flow = self._flow(fn, options, signature)
         if inspect.iscoroutinefunction(fn):
+            # The body is awaited on the caller's loop; the blocking requests run in threads.
+            def send(step: _core.Send) -> Any:
+                return asyncio.to_thread(self._send, step)
 
             @functools.wraps(fn)
             async def run_async(*a: Any, **kw: Any) -> Any:
-                decision = await asyncio.to_thread(self._approve, fn, options, *a, **kw)
-                try:
-                    result = await fn(*a, **kw)
-                except Exception as exc:
-                    await asyncio.to_thread(self._report, decision, _gate.error_report(exc))
-                    raise
-                await asyncio.to_thread(self._report, decision, _gate.result_report(result))
-                return result
+                return await drive_async(flow(*a, **kw), send)
 
             return run_async
 
         @functools.wraps(fn)
         def run(*a: Any, **kw: Any) -> Any:
-            decision = self._approve(fn, options, *a, **kw)
-            try:
-                result = fn(*a, **kw)
-            except Exception as exc:
-                self._report(decision, _gate.error_report(exc))
-                raise
-            self._report(decision, _gate.result_report(result))
-            return result
+            return drive(flow(*a, **kw), self._send)
 
         return run

@@ -8,7 +8,8 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import Field, TypeAdapter
 
-from cosigner._protocol import ApprovalStatus, DeciderKind, answers
+from cosigner import answers
+from cosigner.enums import ApprovalStatus, DeciderKind
 
 __all__ = ["DecidedBy", "Decision", "parse_approval"]
 

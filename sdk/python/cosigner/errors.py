@@ -1,5 +1,8 @@
 """Every error of the Cosigner API as one exception class per wire code.
 
+The server raises and serialises these same classes, and the SDK raises them from an
+error body, so a code, its HTTP status and its class are defined here and nowhere else.
+
     CosignerError                 base: `code`, `status`, `message`, `details` (the body's extra fields)
     ├── InvalidRequest            400  the body or query is malformed; `details["field"]` names where
     ├── Unauthenticated           401  no bearer key, or one Cosigner does not know
@@ -27,7 +30,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from cosigner._protocol import ErrorCode, GrantRefused
+from cosigner.answers import ErrorBody
+from cosigner.enums import ErrorCode
+from cosigner.grants import GrantRefused
 
 if TYPE_CHECKING:
     from cosigner.decision import Decision
@@ -57,7 +62,11 @@ __all__ = [
 
 
 class CosignerError(Exception):
-    """Base of every Cosigner error: a wire code, an HTTP status, a message naming the fix."""
+    """Base of every Cosigner error: a wire code, an HTTP status, a message naming the fix.
+
+    `code` is an ErrorCode, or the code as sent when a newer server answers one this
+    version does not know.
+    """
 
     code: str = ErrorCode.INVALID_REQUEST
     status: int = 400
@@ -70,7 +79,9 @@ class CosignerError(Exception):
 
     def body(self) -> dict[str, Any]:
         """The JSON error body: `{"error": {"code", "message", ...details}}`."""
-        return {"error": {"code": str(self.code), "message": self.message, **self.details}}
+        if isinstance(self.code, ErrorCode):
+            return ErrorBody.of(self.code, self.message, self.details).dump()
+        return {"error": {"code": self.code, "message": self.message, **self.details}}
 
 
 class InvalidRequest(CosignerError):
@@ -88,7 +99,7 @@ class Unauthenticated(CosignerError):
 
 
 class InvalidSignature(CosignerError):
-    """A webhook or callback whose signature does not verify, or that is too old."""
+    """An inbound webhook or callback whose signature does not verify, or that is too old."""
 
     code = ErrorCode.INVALID_SIGNATURE
     status = 401
@@ -164,7 +175,7 @@ class ApprovalExpired(CosignerError):
 
 
 class ApprovalPending(CosignerError):
-    """A result reported for an approval nobody decided yet: no call can have run."""
+    """The approval is still pending, so no call can have run and there is no result."""
 
     code = ErrorCode.APPROVAL_PENDING
     status = 409

@@ -7,7 +7,7 @@ import json
 import time
 from typing import Any
 
-from cosigner._protocol import GrantClaims, GrantRefused, verify_grant
+from cosigner.grants import GrantClaims, GrantRefused, verify_grant
 
 __all__ = ["KeyCache", "key_id", "unverified_tool_name"]
 

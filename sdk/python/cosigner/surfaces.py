@@ -11,7 +11,8 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from cosigner._protocol import SurfaceType, wire
+from cosigner import wire
+from cosigner.enums import SurfaceType
 
 __all__ = ["DashboardSurface", "HeadlessSurface", "SlackSurface", "SmsSurface", "Surface"]
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 
-from cosigner._protocol import verify_callback
 from cosigner.decision import Decision, parse_approval
 from cosigner.errors import InvalidSignature, ReplayedDelivery
+from cosigner.grants import verify_callback
 
 __all__ = ["DELIVERY_HEADER", "SIGNATURE_HEADER", "DeliveryLog", "verify"]
 

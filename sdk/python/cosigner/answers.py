@@ -1,0 +1,186 @@
+"""Pydantic models of every answer body: what the agent API sends back, and callbacks."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from cosigner.enums import ApprovalStatus, ErrorCode, SurfaceType
+from cosigner.wire import ApprovalId, Timestamp, Wire
+
+
+def _absent(value: Any) -> bool:
+    return value is None
+
+
+class AdmitResponse(Wire):
+    """The run may start."""
+
+    admitted: Literal[True] = True
+
+
+class ApprovalStart(Wire):
+    """`201`: a person must decide."""
+
+    type: Literal["approval_start"] = "approval_start"
+    approvalId: ApprovalId
+    executionId: str
+    toolCallId: str
+    toolName: str
+    parameters: dict[str, Any] = Field(description="Redacted, exactly as displayed.")
+    parametersDigest: str
+    timeout: int = Field(description="Milliseconds.")
+    startedAt: Timestamp
+    expiresAt: Timestamp
+    status: ApprovalStatus
+    shortCode: str | None = None
+
+
+class PersonDecider(Wire):
+    """A person answered; `teamId` is sent only for Slack answers that carry one."""
+
+    kind: Literal["person"] = "person"
+    surface: SurfaceType
+    userId: str
+    teamId: str | None = Field(default=None, exclude_if=_absent)
+
+
+class TimeoutDecider(Wire):
+    """Nobody answered in time; expiry means deny."""
+
+    kind: Literal["timeout"] = "timeout"
+
+
+class PolicyDecider(Wire):
+    """The policy decided without a person; `rule` names the rule."""
+
+    kind: Literal["policy"] = "policy"
+    rule: str
+
+
+class AgentDecider(Wire):
+    """The agent cancelled its own request."""
+
+    kind: Literal["agent"] = "agent"
+
+
+class SystemDecider(Wire):
+    """Cosigner failed the request closed; `code` says why."""
+
+    kind: Literal["system"] = "system"
+    code: str
+
+
+Decider = PersonDecider | TimeoutDecider | PolicyDecider | AgentDecider | SystemDecider
+DecidedBy = Annotated[Decider, Field(discriminator="kind")]
+_DECIDERS: TypeAdapter[Decider] = TypeAdapter(DecidedBy)
+
+
+def decider_from_json(stored: str | bytes) -> Decider:
+    """The `decidedBy` model of a decider as stored (its JSON)."""
+    return _DECIDERS.validate_json(stored, strict=False)
+
+
+class Decision(Wire):
+    """The decision object: GET, server-sent events and callbacks."""
+
+    type: Literal["approval_decided"] = "approval_decided"
+    approvalId: ApprovalId
+    executionId: str
+    toolCallId: str
+    toolName: str
+    status: ApprovalStatus
+    decidedBy: DecidedBy
+    decidedAt: Timestamp
+    comment: str | None
+    parametersDigest: str
+    grant: str | None = Field(description="A compact JWS; only when approved.")
+
+
+class ResultRecorded(Wire):
+    """`POST /v1/approvals/{id}/result` answer: the report is on the audit record."""
+
+    approvalId: ApprovalId
+    recorded: Literal[True] = True
+
+
+class AuditEvent(Wire):
+    """One event of an approval's hash-chained audit record."""
+
+    approvalId: str
+    tenant: str
+    seq: int
+    at: float = Field(description="Unix seconds.")
+    event: str
+    actor: Any
+    data: Any
+    prevHash: str
+    hash: str
+
+
+class AuditTrail(Wire):
+    """`GET /v1/approvals/{id}/audit`: every event, oldest first."""
+
+    approvalId: ApprovalId
+    events: list[AuditEvent]
+
+
+class Jwk(Wire):
+    """The public Ed25519 key that signs grants."""
+
+    kty: Literal["OKP"]
+    crv: Literal["Ed25519"]
+    x: str
+    kid: str
+    use: Literal["sig"]
+    alg: Literal["EdDSA"]
+
+
+class Jwks(Wire):
+    """`GET /v1/keys`: a JSON Web Key Set."""
+
+    keys: list[Jwk]
+
+
+class Problem(Wire):
+    """One invalid field of a request."""
+
+    field: str
+    message: str
+
+
+class ErrorDetail(Wire):
+    """The inside of an error body: a code, a message naming the fix, and what it is about."""
+
+    model_config = ConfigDict(extra="allow")
+    code: ErrorCode
+    message: str
+    field: str | None = Field(default=None, exclude_if=_absent)
+    problems: list[Problem] | None = Field(default=None, exclude_if=_absent)
+    approvalId: str | None = Field(default=None, exclude_if=_absent)
+    policy: str | list[str] | None = Field(default=None, exclude_if=_absent)
+    tools: list[str] | None = Field(default=None, exclude_if=_absent)
+    surface: str | None = Field(default=None, exclude_if=_absent)
+    status: ApprovalStatus | None = Field(default=None, exclude_if=_absent)
+
+
+class ErrorBody(Wire):
+    """`{"error": {...}}`: every refusal."""
+
+    error: ErrorDetail
+
+    @classmethod
+    def of(cls, code: ErrorCode, message: str, details: dict[str, Any]) -> ErrorBody:
+        """An error body; `details` become the extra keys beside code and message."""
+        detail = ErrorDetail.model_validate({"code": code, "message": message, **details}, strict=False)
+        return cls(error=detail)
+
+    def dump(self) -> dict[str, Any]:
+        """The JSON body; keys not given are left out rather than sent as null."""
+        return self.model_dump(mode="json", exclude_unset=True)
+
+
+def dump(model: BaseModel) -> dict[str, Any]:
+    """An answer model as its JSON body."""
+    return model.model_dump(mode="json")

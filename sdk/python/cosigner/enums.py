@@ -1,0 +1,122 @@
+"""Closed sets of the system, as string enums whose values are the wire spelling."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class ApprovalStatus(StrEnum):
+    """Where an approval is in its lifecycle; every state but `pending` is final."""
+
+    PENDING = "pending"
+    APPROVED = "approved"
+    DENIED = "denied"
+    EXPIRED = "expired"
+    CANCELLED = "cancelled"
+
+
+class ToolKind(StrEnum):
+    """A tool's blast radius, as the policy states it."""
+
+    READ = "read"
+    WRITE = "write"
+    DANGER = "danger"
+
+
+class ApprovalMode(StrEnum):
+    """Whether a person must approve: never, once per execution, or every call."""
+
+    NONE = "none"
+    ASK = "ask"
+    ASK_ALWAYS = "ask_always"
+
+
+class ApproverKind(StrEnum):
+    """Who may answer a request."""
+
+    REQUESTER = "requester"
+    TENANT_ADMINS = "tenant_admins"
+    STAFF = "staff"
+
+
+class SurfaceType(StrEnum):
+    """Where a run was triggered."""
+
+    SLACK = "slack"
+    SMS = "sms"
+    DASHBOARD = "dashboard"
+    API = "api"
+    SCHEDULE = "schedule"
+    BATCH = "batch"
+    WEB_WIDGET = "web_widget"
+
+
+class Verdict(StrEnum):
+    """What a person answered."""
+
+    APPROVE = "approve"
+    APPROVE_FOR_RUN = "approve_for_run"
+    DENY = "deny"
+
+
+class DeciderKind(StrEnum):
+    """Who or what closed an approval."""
+
+    PERSON = "person"
+    TIMEOUT = "timeout"
+    POLICY = "policy"
+    AGENT = "agent"
+    SYSTEM = "system"
+
+
+class JobKind(StrEnum):
+    """Work the outbox carries out after the transaction that queued it."""
+
+    DELIVER = "deliver"  # post the card or send the text
+    SHOW = "show"  # update the card, or text the outcome
+    CALLBACK = "callback"  # POST the decision to the agent's callbackUrl
+
+
+class AuditEvent(StrEnum):
+    """Audit event names other than the statuses (a closing is recorded under its status)."""
+
+    REQUESTED = "requested"
+    DECISION_REFUSED = "decision_refused"
+    DELIVERED = "delivered"
+    CALLBACK_ATTEMPT = "callback_attempt"
+    CALLBACK_REFUSED = "callback_refused"
+    CALLBACK_ABANDONED = "callback_abandoned"
+    RESULT = "result"
+    SMS_STATUS = "sms_status"
+
+
+class AddressClass(StrEnum):
+    """Why an address is not on the public internet, so no callback goes there unless allowed."""
+
+    LOOPBACK = "loopback"
+    PRIVATE = "private"
+    LINK_LOCAL = "link-local"
+    SHARED = "shared (CGNAT)"
+    MULTICAST = "multicast"
+    UNSPECIFIED = "unspecified"
+    RESERVED = "reserved"
+
+
+class ErrorCode(StrEnum):
+    """Every error code an API caller or approver can see."""
+
+    APPROVAL_MODE_UNSUPPORTED = "APPROVAL_MODE_UNSUPPORTED"
+    PERMISSION_DENIED = "PERMISSION_DENIED"
+    TOOL_CALL_CAP_EXCEEDED = "TOOL_CALL_CAP_EXCEEDED"
+    PARAMETERS_MISMATCH = "PARAMETERS_MISMATCH"
+    APPROVAL_NOT_FOUND = "APPROVAL_NOT_FOUND"
+    APPROVAL_EXPIRED = "APPROVAL_EXPIRED"
+    APPROVAL_PENDING = "APPROVAL_PENDING"
+    ALREADY_DECIDED = "ALREADY_DECIDED"
+    NOT_AN_APPROVER = "NOT_AN_APPROVER"
+    WRONG_CONVERSATION = "WRONG_CONVERSATION"
+    WRONG_TENANT = "WRONG_TENANT"
+    INVALID_SIGNATURE = "INVALID_SIGNATURE"
+    INVALID_REQUEST = "INVALID_REQUEST"
+    SURFACE_UNAVAILABLE = "SURFACE_UNAVAILABLE"
+    UNAUTHENTICATED = "UNAUTHENTICATED"
