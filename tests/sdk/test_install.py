@@ -84,7 +84,10 @@ dist = importlib.metadata.distribution("cosigner-sdk")
 print(json.dumps({
     "importable": [m for m in sys.argv[1:] if importlib.util.find_spec(m) is not None],
     "cosigner": cosigner.__file__,
-    "top_level": sorted({f.parts[0] for f in dist.files if not f.parts[0].endswith(".dist-info")}),
+    "top_level": sorted({
+        f.parts[0] for f in dist.files if f.parts[0] != ".." and not f.parts[0].endswith(".dist-info")
+    }),
+    "scripts": sorted(f.name for f in dist.files if f.parts[0] == ".."),
     "loaded": sorted({m.split(".")[0] for m in sys.modules}),
 }))
 """
@@ -105,6 +108,8 @@ def test_only_the_cosigner_package_is_installed_and_nothing_of_the_server(sdk_py
     assert found["importable"] == [], f"the SDK's venv can import {found['importable']}"
     assert Path(found["cosigner"]).is_relative_to(sdk_python.parent.parent), found["cosigner"]
     assert found["top_level"] == ["cosigner"]
+    # Outside site-packages only the MCP gateway's console script (the one entry point).
+    assert found["scripts"] == ["cosigner-mcp-gateway"], found["scripts"]
     assert not set(found["loaded"]) & set(forbidden)
 
 
