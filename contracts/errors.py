@@ -4,11 +4,12 @@
     ├── InvalidRequest            400  the body or query is malformed; `field` names where
     ├── Unauthenticated           401  no bearer key, or one we do not know
     ├── InvalidSignature          401  an inbound webhook whose signature does not verify
-    ├── PermissionDenied          403  the policy has a standing deny for this tool
+    ├── PermissionDenied          403  the policy, or an approver's standing deny, refuses this tool
     ├── NotAnApprover             403  the answering person may not decide this request
     ├── WrongConversation         403  the answer came from somewhere the request was not shown
     ├── WrongTenant               403  the answer came from another tenant's workspace or number
     ├── ApprovalNotFound          404  no such approval for this tenant
+    ├── DenialNotFound            404  no such standing deny for this tenant (or person)
     ├── ParametersMismatch        409  same executionId + toolCallId, other call
     ├── AlreadyDecided            409  the approval is closed; the message names its state
     ├── ApprovalExpired           409  the approval expired before this answer
@@ -99,6 +100,13 @@ class ApprovalNotFound(CosignerError):
     """No approval with this id belongs to the caller's tenant."""
 
     code = ErrorCode.APPROVAL_NOT_FOUND
+    status = 404
+
+
+class DenialNotFound(CosignerError):
+    """No standing deny with this id belongs to the caller."""
+
+    code = ErrorCode.DENIAL_NOT_FOUND
     status = 404
 
 
