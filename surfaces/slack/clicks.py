@@ -27,7 +27,8 @@ from surfaces.slack.web_client import translated
 
 logger = logging.getLogger("cosigner.slack.clicks")
 
-APPROVE_ACTIONS = re.compile(rf"^{re.escape(ACTION_PREFIX)}(approve|approve_for_run)$")
+# Answered at once, before the ack; Always deny was confirmed in Slack's own dialog.
+APPROVE_ACTIONS = re.compile(rf"^{re.escape(ACTION_PREFIX)}(approve|approve_for_run|always_deny)$")
 DENY_ACTION = f"{ACTION_PREFIX}deny"
 # Distinct Grid orgs warned about per process; Slack signs every one, so this is a bound, not a defence.
 MAX_GRID_NOTICES = 256
@@ -51,7 +52,7 @@ class Clicks:
     def register(self, app: AsyncApp) -> None:
         """Attach the approve, deny and deny-comment listeners."""
 
-        async def on_approve(ack: Ack, body: dict[str, Any], client: AsyncWebClient) -> None:
+        async def on_answer(ack: Ack, body: dict[str, Any], client: AsyncWebClient) -> None:
             await self._answer_click(body, client)
             await ack()
 
@@ -65,7 +66,7 @@ class Clicks:
         async def ignore(ack: Ack) -> None:
             await ack()
 
-        app.action(APPROVE_ACTIONS)(on_approve)
+        app.action(APPROVE_ACTIONS)(on_answer)
         app.action(DENY_ACTION)(on_deny)
         app.view_submission(DENY_CALLBACK)(on_deny_comment)
         # Acknowledge anything else quietly: Bolt's "unhandled request" warning prints the body.
