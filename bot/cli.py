@@ -1,4 +1,4 @@
-"""The `cosigner` command: serve, dev, migrate, tenants, policy check, audit."""
+"""The `cosigner` command: serve, dev, migrate, tenants, policy check, audit, denials."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, NoReturn
 
+from bot import denial_cli
 from bot.grants import callback_secret
 from bot.policy import Policy, load_policy, load_policy_file
 from bot.server import ListenError, valid_port
@@ -334,6 +335,7 @@ def parser() -> argparse.ArgumentParser:
     export.add_argument("--since", help="ISO 8601 time")
     export.set_defaults(fn=audit_export)
     a.add_parser("verify", help="find edited or deleted events").set_defaults(fn=audit_verify)
+    denial_cli.register(sub, _with_db, UsageError)
     return p
 
 
