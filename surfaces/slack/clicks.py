@@ -17,7 +17,7 @@ from typing import Any
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from contracts.enums import SurfaceType
+from contracts.enums import SurfaceType, Verdict
 from contracts.errors import CosignerError
 from contracts.ports import Answer, ApprovalDesk
 from surfaces.slack import mrkdwn
@@ -39,6 +39,15 @@ def refusal_text(error: CosignerError) -> str:
     """What a clicker whose answer was refused reads: the reason code and the engine's message."""
     reason = mrkdwn.fit(error.message, 500)
     return f":no_entry: Your answer was not recorded ({error.code.value}): {reason}"
+
+
+def always_denied_text(tool_name: str) -> str:
+    """What the person who answered Always deny reads: what is refused now, and how to undo it."""
+    tool = mrkdwn.fit(tool_name, 128)
+    return (
+        f":no_entry_sign: Always deny set: later *{tool}* requests that only you approve are refused "
+        "without a card. `/cosigner` lists your standing denies and lifts them."
+    )
 
 
 class Clicks:
@@ -83,7 +92,9 @@ class Clicks:
         try:
             answer = parse_block_action(body)
             self._notice_grid(answer)
-            await self._desk.answer(answer)
+            card = await self._desk.answer(answer)
+            if answer.verdict is Verdict.ALWAYS_DENY:
+                self._later(self._tell(client, body, always_denied_text(card.tool_name)))
         except CosignerError as error:
             self._later(self._tell(client, body, refusal_text(error)))
         except Exception:

@@ -214,3 +214,17 @@ async def test_it_survives_a_restart(db_kind: str) -> None:
             assert (await ask(fresh, acme, "c2")).status_code == 403
             assert len(posted(emu)) == cards
             assert "issue_refund" in json.dumps((await command(fresh)).json()["blocks"])
+
+
+def test_the_button_is_built_only_where_offered_and_fits_slacks_limits(
+    make_card: Any, make_route: Any
+) -> None:
+    from surfaces.slack.blocks import as_dicts, to_blocks
+
+    def actions(card: Any) -> list[str]:
+        blocks = as_dicts(to_blocks(card, make_route())[0])  # slack_sdk validates every limit
+        return [e["action_id"] for b in blocks if b["type"] == "actions" for e in b["elements"]]
+
+    assert "cosigner.always_deny" not in actions(make_card())
+    longest = make_card(offers_always_deny=True, tool_name="t" * 128)
+    assert actions(longest)[-1] == "cosigner.always_deny"
