@@ -165,3 +165,20 @@ async def test_it_survives_a_restart(kind: str) -> None:
                 "/v1/approvals", json=call(call_id="c2", surface=U1), headers=fresh.auth(key)
             )
             assert r.status_code == 403 and r.json()["error"]["denial"] == denial
+
+
+async def test_a_single_admin_denies_only_for_the_requester_whose_run_it_was(db_kind: str) -> None:
+    policy = DEFAULT_POLICY.replace('approvers = ["requester"]', 'approvers = ["tenant_admins"]')
+    async with cosigner_app(policy, database_kind=db_kind) as h:
+        key = await h.create_tenant("acme")
+        u1 = (await start(h, key, call_id="c1", surface=U1))["approvalId"]
+        assert (await always_deny(h, key, u1, user="u_1")).json()["error"]["code"] == "NOT_AN_APPROVER"
+        r = await always_deny(h, key, u1, user="u_admin")
+        assert r.status_code == 200 and r.json()["status"] == "denied"
+        (denial,) = (await h.client.get("/v1/denials", headers=h.auth(key))).json()["denials"]
+        assert denial["approver"]["userId"] == "u_admin" and denial["requester"] == "dashboard:u_1"
+        refused = await h.client.post(
+            "/v1/approvals", json=call(call_id="c2", surface=U1), headers=h.auth(key)
+        )
+        assert refused.status_code == 403
+        assert (await start(h, key, call_id="c3", surface=U2))["status"] == "pending"
