@@ -70,10 +70,14 @@ def refusal(d: StandingDeny, approval_id: str | None = None) -> PermissionDenied
     details: dict[str, Any] = {"denial": to_wire(d)}
     if approval_id is not None:
         details["approvalId"] = approval_id
+    then = (
+        f"It was lifted since ({iso(d.lifted_at)}): a call with a new toolCallId is asked again."
+        if d.lifted_at is not None
+        else "Tell the user; to be asked again, " + LIFT_HOW.format(id=d.id) + "."
+    )
     return PermissionDenied(
         f"{setter(d)} set a standing deny on {d.scope.tool_name} for runs of {d.scope.requester} "
-        f"that they approve ({d.id}, {iso(d.created_at)}); it is refused without asking. "
-        "Tell the user; to be asked again, " + LIFT_HOW.format(id=d.id),
+        f"that they approve ({d.id}, {iso(d.created_at)}); it is refused without asking. {then}",
         **details,
     )
 

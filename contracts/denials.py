@@ -78,5 +78,5 @@ class DenialDesk(Protocol):
         ...
 
     async def lift_own(self, tenant: str, surface: SurfaceType, person: str, denial_id: str) -> Denial:
-        """Lift a standing deny `person` set; raises `ApprovalNotFound`-like errors otherwise."""
+        """Lift a standing deny `person` set; `DenialNotFound` for any other (or none)."""
         ...

@@ -92,6 +92,8 @@ async def test_lifting_it_restores_the_request(db_kind: str) -> None:
     async with cosigner_app(database_kind=db_kind) as h:
         acme, globex = await h.create_tenant("acme"), await h.create_tenant("globex")
         denial = await set_one(h, acme)
+        refused = call(call_id="c2", surface=U1)
+        assert (await h.client.post("/v1/approvals", json=refused, headers=h.auth(acme))).status_code == 403
         url = f"/v1/denials/{denial['denialId']}"
         other = await h.client.delete(url, headers=h.auth(globex))
         assert other.status_code == 404 and other.json()["error"]["code"] == "DENIAL_NOT_FOUND"
@@ -100,8 +102,11 @@ async def test_lifting_it_restores_the_request(db_kind: str) -> None:
         assert lifted.json()["liftedBy"] == "api" and lifted.json()["liftedAt"]
         again = await h.client.delete(url, headers=h.auth(acme))
         assert again.status_code == 200 and again.json()["liftedAt"] == lifted.json()["liftedAt"]
+        # The call it refused stays refused (the same call, the same answer), saying it was lifted.
+        replayed = await h.client.post("/v1/approvals", json=refused, headers=h.auth(acme))
+        assert replayed.status_code == 403 and "lifted since" in replayed.json()["error"]["message"]
         assert (await h.client.get("/v1/denials", headers=h.auth(acme))).json() == {"denials": []}
-        asked = await start(h, acme, call_id="c2", surface=U1)
+        asked = await start(h, acme, call_id="c3", surface=U1)
         assert asked["status"] == "pending"
         first = denial["approvalId"]
         events = (await h.client.get(f"/v1/approvals/{first}/audit", headers=h.auth(acme))).json()["events"]
