@@ -187,3 +187,29 @@ async def test_a_single_admin_denies_only_for_the_requester_whose_run_it_was(db_
         )
         assert refused.status_code == 403
         assert (await start(h, key, call_id="c3", surface=U2))["status"] == "pending"
+
+
+async def test_one_standing_deny_per_scope_and_a_new_one_after_a_lift(db_kind: str) -> None:
+    async with cosigner_app(database_kind=db_kind) as h:
+        key = await h.create_tenant("acme")
+        first = (await start(h, key, call_id="c1", surface=U1))["approvalId"]
+        second = (await start(h, key, call_id="c2", surface=U1))["approvalId"]  # asked before the deny
+        assert (await always_deny(h, key, first)).status_code == 200
+        assert (await always_deny(h, key, second)).json()["status"] == "denied"
+        (denial,) = (await h.client.get("/v1/denials", headers=h.auth(key))).json()["denials"]
+        assert denial["approvalId"] == first
+        events = (await h.client.get(f"/v1/approvals/{second}/audit", headers=h.auth(key))).json()["events"]
+        assert events[-1]["event"] == "standing_deny_set"
+        assert events[-1]["data"] == {
+            "denialId": denial["denialId"],
+            "toolName": "issue_refund",
+            "requester": "dashboard:u_1",
+            "alreadyInForce": True,
+        }
+        # A replayed answer on a closed request sets nothing.
+        assert (await always_deny(h, key, first)).json()["error"]["code"] == "ALREADY_DECIDED"
+        await h.client.delete(f"/v1/denials/{denial['denialId']}", headers=h.auth(key))
+        third = (await start(h, key, call_id="c3", surface=U1))["approvalId"]
+        assert (await always_deny(h, key, third)).status_code == 200
+        (renewed,) = (await h.client.get("/v1/denials", headers=h.auth(key))).json()["denials"]
+        assert renewed["denialId"] != denial["denialId"] and renewed["approvalId"] == third
