@@ -10,6 +10,7 @@ A standing deny only ever denies: nothing here can approve.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -33,6 +34,7 @@ from storage.database import Database, Tx
 from storage.denials import StandingDeny
 from storage.records import Record, iso, ts
 
+log = logging.getLogger("cosigner.denials")
 RULE_PREFIX = "standing deny "
 _RULE = re.compile(r"^standing deny (den_[A-Za-z0-9_-]{20})\b")
 LIFT_HOW = "lift it with DELETE /v1/denials/{id}, `/cosigner` in Slack, or `cosigner denials lift {id}`"
@@ -70,6 +72,11 @@ def refusal(d: StandingDeny, approval_id: str | None = None) -> PermissionDenied
     details: dict[str, Any] = {"denial": to_wire(d)}
     if approval_id is not None:
         details["approvalId"] = approval_id
+    log.info(
+        "request refused by standing deny %s",
+        d.id,
+        extra={"approval_id": approval_id, "tenant": d.scope.tenant, "tool": d.scope.tool_name},
+    )
     then = (
         f"It was lifted since ({iso(d.lifted_at)}): a call with a new toolCallId is asked again."
         if d.lifted_at is not None
@@ -230,4 +237,11 @@ class Denials:
                 "no standing deny with this id; an id is den_ and 20 letters, digits, - or _"
             )
         now = self.clock()
-        return await self.db.run_write(lambda tx: lift_tx(tx, denial_id, by, actor, now, allowed))
+        lifted = await self.db.run_write(lambda tx: lift_tx(tx, denial_id, by, actor, now, allowed))
+        log.info(
+            "standing deny %s lifted by %s",
+            denial_id,
+            by.partition(":")[0],  # operator, api, or the surface: never a person's number
+            extra={"tenant": lifted.scope.tenant, "tool": lifted.scope.tool_name},
+        )
+        return lifted
