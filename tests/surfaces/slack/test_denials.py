@@ -228,3 +228,18 @@ def test_the_button_is_built_only_where_offered_and_fits_slacks_limits(
     assert "cosigner.always_deny" not in actions(make_card())
     longest = make_card(offers_always_deny=True, tool_name="t" * 128)
     assert actions(longest)[-1] == "cosigner.always_deny"
+
+
+def test_the_manifest_declares_the_command_at_the_events_route() -> None:
+    from pathlib import Path
+    from urllib.parse import urlparse
+
+    import yaml
+
+    manifest = yaml.safe_load((Path(__file__).resolve().parents[3] / "manifest.yml").read_text())
+    (declared,) = manifest["features"]["slash_commands"]
+    assert declared["command"] == "/cosigner"
+    assert (
+        urlparse(declared["url"]).path == urlparse(manifest["settings"]["interactivity"]["request_url"]).path
+    )
+    assert "commands" in manifest["oauth_config"]["scopes"]["bot"]
