@@ -36,7 +36,7 @@ from storage.records import Record, iso, ts
 
 log = logging.getLogger("cosigner.denials")
 RULE_PREFIX = "standing deny "
-_RULE = re.compile(r"^standing deny (den_[A-Za-z0-9_-]{20})\b")
+_RULE = re.compile(r"^standing deny (den_[A-Za-z0-9_-]{20})(?: |$)")
 LIFT_HOW = "lift it with DELETE /v1/denials/{id}, `/cosigner` in Slack, or `cosigner denials lift {id}`"
 Check = Callable[[Record], None]
 Step = Callable[[Tx, Record, float], list[Event]]
