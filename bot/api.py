@@ -17,6 +17,7 @@ from starlette.routing import Route
 
 from bot.bodies import decision_body, start_body
 from bot.decoding import parse
+from bot.denial_routes import denial_routes
 from bot.engine import Engine
 from bot.tenants import TenantKeys
 from contracts.answers import AdmitResponse, ApprovalStart, AuditEvent, AuditTrail, Jwks, ResultRecorded, dump
@@ -91,6 +92,7 @@ class Api:
             Route("/v1/approvals/{approval_id}/audit", w(self.audit, "audit"), methods=["GET"]),
             Route("/v1/approvals/{approval_id}/decision", w(self.decide, "decision"), methods=["POST"]),
             Route("/v1/keys", w(self.jwks, "keys", auth=False), methods=["GET"]),
+            *denial_routes(self.engine.denials, w, answer),
         ]
 
     def _wrap(
@@ -117,8 +119,8 @@ class Api:
 
     async def admit(self, request: Request, tenant: str) -> Response:
         req = await parse(request, AdmitRequest)
-        await self.engine.admit(tenant, req)
-        return answer(AdmitResponse())
+        held = await self.engine.admit(tenant, req)
+        return answer(AdmitResponse(standingDenies=held))
 
     async def get(self, request: Request, tenant: str) -> Response:
         raw = request.query_params.get("wait")

@@ -163,6 +163,8 @@ class Closing:
     audit_refusal: bool = False
     run_grant: str | None = None
     inbound: tuple[SurfaceType, str] | None = None
+    # More to record in the same transaction when it closes as asked (a standing deny).
+    also: Callable[[Tx, Record, float], list[Event]] | None = None
 
 
 @dataclass(frozen=True)
@@ -222,6 +224,8 @@ def close(
     if not allowed(rec.status, to):
         raise closed_error(rec)
     events.append(Event(to.value, actor_of(decided_by), {"comment": comment}))
+    if c.also is not None and to is c.to:
+        events += c.also(tx, rec, now)
     rec = ledger.append(
         tx,
         rec,

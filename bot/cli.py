@@ -1,4 +1,4 @@
-"""The `cosigner` command: serve, dev, migrate, tenants, policy check, audit."""
+"""The `cosigner` command: serve, dev, migrate, tenants, policy check, audit, denials."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, NoReturn
 
+from bot import denial_cli
 from bot.grants import callback_secret
 from bot.policy import Policy, load_policy, load_policy_file
 from bot.server import ListenError, valid_port
@@ -336,6 +337,7 @@ def parser() -> argparse.ArgumentParser:
     a.add_parser("verify", help="find edited or deleted events").set_defaults(fn=audit_verify)
     # Parsed by the gateway itself (see main): listed here for `cosigner --help`.
     sub.add_parser("mcp-gateway", help="an MCP server in front of another, each tool call gated by Cosigner")
+    denial_cli.register(sub, _with_db, UsageError)
     return p
 
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from bot import denials
 from bot.approval import Closing, check_answer
 from bot.engine import Engine
 from contracts.answers import PersonDecider
+from contracts.denials import Denial
 from contracts.enums import ApprovalStatus, AuditEvent, SurfaceType, Verdict
 from contracts.ports import Answer, ApprovalCard, Delivered, Placed
 from storage import approvals as ledger
@@ -33,18 +35,25 @@ class Desk:
         surface = SurfaceType(answer.surface)
         team = (answer.actor_org or answer.org) if surface is SurfaceType.SLACK else None
         actor = PersonDecider(surface=surface, userId=answer.actor, teamId=team or None)
-        to = ApprovalStatus.DENIED if answer.verdict is Verdict.DENY else ApprovalStatus.APPROVED
+        # Only the two approving verdicts approve; any other (deny, always deny) denies.
+        approving = answer.verdict in (Verdict.APPROVE, Verdict.APPROVE_FOR_RUN)
+        to = ApprovalStatus.APPROVED if approving else ApprovalStatus.DENIED
         run_grant = None
         if answer.verdict is Verdict.APPROVE_FOR_RUN:
             run_grant = f"{surface.value}:{answer.actor}"
+        check: denials.Check = lambda rec: check_answer(rec, answer)  # noqa: E731
+        standing = None
+        if answer.verdict is Verdict.ALWAYS_DENY:
+            check, standing = denials.checked(check, answer.actor), denials.setting(answer.actor, team)
         closing = Closing(
             to,
             actor,
             comment=answer.comment,
-            check=lambda rec: check_answer(rec, answer),
+            check=check,
             audit_refusal=True,
             run_grant=run_grant,
             inbound=(surface, answer.message_id) if answer.message_id else None,
+            also=standing,
         )
         rec = await self.engine.close(answer.approval_id, closing)
         return rec.card()
@@ -52,6 +61,16 @@ class Desk:
     def tenant_for_org(self, surface: SurfaceType, org: str) -> str | None:
         """The tenant whose policy names this Slack team/enterprise or SMS number."""
         return self.engine.policy.tenant_for_org(surface, org)
+
+    # --- standing denies a person set (contracts.denials.DenialDesk) ------------
+
+    async def denials_of(self, tenant: str, surface: SurfaceType, person: str) -> Sequence[Denial]:
+        """The standing denies in force that `person` set on `surface` in `tenant`."""
+        return await self.engine.denials.denials_of(tenant, surface, person)
+
+    async def lift_own(self, tenant: str, surface: SurfaceType, person: str, denial_id: str) -> Denial:
+        """Lift a standing deny that `person` set; anyone else's is not found."""
+        return await self.engine.denials.lift_own(tenant, surface, person, denial_id)
 
     # --- what SMS needs besides -------------------------------------------------
 

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from bot import approval, trail
+from bot import approval, denials, trail
 from bot.approval import Closing
 from bot.bodies import decision_body, start_body
 from bot.checks import callback_allowed, json_limits, surface_belongs
@@ -35,6 +35,7 @@ from contracts.answers import (
     SystemDecider,
     TimeoutDecider,
 )
+from contracts.denials import Denial
 from contracts.enums import ApprovalMode, ApprovalStatus, AuditEvent, SurfaceType
 from contracts.errors import (
     AlreadyDecided,
@@ -81,6 +82,7 @@ class Engine:
         self.clock = clock
         self.callback_allow = callback_allow or AllowList()
         self.notifier = notifier or Notifier()
+        self.denials = denials.Denials(db, clock)
         self.jobs_wakeup = asyncio.Event()
         self.expiry_wakeup = asyncio.Event()
         # How often a waiter re-reads on its own, in case a notification from another
@@ -140,8 +142,10 @@ class Engine:
 
     # --- creating ---------------------------------------------------------------
 
-    async def admit(self, tenant: str, req: AdmitRequest) -> None:
-        """Refuse a run whose gated tools need a person the surface cannot host."""
+    async def admit(self, tenant: str, req: AdmitRequest) -> list[Denial]:
+        """Refuse a run whose gated tools need a person the surface cannot host; report the
+        standing denies its tools would be refused by."""
+        held: list[Denial] = []
         needing: list[str] = []
         messages: list[str] = []
         rules: list[str] = []
@@ -151,11 +155,14 @@ class Engine:
             if rule.deny or rule.mode is ApprovalMode.NONE:
                 continue
             try:
-                route_for(self.policy, tenant, rule, req.surface, self.surfaces, self.sms_sender)
+                route = route_for(self.policy, tenant, rule, req.surface, self.surfaces, self.sms_sender)
             except ApprovalModeUnsupported as exc:
                 needing.append(tool)
                 rules.append(rule.source)
                 messages.append(exc.message)
+                continue
+            found = await self.denials.held(tenant, tool, rule.mode, route, req.surface.model_dump())
+            held += [found] if found is not None else []
         if needing:
             raise ApprovalModeUnsupported(
                 f"this run would need a person for {', '.join(needing)}, and cannot host one: " + messages[0],
@@ -163,6 +170,7 @@ class Engine:
                 tools=needing,
                 surface=req.surface.type,
             )
+        return held
 
     async def create(self, tenant: str, req: ApprovalRequest) -> tuple[int, ApprovalStart | Decision]:
         """Handle `POST /v1/approvals`; returns (HTTP status, body)."""
@@ -195,6 +203,7 @@ class Engine:
             raise InvalidRequest("could not create the approval; retry the same request")
         rec = created.record
         if created.replay:
+            await self.denials.refuse_again(rec)
             return self._replay(rec)
         self.metrics.created(rec.status.value)
         log.debug(
@@ -215,6 +224,8 @@ class Engine:
                 policy=rule.source,
                 approvalId=rec.id,
             )
+        if created.standing is not None:
+            raise denials.refusal(created.standing, rec.id)
         if not rec.closed:
             return 201, start_body(rec)
         return 200, decision_body(rec, self.signer, self.grant_ttl)
@@ -292,13 +303,18 @@ class Engine:
     async def dashboard_decide(self, tenant: str, approval_id: str, req: DecisionRequest) -> Record:
         """The tenant's app decides on behalf of its signed-in user."""
         to = ApprovalStatus.APPROVED if req.decision == "approve" else ApprovalStatus.DENIED
+        check: denials.Check = lambda rec: approval.check_dashboard(rec, req.userId)  # noqa: E731
+        standing = None
+        if req.decision == "always_deny":
+            check, standing = denials.checked(check, req.userId), denials.setting(req.userId, None)
         closing = Closing(
             to,
             PersonDecider(surface=SurfaceType.DASHBOARD, userId=req.userId),
             comment=req.comment,
             tenant=tenant,
             audit_refusal=True,
-            check=lambda rec: approval.check_dashboard(rec, req.userId),
+            check=check,
+            also=standing,
         )
         return await self.close(approval_id, closing)
 

@@ -13,6 +13,8 @@ from typing import Any
 from bot.approval import new_id, queue_callback, stored
 from bot.bodies import actor_of
 from bot.checks import ambiguous, lookup
+from bot.denials import decider as standing_decider
+from bot.denials import held_against
 from bot.policy import Policy, ToolRule
 from contracts.answers import DecidedBy, PolicyDecider
 from contracts.enums import ApprovalMode, ApprovalStatus, AuditEvent, JobKind, SurfaceType
@@ -23,6 +25,7 @@ from storage import approvals as ledger
 from storage import jobs
 from storage.audit import Event
 from storage.database import Tx
+from storage.denials import StandingDeny
 from storage.records import Record, delivery_key, route_fields, route_to_json
 
 DELIVERY_WINDOW = 120.0
@@ -35,6 +38,7 @@ class Created:
     record: Record
     replay: bool
     denied_by_policy: bool = False
+    standing: StandingDeny | None = None  # the standing deny that refused it
 
 
 def create_tx(
@@ -65,10 +69,16 @@ def create_tx(
     route = None if isinstance(routed, ApprovalModeUnsupported) else routed
     decided_by: DecidedBy | None = None
     status = ApprovalStatus.PENDING
+    # Before any approval by policy: a person's standing no is never turned into a yes.
+    standing = (
+        None if rule.deny else held_against(tx, tenant, req.toolName, mode, routed, req.surface.model_dump())
+    )
     if rule.deny:
         decided_by, status = PolicyDecider(rule=f"{rule.source}.deny"), ApprovalStatus.DENIED
     elif mode is ApprovalMode.NONE:
         decided_by, status = PolicyDecider(rule=rule.describe()), ApprovalStatus.APPROVED
+    elif standing is not None:
+        decided_by, status = standing_decider(standing), ApprovalStatus.DENIED
     else:
         cap = policy.max_gated_calls(tenant)
         used = ledger.gated_count(calls)
@@ -140,7 +150,7 @@ def create_tx(
         jobs.queue(tx, JobKind.DELIVER, approval_id, {}, now, now + DELIVERY_WINDOW)
     if decided_by is not None and values["callback_url"]:
         queue_callback(tx, approval_id, now, policy.defaults.callback_retry_window)
-    return Created(rec, replay=False, denied_by_policy=rule.deny)
+    return Created(rec, replay=False, denied_by_policy=rule.deny, standing=standing)
 
 
 def policy_approval(tx: Tx, tenant: str, req: ApprovalRequest, rule: ToolRule) -> DecidedBy | None:

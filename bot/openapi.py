@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from contracts import answers, errors, wire
+from contracts import answers, denials, errors, wire
 from contracts.errors import CosignerError
 
 _REQUESTS: list[type[BaseModel]] = [
@@ -27,6 +27,8 @@ _ANSWERS: list[type[BaseModel]] = [
     answers.AuditTrail,
     answers.Jwks,
     answers.ErrorBody,
+    denials.DenialList,
+    denials.Denial,
 ]
 E = errors
 _AUTH = (E.Unauthenticated,)
@@ -187,6 +189,32 @@ def _paths() -> dict[str, Any]:
                 body=_body(wire.DecisionRequest),
                 approval=True,
             )
+        },
+        "/v1/denials": {
+            "get": _operation(
+                "The standing denies (Always deny) in force for this tenant, newest first",
+                "listDenials",
+                {"200": _json(_ref(denials.DenialList), "Standing denies in force")},
+                _AUTH,
+            )
+        },
+        "/v1/denials/{denialId}": {
+            "delete": {
+                **_operation(
+                    "Lift a standing deny: later requests it covered are asked again",
+                    "liftDenial",
+                    {"200": _json(_ref(denials.Denial), "Lifted (again: the first lift stands)")},
+                    (*_AUTH, E.DenialNotFound),
+                ),
+                "parameters": [
+                    {
+                        "name": "denialId",
+                        "in": "path",
+                        "required": True,
+                        "schema": {"type": "string"},
+                    }
+                ],
+            }
         },
         "/v1/keys": {
             "get": {

@@ -47,6 +47,8 @@ class ApprovalCard:
     expires_at: datetime
     status: ApprovalStatus
     outcome: Outcome | None = None
+    # Whether the approver may answer "always deny" (see contracts.denials.scope_of).
+    offers_always_deny: bool = False
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from contracts.answers import DecidedBy, PersonDecider, PolicyDecider, SystemDecider, decider_from_json
+from contracts.denials import scope_of
 from contracts.enums import ApprovalMode, ApprovalStatus, DeciderKind, SurfaceType, ToolKind
 from contracts.ports import (
     ApprovalCard,
@@ -218,6 +219,8 @@ class Record:
             expires_at=ts(self.expires_at),
             status=self.status,
             outcome=outcome,
+            offers_always_deny=scope_of(self.tenant, self.tool_name, self.mode, self.route, self.surface)
+            is not None,
         )
 
     def placed(self) -> Placed | None:

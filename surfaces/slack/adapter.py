@@ -29,6 +29,7 @@ from contracts.errors import SurfaceUnavailable
 from contracts.ports import ApprovalCard, ApprovalDesk, Delivered, Route, SlackRoute
 from surfaces.slack.blocks import to_blocks, to_closed_blocks
 from surfaces.slack.clicks import Clicks
+from surfaces.slack.commands import Commands
 from surfaces.slack.installs import INSTALL_PATH, REDIRECT_PATH, Installs
 from surfaces.slack.pacing import ChannelPacer
 from surfaces.slack.parse import event_type
@@ -90,6 +91,7 @@ class SlackAdapter:
         self._verifier = SignatureVerifier(config.signing_secret)
         self._pacer = ChannelPacer(rate=1.0, burst=3)
         self._clicks = Clicks(desk)
+        self._commands = Commands(desk)
         self._installs: Installs | None = None
         if config.client_id and config.client_secret:
             if config.installations is None or config.oauth_states is None:
@@ -145,6 +147,7 @@ class SlackAdapter:
             # would only add latency.
             request_verification_enabled=False,
         )
+        self._commands.register(app)  # before the clicks' catch-all listener
         self._clicks.register(app)
         self._handler = AsyncSlackRequestHandler(app)
 

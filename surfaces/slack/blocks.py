@@ -134,7 +134,25 @@ def _buttons(card: ApprovalCard) -> ActionsBlock:
     if card.mode == ApprovalMode.ASK:
         buttons.append(_button("Approve for this run", Verdict.APPROVE_FOR_RUN, card.approval_id))
     buttons.append(_button("Deny", Verdict.DENY, card.approval_id, "danger"))
+    if card.offers_always_deny:
+        buttons.append(_always_deny(card))
     return ActionsBlock(block_id=f"{BLOCK_PREFIX}{card.approval_id}", elements=buttons)
+
+
+def _always_deny(card: ApprovalCard) -> ButtonElement:
+    """The third button: deny, and refuse this tool from now on for requests this person approves."""
+    tool = mrkdwn.fit(card.tool_name, 128)
+    confirm = ConfirmObject(
+        title=PlainTextObject(text="Always deny?"),
+        text=md(
+            f"Deny `{tool}` for requests you approve, now and from now on: later ones are refused "
+            "without asking you. Lift it with /cosigner."
+        ),
+        confirm=PlainTextObject(text="Always deny"),
+        deny=PlainTextObject(text="Cancel"),
+        style="danger",
+    )
+    return _button("Always deny", Verdict.ALWAYS_DENY, card.approval_id, confirm=confirm)
 
 
 def _button(

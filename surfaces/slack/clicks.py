@@ -17,7 +17,7 @@ from typing import Any
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from contracts.enums import SurfaceType
+from contracts.enums import SurfaceType, Verdict
 from contracts.errors import CosignerError
 from contracts.ports import Answer, ApprovalDesk
 from surfaces.slack import mrkdwn
@@ -27,7 +27,8 @@ from surfaces.slack.web_client import translated
 
 logger = logging.getLogger("cosigner.slack.clicks")
 
-APPROVE_ACTIONS = re.compile(rf"^{re.escape(ACTION_PREFIX)}(approve|approve_for_run)$")
+# Answered at once, before the ack; Always deny was confirmed in Slack's own dialog.
+APPROVE_ACTIONS = re.compile(rf"^{re.escape(ACTION_PREFIX)}(approve|approve_for_run|always_deny)$")
 DENY_ACTION = f"{ACTION_PREFIX}deny"
 # Distinct Grid orgs warned about per process; Slack signs every one, so this is a bound, not a defence.
 MAX_GRID_NOTICES = 256
@@ -38,6 +39,15 @@ def refusal_text(error: CosignerError) -> str:
     """What a clicker whose answer was refused reads: the reason code and the engine's message."""
     reason = mrkdwn.fit(error.message, 500)
     return f":no_entry: Your answer was not recorded ({error.code}): {reason}"
+
+
+def always_denied_text(tool_name: str) -> str:
+    """What the person who answered Always deny reads: what is refused now, and how to undo it."""
+    tool = mrkdwn.fit(tool_name, 128)
+    return (
+        f":no_entry_sign: Always deny set: later *{tool}* requests that only you approve are refused "
+        "without a card. `/cosigner` lists your standing denies and lifts them."
+    )
 
 
 class Clicks:
@@ -51,7 +61,7 @@ class Clicks:
     def register(self, app: AsyncApp) -> None:
         """Attach the approve, deny and deny-comment listeners."""
 
-        async def on_approve(ack: Ack, body: dict[str, Any], client: AsyncWebClient) -> None:
+        async def on_answer(ack: Ack, body: dict[str, Any], client: AsyncWebClient) -> None:
             await self._answer_click(body, client)
             await ack()
 
@@ -65,7 +75,7 @@ class Clicks:
         async def ignore(ack: Ack) -> None:
             await ack()
 
-        app.action(APPROVE_ACTIONS)(on_approve)
+        app.action(APPROVE_ACTIONS)(on_answer)
         app.action(DENY_ACTION)(on_deny)
         app.view_submission(DENY_CALLBACK)(on_deny_comment)
         # Acknowledge anything else quietly: Bolt's "unhandled request" warning prints the body.
@@ -82,7 +92,9 @@ class Clicks:
         try:
             answer = parse_block_action(body)
             self._notice_grid(answer)
-            await self._desk.answer(answer)
+            card = await self._desk.answer(answer)
+            if answer.verdict is Verdict.ALWAYS_DENY:
+                self._later(self._tell(client, body, always_denied_text(card.tool_name)))
         except CosignerError as error:
             self._later(self._tell(client, body, refusal_text(error)))
         except Exception:

@@ -40,6 +40,9 @@ SCOPES: dict[str, str | None] = {
     "oauth.v2.access": None,
 }
 
+# Scopes for features rather than Web API methods: `commands` lets the app receive `/cosigner`.
+FEATURE_SCOPES: dict[str, str] = {"/cosigner": "commands"}
+
 _FIXES = {
     "not_in_channel": "invite the Cosigner app to the channel (`/invite @Cosigner`)",
     "channel_not_found": "check the channel id, and invite the app if the channel is private",
@@ -56,7 +59,7 @@ _FIXES = {
 
 def bot_scopes() -> tuple[str, ...]:
     """The bot scopes the code calls for, sorted."""
-    return tuple(sorted({s for s in SCOPES.values() if s is not None}))
+    return tuple(sorted({s for s in SCOPES.values() if s is not None} | set(FEATURE_SCOPES.values())))
 
 
 def retry_handlers() -> list[AsyncRetryHandler]:

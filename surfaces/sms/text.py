@@ -22,7 +22,10 @@ CLAIM_LABEL = "Agent says (unverified): "
 CLAIM_MIN = 40  # the agent's claim never crowds out the parameters...
 CLAIM_MAX = 120  # ...nor fills the text when they are short
 MIN_PARAMS = 24
-HELP = "Reply YES or NO (plus the code when asked). Nothing was decided."
+HELP = (
+    "Reply YES or NO (plus the code when asked), or NEVER to deny and always deny this tool for you. "
+    "Nothing was decided."
+)
 
 _GSM7_BASIC = set(
     "@£$¥èéùìòÇ\nØø\rÅåΔ_ΦΓΛΩΠΨΣΘΞÆæßÉ !\"#¤%&'()*+,-./0123456789:;<=>?¡"
@@ -143,10 +146,18 @@ def help_text(codes: Sequence[str] = ()) -> str:
     if len(codes) > 1:
         listed = ", ".join(codes)
         return (
-            f"Several requests are pending ({listed}): reply YES or NO followed by the code, "
-            f"e.g. YES {codes[0]}. Nothing was decided."
+            f"Several requests are pending ({listed}): reply YES, NO or NEVER (always deny) "
+            f"followed by the code, e.g. YES {codes[0]}. Nothing was decided."
         )
     return HELP
+
+
+def standing_text(card: ApprovalCard) -> str:
+    """The reply to NEVER once it was applied: what is refused from now on, and how to undo it."""
+    return (
+        f"Always deny set: {card.tool_name} requests you approve are refused from now on, "
+        "without a text. To lift it, ask your team's admin (Cosigner lists it under denials)."
+    )
 
 
 def unknown_code_text(code: str, codes: Sequence[str]) -> str:

@@ -18,11 +18,11 @@ from starlette.responses import JSONResponse, Response
 from twilio.request_validator import RequestValidator
 from twilio.twiml.messaging_response import MessagingResponse
 
-from contracts.enums import ApprovalStatus, AuditEvent, SurfaceType
+from contracts.enums import ApprovalStatus, AuditEvent, SurfaceType, Verdict
 from contracts.errors import CosignerError, InvalidSignature
 from contracts.ports import Answer, Placed, SmsDesk
 from surfaces.sms.reply import is_help, is_opt_in, is_opt_out, parse_reply
-from surfaces.sms.text import closed_text, help_text, refusal_text, unknown_code_text
+from surfaces.sms.text import closed_text, help_text, refusal_text, standing_text, unknown_code_text
 
 if TYPE_CHECKING:
     from surfaces.sms.adapter import SmsConfig
@@ -170,6 +170,8 @@ class SmsWebhooks:
             logger.info("sms answer refused approval=%s code=%s", target.card.approval_id, exc.code)
             return twiml(refusal_text(exc.message)), True
         logger.info("sms answer handled approval=%s verdict=%s", answer.approval_id, reply.verdict)
+        if reply.verdict is Verdict.ALWAYS_DENY:
+            return twiml(standing_text(target.card)), True
         # No TwiML confirmation: the engine calls show_outcome, which texts every approver.
         return twiml(), True
 

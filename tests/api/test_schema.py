@@ -121,6 +121,7 @@ async def exercise(h: Harness, c: Conformance) -> None:
     c.check(item + "/cancel", await post(f"/v1/approvals/{missing}/cancel", headers=a))
     c.check(item + "/result", await post(f"/v1/approvals/{other}/result", json={}, headers=a))
     c.check("/v1/keys", await get("/v1/keys"))
+    await exercise_denials(h, c, acme, globex)
     for method, suffix in (
         ("GET", ""),
         ("GET", "/events"),
@@ -129,6 +130,35 @@ async def exercise(h: Harness, c: Conformance) -> None:
         ("POST", "/decision"),
     ):
         c.check(item + suffix, await h.client.request(method, f"/v1/approvals/{aid}{suffix}", json={}))
+
+
+async def exercise_denials(h: Harness, c: Conformance, acme: str, globex: str) -> None:
+    """Always deny from the dashboard, the refusal it causes, listing and lifting."""
+    a, g = h.auth(acme), h.auth(globex)
+    pending = (await start(h, acme, call_id="den1", execution="run_den"))["approvalId"]
+    decision = f"/v1/approvals/{pending}/decision"
+    always = {"decision": "always_deny", "userId": "u_1"}
+    c.check("/v1/approvals/{approvalId}/decision", await h.client.post(decision, json=always, headers=a))
+    refused = await h.client.post("/v1/approvals", json=call(call_id="den2", execution="run_den"), headers=a)
+    assert refused.status_code == 403 and refused.json()["error"]["denial"]
+    c.check("/v1/approvals", refused)
+    for headers in (a, {}):
+        c.check("/v1/denials", await h.client.get("/v1/denials", headers=headers))
+    listed = (await h.client.get("/v1/denials", headers=a)).json()["denials"]
+    one = "/v1/denials/{denialId}"
+    lift = f"/v1/denials/{listed[0]['denialId']}"
+    for headers in (g, {}, a, a):
+        c.check(one, await h.client.delete(lift, headers=headers))
+    c.check(one, await h.client.delete("/v1/denials/den_nope", headers=a))
+    admit = {
+        "executionId": "run_d",
+        "surface": {"type": "dashboard", "userId": "u_1"},
+        "tools": ["issue_refund"],
+    }
+    again = (await start(h, acme, call_id="den3", execution="run_den"))["approvalId"]
+    await h.client.post(f"/v1/approvals/{again}/decision", json=always, headers=a)
+    c.check("/v1/runs/admit", r := await h.client.post("/v1/runs/admit", json=admit, headers=a))
+    assert r.json()["standingDenies"]
 
 
 async def test_every_answer_conforms_to_the_published_schema() -> None:

@@ -117,7 +117,7 @@ async def test_approve_in_the_page_reaches_the_agent_and_updates_the_card(
     await page.screenshot(path=SCREENSHOT)
 
     # Deny opens a modal; the comment reaches the agent with the decision.
-    await credit.get_by_role("button", name="Deny").click()
+    await credit.get_by_role("button", name="Deny", exact=True).click()
     modal = page.locator("#modal")
     await expect(modal).to_be_visible()
     await modal.locator("textarea").fill("Check with the customer first")

@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from cosigner import ApprovalStatus, Cosigner, DeciderKind, Decision, HeadlessSurface, parameters_digest
+from cosigner.denials import Denial
 from cosigner.errors import (
     ApprovalDenied,
     ApprovalModeUnsupported,
@@ -117,6 +118,26 @@ def test_a_standing_deny_raises_permission_denied(target: Target, run_id: str) -
     assert caught.value.code == "PERMISSION_DENIED" and caught.value.status == 403
     assert "support staff only" in caught.value.message
     assert caught.value.details["policy"] and caught.value.details["approvalId"]
+
+
+def test_always_deny_refuses_the_next_call_naming_who_set_it(target: Target, run_id: str) -> None:
+    with target.client() as agent, target.client() as dashboard:
+        first = ask(agent, run_id)
+        denied = dashboard.decide(first, decision="always_deny", user_id=USER)
+        assert denied.status is ApprovalStatus.DENIED and not denied.approved and denied.grant is None
+        with pytest.raises(PermissionDenied) as caught:
+            ask(agent, run_id, call="call_2")
+    denial = Denial.model_validate(caught.value.details["denial"], strict=False)
+    assert (denial.toolName, denial.approver.userId, denial.requester) == (
+        "issue_refund",
+        USER,
+        f"dashboard:{USER}",
+    )
+    assert denial.approvalId == first.approval_id and denial.liftedAt is None
+    lifted = httpx.delete(
+        f"{target.url}/v1/denials/{denial.denialId}", headers={"Authorization": f"Bearer {target.acme}"}
+    )
+    assert lifted.status_code == 200
 
 
 def test_a_headless_run_without_a_route_is_refused(target: Target, run_id: str) -> None:

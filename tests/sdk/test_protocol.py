@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 from pydantic import BaseModel, TypeAdapter
 
-from cosigner import answers, errors, wire
+from cosigner import answers, denials, errors, wire
 from cosigner._http import error_of
 from cosigner.enums import ErrorCode
 from tests.harness import cosigner_app
@@ -70,7 +70,7 @@ def test_the_server_raises_and_serialises_the_sdk_classes() -> None:
 
 def _sdk_type(name: str) -> Any:
     """The SDK's type of a component: a request model, an answer model, or a closed set."""
-    found = getattr(wire, name, None) or getattr(answers, name, None)
+    found = getattr(wire, name, None) or getattr(answers, name, None) or getattr(denials, name, None)
     assert found is not None, f"the SDK has no type {name}"
     return found
 
@@ -159,6 +159,21 @@ async def test_the_sdk_models_accept_every_documented_response() -> None:
             ("GET", D + "/audit", await get(f"{A}/{aid}/audit")),
             ("GET", "/v1/keys", await get("/v1/keys")),
         ]
+        never = (await post(A, {**call, "toolCallId": "d", "toolName": "issue_refund"})).json()["approvalId"]
+        calls.append(
+            (
+                "POST",
+                D + "/decision",
+                await post(f"{A}/{never}/decision", {"decision": "always_deny", "userId": USER}),
+            )
+        )
+        calls.append(("POST", A, await post(A, {**call, "toolCallId": "e", "toolName": "issue_refund"})))
+        admit = {"executionId": "r", "surface": SURFACE.to_json(), "tools": ["issue_refund"]}
+        calls.append(("POST", "/v1/runs/admit", await post("/v1/runs/admit", admit)))
+        listed = await get("/v1/denials")
+        calls.append(("GET", "/v1/denials", listed))
+        lift = f"/v1/denials/{listed.json()['denials'][0]['denialId']}"
+        calls.append(("DELETE", "/v1/denials/{denialId}", await h.client.delete(lift, headers=auth)))
         stream = await get(f"/v1/approvals/{aid}/events")
         events = [line[6:] for line in stream.text.splitlines() if line.startswith("data: ")]
     seen = set()

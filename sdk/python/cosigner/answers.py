@@ -6,6 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from cosigner.denials import Denial
 from cosigner.enums import ApprovalStatus, ErrorCode, SurfaceType
 from cosigner.wire import ApprovalId, Timestamp, Wire
 
@@ -14,10 +15,15 @@ def _absent(value: Any) -> bool:
     return value is None
 
 
+def _empty(value: Any) -> bool:
+    return not value
+
+
 class AdmitResponse(Wire):
-    """The run may start."""
+    """The run may start; `standingDenies` are the tools it will be refused (403) without asking."""
 
     admitted: Literal[True] = True
+    standingDenies: list[Denial] = Field(default_factory=list, exclude_if=_empty)
 
 
 class ApprovalStart(Wire):
@@ -163,6 +169,7 @@ class ErrorDetail(Wire):
     tools: list[str] | None = Field(default=None, exclude_if=_absent)
     surface: str | None = Field(default=None, exclude_if=_absent)
     status: ApprovalStatus | None = Field(default=None, exclude_if=_absent)
+    denial: Denial | None = Field(default=None, exclude_if=_absent)
 
 
 class ErrorBody(Wire):

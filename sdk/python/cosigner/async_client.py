@@ -130,7 +130,7 @@ class AsyncCosigner(Shell):
         self,
         approval: str | Decision,
         *,
-        decision: Literal["approve", "deny"],
+        decision: Literal["approve", "deny", "always_deny"],
         user_id: str,
         comment: str | None = None,
     ) -> Decision:

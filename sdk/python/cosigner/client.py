@@ -131,7 +131,7 @@ class Cosigner(Shell):
         self,
         approval: str | Decision,
         *,
-        decision: Literal["approve", "deny"],
+        decision: Literal["approve", "deny", "always_deny"],
         user_id: str,
         comment: str | None = None,
     ) -> Decision:

@@ -57,6 +57,7 @@ class Verdict(StrEnum):
     APPROVE = "approve"
     APPROVE_FOR_RUN = "approve_for_run"
     DENY = "deny"
+    ALWAYS_DENY = "always_deny"  # deny, and refuse this tool for requests this person approves
 
 
 class DeciderKind(StrEnum):
@@ -88,6 +89,8 @@ class AuditEvent(StrEnum):
     CALLBACK_ABANDONED = "callback_abandoned"
     RESULT = "result"
     SMS_STATUS = "sms_status"
+    STANDING_DENY_SET = "standing_deny_set"
+    STANDING_DENY_LIFTED = "standing_deny_lifted"
 
 
 class AddressClass(StrEnum):
@@ -120,3 +123,4 @@ class ErrorCode(StrEnum):
     INVALID_REQUEST = "INVALID_REQUEST"
     SURFACE_UNAVAILABLE = "SURFACE_UNAVAILABLE"
     UNAUTHENTICATED = "UNAUTHENTICATED"
+    DENIAL_NOT_FOUND = "DENIAL_NOT_FOUND"

@@ -8,12 +8,13 @@ error body, so a code, its HTTP status and its class are defined here and nowher
     ├── Unauthenticated           401  no bearer key, or one Cosigner does not know
     ├── InvalidSignature          401  a webhook or callback whose signature does not verify
     │   └── ReplayedDelivery           a callback delivery already received (answer 2xx, skip it)
-    ├── PermissionDenied          403  the policy has a standing deny for this tool
+    ├── PermissionDenied          403  the policy, or an approver's standing deny, refuses this tool
     │   └── ApprovalDenied             a person (or Cosigner, failing closed) denied, or it was cancelled
     ├── NotAnApprover             403  the answering person may not decide this request
     ├── WrongConversation         403  the answer came from somewhere the request was not shown
     ├── WrongTenant               403  the answer came from another tenant's workspace or number
     ├── ApprovalNotFound          404  no such approval for this tenant
+    ├── DenialNotFound            404  no such standing deny for this tenant
     ├── ParametersMismatch        409  same executionId + toolCallId, other call (or arguments changed)
     ├── AlreadyDecided            409  the approval is closed; the message names its state
     ├── ApprovalExpired           409  the approval expired: expiry means deny
@@ -45,6 +46,7 @@ __all__ = [
     "ApprovalNotFound",
     "ApprovalPending",
     "CosignerError",
+    "DenialNotFound",
     "GrantRefused",
     "InvalidRequest",
     "InvalidSignature",
@@ -110,7 +112,7 @@ class ReplayedDelivery(InvalidSignature):
 
 
 class PermissionDenied(CosignerError):
-    """A standing deny in the policy."""
+    """The policy denies this tool, or an approver's standing deny does (`details["denial"]`)."""
 
     code = ErrorCode.PERMISSION_DENIED
     status = 403
@@ -150,6 +152,13 @@ class ApprovalNotFound(CosignerError):
     """No approval with this id belongs to the caller's tenant."""
 
     code = ErrorCode.APPROVAL_NOT_FOUND
+    status = 404
+
+
+class DenialNotFound(CosignerError):
+    """No standing deny with this id belongs to the caller's tenant."""
+
+    code = ErrorCode.DENIAL_NOT_FOUND
     status = 404
 
 
@@ -213,6 +222,7 @@ BY_CODE: dict[str, type[CosignerError]] = {
         WrongConversation,
         WrongTenant,
         ApprovalNotFound,
+        DenialNotFound,
         ParametersMismatch,
         AlreadyDecided,
         ApprovalExpired,

@@ -158,9 +158,10 @@ class AdmitRequest(Wire):
 
 
 class DecisionRequest(Wire):
-    """`POST /v1/approvals/{id}/decision`: a dashboard user's answer."""
+    """`POST /v1/approvals/{id}/decision`: a dashboard user's answer (`always_deny`: deny, and
+    refuse this tool from now on for the user's own runs that only they approve)."""
 
-    decision: Literal["approve", "deny"]
+    decision: Literal["approve", "deny", "always_deny"]
     userId: str = Field(min_length=1, max_length=200)
     comment: FreeText | None = Field(default=None, max_length=2000)
 

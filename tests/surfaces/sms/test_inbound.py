@@ -14,7 +14,10 @@ from surfaces.sms import SmsAdapter
 from surfaces.sms.caller import TwilioCaller
 
 EMPTY = '<?xml version="1.0" encoding="UTF-8"?><Response />'
-HELP = "Reply YES or NO (plus the code when asked). Nothing was decided."
+HELP = (
+    "Reply YES or NO (plus the code when asked), or NEVER to deny and always deny this tool for you. "
+    "Nothing was decided."
+)
 
 
 def said(response: Any) -> str | None:

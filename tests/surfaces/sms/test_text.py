@@ -163,7 +163,10 @@ def test_outcome_of_a_fail_closed_request_names_the_code(kit: Any) -> None:
 
 
 def test_help_and_closed_texts(kit: Any) -> None:
-    assert help_text() == "Reply YES or NO (plus the code when asked). Nothing was decided."
+    assert help_text() == (
+        "Reply YES or NO (plus the code when asked), or NEVER to deny and always deny this tool for you. "
+        "Nothing was decided."
+    )
     assert "4821, 1234" in help_text(["4821", "1234"])
     assert closed_text(kit.card(status=ApprovalStatus.EXPIRED)) == ("Request 4821 expired, nothing was done.")
     assert "already approved" in closed_text(kit.card(status=ApprovalStatus.APPROVED))

@@ -1,0 +1,36 @@
+"""`GET /v1/denials` and `DELETE /v1/denials/{denialId}`: a tenant's own app lists the standing
+denies its approvers set and lifts them (tenant-scoped by the API key, like every route)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from pydantic import BaseModel
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from bot.denials import Denials, to_wire
+from contracts.denials import DenialList
+
+Endpoint = Callable[[Request, str], Awaitable[Response]]
+Wrap = Callable[[Endpoint, str], Callable[[Request], Awaitable[Response]]]
+
+
+def denial_routes(denials: Denials, wrap: Wrap, reply: Callable[[BaseModel], Response]) -> list[Route]:
+    """The two routes, wrapped by the API's authentication, error and metrics handling, and
+    answered through its `reply` (a body serialised from its published model)."""
+
+    async def listed(request: Request, tenant: str) -> Response:
+        found = await denials.listed(tenant)
+        return reply(DenialList(denials=[to_wire(d) for d in found]))
+
+    async def lift(request: Request, tenant: str) -> Response:
+        actor = {"kind": "agent", "tenant": tenant}
+        lifted = await denials.lift(tenant, request.path_params["denialId"], "api", actor)
+        return reply(to_wire(lifted))
+
+    return [
+        Route("/v1/denials", wrap(listed, "denials"), methods=["GET"]),
+        Route("/v1/denials/{denialId}", wrap(lift, "denial_lift"), methods=["DELETE"]),
+    ]
