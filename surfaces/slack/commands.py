@@ -136,7 +136,7 @@ class Commands:
                 return _said("This workspace is not connected to a Cosigner tenant.")
             lifted = await self._denials.lift_own(tenant, SurfaceType.SLACK, user, denial_id)
         except CosignerError as error:
-            return _said(f":no_entry: Not lifted ({error.code.value}): {mrkdwn.fit(error.message, 500)}")
+            return _said(f":no_entry: Not lifted ({error.code}): {mrkdwn.fit(error.message, 500)}")
         note = (
             f":white_check_mark: Lifted `{lifted.denialId}`: requests for "
             f"*{mrkdwn.fit(lifted.toolName, 128)}* will ask you again."

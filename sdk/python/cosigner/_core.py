@@ -180,7 +180,7 @@ def report_result(
 def decide(
     config: _http.Config,
     approval: str | Decision,
-    decision: Literal["approve", "deny"],
+    decision: Literal["approve", "deny", "always_deny"],
     user_id: str,
     comment: str | None,
 ) -> Flow[Decision]:
