@@ -19,6 +19,7 @@ from bot.bodies import decision_body, start_body
 from bot.decoding import parse
 from bot.engine import Engine
 from bot.tenants import TenantKeys
+from bot.tracing import SpanName
 from contracts.answers import AdmitResponse, ApprovalStart, AuditEvent, AuditTrail, Jwks, ResultRecorded, dump
 from contracts.errors import ApprovalNotFound, CosignerError, InvalidRequest
 from contracts.wire import (
@@ -102,7 +103,8 @@ class Api:
         async def handler(request: Request) -> Response:
             try:
                 tenant = await self.keys.resolve(request.headers.get("authorization")) if auth else ""
-                response = await fn(request, tenant)
+                with self.engine.tracing.incoming(request.headers):
+                    response = await fn(request, tenant)
             except CosignerError as exc:
                 response = error_response(exc)
             metrics.labels(request.method, name, str(response.status_code)).inc()
@@ -117,7 +119,8 @@ class Api:
 
     async def admit(self, request: Request, tenant: str) -> Response:
         req = await parse(request, AdmitRequest)
-        await self.engine.admit(tenant, req)
+        admit = self.engine.admit(tenant, req)
+        await self.engine.tracing.run(None, SpanName.ADMIT, admit, execution_id=req.executionId)
         return answer(AdmitResponse())
 
     async def get(self, request: Request, tenant: str) -> Response:

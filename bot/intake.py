@@ -14,6 +14,7 @@ from bot.approval import new_id, queue_callback, stored
 from bot.bodies import actor_of
 from bot.checks import ambiguous, lookup
 from bot.policy import Policy, ToolRule
+from bot.trace_ids import NO_TRACE, ApprovalTrace
 from contracts.answers import DecidedBy, PolicyDecider
 from contracts.enums import ApprovalMode, ApprovalStatus, AuditEvent, JobKind, SurfaceType
 from contracts.errors import ApprovalModeUnsupported, ParametersMismatch, ToolCallCapExceeded
@@ -47,6 +48,7 @@ def create_tx(
     dig: str,
     shown: dict[str, Any],
     routed: Route | ApprovalModeUnsupported | None,
+    trace: ApprovalTrace = NO_TRACE,
 ) -> Created:
     """Insert the approval (or find the one this call made before) and queue its first jobs."""
     calls = ledger.execution_calls(tx, tenant, req.executionId)
@@ -105,6 +107,7 @@ def create_tx(
                 "policy": rule.describe(),
                 "mode": mode.value,
                 "route": route_fields(route) if route else None,
+                "traceId": trace.trace_id,
             },
         )
     ]
@@ -134,6 +137,7 @@ def create_tx(
         "decided_at": None if decided_by is None else now,
         "decided_by": stored(decided_by) if decided_by else None,
         "comment": None,
+        **trace.columns(),
     }
     rec = ledger.insert_approval(tx, values, events)
     if route is not None and not isinstance(route, DashboardRoute):

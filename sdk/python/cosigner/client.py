@@ -64,7 +64,7 @@ class Cosigner:
         idempotent: bool = True,
     ) -> httpx.Response:
         delays: Iterator[float] | None = None
-        headers = _http.JSON_TYPE if content is not None else None
+        headers = _http.request_headers(content)
         while True:
             failure: httpx.TransportError | None = None
             try:
