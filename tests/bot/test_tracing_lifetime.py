@@ -115,3 +115,40 @@ async def test_the_approval_span_is_exported_by_whichever_process_closes_it(
     answer = receiver.one("cosigner.answer")
     assert (approval.trace_id, approval.parent_span_id) == (AGENT_TRACE, AGENT_SPAN)
     assert answer.parent_span_id == approval.span_id, "the id chosen at the request, kept across the restart"
+
+
+async def test_an_sms_approval_carries_no_phone_number(db_kind: str, receiver: OtlpReceiver) -> None:
+    from surfaces.sms import SmsAdapter, SmsConfig
+    from surfaces.sms.caller import TwilioCaller
+    from surfaces.sms.emulator import TwilioEmulator
+    from tests.surfaces.sms.test_end_to_end import ACCOUNT, ALICE, BOT, POLICY, PUBLIC, TOKEN, delivered
+
+    provider = provider_for(receiver)
+    async with TwilioEmulator.running(ACCOUNT, TOKEN) as emu:
+        config = SmsConfig(ACCOUNT, TOKEN, None, None, emu.api_url, PUBLIC)
+        surfaces = [lambda desk: SmsAdapter(config, desk)]
+        async with cosigner_app(
+            POLICY, surfaces=surfaces, database_kind=db_kind, tracer_provider=provider
+        ) as h:
+            key = await h.create_tenant("acme")
+            sms = {"type": "sms", "phone": ALICE}
+            r = await h.client.post(
+                "/v1/approvals",
+                json=request(surface=sms),
+                headers={**h.auth(key), "traceparent": TRACEPARENT},
+            )
+            approval_id = r.json()["approvalId"]
+            await delivered(h, approval_id)
+            phone = TwilioCaller(h.client, public_url=PUBLIC, account_sid=ACCOUNT, auth_token=TOKEN)
+            assert (await phone.text(ALICE, BOT, "YES")).status_code == 200
+            (approval,) = await flushed(provider, receiver, "cosigner.approval")
+            (deliver,) = await flushed(provider, receiver, "cosigner.deliver")
+            (answer,) = await flushed(provider, receiver, "cosigner.answer")
+    provider.shutdown()
+    assert approval.attributes["cosigner.status"] == "approved"
+    assert approval.attributes["cosigner.route.surface"] == "sms"
+    assert deliver.attributes["cosigner.surface"] == "sms" and deliver.parent_span_id == approval.span_id
+    assert answer.attributes["cosigner.surface"] == "sms" and answer.attributes["cosigner.answer.accepted"]
+    sent = receiver.everything()
+    for number in (ALICE, BOT, ALICE.lstrip("+"), BOT.lstrip("+")):
+        assert number.encode() not in sent, number
