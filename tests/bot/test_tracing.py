@@ -237,3 +237,14 @@ async def test_admission_is_a_span_under_the_agents_span(
     assert (ok.trace_id, ok.parent_span_id) == (AGENT_TRACE, AGENT_SPAN)
     assert ok.attributes == {"cosigner.execution.id": "run_9"}
     assert no.attributes["error.type"] == "APPROVAL_MODE_UNSUPPORTED" and no.status == ERROR
+
+
+async def test_an_unsampled_traceparent_is_honoured(
+    traced: Any, provider: TracerProvider, receiver: OtlpReceiver
+) -> None:
+    h, key = traced
+    approval_id = await create(h, key, {"traceparent": f"00-{AGENT_TRACE}-{AGENT_SPAN}-00"})
+    body = await decide(h, key, approval_id, "approve")
+    assert body["status"] == "approved" and body["traceId"] == AGENT_TRACE, "the ids are still recorded"
+    provider.force_flush()
+    assert receiver.spans == [], "the agent chose not to sample this trace"
