@@ -20,6 +20,7 @@ from bot.decoding import parse
 from bot.denial_routes import denial_routes
 from bot.engine import Engine
 from bot.tenants import TenantKeys
+from bot.tracing import SpanName
 from contracts.answers import AdmitResponse, ApprovalStart, AuditEvent, AuditTrail, Jwks, ResultRecorded, dump
 from contracts.errors import ApprovalNotFound, CosignerError, InvalidRequest
 from contracts.wire import (
@@ -104,7 +105,8 @@ class Api:
         async def handler(request: Request) -> Response:
             try:
                 tenant = await self.keys.resolve(request.headers.get("authorization")) if auth else ""
-                response = await fn(request, tenant)
+                with self.engine.tracing.incoming(request.headers):
+                    response = await fn(request, tenant)
             except CosignerError as exc:
                 response = error_response(exc)
             metrics.labels(request.method, name, str(response.status_code)).inc()
@@ -119,7 +121,8 @@ class Api:
 
     async def admit(self, request: Request, tenant: str) -> Response:
         req = await parse(request, AdmitRequest)
-        held = await self.engine.admit(tenant, req)
+        admit = self.engine.admit(tenant, req)
+        held = await self.engine.tracing.run(None, SpanName.ADMIT, admit, execution_id=req.executionId)
         return answer(AdmitResponse(standingDenies=held))
 
     async def get(self, request: Request, tenant: str) -> Response:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+from opentelemetry.sdk.trace import TracerProvider
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -32,7 +33,9 @@ from bot.openapi import openapi
 from bot.policy import Policy
 from bot.routing import SmsSender
 from bot.settings import Settings
+from bot.telemetry import otlp_provider
 from bot.tenants import TenantKeys
+from bot.tracing import Tracing
 from bot.transport import callback_client
 from bot.workers import ExpirySweeper, JobWorker
 from contracts.answers import ErrorBody
@@ -141,11 +144,14 @@ def build_app(
     extra_routes: Sequence[BaseRoute] = (),
     migrate: bool | None = None,
     clock: Callable[[], float] = time.time,
+    tracer_provider: TracerProvider | None = None,
 ) -> Starlette:
     """The Cosigner ASGI app; `app.state.parts` holds its parts once started.
 
     `clock` (UNIX seconds) is the one source of time for creation, expiry, answers, jobs
-    and grants, so tests move time forward instead of sleeping.
+    and grants, so tests move time forward instead of sleeping. Spans go to `tracer_provider`
+    (one built by `bot.telemetry.tracer_provider`), else to the OTLP endpoint the settings
+    name, else nowhere.
     """
     if not settings.secret:
         raise ConfigurationError(
@@ -159,6 +165,7 @@ def build_app(
     db = db or Database(settings.database_url, pool_size=settings.database_pool_size)
     metrics = Metrics()
     notifier = Notifier()
+    provider = tracer_provider or otlp_provider(settings)
     engine = Engine(
         db,
         policy,
@@ -168,6 +175,7 @@ def build_app(
         sms_sender=SmsSender(settings.twilio_from_number, settings.twilio_messaging_service_sid),
         clock=clock,
         callback_allow=callback_allow,
+        tracing=Tracing(provider, db=db) if provider is not None else None,
     )
     desk = Desk(engine)
     adapters: dict[str, SurfaceAdapter] = {}
@@ -223,6 +231,8 @@ def build_app(
             await notifier.close()
             if http is None:
                 await parts.http.aclose()
+            if tracer_provider is None and provider is not None:
+                await asyncio.to_thread(provider.shutdown)  # flushes the spans still queued
             await db.close()
 
     async def healthz(request: Request) -> Response:

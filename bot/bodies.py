@@ -61,4 +61,5 @@ def decision_body(rec: Record, signer: GrantSigner, grant_ttl: float) -> Decisio
         comment=rec.comment,
         parametersDigest=rec.digest,
         grant=grant,
+        traceId=rec.trace_id,
     )

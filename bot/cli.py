@@ -238,6 +238,9 @@ def audit_show(args: argparse.Namespace) -> int:
         raise UsageError(
             f"no audit events for {args.id!r}; give an approval id (apv_…), e.g. from `cosigner audit export`"
         )
+    first = event_to_json(rows[0])["data"]
+    if isinstance(first, dict) and first.get("traceId"):
+        print(f"trace {first['traceId']}")  # the W3C trace id its spans carry
     for row in rows:
         when = datetime.fromtimestamp(row.at, UTC).isoformat(timespec="milliseconds")
         print(f"{row.seq:>3} {when} {row.event:<18} {row.actor} {row.data}")

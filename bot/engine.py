@@ -26,6 +26,7 @@ from bot.notifier import Notifier
 from bot.policy import Policy
 from bot.redaction import digest, redact
 from bot.routing import SmsSender, route_for
+from bot.tracing import Tracing
 from contracts.answers import (
     AgentDecider,
     ApprovalStart,
@@ -72,6 +73,7 @@ class Engine:
         surfaces: Sequence[str] = (),
         clock: Callable[[], float] = time.time,
         callback_allow: AllowList | None = None,
+        tracing: Tracing | None = None,
     ) -> None:
         self.db = db
         self.policy = policy
@@ -83,6 +85,7 @@ class Engine:
         self.callback_allow = callback_allow or AllowList()
         self.notifier = notifier or Notifier()
         self.denials = denials.Denials(db, clock)
+        self.tracing = tracing or Tracing()
         self.jobs_wakeup = asyncio.Event()
         self.expiry_wakeup = asyncio.Event()
         # How often a waiter re-reads on its own, in case a notification from another
@@ -191,10 +194,13 @@ class Engine:
                 route = route_for(self.policy, tenant, rule, req.surface, self.surfaces, self.sms_sender)
             except ApprovalModeUnsupported as exc:
                 route = exc  # raised only if the policy does not decide the call itself
+        trace = self.tracing.begin()
         for _attempt in range(3):
             try:
                 created = await self.db.run_write(
-                    lambda tx: create_tx(tx, self.policy, self.clock(), tenant, req, rule, dig, shown, route)
+                    lambda tx: create_tx(
+                        tx, self.policy, self.clock(), tenant, req, rule, dig, shown, route, trace
+                    )
                 )
                 break
             except Conflict:
@@ -205,6 +211,8 @@ class Engine:
         if created.replay:
             await self.denials.refuse_again(rec)
             return self._replay(rec)
+        if rec.closed:
+            self.tracing.closed(rec)
         self.metrics.created(rec.status.value)
         log.debug(
             "approval created",
@@ -244,6 +252,7 @@ class Engine:
     async def close(self, approval_id: str, closing: Closing) -> Record:
         """Run the one transition (`bot.approval.close`); a refusal it audited is raised after
         its transaction commits."""
+        started = self.tracing.clock()
         done = await self.db.run_write(
             lambda tx: approval.close(
                 tx,
@@ -254,6 +263,7 @@ class Engine:
                 callback_window=self.policy.defaults.callback_retry_window,
             )
         )
+        self.tracing.after_close(closing, done, started)
         if done.changed:
             self._closed(done.record)
         if done.refusal is not None:

@@ -16,6 +16,7 @@ from bot.checks import ambiguous, lookup
 from bot.denials import decider as standing_decider
 from bot.denials import held_against
 from bot.policy import Policy, ToolRule
+from bot.trace_ids import NO_TRACE, ApprovalTrace
 from contracts.answers import DecidedBy, PolicyDecider
 from contracts.enums import ApprovalMode, ApprovalStatus, AuditEvent, JobKind, SurfaceType
 from contracts.errors import ApprovalModeUnsupported, ParametersMismatch, ToolCallCapExceeded
@@ -51,6 +52,7 @@ def create_tx(
     dig: str,
     shown: dict[str, Any],
     routed: Route | ApprovalModeUnsupported | None,
+    trace: ApprovalTrace = NO_TRACE,
 ) -> Created:
     """Insert the approval (or find the one this call made before) and queue its first jobs."""
     calls = ledger.execution_calls(tx, tenant, req.executionId)
@@ -115,6 +117,7 @@ def create_tx(
                 "policy": rule.describe(),
                 "mode": mode.value,
                 "route": route_fields(route) if route else None,
+                "traceId": trace.trace_id,
             },
         )
     ]
@@ -144,6 +147,7 @@ def create_tx(
         "decided_at": None if decided_by is None else now,
         "decided_by": stored(decided_by) if decided_by else None,
         "comment": None,
+        **trace.columns(),
     }
     rec = ledger.insert_approval(tx, values, events)
     if route is not None and not isinstance(route, DashboardRoute):

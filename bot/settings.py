@@ -44,6 +44,12 @@ RULES = {
     "public_url": "must be an absolute http:// or https:// URL, e.g. https://cosigner.example.com",
     "slack_api_url": "must be an absolute http:// or https:// URL",
     "twilio_api_url": "must be an absolute http:// or https:// URL",
+    "otel_exporter_otlp_endpoint": "must be an absolute http:// or https:// URL, e.g. http://127.0.0.1:4318",
+    "otel_exporter_otlp_traces_endpoint": "must be an absolute http:// or https:// URL, "
+    "e.g. http://127.0.0.1:4318/v1/traces",
+    "otel_exporter_otlp_protocol": "must be http/protobuf (Cosigner exports OTLP over HTTP)",
+    "otel_exporter_otlp_traces_protocol": "must be http/protobuf (Cosigner exports OTLP over HTTP)",
+    "otel_traces_exporter": "must be otlp or none",
 }
 # Values never quoted in an error.
 SECRET_FIELDS = {
@@ -99,6 +105,22 @@ class Settings(BaseSettings):
     )
     twilio_api_url: str | None = Field(default=None, validation_alias=_env("TWILIO_API_URL"))
 
+    # OpenTelemetry's own variables (bot.telemetry); the SDK reads the others it knows itself.
+    otel_exporter_otlp_endpoint: str | None = Field(
+        default=None, validation_alias=_env("OTEL_EXPORTER_OTLP_ENDPOINT")
+    )
+    otel_exporter_otlp_traces_endpoint: str | None = Field(
+        default=None, validation_alias=_env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    )
+    otel_exporter_otlp_protocol: str | None = Field(
+        default=None, validation_alias=_env("OTEL_EXPORTER_OTLP_PROTOCOL")
+    )
+    otel_exporter_otlp_traces_protocol: str | None = Field(
+        default=None, validation_alias=_env("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+    )
+    otel_traces_exporter: str | None = Field(default=None, validation_alias=_env("OTEL_TRACES_EXPORTER"))
+    otel_sdk_disabled: str | None = Field(default=None, validation_alias=_env("OTEL_SDK_DISABLED"))
+
     @field_validator("log_level", mode="before")
     @classmethod
     def _upper(cls, value: Any) -> Any:
@@ -125,6 +147,27 @@ class Settings(BaseSettings):
             raise ValueError("must be an absolute http:// or https:// URL")
         return value
 
+    @field_validator("otel_exporter_otlp_endpoint", "otel_exporter_otlp_traces_endpoint")
+    @classmethod
+    def _otlp_url(cls, value: str | None) -> str | None:
+        if value is not None and not _is_http_url(value.strip()):
+            raise ValueError("must be an absolute http:// or https:// URL")
+        return value.strip() if value is not None else None
+
+    @field_validator("otel_exporter_otlp_protocol", "otel_exporter_otlp_traces_protocol")
+    @classmethod
+    def _otlp_protocol(cls, value: str | None) -> str | None:
+        if value is not None and value.strip() != "http/protobuf":
+            raise ValueError("must be http/protobuf")
+        return value
+
+    @field_validator("otel_traces_exporter")
+    @classmethod
+    def _traces_exporter(cls, value: str | None) -> str | None:
+        if value is not None and value.strip().lower() not in ("otlp", "none"):
+            raise ValueError("must be otlp or none")
+        return value.strip().lower() if value is not None else None
+
     @model_validator(mode="after")
     def _public_url(self) -> Settings:
         # Slack and Twilio call this URL, and Twilio signs it: with either on it must be real.
@@ -142,6 +185,18 @@ class Settings(BaseSettings):
             self.slack_signing_secret
             and (self.slack_bot_token or (self.slack_client_id and self.slack_client_secret))
         )
+
+    @property
+    def otlp_traces_endpoint(self) -> str | None:
+        """Where spans are exported (OTLP/HTTP), or None: tracing off."""
+        if (self.otel_sdk_disabled or "").strip().lower() == "true" or self.otel_traces_exporter == "none":
+            return None
+        if self.otel_exporter_otlp_traces_endpoint:
+            return self.otel_exporter_otlp_traces_endpoint
+        if self.otel_exporter_otlp_endpoint:
+            # The signal's path is appended to the base endpoint, as the specification says.
+            return self.otel_exporter_otlp_endpoint.rstrip("/") + "/v1/traces"
+        return None
 
     @property
     def sms_enabled(self) -> bool:

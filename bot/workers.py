@@ -16,6 +16,7 @@ import httpx
 from bot.egress import EgressRefused
 from bot.engine import Engine
 from bot.grants import callback_secret
+from bot.tracing import SpanName, delivery_outcome, http_outcome
 from contracts.enums import AuditEvent, ErrorCode, JobKind
 from contracts.errors import CosignerError, SurfaceUnavailable
 from contracts.grants import sign_callback
@@ -115,7 +116,10 @@ class JobWorker:
             await self._finish(job.id, "surface not configured")
             return
         try:
-            receipt = await adapter.deliver(placed.card, placed.route)
+            delivery = adapter.deliver(placed.card, placed.route)
+            receipt = await self.engine.tracing.run(
+                job.approval_id, SpanName.DELIVER, delivery, surface=adapter.name, result=delivery_outcome
+            )
         except SurfaceUnavailable as exc:
             await self.engine.fail_closed(job.approval_id, ErrorCode.SURFACE_UNAVAILABLE, exc.message)
             await self._finish(job.id, exc.message)
@@ -139,7 +143,8 @@ class JobWorker:
             await self._finish(job.id, "surface not configured")
             return
         try:
-            await adapter.show_outcome(placed.card, placed.route, placed.delivered)
+            showing = adapter.show_outcome(placed.card, placed.route, placed.delivered)
+            await self.engine.tracing.run(job.approval_id, SpanName.SHOW, showing, surface=adapter.name)
         except Exception as exc:
             await self._retry(job, type(exc).__name__)
             return
@@ -162,7 +167,10 @@ class JobWorker:
         status: int | None = None
         error: str | None = None
         try:
-            response = await self.http.post(rec.callback_url, content=body, headers=headers, timeout=10.0)
+            post = self.http.post(rec.callback_url, content=body, headers=headers, timeout=10.0)
+            response = await self.engine.tracing.run(
+                rec, SpanName.CALLBACK, post, attempt=job.attempts, result=http_outcome
+            )
             status = response.status_code
         except EgressRefused as exc:
             await self._refuse(job, rec.id, payload["delivery"], str(exc))

@@ -133,6 +133,8 @@ class Record:
     comment: str | None
     audit_seq: int
     audit_head: str
+    trace_id: str | None = None
+    trace_context: str | None = None
 
     @classmethod
     def from_row(cls, row: Any) -> Record:
@@ -162,6 +164,8 @@ class Record:
             comment=row.comment,
             audit_seq=row.audit_seq,
             audit_head=row.audit_head,
+            trace_id=row.trace_id,
+            trace_context=row.trace_context,
         )
 
     def replace(self, **columns: Any) -> Record:

@@ -43,6 +43,8 @@ approvals = sa.Table(
     sa.Column("comment", sa.Text),
     sa.Column("audit_seq", sa.Integer, nullable=False),
     sa.Column("audit_head", sa.String(64), nullable=False),
+    sa.Column("trace_id", sa.String(32)),  # W3C trace id (32 hex), when the approval has a trace
+    sa.Column("trace_context", sa.Text),  # JSON: the approval span's ids and parent (bot.trace_ids)
     sa.UniqueConstraint("tenant", "execution_id", "tool_call_id", name="uq_approvals_call"),
     sa.Index("ix_approvals_pending_expiry", "status", "expires_at"),
     sa.Index("ix_approvals_execution", "tenant", "execution_id"),

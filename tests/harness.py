@@ -189,6 +189,7 @@ async def cosigner_app(
     http: httpx.AsyncClient | None = None,
     run_workers: bool = True,
     clock: ManualClock | None = None,
+    tracer_provider: Any = None,
     **settings: Any,
 ) -> AsyncIterator[Harness]:
     """Build, start and serve an app over `httpx.ASGITransport`, on a `ManualClock`."""
@@ -203,6 +204,7 @@ async def cosigner_app(
             run_workers=run_workers,
             migrate=False,
             clock=clock,
+            tracer_provider=tracer_provider,
         )
         async with app.router.lifespan_context(app):
             transport = httpx.ASGITransport(app=app)
@@ -243,7 +245,13 @@ async def until_async(
 
 @asynccontextmanager
 async def slack_app(
-    policy_toml: str, *, secret: str, app_id: str, team_id: str = "T0ACME", database_kind: str = "sqlite"
+    policy_toml: str,
+    *,
+    secret: str,
+    app_id: str,
+    team_id: str = "T0ACME",
+    database_kind: str = "sqlite",
+    tracer_provider: Any = None,
 ) -> AsyncIterator[tuple[Harness, Any]]:
     """A started app whose Slack surface talks to a fresh emulator: yields (harness, emulator)."""
     from contracts.ports import ApprovalDesk
@@ -256,7 +264,9 @@ async def slack_app(
         def factory(desk: ApprovalDesk) -> SlackAdapter:
             return SlackAdapter(config, desk)
 
-        async with cosigner_app(policy_toml, surfaces=[factory], database_kind=database_kind) as h:
+        async with cosigner_app(
+            policy_toml, surfaces=[factory], database_kind=database_kind, tracer_provider=tracer_provider
+        ) as h:
             yield h, emu
 
 

@@ -60,7 +60,9 @@ async def exercise(h: Harness, c: Conformance) -> None:
     item = "/v1/approvals/{approvalId}"
     missing = "apv_" + "A" * 20
 
-    c.check("/v1/approvals", r := await post("/v1/approvals", json=call(), headers=a))
+    # With the agent's trace context: its decision objects carry `traceId`.
+    traced = {**a, "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
+    c.check("/v1/approvals", r := await post("/v1/approvals", json=call(), headers=traced))
     aid = r.json()["approvalId"]
     read = call("lookup_order", call_id="r1", params={"orderId": "o1"})
     c.check("/v1/approvals", await post("/v1/approvals", json=read, headers=a))
@@ -107,7 +109,8 @@ async def exercise(h: Harness, c: Conformance) -> None:
     )
     c.check(item + "/decision", await post(decision, json={"decision": "deny", "userId": "u_1"}, headers=a))
     c.check(item + "/decision", await post(decision, json={"decision": "deny", "userId": "u_1"}, headers=g))
-    c.check(item, await get(f"/v1/approvals/{aid}", headers=a))
+    c.check(item, r := await get(f"/v1/approvals/{aid}", headers=a))
+    assert r.json()["traceId"] == "4bf92f3577b34da6a3ce929d0e0e4736"
     c.check(item + "/events", await get(f"/v1/approvals/{aid}/events", headers=a))
     for body in ({"outcome": "done"}, {"outcome": "succeeded", "result": {"refundId": "re_1"}}):
         c.check(item + "/result", await post(result, json=body, headers=a))

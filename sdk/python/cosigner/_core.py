@@ -76,7 +76,7 @@ def send(
         path,
         content,
         params,
-        _http.JSON_TYPE if content is not None else None,
+        _http.request_headers(content),
         config.poll_timeout if poll else config.timeout,
     )
     delays: Iterator[float] | None = None

@@ -24,6 +24,18 @@ RETRY_STATUSES = frozenset({502, 503, 504})
 JSON_TYPE = {"Content-Type": "application/json"}
 
 
+def _trace_propagator() -> Any:
+    # OpenTelemetry is optional (`cosigner-sdk[otel]`): without it no trace context is sent.
+    try:
+        from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+    except ImportError:
+        return None
+    return TraceContextTextMapPropagator()
+
+
+_PROPAGATOR = _trace_propagator()
+
+
 @dataclass(frozen=True)
 class Config:
     """Where Cosigner is and how long to keep trying while it cannot be reached."""
@@ -55,6 +67,15 @@ def configure(url: str | None, api_key: str | None, timeout: float, retry_for: f
         timeout=timeout,
         retry_for=retry_for,
     )
+
+
+def request_headers(content: bytes | None) -> dict[str, str] | None:
+    """Headers of one request: the JSON type for a body, and the caller's current trace
+    context as W3C `traceparent`/`tracestate` when OpenTelemetry is installed."""
+    headers = dict(JSON_TYPE) if content is not None else {}
+    if _PROPAGATOR is not None:
+        _PROPAGATOR.inject(headers)
+    return headers or None
 
 
 def _checked(model: type[wire.Wire], body: dict[str, Any]) -> bytes:

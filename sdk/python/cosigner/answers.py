@@ -102,6 +102,11 @@ class Decision(Wire):
     comment: str | None
     parametersDigest: str
     grant: str | None = Field(description="A compact JWS; only when approved.")
+    traceId: str | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="The W3C trace id (32 hex) of the trace the approval belongs to, when it has one.",
+    )
 
 
 class ResultRecorded(Wire):
