@@ -158,7 +158,7 @@ def build_app(
         raise ConfigurationError(str(exc)) from exc
     db = db or Database(settings.database_url, pool_size=settings.database_pool_size)
     metrics = Metrics()
-    notifier = Notifier()
+    notifier = Notifier(metrics.replica_wakeups.inc)
     engine = Engine(
         db,
         policy,
