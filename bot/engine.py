@@ -24,7 +24,7 @@ from bot.intake import create_tx
 from bot.metrics import Metrics
 from bot.notifier import Notifier
 from bot.policy import Policy
-from bot.redaction import digest, redact
+from bot.redaction import redact
 from bot.routing import SmsSender, route_for
 from contracts.answers import (
     AgentDecider,
@@ -35,6 +35,7 @@ from contracts.answers import (
     SystemDecider,
     TimeoutDecider,
 )
+from contracts.digest import digest_of_canonical
 from contracts.enums import ApprovalMode, ApprovalStatus, AuditEvent, SurfaceType
 from contracts.errors import (
     AlreadyDecided,
@@ -166,7 +167,7 @@ class Engine:
 
     async def create(self, tenant: str, req: ApprovalRequest) -> tuple[int, ApprovalStart | Decision]:
         """Handle `POST /v1/approvals`; returns (HTTP status, body)."""
-        json_limits(req.parameters)
+        canonical = json_limits(req.parameters)
         surface_belongs(self.policy, tenant, req.surface)
         if req.callbackUrl is not None:
             callback_allowed(str(req.callbackUrl), self.callback_allow)
@@ -175,7 +176,7 @@ class Engine:
             # a credential pasted into it is redacted like one in the parameters.
             req = req.model_copy(update={"reason": redact(req.reason)})
         rule = self.policy.rule_for(tenant, req.toolName)
-        dig = digest(req.parameters)
+        dig = digest_of_canonical(canonical)  # the bytes json_limits measured, not written twice
         shown = redact(req.parameters, rule.redact)
         route: Route | ApprovalModeUnsupported | None = None
         if not rule.deny and rule.mode is not ApprovalMode.NONE:
