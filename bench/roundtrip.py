@@ -546,6 +546,7 @@ async def py_spy(pid: int, out: str, seconds: float) -> AsyncIterator[None]:
         "250",
         "--subprocesses",
         "--threads",
+        "--gil",  # only the thread holding the GIL: Python CPU time, never an idle thread
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
     )
@@ -760,10 +761,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="FILE",
         default=None,
         help="record a py-spy profile (raw folded stacks) of the SQLite server "
-        "during the round-trip phase at --profile-concurrency. py-spy counts "
-        "aiosqlite worker threads blocked in SimpleQueue.get "
-        "(aiosqlite/core.py:59) as active: drop those stacks before "
-        "reading CPU shares",
+        "during the round-trip phase at --profile-concurrency; only the thread "
+        "holding the GIL is sampled, so the stacks' shares are Python CPU time "
+        "(time in C with the GIL released, e.g. SQLite itself, is not seen)",
     )
     p.add_argument("--profile-concurrency", type=int, default=64)
     p.add_argument(

@@ -164,7 +164,7 @@ def build_app(
         raise ConfigurationError(str(exc)) from exc
     db = db or Database(settings.database_url, pool_size=settings.database_pool_size)
     metrics = Metrics()
-    notifier = Notifier()
+    notifier = Notifier(metrics.replica_wakeups.inc)
     provider = tracer_provider or otlp_provider(settings)
     engine = Engine(
         db,

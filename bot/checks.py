@@ -46,9 +46,9 @@ def ambiguous(parameters: Mapping[str, Any], path: str) -> bool:
     return False
 
 
-def json_limits(parameters: Any, field: str = "parameters") -> None:
+def json_limits(parameters: Any, field: str = "parameters") -> bytes:
     """Refuse JSON nested deeper than 20 levels, over 64 KiB, or without an RFC 8785 form
-    (NaN, Infinity, integers beyond ±(2^53−1)): the digest is computed over that form."""
+    (NaN, Infinity, integers beyond ±(2^53−1)); return that form, which the digest hashes."""
     if measure(parameters, MAX_PARAMETER_DEPTH) > MAX_PARAMETER_DEPTH:
         raise InvalidRequest(
             f"{field} nest deeper than {MAX_PARAMETER_DEPTH} levels; flatten them", field=field
@@ -61,11 +61,14 @@ def json_limits(parameters: Any, field: str = "parameters") -> None:
     if rough > 2 * MAX_PARAMETER_BYTES:
         raise InvalidRequest(f"{field} are {rough} bytes; the limit is {MAX_PARAMETER_BYTES}", field=field)
     try:
-        size = len(canonical_json(parameters, field))
+        canonical = canonical_json(parameters, field)
     except CanonicalFormError as exc:
         raise InvalidRequest(str(exc), field=exc.path) from exc
-    if size > MAX_PARAMETER_BYTES:
-        raise InvalidRequest(f"{field} are {size} bytes; the limit is {MAX_PARAMETER_BYTES}", field=field)
+    if len(canonical) > MAX_PARAMETER_BYTES:
+        raise InvalidRequest(
+            f"{field} are {len(canonical)} bytes; the limit is {MAX_PARAMETER_BYTES}", field=field
+        )
+    return canonical
 
 
 def surface_belongs(policy: Policy, tenant: str, surface: Any) -> None:

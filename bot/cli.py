@@ -8,9 +8,10 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from bot import denial_cli
 from bot.grants import callback_secret
@@ -29,6 +30,9 @@ from storage.database import (
     missing_sqlite_file,
     safe_url,
 )
+
+if TYPE_CHECKING:
+    from starlette.routing import BaseRoute
 
 log = logging.getLogger("cosigner.cli")
 
@@ -64,10 +68,26 @@ def serve(args: argparse.Namespace) -> int:
         finally:
             await db.close()
 
+    clock: Callable[[], float] = time.time
+    extra_routes: list[BaseRoute] = []
+    if settings.test_clock is not None:
+        from bot.stepped_clock import SteppedClock, is_loopback
+
+        if not is_loopback(args.host):
+            raise UsageError(
+                "COSIGNER_TEST_CLOCK lets any local process move time and is for tests only; "
+                f"unset it, or serve on --host 127.0.0.1 (not {args.host})"
+            )
+        stepped = SteppedClock(settings.test_clock)
+        clock, extra_routes = stepped, stepped.routes()
+        log.warning(
+            "COSIGNER_TEST_CLOCK is set: time moves only by POST /test/clock; never do this in production"
+        )
+
     sock = bind(args.host, args.port)
     try:
         asyncio.run(check())
-        app = build_app(settings, policy=policy)
+        app = build_app(settings, policy=policy, clock=clock, extra_routes=extra_routes)
         # Keep idle connections longer than a load balancer's idle timeout (60 s is common):
         # otherwise the server closes a connection the balancer is about to reuse, and that
         # request fails with a reset. log_config=None: uvicorn logs through bot.logs, as JSON.

@@ -24,7 +24,7 @@ from bot.intake import create_tx
 from bot.metrics import Metrics
 from bot.notifier import Notifier
 from bot.policy import Policy
-from bot.redaction import digest, redact
+from bot.redaction import redact
 from bot.routing import SmsSender, route_for
 from bot.tracing import Tracing
 from contracts.answers import (
@@ -37,6 +37,7 @@ from contracts.answers import (
     TimeoutDecider,
 )
 from contracts.denials import Denial
+from contracts.digest import digest_of_canonical
 from contracts.enums import ApprovalMode, ApprovalStatus, AuditEvent, SurfaceType
 from contracts.errors import (
     AlreadyDecided,
@@ -177,7 +178,7 @@ class Engine:
 
     async def create(self, tenant: str, req: ApprovalRequest) -> tuple[int, ApprovalStart | Decision]:
         """Handle `POST /v1/approvals`; returns (HTTP status, body)."""
-        json_limits(req.parameters)
+        canonical = json_limits(req.parameters)
         surface_belongs(self.policy, tenant, req.surface)
         if req.callbackUrl is not None:
             callback_allowed(str(req.callbackUrl), self.callback_allow)
@@ -186,7 +187,7 @@ class Engine:
             # a credential pasted into it is redacted like one in the parameters.
             req = req.model_copy(update={"reason": redact(req.reason)})
         rule = self.policy.rule_for(tenant, req.toolName)
-        dig = digest(req.parameters)
+        dig = digest_of_canonical(canonical)  # the bytes json_limits measured, not written twice
         shown = redact(req.parameters, rule.redact)
         route: Route | ApprovalModeUnsupported | None = None
         if not rule.deny and rule.mode is not ApprovalMode.NONE:

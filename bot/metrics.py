@@ -40,6 +40,11 @@ class Metrics:
             "Open connections waiting on a decision here (long-polls and event streams)",
             registry=self.registry,
         )
+        self.replica_wakeups = Counter(
+            "cosigner_replica_wakeups",
+            "Waiters here woken by another replica's decision (PostgreSQL NOTIFY)",
+            registry=self.registry,
+        )
 
     def created(self, status: str) -> None:
         """Count a new approval in its initial status."""

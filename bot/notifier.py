@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 from storage.notify import Listener
@@ -20,9 +21,10 @@ log = logging.getLogger("cosigner.notifier")
 class Notifier:
     """Futures keyed by approval id, resolved when that approval closes."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_replica_wake: Callable[[int], None] = lambda woken: None) -> None:
         self._waiters: dict[str, set[asyncio.Future[Any]]] = defaultdict(set)
         self._listener = Listener()
+        self._on_replica_wake = on_replica_wake
 
     def subscribe(self, approval_id: str) -> asyncio.Future[Any]:
         """A future that completes when `approval_id` closes (with the closed record when
@@ -39,15 +41,23 @@ class Notifier:
             if not waiters:
                 del self._waiters[approval_id]
 
-    def publish(self, approval_id: str, value: Any = None) -> None:
-        """Wake every local waiter of this approval, handing each `value`."""
+    def publish(self, approval_id: str, value: Any = None) -> int:
+        """Wake every local waiter of this approval, handing each `value`; return how many."""
+        woken = 0
         for fut in self._waiters.pop(approval_id, ()):
             if not fut.done():
                 fut.set_result(value)
+                woken += 1
+        return woken
 
     async def listen(self, database_url: str, schema: str | None = None) -> None:
         """Start listening for other replicas' decisions (PostgreSQL)."""
-        await self._listener.start(database_url, schema, self.publish)
+
+        def on_closed(approval_id: str) -> None:
+            if woken := self.publish(approval_id):
+                self._on_replica_wake(woken)
+
+        await self._listener.start(database_url, schema, on_closed)
 
     async def close(self) -> None:
         """Stop listening."""

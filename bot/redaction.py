@@ -7,6 +7,7 @@ policy paths plus secret-looking keys at any depth, plus values that look like c
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -62,14 +63,35 @@ _SECRET_VALUES = re.compile(
 _DIGIT_RUN = re.compile(r"\b\d+(?:[ -]\d+)*\b")
 
 
+_NOT_ALNUM = re.compile(r"[^a-z0-9]")
+# Key names repeat from call to call (one tool, the same parameters), so their verdicts are
+# remembered; only short names, so a flood of huge distinct keys cannot grow the cache.
+_CACHED_KEY_LENGTH = 64
+
+
 def _normalise(key: str) -> str:
+    if len(key) <= _CACHED_KEY_LENGTH:
+        return _normalise_cached(key)
+    return _normalise_text(key)
+
+
+def _normalise_text(key: str) -> str:
     # NFKC first: "ｐassword" (fullwidth) would otherwise lose its first letter below and
     # slip past as "assword".
-    return re.sub(r"[^a-z0-9]", "", unicodedata.normalize("NFKC", key).casefold())
+    return _NOT_ALNUM.sub("", unicodedata.normalize("NFKC", key).casefold())
+
+
+_normalise_cached = functools.lru_cache(maxsize=4096)(_normalise_text)
 
 
 def is_secret_key(key: str) -> bool:
     """True if a key name looks like it holds a credential or card data."""
+    if len(key) <= _CACHED_KEY_LENGTH:
+        return _is_secret_key_cached(key)
+    return _is_secret_key(key)
+
+
+def _is_secret_key(key: str) -> bool:
     k = _normalise(key)
     if k in _SECRET_KEYS:
         return True
@@ -77,6 +99,9 @@ def is_secret_key(key: str) -> bool:
     # "authorization" and "authorToken" still name a secret.
     exempt = [ok for ok in _NOT_SECRET if ok in k]
     return any(part in k and not any(part in ok for ok in exempt) for part in _SECRET_KEY_PARTS)
+
+
+_is_secret_key_cached = functools.lru_cache(maxsize=4096)(_is_secret_key)
 
 
 def _luhn(digits: str) -> bool:

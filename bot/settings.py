@@ -50,6 +50,7 @@ RULES = {
     "otel_exporter_otlp_protocol": "must be http/protobuf (Cosigner exports OTLP over HTTP)",
     "otel_exporter_otlp_traces_protocol": "must be http/protobuf (Cosigner exports OTLP over HTTP)",
     "otel_traces_exporter": "must be otlp or none",
+    "test_clock": "must be a UNIX time in seconds (tests only; leave it unset)",
 }
 # Values never quoted in an error.
 SECRET_FIELDS = {
@@ -89,6 +90,10 @@ class Settings(BaseSettings):
     log_level: LogLevel = Field(default=LogLevel.INFO, validation_alias=_env("COSIGNER_LOG_LEVEL"))
     # Comma-separated CIDRs and host names callbacks may reach although not public (bot.egress).
     callback_allow: str = Field(default="", validation_alias=_env("COSIGNER_CALLBACK_ALLOW"))
+    # Tests only: the instant a stepped clock starts at (bot.stepped_clock); unset in production.
+    test_clock: float | None = Field(
+        default=None, ge=0, allow_inf_nan=False, validation_alias=_env("COSIGNER_TEST_CLOCK")
+    )
 
     slack_signing_secret: str | None = Field(default=None, validation_alias=_env("SLACK_SIGNING_SECRET"))
     slack_bot_token: str | None = Field(default=None, validation_alias=_env("SLACK_BOT_TOKEN"))

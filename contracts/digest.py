@@ -5,6 +5,20 @@ The server and the SDK share one definition; this name stays for the server's im
 
 from __future__ import annotations
 
-from cosigner.digest import SAFE_INTEGER, CanonicalFormError, canonical_json, member, parameters_digest
+from cosigner.digest import (
+    SAFE_INTEGER,
+    CanonicalFormError,
+    canonical_json,
+    digest_of_canonical,
+    member,
+    parameters_digest,
+)
 
-__all__ = ["SAFE_INTEGER", "CanonicalFormError", "canonical_json", "member", "parameters_digest"]
+__all__ = [
+    "SAFE_INTEGER",
+    "CanonicalFormError",
+    "canonical_json",
+    "digest_of_canonical",
+    "member",
+    "parameters_digest",
+]

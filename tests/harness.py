@@ -31,6 +31,7 @@ from bot.desk import Desk
 from bot.engine import Engine
 from bot.policy import load_policy
 from bot.settings import Settings
+from contracts.ports import Delivered
 from storage.database import Database
 
 POSTGRES_ENV = "COSIGNER_TEST_POSTGRES_URL"
@@ -152,6 +153,18 @@ class Harness:
         metrics = self.parts.engine.metrics
         await until(lambda: (metrics.registry.get_sample_value("cosigner_waiters") or 0) >= count)
 
+    async def delivered(self, approval_id: str, *, every_message: bool = False) -> Delivered:
+        """The card's delivery receipt once the job worker stored it (with `every_message`, once
+        it names every message sent, as an SMS receipt does after texting each approver)."""
+
+        async def receipt() -> Delivered | None:
+            placed = await self.desk.placed(approval_id)
+            got = placed.delivered if placed is not None else None
+            return got if got is not None and (got.message_refs or not every_message) else None
+
+        found: Delivered = await until_async(receipt)
+        return found
+
     @property
     def engine(self) -> Engine:
         """The engine: the approval lifecycle the API and the workers drive."""
@@ -268,6 +281,33 @@ async def slack_app(
             policy_toml, surfaces=[factory], database_kind=database_kind, tracer_provider=tracer_provider
         ) as h:
             yield h, emu
+
+
+async def press(
+    client: httpx.AsyncClient,
+    card: Any,
+    action: str = "cosigner.approve",
+    *,
+    secret: str,
+    app_id: str,
+    edit: Callable[[dict[str, Any]], None] | None = None,
+    **fields: Any,
+) -> httpx.Response:
+    """Press a button of a posted Slack card as Slack would: a `block_actions` POST to
+    `/slack/events`, really signed; `fields` (user, user_team, team, enterprise, channel, ts…)
+    shape the click and default to the card's own channel and message, and `edit` may change
+    the payload last (to drop a field Slack would send)."""
+    from surfaces.slack.interactions import block_actions_payload, send_signed
+
+    button = next(
+        e for b in card.blocks if b["type"] == "actions" for e in b["elements"] if e["action_id"] == action
+    )
+    fields.setdefault("channel", card.channel)
+    fields.setdefault("ts", card.ts)
+    payload = block_actions_payload(action=button, blocks=card.blocks, app_id=app_id, **fields)
+    if edit is not None:
+        edit(payload)
+    return await send_signed(client, "/slack/events", payload, secret=secret)
 
 
 class CallbackReceiver:

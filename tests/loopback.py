@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 import uvicorn
 
 from storage.database import Database
-from tests.harness import DEFAULT_POLICY, TEST_SECRET, Harness, cosigner_app
+from tests.harness import DEFAULT_POLICY, TEST_SECRET, Harness, cosigner_app, until
 from tests.processes import free_port
 
 T = TypeVar("T")
@@ -88,8 +88,8 @@ class LiveServer:
                 self._server = uvicorn.Server(config)
                 self._harness, self._loop = harness, asyncio.get_running_loop()
                 serving = asyncio.create_task(self._server.serve())
-                while not self._server.started and not serving.done():
-                    await asyncio.sleep(0.01)
+                server = self._server
+                await until(lambda: server.started or serving.done(), seconds=20, interval=0.01)
                 ready.set_result(None)
                 await serving
             await db.close()

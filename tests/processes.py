@@ -8,6 +8,7 @@ with serving(env, tmp_path, port) as proc:
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import subprocess
@@ -18,6 +19,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+
+from tests.harness import until
 
 
 def free_port() -> int:
@@ -53,6 +56,15 @@ def create_tenant(env: dict[str, str], cwd: Path, name: str) -> str:
     return created.stdout.split("stored): ")[1].split()[0]
 
 
+def ready(proc: subprocess.Popen[bytes], port: int) -> bool:
+    """Whether the `serve` process on `port` answers `/readyz` (fails if it exited)."""
+    assert proc.poll() is None, f"serve exited with status {proc.returncode} while starting"
+    try:
+        return httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
 @contextmanager
 def serving(env: dict[str, str], cwd: Path, port: int) -> Iterator[subprocess.Popen[bytes]]:
     """`cosigner serve --port PORT`, ready (`/readyz` 200) on entry, killed on exit."""
@@ -65,16 +77,7 @@ def serving(env: dict[str, str], cwd: Path, port: int) -> Iterator[subprocess.Po
         stderr=subprocess.STDOUT,
     )
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            assert proc.poll() is None, "serve exited while starting"
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "serve did not become ready"
-            time.sleep(0.1)
+        asyncio.run(until(lambda: ready(proc, port), seconds=20, interval=0.1))
         yield proc
     finally:
         if proc.poll() is None:

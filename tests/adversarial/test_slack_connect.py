@@ -15,9 +15,9 @@ import pytest
 
 from surfaces.slack.emulated_methods import Recorded
 from surfaces.slack.emulator import SlackEmulator
-from surfaces.slack.interactions import block_actions_payload, send_signed
+from tests import harness
 from tests.harness import Harness, slack_app, until
-from tests.surfaces.slack.test_scenarios import ask, card_of, delivered, refusal_codes, status
+from tests.surfaces.slack.test_scenarios import ask, card_of, refusal_codes, status
 
 SECRET = "grid-signing-secret"
 APP_ID = "A0COSIGNER"
@@ -48,13 +48,7 @@ async def world(db_kind: str) -> AsyncIterator[tuple[Harness, SlackEmulator, dic
 
 async def press(h: Harness, card: Recorded, action: str, **who: Any) -> None:
     """Press `action` on `card` as `who` (user, user_team, team, enterprise), signed."""
-    button = next(
-        e for b in card.blocks if b["type"] == "actions" for e in b["elements"] if e["action_id"] == action
-    )
-    payload = block_actions_payload(
-        action=button, blocks=card.blocks, channel=card.channel, ts=card.ts, app_id=APP_ID, **who
-    )
-    r = await send_signed(h.client, "/slack/events", payload, secret=SECRET)
+    r = await harness.press(h.client, card, action, secret=SECRET, app_id=APP_ID, **who)
     assert r.status_code == 200, "every signed click is acked"
 
 
@@ -74,7 +68,7 @@ async def answer(h: Harness, emu: SlackEmulator, card: Recorded, kind: str, **wh
 async def posted(h: Harness, emu: SlackEmulator, key: str, surface: dict[str, str]) -> tuple[str, Recorded]:
     approval_id = await ask(h, key, surface=surface)
     card = await card_of(emu)
-    await delivered(h, approval_id)
+    await h.delivered(approval_id)
     return approval_id, card
 
 
@@ -153,23 +147,13 @@ async def test_a_click_that_does_not_say_whose_workspace_the_clicker_is_from_is_
     """Without `user.team_id` the clicker's organization is unknown: fail closed."""
     h, emu, keys = world
     approval_id, card = await posted(h, emu, keys["acme"], {**GRID_SURFACE, "userId": "W0OUT"})
-    button = next(
-        e
-        for b in card.blocks
-        if b["type"] == "actions"
-        for e in b["elements"]
-        if e["action_id"] == "cosigner.approve"
+
+    def without_team(payload: dict[str, Any]) -> None:
+        del payload["user"]["team_id"]
+
+    r = await harness.press(
+        h.client, card, secret=SECRET, app_id=APP_ID, edit=without_team, user="W0OUT", **WORKSPACE_INSTALL
     )
-    payload = block_actions_payload(
-        action=button,
-        blocks=card.blocks,
-        channel=card.channel,
-        ts=card.ts,
-        app_id=APP_ID,
-        user="W0OUT",
-        **WORKSPACE_INSTALL,
-    )
-    del payload["user"]["team_id"]
-    assert (await send_signed(h.client, "/slack/events", payload, secret=SECRET)).status_code == 200
+    assert r.status_code == 200
     assert await status(h, keys["acme"], approval_id) == "pending"
     assert await refusal_codes(h, keys["acme"], approval_id) == ["NOT_AN_APPROVER"]

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from surfaces.slack.emulator import SlackEmulator
-from surfaces.slack.interactions import block_actions_payload, send_signed
-from tests.harness import Harness, slack_app
+from tests.harness import Harness, press, slack_app, until
 
 SECRET = "adversarial-signing-secret"
 APP_ID = "A0COSIGNER"
@@ -59,33 +56,18 @@ async def test_an_agent_naming_another_tenants_enterprise_is_refused(world: Any)
         assert r.json()["error"]["field"] == "surface.enterpriseId"
         return
     approval_id = r.json()["approvalId"]
-    deadline = time.monotonic() + 5
-    while not [m for m in emu.messages if m.method == "chat.postMessage"]:
-        assert time.monotonic() < deadline
-        await asyncio.sleep(0.02)
-    while (await h.desk.placed(approval_id)).delivered is None:  # type: ignore[union-attr]
-        assert time.monotonic() < deadline
-        await asyncio.sleep(0.02)
-    card = next(m for m in emu.messages if m.method == "chat.postMessage")
-    button = next(
-        e
-        for b in card.blocks
-        if b["type"] == "actions"
-        for e in b["elements"]
-        if e["action_id"] == "cosigner.approve"
-    )
-    payload = block_actions_payload(
-        action=button,
-        blocks=card.blocks,
-        channel=card.channel,
-        ts=card.ts,
+    (card,) = await until(lambda: [m for m in emu.messages if m.method == "chat.postMessage"])
+    await h.delivered(approval_id)
+    await press(
+        h.client,
+        card,
+        secret=SECRET,
+        app_id=APP_ID,
         user="W0GLOBEX",
         user_team="T0GLOBEX1",
         team="T0GLOBEX1",
         enterprise="E0GLOBEX",
-        app_id=APP_ID,
     )
-    await send_signed(h.client, "/slack/events", payload, secret=SECRET)
     got = await h.client.get(f"/v1/approvals/{approval_id}", headers=h.auth(key))
     assert got.json()["status"] == "pending", "a person of another tenant decided acme's request"
 

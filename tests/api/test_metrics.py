@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from tests.api.test_approvals import start
-from tests.harness import Harness, cosigner_app
+from tests.harness import Harness, cosigner_app, until_async
 
 
 async def waiters(h: Harness) -> float:
@@ -53,12 +53,11 @@ async def gauge_reaches(h: Harness, expected: float, seconds: float = 10.0) -> N
     """Wait until the gauge reads `expected`; fail naming the last value read."""
     seen: list[float] = []
 
-    async def poll() -> None:
-        while (value := await waiters(h)) != expected:
-            seen.append(value)
-            await asyncio.sleep(0.02)
+    async def reached() -> bool:
+        seen.append(await waiters(h))
+        return seen[-1] == expected
 
     try:
-        await asyncio.wait_for(poll(), seconds)
-    except TimeoutError:
+        await until_async(reached, seconds)
+    except AssertionError:
         raise AssertionError(f"cosigner_waiters stayed at {seen[-1:]}, expected {expected}") from None

@@ -3,9 +3,7 @@ and the connection goes to the address that was checked (real sockets, no mocks)
 
 from __future__ import annotations
 
-import asyncio
 import ssl
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -62,14 +60,13 @@ async def events(h: Harness, key: str, aid: str, wanted: str, count: int = 1) ->
 
 async def finished_callback_job(h: Harness) -> Any:
     """The callback job's row, once the worker has finished it for good (within 30 s)."""
-    deadline = time.monotonic() + 30
-    while True:
+
+    async def finished() -> Any:
         async with h.parts.db.read() as conn:
             job = (await conn.execute(sa.select(jobs).where(jobs.c.kind == "callback"))).one()
-        if job.done_at is not None:
-            return job
-        assert time.monotonic() < deadline, f"the callback job is still open: {job}"
-        await asyncio.sleep(0.05)
+        return job if job.done_at is not None else None
+
+    return await until_async(finished, seconds=30, interval=0.05)
 
 
 @contextmanager

@@ -182,11 +182,17 @@ async def test_two_replicas_expire_once_and_deliver_each_callback_attempt_once()
                 a.engine.expire_due(), b.engine.expire_due(), a.engine.expire_due(), b.engine.expire_due()
             )
             await until(lambda: route.call_count >= 10, seconds=30)
-            # and no second delivery of any attempt, however the two workers interleave
-            for _ in range(5):
-                a.engine.jobs_wakeup.set()
-                b.engine.jobs_wakeup.set()
-                await asyncio.sleep(0.05)
+
+            # Once no job is left unfinished neither worker has anything to send, so a second
+            # delivery of any attempt would already be in `route.calls`.
+            async def all_jobs_finished() -> bool:
+                async with a.parts.db.read() as conn:
+                    open_jobs = await conn.execute(
+                        sa.select(sa.func.count()).select_from(jobs).where(jobs.c.done_at.is_(None))
+                    )
+                    return open_jobs.scalar_one() == 0
+
+            await until_async(all_jobs_finished, seconds=30)
             async with a.parts.db.read() as conn:
                 expired = (
                     (

@@ -3,16 +3,17 @@ and a `cosigner serve` that is ready before the test talks to it."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import httpx
+from tests.harness import until
+from tests.processes import ready
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -58,16 +59,10 @@ def serving(env: dict[str, str], cwd: Path, port: int, log: Path) -> Iterator[su
             stderr=out,
         )
         try:
-            deadline = time.monotonic() + 20
-            while True:
-                assert proc.poll() is None, log.read_text()
-                try:
-                    if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                assert time.monotonic() < deadline, log.read_text()
-                time.sleep(0.1)
+            try:
+                asyncio.run(until(lambda: ready(proc, port), seconds=20, interval=0.1))
+            except AssertionError as exc:
+                raise AssertionError(log.read_text()) from exc
             yield proc
         finally:
             proc.terminate()

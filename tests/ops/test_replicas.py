@@ -2,14 +2,18 @@
 
 One decision per request, each expiry once, long-polls answered on either. This test runs
 the operator's own commands as subprocesses (`cosigner migrate`, `cosigner tenants create`,
-two `cosigner serve`) on a fresh database and talks to them over real HTTP only:
+two `cosigner serve`) on a fresh database and talks to them over real HTTP; both servers
+run on one stepped clock (`COSIGNER_TEST_CLOCK`, moved by `POST /test/clock`), so nothing
+waits on the real clock, and the test reads the job outbox to know when no work is left:
 
-- a dashboard approval created on A, long-polled on B, decided by 20 concurrent decision
-  POSTs spread over A and B: exactly one 200, nineteen 409 ALREADY_DECIDED, and B's
-  long-poll answers within about a second of the decision (LISTEN/NOTIFY across replicas);
-- approvals with `timeoutSeconds=1` and a `callbackUrl` on a loopback receiver: each
-  expires once (one `expired` audit event) and each callback arrives exactly once, with a
-  `Cosigner-Delivery` id never delivered twice and a valid `Cosigner-Signature`.
+- a dashboard approval created on A, long-polled on both A and B, decided by 20 concurrent
+  decision POSTs spread over A and B: exactly one 200, nineteen 409 ALREADY_DECIDED, and
+  both long-polls answer the decision although their own wait cannot end (the clock stands
+  still); the replica that did not decide counts the wake-up as another replica's NOTIFY;
+- approvals with `timeoutSeconds=60` and a `callbackUrl` on a loopback receiver, then both
+  clocks moved past it: each expires once (one `expired` audit event) and each callback
+  arrives exactly once, with a `Cosigner-Delivery` id never delivered twice and a valid
+  `Cosigner-Signature`.
 
 Skipped unless COSIGNER_TEST_POSTGRES_URL=postgresql+asyncpg://user@host/db is set; the
 test creates its own database `cosigner_ops_<random>` next to that one and drops it.
@@ -36,7 +40,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from contracts.grants import verify_callback
-from tests.harness import CallbackReceiver
+from tests.harness import CallbackReceiver, until_async
 
 POSTGRES_ENV = "COSIGNER_TEST_POSTGRES_URL"
 REPO = Path(__file__).resolve().parents[2]
@@ -54,6 +58,8 @@ redact = ["cardToken"]
 admins = { dashboard = ["u_admin"] }
 """
 EXPIRING = 6  # approvals left to expire, each with a callback
+TIMEOUT = 60  # their timeoutSeconds; the test moves the replicas' clock past it
+START = float(int(time.time()))  # where both replicas' stepped clock starts (COSIGNER_TEST_CLOCK)
 DECIDERS = 20  # concurrent decision POSTs, spread over both replicas
 
 pytestmark = pytest.mark.skipif(
@@ -144,44 +150,33 @@ def tenant(operator_env: dict[str, str]) -> tuple[str, str]:
 
 
 @pytest.fixture
-def replicas(operator_env: dict[str, str], tenant: tuple[str, str], tmp_path: Path) -> Iterator[list[str]]:
-    """Two `cosigner serve` processes on the same database; always stopped afterwards."""
-    procs: list[tuple[subprocess.Popen[bytes], Path]] = []
-    urls: list[str] = []
+def servers(
+    operator_env: dict[str, str], tenant: tuple[str, str], tmp_path: Path
+) -> Iterator[list[tuple[str, subprocess.Popen[bytes], Path]]]:
+    """Two `cosigner serve` processes on the same database and one stepped clock (both start
+    at START and are moved together by `_advance`): (url, process, log); always stopped."""
+    env = {**operator_env, "COSIGNER_TEST_CLOCK": str(START)}
+    started: list[tuple[str, subprocess.Popen[bytes], Path]] = []
     try:
         for name in ("a", "b"):
             port = _free_port()
-            urls.append(f"http://127.0.0.1:{port}")
             log = tmp_path / f"serve-{name}.log"
             with log.open("wb") as out:
                 proc = subprocess.Popen(
                     [sys.executable, "-m", "bot.cli", "serve", "--port", str(port)],
-                    env=operator_env,
+                    env=env,
                     cwd=REPO,
                     stdout=out,
                     stderr=subprocess.STDOUT,
                     start_new_session=True,
                 )
-            procs.append((proc, log))
-        deadline = time.monotonic() + 20
-        for (proc, log), url in zip(procs, urls, strict=True):
-            while True:
-                if proc.poll() is not None:
-                    pytest.fail(f"serve exited {proc.returncode}:\n{log.read_text()}")
-                try:
-                    if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                if time.monotonic() > deadline:
-                    pytest.fail(f"{url}/readyz never answered 200:\n{log.read_text()}")
-                time.sleep(0.1)
-        yield urls
+            started.append((f"http://127.0.0.1:{port}", proc, log))
+        yield started
     finally:
-        for proc, _ in procs:
+        for _, proc, _ in started:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
-        for proc, log in procs:
+        for _, proc, log in started:
             try:
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
@@ -190,6 +185,25 @@ def replicas(operator_env: dict[str, str], tenant: tuple[str, str], tmp_path: Pa
             text = log.read_text(errors="replace")
             if "Traceback" in text:
                 print(f"--- {log.name} ---\n{text}")
+
+
+@pytest.fixture
+async def replicas(servers: list[tuple[str, subprocess.Popen[bytes], Path]]) -> list[str]:
+    """The two servers' URLs, once both answer `/readyz`."""
+    async with httpx.AsyncClient(timeout=1) as client:
+        for url, proc, log in servers:
+
+            async def ready(url: str = url, proc: subprocess.Popen[bytes] = proc, log: Path = log) -> bool:
+                if proc.poll() is not None:
+                    text = await asyncio.to_thread(log.read_text)
+                    pytest.fail(f"serve exited {proc.returncode}:\n{text}")
+                try:
+                    return (await client.get(f"{url}/readyz")).status_code == 200
+                except httpx.HTTPError:
+                    return False
+
+            await until_async(ready, seconds=20, interval=0.1)
+    return [url for url, _, _ in servers]
 
 
 def _request(call_id: str, **extra: Any) -> dict[str, Any]:
@@ -217,32 +231,61 @@ def _names(events: list[Any]) -> list[str]:
     return [e["event"] for e in events]
 
 
-async def test_two_serve_processes_agree(tenant: tuple[str, str], replicas: list[str]) -> None:
+async def _metric(client: httpx.AsyncClient, url: str, name: str) -> float:
+    text = (await client.get(f"{url}/metrics")).text
+    return next((float(x.split()[1]) for x in text.splitlines() if x.startswith(f"{name} ")), 0.0)
+
+
+async def _advance(client: httpx.AsyncClient, urls: list[str], seconds: float) -> None:
+    """Move every replica's stepped clock forward by the same amount."""
+    for url in urls:
+        r = await client.post(f"{url}/test/clock", json={"advanceSeconds": seconds})
+        assert r.status_code == 200, r.text
+
+
+async def _jobs_left(database_url: str) -> int:
+    """Outbox rows not finished yet: while none is left, no further callback can be sent."""
+    import asyncpg
+
+    conn = await asyncpg.connect(_asyncpg_dsn(database_url))
+    try:
+        return int(await conn.fetchval("SELECT count(*) FROM jobs WHERE done_at IS NULL"))
+    finally:
+        await conn.close()
+
+
+async def test_two_serve_processes_agree(
+    tenant: tuple[str, str], replicas: list[str], operator_env: dict[str, str]
+) -> None:
     api_key, callback_secret = tenant
     auth = {"Authorization": f"Bearer {api_key}"}
     a, b = replicas
+    database_url = operator_env["COSIGNER_DATABASE_URL"]
 
     with CallbackReceiver() as receiver:
-        async with httpx.AsyncClient(timeout=30, headers=auth) as client:
+        async with httpx.AsyncClient(timeout=60, headers=auth) as client:
             # --- one decision per request; the long-poll on the other replica wakes ------
             r = await client.post(f"{a}/v1/approvals", json=_request("decide_1", callbackUrl=receiver.url))
             assert r.status_code == 201, r.text
             approval_id = r.json()["approvalId"]
 
-            async def long_poll() -> tuple[float, httpx.Response]:
-                resp = await client.get(f"{b}/v1/approvals/{approval_id}?wait=30")
-                return time.monotonic(), resp
+            # One long-poll parked on each replica. The clock stands still, so neither
+            # long-poll's own 30 s can run out: only the decision can answer them.
+            polls = {
+                url: asyncio.create_task(client.get(f"{url}/v1/approvals/{approval_id}?wait=30"))
+                for url in replicas
+            }
+            for url in replicas:
+                await until_async(lambda url=url: _parked(client, url))
+            assert not any(p.done() for p in polls.values()), "a long-poll answered before anyone decided"
 
-            poll = asyncio.create_task(long_poll())
-            await asyncio.sleep(0.5)  # B is now parked on the approval
-            assert not poll.done(), "B's long-poll answered before anyone decided"
-
-            async def decide(i: int) -> tuple[float, httpx.Response]:
+            async def decide(i: int) -> tuple[str, httpx.Response]:
+                url = (a, b)[i % 2]
                 resp = await client.post(
-                    f"{(a, b)[i % 2]}/v1/approvals/{approval_id}/decision",
+                    f"{url}/v1/approvals/{approval_id}/decision",
                     json={"decision": "approve", "userId": "u_42", "comment": f"#{i}"},
                 )
-                return time.monotonic(), resp
+                return url, resp
 
             answers = await asyncio.gather(*(decide(i) for i in range(DECIDERS)))
             codes = sorted(resp.status_code for _, resp in answers)
@@ -250,18 +293,19 @@ async def test_two_serve_processes_agree(tenant: tuple[str, str], replicas: list
             for _, resp in answers:
                 if resp.status_code == 409:
                     assert resp.json()["error"]["code"] == "ALREADY_DECIDED", resp.text
-            decided_at = next(t for t, resp in answers if resp.status_code == 200)
-            winner = next(resp.json() for _, resp in answers if resp.status_code == 200)
+            won_on, winner = next((url, resp.json()) for url, resp in answers if resp.status_code == 200)
+            other = b if won_on == a else a
 
-            woke_at, polled = await asyncio.wait_for(poll, 10)
-            assert polled.status_code == 200, polled.text
-            assert polled.json()["status"] == "approved", polled.json()
-            assert polled.json()["comment"] == winner["comment"]
-            assert woke_at - decided_at < 1.0, (
-                f"B's long-poll answered {woke_at - decided_at:.2f}s after the decision on A/B"
-            )
+            for poll in polls.values():
+                polled = await poll
+                assert polled.status_code == 200, polled.text
+                assert polled.json()["status"] == "approved", polled.json()
+                assert polled.json()["comment"] == winner["comment"]
+            # The replica that did not decide woke its waiter on the winner's NOTIFY, not on
+            # its slow recheck (which would leave this counter at 0).
+            assert await _metric(client, other, "cosigner_replica_wakeups_total") >= 1
 
-            events = _names(await _audit(client, b, api_key, approval_id))
+            events = _names(await _audit(client, other, api_key, approval_id))
             assert events.count("approved") == 1, events
             assert events.count("decision_refused") == DECIDERS - 1, events
 
@@ -270,20 +314,25 @@ async def test_two_serve_processes_agree(tenant: tuple[str, str], replicas: list
             for i in range(EXPIRING):
                 r = await client.post(
                     f"{(a, b)[i % 2]}/v1/approvals",
-                    json=_request(f"expire_{i}", timeoutSeconds=1, callbackUrl=receiver.url),
+                    json=_request(f"expire_{i}", timeoutSeconds=TIMEOUT, callbackUrl=receiver.url),
                 )
                 assert r.status_code == 201, r.text
                 expiring.append(r.json()["approvalId"])
+            for i, apv in enumerate(expiring):
+                r = await client.get(f"{(b, a)[i % 2]}/v1/approvals/{apv}")
+                assert r.json()["status"] == "pending", r.text
 
+            # Both replicas' sweepers wake at the same moment and race to expire each one.
+            await _advance(client, replicas, TIMEOUT + 1)
             wanted = {approval_id, *expiring}
-            deadline = time.monotonic() + 12
-            while time.monotonic() < deadline:
+
+            async def all_called_back() -> bool:
                 got = {json.loads(c["body"])["approvalId"] for c in receiver.snapshot()}
-                if got >= wanted:
-                    break
-                await asyncio.sleep(0.2)
-            # Give a duplicate (a second replica's attempt) time to show up.
-            await asyncio.sleep(2.5)
+                return got >= wanted and await _jobs_left(database_url) == 0
+
+            # Once every job is finished no replica has anything left to send, so the
+            # counts below are final without waiting for a duplicate to show up.
+            await until_async(all_called_back, seconds=30, interval=0.1)
 
             for i, apv in enumerate(expiring):
                 r = await client.get(f"{(b, a)[i % 2]}/v1/approvals/{apv}")
@@ -309,3 +358,7 @@ async def test_two_serve_processes_agree(tenant: tuple[str, str], replicas: list
     for apv in expiring:
         body = json.loads(by_approval[apv][0]["body"])
         assert body["status"] == "expired" and body["decidedBy"] == {"kind": "timeout"}, body
+
+
+async def _parked(client: httpx.AsyncClient, url: str) -> bool:
+    return await _metric(client, url, "cosigner_waiters") >= 1

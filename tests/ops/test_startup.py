@@ -4,17 +4,18 @@ on stderr while serving is a JSON line that carries no parameters or SQL values.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 
+from tests.harness import until
 from tests.ops.processes import REPO, clean_env, cosigner, free_port, serving
 
 SECRET = "ops-startup-secret-" + "s" * 32
@@ -131,9 +132,7 @@ def test_everything_on_stderr_is_json_even_a_crash_in_a_route(tmp_path: Path) ->
         with socket.create_connection(("127.0.0.1", port), timeout=5) as raw:
             raw.sendall(b"NOT HTTP AT ALL\r\n\r\n")  # uvicorn warns about it
             raw.recv(1024)
-        deadline = time.monotonic() + 10
-        while "Invalid HTTP" not in log.read_text() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        asyncio.run(until(lambda: "Invalid HTTP" in log.read_text(), seconds=10, interval=0.05))
     text = log.read_text()
     lines = [json.loads(line) for line in text.splitlines()]  # raises on any plain-text line
     crash = [line for line in lines if line.get("error") == "OperationalError"]

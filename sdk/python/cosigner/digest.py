@@ -116,4 +116,9 @@ def canonical_json(value: Any, path: str = "$") -> bytes:
 
 def parameters_digest(parameters: Any) -> str:
     """`sha256:` + hex of the JCS bytes of the unredacted parameters."""
-    return "sha256:" + hashlib.sha256(canonical_json(parameters, "parameters")).hexdigest()
+    return digest_of_canonical(canonical_json(parameters, "parameters"))
+
+
+def digest_of_canonical(canonical: bytes) -> str:
+    """The digest of parameters whose JCS bytes (`canonical_json`) are already at hand."""
+    return "sha256:" + hashlib.sha256(canonical).hexdigest()

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
 
 from surfaces.slack.emulator import SlackEmulator
-from tests.harness import DEFAULT_POLICY, Harness, slack_app, until
+from tests.harness import DEFAULT_POLICY, Harness, slack_app, until, until_async
 
 SECRET = "e2e-signing-secret"
 APP_ID = "A0COSIGNER"
@@ -160,8 +159,9 @@ async def test_an_unreachable_slack_fails_the_request_closed(world: Any) -> None
         return str(r.json()["status"])
 
     assert await status() in ("denied", "pending")
-    for _ in range(100):
-        if (s := await status()) != "pending":
-            break
-        await asyncio.sleep(0.1)
-    assert s == "denied"
+    assert await until_async(lambda: _not_pending(status), seconds=10) == "denied"
+
+
+async def _not_pending(status: Callable[[], Awaitable[str]]) -> str | None:
+    s = await status()
+    return None if s == "pending" else s

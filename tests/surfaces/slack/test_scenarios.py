@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -12,8 +11,7 @@ import pytest
 
 from surfaces.slack.emulated_methods import Recorded
 from surfaces.slack.emulator import SlackEmulator
-from surfaces.slack.interactions import block_actions_payload, send_signed
-from tests.harness import Harness, slack_app, until
+from tests.harness import Harness, press, slack_app, until
 
 SECRET = "scenario-signing-secret"
 APP_ID = "A0COSIGNER"
@@ -65,29 +63,12 @@ async def card_of(emu: SlackEmulator, index: int = 0) -> Recorded:
     return posts[0]
 
 
-async def delivered(h: Harness, approval_id: str) -> None:
-    async def check() -> bool:
-        placed = await h.desk.placed(approval_id)
-        return placed is not None and placed.delivered is not None
-
-    deadline = time.monotonic() + 5
-    while not await check():
-        assert time.monotonic() < deadline, "card was never delivered"
-        await asyncio.sleep(0.02)
-
-
 async def forged_click(
     h: Harness, emu: SlackEmulator, card: Recorded, *, action: str = "cosigner.approve", **fields: Any
 ) -> None:
-    button = next(
-        e for b in card.blocks if b["type"] == "actions" for e in b["elements"] if e["action_id"] == action
-    )
-    fields.setdefault("channel", card.channel)
-    fields.setdefault("ts", card.ts)
     fields.setdefault("team", "T0ACME")
     fields.setdefault("app_id", APP_ID)
-    payload = block_actions_payload(action=button, blocks=card.blocks, **fields)
-    r = await send_signed(h.client, "/slack/events", payload, secret=SECRET)
+    r = await press(h.client, card, action, secret=SECRET, **fields)
     assert r.status_code == 200, "every signed click is acked"
 
 
@@ -118,7 +99,7 @@ async def test_a_wrong_click_changes_nothing_is_explained_and_audited(
     h, emu, key = world
     approval_id = await ask(h, key)
     card = await card_of(emu)
-    await delivered(h, approval_id)
+    await h.delivered(approval_id)
     forged = dict(fields)  # parametrize shares the dict between database runs
     await forged_click(h, emu, card, user=forged.pop("user", "U1"), **forged)
     (note,) = await until(lambda: emu.ephemerals)
@@ -132,26 +113,10 @@ async def test_a_click_on_another_cards_message_does_not_decide_this_one(world: 
     first = await ask(h, key, call_id="a")
     second = await ask(h, key, call_id="b")
     card_a, card_b = await card_of(emu, 0), await card_of(emu, 1)
-    await delivered(h, first)
-    await delivered(h, second)
+    await h.delivered(first)
+    await h.delivered(second)
     # The button of card A, replayed as though it sat on card B's message.
-    button = next(
-        e
-        for b in card_a.blocks
-        if b["type"] == "actions"
-        for e in b["elements"]
-        if e["action_id"] == "cosigner.approve"
-    )
-    payload = block_actions_payload(
-        action=button,
-        blocks=card_a.blocks,
-        channel=card_b.channel,
-        ts=card_b.ts,
-        user="U1",
-        team="T0ACME",
-        app_id=APP_ID,
-    )
-    await send_signed(h.client, "/slack/events", payload, secret=SECRET)
+    await forged_click(h, emu, card_a, channel=card_b.channel, ts=card_b.ts, user="U1")
     await until(lambda: emu.ephemerals)
     assert {await status(h, key, first), await status(h, key, second)} == {"pending"}
 
@@ -161,7 +126,7 @@ async def test_admin_requests_go_to_the_admin_channel_and_two_admins_race(world:
     approval_id = await ask(h, key, tool="close_account")
     card = await card_of(emu)
     assert card.channel == "C0ADMINS"
-    await delivered(h, approval_id)
+    await h.delivered(approval_id)
     await asyncio.gather(
         forged_click(h, emu, card, user="U0ADMIN"), forged_click(h, emu, card, user="U0ADMIN2")
     )
@@ -184,7 +149,7 @@ async def test_a_click_after_expiry_is_refused_and_the_card_shows_expiry(world: 
     h, emu, key = world
     approval_id = await ask(h, key, timeoutSeconds=1)
     card = await card_of(emu)
-    await delivered(h, approval_id)
+    await h.delivered(approval_id)
     h.advance(1.1)
     await forged_click(h, emu, card, user="U1")
     (note,) = await until(lambda: emu.ephemerals)
@@ -199,7 +164,7 @@ async def test_a_decision_made_elsewhere_updates_the_card(world: Any) -> None:
     h, emu, key = world
     approval_id = await ask(h, key)
     card = await card_of(emu)
-    await delivered(h, approval_id)
+    await h.delivered(approval_id)
     r = await h.client.post(f"/v1/approvals/{approval_id}/cancel", headers=h.auth(key))
     assert r.json()["status"] == "cancelled"
     closed = await until(lambda: (m := emu.latest(card.channel, card.ts)) and m.method == "chat.update" and m)
@@ -213,7 +178,7 @@ async def test_approve_for_this_run_covers_later_calls_of_that_tool_only(world: 
     card = await card_of(emu)
     actions = [e["action_id"] for b in card.blocks if b["type"] == "actions" for e in b["elements"]]
     assert "cosigner.approve_for_run" in actions
-    await delivered(h, first)
+    await h.delivered(first)
     await forged_click(h, emu, card, action="cosigner.approve_for_run", user="U1")
     assert await status(h, key, first) == "approved"
     again = await h.client.post(

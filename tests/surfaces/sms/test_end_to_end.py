@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -15,7 +15,7 @@ from storage import approvals as ledger
 from surfaces.sms import SmsAdapter, SmsConfig
 from surfaces.sms.caller import TwilioCaller
 from surfaces.sms.emulator import TwilioEmulator
-from tests.harness import BASE_URL, Harness, cosigner_app
+from tests.harness import BASE_URL, Harness, cosigner_app, until
 
 ACCOUNT = "AC" + "e" * 32
 TOKEN = "e2e-auth-token"
@@ -49,24 +49,6 @@ async def sms_app(db_kind: str) -> AsyncIterator[tuple[Harness, TwilioEmulator, 
             yield h, emu, phone
 
 
-async def eventually(check: Callable[[], bool], seconds: float = 5.0) -> None:
-    for _ in range(int(seconds / 0.02)):
-        if check():
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError("condition not met in time")
-
-
-async def delivered(h: Harness, approval_id: str) -> None:
-    """Wait until the job worker stored the full delivery receipt (every approver texted)."""
-    for _ in range(250):
-        placed = await h.desk.placed(approval_id)
-        if placed is not None and placed.delivered is not None and placed.delivered.message_refs:
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError("not delivered in time")
-
-
 async def request(h: Harness, key: str, call: str, amount: int = 12900) -> dict[str, Any]:
     response = await h.client.post(
         "/v1/approvals",
@@ -95,7 +77,7 @@ async def test_yes_approves_and_everyone_is_told(db_kind: str) -> None:
     async with sms_app(db_kind) as (h, emu, phone):
         key = await h.create_tenant("acme")
         start = await request(h, key, "c1")
-        await delivered(h, start["approvalId"])
+        await h.delivered(start["approvalId"], every_message=True)
         text = emu.sent[0]
         assert (text.to, text.from_) == (ALICE, BOT)
         assert "tok_x" not in text.body and "cardToken=[REDACTED]" in text.body
@@ -109,7 +91,7 @@ async def test_yes_approves_and_everyone_is_told(db_kind: str) -> None:
         assert decided["decidedBy"]["kind"] == "person"
         assert decided["decidedBy"]["surface"] == "sms"
         assert decided["decidedBy"]["userId"] == ALICE
-        await eventually(lambda: len(emu.sent) == 2)
+        await until(lambda: len(emu.sent) == 2)
         assert emu.sent[1].body == f"Approved issue_refund ({start['shortCode']})."
 
 
@@ -117,7 +99,7 @@ async def test_stranger_and_forger_decide_nothing(db_kind: str) -> None:
     async with sms_app(db_kind) as (h, _, phone):
         key = await h.create_tenant("acme")
         start = await request(h, key, "c1")
-        await delivered(h, start["approvalId"])
+        await h.delivered(start["approvalId"], every_message=True)
         stranger = await phone.text(MALLORY, BOT, "YES")
         assert "Reply YES or NO" in stranger.text
         forged = await phone.text(ALICE, BOT, "YES", token="guessed")
@@ -132,9 +114,9 @@ async def test_two_pending_need_the_code(db_kind: str) -> None:
     async with sms_app(db_kind) as (h, emu, phone):
         key = await h.create_tenant("acme")
         first = await request(h, key, "c1")
-        await delivered(h, first["approvalId"])
+        await h.delivered(first["approvalId"], every_message=True)
         second = await request(h, key, "c2")
-        await delivered(h, second["approvalId"])
+        await h.delivered(second["approvalId"], every_message=True)
         code = second["shortCode"]
         assert f"Reply YES {code} or NO {code}" in emu.sent[1].body
 
@@ -151,7 +133,7 @@ async def test_stop_fails_the_request_closed(db_kind: str) -> None:
     async with sms_app(db_kind) as (h, emu, phone):
         key = await h.create_tenant("acme")
         start = await request(h, key, "c1")
-        await delivered(h, start["approvalId"])
+        await h.delivered(start["approvalId"], every_message=True)
         stop = await phone.text(ALICE, BOT, "STOP")
         assert stop.text.endswith("<Response />")
         decided = await decision(h, key, start["approvalId"])
@@ -161,14 +143,14 @@ async def test_stop_fails_the_request_closed(db_kind: str) -> None:
         assert f"Request {start['shortCode']} is already denied" in late.text
         # The next request is texted again: YES re-subscribed the number.
         await request(h, key, "c2")
-        await eventually(lambda: len(emu.texts_to(ALICE)) == 2)
+        await until(lambda: len(emu.texts_to(ALICE)) == 2)
 
 
 async def test_undelivered_status_fails_closed_and_is_audited(db_kind: str) -> None:
     async with sms_app(db_kind) as (h, emu, phone):
         key = await h.create_tenant("acme")
         start = await request(h, key, "c1")
-        await delivered(h, start["approvalId"])
+        await h.delivered(start["approvalId"], every_message=True)
         sid = emu.sent[0].sid
         assert (await phone.status(sid, "sent", to=ALICE)).status_code == 204
         response = await phone.status(sid, "undelivered", to=ALICE, error_code="30006")
@@ -197,7 +179,7 @@ async def test_a_retry_after_a_failed_answer_still_decides(
     async with sms_app(db_kind) as (h, _, phone):
         key = await h.create_tenant("acme")
         start = await request(h, key, "c1")
-        await delivered(h, start["approvalId"])
+        await h.delivered(start["approvalId"], every_message=True)
         real_append, failures = ledger.append, []
 
         def append_failing_once(conn: Any, rec: Any, *args: Any, **kwargs: Any) -> Any:
@@ -234,7 +216,7 @@ async def test_a_reply_before_the_receipt_is_stored_is_matched(
     async with sms_app(db_kind) as (h, emu, phone):
         key = await h.create_tenant("acme")
         first = await request(h, key, "c1")
-        await delivered(h, first["approvalId"])
+        await h.delivered(first["approvalId"], every_message=True)
         # Hold the second receipt back: the text is out, the engine has not stored it yet.
         release, store_receipt = asyncio.Event(), h.engine.delivered
 
@@ -245,7 +227,7 @@ async def test_a_reply_before_the_receipt_is_stored_is_matched(
         monkeypatch.setattr(h.engine, "delivered", delivered_later)
         second = await request(h, key, "c2")
         code = second["shortCode"]
-        await eventually(lambda: len(emu.sent) == 2)
+        await until(lambda: len(emu.sent) == 2)
         assert f"Reply YES {code} or NO {code}" in emu.sent[1].body
 
         answered = await phone.text(ALICE, BOT, f"YES {code}")
@@ -254,5 +236,5 @@ async def test_a_reply_before_the_receipt_is_stored_is_matched(
         current = await h.client.get(f"/v1/approvals/{first['approvalId']}", headers=h.auth(key))
         assert current.json()["status"] == "pending"
         release.set()
-        await eventually(lambda: len(emu.texts_to(ALICE)) == 3)
+        await until(lambda: len(emu.texts_to(ALICE)) == 3)
         assert emu.sent[2].body == f"Approved issue_refund ({code})."

@@ -1,0 +1,128 @@
+"""Server CPU per dashboard round trip with no network and no HTTP client in the way.
+
+    .venv/bin/python bench/asgi_cpu.py [REPETITIONS]
+
+Calls the ASGI app of `tests.harness.cosigner_app` (SQLite, the real engine) directly:
+create, long-poll, decide, 8 round trips at a time, and prints the process CPU time per
+round trip, best and median of REPETITIONS × 200. On a shared machine the best figure is
+the one to compare between two versions of the code (run them interleaved).
+"""
+
+import asyncio
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.harness import cosigner_app
+
+POLICY = """
+[defaults]
+timeout = "1h"
+max_gated_calls_per_execution = 100000
+
+[tools.wire_money]
+kind = "danger"
+approvers = ["requester"]
+redact = ["cardToken"]
+"""
+
+
+async def call(app, method, path, body=b"", headers=()):
+    q = path.split("?", 1)
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": q[0],
+        "raw_path": q[0].encode(),
+        "query_string": (q[1] if len(q) > 1 else "").encode(),
+        "root_path": "",
+        "headers": [
+            (b"host", b"x"),
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+            *headers,
+        ],
+        "client": ("127.0.0.1", 1),
+        "server": ("x", 80),
+    }
+    sent = False
+
+    async def receive():
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await asyncio.Event().wait()
+
+    out = {}
+    chunks = []
+
+    async def send(msg):
+        if msg["type"] == "http.response.start":
+            out["status"] = msg["status"]
+        elif msg["type"] == "http.response.body":
+            chunks.append(msg.get("body", b""))
+
+    await app(scope, receive, send)
+    return out["status"], b"".join(chunks)
+
+
+async def main():
+    async with cosigner_app(POLICY) as h:
+        key = await h.create_tenant("acme")
+        auth = [(b"authorization", f"Bearer {key}".encode())]
+        app = h.app
+        n = [0]
+
+        async def rt():
+            n[0] += 1
+            i = n[0]
+            body = json.dumps(
+                {
+                    "executionId": f"run_{i}",
+                    "toolCallId": f"call_{i}",
+                    "toolName": "wire_money",
+                    "parameters": {
+                        "orderId": f"ord_{i}",
+                        "amountCents": 12900,
+                        "cardToken": "tok_x",
+                        "note": "bench",
+                    },
+                    "reason": "benchmark",
+                    "surface": {"type": "dashboard", "userId": "u_bench"},
+                }
+            ).encode()
+            s, b = await call(app, "POST", "/v1/approvals", body, auth)
+            assert s == 201, b
+            aid = json.loads(b)["approvalId"]
+            poll = asyncio.create_task(call(app, "GET", f"/v1/approvals/{aid}?wait=30", b"", auth))
+            await asyncio.sleep(0)
+            s, b = await call(
+                app,
+                "POST",
+                f"/v1/approvals/{aid}/decision",
+                b'{"decision":"approve","userId":"u_bench"}',
+                auth,
+            )
+            assert s == 200, b
+            s, b = await poll
+            assert json.loads(b)["status"] == "approved", b
+
+        for _ in range(100):
+            await rt()
+        best = []
+        for _ in range(int(sys.argv[1]) if len(sys.argv) > 1 else 8):
+            t0 = time.process_time()
+            for _ in range(25):
+                await asyncio.gather(*(rt() for _ in range(8)))
+            best.append((time.process_time() - t0) / 200 * 1000)
+        best.sort()
+        print(f"server CPU ms per round trip: min {best[0]:.3f} median {best[len(best) // 2]:.3f}")
+
+
+asyncio.run(main())
