@@ -121,7 +121,7 @@ async def test_an_sms_approval_carries_no_phone_number(db_kind: str, receiver: O
     from surfaces.sms import SmsAdapter, SmsConfig
     from surfaces.sms.caller import TwilioCaller
     from surfaces.sms.emulator import TwilioEmulator
-    from tests.surfaces.sms.test_end_to_end import ACCOUNT, ALICE, BOT, POLICY, PUBLIC, TOKEN, delivered
+    from tests.surfaces.sms.test_end_to_end import ACCOUNT, ALICE, BOT, POLICY, PUBLIC, TOKEN
 
     provider = provider_for(receiver)
     async with TwilioEmulator.running(ACCOUNT, TOKEN) as emu:
@@ -138,7 +138,7 @@ async def test_an_sms_approval_carries_no_phone_number(db_kind: str, receiver: O
                 headers={**h.auth(key), "traceparent": TRACEPARENT},
             )
             approval_id = r.json()["approvalId"]
-            await delivered(h, approval_id)
+            await h.delivered(approval_id, every_message=True)
             phone = TwilioCaller(h.client, public_url=PUBLIC, account_sid=ACCOUNT, auth_token=TOKEN)
             assert (await phone.text(ALICE, BOT, "YES")).status_code == 200
             (approval,) = await flushed(provider, receiver, "cosigner.approval")
