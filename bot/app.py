@@ -22,6 +22,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from bot.api import JSON, Api
+from bot.contract_client import ContractClient
 from bot.desk import Desk
 from bot.egress import parse_allow_list
 from bot.engine import Engine
@@ -29,6 +30,7 @@ from bot.grants import GrantSigner
 from bot.metrics import Metrics
 from bot.notifier import Notifier
 from bot.openapi import openapi
+from bot.operations import Proposals
 from bot.policy import Policy
 from bot.routing import SmsSender
 from bot.settings import Settings
@@ -246,7 +248,7 @@ def build_app(
         Route("/readyz", readyz),
         Route("/metrics", metrics_route),
         Route("/openapi.json", openapi_route),
-        *Api(engine, keys).routes(),
+        *Api(engine, keys, Proposals(engine, ContractClient(parts.http, clock))).routes(),
     ]
     for adapter in adapters.values():
         routes.extend(adapter.routes())

@@ -23,7 +23,7 @@ from bot.grants import GrantSigner
 from bot.intake import create_tx
 from bot.metrics import Metrics
 from bot.notifier import Notifier
-from bot.policy import Policy
+from bot.policy import Policy, ToolRule
 from bot.redaction import digest, redact
 from bot.routing import SmsSender, route_for
 from contracts.answers import (
@@ -49,6 +49,7 @@ from contracts.ports import DashboardRoute, Delivered, Placed, Route
 from contracts.wire import AdmitRequest, ApprovalRequest, DecisionRequest, ResultReport
 from storage import approvals as ledger
 from storage.database import Conflict, Database
+from storage.operations import OperationRecord
 from storage.records import Record, delivered_to_json
 
 log = logging.getLogger("cosigner.engine")
@@ -111,7 +112,8 @@ class Engine:
         return start_body(rec)
 
     async def wait(self, tenant: str, approval_id: str, seconds: float) -> Record:
-        """Return once the approval closes or `seconds` pass.
+        """Return once the approval settles (closes; an approved operation: has its outcome)
+        or `seconds` pass.
 
         Push, not polling: the waiter subscribes before it reads, and the closing step hands
         it the closed record. A NOTIFY from another replica wakes it to read again, and a
@@ -123,17 +125,19 @@ class Engine:
             try:
                 rec = await self.record(approval_id, tenant)
                 now = self.clock()
-                if rec.closed or deadline <= now:
+                if rec.settled or deadline <= now:
                     return rec
-                if rec.expires_at <= now:
-                    await self.expire(rec.id)
-                    continue
-                timeout = min(deadline - now, self.recheck_seconds, rec.expires_at - now + 0.01)
+                timeout = min(deadline - now, self.recheck_seconds)
+                if not rec.closed:  # else an approved operation, waiting for its outcome
+                    if rec.expires_at <= now:
+                        await self.expire(rec.id)
+                        continue
+                    timeout = min(timeout, rec.expires_at - now + 0.01)
                 try:
                     pushed = await asyncio.wait_for(asyncio.shield(fut), timeout)
                 except TimeoutError:
                     continue
-                if isinstance(pushed, Record) and pushed.tenant == rec.tenant:
+                if isinstance(pushed, Record) and pushed.tenant == rec.tenant and pushed.settled:
                     return pushed
             finally:
                 self.notifier.unsubscribe(approval_id, fut)
@@ -164,8 +168,17 @@ class Engine:
                 surface=req.surface.type,
             )
 
-    async def create(self, tenant: str, req: ApprovalRequest) -> tuple[int, ApprovalStart | Decision]:
-        """Handle `POST /v1/approvals`; returns (HTTP status, body)."""
+    async def create(
+        self,
+        tenant: str,
+        req: ApprovalRequest,
+        *,
+        rule: ToolRule | None = None,
+        contract: OperationRecord | None = None,
+        approval_id: str | None = None,
+    ) -> tuple[int, ApprovalStart | Decision]:
+        """Handle `POST /v1/approvals`; returns (HTTP status, body). An operation passes its
+        own rule and the contract its application prepared for `approval_id`."""
         json_limits(req.parameters)
         surface_belongs(self.policy, tenant, req.surface)
         if req.callbackUrl is not None:
@@ -174,7 +187,7 @@ class Engine:
             # The reason is free text that goes on the card, the text and the audit record:
             # a credential pasted into it is redacted like one in the parameters.
             req = req.model_copy(update={"reason": redact(req.reason)})
-        rule = self.policy.rule_for(tenant, req.toolName)
+        rule = rule or self.policy.rule_for(tenant, req.toolName)
         dig = digest(req.parameters)
         shown = redact(req.parameters, rule.redact)
         route: Route | ApprovalModeUnsupported | None = None
@@ -186,7 +199,19 @@ class Engine:
         for _attempt in range(3):
             try:
                 created = await self.db.run_write(
-                    lambda tx: create_tx(tx, self.policy, self.clock(), tenant, req, rule, dig, shown, route)
+                    lambda tx: create_tx(
+                        tx,
+                        self.policy,
+                        self.clock(),
+                        tenant,
+                        req,
+                        rule,
+                        dig,
+                        shown,
+                        route,
+                        contract,
+                        approval_id,
+                    )
                 )
                 break
             except Conflict:
@@ -207,7 +232,7 @@ class Engine:
             },
         )
         to_deliver = rec.route is not None and not isinstance(rec.route, DashboardRoute)
-        if to_deliver or (rec.closed and rec.callback_url):
+        if to_deliver or (rec.closed and (rec.callback_url or rec.operation)):
             self.jobs_wakeup.set()
         if created.denied_by_policy:
             raise PermissionDenied(
@@ -255,7 +280,7 @@ class Engine:
             "approval closed", extra={"approval_id": rec.id, "tenant": rec.tenant, "status": rec.status.value}
         )
         self.notifier.publish(rec.id, rec)
-        if rec.callback_url or rec.delivered is not None:
+        if rec.callback_url or rec.delivered is not None or rec.operation is not None:
             self.jobs_wakeup.set()
 
     async def expire(self, approval_id: str) -> bool:

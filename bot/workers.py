@@ -1,4 +1,4 @@
-"""Background work: the job outbox (deliveries, card updates, callbacks) and the expiry sweep.
+"""Background work: the job outbox (deliveries, card updates, callbacks, operations) and the expiry sweep.
 
 Jobs are rows written in the same transaction as the change that needs them, so none is
 lost across a crash or restart. A worker claims due rows by moving `locked_until` forward
@@ -13,8 +13,10 @@ from collections.abc import Awaitable, Callable, Mapping
 
 import httpx
 
+from bot.contract_client import ContractClient
 from bot.egress import EgressRefused
 from bot.engine import Engine
+from bot.execution import Execution
 from bot.grants import callback_secret
 from contracts.enums import AuditEvent, ErrorCode, JobKind
 from contracts.errors import CosignerError, SurfaceUnavailable
@@ -44,6 +46,7 @@ class JobWorker:
         self.surfaces = surfaces
         self.http = http
         self.secret = secret
+        self.execution = Execution(engine, ContractClient(http, engine.clock), self._finish, self._retry)
 
     async def run(self, stop: asyncio.Event, poll: float = 1.0) -> None:
         """Work until `stop` is set; sleep until woken or `poll` seconds pass."""
@@ -84,6 +87,8 @@ class JobWorker:
             JobKind.DELIVER: self._deliver,
             JobKind.SHOW: self._show,
             JobKind.CALLBACK: self._callback,
+            JobKind.EXECUTE: self.execution.execute,
+            JobKind.RECONCILE: self.execution.reconcile,
         }
         try:
             await handlers[kind](job)

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from contracts.enums import ApprovalStatus, ErrorCode, SurfaceType
+from contracts.operations import OperationOutcome, Preview
 from contracts.wire import ApprovalId, Timestamp, Wire
 
 
@@ -35,6 +36,9 @@ class ApprovalStart(Wire):
     expiresAt: Timestamp
     status: ApprovalStatus
     shortCode: str | None = None
+    operation: str | None = Field(default=None, exclude_if=_absent)
+    preview: Preview | None = Field(default=None, exclude_if=_absent, description="What the person approves.")
+    argumentsDigest: str | None = Field(default=None, exclude_if=_absent)
 
 
 class PersonDecider(Wire):
@@ -96,6 +100,11 @@ class Decision(Wire):
     comment: str | None
     parametersDigest: str
     grant: str | None = Field(description="A compact JWS; only when approved.")
+    operation: str | None = Field(default=None, exclude_if=_absent)
+    argumentsDigest: str | None = Field(default=None, exclude_if=_absent)
+    outcome: OperationOutcome | None = Field(
+        default=None, exclude_if=_absent, description="An operation's outcome, once the application answered."
+    )
 
 
 class ResultRecorded(Wire):

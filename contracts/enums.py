@@ -75,6 +75,8 @@ class JobKind(StrEnum):
     DELIVER = "deliver"  # post the card or send the text
     SHOW = "show"  # update the card, or text the outcome
     CALLBACK = "callback"  # POST the decision to the agent's callbackUrl
+    EXECUTE = "execute"  # carry out an approved operation at its application
+    RECONCILE = "reconcile"  # ask the application's status until the outcome is final
 
 
 class AuditEvent(StrEnum):
@@ -88,6 +90,22 @@ class AuditEvent(StrEnum):
     CALLBACK_ABANDONED = "callback_abandoned"
     RESULT = "result"
     SMS_STATUS = "sms_status"
+    PREPARED = "prepared"  # the application's contract, frozen under its digest
+    CLAIMED = "claimed"  # the approved operation is now executing, once
+    EXECUTE_SENT = "execute_sent"
+    STATUS_ASKED = "status_asked"
+    OUTCOME = "outcome"
+    RECONCILED = "reconciled"
+
+
+class OperationState(StrEnum):
+    """Where an operation's execution is: prepared until approved, then executing until an
+    outcome; `reconciling` while the application still settles it; `done` once final."""
+
+    PREPARED = "prepared"
+    EXECUTING = "executing"
+    RECONCILING = "reconciling"
+    DONE = "done"
 
 
 class AddressClass(StrEnum):
@@ -120,3 +138,5 @@ class ErrorCode(StrEnum):
     INVALID_REQUEST = "INVALID_REQUEST"
     SURFACE_UNAVAILABLE = "SURFACE_UNAVAILABLE"
     UNAUTHENTICATED = "UNAUTHENTICATED"
+    OPERATION_REJECTED = "OPERATION_REJECTED"
+    OPERATION_UNAVAILABLE = "OPERATION_UNAVAILABLE"

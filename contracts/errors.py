@@ -15,7 +15,9 @@
     ├── ApprovalPending           409  a result reported for an approval nobody decided yet
     ├── ApprovalModeUnsupported   422  a person is needed and the surface cannot host one
     ├── ToolCallCapExceeded       429  the execution used up its gated calls
+    ├── OperationRejected         422  the application refused to prepare the operation (its safe message)
     ├── SurfaceUnavailable        502  the card or text could not be delivered
+    ├── OperationUnavailable      503  the application could not be reached to prepare it
     └── PolicyError               (not on the wire) the policy file is invalid; lists every problem
 
 Foreign errors (SQLAlchemy, slack_sdk, twilio) are translated into these at the boundary
@@ -149,6 +151,20 @@ class SurfaceUnavailable(CosignerError):
 
     code = ErrorCode.SURFACE_UNAVAILABLE
     status = 502
+
+
+class OperationRejected(CosignerError):
+    """The application would not turn the request into a contract; nothing is pending."""
+
+    code = ErrorCode.OPERATION_REJECTED
+    status = 422
+
+
+class OperationUnavailable(CosignerError):
+    """The application's endpoint failed or could not be reached; nothing is pending."""
+
+    code = ErrorCode.OPERATION_UNAVAILABLE
+    status = 503
 
 
 class PolicyError(Exception):

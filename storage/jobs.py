@@ -93,3 +93,8 @@ def reschedule(tx: Tx, job_id: int, retry_at: float, error: str) -> None:
     tx.execute(
         jobs.update().where(jobs.c.id == job_id).values(due_at=retry_at, locked_until=0, last_error=error)
     )
+
+
+def relock(tx: Tx, job_id: int, until: float) -> None:
+    """Hold a claimed job until `until` (a long call), or release it sooner after a crash."""
+    tx.execute(jobs.update().where(jobs.c.id == job_id).values(locked_until=until))

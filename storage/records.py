@@ -19,6 +19,7 @@ from contracts.ports import (
     SlackRoute,
     SmsRoute,
 )
+from storage.operations import OperationRecord
 
 
 def ts(seconds: float) -> datetime:
@@ -132,6 +133,7 @@ class Record:
     comment: str | None
     audit_seq: int
     audit_head: str
+    operation: OperationRecord | None = None
 
     @classmethod
     def from_row(cls, row: Any) -> Record:
@@ -161,6 +163,7 @@ class Record:
             comment=row.comment,
             audit_seq=row.audit_seq,
             audit_head=row.audit_head,
+            operation=OperationRecord.from_json(getattr(row, "operation", None)),
         )
 
     def replace(self, **columns: Any) -> Record:
@@ -173,6 +176,8 @@ class Record:
                 fields["decided_by"] = decider_from_json(value) if value else None
             elif key == "delivered":
                 fields["delivered"] = delivered_from_json(value)
+            elif key == "operation":
+                fields["operation"] = OperationRecord.from_json(value)
             else:
                 fields[key] = value
         return replace(self, **fields)
@@ -181,6 +186,15 @@ class Record:
     def closed(self) -> bool:
         """True once the approval left `pending`."""
         return self.status is not ApprovalStatus.PENDING
+
+    @property
+    def settled(self) -> bool:
+        """Closed, and for an approved operation also answered by its application: what an
+        agent waits for."""
+        if not self.closed:
+            return False
+        op = self.operation
+        return op is None or self.status is not ApprovalStatus.APPROVED or op.outcome is not None
 
     def triggered_by(self) -> str:
         """Who or what started the run, for cards: `slack:U1`, `sms:+1555…`, `schedule`."""
@@ -218,6 +232,8 @@ class Record:
             expires_at=ts(self.expires_at),
             status=self.status,
             outcome=outcome,
+            preview=self.operation.preview_model if self.operation else None,
+            result=self.operation.outcome_model if self.operation else None,
         )
 
     def placed(self) -> Placed | None:
