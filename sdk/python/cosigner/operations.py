@@ -247,6 +247,16 @@ class OperationOutcome(Model):
         """False only while the application is still reconciling."""
         return self.type is not OutcomeType.NEEDS_RECONCILIATION
 
+    def summary(self) -> str:
+        """One line for people: "Refunded $129.00", "Needs reconciliation", "Revision required: …"."""
+        if self.type is OutcomeType.SUCCEEDED:
+            return self.message or "Succeeded"
+        if self.type is OutcomeType.NEEDS_RECONCILIATION:
+            return "Needs reconciliation" + (f": {self.message}" if self.message else "")
+        if self.type is OutcomeType.REVISION_REQUIRED:
+            return f"Revision required: {self.reason}"
+        return f"Failed, reference {self.correlationId}"
+
 
 def outcome_of(answer: ExecuteOutcome) -> OperationOutcome:
     """The agent's view of an application's outcome (a terminal failure keeps only its reference)."""
