@@ -81,8 +81,8 @@ def missing_secrets(
     env = os.environ if environ is None else environ
     problems: dict[str, str] = {}
     for rule in [*rules.values(), *(r for t in per_tenant.values() for r in t.values())]:
-        if not env.get(rule.secret_env):
-            problems[rule.source] = (
+        if not env.get(rule.secret_env) and rule.secret_env not in problems:
+            problems[rule.secret_env] = (
                 f"{rule.source}.secret_env: the variable {rule.secret_env} is not set; "
                 "set it to the secret the application checks signatures with"
             )
