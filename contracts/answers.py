@@ -7,8 +7,11 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from contracts.enums import ApprovalStatus, ErrorCode, SurfaceType
-from contracts.operations import OperationOutcome, Preview
+from contracts.operations import OperationOutcome, OutcomeType, Preview, PreviewField
 from contracts.wire import ApprovalId, Timestamp, Wire
+
+OPERATION_PARTS = (OutcomeType, PreviewField)
+"""Components `/openapi.json` publishes inside operation answers, named here with them."""
 
 
 def _absent(value: Any) -> bool:

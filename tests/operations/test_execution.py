@@ -13,7 +13,7 @@ import pytest
 
 from tests.harness import Harness, cosigner_app, until, until_async
 from tests.operations.application import SECRET, SECRET_ENV, contract_application, policy_for
-from tests.operations.test_lifecycle import decide, propose, proposal
+from tests.operations.test_lifecycle import decide, proposal, propose
 
 ALLOW = "127.0.0.1"
 

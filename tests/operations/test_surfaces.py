@@ -98,7 +98,7 @@ async def click(h: Harness, emu: SlackEmulator, posted: Any) -> Any:
 
 
 async def test_the_card_shows_the_preview_as_approved_and_the_request_as_a_claim(db_kind: str) -> None:
-    async with slack_world(db_kind) as (h, emu, app, key):
+    async with slack_world(db_kind) as (h, emu, _app, key):
         aid = await propose(h, key, slack_proposal())
         posted = (await until(lambda: [m for m in emu.messages if m.method == "chat.postMessage"]))[0]
         blocks = {b.get("block_id"): b for b in posted.blocks}

@@ -15,6 +15,7 @@ from cosigner.client import Cosigner
 from cosigner.context import execution, tool_call
 from cosigner.decision import DecidedBy, Decision
 from cosigner.events import ApprovalEvent
+from cosigner.operations import OperationOutcome, OutcomeType, Preview
 from cosigner.surfaces import DashboardSurface, HeadlessSurface, SlackSurface, SmsSurface, Surface
 
 __all__ = [
@@ -28,6 +29,9 @@ __all__ = [
     "Decision",
     "GrantClaims",
     "HeadlessSurface",
+    "OperationOutcome",
+    "OutcomeType",
+    "Preview",
     "SlackSurface",
     "SmsSurface",
     "Surface",

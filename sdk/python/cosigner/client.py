@@ -100,8 +100,10 @@ class Cosigner:
         *,
         execution_id: str,
         tool_call_id: str,
-        tool_name: str,
-        parameters: Mapping[str, Any],
+        tool_name: str | None = None,
+        parameters: Mapping[str, Any] | None = None,
+        operation: str | None = None,
+        request: Mapping[str, Any] | None = None,
         surface: Surface,
         reason: str | None = None,
         timeout_seconds: int | None = None,
@@ -113,19 +115,25 @@ class Cosigner:
 
         Idempotent: the same execution_id + tool_call_id + parameters return the same
         approval, so an agent that crashed while waiting resumes by calling this again.
+
+        With `operation` and `request` instead of `tool_name` and `parameters`, the agent
+        proposes an operation its application carries out once approved; waiting then
+        returns once the application's `outcome` is known.
         """
         body = _http.approval_body(
             execution_id=execution_id,
             tool_call_id=tool_call_id,
             tool_name=tool_name,
             parameters=parameters,
+            operation=operation,
+            request=request,
             surface=surface,
             reason=reason,
             timeout_seconds=timeout_seconds,
             callback_url=callback_url,
         )
         decision = parse_approval(self._send("POST", "/v1/approvals", content=body).content)
-        if wait and decision.pending:
+        if wait and not decision.settled:
             return self.wait(decision, timeout=wait_timeout)
         return decision
 
@@ -148,7 +156,7 @@ class Cosigner:
             seconds = _http.wait_seconds(deadline)
             response = self._send("GET", path, params={"wait": seconds}, timeout=self.config.poll_timeout)
             decision = parse_approval(response.content)
-            if not decision.pending:
+            if decision.settled:
                 return decision
             if deadline is not None and time.monotonic() >= deadline:
                 raise TimeoutError(f"approval {decision.approval_id} is still pending after {timeout} s")
