@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
 
-from tests.harness import Harness, cosigner_app
+from bot.grants import callback_secret
+from cosigner.grants import verify_callback
+from tests.harness import TEST_SECRET, CallbackReceiver, Harness, cosigner_app, until
 from tests.operations.application import OPERATION, SECRET, SECRET_ENV, contract_application, policy_for
 
 ALLOW = "127.0.0.1"
@@ -78,7 +81,8 @@ async def test_propose_approve_execute_outcome(db_kind: str) -> None:
             events = [e["event"] for e in trail["events"]]
             assert events[:2] == ["requested", "prepared"]
             assert {"approved", "claimed", "execute_sent", "outcome"} <= set(events)
-            assert "12900" not in str(trail["events"][1]["data"]["preview"]) or True
+            assert trail["events"][1]["data"]["argumentsDigest"] == start["argumentsDigest"]
+            assert "arguments" not in trail["events"][1]["data"]
 
 
 async def test_prepare_rejection_reaches_the_agent_and_keeps_nothing() -> None:
@@ -115,3 +119,31 @@ async def test_unreachable_application_is_unavailable_and_keeps_nothing() -> Non
             lambda tx: __import__("storage.approvals").approvals.execution_calls(tx, "acme", "run_1")
         )
         assert rows == []
+
+
+async def test_the_callback_carries_the_outcome_and_is_sent_once_it_is_known() -> None:
+    with contract_application() as app, CallbackReceiver() as receiver:
+        async with cosigner_app(policy_for(app.url), callback_allow=ALLOW) as h:
+            key = await h.create_tenant("acme")
+            r = await propose(h, key, proposal(callbackUrl=receiver.url))
+            aid = r.json()["approvalId"]
+            await decide(h, key, aid)
+            (got,) = await until(lambda: receiver.snapshot())
+            body = json.loads(got["body"])
+            assert body["status"] == "approved" and body["outcome"]["message"] == "Refunded $129.00"
+            secret = callback_secret(TEST_SECRET, "acme")
+            assert verify_callback(secret, got["signature"], got["body"])
+
+
+async def test_another_request_under_the_same_ids_is_parameters_mismatch() -> None:
+    with contract_application() as app:
+        async with cosigner_app(policy_for(app.url), callback_allow=ALLOW) as h:
+            key = await h.create_tenant("acme")
+            assert (await propose(h, key, proposal())).status_code == 201
+            other = proposal()
+            other["request"] = {"orderId": "ord_5150"}
+            r = await propose(h, key, other)
+            assert r.status_code == 409 and r.json()["error"]["code"] == "PARAMETERS_MISMATCH"
+            # The application is not asked again for a call it already prepared.
+            assert (await propose(h, key, proposal())).status_code == 201
+            assert app.shop.calls["prepare"] == 1
