@@ -215,9 +215,10 @@ def build_app(
             parts.stop.set()
             engine.jobs_wakeup.set()
             engine.expiry_wakeup.set()
-            for task in parts.tasks:
+            running = [*parts.tasks, *engine.executing]
+            for task in running:
                 task.cancel()
-            for task in parts.tasks:
+            for task in running:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
             for adapter in adapters.values():

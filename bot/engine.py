@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
 from bot import approval, trail
@@ -87,6 +87,9 @@ class Engine:
         # How often a waiter re-reads on its own, in case a notification from another
         # replica was lost; push is the normal path.
         self.recheck_seconds = RECHECK_SECONDS
+        # Set by the job worker: carry out an approved operation now (`bot.execution`).
+        self.execute_now: Callable[[str], Coroutine[Any, Any, None]] | None = None
+        self.executing: set[asyncio.Task[None]] = set()
 
     @property
     def grant_ttl(self) -> float:
@@ -232,8 +235,9 @@ class Engine:
             },
         )
         to_deliver = rec.route is not None and not isinstance(rec.route, DashboardRoute)
-        if to_deliver or (rec.closed and (rec.callback_url or rec.operation)):
+        if to_deliver or (rec.closed and rec.callback_url):
             self.jobs_wakeup.set()
+        self._execute(rec)
         if created.denied_by_policy:
             raise PermissionDenied(
                 rule.deny_reason or f"{rule.source} denies {rec.tool_name} for this tenant",
@@ -280,8 +284,20 @@ class Engine:
             "approval closed", extra={"approval_id": rec.id, "tenant": rec.tenant, "status": rec.status.value}
         )
         self.notifier.publish(rec.id, rec)
-        if rec.callback_url or rec.delivered is not None or rec.operation is not None:
+        if rec.callback_url or rec.delivered is not None:
             self.jobs_wakeup.set()
+        self._execute(rec)
+
+    def _execute(self, rec: Record) -> None:
+        # An approved operation is carried out at once; its job is the fallback.
+        if rec.operation is None or rec.status is not ApprovalStatus.APPROVED:
+            return
+        if self.execute_now is None:
+            self.jobs_wakeup.set()
+            return
+        task = asyncio.create_task(self.execute_now(rec.id))
+        self.executing.add(task)
+        task.add_done_callback(self.executing.discard)
 
     async def expire(self, approval_id: str) -> bool:
         """Close a pending approval whose time is up; False if it was not due or closed."""

@@ -12,6 +12,7 @@ agent, and queues the callback and the card update.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
@@ -35,6 +36,9 @@ from storage.database import Tx
 from storage.jobs import Job
 from storage.records import Record, iso
 
+log = logging.getLogger("cosigner.jobs")
+
+CLAIM_SECONDS = 60.0
 GRACE = 5.0  # seconds past the execute timeout before a crashed attempt is taken over
 STATUS_TIMEOUT = 10.0
 
@@ -42,17 +46,20 @@ Finish = Callable[[int], Awaitable[None]]
 Retry = Callable[[Job, str], Awaitable[bool]]
 
 
-def mark_sent(tx: Tx, approval_id: str, now: float) -> Record | None:
-    """Count an `execute` about to leave; None unless the operation is executing."""
+def mark_sent(tx: Tx, approval_id: str, now: float, job_id: int, until: float) -> Record | None:
+    """Count an `execute` about to leave, and hold its job until the answer is due (so after a
+    crash another attempt starts soon, and asks `status`); None unless it is executing."""
     rec = ledger.load(tx, approval_id, lock=True)
     if rec is None or rec.operation is None or rec.operation.state is not OperationState.EXECUTING:
         return None
+    jobs.relock(tx, job_id, until)
     column, event = operations.sending(rec.operation, rec.id)
     return ledger.append(tx, rec, now, [event], {"operation": column})
 
 
 def settle(
     tx: Tx,
+    job_id: int,
     approval_id: str,
     outcome: OperationOutcome,
     event: AuditEvent,
@@ -61,7 +68,9 @@ def settle(
     schema: str | None,
     window: float,
 ) -> Record | None:
-    """Store an outcome; None if one is final already (a replay never invents another)."""
+    """Store an outcome and finish the job that learnt it; None if an outcome is final
+    already (a replay never invents another)."""
+    jobs.finish(tx, job_id, now)
     rec = ledger.load(tx, approval_id, lock=True)
     op = rec.operation if rec is not None else None
     if rec is None or op is None or op.state in (OperationState.DONE, OperationState.PREPARED):
@@ -110,9 +119,9 @@ class Execution:
         if op is None or op.state is not OperationState.EXECUTING:
             await self.finish(job.id)
             return
-        until = self.engine.clock() + op.execute_timeout + GRACE
-        await self.engine.db.run_write(lambda tx: jobs.relock(tx, job.id, until))
         if op.sent:
+            until = self.engine.clock() + STATUS_TIMEOUT + GRACE
+            await self.engine.db.run_write(lambda tx: jobs.relock(tx, job.id, until))
             answer = await self._status(job, rec)
             if answer is None or isinstance(answer, InProgress):
                 return
@@ -120,7 +129,8 @@ class Execution:
                 await self._settle(job, rec.id, outcome_of(answer), AuditEvent.OUTCOME)
                 return
         now = self.engine.clock()
-        sent = await self.engine.db.run_write(lambda tx: mark_sent(tx, rec.id, now))
+        until = now + op.execute_timeout + GRACE
+        sent = await self.engine.db.run_write(lambda tx: mark_sent(tx, rec.id, now, job.id, until))
         if sent is None or sent.operation is None:
             await self.finish(job.id)
             return
@@ -143,6 +153,21 @@ class Execution:
             await self.retry(job, str(exc))
             return
         await self._settle(job, rec.id, outcome_of(final), AuditEvent.OUTCOME)
+
+    async def start(self, approval_id: str) -> None:
+        """Execute a just-approved operation now, if its job is not taken (the worker's
+        polling is the fallback, after a crash too)."""
+        now = self.engine.clock()
+        job = await self.engine.db.run_write(
+            lambda tx: jobs.claim_one(tx, approval_id, JobKind.EXECUTE, now, CLAIM_SECONDS)
+        )
+        if job is None:
+            return
+        try:
+            await self.execute(job)
+        except Exception as exc:  # the job stays; its next attempt asks `status` first
+            log.exception("operation failed", extra={"approval_id": approval_id, "job": "execute"})
+            await self.retry(job, type(exc).__name__)
 
     async def reconcile(self, job: Job) -> None:
         """Ask `status` until the application's outcome is final (backoff between asks)."""
@@ -184,9 +209,10 @@ class Execution:
         now = self.engine.clock()
         db = self.engine.db
         rec = await db.run_write(
-            lambda tx: settle(tx, approval_id, outcome, event, now, schema=db.schema, window=self._window)
+            lambda tx: settle(
+                tx, job.id, approval_id, outcome, event, now, schema=db.schema, window=self._window
+            )
         )
-        await self.finish(job.id)
         if rec is not None:
             self.engine.notifier.publish(rec.id, rec)
             self.engine.jobs_wakeup.set()

@@ -47,6 +47,7 @@ class JobWorker:
         self.http = http
         self.secret = secret
         self.execution = Execution(engine, ContractClient(http, engine.clock), self._finish, self._retry)
+        engine.execute_now = self.execution.start
 
     async def run(self, stop: asyncio.Event, poll: float = 1.0) -> None:
         """Work until `stop` is set; sleep until woken or `poll` seconds pass."""
