@@ -88,11 +88,21 @@ def _staff_paths(policy: PolicyFile) -> list[str]:
         for n, t in policy.tools.items()
         if ApproverKind.STAFF in t.approvers
     ]
+    paths += [
+        key_path("operations", n, "approvers")
+        for n, o in policy.operations.items()
+        if ApproverKind.STAFF in o.approvers
+    ]
     for tn, tenant in policy.tenants.items():
         paths += [
             key_path("tenants", tn, "tools", n, "approvers")
             for n, o in tenant.tools.items()
             if ApproverKind.STAFF in o.approvers
+        ]
+        paths += [
+            key_path("tenants", tn, "operations", n, "approvers")
+            for n, o in tenant.operations.items()
+            if o.approvers is not None and ApproverKind.STAFF in o.approvers
         ]
         if tenant.headless_route is ApproverKind.STAFF:
             paths.append(key_path("tenants", tn, "headless", "route"))

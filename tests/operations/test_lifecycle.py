@@ -147,3 +147,15 @@ async def test_another_request_under_the_same_ids_is_parameters_mismatch() -> No
             # The application is not asked again for a call it already prepared.
             assert (await propose(h, key, proposal())).status_code == 201
             assert app.shop.calls["prepare"] == 1
+
+
+async def test_an_operation_the_policy_approves_is_executed_at_once() -> None:
+    with contract_application() as app:
+        async with cosigner_app(policy_for(app.url, kind="read"), callback_allow=ALLOW) as h:
+            key = await h.create_tenant("acme")
+            r = await propose(h, key, proposal())
+            assert r.status_code == 200 and r.json()["decidedBy"]["kind"] == "policy"
+            aid = r.json()["approvalId"]
+            done = (await h.client.get(f"/v1/approvals/{aid}?wait=10", headers=h.auth(key))).json()
+            assert done["outcome"]["type"] == "succeeded"
+            assert app.shop.calls["execute"] == 1

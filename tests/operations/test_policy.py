@@ -102,3 +102,12 @@ def test_serve_refuses_to_start_without_the_secret(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert "ORDERS_CONTRACT_SECRET is not set" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_staff_approvers_need_a_staff_section() -> None:
+    with pytest.raises(PolicyError) as caught:
+        load_policy(POLICY.replace('approvers = ["tenant_admins"]', 'approvers = ["staff"]'))
+    assert any(
+        p.startswith('operations."order.refund_missing_discount".approvers: names "staff"')
+        for p in caught.value.problems
+    )
