@@ -22,7 +22,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from bot.api import JSON, Api
-from bot.contract_client import ContractClient
+from bot.contract_client import ContractClient, application_http
 from bot.desk import Desk
 from bot.egress import parse_allow_list
 from bot.engine import Engine
@@ -189,6 +189,9 @@ def build_app(
         http=http or callback_client(callback_allow),
     )
     should_migrate = db.is_sqlite if migrate is None else migrate
+    # Given an http client (tests), applications are called through it too.
+    contract_http = http or application_http(callback_allow)
+    contracts = ContractClient(contract_http, clock)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -203,7 +206,7 @@ def build_app(
         for adapter in adapters.values():
             await adapter.start()
         if run_workers:
-            worker = JobWorker(engine, adapters, parts.http, settings.secret or "")
+            worker = JobWorker(engine, adapters, parts.http, settings.secret or "", contracts)
             sweeper = ExpirySweeper(engine)
             parts.tasks = [
                 asyncio.create_task(worker.run(parts.stop)),
@@ -226,6 +229,7 @@ def build_app(
             await notifier.close()
             if http is None:
                 await parts.http.aclose()
+                await contract_http.aclose()
             await db.close()
 
     async def healthz(request: Request) -> Response:
@@ -249,7 +253,7 @@ def build_app(
         Route("/readyz", readyz),
         Route("/metrics", metrics_route),
         Route("/openapi.json", openapi_route),
-        *Api(engine, keys, Proposals(engine, ContractClient(parts.http, clock))).routes(),
+        *Api(engine, keys, Proposals(engine, contracts)).routes(),
     ]
     for adapter in adapters.values():
         routes.extend(adapter.routes())

@@ -16,7 +16,8 @@ import httpx
 from pydantic import BaseModel, ValidationError
 
 from bot.approval import new_id
-from bot.egress import EgressRefused
+from bot.egress import AllowList, EgressRefused
+from bot.transport import CallbackTransport, Resolver, system_resolver
 from contracts.grants import sign_callback
 from contracts.operations import (
     ExecuteCall,
@@ -32,6 +33,17 @@ from contracts.operations import (
 from contracts.operations import PrepareCall as PrepareCall
 
 USER_AGENT = "cosigner-contract/1"
+# Calls to applications are many and concurrent (one prepare and one execute per
+# operation): keep a connection per concurrent call alive, but for less time than an
+# application server's usual idle timeout (uvicorn: 5 s), so none is reused as it closes.
+LIMITS = httpx.Limits(max_connections=256, max_keepalive_connections=256, keepalive_expiry=4.0)
+
+
+def application_http(allow: AllowList, resolver: Resolver = system_resolver) -> httpx.AsyncClient:
+    """The client calls to applications leave through: the callbacks' checked, pinned egress."""
+    return httpx.AsyncClient(
+        transport=CallbackTransport(allow, resolver, limits=LIMITS), follow_redirects=False, trust_env=False
+    )
 
 
 class ApplicationFailed(Exception):

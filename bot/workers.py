@@ -40,13 +40,19 @@ class JobWorker:
     """Claims due jobs and runs them: deliver a card, update it, or POST a callback."""
 
     def __init__(
-        self, engine: Engine, surfaces: Mapping[str, SurfaceAdapter], http: httpx.AsyncClient, secret: str
+        self,
+        engine: Engine,
+        surfaces: Mapping[str, SurfaceAdapter],
+        http: httpx.AsyncClient,
+        secret: str,
+        contracts: ContractClient | None = None,
     ) -> None:
         self.engine = engine
         self.surfaces = surfaces
         self.http = http
         self.secret = secret
-        self.execution = Execution(engine, ContractClient(http, engine.clock), self._finish, self._retry)
+        contracts = contracts or ContractClient(http, engine.clock)
+        self.execution = Execution(engine, contracts, self._finish, self._retry)
         engine.execute_now = self.execution.start
 
     async def run(self, stop: asyncio.Event, poll: float = 1.0) -> None:
