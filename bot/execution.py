@@ -38,7 +38,6 @@ from storage.records import Record, iso
 
 log = logging.getLogger("cosigner.jobs")
 
-CLAIM_SECONDS = 60.0
 GRACE = 5.0  # seconds past the execute timeout before a crashed attempt is taken over
 STATUS_TIMEOUT = 10.0
 
@@ -55,6 +54,20 @@ def mark_sent(tx: Tx, approval_id: str, now: float, job_id: int, until: float) -
     jobs.relock(tx, job_id, until)
     column, event = operations.sending(rec.operation, rec.id)
     return ledger.append(tx, rec, now, [event], {"operation": column})
+
+
+def claim_to_send(tx: Tx, approval_id: str, now: float) -> tuple[Job, Record] | None:
+    """Claim a just-approved operation's job and count its first `execute`, in one step;
+    None if it was sent before (its attempt must ask `status`) or another holds the job."""
+    rec = ledger.load(tx, approval_id, lock=True)
+    op = rec.operation if rec is not None else None
+    if rec is None or op is None or op.state is not OperationState.EXECUTING or op.sent:
+        return None
+    job = jobs.claim_one(tx, approval_id, JobKind.EXECUTE, now, op.execute_timeout + GRACE)
+    if job is None:
+        return None
+    column, event = operations.sending(op, rec.id)
+    return job, ledger.append(tx, rec, now, [event], {"operation": column})
 
 
 def settle(
@@ -131,9 +144,15 @@ class Execution:
         now = self.engine.clock()
         until = now + op.execute_timeout + GRACE
         sent = await self.engine.db.run_write(lambda tx: mark_sent(tx, rec.id, now, job.id, until))
-        if sent is None or sent.operation is None:
+        if sent is None:
             await self.finish(job.id)
             return
+        await self._send(job, sent)
+
+    async def _send(self, job: Job, rec: Record) -> None:
+        """POST `execute` (already counted as sent) and store the outcome it answers."""
+        op = rec.operation
+        assert op is not None
         call = ExecuteCall(
             operation=op.name,
             tenant=rec.tenant,
@@ -158,13 +177,13 @@ class Execution:
         """Execute a just-approved operation now, if its job is not taken (the worker's
         polling is the fallback, after a crash too)."""
         now = self.engine.clock()
-        job = await self.engine.db.run_write(
-            lambda tx: jobs.claim_one(tx, approval_id, JobKind.EXECUTE, now, CLAIM_SECONDS)
-        )
-        if job is None:
+        claimed = await self.engine.db.run_write(lambda tx: claim_to_send(tx, approval_id, now))
+        if claimed is None:
+            self.engine.jobs_wakeup.set()  # sent before, or taken: the worker's attempt decides
             return
+        job, rec = claimed
         try:
-            await self.execute(job)
+            await self._send(job, rec)
         except Exception as exc:  # the job stays; its next attempt asks `status` first
             log.exception("operation failed", extra={"approval_id": approval_id, "job": "execute"})
             await self.retry(job, type(exc).__name__)
@@ -215,4 +234,5 @@ class Execution:
         )
         if rec is not None:
             self.engine.notifier.publish(rec.id, rec)
-            self.engine.jobs_wakeup.set()
+            if rec.callback_url or rec.delivered is not None or not outcome.final:
+                self.engine.jobs_wakeup.set()  # only when it queued work: a wake-up costs a claim
