@@ -10,10 +10,11 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from bot.policy_checks import key_path
 from bot.policy_file import OperationOverride, OperationSection, PolicyFile, TenantPolicy
+from contracts.enums import ApproverKind, ToolKind
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,9 +24,9 @@ class OperationRule:
     name: str
     url: str
     secret_env: str
-    kind: Any
-    confirm: Any
-    approvers: tuple[Any, ...]
+    kind: ToolKind
+    confirm: bool | Literal["always"] | None
+    approvers: tuple[ApproverKind, ...]
     redact: tuple[str, ...]
     timeout: float | None
     execute_timeout: float
