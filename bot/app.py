@@ -190,7 +190,7 @@ def build_app(
     )
     should_migrate = db.is_sqlite if migrate is None else migrate
     # Given an http client (tests), applications are called through it too.
-    contract_http = http or application_http(callback_allow)
+    contract_http = [http] if http is not None else application_http(callback_allow)
     contracts = ContractClient(contract_http, clock)
 
     @contextlib.asynccontextmanager
@@ -229,7 +229,8 @@ def build_app(
             await notifier.close()
             if http is None:
                 await parts.http.aclose()
-                await contract_http.aclose()
+                for client in contract_http:
+                    await client.aclose()
             await db.close()
 
     async def healthz(request: Request) -> Response:

@@ -9,8 +9,9 @@ wrong on the way (no answer, a timeout, a body that is not one of the protocol's
 
 from __future__ import annotations
 
+import itertools
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 import httpx
 from pydantic import BaseModel, ValidationError
@@ -34,16 +35,24 @@ from contracts.operations import PrepareCall as PrepareCall
 
 USER_AGENT = "cosigner-contract/1"
 # Calls to applications are many and concurrent (one prepare and one execute per
-# operation): keep a connection per concurrent call alive, but for less time than an
-# application server's usual idle timeout (uvicorn: 5 s), so none is reused as it closes.
-LIMITS = httpx.Limits(max_connections=256, max_keepalive_connections=256, keepalive_expiry=4.0)
+# operation). httpcore scans, and polls, every connection of a pool on each request, so
+# the connections are spread over several small pools, used in turn; each keeps its
+# connections for less time than an application server's usual idle timeout (uvicorn:
+# 5 s), so none is reused as it closes.
+SHARDS = 8
+LIMITS = httpx.Limits(max_connections=32, max_keepalive_connections=16, keepalive_expiry=4.0)
 
 
-def application_http(allow: AllowList, resolver: Resolver = system_resolver) -> httpx.AsyncClient:
-    """The client calls to applications leave through: the callbacks' checked, pinned egress."""
-    return httpx.AsyncClient(
-        transport=CallbackTransport(allow, resolver, limits=LIMITS), follow_redirects=False, trust_env=False
-    )
+def application_http(allow: AllowList, resolver: Resolver = system_resolver) -> list[httpx.AsyncClient]:
+    """The clients calls to applications leave through: the callbacks' checked, pinned egress."""
+    return [
+        httpx.AsyncClient(
+            transport=CallbackTransport(allow, resolver, limits=LIMITS),
+            follow_redirects=False,
+            trust_env=False,
+        )
+        for _ in range(SHARDS)
+    ]
 
 
 class ApplicationFailed(Exception):
@@ -68,11 +77,11 @@ class ContractClient:
 
     def __init__(
         self,
-        http: httpx.AsyncClient,
+        http: httpx.AsyncClient | Sequence[httpx.AsyncClient],
         clock: Callable[[], float],
         environ: Mapping[str, str] | None = None,
     ) -> None:
-        self.http = http
+        self.pools = itertools.cycle([http] if isinstance(http, httpx.AsyncClient) else list(http))
         self.clock = clock
         self.environ = os.environ if environ is None else environ
 
@@ -88,7 +97,7 @@ class ContractClient:
             "User-Agent": USER_AGENT,
         }
         try:
-            return await self.http.post(url, content=body, headers=headers, timeout=seconds)
+            return await next(self.pools).post(url, content=body, headers=headers, timeout=seconds)
         except EgressRefused as exc:
             raise ApplicationFailed(f"the egress rules refuse {url}: {exc}") from None
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
