@@ -283,7 +283,8 @@ class Engine:
         log.info(
             "approval closed", extra={"approval_id": rec.id, "tenant": rec.tenant, "status": rec.status.value}
         )
-        self.notifier.publish(rec.id, rec)
+        if rec.settled:  # an approved operation's waiters are told once its outcome is stored
+            self.notifier.publish(rec.id, rec)
         if rec.callback_url or rec.delivered is not None:
             self.jobs_wakeup.set()
         self._execute(rec)
