@@ -5,6 +5,8 @@
                                         [--client raw|aiohttp|httpx]
     .venv/bin/python bench/roundtrip.py --slack [bench/clicks.py options]
                            (Slack click-to-ack latency instead: see bench/clicks.py)
+    .venv/bin/python bench/roundtrip.py --contract [options]
+                           (operation contract round trips instead: see bench/contract_trips.py)
     ./run bench            (the same, with the defaults)
 
 For each database it starts `cosigner serve` (uvicorn, uvloop + httptools when installed, one
@@ -857,6 +859,10 @@ def main(argv: list[str] | None = None) -> int:
         import clicks
 
         return clicks.main([a for a in argv if a != "--slack"])
+    if "--contract" in argv:
+        import contract_trips
+
+        return contract_trips.main([a for a in argv if a != "--contract"])
     args = parse_args(argv)
     with _event_loop_policy():
         try:

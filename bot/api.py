@@ -16,9 +16,10 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from bot.bodies import decision_body, start_body
-from bot.decoding import parse
+from bot.decoding import decode_json, parse, read_body
 from bot.denial_routes import denial_routes
 from bot.engine import Engine
+from bot.operations import Proposals
 from bot.tenants import TenantKeys
 from bot.tracing import SpanName
 from contracts.answers import AdmitResponse, ApprovalStart, AuditEvent, AuditTrail, Jwks, ResultRecorded
@@ -29,6 +30,7 @@ from contracts.wire import (
     ApprovalRequest,
     CancelRequest,
     DecisionRequest,
+    OperationRequest,
     ResultReport,
 )
 from storage.audit import event_to_json
@@ -70,6 +72,15 @@ def approval_id(request: Request) -> str:
     return value
 
 
+def _object(raw: bytes) -> dict[str, Any]:
+    """The body's top-level object, or {} (parse then says what is wrong with it)."""
+    try:
+        value = decode_json(raw)
+    except CosignerError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
 def sse(event: str, model: BaseModel) -> str:
     """One server-sent event carrying a wire model."""
     return f"event: {event}\ndata: {model.model_dump_json()}\n\n"
@@ -78,9 +89,10 @@ def sse(event: str, model: BaseModel) -> str:
 class Api:
     """Routes for agents: create, admit, read, wait, stream, cancel, result, audit, decide."""
 
-    def __init__(self, engine: Engine, keys: TenantKeys) -> None:
+    def __init__(self, engine: Engine, keys: TenantKeys, proposals: Proposals) -> None:
         self.engine = engine
         self.keys = keys
+        self.proposals = proposals
 
     def routes(self) -> list[Route]:
         """The `/v1` routes."""
@@ -117,6 +129,10 @@ class Api:
         return handler
 
     async def create(self, request: Request, tenant: str) -> Response:
+        raw = await read_body(request)
+        if b'"operation"' in raw and "operation" in _object(raw):
+            status, body = await self.proposals.propose(tenant, await parse(request, OperationRequest))
+            return answer(body, status)
         req = await parse(request, ApprovalRequest)
         status, body = await self.engine.create(tenant, req)
         return answer(body, status)
@@ -154,7 +170,7 @@ class Api:
             yield sse("approval_start", start)
             while True:
                 rec = await self.engine.wait(tenant, aid, 15)
-                if rec.closed:
+                if rec.settled:
                     yield sse(
                         "approval_decided", decision_body(rec, self.engine.signer, self.engine.grant_ttl)
                     )

@@ -23,6 +23,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from bot.api import JSON, Api
+from bot.contract_client import ContractClient, application_http
 from bot.desk import Desk
 from bot.egress import parse_allow_list
 from bot.engine import Engine
@@ -30,6 +31,7 @@ from bot.grants import GrantSigner
 from bot.metrics import Metrics
 from bot.notifier import Notifier
 from bot.openapi import openapi
+from bot.operations import Proposals
 from bot.policy import Policy
 from bot.routing import SmsSender
 from bot.settings import Settings
@@ -195,6 +197,9 @@ def build_app(
         http=http or callback_client(callback_allow),
     )
     should_migrate = db.is_sqlite if migrate is None else migrate
+    # Given an http client (tests), applications are called through it too.
+    contract_http = [http] if http is not None else application_http(callback_allow)
+    contracts = ContractClient(contract_http, clock)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -209,7 +214,7 @@ def build_app(
         for adapter in adapters.values():
             await adapter.start()
         if run_workers:
-            worker = JobWorker(engine, adapters, parts.http, settings.secret or "")
+            worker = JobWorker(engine, adapters, parts.http, settings.secret or "", contracts)
             sweeper = ExpirySweeper(engine)
             parts.tasks = [
                 asyncio.create_task(worker.run(parts.stop)),
@@ -221,9 +226,10 @@ def build_app(
             parts.stop.set()
             engine.jobs_wakeup.set()
             engine.expiry_wakeup.set()
-            for task in parts.tasks:
+            running = [*parts.tasks, *engine.executing]
+            for task in running:
                 task.cancel()
-            for task in parts.tasks:
+            for task in running:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
             for adapter in adapters.values():
@@ -231,6 +237,8 @@ def build_app(
             await notifier.close()
             if http is None:
                 await parts.http.aclose()
+                for client in contract_http:
+                    await client.aclose()
             if tracer_provider is None and provider is not None:
                 await asyncio.to_thread(provider.shutdown)  # flushes the spans still queued
             await db.close()
@@ -256,7 +264,7 @@ def build_app(
         Route("/readyz", readyz),
         Route("/metrics", metrics_route),
         Route("/openapi.json", openapi_route),
-        *Api(engine, keys).routes(),
+        *Api(engine, keys, Proposals(engine, contracts)).routes(),
     ]
     for adapter in adapters.values():
         routes.extend(adapter.routes())

@@ -28,7 +28,7 @@ from contracts.errors import (
 )
 from contracts.ports import Answer, DashboardRoute, SlackRoute, SmsRoute
 from storage import approvals as ledger
-from storage import inbound, jobs
+from storage import inbound, jobs, operations
 from storage.audit import Event
 from storage.database import Tx
 from storage.records import Record
@@ -224,16 +224,14 @@ def close(
     if not allowed(rec.status, to):
         raise closed_error(rec)
     events.append(Event(to.value, actor_of(decided_by), {"comment": comment}))
+    changes = {"status": to.value, "decided_at": now, "decided_by": stored(decided_by), "comment": comment}
     if c.also is not None and to is c.to:
         events += c.also(tx, rec, now)
-    rec = ledger.append(
-        tx,
-        rec,
-        now,
-        events,
-        {"status": to.value, "decided_at": now, "decided_by": stored(decided_by), "comment": comment},
-        only_pending=True,
-    )
+    if rec.operation is not None and to is ApprovalStatus.APPROVED:
+        # The claim pending → executing is this same conditional UPDATE: one answer wins it.
+        changes["operation"], claim = operations.claimed(rec.operation)
+        events.append(claim)
+    rec = ledger.append(tx, rec, now, events, changes, only_pending=True)
     queue_after_close(tx, rec, now, c.run_grant, callback_window)
     ledger.notify_closed(tx, schema, rec.id)
     return Closed(rec, refusal, True)
@@ -252,11 +250,19 @@ def queue_card_update(tx: Tx, approval_id: str, now: float) -> None:
     jobs.queue(tx, JobKind.SHOW, approval_id, {}, now, now + CARD_UPDATE_WINDOW)
 
 
+def queue_execution(tx: Tx, approval_id: str, now: float, window: float) -> None:
+    """Queue carrying out an approved operation at its application."""
+    jobs.queue(tx, JobKind.EXECUTE, approval_id, {}, now, now + window)
+
+
 def queue_after_close(tx: Tx, rec: Record, now: float, run_grant: str | None, callback_window: float) -> None:
-    """The callback, the card update and the run grant a closed approval asks for."""
-    if rec.callback_url:
+    """The callback, the card update and the run grant a closed approval asks for; an
+    approved operation asks for its execution, and the rest once its outcome is stored."""
+    if rec.operation is not None and rec.status is ApprovalStatus.APPROVED:
+        queue_execution(tx, rec.id, now, callback_window)
+    if rec.callback_url and rec.settled:
         queue_callback(tx, rec.id, now, callback_window)
-    if rec.delivered is not None:
+    if rec.delivered is not None and rec.settled:
         queue_card_update(tx, rec.id, now)
     if run_grant is not None and rec.status is ApprovalStatus.APPROVED:
         ledger.grant_for_run(tx, rec, run_grant, now)

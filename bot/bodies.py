@@ -15,6 +15,20 @@ def actor_of(decided_by: DecidedBy) -> dict[str, Any]:
     return decided_by.model_dump(mode="json", exclude_none=True)
 
 
+def operation_fields(rec: Record, *, preview: bool) -> dict[str, Any]:
+    """An operation's name and digest, with its preview (pending) or outcome (decided); never
+    its arguments."""
+    op = rec.operation
+    if op is None:
+        return {}
+    fields: dict[str, Any] = {"operation": op.name, "argumentsDigest": op.arguments_digest}
+    if preview:
+        fields["preview"] = op.preview_model
+    else:
+        fields["outcome"] = op.outcome_model
+    return fields
+
+
 def start_body(rec: Record) -> ApprovalStart:
     """The `approval_start` object."""
     return ApprovalStart(
@@ -29,6 +43,7 @@ def start_body(rec: Record) -> ApprovalStart:
         expiresAt=ts(rec.expires_at),
         status=rec.status,
         shortCode=rec.short_code,
+        **operation_fields(rec, preview=True),
     )
 
 
@@ -62,4 +77,5 @@ def decision_body(rec: Record, signer: GrantSigner, grant_ttl: float) -> Decisio
         parametersDigest=rec.digest,
         grant=grant,
         traceId=rec.trace_id,
+        **operation_fields(rec, preview=False),
     )

@@ -43,7 +43,10 @@ class UsageError(Exception):
 
 def _policy(settings: Settings) -> Policy:
     if settings.policy:
-        return load_policy_file(settings.policy)
+        policy = load_policy_file(settings.policy)
+        if problems := policy.operation_problems():
+            raise PolicyError(problems, policy.source)
+        return policy
     log.warning("COSIGNER_POLICY is not set; every tool is treated as danger (a person approves each call)")
     return load_policy("")
 
@@ -234,6 +237,8 @@ def _count(n: int, noun: str) -> str:
 def policy_check(args: argparse.Namespace) -> int:
     """Validate a policy file, printing every problem with its key path."""
     policy = load_policy_file(args.file)
+    if problems := policy.operation_problems():
+        raise PolicyError(problems, str(args.file))
 
     def verdict(name: str) -> str:
         rule = policy.rule_for("", name)
@@ -243,6 +248,8 @@ def policy_check(args: argparse.Namespace) -> int:
     print(f"{args.file}: OK — {_count(len(policy.tools), 'tool')}, {_count(len(policy.tenants), 'tenant')}")
     if tools:
         print(f"  tools: {tools}")
+    if policy.operations:
+        print(f"  operations: {', '.join(policy.operations)}")
     return 0
 
 

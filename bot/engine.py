@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
 from bot import approval, denials, trail
@@ -23,7 +23,7 @@ from bot.grants import GrantSigner
 from bot.intake import create_tx
 from bot.metrics import Metrics
 from bot.notifier import Notifier
-from bot.policy import Policy
+from bot.policy import Policy, ToolRule
 from bot.redaction import redact
 from bot.routing import SmsSender, route_for
 from bot.tracing import Tracing
@@ -52,6 +52,7 @@ from contracts.ports import DashboardRoute, Delivered, Placed, Route
 from contracts.wire import AdmitRequest, ApprovalRequest, DecisionRequest, ResultReport
 from storage import approvals as ledger
 from storage.database import Conflict, Database
+from storage.operations import OperationRecord
 from storage.records import Record, delivered_to_json
 
 log = logging.getLogger("cosigner.engine")
@@ -92,6 +93,9 @@ class Engine:
         # How often a waiter re-reads on its own, in case a notification from another
         # replica was lost; push is the normal path.
         self.recheck_seconds = RECHECK_SECONDS
+        # Set by the job worker: carry out an approved operation now (`bot.execution`).
+        self.execute_now: Callable[[str], Coroutine[Any, Any, None]] | None = None
+        self.executing: set[asyncio.Task[None]] = set()
 
     @property
     def grant_ttl(self) -> float:
@@ -117,7 +121,8 @@ class Engine:
         return start_body(rec)
 
     async def wait(self, tenant: str, approval_id: str, seconds: float) -> Record:
-        """Return once the approval closes or `seconds` pass.
+        """Return once the approval settles (closes; an approved operation: has its outcome)
+        or `seconds` pass.
 
         Push, not polling: the waiter subscribes before it reads, and the closing step hands
         it the closed record. A NOTIFY from another replica wakes it to read again, and a
@@ -129,17 +134,19 @@ class Engine:
             try:
                 rec = await self.record(approval_id, tenant)
                 now = self.clock()
-                if rec.closed or deadline <= now:
+                if rec.settled or deadline <= now:
                     return rec
-                if rec.expires_at <= now:
-                    await self.expire(rec.id)
-                    continue
-                timeout = min(deadline - now, self.recheck_seconds, rec.expires_at - now + 0.01)
+                timeout = min(deadline - now, self.recheck_seconds)
+                if not rec.closed:  # else an approved operation, waiting for its outcome
+                    if rec.expires_at <= now:
+                        await self.expire(rec.id)
+                        continue
+                    timeout = min(timeout, rec.expires_at - now + 0.01)
                 try:
                     pushed = await asyncio.wait_for(asyncio.shield(fut), timeout)
                 except TimeoutError:
                     continue
-                if isinstance(pushed, Record) and pushed.tenant == rec.tenant:
+                if isinstance(pushed, Record) and pushed.tenant == rec.tenant and pushed.settled:
                     return pushed
             finally:
                 self.notifier.unsubscribe(approval_id, fut)
@@ -176,8 +183,17 @@ class Engine:
             )
         return held
 
-    async def create(self, tenant: str, req: ApprovalRequest) -> tuple[int, ApprovalStart | Decision]:
-        """Handle `POST /v1/approvals`; returns (HTTP status, body)."""
+    async def create(
+        self,
+        tenant: str,
+        req: ApprovalRequest,
+        *,
+        rule: ToolRule | None = None,
+        contract: OperationRecord | None = None,
+        approval_id: str | None = None,
+    ) -> tuple[int, ApprovalStart | Decision]:
+        """Handle `POST /v1/approvals`; returns (HTTP status, body). An operation passes its
+        own rule and the contract its application prepared for `approval_id`."""
         canonical = json_limits(req.parameters)
         surface_belongs(self.policy, tenant, req.surface)
         if req.callbackUrl is not None:
@@ -186,7 +202,7 @@ class Engine:
             # The reason is free text that goes on the card, the text and the audit record:
             # a credential pasted into it is redacted like one in the parameters.
             req = req.model_copy(update={"reason": redact(req.reason)})
-        rule = self.policy.rule_for(tenant, req.toolName)
+        rule = rule or self.policy.rule_for(tenant, req.toolName)
         dig = digest_of_canonical(canonical)  # the bytes json_limits measured, not written twice
         shown = redact(req.parameters, rule.redact)
         route: Route | ApprovalModeUnsupported | None = None
@@ -200,7 +216,18 @@ class Engine:
             try:
                 created = await self.db.run_write(
                     lambda tx: create_tx(
-                        tx, self.policy, self.clock(), tenant, req, rule, dig, shown, route, trace
+                        tx,
+                        self.policy,
+                        self.clock(),
+                        tenant,
+                        req,
+                        rule,
+                        dig,
+                        shown,
+                        route,
+                        contract,
+                        approval_id,
+                        trace,
                     )
                 )
                 break
@@ -227,6 +254,7 @@ class Engine:
         to_deliver = rec.route is not None and not isinstance(rec.route, DashboardRoute)
         if to_deliver or (rec.closed and rec.callback_url):
             self.jobs_wakeup.set()
+        self._execute(rec)
         if created.denied_by_policy:
             raise PermissionDenied(
                 rule.deny_reason or f"{rule.source} denies {rec.tool_name} for this tenant",
@@ -276,9 +304,22 @@ class Engine:
         log.info(
             "approval closed", extra={"approval_id": rec.id, "tenant": rec.tenant, "status": rec.status.value}
         )
-        self.notifier.publish(rec.id, rec)
+        if rec.settled:  # an approved operation's waiters are told once its outcome is stored
+            self.notifier.publish(rec.id, rec)
         if rec.callback_url or rec.delivered is not None:
             self.jobs_wakeup.set()
+        self._execute(rec)
+
+    def _execute(self, rec: Record) -> None:
+        # An approved operation is carried out at once; its job is the fallback.
+        if rec.operation is None or rec.status is not ApprovalStatus.APPROVED:
+            return
+        if self.execute_now is None:
+            self.jobs_wakeup.set()
+            return
+        task = asyncio.create_task(self.execute_now(rec.id))
+        self.executing.add(task)
+        task.add_done_callback(self.executing.discard)
 
     async def expire(self, approval_id: str) -> bool:
         """Close a pending approval whose time is up; False if it was not due or closed."""

@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from bot.approval import new_id, queue_callback, stored
+from bot.approval import new_id, queue_callback, queue_execution, stored
 from bot.bodies import actor_of
 from bot.checks import ambiguous, lookup
 from bot.denials import decider as standing_decider
@@ -23,10 +23,11 @@ from contracts.errors import ApprovalModeUnsupported, ParametersMismatch, ToolCa
 from contracts.ports import DashboardRoute, Route
 from contracts.wire import ApprovalRequest
 from storage import approvals as ledger
-from storage import jobs
+from storage import jobs, operations
 from storage.audit import Event
 from storage.database import Tx
 from storage.denials import StandingDeny
+from storage.operations import OperationRecord
 from storage.records import Record, delivery_key, route_fields, route_to_json
 
 DELIVERY_WINDOW = 120.0
@@ -52,9 +53,12 @@ def create_tx(
     dig: str,
     shown: dict[str, Any],
     routed: Route | ApprovalModeUnsupported | None,
+    contract: OperationRecord | None = None,
+    approval_id: str | None = None,
     trace: ApprovalTrace = NO_TRACE,
 ) -> Created:
-    """Insert the approval (or find the one this call made before) and queue its first jobs."""
+    """Insert the approval (or find the one this call made before) and queue its first jobs;
+    `contract` is an operation's, prepared by its application for `approval_id`."""
     calls = ledger.execution_calls(tx, tenant, req.executionId)
     for row in calls:
         if row.tool_call_id == req.toolCallId:
@@ -101,7 +105,7 @@ def create_tx(
     timeout = policy.timeout_for(
         rule, route.surface if route else SurfaceType(req.surface.type), req.timeoutSeconds
     )
-    approval_id = new_id("apv")
+    approval_id = approval_id or new_id("apv")
     events = [
         Event(
             AuditEvent.REQUESTED,
@@ -121,8 +125,15 @@ def create_tx(
             },
         )
     ]
+    executing = contract is not None and status is ApprovalStatus.APPROVED
+    if contract is not None:
+        events.append(operations.prepared_event(contract))
     if decided_by is not None:
         events.append(Event(status.value, actor_of(decided_by), {"comment": None}))
+    operation = contract.to_json() if contract is not None else None
+    if contract is not None and executing:
+        operation, claim = operations.claimed(contract)
+        events.append(claim)
     values = {
         "id": approval_id,
         "tenant": tenant,
@@ -148,11 +159,14 @@ def create_tx(
         "decided_by": stored(decided_by) if decided_by else None,
         "comment": None,
         **trace.columns(),
+        "operation": operation,
     }
     rec = ledger.insert_approval(tx, values, events)
     if route is not None and not isinstance(route, DashboardRoute):
         jobs.queue(tx, JobKind.DELIVER, approval_id, {}, now, now + DELIVERY_WINDOW)
-    if decided_by is not None and values["callback_url"]:
+    if executing:
+        queue_execution(tx, approval_id, now, policy.defaults.callback_retry_window)
+    elif decided_by is not None and values["callback_url"]:
         queue_callback(tx, approval_id, now, policy.defaults.callback_retry_window)
     return Created(rec, replay=False, denied_by_policy=rule.deny, standing=standing)
 

@@ -14,6 +14,7 @@ from contracts.errors import CosignerError
 
 _REQUESTS: list[type[BaseModel]] = [
     wire.ApprovalRequest,
+    wire.OperationRequest,
     wire.AdmitRequest,
     wire.DecisionRequest,
     wire.ResultReport,
@@ -103,9 +104,12 @@ def _paths() -> dict[str, Any]:
     return {
         "/v1/approvals": {
             post: _operation(
-                "Ask before a gated tool call",
+                "Ask before a gated tool call, or propose an operation its application carries out",
                 "createApproval",
-                {"201": _json(start, "A person must decide"), "200": _json(decision, "Decided by policy")},
+                {
+                    "201": _json(start, "A person must decide"),
+                    "200": _json(decision, "Decided by policy, or an earlier proposal's outcome"),
+                },
                 (
                     *_BODY,
                     *_AUTH,
@@ -114,8 +118,17 @@ def _paths() -> dict[str, Any]:
                     E.ParametersMismatch,
                     E.ApprovalModeUnsupported,
                     E.ToolCallCapExceeded,
+                    E.OperationRejected,
+                    E.OperationUnavailable,
                 ),
-                body=_body(wire.ApprovalRequest),
+                body={
+                    "required": True,
+                    "content": {
+                        "application/json": {
+                            "schema": {"oneOf": [_ref(wire.ApprovalRequest), _ref(wire.OperationRequest)]}
+                        }
+                    },
+                },
             )
         },
         "/v1/runs/admit": {

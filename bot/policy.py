@@ -14,8 +14,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from bot.operation_rules import OperationRule, missing_secrets, operation_rules
 from bot.policy_checks import read_policy
-from bot.policy_file import Admins, Defaults, PolicyFile, StaffPolicy, TenantPolicy, ToolSection
+from bot.policy_file import (
+    Admins,
+    Defaults,
+    OperationSection,
+    PolicyFile,
+    StaffPolicy,
+    TenantPolicy,
+    ToolSection,
+)
 from contracts.enums import ApprovalMode, ApproverKind, SurfaceType, ToolKind
 from contracts.errors import PolicyError
 
@@ -122,16 +131,30 @@ def _rules(file: PolicyFile, tenant: str, section: TenantPolicy | None) -> dict[
 class Policy:
     """A validated policy with every tool rule, per tenant, worked out when it is loaded."""
 
-    __slots__ = ("_default_rules", "_orgs", "_rules", "defaults", "source", "staff", "tenants", "tools")
+    __slots__ = (
+        "_default_rules",
+        "_operations",
+        "_orgs",
+        "_rules",
+        "_tenant_operations",
+        "defaults",
+        "operations",
+        "source",
+        "staff",
+        "tenants",
+        "tools",
+    )
 
     def __init__(self, file: PolicyFile, source: str = "policy") -> None:
         self.defaults: Defaults = file.defaults
         self.tools: Mapping[str, ToolSection] = file.tools
+        self.operations: Mapping[str, OperationSection] = file.operations
         self.tenants: Mapping[str, TenantPolicy] = {n: t.named(n) for n, t in file.tenants.items()}
         self.staff: StaffPolicy | None = file.staff
         self.source = source
         self._default_rules = _rules(file, "", None)
         self._rules = {n: _rules(file, n, t) for n, t in self.tenants.items()}
+        self._operations, self._tenant_operations = operation_rules(file, self.tenants)
         self._orgs: dict[tuple[SurfaceType, str], str] = {}
         for n, t in self.tenants.items():
             for surface, org in (
@@ -156,6 +179,14 @@ class Policy:
         section = self.tenants.get(tenant)
         gate_all = section.gate_all if section is not None else False
         return _rule(tool, None, None, gate_all, f"unknown tool {tool} (treated as danger)")
+
+    def operation_rule(self, tenant: str, name: str) -> OperationRule | None:
+        """The merged rule of `[operations.X]` and `[tenants.T.operations.X]`; None if unknown."""
+        return self._tenant_operations.get(tenant, self._operations).get(name)
+
+    def operation_problems(self, environ: Mapping[str, str] | None = None) -> list[str]:
+        """Every operation whose `secret_env` names a variable that is not set."""
+        return missing_secrets(self._operations, self._tenant_operations, environ)
 
     def max_gated_calls(self, tenant: str) -> int:
         """The per-execution cap for this tenant."""

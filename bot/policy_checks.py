@@ -19,6 +19,8 @@ from bot.policy_file import (
     AllowBelow,
     Defaults,
     Headless,
+    OperationOverride,
+    OperationSection,
     PolicyFile,
     StaffPolicy,
     Table,
@@ -70,6 +72,13 @@ def cross_check(policy: PolicyFile, tool_names: Collection[str]) -> list[str]:
                     "a workspace or number belongs to one tenant"
                 )
             seen[key] = tn
+    for tn, tenant in policy.tenants.items():
+        for name in tenant.operations:
+            if name not in policy.operations:
+                problems.append(
+                    f"{key_path('tenants', tn, 'operations', name)}: there is no "
+                    f"[{key_path('operations', name)}]; define the operation there first"
+                )
     return problems + _unreachable_thresholds(policy)
 
 
@@ -79,11 +88,21 @@ def _staff_paths(policy: PolicyFile) -> list[str]:
         for n, t in policy.tools.items()
         if ApproverKind.STAFF in t.approvers
     ]
+    paths += [
+        key_path("operations", n, "approvers")
+        for n, o in policy.operations.items()
+        if ApproverKind.STAFF in o.approvers
+    ]
     for tn, tenant in policy.tenants.items():
         paths += [
             key_path("tenants", tn, "tools", n, "approvers")
             for n, o in tenant.tools.items()
             if ApproverKind.STAFF in o.approvers
+        ]
+        paths += [
+            key_path("tenants", tn, "operations", n, "approvers")
+            for n, o in tenant.operations.items()
+            if o.approvers is not None and ApproverKind.STAFF in o.approvers
         ]
         if tenant.headless_route is ApproverKind.STAFF:
             paths.append(key_path("tenants", tn, "headless", "route"))
@@ -145,6 +164,7 @@ def _partial(data: dict[str, Any]) -> PolicyFile:
     return PolicyFile.model_construct(
         defaults=Defaults(),
         tools=each(data.get("tools"), ToolSection.model_validate),
+        operations=each(data.get("operations"), OperationSection.model_validate),
         tenants=each(data.get("tenants"), TenantPolicy.model_validate),
         staff=staff,
     )
@@ -160,6 +180,8 @@ _TABLES: Mapping[tuple[str, ...], type[Table]] = {
     ("tenants", "*", "headless"): Headless,
     ("tenants", "*", "tools", "*"): ToolOverride,
     ("tenants", "*", "tools", "*", "allow_below"): AllowBelow,
+    ("operations", "*"): OperationSection,
+    ("tenants", "*", "operations", "*"): OperationOverride,
     ("staff",): StaffPolicy,
 }
 _BARE = re.compile(r"[A-Za-z0-9_-]+")
@@ -169,13 +191,15 @@ _MISSING = {
     "route": 'missing; set route = "tenant_admins" or "staff"',
     "parameter": f"missing; {_EXAMPLE}",
     "value": f"missing; {_EXAMPLE}",
+    "url": 'missing; set url = "https://…" (the application\'s contract endpoint)',
+    "secret_env": 'missing; set secret_env = "NAME_OF_THE_VARIABLE" holding the signing secret',
 }
 
 
 def _shape(loc: tuple[str, ...]) -> tuple[str, ...]:
     """The key path with tool and tenant names replaced by `*`."""
-    wild = {1} if loc[:1] in (("tools",), ("tenants",)) else set()
-    if loc[:1] == ("tenants",) and loc[2:3] == ("tools",):
+    wild = {1} if loc[:1] in (("tools",), ("tenants",), ("operations",)) else set()
+    if loc[:1] == ("tenants",) and loc[2:3] in (("tools",), ("operations",)):
         wild.add(3)
     return tuple("*" if i in wild else part for i, part in enumerate(loc))
 

@@ -9,6 +9,7 @@ would refuse, a Slack id in lower case) is refused with the rule the API and CLI
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import (
     AfterValidator,
@@ -174,6 +175,55 @@ class ToolOverride(ToolSection):
     kind: Kind | None = None  # type: ignore[assignment]  # optional where the tool section has it
 
 
+def _absolute_http(value: str) -> str:
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise PydanticCustomError(
+            "policy",
+            '"{input}" is not an absolute http(s) URL; write it as "https://orders.example/cosigner"',
+            {"input": value},
+        )
+    return value
+
+
+EnvName = Annotated[
+    str,
+    Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$"),
+    _say('"{input}" is not an environment variable name such as "ORDERS_CONTRACT_SECRET"'),
+]
+AppUrl = Annotated[str, _say("must be a string"), AfterValidator(_absolute_http)]
+
+
+class OperationSection(Table):
+    """`[operations.NAME]`: the application that prepares and executes it, and its approval rule."""
+
+    url: AppUrl
+    secret_env: EnvName
+    kind: Kind = ToolKind.DANGER
+    confirm: Confirm | None = None
+    approvers: Approvers = (ApproverKind.REQUESTER,)
+    redact: RedactPaths = ()
+    timeout: Duration | None = None
+    execute_timeout: Duration = 30.0
+    prepare_timeout: Duration = 10.0
+    description: Text | None = None
+
+
+class OperationOverride(Table):
+    """A tenant's `[tenants.T.operations.NAME]`: only the keys it sets replace the section's."""
+
+    url: AppUrl | None = None
+    secret_env: EnvName | None = None
+    kind: Kind | None = None
+    confirm: Confirm | None = None
+    approvers: Approvers | None = None
+    redact: RedactPaths = ()
+    timeout: Duration | None = None
+    execute_timeout: Duration | None = None
+    prepare_timeout: Duration | None = None
+    deny: Flag = False
+
+
 class Admins(Table):
     """A tenant's approver identities per surface."""
 
@@ -198,6 +248,7 @@ class TenantPolicy(Table):
     admins: Admins = Admins()
     admin_channel: Text | None = None
     tools: dict[PolicyToolName, ToolOverride] = {}
+    operations: dict[PolicyToolName, OperationOverride] = {}
     headless: Headless | None = None
     gate_all: Flag = False
     max_gated_calls_per_execution: Count | None = None
@@ -258,5 +309,6 @@ class PolicyFile(Table):
 
     defaults: Defaults = Defaults()
     tools: dict[PolicyToolName, ToolSection] = {}
+    operations: dict[PolicyToolName, OperationSection] = {}
     tenants: dict[PolicyTenantName, TenantPolicy] = {}
     staff: StaffPolicy | None = None

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import ipaddress
+import os
 import shlex
 import sys
 from collections.abc import AsyncIterator
@@ -20,11 +22,12 @@ from pathlib import Path
 import httpx
 import uvicorn
 from starlette.applications import Starlette
+from starlette.routing import BaseRoute, Mount
 
 from bot.app import build_app, parts_of
 from bot.egress import LOOPBACK_ALLOW
 from bot.grants import callback_secret
-from bot.policy import load_policy_file
+from bot.policy import Policy, load_policy
 from bot.sandbox_page import SandboxPage
 from bot.server import ListenError, Server, bind
 from bot.settings import DEV_SECRET, Settings
@@ -41,6 +44,10 @@ SLACK_BOT_TOKEN = "xoxb-cosigner-dev"
 TWILIO_SID = "AC" + "0" * 31 + "1"
 TWILIO_TOKEN = "cosigner-dev-twilio-auth-token"
 SMS_FROM = "+15550100001"  # must match [tenants.demo] sms_from
+ORDERS_APP = Path(__file__).resolve().parents[1] / "examples" / "contract_app.py"
+ORDERS_SECRET_ENV = "COSIGNER_DEMO_ORDERS_SECRET"  # as the sample policy's operation names it
+ORDERS_SECRET = "cosigner-dev-demo-orders-secret"
+POLICY_ORIGIN = "http://127.0.0.1:8000"  # the sample policy's operation url, moved to the real port
 KEY_FILE = "demo.key"
 CALLBACK_SECRET_FILE = "demo.callback-secret"
 
@@ -58,6 +65,24 @@ class Sandbox:
     twilio: TwilioEmulator
     app: Starlette
     served: asyncio.Task[None]
+
+
+def demo_orders(public_url: str) -> tuple[Policy, list[BaseRoute]]:
+    """The sample policy with its operation pointed at this sandbox, and the demo orders
+    application (examples/contract_app.py) mounted where it points, when the file is there."""
+    os.environ.setdefault(ORDERS_SECRET_ENV, ORDERS_SECRET)
+    text = POLICY_FILE.read_text(encoding="utf-8").replace(POLICY_ORIGIN, public_url)
+    policy = load_policy(text, source=str(POLICY_FILE))
+    if not ORDERS_APP.is_file():
+        return policy, []
+    module = sys.modules.get("contract_app")
+    if module is None:
+        spec = importlib.util.spec_from_file_location("contract_app", ORDERS_APP)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["contract_app"] = module  # its dataclasses look their module up
+        spec.loader.exec_module(module)
+    return policy, [Mount("/demo-orders", app=module.build(os.environ[ORDERS_SECRET_ENV]))]
 
 
 def dev_settings(data_dir: Path, public_url: str, slack: SlackEmulator, twilio: TwilioEmulator) -> Settings:
@@ -143,7 +168,8 @@ async def sandbox(
                 slack_secret=SLACK_SIGNING_SECRET,
                 sms_number=SMS_FROM,
             )
-            app = build_app(settings, policy=load_policy_file(POLICY_FILE), extra_routes=page.routes())
+            policy, orders = demo_orders(public_url)
+            app = build_app(settings, policy=policy, extra_routes=[*page.routes(), *orders])
             async with app.router.lifespan_context(app):
                 key = await demo_key(parts_of(app).keys)
                 key_file = _write_key(data, key)
@@ -201,6 +227,13 @@ def banner(sb: Sandbox, host: str) -> str:
         f"  {exports(sb)}",
         "  .venv/bin/python examples/agent.py",
         "  .venv/bin/python examples/executor.py",
+        "",
+        "Or propose an operation the demo orders application carries out once approved:",
+        f"  curl -s {u}/v1/approvals -H 'Authorization: Bearer {sb.api_key}' \\",
+        '    -H \'content-type: application/json\' -d \'{"executionId": "run_2", '
+        '"toolCallId": "call_1", "operation": "order.refund_missing_discount",',
+        '    "request": {"orderId": "ord_4421"},',
+        '    "surface": {"type": "slack", "teamId": "T0DEMO", "channelId": "C0DEMO", "userId": "U0ALICE"}}\'',
         "",
         "Or ask for one approval yourself:",
         f"  curl -s {u}/v1/approvals -H 'Authorization: Bearer {sb.api_key}' \\",

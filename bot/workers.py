@@ -1,4 +1,4 @@
-"""Background work: the job outbox (deliveries, card updates, callbacks) and the expiry sweep.
+"""Background work: the job outbox (deliveries, card updates, callbacks, operations) and the expiry sweep.
 
 Jobs are rows written in the same transaction as the change that needs them, so none is
 lost across a crash or restart. A worker claims due rows by moving `locked_until` forward
@@ -13,8 +13,10 @@ from collections.abc import Awaitable, Callable, Mapping
 
 import httpx
 
+from bot.contract_client import ContractClient
 from bot.egress import EgressRefused
 from bot.engine import Engine
+from bot.execution import Execution
 from bot.grants import callback_secret
 from bot.tracing import SpanName, delivery_outcome, http_outcome
 from contracts.enums import AuditEvent, ErrorCode, JobKind
@@ -39,12 +41,20 @@ class JobWorker:
     """Claims due jobs and runs them: deliver a card, update it, or POST a callback."""
 
     def __init__(
-        self, engine: Engine, surfaces: Mapping[str, SurfaceAdapter], http: httpx.AsyncClient, secret: str
+        self,
+        engine: Engine,
+        surfaces: Mapping[str, SurfaceAdapter],
+        http: httpx.AsyncClient,
+        secret: str,
+        contracts: ContractClient | None = None,
     ) -> None:
         self.engine = engine
         self.surfaces = surfaces
         self.http = http
         self.secret = secret
+        contracts = contracts or ContractClient(http, engine.clock)
+        self.execution = Execution(engine, contracts, self._finish, self._retry)
+        engine.execute_now = self.execution.start
 
     async def run(self, stop: asyncio.Event, poll: float = 1.0) -> None:
         """Work until `stop` is set; sleep until woken or `poll` seconds pass."""
@@ -85,6 +95,8 @@ class JobWorker:
             JobKind.DELIVER: self._deliver,
             JobKind.SHOW: self._show,
             JobKind.CALLBACK: self._callback,
+            JobKind.EXECUTE: self.execution.execute,
+            JobKind.RECONCILE: self.execution.reconcile,
         }
         try:
             await handlers[kind](job)

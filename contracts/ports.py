@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any, Literal, Protocol
 
 from contracts.enums import ApprovalMode, ApprovalStatus, AuditEvent, SurfaceType, ToolKind, Verdict
+from contracts.operations import OperationOutcome, Preview
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,10 @@ class ApprovalCard:
     outcome: Outcome | None = None
     # Whether the approver may answer "always deny" (see contracts.denials.scope_of).
     offers_always_deny: bool = False
+    # An operation: the application's preview is the thing approved (the parameters are
+    # then the agent's request, its claim), and `result` what executing it gave.
+    preview: Preview | None = None
+    result: OperationOutcome | None = None
 
 
 @dataclass(frozen=True)

@@ -83,6 +83,35 @@ def claim(tx: Tx, now: float, lock_seconds: float, batch: int) -> list[Job]:
     ]
 
 
+def claim_one(tx: Tx, approval_id: str, kind: JobKind, now: float, lock_seconds: float) -> Job | None:
+    """Claim one approval's due job of `kind` right away (as `claim` would), if nobody holds it."""
+    stmt = (
+        jobs.update()
+        .where(
+            jobs.c.approval_id == approval_id,
+            jobs.c.kind == kind.value,
+            jobs.c.done_at.is_(None),
+            jobs.c.due_at <= now,
+            jobs.c.locked_until <= now,
+        )
+        .values(locked_until=now + lock_seconds, attempts=jobs.c.attempts + 1)
+        .returning(
+            jobs.c.id, jobs.c.kind, jobs.c.approval_id, jobs.c.payload, jobs.c.attempts, jobs.c.deadline_at
+        )
+    )
+    row = tx.execute(stmt).first()
+    if row is None:
+        return None
+    return Job(
+        id=row.id,
+        kind=JobKind(row.kind),
+        approval_id=row.approval_id,
+        payload=json.loads(row.payload),
+        attempts=row.attempts,
+        deadline_at=row.deadline_at,
+    )
+
+
 def finish(tx: Tx, job_id: int, now: float, error: str | None = None) -> None:
     """Mark a job done (successfully, or given up with `error`)."""
     tx.execute(jobs.update().where(jobs.c.id == job_id).values(done_at=now, last_error=error))
@@ -93,3 +122,8 @@ def reschedule(tx: Tx, job_id: int, retry_at: float, error: str) -> None:
     tx.execute(
         jobs.update().where(jobs.c.id == job_id).values(due_at=retry_at, locked_until=0, last_error=error)
     )
+
+
+def relock(tx: Tx, job_id: int, until: float) -> None:
+    """Hold a claimed job until `until` (a long call), or release it sooner after a crash."""
+    tx.execute(jobs.update().where(jobs.c.id == job_id).values(locked_until=until))

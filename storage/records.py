@@ -20,6 +20,7 @@ from contracts.ports import (
     SlackRoute,
     SmsRoute,
 )
+from storage.operations import OperationRecord
 
 
 def ts(seconds: float) -> datetime:
@@ -135,6 +136,7 @@ class Record:
     audit_head: str
     trace_id: str | None = None
     trace_context: str | None = None
+    operation: OperationRecord | None = None
 
     @classmethod
     def from_row(cls, row: Any) -> Record:
@@ -166,6 +168,7 @@ class Record:
             audit_head=row.audit_head,
             trace_id=row.trace_id,
             trace_context=row.trace_context,
+            operation=OperationRecord.from_json(getattr(row, "operation", None)),
         )
 
     def replace(self, **columns: Any) -> Record:
@@ -178,6 +181,8 @@ class Record:
                 fields["decided_by"] = decider_from_json(value) if value else None
             elif key == "delivered":
                 fields["delivered"] = delivered_from_json(value)
+            elif key == "operation":
+                fields["operation"] = OperationRecord.from_json(value)
             else:
                 fields[key] = value
         return replace(self, **fields)
@@ -186,6 +191,15 @@ class Record:
     def closed(self) -> bool:
         """True once the approval left `pending`."""
         return self.status is not ApprovalStatus.PENDING
+
+    @property
+    def settled(self) -> bool:
+        """Closed, and for an approved operation also answered by its application: what an
+        agent waits for."""
+        if not self.closed:
+            return False
+        op = self.operation
+        return op is None or self.status is not ApprovalStatus.APPROVED or op.outcome is not None
 
     def triggered_by(self) -> str:
         """Who or what started the run, for cards: `slack:U1`, `sms:+1555…`, `schedule`."""
@@ -225,6 +239,8 @@ class Record:
             outcome=outcome,
             offers_always_deny=scope_of(self.tenant, self.tool_name, self.mode, self.route, self.surface)
             is not None,
+            preview=self.operation.preview_model if self.operation else None,
+            result=self.operation.outcome_model if self.operation else None,
         )
 
     def placed(self) -> Placed | None:

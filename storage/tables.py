@@ -45,6 +45,7 @@ approvals = sa.Table(
     sa.Column("audit_head", sa.String(64), nullable=False),
     sa.Column("trace_id", sa.String(32)),  # W3C trace id (32 hex), when the approval has a trace
     sa.Column("trace_context", sa.Text),  # JSON: the approval span's ids and parent (bot.trace_ids)
+    sa.Column("operation", sa.Text),  # JSON: an operation's contract and execution (storage.operations)
     sa.UniqueConstraint("tenant", "execution_id", "tool_call_id", name="uq_approvals_call"),
     sa.Index("ix_approvals_pending_expiry", "status", "expires_at"),
     sa.Index("ix_approvals_execution", "tenant", "execution_id"),
@@ -83,7 +84,7 @@ jobs = sa.Table(
     "jobs",
     metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("kind", sa.String(20), nullable=False),  # deliver | show | callback
+    sa.Column("kind", sa.String(20), nullable=False),  # a JobKind
     sa.Column("approval_id", sa.String(40), nullable=False),
     sa.Column("payload", sa.Text, nullable=False),  # JSON
     sa.Column("due_at", sa.Double, nullable=False),

@@ -27,6 +27,7 @@ from slack_sdk.models.views import View
 from contracts.enums import ApprovalMode, ApprovalStatus, ToolKind, Verdict
 from contracts.ports import ApprovalCard, Outcome, SlackRoute
 from surfaces.slack import mrkdwn
+from surfaces.slack.contract_blocks import preview_blocks, result_blocks
 
 SECTION_LIMIT = 3000
 ACTION_PREFIX = "cosigner."
@@ -59,7 +60,7 @@ def to_blocks(card: ApprovalCard, route: SlackRoute) -> tuple[list[Block], str]:
 def to_closed_blocks(card: ApprovalCard, route: SlackRoute) -> tuple[list[Block], str]:
     """The same card with its buttons gone and the outcome shown."""
     word = _STATUS_WORDS[card.status]
-    return [*_body(card, route), *_outcome(card)], _fallback(card, word)
+    return [*_body(card, route), *_outcome(card), *result_blocks(card)], _fallback(card, word)
 
 
 def deny_modal(card_id: str, tool_name: str, channel_id: str, message_ts: str) -> View:
@@ -87,6 +88,8 @@ def deny_modal(card_id: str, tool_name: str, channel_id: str, message_ts: str) -
 
 
 def _body(card: ApprovalCard, route: SlackRoute) -> list[Block]:
+    if card.preview is not None:
+        return [*preview_blocks(card), *_context(card, route)]
     tool = card.tool_name[:150]
     params = json.dumps(card.parameters, indent=2, ensure_ascii=False, default=str)
     label = "*Parameters* (redacted as shown to you; the decision binds to exactly this call)\n"
@@ -118,6 +121,22 @@ def _body(card: ApprovalCard, route: SlackRoute) -> list[Block]:
     ]
 
 
+def _context(card: ApprovalCard, route: SlackRoute) -> list[Block]:
+    """Who triggered it, the policy, the expiry and the ids, under an operation's preview."""
+    trigger = mrkdwn.mention(route.requester) or mrkdwn.fit(card.triggered_by, 200)
+    ids = mrkdwn.fit(f"{card.short_code} · run {card.execution_id} · call {card.tool_call_id}", 600)
+    return [
+        ContextBlock(
+            elements=[
+                md(f"*Triggered by:* {trigger}"),
+                md(f"*Policy:* {mrkdwn.fit(card.policy_rule, 1000)}"),
+                md(f"*Expires:* {mrkdwn.date_token(card.expires_at)}"),
+                md(ids),
+            ]
+        )
+    ]
+
+
 def _buttons(card: ApprovalCard) -> ActionsBlock:
     confirm = None
     if card.kind == ToolKind.DANGER:
@@ -126,6 +145,8 @@ def _buttons(card: ApprovalCard) -> ActionsBlock:
             text=md(
                 f"*{mrkdwn.fit(card.tool_name, 150)}* will run with exactly the parameters shown. "
                 "Cosigner cannot undo it."
+                if card.preview is None
+                else "The application will carry out exactly what the preview shows. Cosigner cannot undo it."
             ),
             confirm=PlainTextObject(text="Approve"),
             deny=PlainTextObject(text="Cancel"),
@@ -200,7 +221,8 @@ def _decider(outcome: Outcome) -> str:
 
 
 def _fallback(card: ApprovalCard, lead: str) -> str:
-    text = f"{lead}: {card.tool_name} ({card.short_code}), expires {mrkdwn.utc(card.expires_at)}"
+    what = card.preview.title if card.preview is not None else card.tool_name
+    text = f"{lead}: {what} ({card.short_code}), expires {mrkdwn.utc(card.expires_at)}"
     return mrkdwn.fit(text, 300)
 
 

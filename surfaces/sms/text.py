@@ -89,9 +89,21 @@ def cut(text: str, budget: int) -> str:
     return f"(+{len(text)} chars cut)"
 
 
+def preview_line(card: ApprovalCard) -> str:
+    """An operation's preview on one line: its labelled fields, then its effects."""
+    assert card.preview is not None
+    fields = ", ".join(f"{f.label}: {f.value}" for f in card.preview.fields)
+    effects = " ".join(e if e.endswith(".") else f"{e}." for e in card.preview.effects)
+    return " ".join(part for part in (fields + "." if fields else "", effects) if part) or "(no details)"
+
+
 def to_sms_text(card: ApprovalCard, *, code_required: bool) -> str:
-    """The request text: tool, redacted parameters, the agent's claim, expiry, how to answer."""
-    head = f"Cosigner request {card.short_code}: approve {card.tool_name}?"
+    """The request text: tool, redacted parameters, the agent's claim, expiry, how to answer.
+
+    For an operation, the application's preview is what is approved; the agent's request
+    is then part of its claim."""
+    what = card.preview.title if card.preview is not None else card.tool_name
+    head = f"Cosigner request {card.short_code}: approve {what}?"
     expiry = f"Expires {_clock(card.expires_at, card.created_at)}."
     if code_required:
         how = (
@@ -101,13 +113,18 @@ def to_sms_text(card: ApprovalCard, *, code_required: bool) -> str:
     else:
         how = "Reply YES or NO."
     claim = " ".join((card.reason or "").translate(_PLAIN).split())
+    if card.preview is not None:
+        claim = " ".join(f"{compact_parameters(card.parameters)}. {claim}".translate(_PLAIN).split())
     lines = 4 + (1 if claim else 0)
     # What is left for the parameters and the claim; each newline is one septet.
     room = BUDGET - sum(sms_length(line) for line in (head, expiry, how)) - (lines - 1)
     claim_line = f'{CLAIM_LABEL}"{claim}"' if claim else ""
     # The parameters come first; the claim keeps only a short minimum for itself.
     reserved = min(sms_length(claim_line), len(CLAIM_LABEL) + CLAIM_MIN)
-    params = cut("Params: " + compact_parameters(card.parameters), max(room - reserved, MIN_PARAMS))
+    shown = (
+        preview_line(card) if card.preview is not None else "Params: " + compact_parameters(card.parameters)
+    )
+    params = cut(shown, max(room - reserved, MIN_PARAMS))
     body = [head, params]
     if claim:
         budget = min(room - sms_length(params), len(CLAIM_LABEL) + CLAIM_MAX)
@@ -125,9 +142,11 @@ def _clock(at: datetime, reference: datetime) -> str:
 
 def to_outcome_text(card: ApprovalCard) -> str:
     """The confirmation texted to each approver once an approval closed."""
-    label = f"{card.tool_name} ({card.short_code})"
+    label = f"{card.preview.title if card.preview else card.tool_name} ({card.short_code})"
     outcome = card.outcome
     if card.status == ApprovalStatus.APPROVED:
+        if card.result is not None:
+            return f"Approved {label}: {cut(card.result.summary(), 200)}"
         return f"Approved {label}."
     if card.status == ApprovalStatus.DENIED:
         if outcome is not None and outcome.decider_kind == "system":

@@ -6,12 +6,15 @@ import json
 from typing import Any
 
 import httpx
+import pytest
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
 from tests.api.test_approvals import call, start
 from tests.harness import Harness, cosigner_app
+from tests.operations.application import SECRET, SECRET_ENV, contract_application, policy_for
+from tests.operations.test_lifecycle import proposal
 
 ROOT = "urn:cosigner:openapi"
 
@@ -164,12 +167,45 @@ async def exercise_denials(h: Harness, c: Conformance, acme: str, globex: str) -
     assert r.json()["standingDenies"]
 
 
-async def test_every_answer_conforms_to_the_published_schema() -> None:
+async def exercise_operations(c: Conformance) -> None:
+    """Propose operations to the example application: prepared, refused, unreachable, executed."""
+    with contract_application() as app:
+        async with cosigner_app(policy_for(app.url), callback_allow="127.0.0.1") as h:
+            a = h.auth(await h.create_tenant("acme"))
+            r = await h.client.post("/v1/approvals", json=proposal(), headers=a)
+            c.check("/v1/approvals", r)
+            aid = r.json()["approvalId"]
+            c.check(
+                "/v1/approvals", await h.client.post("/v1/approvals", json=proposal("c2", "ord_1"), headers=a)
+            )
+            c.check("/v1/approvals/{approvalId}", await h.client.get(f"/v1/approvals/{aid}", headers=a))
+            body = {"decision": "approve", "userId": "u_1"}
+            r = await h.client.post(f"/v1/approvals/{aid}/decision", json=body, headers=a)
+            c.check("/v1/approvals/{approvalId}/decision", r)
+            r = await h.client.get(f"/v1/approvals/{aid}?wait=10", headers=a)
+            assert r.json()["outcome"]["type"] == "succeeded"
+            c.check("/v1/approvals/{approvalId}", r)
+            c.check(
+                "/v1/approvals/{approvalId}/events",
+                await h.client.get(f"/v1/approvals/{aid}/events", headers=a),
+            )
+            c.check("/v1/approvals", await h.client.post("/v1/approvals", json=proposal(), headers=a))
+        dead = app.url.rsplit(":", 1)[0] + ":9/cosigner"
+    async with cosigner_app(policy_for(dead), callback_allow="127.0.0.1") as h:
+        a = h.auth(await h.create_tenant("acme"))
+        r = await h.client.post("/v1/approvals", json=proposal(), headers=a)
+        assert r.status_code == 503
+        c.check("/v1/approvals", r)
+
+
+async def test_every_answer_conforms_to_the_published_schema(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(SECRET_ENV, SECRET)
     async with cosigner_app() as h:
         doc = (await h.client.get("/openapi.json")).json()
         Draft202012Validator.check_schema({"$defs": doc["components"]["schemas"]})
         c = Conformance(doc)
         await exercise(h, c)
+        await exercise_operations(c)
         documented = {
             (method, path, status)
             for path, ops in doc["paths"].items()

@@ -153,6 +153,7 @@ def test_the_example_policy_shows_every_key() -> None:
         "tools": policy_file.ToolSection.model_fields,
         "tenants": policy_file.TenantPolicy.model_fields,
         "staff": policy_file.StaffPolicy.model_fields,
+        "operations": policy_file.OperationSection.model_fields,
     }
     for group, keys in groups.items():
         for key in keys:

@@ -198,3 +198,29 @@ async def test_the_demo_key_is_rotated_on_every_start(tmp_path: Path) -> None:
             stale = await client.get("/v1/approvals/x", headers={"Authorization": f"Bearer {old}"})
             fresh = await client.get("/v1/approvals/x", headers={"Authorization": f"Bearer {second.api_key}"})
         assert stale.status_code == 401 and fresh.json()["error"]["code"] == "APPROVAL_NOT_FOUND"
+
+
+async def test_the_demo_operation_is_prepared_approved_and_carried_out(
+    sb: Sandbox, http: httpx.AsyncClient
+) -> None:
+    r = await http.post(
+        "/v1/approvals",
+        json={
+            "executionId": "run_op",
+            "toolCallId": "call_1",
+            "operation": "order.refund_missing_discount",
+            "request": {"orderId": "ord_4421"},
+            "surface": SLACK,
+        },
+    )
+    assert r.status_code == 201, r.text
+    approval = r.json()["approvalId"]
+    title = "Refund the missing discount on ord_4421"
+    card = await card_of(http, title)
+    assert "$129.00" in json.dumps(card) and "its claim, unverified" in json.dumps(card)
+    assert (await click(http, card, "cosigner.approve", "requester")).json() == {"status": 200}
+    decision = (await http.get(f"/v1/approvals/{approval}?wait=10")).json()
+    assert decision["outcome"]["type"] == "succeeded" and decision["outcome"]["message"] == "Refunded $129.00"
+    updated = await card_of(http, title, edited=True)
+    assert "Refunded $129.00" in json.dumps(updated)
+    assert "order.refund_missing_discount" in banner(sb, "127.0.0.1")

@@ -17,6 +17,7 @@ from cosigner.digest import parameters_digest
 from cosigner.enums import ApprovalStatus, DeciderKind, SurfaceType
 from cosigner.events import ApprovalEvent
 from cosigner.grants import GrantClaims
+from cosigner.operations import OperationOutcome, OutcomeType, Preview
 from cosigner.surfaces import DashboardSurface, HeadlessSurface, SlackSurface, SmsSurface, Surface
 
 __all__ = [
@@ -30,6 +31,9 @@ __all__ = [
     "Decision",
     "GrantClaims",
     "HeadlessSurface",
+    "OperationOutcome",
+    "OutcomeType",
+    "Preview",
     "SlackSurface",
     "SmsSurface",
     "Surface",

@@ -114,8 +114,10 @@ def request_approval(
     *,
     execution_id: str,
     tool_call_id: str,
-    tool_name: str,
-    parameters: Mapping[str, Any],
+    tool_name: str | None,
+    parameters: Mapping[str, Any] | None,
+    operation: str | None = None,
+    request: Mapping[str, Any] | None = None,
     surface: Surface,
     reason: str | None = None,
     timeout_seconds: int | None = None,
@@ -123,19 +125,22 @@ def request_approval(
     wait: bool = True,
     wait_timeout: float | None = None,
 ) -> Flow[Decision]:
-    """`POST /v1/approvals`, then (with `wait`) long-poll until decided."""
+    """`POST /v1/approvals`, then (with `wait`) long-poll until settled (an operation: until
+    its outcome is known)."""
     body = _http.approval_body(
         execution_id=execution_id,
         tool_call_id=tool_call_id,
         tool_name=tool_name,
         parameters=parameters,
+        operation=operation,
+        request=request,
         surface=surface,
         reason=reason,
         timeout_seconds=timeout_seconds,
         callback_url=callback_url,
     )
     decision = parse_approval((yield from send(config, "POST", "/v1/approvals", content=body)).content)
-    if wait and decision.pending:
+    if wait and not decision.settled:
         return (yield from wait_for(config, decision, wait_timeout))
     return decision
 
@@ -147,7 +152,7 @@ def wait_for(config: _http.Config, approval: str | Decision, timeout: float | No
     while True:
         params = {"wait": _http.wait_seconds(deadline)}
         decision = parse_approval((yield from send(config, "GET", path, params=params, poll=True)).content)
-        if not decision.pending:
+        if decision.settled:
             return decision
         if deadline is not None and time.monotonic() >= deadline:
             raise TimeoutError(f"approval {decision.approval_id} is still pending after {timeout} s")

@@ -97,21 +97,42 @@ def approval_body(
     *,
     execution_id: str,
     tool_call_id: str,
-    tool_name: str,
-    parameters: Mapping[str, Any],
+    tool_name: str | None,
+    parameters: Mapping[str, Any] | None,
     surface: Surface,
     reason: str | None,
     timeout_seconds: int | None,
     callback_url: str | None,
+    operation: str | None = None,
+    request: Mapping[str, Any] | None = None,
 ) -> bytes:
     """The `POST /v1/approvals` body, checked against the wire model before it is sent."""
+    if (operation is None) == (tool_name is None):
+        raise InvalidRequest(
+            "give tool_name and parameters for a gated call, or operation and request for an operation",
+            field="operation" if operation is not None else "toolName",
+        )
+    if operation is not None:
+        return _checked(
+            wire.OperationRequest,
+            {
+                "executionId": execution_id,
+                "toolCallId": tool_call_id,
+                "operation": operation,
+                "request": dict(request or {}),
+                "reason": reason,
+                "surface": surface.to_json(),
+                "timeoutSeconds": timeout_seconds,
+                "callbackUrl": callback_url,
+            },
+        )
     return _checked(
         wire.ApprovalRequest,
         {
             "executionId": execution_id,
             "toolCallId": tool_call_id,
             "toolName": tool_name,
-            "parameters": dict(parameters),
+            "parameters": dict(parameters or {}),
             "reason": reason,
             "surface": surface.to_json(),
             "timeoutSeconds": timeout_seconds,

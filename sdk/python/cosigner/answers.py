@@ -8,7 +8,11 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from cosigner.denials import Denial
 from cosigner.enums import ApprovalStatus, ErrorCode, SurfaceType
+from cosigner.operations import OperationOutcome, OutcomeType, Preview, PreviewField
 from cosigner.wire import ApprovalId, Timestamp, Wire
+
+OPERATION_PARTS = (OutcomeType, PreviewField)
+"""Components `/openapi.json` publishes inside operation answers, named here with them."""
 
 
 def _absent(value: Any) -> bool:
@@ -41,6 +45,9 @@ class ApprovalStart(Wire):
     expiresAt: Timestamp
     status: ApprovalStatus
     shortCode: str | None = None
+    operation: str | None = Field(default=None, exclude_if=_absent)
+    preview: Preview | None = Field(default=None, exclude_if=_absent, description="What the person approves.")
+    argumentsDigest: str | None = Field(default=None, exclude_if=_absent)
 
 
 class PersonDecider(Wire):
@@ -106,6 +113,11 @@ class Decision(Wire):
         default=None,
         exclude_if=_absent,
         description="The W3C trace id (32 hex) of the trace the approval belongs to, when it has one.",
+    )
+    operation: str | None = Field(default=None, exclude_if=_absent)
+    argumentsDigest: str | None = Field(default=None, exclude_if=_absent)
+    outcome: OperationOutcome | None = Field(
+        default=None, exclude_if=_absent, description="An operation's outcome, once the application answered."
     )
 
 

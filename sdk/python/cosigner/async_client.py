@@ -54,8 +54,10 @@ class AsyncCosigner(Shell):
         *,
         execution_id: str,
         tool_call_id: str,
-        tool_name: str,
-        parameters: Mapping[str, Any],
+        tool_name: str | None = None,
+        parameters: Mapping[str, Any] | None = None,
+        operation: str | None = None,
+        request: Mapping[str, Any] | None = None,
         surface: Surface,
         reason: str | None = None,
         timeout_seconds: int | None = None,
@@ -67,6 +69,10 @@ class AsyncCosigner(Shell):
 
         Idempotent: the same execution_id + tool_call_id + parameters return the same
         approval, so an agent that crashed while waiting resumes by calling this again.
+
+        With `operation` and `request` instead of `tool_name` and `parameters`, the agent
+        proposes an operation its application carries out once approved; waiting then
+        returns once the application's `outcome` is known.
         """
         flow = _core.request_approval(
             self.config,
@@ -74,6 +80,8 @@ class AsyncCosigner(Shell):
             tool_call_id=tool_call_id,
             tool_name=tool_name,
             parameters=parameters,
+            operation=operation,
+            request=request,
             surface=surface,
             reason=reason,
             timeout_seconds=timeout_seconds,

@@ -10,6 +10,7 @@ from pydantic import Field, TypeAdapter
 
 from cosigner import answers
 from cosigner.enums import ApprovalStatus, DeciderKind
+from cosigner.operations import OperationOutcome, Preview
 
 __all__ = ["DecidedBy", "Decision", "parse_approval"]
 
@@ -73,7 +74,9 @@ class Decision:
 
     While pending (`wait=False`), `parameters` holds the redacted parameters exactly as the
     approver sees them and `expires_at` the deadline; once decided, `decided_by`,
-    `decided_at`, `comment` and (approved only) the signed `grant` are set.
+    `decided_at`, `comment` and (approved only) the signed `grant` are set. For an
+    operation, `operation`, `arguments_digest`, the application's `preview` (while pending)
+    and, once carried out, its `outcome` are set; `tool_name` is then the operation's name.
     """
 
     approval_id: str
@@ -89,6 +92,10 @@ class Decision:
     parameters: dict[str, Any] | None = None
     expires_at: datetime | None = None
     short_code: str | None = None
+    operation: str | None = None
+    arguments_digest: str | None = None
+    preview: Preview | None = None
+    outcome: OperationOutcome | None = None
 
     @property
     def approved(self) -> bool:
@@ -100,6 +107,13 @@ class Decision:
         """True while nobody has decided yet."""
         return self.status is ApprovalStatus.PENDING
 
+    @property
+    def settled(self) -> bool:
+        """Decided, and for an approved operation also carried out: `outcome` is then set."""
+        if self.pending:
+            return False
+        return self.operation is None or not self.approved or self.outcome is not None
+
     @classmethod
     def from_wire(cls, model: Any) -> Decision:
         """The view of a wire `ApprovalStart` or `Decision` model."""
@@ -110,15 +124,23 @@ class Decision:
             "tool_name": model.toolName,
             "status": ApprovalStatus(model.status),
             "parameters_digest": model.parametersDigest,
+            "operation": model.operation,
+            "arguments_digest": model.argumentsDigest,
         }
         if isinstance(model, answers.ApprovalStart):
-            common.update(parameters=model.parameters, expires_at=model.expiresAt, short_code=model.shortCode)
+            common.update(
+                parameters=model.parameters,
+                expires_at=model.expiresAt,
+                short_code=model.shortCode,
+                preview=model.preview,
+            )
         else:
             common.update(
                 decided_by=DecidedBy.from_wire(model.decidedBy),
                 decided_at=model.decidedAt,
                 comment=model.comment,
                 grant=model.grant,
+                outcome=model.outcome,
             )
         return _build(cls, common)
 

@@ -76,6 +76,8 @@ class JobKind(StrEnum):
     DELIVER = "deliver"  # post the card or send the text
     SHOW = "show"  # update the card, or text the outcome
     CALLBACK = "callback"  # POST the decision to the agent's callbackUrl
+    EXECUTE = "execute"  # carry out an approved operation at its application
+    RECONCILE = "reconcile"  # ask the application's status until the outcome is final
 
 
 class AuditEvent(StrEnum):
@@ -91,6 +93,22 @@ class AuditEvent(StrEnum):
     SMS_STATUS = "sms_status"
     STANDING_DENY_SET = "standing_deny_set"
     STANDING_DENY_LIFTED = "standing_deny_lifted"
+    PREPARED = "prepared"  # the application's contract, frozen under its digest
+    CLAIMED = "claimed"  # the approved operation is now executing, once
+    EXECUTE_SENT = "execute_sent"
+    STATUS_ASKED = "status_asked"
+    OUTCOME = "outcome"
+    RECONCILED = "reconciled"
+
+
+class OperationState(StrEnum):
+    """Where an operation's execution is: prepared until approved, then executing until an
+    outcome; `reconciling` while the application still settles it; `done` once final."""
+
+    PREPARED = "prepared"
+    EXECUTING = "executing"
+    RECONCILING = "reconciling"
+    DONE = "done"
 
 
 class AddressClass(StrEnum):
@@ -124,3 +142,5 @@ class ErrorCode(StrEnum):
     SURFACE_UNAVAILABLE = "SURFACE_UNAVAILABLE"
     UNAUTHENTICATED = "UNAUTHENTICATED"
     DENIAL_NOT_FOUND = "DENIAL_NOT_FOUND"
+    OPERATION_REJECTED = "OPERATION_REJECTED"
+    OPERATION_UNAVAILABLE = "OPERATION_UNAVAILABLE"

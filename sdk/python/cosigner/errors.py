@@ -21,7 +21,9 @@ error body, so a code, its HTTP status and its class are defined here and nowher
     ├── ApprovalPending           409  a result reported for an approval nobody decided yet
     ├── ApprovalModeUnsupported   422  a person is needed and the surface cannot host one
     ├── ToolCallCapExceeded       429  the execution used up its gated calls
-    └── SurfaceUnavailable        502  the card or text could not be delivered
+    ├── OperationRejected         422  the application would not prepare the operation: fix the request
+    ├── SurfaceUnavailable        502  the card or text could not be delivered
+    └── OperationUnavailable      503  the application could not be reached; nothing is pending
 
 `ApprovalDenied` and `ApprovalExpired` are also what `gate` raises when the decision is not
 an approval; the decision is then on `.decision` and a denial's comment on `.comment`.
@@ -51,6 +53,8 @@ __all__ = [
     "InvalidRequest",
     "InvalidSignature",
     "NotAnApprover",
+    "OperationRejected",
+    "OperationUnavailable",
     "ParametersMismatch",
     "PermissionDenied",
     "ReplayedDelivery",
@@ -211,6 +215,20 @@ class SurfaceUnavailable(CosignerError):
     status = 502
 
 
+class OperationRejected(CosignerError):
+    """The application refused to prepare the operation; its safe message says what to correct."""
+
+    code = ErrorCode.OPERATION_REJECTED
+    status = 422
+
+
+class OperationUnavailable(CosignerError):
+    """The operation's application could not be reached; nothing is pending, so asking again is safe."""
+
+    code = ErrorCode.OPERATION_UNAVAILABLE
+    status = 503
+
+
 BY_CODE: dict[str, type[CosignerError]] = {
     cls.code: cls
     for cls in (
@@ -230,6 +248,8 @@ BY_CODE: dict[str, type[CosignerError]] = {
         ApprovalModeUnsupported,
         ToolCallCapExceeded,
         SurfaceUnavailable,
+        OperationRejected,
+        OperationUnavailable,
     )
 }
 

@@ -149,6 +149,19 @@ class ApprovalRequest(Wire):
     callbackUrl: CallbackUrl | None = None
 
 
+class OperationRequest(Wire):
+    """`POST /v1/approvals` proposing an operation: the application prepares and executes it."""
+
+    executionId: Identifier
+    toolCallId: Identifier
+    operation: ToolName
+    request: dict[str, Any]
+    reason: FreeText | None = Field(default=None, max_length=2000)
+    surface: Surface
+    timeoutSeconds: int | None = Field(default=None, ge=1, le=7 * 24 * 3600)
+    callbackUrl: HttpUrl | None = None
+
+
 class AdmitRequest(Wire):
     """`POST /v1/runs/admit`: may this run start on this surface with these tools?"""
 

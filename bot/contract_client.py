@@ -1,0 +1,159 @@
+"""Cosigner's side of the application protocol: signed `prepare`, `execute` and `status` calls.
+
+Each call is a `POST` of compact JSON to the operation's `url`, signed exactly as callbacks
+are (`Cosigner-Signature: t=…,v1=…` over `"t." + body`, keyed with the secret in the
+operation's `secret_env`), through the same checked, pinned egress client. Whatever goes
+wrong on the way (no answer, a timeout, a body that is not one of the protocol's) is one
+`ApplicationFailed`, whose text names the fix and never quotes a secret.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Callable, Mapping, Sequence
+
+import httpx
+from pydantic import BaseModel, ValidationError
+
+from bot.approval import new_id
+from bot.egress import AllowList, EgressRefused
+from bot.transport import CallbackTransport, Resolver, system_resolver
+from contracts.grants import sign_callback
+from contracts.operations import (
+    ExecuteCall,
+    ExecuteOutcome,
+    InProgress,
+    NotStarted,
+    Prepared,
+    PrepareRejection,
+    StatusCall,
+    execute_answer,
+    status_answer,
+)
+from contracts.operations import PrepareCall as PrepareCall
+
+USER_AGENT = "cosigner-contract/1"
+# Calls to applications are many and concurrent (one prepare and one execute per
+# operation). httpcore scans, and polls, every connection of a pool on each request, so
+# the connections are spread over several small pools, used in turn; each keeps its
+# connections for less time than an application server's usual idle timeout (uvicorn:
+# 5 s), so none is reused as it closes.
+SHARDS = 8
+LIMITS = httpx.Limits(max_connections=32, max_keepalive_connections=16, keepalive_expiry=4.0)
+
+
+def application_http(allow: AllowList, resolver: Resolver = system_resolver) -> list[httpx.AsyncClient]:
+    """The clients calls to applications leave through: the callbacks' checked, pinned egress."""
+    return [
+        httpx.AsyncClient(
+            transport=CallbackTransport(allow, resolver, limits=LIMITS),
+            follow_redirects=False,
+            trust_env=False,
+        )
+        for _ in range(SHARDS)
+    ]
+
+
+class ApplicationFailed(Exception):
+    """The application could not be reached, or did not answer as the protocol says."""
+
+    def __init__(self, message: str, *, lost: bool = False) -> None:
+        super().__init__(message)
+        # True when the request may have reached the application (its answer was lost).
+        self.lost = lost
+
+
+class Rejected(Exception):
+    """The application refused to prepare: `message` is its safe text for the model."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class ContractClient:
+    """Calls an operation's application; `environ` holds the signing secrets by variable name."""
+
+    def __init__(
+        self,
+        http: httpx.AsyncClient | Sequence[httpx.AsyncClient],
+        clock: Callable[[], float],
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.pools = itertools.cycle([http] if isinstance(http, httpx.AsyncClient) else list(http))
+        self.clock = clock
+        self.environ = os.environ if environ is None else environ
+
+    async def _post(self, url: str, secret_env: str, call: BaseModel, seconds: float) -> httpx.Response:
+        secret = self.environ.get(secret_env)
+        if not secret:
+            raise ApplicationFailed(f"{secret_env} is not set; set the operation's signing secret")
+        body = call.model_dump_json(exclude_none=True).encode()
+        headers = {
+            "Content-Type": "application/json",
+            "Cosigner-Signature": sign_callback(secret, body, int(self.clock())),
+            "Cosigner-Delivery": new_id("dlv"),
+            "User-Agent": USER_AGENT,
+        }
+        try:
+            return await next(self.pools).post(url, content=body, headers=headers, timeout=seconds)
+        except EgressRefused as exc:
+            raise ApplicationFailed(f"the egress rules refuse {url}: {exc}") from None
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            raise ApplicationFailed(f"cannot connect to the application ({type(exc).__name__})") from None
+        except httpx.HTTPError as exc:
+            raise ApplicationFailed(
+                f"no answer from the application ({type(exc).__name__})", lost=True
+            ) from None
+
+    async def prepare(self, url: str, secret_env: str, call: PrepareCall, seconds: float) -> Prepared:
+        """The contract the application made of a request; `Rejected` with its safe message."""
+        response = await self._post(url, secret_env, call, seconds)
+        if response.status_code == 422:
+            try:
+                raise Rejected(PrepareRejection.model_validate_json(response.content).error.message)
+            except ValidationError:
+                raise ApplicationFailed(
+                    "the application refused with a body that is not {error:{message}}"
+                ) from None
+        if response.status_code != 200:
+            raise ApplicationFailed(f"the application answered prepare with HTTP {response.status_code}")
+        try:
+            return Prepared.model_validate_json(response.content)
+        except ValidationError as exc:
+            raise ApplicationFailed(
+                f"the application's prepare answer is not a contract: {_first(exc)}"
+            ) from None
+
+    async def execute(self, url: str, secret_env: str, call: ExecuteCall, seconds: float) -> ExecuteOutcome:
+        """The outcome of executing the contract; `ApplicationFailed(lost=True)` if it may have run."""
+        response = await self._post(url, secret_env, call, seconds)
+        if response.status_code != 200:
+            raise ApplicationFailed(
+                f"the application answered execute with HTTP {response.status_code}", lost=True
+            )
+        try:
+            return execute_answer(response.content)
+        except ValidationError as exc:
+            raise ApplicationFailed(
+                f"the execute answer is not an outcome: {_first(exc)}", lost=True
+            ) from None
+
+    async def status(
+        self, url: str, secret_env: str, call: StatusCall, seconds: float
+    ) -> ExecuteOutcome | NotStarted | InProgress:
+        """What became of the execution with the call's idempotency key."""
+        response = await self._post(url, secret_env, call, seconds)
+        if response.status_code != 200:
+            raise ApplicationFailed(f"the application answered status with HTTP {response.status_code}")
+        try:
+            return status_answer(response.content)
+        except ValidationError as exc:
+            raise ApplicationFailed(f"the status answer is not an outcome: {_first(exc)}") from None
+
+
+def _first(exc: ValidationError) -> str:
+    error = exc.errors(include_url=False, include_input=False)[0]
+    where = ".".join(str(p) for p in error["loc"]) or "body"
+    return f"{where}: {error['msg']}"

@@ -1,0 +1,93 @@
+"""An operation's contract and execution as the approvals table keeps them (`operation`, JSON).
+
+The contract (the application's arguments and preview, frozen under `argumentsDigest`) is
+written once with the approval. The execution part changes in the approval's own
+conditional UPDATEs: `claimed` when the approval closes approved, `sent` before each
+`execute` leaves, and `settled` when the application's outcome is stored.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from contracts.enums import AuditEvent, OperationState
+from contracts.operations import OperationOutcome, Preview
+from storage.audit import Event
+
+
+@dataclass(frozen=True)
+class OperationRecord:
+    """One approval's operation: the frozen contract, where to execute it, and how far it got."""
+
+    name: str
+    arguments: dict[str, Any]
+    preview: dict[str, Any]
+    arguments_digest: str
+    url: str
+    secret_env: str
+    execute_timeout: float
+    state: OperationState = OperationState.PREPARED
+    sent: int = 0
+    outcome: dict[str, Any] | None = None
+
+    @classmethod
+    def from_json(cls, text: str | None) -> OperationRecord | None:
+        """Rebuild a stored operation; None for a plain tool call."""
+        if not text:
+            return None
+        d = json.loads(text)
+        d["state"] = OperationState(d["state"])
+        return cls(**d)
+
+    def to_json(self) -> str:
+        """The column's JSON text."""
+        return json.dumps(asdict(self), separators=(",", ":"))
+
+    @property
+    def preview_model(self) -> Preview:
+        """The preview as its wire model."""
+        return Preview.model_validate(self.preview)
+
+    @property
+    def outcome_model(self) -> OperationOutcome | None:
+        """The stored outcome as its wire model, once there is one."""
+        return None if self.outcome is None else OperationOutcome.model_validate(self.outcome, strict=False)
+
+
+def prepared_event(op: OperationRecord) -> Event:
+    """The audit event of a contract frozen under its digest (arguments are not repeated)."""
+    return Event(
+        AuditEvent.PREPARED,
+        {"kind": "system"},
+        {"operation": op.name, "preview": op.preview, "argumentsDigest": op.arguments_digest},
+    )
+
+
+def claimed(op: OperationRecord) -> tuple[str, Event]:
+    """The column value and audit event of an approved operation that is now executing."""
+    return (
+        replace(op, state=OperationState.EXECUTING).to_json(),
+        Event(AuditEvent.CLAIMED, {"kind": "system"}, {"argumentsDigest": op.arguments_digest}),
+    )
+
+
+def sending(op: OperationRecord, attempt_key: str) -> tuple[str, Event]:
+    """Count an `execute` about to leave: a later attempt must ask `status` first."""
+    return (
+        replace(op, sent=op.sent + 1).to_json(),
+        Event(
+            AuditEvent.EXECUTE_SENT, {"kind": "system"}, {"send": op.sent + 1, "idempotencyKey": attempt_key}
+        ),
+    )
+
+
+def settled(op: OperationRecord, outcome: OperationOutcome, event: AuditEvent) -> tuple[str, Event]:
+    """Store the application's outcome: final, or `reconciling` while it settles."""
+    state = OperationState.DONE if outcome.final else OperationState.RECONCILING
+    shown = outcome.model_dump(mode="json")
+    return (
+        replace(op, state=state, outcome=shown).to_json(),
+        Event(event, {"kind": "application", "operation": op.name}, {"outcome": shown}),
+    )
