@@ -40,6 +40,7 @@ from contracts.enums import ErrorCode
 from contracts.errors import CosignerError
 from contracts.ports import SurfaceAdapter
 from storage.database import Database
+from storage.sealing import TokenSeal
 from storage.slack_installs import SlackInstallStores
 
 log = logging.getLogger("cosigner.app")
@@ -168,6 +169,7 @@ def build_app(
         sms_sender=SmsSender(settings.twilio_from_number, settings.twilio_messaging_service_sid),
         clock=clock,
         callback_allow=callback_allow,
+        seal=TokenSeal(settings.secret),
     )
     desk = Desk(engine)
     adapters: dict[str, SurfaceAdapter] = {}

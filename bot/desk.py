@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from bot import handoff
 from bot.approval import Closing, check_answer
 from bot.engine import Engine
 from contracts.answers import PersonDecider
@@ -20,6 +21,12 @@ from storage import inbound, sms_state
 from storage.database import Tx
 
 T = TypeVar("T")
+CLOSING_VERDICTS = {Verdict.DENY: ApprovalStatus.DENIED, Verdict.CANCEL: ApprovalStatus.CANCELLED}
+
+
+def inbound_of(answer: Answer) -> tuple[SurfaceType, str] | None:
+    """The surface message that carried an answer, recorded with it (SMS MessageSid)."""
+    return (SurfaceType(answer.surface), answer.message_id) if answer.message_id else None
 
 
 class Desk:
@@ -33,7 +40,15 @@ class Desk:
         surface = SurfaceType(answer.surface)
         team = (answer.actor_org or answer.org) if surface is SurfaceType.SLACK else None
         actor = PersonDecider(surface=surface, userId=answer.actor, teamId=team or None)
-        to = ApprovalStatus.DENIED if answer.verdict is Verdict.DENY else ApprovalStatus.APPROVED
+        if answer.verdict is Verdict.DONE:
+            return await handoff.press_done(
+                self.engine,
+                answer.approval_id,
+                actor,
+                lambda rec: check_answer(rec, answer),
+                inbound_of(answer),
+            )
+        to = CLOSING_VERDICTS.get(answer.verdict, ApprovalStatus.APPROVED)
         run_grant = None
         if answer.verdict is Verdict.APPROVE_FOR_RUN:
             run_grant = f"{surface.value}:{answer.actor}"
@@ -44,7 +59,7 @@ class Desk:
             check=lambda rec: check_answer(rec, answer),
             audit_refusal=True,
             run_grant=run_grant,
-            inbound=(surface, answer.message_id) if answer.message_id else None,
+            inbound=inbound_of(answer),
         )
         rec = await self.engine.close(answer.approval_id, closing)
         return rec.card()

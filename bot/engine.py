@@ -16,10 +16,11 @@ from typing import Any
 
 from bot import approval, trail
 from bot.approval import Closing
-from bot.bodies import decision_body, start_body
+from bot.bodies import Start, decision_body, start_body
 from bot.checks import callback_allowed, json_limits, surface_belongs
 from bot.egress import AllowList
 from bot.grants import GrantSigner
+from bot.handoff import DONE_WAIT, press_done, sealed_context, state_for
 from bot.intake import create_tx
 from bot.metrics import Metrics
 from bot.notifier import Notifier
@@ -28,14 +29,13 @@ from bot.redaction import digest, redact
 from bot.routing import SmsSender, route_for
 from contracts.answers import (
     AgentDecider,
-    ApprovalStart,
     Decision,
     PersonDecider,
     PolicyDecider,
     SystemDecider,
     TimeoutDecider,
 )
-from contracts.enums import ApprovalMode, ApprovalStatus, AuditEvent, SurfaceType
+from contracts.enums import ApprovalMode, ApprovalStatus, AuditEvent, SurfaceType, Verdict
 from contracts.errors import (
     AlreadyDecided,
     ApprovalExpired,
@@ -50,10 +50,16 @@ from contracts.wire import AdmitRequest, ApprovalRequest, DecisionRequest, Resul
 from storage import approvals as ledger
 from storage.database import Conflict, Database
 from storage.records import Record, delivered_to_json
+from storage.sealing import TokenSeal
 
 log = logging.getLogger("cosigner.engine")
 
 RECHECK_SECONDS = 5.0
+DASHBOARD_VERDICTS = {
+    Verdict.APPROVE: ApprovalStatus.APPROVED,
+    Verdict.DENY: ApprovalStatus.DENIED,
+    Verdict.CANCEL: ApprovalStatus.CANCELLED,
+}
 
 
 class Engine:
@@ -71,6 +77,7 @@ class Engine:
         surfaces: Sequence[str] = (),
         clock: Callable[[], float] = time.time,
         callback_allow: AllowList | None = None,
+        seal: TokenSeal | None = None,
     ) -> None:
         self.db = db
         self.policy = policy
@@ -81,6 +88,7 @@ class Engine:
         self.clock = clock
         self.callback_allow = callback_allow or AllowList()
         self.notifier = notifier or Notifier()
+        self.seal = seal  # seals a handoff's parameters until its check
         self.jobs_wakeup = asyncio.Event()
         self.expiry_wakeup = asyncio.Event()
         # How often a waiter re-reads on its own, in case a notification from another
@@ -104,7 +112,7 @@ class Engine:
             )
         return rec
 
-    def body(self, rec: Record) -> ApprovalStart | Decision:
+    def body(self, rec: Record) -> Start | Decision:
         """The wire body for GET: `approval_start` while pending, else the decision."""
         if rec.closed:
             return decision_body(rec, self.signer, self.grant_ttl)
@@ -164,7 +172,7 @@ class Engine:
                 surface=req.surface.type,
             )
 
-    async def create(self, tenant: str, req: ApprovalRequest) -> tuple[int, ApprovalStart | Decision]:
+    async def create(self, tenant: str, req: ApprovalRequest) -> tuple[int, Start | Decision]:
         """Handle `POST /v1/approvals`; returns (HTTP status, body)."""
         json_limits(req.parameters)
         surface_belongs(self.policy, tenant, req.surface)
@@ -177,6 +185,12 @@ class Engine:
         rule = self.policy.rule_for(tenant, req.toolName)
         dig = digest(req.parameters)
         shown = redact(req.parameters, rule.redact)
+        handoff = None
+        if rule.handoff is not None:
+            if self.seal is None:
+                raise InvalidRequest("handoffs need COSIGNER_SECRET on this server")
+            context = sealed_context(tenant, req.executionId, req.toolCallId)
+            handoff = state_for(rule, req.parameters, self.seal, context)
         route: Route | ApprovalModeUnsupported | None = None
         if not rule.deny and rule.mode is not ApprovalMode.NONE:
             try:
@@ -186,7 +200,9 @@ class Engine:
         for _attempt in range(3):
             try:
                 created = await self.db.run_write(
-                    lambda tx: create_tx(tx, self.policy, self.clock(), tenant, req, rule, dig, shown, route)
+                    lambda tx: create_tx(
+                        tx, self.policy, self.clock(), tenant, req, rule, dig, shown, route, handoff=handoff
+                    )
                 )
                 break
             except Conflict:
@@ -219,7 +235,7 @@ class Engine:
             return 201, start_body(rec)
         return 200, decision_body(rec, self.signer, self.grant_ttl)
 
-    def _replay(self, rec: Record) -> tuple[int, ApprovalStart | Decision]:
+    def _replay(self, rec: Record) -> tuple[int, Start | Decision]:
         if not rec.closed:
             return 201, start_body(rec)
         by = rec.decided_by
@@ -290,16 +306,19 @@ class Engine:
         return await self.close(approval_id, Closing(ApprovalStatus.CANCELLED, AgentDecider(), tenant=tenant))
 
     async def dashboard_decide(self, tenant: str, approval_id: str, req: DecisionRequest) -> Record:
-        """The tenant's app decides on behalf of its signed-in user."""
-        to = ApprovalStatus.APPROVED if req.decision == "approve" else ApprovalStatus.DENIED
-        closing = Closing(
-            to,
-            PersonDecider(surface=SurfaceType.DASHBOARD, userId=req.userId),
-            comment=req.comment,
-            tenant=tenant,
-            audit_refusal=True,
-            check=lambda rec: approval.check_dashboard(rec, req.userId),
-        )
+        """The tenant's app decides on behalf of its signed-in user (a handoff: done or cancel)."""
+        verdict = Verdict(req.decision)
+        person = PersonDecider(surface=SurfaceType.DASHBOARD, userId=req.userId)
+
+        def check(rec: Record) -> None:
+            approval.check_dashboard(rec, req.userId)
+            approval.check_verdict(rec, verdict)
+
+        if verdict is Verdict.DONE:
+            await press_done(self, approval_id, person, check, tenant=tenant)
+            return await self.wait(tenant, approval_id, DONE_WAIT)
+        to = DASHBOARD_VERDICTS[verdict]
+        closing = Closing(to, person, comment=req.comment, tenant=tenant, audit_refusal=True, check=check)
         return await self.close(approval_id, closing)
 
     async def fail_closed(self, approval_id: str, code: str, message: str) -> None:

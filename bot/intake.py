@@ -47,6 +47,8 @@ def create_tx(
     dig: str,
     shown: dict[str, Any],
     routed: Route | ApprovalModeUnsupported | None,
+    *,
+    handoff: str | None = None,
 ) -> Created:
     """Insert the approval (or find the one this call made before) and queue its first jobs."""
     calls = ledger.execution_calls(tx, tenant, req.executionId)
@@ -134,6 +136,7 @@ def create_tx(
         "decided_at": None if decided_by is None else now,
         "decided_by": stored(decided_by) if decided_by else None,
         "comment": None,
+        "handoff": handoff,
     }
     rec = ledger.insert_approval(tx, values, events)
     if route is not None and not isinstance(route, DashboardRoute):

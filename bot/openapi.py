@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from contracts import answers, errors, wire
+from contracts import answers, errors, handoff, wire
 from contracts.errors import CosignerError
 
 _REQUESTS: list[type[BaseModel]] = [
@@ -22,6 +22,7 @@ _REQUESTS: list[type[BaseModel]] = [
 _ANSWERS: list[type[BaseModel]] = [
     answers.AdmitResponse,
     answers.ApprovalStart,
+    handoff.HandoffStart,
     answers.Decision,
     answers.ResultRecorded,
     answers.AuditTrail,
@@ -88,8 +89,9 @@ def _operation(
 
 
 def _paths() -> dict[str, Any]:
-    start, decision = _ref(answers.ApprovalStart), _ref(answers.Decision)
-    either = {"oneOf": [start, decision]}
+    start = {"oneOf": [_ref(answers.ApprovalStart), _ref(handoff.HandoffStart)]}
+    decision = _ref(answers.Decision)
+    either = {"oneOf": [*start["oneOf"], decision]}
     wait = {
         "name": "wait",
         "in": "query",
@@ -103,7 +105,10 @@ def _paths() -> dict[str, Any]:
             post: _operation(
                 "Ask before a gated tool call",
                 "createApproval",
-                {"201": _json(start, "A person must decide"), "200": _json(decision, "Decided by policy")},
+                {
+                    "201": _json(start, "A person must decide (a handoff: do a step)"),
+                    "200": _json(decision, "Decided by policy"),
+                },
                 (
                     *_BODY,
                     *_AUTH,
@@ -182,7 +187,7 @@ def _paths() -> dict[str, Any]:
             post: _operation(
                 "Decide a dashboard request on behalf of a signed-in user",
                 "decideApproval",
-                {"200": _json(decision, "Decided")},
+                {"200": _json(either, "Decided; a handoff's done: its outcome once checked")},
                 (*_BODY, *_AUTH, E.NotAnApprover, E.WrongConversation, *_ID, *closed),
                 body=_body(wire.DecisionRequest),
                 approval=True,

@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping
 
 import httpx
 
+from bot import handoff
 from bot.egress import EgressRefused
 from bot.engine import Engine
 from bot.grants import callback_secret
@@ -84,6 +85,7 @@ class JobWorker:
             JobKind.DELIVER: self._deliver,
             JobKind.SHOW: self._show,
             JobKind.CALLBACK: self._callback,
+            JobKind.VERIFY: self._verify,
         }
         try:
             await handlers[kind](job)
@@ -143,6 +145,11 @@ class JobWorker:
         except Exception as exc:
             await self._retry(job, type(exc).__name__)
             return
+        await self._finish(job.id)
+
+    async def _verify(self, job: Job) -> None:
+        # One attempt: a check that fails closes the handoff failed, it is not retried.
+        await handoff.verify(self.engine, self.http, job)
         await self._finish(job.id)
 
     async def _callback(self, job: Job) -> None:

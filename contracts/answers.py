@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from contracts.enums import ApprovalStatus, ErrorCode, SurfaceType
 from contracts.wire import ApprovalId, Timestamp, Wire
+from cosigner.handoff import HandoffReceipt
 
 
 def _absent(value: Any) -> bool:
@@ -96,6 +97,13 @@ class Decision(Wire):
     comment: str | None
     parametersDigest: str
     grant: str | None = Field(description="A compact JWS; only when approved.")
+    code: ErrorCode | None = Field(
+        default=None, exclude_if=_absent, description="Handoffs: why not completed."
+    )
+    receipt: HandoffReceipt | None = Field(
+        default=None, exclude_if=_absent, description="Handoffs: completed."
+    )
+    detail: str | None = Field(default=None, exclude_if=_absent, description="Handoffs: what the check said.")
 
 
 class ResultRecorded(Wire):

@@ -13,6 +13,8 @@ class ApprovalStatus(StrEnum):
     DENIED = "denied"
     EXPIRED = "expired"
     CANCELLED = "cancelled"
+    COMPLETED = "completed"  # a handoff whose step the application confirmed
+    FAILED = "failed"  # a handoff whose step the application did not confirm
 
 
 class ToolKind(StrEnum):
@@ -29,6 +31,7 @@ class ApprovalMode(StrEnum):
     NONE = "none"
     ASK = "ask"
     ASK_ALWAYS = "ask_always"
+    HANDOFF = "handoff"  # a person does a step themselves; Done is checked against the application
 
 
 class ApproverKind(StrEnum):
@@ -57,6 +60,8 @@ class Verdict(StrEnum):
     APPROVE = "approve"
     APPROVE_FOR_RUN = "approve_for_run"
     DENY = "deny"
+    DONE = "done"  # a handoff's step is done (checked before it counts)
+    CANCEL = "cancel"  # a handoff is called off
 
 
 class DeciderKind(StrEnum):
@@ -75,6 +80,7 @@ class JobKind(StrEnum):
     DELIVER = "deliver"  # post the card or send the text
     SHOW = "show"  # update the card, or text the outcome
     CALLBACK = "callback"  # POST the decision to the agent's callbackUrl
+    VERIFY = "verify"  # ask a handoff's `expect` endpoint whether the step really happened
 
 
 class AuditEvent(StrEnum):
@@ -88,6 +94,8 @@ class AuditEvent(StrEnum):
     CALLBACK_ABANDONED = "callback_abandoned"
     RESULT = "result"
     SMS_STATUS = "sms_status"
+    HANDOFF_DONE = "handoff_done"  # Done was pressed; the check against `expect` is queued
+    HANDOFF_CHECK = "handoff_check"  # what the `expect` endpoint answered
 
 
 class AddressClass(StrEnum):
@@ -120,3 +128,6 @@ class ErrorCode(StrEnum):
     INVALID_REQUEST = "INVALID_REQUEST"
     SURFACE_UNAVAILABLE = "SURFACE_UNAVAILABLE"
     UNAUTHENTICATED = "UNAUTHENTICATED"
+    HANDOFF_FAILED = "HANDOFF_FAILED"
+    HANDOFF_CANCELLED = "HANDOFF_CANCELLED"
+    HANDOFF_TIMEOUT = "HANDOFF_TIMEOUT"

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any, Literal, Protocol
 
 from contracts.enums import ApprovalMode, ApprovalStatus, AuditEvent, SurfaceType, ToolKind, Verdict
+from contracts.handoff import HandoffCard
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class ApprovalCard:
     expires_at: datetime
     status: ApprovalStatus
     outcome: Outcome | None = None
+    handoff: HandoffCard | None = None  # a handoff: Done / Cancel instead of Approve / Deny
 
 
 @dataclass(frozen=True)

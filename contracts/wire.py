@@ -147,7 +147,9 @@ class AdmitRequest(Wire):
 class DecisionRequest(Wire):
     """`POST /v1/approvals/{id}/decision`: a dashboard user's answer."""
 
-    decision: Literal["approve", "deny"]
+    decision: Literal["approve", "deny", "done", "cancel"] = Field(
+        description='"approve" or "deny"; for a handoff "done" or "cancel".'
+    )
     userId: str = Field(min_length=1, max_length=200)
     comment: FreeText | None = Field(default=None, max_length=2000)
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from contracts.answers import DecidedBy, PersonDecider, PolicyDecider, SystemDecider, decider_from_json
 from contracts.enums import ApprovalMode, ApprovalStatus, DeciderKind, SurfaceType, ToolKind
+from contracts.handoff import HandoffState
 from contracts.ports import (
     ApprovalCard,
     DashboardRoute,
@@ -84,6 +85,11 @@ def delivered_from_json(text: str | None) -> Delivered | None:
     )
 
 
+def handoff_from_json(text: str | None) -> HandoffState | None:
+    """Rebuild a handoff stored as JSON (None for an ordinary approval)."""
+    return HandoffState.model_validate_json(text) if text else None
+
+
 def delivery_key(route: Route) -> str:
     """The indexed key that finds pending approvals by where they were delivered."""
     if isinstance(route, SlackRoute):
@@ -132,6 +138,7 @@ class Record:
     comment: str | None
     audit_seq: int
     audit_head: str
+    handoff: HandoffState | None = None
 
     @classmethod
     def from_row(cls, row: Any) -> Record:
@@ -161,6 +168,7 @@ class Record:
             comment=row.comment,
             audit_seq=row.audit_seq,
             audit_head=row.audit_head,
+            handoff=handoff_from_json(getattr(row, "handoff", None)),
         )
 
     def replace(self, **columns: Any) -> Record:
@@ -173,6 +181,8 @@ class Record:
                 fields["decided_by"] = decider_from_json(value) if value else None
             elif key == "delivered":
                 fields["delivered"] = delivered_from_json(value)
+            elif key == "handoff":
+                fields["handoff"] = handoff_from_json(value)
             else:
                 fields[key] = value
         return replace(self, **fields)
@@ -218,6 +228,7 @@ class Record:
             expires_at=ts(self.expires_at),
             status=self.status,
             outcome=outcome,
+            handoff=self.handoff.card() if self.handoff is not None else None,
         )
 
     def placed(self) -> Placed | None:

@@ -43,6 +43,7 @@ approvals = sa.Table(
     sa.Column("comment", sa.Text),
     sa.Column("audit_seq", sa.Integer, nullable=False),
     sa.Column("audit_head", sa.String(64), nullable=False),
+    sa.Column("handoff", sa.Text),  # JSON: a handoff's steps, expect target and check (0004)
     sa.UniqueConstraint("tenant", "execution_id", "tool_call_id", name="uq_approvals_call"),
     sa.Index("ix_approvals_pending_expiry", "status", "expires_at"),
     sa.Index("ix_approvals_execution", "tenant", "execution_id"),
