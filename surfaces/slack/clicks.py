@@ -27,7 +27,8 @@ from surfaces.slack.web_client import translated
 
 logger = logging.getLogger("cosigner.slack.clicks")
 
-APPROVE_ACTIONS = re.compile(rf"^{re.escape(ACTION_PREFIX)}(approve|approve_for_run)$")
+# Answers recorded as they are clicked; a handoff's Done and Cancel are answered the same way.
+APPROVE_ACTIONS = re.compile(rf"^{re.escape(ACTION_PREFIX)}(approve|approve_for_run|done|cancel)$")
 DENY_ACTION = f"{ACTION_PREFIX}deny"
 # Distinct Grid orgs warned about per process; Slack signs every one, so this is a bound, not a defence.
 MAX_GRID_NOTICES = 256

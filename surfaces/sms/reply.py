@@ -1,7 +1,7 @@
 """Reading an inbound text: an exact answer, or one of Twilio's opt-out/opt-in/help words.
 
-Only an exact `YES` or `NO` decides anything (case and surrounding whitespace ignored),
-optionally followed by whitespace and the request's short code. "yes please", "Y", "ok",
+Only an exact `YES`, `NO` or (for a handoff) `DONE` decides anything (case and surrounding
+whitespace ignored), optionally followed by whitespace and the request's short code. "yes please", "Y", "ok",
 "👍" and "YES!" are not answers: a person who means something else must not approve by
 accident.
 
@@ -24,8 +24,13 @@ HELP_WORDS = frozenset({"HELP", "INFO"})
 
 # re.ASCII: without it IGNORECASE lets "yeſ" (long s) and the Kelvin sign pass for
 # letters, and \s / \d accept exotic spaces and digits a person never typed on purpose.
-_ANSWER = re.compile(r"[ \t\r\n]*(YES|NO)(?:[ \t]+([0-9]{1,8}))?[ \t\r\n]*", re.IGNORECASE | re.ASCII)
+_ANSWER = re.compile(r"[ \t\r\n]*(YES|NO|DONE)(?:[ \t]+([0-9]{1,8}))?[ \t\r\n]*", re.IGNORECASE | re.ASCII)
 _ASCII_SPACE = " \t\r\n"
+
+
+# NO is also how a handoff is cancelled (the webhook reads it so for a handoff): CANCEL is
+# a Twilio opt-out word and must never be asked for.
+_VERDICTS = {"YES": Verdict.APPROVE, "NO": Verdict.DENY, "DONE": Verdict.DONE}
 
 
 @dataclass(frozen=True)
@@ -41,7 +46,7 @@ def parse_reply(body: str) -> Reply | None:
     match = _ANSWER.fullmatch(body)
     if match is None:
         return None
-    verdict = Verdict.APPROVE if match.group(1).upper() == "YES" else Verdict.DENY
+    verdict = _VERDICTS[match.group(1).upper()]
     return Reply(verdict=verdict, code=match.group(2))
 
 

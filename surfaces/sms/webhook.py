@@ -18,7 +18,7 @@ from starlette.responses import JSONResponse, Response
 from twilio.request_validator import RequestValidator
 from twilio.twiml.messaging_response import MessagingResponse
 
-from contracts.enums import ApprovalStatus, AuditEvent, SurfaceType
+from contracts.enums import ApprovalStatus, AuditEvent, SurfaceType, Verdict
 from contracts.errors import CosignerError, InvalidSignature
 from contracts.ports import Answer, Placed, SmsDesk
 from surfaces.sms.reply import is_help, is_opt_in, is_opt_out, parse_reply
@@ -155,7 +155,9 @@ class SmsWebhooks:
         answer = Answer(
             approval_id=target.card.approval_id,
             surface=SurfaceType.SMS,
-            verdict=reply.verdict,
+            verdict=Verdict.CANCEL
+            if target.card.handoff and reply.verdict is Verdict.DENY
+            else reply.verdict,
             actor=sender,
             org=conversation,
             actor_org=None,
