@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
+import os
 import shlex
 import sys
 from collections.abc import AsyncIterator
@@ -41,6 +42,8 @@ SLACK_BOT_TOKEN = "xoxb-cosigner-dev"
 TWILIO_SID = "AC" + "0" * 31 + "1"
 TWILIO_TOKEN = "cosigner-dev-twilio-auth-token"
 SMS_FROM = "+15550100001"  # must match [tenants.demo] sms_from
+EXPECT_SECRET_ENV = "APP_EXPECT_SECRET"  # [tools.publish_changes.handoff] in sandbox_policy.toml
+DEV_EXPECT_SECRET = "cosigner-dev-expect-secret"
 KEY_FILE = "demo.key"
 CALLBACK_SECRET_FILE = "demo.callback-secret"
 
@@ -143,7 +146,11 @@ async def sandbox(
                 slack_secret=SLACK_SIGNING_SECRET,
                 sms_number=SMS_FROM,
             )
-            app = build_app(settings, policy=load_policy_file(POLICY_FILE), extra_routes=page.routes())
+            # The sample handoff's expect call is signed with this secret (examples/expect_app.py).
+            if not os.environ.get(EXPECT_SECRET_ENV):
+                os.environ[EXPECT_SECRET_ENV] = DEV_EXPECT_SECRET
+            policy = load_policy_file(POLICY_FILE)
+            app = build_app(settings, policy=policy, extra_routes=page.routes())
             async with app.router.lifespan_context(app):
                 key = await demo_key(parts_of(app).keys)
                 key_file = _write_key(data, key)

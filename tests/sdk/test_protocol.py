@@ -9,7 +9,7 @@ from pydantic import BaseModel, TypeAdapter
 
 from cosigner import errors
 from cosigner._http import error_of
-from cosigner._protocol import ErrorCode, answers, wire
+from cosigner._protocol import ErrorCode, answers, handoff, wire
 from tests.harness import cosigner_app
 from tests.sdk.conftest import SURFACE, USER
 
@@ -43,7 +43,7 @@ def test_an_error_body_becomes_its_class_with_every_extra_field() -> None:
 
 def _sdk_type(name: str) -> Any:
     """The SDK's type of a component: a request model, an answer model, or a closed set."""
-    found = getattr(wire, name, None) or getattr(answers, name, None)
+    found = getattr(wire, name, None) or getattr(answers, name, None) or getattr(handoff, name, None)
     assert found is not None, f"the SDK has no type {name}"
     return found
 

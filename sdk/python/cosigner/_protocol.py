@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from contracts import answers, wire
 from contracts.enums import ApprovalStatus, DeciderKind, ErrorCode, SurfaceType
+from cosigner import handoff
 from cosigner.digest import canonical_json, parameters_digest
 from cosigner.grants import GrantClaims, GrantRefused, sign_callback, verify_callback, verify_grant
 
@@ -20,6 +21,7 @@ __all__ = [
     "SurfaceType",
     "answers",
     "canonical_json",
+    "handoff",
     "parameters_digest",
     "sign_callback",
     "verify_callback",

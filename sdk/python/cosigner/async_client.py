@@ -200,7 +200,7 @@ class AsyncCosigner:
         self,
         approval: str | Decision,
         *,
-        decision: Literal["approve", "deny"],
+        decision: Literal["approve", "deny", "done", "cancel"],
         user_id: str,
         comment: str | None = None,
     ) -> Decision:

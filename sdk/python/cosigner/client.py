@@ -197,7 +197,7 @@ class Cosigner:
         self,
         approval: str | Decision,
         *,
-        decision: Literal["approve", "deny"],
+        decision: Literal["approve", "deny", "done", "cancel"],
         user_id: str,
         comment: str | None = None,
     ) -> Decision:

@@ -9,6 +9,7 @@ from typing import Annotated, Any, TypeVar
 from pydantic import Field, TypeAdapter
 
 from cosigner._protocol import ApprovalStatus, DeciderKind, answers
+from cosigner.handoff import HandoffReceipt, HandoffStart
 
 __all__ = ["DecidedBy", "Decision", "parse_approval"]
 
@@ -33,7 +34,7 @@ def _build(cls: type[T], values: dict[str, Any]) -> T:
 
 
 _APPROVAL: TypeAdapter[Any] = TypeAdapter(
-    Annotated[answers.ApprovalStart | answers.Decision, Field(discriminator="type")]
+    Annotated[answers.ApprovalStart | HandoffStart | answers.Decision, Field(discriminator="type")]
 )
 
 
@@ -88,11 +89,21 @@ class Decision:
     parameters: dict[str, Any] | None = None
     expires_at: datetime | None = None
     short_code: str | None = None
+    reason: str | None = None
+    steps: tuple[str, ...] = ()
+    code: str | None = None
+    receipt: HandoffReceipt | None = None
+    detail: str | None = None
 
     @property
     def approved(self) -> bool:
         """True only for an approval; denied, expired, cancelled and pending are all False."""
         return self.status is ApprovalStatus.APPROVED
+
+    @property
+    def completed(self) -> bool:
+        """True only for a handoff whose step the application confirmed."""
+        return self.status is ApprovalStatus.COMPLETED
 
     @property
     def pending(self) -> bool:
@@ -112,12 +123,23 @@ class Decision:
         }
         if isinstance(model, answers.ApprovalStart):
             common.update(parameters=model.parameters, expires_at=model.expiresAt, short_code=model.shortCode)
+        elif isinstance(model, HandoffStart):
+            common.update(
+                parameters=model.parameters,
+                expires_at=model.expiresAt,
+                short_code=model.shortCode,
+                reason=model.reason,
+                steps=tuple(model.steps),
+            )
         else:
             common.update(
                 decided_by=DecidedBy.from_wire(model.decidedBy),
                 decided_at=model.decidedAt,
                 comment=model.comment,
                 grant=model.grant,
+                code=model.code,
+                receipt=model.receipt,
+                detail=model.detail,
             )
         return _build(cls, common)
 

@@ -17,10 +17,14 @@
     ├── ApprovalPending           409  a result reported for an approval nobody decided yet
     ├── ApprovalModeUnsupported   422  a person is needed and the surface cannot host one
     ├── ToolCallCapExceeded       429  the execution used up its gated calls
-    └── SurfaceUnavailable        502  the card or text could not be delivered
+    ├── SurfaceUnavailable        502  the card or text could not be delivered
+    ├── HandoffFailed             409  a handoff's step was not confirmed by the application
+    ├── HandoffCancelled          409  a handoff was cancelled
+    └── HandoffTimeout            409  nobody pressed Done on a handoff in time
 
 `ApprovalDenied` and `ApprovalExpired` are also what `gate` raises when the decision is not
-an approval; the decision is then on `.decision` and a denial's comment on `.comment`.
+an approval (the three Handoff errors, for a handoff that did not complete); the decision is
+then on `.decision` and a denial's comment on `.comment`.
 """
 
 from __future__ import annotations
@@ -41,6 +45,9 @@ __all__ = [
     "ApprovalPending",
     "CosignerError",
     "GrantRefused",
+    "HandoffCancelled",
+    "HandoffFailed",
+    "HandoffTimeout",
     "InvalidRequest",
     "InvalidSignature",
     "NotAnApprover",
@@ -191,6 +198,27 @@ class SurfaceUnavailable(CosignerError):
     status = 502
 
 
+class HandoffFailed(CosignerError):
+    """A handoff's step was not confirmed: the application said no, or could not be asked."""
+
+    code = ErrorCode.HANDOFF_FAILED
+    status = 409
+
+
+class HandoffCancelled(CosignerError):
+    """A handoff was cancelled by the person (or the agent)."""
+
+    code = ErrorCode.HANDOFF_CANCELLED
+    status = 409
+
+
+class HandoffTimeout(CosignerError):
+    """Nobody pressed Done on a handoff before it expired."""
+
+    code = ErrorCode.HANDOFF_TIMEOUT
+    status = 409
+
+
 BY_CODE: dict[str, type[CosignerError]] = {
     cls.code: cls
     for cls in (
@@ -209,6 +237,9 @@ BY_CODE: dict[str, type[CosignerError]] = {
         ApprovalModeUnsupported,
         ToolCallCapExceeded,
         SurfaceUnavailable,
+        HandoffFailed,
+        HandoffCancelled,
+        HandoffTimeout,
     )
 }
 
