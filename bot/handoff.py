@@ -26,6 +26,7 @@ from bot.approval import Closing, closed_error, new_id, refused, stored
 from bot.bodies import actor_of
 from bot.egress import EgressRefused
 from bot.policy import ToolRule
+from bot.redaction import redact
 from contracts.answers import PersonDecider, decider_from_json
 from contracts.enums import ApprovalStatus, AuditEvent, JobKind, SurfaceType
 from contracts.errors import AlreadyDecided, ApprovalNotFound, CosignerError
@@ -218,7 +219,9 @@ async def _ask(
     except Exception as exc:
         note["error"] = str(exc) if isinstance(exc, (_Unverified, EgressRefused)) else type(exc).__name__
         return ApprovalStatus.FAILED, UNVERIFIED, None, note
-    detail = answer.detail[:DETAIL_MAX] if answer.detail else None
+    # The application's words go to the card, the agent and the record: a credential in them
+    # is redacted like one in the agent's reason.
+    detail = str(redact(answer.detail[:DETAIL_MAX])) if answer.detail else None
     note |= {"done": answer.done, "detail": detail}
     if not answer.done:
         return ApprovalStatus.FAILED, detail or "the application says the step was not done", None, note
