@@ -144,8 +144,19 @@ async def press_done(
     if claimed.late:
         # A Done after the time is up never counts: the one transition expires the handoff
         # now and refuses this answer with APPROVAL_EXPIRED.
+        # It closes as failed, never completed, should it not be late after all.
+        def still_late(rec: Record) -> None:
+            check(rec)
+            if rec.expires_at > engine.clock():
+                raise AlreadyDecided(f"Done was already pressed for {rec.id}; it is being checked")
+
         closing = Closing(
-            ApprovalStatus.COMPLETED, decider, tenant=tenant, check=check, audit_refusal=True, inbound=message
+            ApprovalStatus.FAILED,
+            decider,
+            tenant=tenant,
+            check=still_late,
+            audit_refusal=True,
+            inbound=message,
         )
         return (await engine.close(approval_id, closing)).card()
     if claimed.refusal is not None:

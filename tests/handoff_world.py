@@ -62,13 +62,20 @@ expect = {{ url = "{url}", secret_env = "{SECRET_ENV}" }}
 async def expect_server(clock: ManualClock, secret: str = EXPECT_SECRET) -> AsyncIterator[tuple[Any, str]]:
     """The example expect app under uvicorn on 127.0.0.1: (app, its URL)."""
     app = ExpectApp(secret, now=clock)
+    async with served(app) as url:
+        yield app, url
+
+
+@asynccontextmanager
+async def served(app: Any) -> AsyncIterator[str]:
+    """Any ASGI app under uvicorn on 127.0.0.1; yields the expect URL on it."""
     port = free_port()
     config = uvicorn.Config(app, host="127.0.0.1", port=port, lifespan="off", log_level="warning")
     server = uvicorn.Server(config)
     serving = asyncio.create_task(server.serve())
     await until(lambda: server.started or serving.done())
     try:
-        yield app, f"http://127.0.0.1:{port}/cosigner/expect/publish"
+        yield f"http://127.0.0.1:{port}/cosigner/expect/publish"
     finally:
         server.should_exit = True
         await serving

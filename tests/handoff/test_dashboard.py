@@ -18,6 +18,7 @@ from tests.handoff_world import (
     expect_server,
     handoff_policy,
     handoff_request,
+    served,
 )
 from tests.harness import TEST_SECRET, CallbackReceiver, Harness, ManualClock, cosigner_app, until
 
@@ -232,3 +233,38 @@ async def test_an_unverifiable_check_fails_closed(db_kind: str, where: str) -> N
             assert decided["detail"] == "could not be verified"
             assert shop.calls == []
             assert shop.refused == (1 if where == "forged" else 0)
+
+
+async def test_the_applications_detail_is_redacted_and_a_non_bool_done_fails(db_kind: str) -> None:
+    answers = [
+        b'{"done": false, "detail": "the key sk_live_abcdefghijklmnop was refused"}',
+        b'{"done": "true"}',
+    ]
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        while (await receive()).get("more_body"):
+            pass
+        body = answers.pop(0)
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"application/json")],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+    clock = ManualClock()
+    async with served(app) as url:
+        async with cosigner_app(
+            handoff_policy(url, TENANT), clock=clock, database_kind=db_kind, callback_allow=LOOPBACK
+        ) as h:
+            key = await h.create_tenant("acme")
+            first = (await decide(h, key, (await start(h, key))["approvalId"], "done")).json()
+            assert first["status"] == "failed" and "sk_live" not in json.dumps(first)
+            trail = (
+                await h.client.get(f"/v1/approvals/{first['approvalId']}/audit", headers=h.auth(key))
+            ).text
+            assert "sk_live" not in trail
+            second = (await decide(h, key, (await start(h, key, "call_2"))["approvalId"], "done")).json()
+            assert second["status"] == "failed" and second["detail"] == "could not be verified"
