@@ -15,14 +15,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from bot.bodies import decision_body, start_body
+from bot.bodies import Start, decision_body, start_body
 from bot.decoding import decode_json, parse, read_body
 from bot.denial_routes import denial_routes
 from bot.engine import Engine
 from bot.operations import Proposals
 from bot.tenants import TenantKeys
 from bot.tracing import SpanName
-from contracts.answers import AdmitResponse, ApprovalStart, AuditEvent, AuditTrail, Jwks, ResultRecorded
+from contracts.answers import AdmitResponse, AuditEvent, AuditTrail, Jwks, ResultRecorded
 from contracts.errors import ApprovalNotFound, CosignerError, InvalidRequest
 from contracts.wire import (
     APPROVAL_ID_PATTERN,
@@ -164,10 +164,10 @@ class Api:
             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
         )
 
-    async def _stream(self, tenant: str, aid: str, start: ApprovalStart) -> AsyncIterator[str]:
+    async def _stream(self, tenant: str, aid: str, start: Start) -> AsyncIterator[str]:
         # The whole stream counts as one waiting connection, keep-alives included.
         with self.engine.metrics.waiting.track_inprogress():
-            yield sse("approval_start", start)
+            yield sse(start.type, start)
             while True:
                 rec = await self.engine.wait(tenant, aid, 15)
                 if rec.settled:

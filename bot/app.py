@@ -45,6 +45,7 @@ from contracts.enums import ErrorCode
 from contracts.errors import CosignerError
 from contracts.ports import SurfaceAdapter
 from storage.database import Database
+from storage.sealing import TokenSeal
 from storage.slack_installs import SlackInstallStores
 
 log = logging.getLogger("cosigner.app")
@@ -178,6 +179,7 @@ def build_app(
         clock=clock,
         callback_allow=callback_allow,
         tracing=Tracing(provider, db=db) if provider is not None else None,
+        seal=TokenSeal(settings.secret),
     )
     desk = Desk(engine)
     adapters: dict[str, SurfaceAdapter] = {}

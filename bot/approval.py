@@ -10,8 +10,9 @@ and the card update, records a run grant, and (on PostgreSQL) notifies the other
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from bot.bodies import actor_of
 from contracts.answers import DecidedBy, TimeoutDecider
@@ -41,8 +42,11 @@ TRANSITIONS = {
         ApprovalStatus.DENIED,
         ApprovalStatus.EXPIRED,
         ApprovalStatus.CANCELLED,
+        ApprovalStatus.COMPLETED,
+        ApprovalStatus.FAILED,
     },
 }
+HANDOFF_VERDICTS = frozenset({Verdict.DONE, Verdict.CANCEL})
 CARD_UPDATE_WINDOW = 3600.0
 
 
@@ -106,7 +110,19 @@ def check_answer(rec: Record, a: Answer) -> None:
         clicker_belongs(route, a)
     if a.actor not in route.approvers:
         raise NotAnApprover(f"{a.actor} is not an approver of approval {rec.id}")
-    if a.verdict is Verdict.APPROVE_FOR_RUN and rec.mode is not ApprovalMode.ASK:
+    check_verdict(rec, a.verdict)
+
+
+def check_verdict(rec: Record, verdict: Verdict) -> None:
+    """A handoff is done or cancelled, never approved or denied; an approval the reverse."""
+    if rec.mode is ApprovalMode.HANDOFF and verdict not in HANDOFF_VERDICTS:
+        raise InvalidRequest(
+            f"approval {rec.id} is a handoff: answer done or cancel (by SMS: DONE or NO); "
+            "a handoff is never approved or denied"
+        )
+    if rec.mode is not ApprovalMode.HANDOFF and verdict in HANDOFF_VERDICTS:
+        raise InvalidRequest(f"approval {rec.id} is not a handoff: answer approve or deny")
+    if verdict is Verdict.APPROVE_FOR_RUN and rec.mode is not ApprovalMode.ASK:
         raise InvalidRequest("approve for this run is offered only for tools in mode ask")
 
 
@@ -165,6 +181,7 @@ class Closing:
     inbound: tuple[SurfaceType, str] | None = None
     # More to record in the same transaction when it closes as asked (a standing deny).
     also: Callable[[Tx, Record, float], list[Event]] | None = None
+    changes: Mapping[str, Any] | None = None  # more columns written with the status (a handoff's check)
 
 
 @dataclass(frozen=True)
@@ -221,10 +238,18 @@ def close(
         )
         events.append(refused(decided_by, refusal, to))
         to, decided_by, comment = ApprovalStatus.EXPIRED, TimeoutDecider(), None
+    if to is ApprovalStatus.DENIED and rec.mode is ApprovalMode.HANDOFF:
+        to = ApprovalStatus.FAILED  # a handoff is never denied: failing closed fails it
     if not allowed(rec.status, to):
         raise closed_error(rec)
     events.append(Event(to.value, actor_of(decided_by), {"comment": comment}))
-    changes = {"status": to.value, "decided_at": now, "decided_by": stored(decided_by), "comment": comment}
+    changes = {
+        "status": to.value,
+        "decided_at": now,
+        "decided_by": stored(decided_by),
+        "comment": comment,
+        **(c.changes or {}),
+    }
     if c.also is not None and to is c.to:
         events += c.also(tx, rec, now)
     if rec.operation is not None and to is ApprovalStatus.APPROVED:

@@ -7,7 +7,11 @@ from typing import Any
 from bot.grants import GrantSigner
 from contracts.answers import ApprovalStart, DecidedBy, Decision, SystemDecider
 from contracts.enums import ApprovalStatus
+from contracts.handoff import CODES, HandoffStart
 from storage.records import Record, ts
+
+Start = ApprovalStart | HandoffStart
+"""What a pending request answers with: `approval_start`, or `handoff_start` for a handoff."""
 
 
 def actor_of(decided_by: DecidedBy) -> dict[str, Any]:
@@ -29,8 +33,23 @@ def operation_fields(rec: Record, *, preview: bool) -> dict[str, Any]:
     return fields
 
 
-def start_body(rec: Record) -> ApprovalStart:
-    """The `approval_start` object."""
+def start_body(rec: Record) -> Start:
+    """The `approval_start` object (`handoff_start` for a handoff)."""
+    if rec.handoff is not None:
+        return HandoffStart(
+            approvalId=rec.id,
+            executionId=rec.execution_id,
+            toolCallId=rec.tool_call_id,
+            toolName=rec.tool_name,
+            parameters=rec.parameters,
+            parametersDigest=rec.digest,
+            reason=rec.handoff.reason,
+            steps=list(rec.handoff.steps),
+            timeout=round((rec.expires_at - rec.created_at) * 1000),
+            startedAt=ts(rec.created_at),
+            expiresAt=ts(rec.expires_at),
+            shortCode=rec.short_code,
+        )
     return ApprovalStart(
         approvalId=rec.id,
         executionId=rec.execution_id,
@@ -65,6 +84,7 @@ def decision_body(rec: Record, signer: GrantSigner, grant_ttl: float) -> Decisio
                 "exp": int(decided_at + grant_ttl),
             }
         )
+    handoff = rec.handoff
     return Decision(
         approvalId=rec.id,
         executionId=rec.execution_id,
@@ -78,4 +98,7 @@ def decision_body(rec: Record, signer: GrantSigner, grant_ttl: float) -> Decisio
         grant=grant,
         traceId=rec.trace_id,
         **operation_fields(rec, preview=False),
+        code=CODES.get(rec.status) if handoff is not None else None,
+        receipt=handoff.receipt if handoff is not None else None,
+        detail=handoff.detail if handoff is not None else None,
     )

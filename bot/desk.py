@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from bot import denials
+from bot import denials, handoff
 from bot.approval import Closing, check_answer
 from bot.engine import Engine
 from contracts.answers import PersonDecider
@@ -22,6 +22,16 @@ from storage import inbound, sms_state
 from storage.database import Tx
 
 T = TypeVar("T")
+CLOSING_VERDICTS = {
+    Verdict.APPROVE: ApprovalStatus.APPROVED,
+    Verdict.APPROVE_FOR_RUN: ApprovalStatus.APPROVED,
+    Verdict.CANCEL: ApprovalStatus.CANCELLED,
+}
+
+
+def inbound_of(answer: Answer) -> tuple[SurfaceType, str] | None:
+    """The surface message that carried an answer, recorded with it (SMS MessageSid)."""
+    return (SurfaceType(answer.surface), answer.message_id) if answer.message_id else None
 
 
 class Desk:
@@ -35,9 +45,17 @@ class Desk:
         surface = SurfaceType(answer.surface)
         team = (answer.actor_org or answer.org) if surface is SurfaceType.SLACK else None
         actor = PersonDecider(surface=surface, userId=answer.actor, teamId=team or None)
-        # Only the two approving verdicts approve; any other (deny, always deny) denies.
-        approving = answer.verdict in (Verdict.APPROVE, Verdict.APPROVE_FOR_RUN)
-        to = ApprovalStatus.APPROVED if approving else ApprovalStatus.DENIED
+        if answer.verdict is Verdict.DONE:
+            return await handoff.press_done(
+                self.engine,
+                answer.approval_id,
+                actor,
+                lambda rec: check_answer(rec, answer),
+                inbound_of(answer),
+            )
+        # Only the two approving verdicts approve; cancel cancels; any other (deny, always
+        # deny) denies.
+        to = CLOSING_VERDICTS.get(answer.verdict, ApprovalStatus.DENIED)
         run_grant = None
         if answer.verdict is Verdict.APPROVE_FOR_RUN:
             run_grant = f"{surface.value}:{answer.actor}"
@@ -52,7 +70,7 @@ class Desk:
             check=check,
             audit_refusal=True,
             run_grant=run_grant,
-            inbound=(surface, answer.message_id) if answer.message_id else None,
+            inbound=inbound_of(answer),
             also=standing,
         )
         rec = await self.engine.close(answer.approval_id, closing)

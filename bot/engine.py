@@ -16,10 +16,11 @@ from typing import Any
 
 from bot import approval, denials, trail
 from bot.approval import Closing
-from bot.bodies import decision_body, start_body
+from bot.bodies import Start, decision_body, start_body
 from bot.checks import callback_allowed, json_limits, surface_belongs
 from bot.egress import AllowList
 from bot.grants import GrantSigner
+from bot.handoff import DONE_WAIT, press_done, sealed_context, state_for
 from bot.intake import create_tx
 from bot.metrics import Metrics
 from bot.notifier import Notifier
@@ -29,7 +30,6 @@ from bot.routing import SmsSender, route_for
 from bot.tracing import Tracing
 from contracts.answers import (
     AgentDecider,
-    ApprovalStart,
     Decision,
     PersonDecider,
     PolicyDecider,
@@ -38,7 +38,7 @@ from contracts.answers import (
 )
 from contracts.denials import Denial
 from contracts.digest import digest_of_canonical
-from contracts.enums import ApprovalMode, ApprovalStatus, AuditEvent, SurfaceType
+from contracts.enums import ApprovalMode, ApprovalStatus, AuditEvent, SurfaceType, Verdict
 from contracts.errors import (
     AlreadyDecided,
     ApprovalExpired,
@@ -54,10 +54,17 @@ from storage import approvals as ledger
 from storage.database import Conflict, Database
 from storage.operations import OperationRecord
 from storage.records import Record, delivered_to_json
+from storage.sealing import TokenSeal
 
 log = logging.getLogger("cosigner.engine")
 
 RECHECK_SECONDS = 5.0
+DASHBOARD_VERDICTS = {
+    Verdict.APPROVE: ApprovalStatus.APPROVED,
+    Verdict.DENY: ApprovalStatus.DENIED,
+    Verdict.ALWAYS_DENY: ApprovalStatus.DENIED,
+    Verdict.CANCEL: ApprovalStatus.CANCELLED,
+}
 
 
 class Engine:
@@ -76,6 +83,7 @@ class Engine:
         clock: Callable[[], float] = time.time,
         callback_allow: AllowList | None = None,
         tracing: Tracing | None = None,
+        seal: TokenSeal | None = None,
     ) -> None:
         self.db = db
         self.policy = policy
@@ -88,6 +96,7 @@ class Engine:
         self.notifier = notifier or Notifier()
         self.denials = denials.Denials(db, clock)
         self.tracing = tracing or Tracing()
+        self.seal = seal  # seals a handoff's parameters until its check
         self.jobs_wakeup = asyncio.Event()
         self.expiry_wakeup = asyncio.Event()
         # How often a waiter re-reads on its own, in case a notification from another
@@ -114,7 +123,7 @@ class Engine:
             )
         return rec
 
-    def body(self, rec: Record) -> ApprovalStart | Decision:
+    def body(self, rec: Record) -> Start | Decision:
         """The wire body for GET: `approval_start` while pending, else the decision."""
         if rec.closed:
             return decision_body(rec, self.signer, self.grant_ttl)
@@ -191,7 +200,7 @@ class Engine:
         rule: ToolRule | None = None,
         contract: OperationRecord | None = None,
         approval_id: str | None = None,
-    ) -> tuple[int, ApprovalStart | Decision]:
+    ) -> tuple[int, Start | Decision]:
         """Handle `POST /v1/approvals`; returns (HTTP status, body). An operation passes its
         own rule and the contract its application prepared for `approval_id`."""
         canonical = json_limits(req.parameters)
@@ -205,6 +214,12 @@ class Engine:
         rule = rule or self.policy.rule_for(tenant, req.toolName)
         dig = digest_of_canonical(canonical)  # the bytes json_limits measured, not written twice
         shown = redact(req.parameters, rule.redact)
+        handoff = None
+        if rule.handoff is not None:
+            if self.seal is None:
+                raise InvalidRequest("handoffs need COSIGNER_SECRET on this server")
+            context = sealed_context(tenant, req.executionId, req.toolCallId)
+            handoff = state_for(rule, req.parameters, self.seal, context)
         route: Route | ApprovalModeUnsupported | None = None
         if not rule.deny and rule.mode is not ApprovalMode.NONE:
             try:
@@ -228,6 +243,7 @@ class Engine:
                         contract,
                         approval_id,
                         trace,
+                        handoff=handoff,
                     )
                 )
                 break
@@ -267,7 +283,7 @@ class Engine:
             return 201, start_body(rec)
         return 200, decision_body(rec, self.signer, self.grant_ttl)
 
-    def _replay(self, rec: Record) -> tuple[int, ApprovalStart | Decision]:
+    def _replay(self, rec: Record) -> tuple[int, Start | Decision]:
         if not rec.closed:
             return 201, start_body(rec)
         by = rec.decided_by
@@ -353,19 +369,29 @@ class Engine:
         return await self.close(approval_id, Closing(ApprovalStatus.CANCELLED, AgentDecider(), tenant=tenant))
 
     async def dashboard_decide(self, tenant: str, approval_id: str, req: DecisionRequest) -> Record:
-        """The tenant's app decides on behalf of its signed-in user."""
-        to = ApprovalStatus.APPROVED if req.decision == "approve" else ApprovalStatus.DENIED
-        check: denials.Check = lambda rec: approval.check_dashboard(rec, req.userId)  # noqa: E731
+        """The tenant's app decides on behalf of its signed-in user (a handoff: done or cancel)."""
+        verdict = Verdict(req.decision)
+        person = PersonDecider(surface=SurfaceType.DASHBOARD, userId=req.userId)
+
+        def check(rec: Record) -> None:
+            approval.check_dashboard(rec, req.userId)
+            approval.check_verdict(rec, verdict)
+
+        if verdict is Verdict.DONE:
+            await press_done(self, approval_id, person, check, tenant=tenant)
+            return await self.wait(tenant, approval_id, DONE_WAIT)
+        to = DASHBOARD_VERDICTS[verdict]
+        checked: denials.Check = check
         standing = None
-        if req.decision == "always_deny":
-            check, standing = denials.checked(check, req.userId), denials.setting(req.userId, None)
+        if verdict is Verdict.ALWAYS_DENY:
+            checked, standing = denials.checked(check, req.userId), denials.setting(req.userId, None)
         closing = Closing(
             to,
-            PersonDecider(surface=SurfaceType.DASHBOARD, userId=req.userId),
+            person,
             comment=req.comment,
             tenant=tenant,
             audit_refusal=True,
-            check=check,
+            check=checked,
             also=standing,
         )
         return await self.close(approval_id, closing)

@@ -56,6 +56,8 @@ def create_tx(
     contract: OperationRecord | None = None,
     approval_id: str | None = None,
     trace: ApprovalTrace = NO_TRACE,
+    *,
+    handoff: str | None = None,
 ) -> Created:
     """Insert the approval (or find the one this call made before) and queue its first jobs;
     `contract` is an operation's, prepared by its application for `approval_id`."""
@@ -160,6 +162,7 @@ def create_tx(
         "comment": None,
         **trace.columns(),
         "operation": operation,
+        "handoff": handoff,
     }
     rec = ledger.insert_approval(tx, values, events)
     if route is not None and not isinstance(route, DashboardRoute):

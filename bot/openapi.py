@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from contracts import answers, denials, errors, wire
+from contracts import answers, denials, errors, handoff, wire
 from contracts.errors import CosignerError
 
 _REQUESTS: list[type[BaseModel]] = [
@@ -23,6 +23,7 @@ _REQUESTS: list[type[BaseModel]] = [
 _ANSWERS: list[type[BaseModel]] = [
     answers.AdmitResponse,
     answers.ApprovalStart,
+    handoff.HandoffStart,
     answers.Decision,
     answers.ResultRecorded,
     answers.AuditTrail,
@@ -91,8 +92,9 @@ def _operation(
 
 
 def _paths() -> dict[str, Any]:
-    start, decision = _ref(answers.ApprovalStart), _ref(answers.Decision)
-    either = {"oneOf": [start, decision]}
+    start = {"oneOf": [_ref(answers.ApprovalStart), _ref(handoff.HandoffStart)]}
+    decision = _ref(answers.Decision)
+    either = {"oneOf": [*start["oneOf"], decision]}
     wait = {
         "name": "wait",
         "in": "query",
@@ -107,7 +109,7 @@ def _paths() -> dict[str, Any]:
                 "Ask before a gated tool call, or propose an operation its application carries out",
                 "createApproval",
                 {
-                    "201": _json(start, "A person must decide"),
+                    "201": _json(start, "A person must decide (a handoff: do a step)"),
                     "200": _json(decision, "Decided by policy, or an earlier proposal's outcome"),
                 },
                 (
@@ -197,7 +199,7 @@ def _paths() -> dict[str, Any]:
             post: _operation(
                 "Decide a dashboard request on behalf of a signed-in user",
                 "decideApproval",
-                {"200": _json(decision, "Decided")},
+                {"200": _json(either, "Decided; a handoff's done: its outcome once checked")},
                 (*_BODY, *_AUTH, E.NotAnApprover, E.WrongConversation, *_ID, *closed),
                 body=_body(wire.DecisionRequest),
                 approval=True,

@@ -12,12 +12,13 @@ the approval is `bot.execution`.
 from __future__ import annotations
 
 from bot.approval import new_id
+from bot.bodies import Start
 from bot.checks import callback_allowed, json_limits, surface_belongs
 from bot.contract_client import ApplicationFailed, ContractClient, PrepareCall, Rejected
 from bot.engine import Engine
 from bot.operation_rules import OperationRule
 from bot.policy import ToolRule, mode_of
-from contracts.answers import ApprovalStart, Decision
+from contracts.answers import Decision
 from contracts.enums import SurfaceType
 from contracts.errors import OperationRejected, OperationUnavailable, PermissionDenied
 from contracts.operations import arguments_digest
@@ -67,7 +68,7 @@ class Proposals:
         self.engine = engine
         self.client = client
 
-    async def propose(self, tenant: str, req: OperationRequest) -> tuple[int, ApprovalStart | Decision]:
+    async def propose(self, tenant: str, req: OperationRequest) -> tuple[int, Start | Decision]:
         """Handle a proposal; returns (HTTP status, body) like `Engine.create`."""
         engine = self.engine
         rule = engine.policy.operation_rule(tenant, req.operation)

@@ -8,6 +8,7 @@ lookup, and is what every decision reads.
 
 from __future__ import annotations
 
+import os
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -15,10 +16,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from bot.operation_rules import OperationRule, missing_secrets, operation_rules
-from bot.policy_checks import read_policy
+from bot.policy_checks import handoff_secrets, read_policy
 from bot.policy_file import (
     Admins,
     Defaults,
+    HandoffSection,
     OperationSection,
     PolicyFile,
     StaffPolicy,
@@ -67,14 +69,18 @@ class ToolRule:
     gate_all: bool
     source: str
     mode: ApprovalMode
+    handoff: HandoffSection | None = None
 
     def describe(self) -> str:
         """One line for cards and errors: where the rule lives and what it means."""
         return f"{self.source}: {self.kind.value} → {self.mode.value}"
 
 
-def mode_of(kind: ToolKind, confirm: Confirm, gate_all: bool) -> ApprovalMode:
-    """The approval mode of a kind and `confirm`, raised from `none` to `ask` by gate_all."""
+def mode_of(kind: ToolKind, confirm: Confirm, gate_all: bool, handoff: bool = False) -> ApprovalMode:
+    """The approval mode of a kind and `confirm`, raised from `none` to `ask` by gate_all;
+    a tool with a handoff is always handed to a person."""
+    if handoff:
+        return ApprovalMode.HANDOFF
     if confirm == "always" or (kind is ToolKind.DANGER and confirm is not False):
         mode = ApprovalMode.ASK_ALWAYS
     elif confirm is True:
@@ -100,6 +106,8 @@ def _rule(
     kind: ToolKind = pick("kind", None) or ToolKind.DANGER
     confirm: Confirm = pick("confirm", None)
     allow = pick("allow_below", None)
+    handoff: HandoffSection | None = pick("handoff", None)
+    timeout = pick("timeout", None)
     return ToolRule(
         name=name,
         kind=kind,
@@ -107,13 +115,14 @@ def _rule(
         approvers=pick("approvers", (ApproverKind.REQUESTER,)),
         # Redaction adds up: a tenant can hide more, never less.
         redact=(base.redact if base else ()) + (override.redact if override else ()),
-        timeout=pick("timeout", None),
+        timeout=timeout if timeout is not None or handoff is None else handoff.timeout,
         deny=pick("deny", False),
         deny_reason=pick("deny_reason", None),
         allow_below=Threshold(allow.parameter, allow.value) if allow is not None else None,
         gate_all=gate_all,
         source=source,
-        mode=mode_of(kind, confirm, gate_all),
+        mode=mode_of(kind, confirm, gate_all, handoff is not None),
+        handoff=handoff,
     )
 
 
@@ -209,8 +218,8 @@ class Policy:
         return self._orgs.get((surface, org))
 
 
-def load_policy_file(path: str | Path) -> Policy:
-    """Read and validate a policy file."""
+def load_policy_file(path: str | Path, environ: Mapping[str, str] | None = None) -> Policy:
+    """Read and validate a policy file for running: each handoff's `secret_env` must be set."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -220,7 +229,12 @@ def load_policy_file(path: str | Path) -> Policy:
         ) from exc
     except UnicodeDecodeError as exc:
         raise PolicyError([f"{p}: not UTF-8 text; save the policy as UTF-8 TOML"], str(p)) from exc
-    return load_policy(text, source=str(p))
+    policy = load_policy(text, source=str(p))
+    env = os.environ if environ is None else environ
+    problems = handoff_secrets(policy.tools, policy.tenants, env)
+    if problems:
+        raise PolicyError(problems, str(p))
+    return policy
 
 
 def load_policy(text: str, source: str = "policy") -> Policy:

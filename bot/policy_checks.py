@@ -18,6 +18,8 @@ from bot.policy_file import (
     Admins,
     AllowBelow,
     Defaults,
+    Expect,
+    HandoffSection,
     Headless,
     OperationOverride,
     OperationSection,
@@ -79,7 +81,51 @@ def cross_check(policy: PolicyFile, tool_names: Collection[str]) -> list[str]:
                     f"{key_path('tenants', tn, 'operations', name)}: there is no "
                     f"[{key_path('operations', name)}]; define the operation there first"
                 )
-    return problems + _unreachable_thresholds(policy)
+    return problems + _unreachable_thresholds(policy) + _stacked_handoffs(policy)
+
+
+def _stacked_handoffs(policy: PolicyFile) -> list[str]:
+    """A handoff with `confirm` or `allow_below`: a handoff is never approved, only done."""
+    problems: list[str] = []
+    sections: list[tuple[tuple[str, ...], ToolSection, ToolSection | None]] = [
+        (("tools", n), t, None) for n, t in policy.tools.items()
+    ]
+    for tn, tenant in policy.tenants.items():
+        sections += [(("tenants", tn, "tools", n), o, policy.tools.get(n)) for n, o in tenant.tools.items()]
+    for path, section, base in sections:
+        handoff = section.handoff or (
+            base.handoff if base and "handoff" not in section.model_fields_set else None
+        )
+        if handoff is None:
+            continue
+        for key in ("confirm", "allow_below"):
+            if key in section.model_fields_set or (base is not None and key in base.model_fields_set):
+                where = (
+                    key_path(*path, key) if key in section.model_fields_set else key_path(*path, "handoff")
+                )
+                problems.append(
+                    f"{where}: {key} cannot be set together with a handoff; a handoff is never "
+                    f"approved, only done and checked: remove {key} or the handoff section"
+                )
+    return problems
+
+
+def handoff_secrets(
+    tools: Mapping[str, ToolSection], tenants: Mapping[str, TenantPolicy], environ: Mapping[str, str]
+) -> list[str]:
+    """Handoffs whose `expect.secret_env` names a variable that is not set (or empty)."""
+    problems: list[str] = []
+    sections: list[tuple[tuple[str, ...], ToolSection]] = [(("tools", n), t) for n, t in tools.items()]
+    for tn, tenant in tenants.items():
+        sections += [(("tenants", tn, "tools", n), o) for n, o in tenant.tools.items()]
+    for path, section in sections:
+        if section.handoff is not None and not environ.get(section.handoff.expect.secret_env):
+            name = section.handoff.expect.secret_env
+            problems.append(
+                f"{key_path(*path, 'handoff', 'expect', 'secret_env')}: the variable {name} is not set; "
+                f"set {name} to the secret the application checks the expect call's signature with"
+            )
+    return problems
 
 
 def _staff_paths(policy: PolicyFile) -> list[str]:
@@ -175,6 +221,8 @@ _TABLES: Mapping[tuple[str, ...], type[Table]] = {
     ("defaults",): Defaults,
     ("tools", "*"): ToolSection,
     ("tools", "*", "allow_below"): AllowBelow,
+    ("tools", "*", "handoff"): HandoffSection,
+    ("tools", "*", "handoff", "expect"): Expect,
     ("tenants", "*"): TenantPolicy,
     ("tenants", "*", "admins"): Admins,
     ("tenants", "*", "headless"): Headless,
@@ -182,6 +230,8 @@ _TABLES: Mapping[tuple[str, ...], type[Table]] = {
     ("tenants", "*", "tools", "*", "allow_below"): AllowBelow,
     ("operations", "*"): OperationSection,
     ("tenants", "*", "operations", "*"): OperationOverride,
+    ("tenants", "*", "tools", "*", "handoff"): HandoffSection,
+    ("tenants", "*", "tools", "*", "handoff", "expect"): Expect,
     ("staff",): StaffPolicy,
 }
 _BARE = re.compile(r"[A-Za-z0-9_-]+")
@@ -191,7 +241,11 @@ _MISSING = {
     "route": 'missing; set route = "tenant_admins" or "staff"',
     "parameter": f"missing; {_EXAMPLE}",
     "value": f"missing; {_EXAMPLE}",
-    "url": 'missing; set url = "https://…" (the application\'s contract endpoint)',
+    "reason": 'missing; say why a person must do this, e.g. reason = "Publishing needs the owner\'s code"',
+    "steps": 'missing; list what the person does, e.g. steps = ["Open Settings", "Enter the code"]',
+    "expect": 'missing; write expect = { url = "https://app.example/expect", secret_env = "APP_SECRET" }',
+    "url": "missing; set url = \"https://…\" (the application's endpoint: an operation's contract "
+    "endpoint, or the URL a handoff's Done is checked at)",
     "secret_env": 'missing; set secret_env = "NAME_OF_THE_VARIABLE" holding the signing secret',
 }
 

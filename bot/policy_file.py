@@ -155,6 +155,41 @@ class AllowBelow(Table):
     value: Annotated[float, _say("must be a number such as 5000"), AfterValidator(_above_zero)]
 
 
+def _absolute_url(value: str) -> str:
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise PydanticCustomError(
+            "policy",
+            '"{input}" is not an absolute URL; write it as "https://app.example/cosigner/expect/publish"',
+            {"input": value},
+        )
+    return value
+
+
+class Expect(Table):
+    """`expect`: the application endpoint that says whether a handoff's step really happened."""
+
+    url: Annotated[str, _say("must be a URL string"), AfterValidator(_absolute_url)]
+    secret_env: Annotated[
+        str,
+        Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$"),
+        _say('"{input}" is not an environment variable name such as "APP_EXPECT_SECRET"'),
+    ]
+
+
+class HandoffSection(Table):
+    """`[tools.NAME.handoff]`: a step only a person may do, checked against `expect` on Done."""
+
+    reason: Text
+    steps: Annotated[
+        tuple[Text, ...],
+        Field(strict=False),
+        _list('["Open Settings", "Enter the code"]', nonempty="must list at least one step"),
+    ]
+    expect: Expect
+    timeout: Duration = 300.0
+
+
 class ToolSection(Table):
     """`[tools.NAME]`; the tenant override `[tenants.T.tools.NAME]` uses the same keys."""
 
@@ -167,6 +202,7 @@ class ToolSection(Table):
     deny_reason: Text | None = None
     allow_below: AllowBelow | None = None
     description: Text | None = None
+    handoff: HandoffSection | None = None
 
 
 class ToolOverride(ToolSection):

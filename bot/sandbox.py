@@ -48,6 +48,8 @@ ORDERS_APP = Path(__file__).resolve().parents[1] / "examples" / "contract_app.py
 ORDERS_SECRET_ENV = "COSIGNER_DEMO_ORDERS_SECRET"  # as the sample policy's operation names it
 ORDERS_SECRET = "cosigner-dev-demo-orders-secret"
 POLICY_ORIGIN = "http://127.0.0.1:8000"  # the sample policy's operation url, moved to the real port
+EXPECT_SECRET_ENV = "APP_EXPECT_SECRET"  # [tools.publish_changes.handoff] in sandbox_policy.toml
+DEV_EXPECT_SECRET = "cosigner-dev-expect-secret"
 KEY_FILE = "demo.key"
 CALLBACK_SECRET_FILE = "demo.callback-secret"
 
@@ -168,6 +170,9 @@ async def sandbox(
                 slack_secret=SLACK_SIGNING_SECRET,
                 sms_number=SMS_FROM,
             )
+            # The sample handoff's expect call is signed with this secret (examples/expect_app.py).
+            if not os.environ.get(EXPECT_SECRET_ENV):
+                os.environ[EXPECT_SECRET_ENV] = DEV_EXPECT_SECRET
             policy, orders = demo_orders(public_url)
             app = build_app(settings, policy=policy, extra_routes=[*page.routes(), *orders])
             async with app.router.lifespan_context(app):

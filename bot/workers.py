@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping
 
 import httpx
 
+from bot import handoff
 from bot.contract_client import ContractClient
 from bot.egress import EgressRefused
 from bot.engine import Engine
@@ -97,6 +98,7 @@ class JobWorker:
             JobKind.CALLBACK: self._callback,
             JobKind.EXECUTE: self.execution.execute,
             JobKind.RECONCILE: self.execution.reconcile,
+            JobKind.VERIFY: self._verify,
         }
         try:
             await handlers[kind](job)
@@ -160,6 +162,11 @@ class JobWorker:
         except Exception as exc:
             await self._retry(job, type(exc).__name__)
             return
+        await self._finish(job.id)
+
+    async def _verify(self, job: Job) -> None:
+        # One attempt: a check that fails closes the handoff failed, it is not retried.
+        await handoff.verify(self.engine, self.http, job)
         await self._finish(job.id)
 
     async def _callback(self, job: Job) -> None:

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any, Literal, Protocol
 
 from contracts.enums import ApprovalMode, ApprovalStatus, AuditEvent, SurfaceType, ToolKind, Verdict
+from contracts.handoff import HandoffCard
 from contracts.operations import OperationOutcome, Preview
 
 
@@ -48,6 +49,7 @@ class ApprovalCard:
     expires_at: datetime
     status: ApprovalStatus
     outcome: Outcome | None = None
+    handoff: HandoffCard | None = None  # a handoff: Done / Cancel instead of Approve / Deny
     # Whether the approver may answer "always deny" (see contracts.denials.scope_of).
     offers_always_deny: bool = False
     # An operation: the application's preview is the thing approved (the parameters are

@@ -19,6 +19,11 @@ What it does, against the sandbox's sample policy (bot/sandbox_policy.toml):
   5. an email (send_email) asked by SMS, from a run started by text message.
 It waits for every decision at once and exits when all are in (or after --timeout seconds,
 cancelling what is left).
+
+With --handoff it shows a handoff instead: publishing (publish_changes) needs a code only the
+owner has, so the agent hands the step to a person. The card shows the steps and Done /
+Cancel; Done counts only once the application confirms it (run examples/expect_app.py and
+type the change id to publish it first, or watch Done fail closed without it).
 """
 
 from __future__ import annotations
@@ -35,7 +40,15 @@ import httpx
 
 import cosigner
 from cosigner import AsyncCosigner, Decision, HeadlessSurface, SlackSurface, SmsSurface
-from cosigner.errors import ApprovalDenied, ApprovalExpired, ApprovalModeUnsupported, CosignerError
+from cosigner.errors import (
+    ApprovalDenied,
+    ApprovalExpired,
+    ApprovalModeUnsupported,
+    CosignerError,
+    HandoffCancelled,
+    HandoffFailed,
+    HandoffTimeout,
+)
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 DATA = "cosigner-data"  # `cosigner dev --data`'s default
@@ -82,6 +95,10 @@ def describe(d: Decision) -> str:
     else:
         who = f"by {by.kind if by else 'nobody'}"
     line = f"{d.tool_name} {d.status.upper()} {who}"
+    if d.code:
+        line += f" ({d.code}: {d.detail})" if d.detail else f" ({d.code})"
+    if d.receipt is not None:
+        line += f", confirmed by the application: {d.receipt.detail}"
     if d.comment:
         line += f", comment: {d.comment!r}"
     if d.grant:
@@ -140,7 +157,39 @@ async def asked(client: AsyncCosigner, label: str, wait_for: float, **call: Any)
     return True
 
 
-async def main(url: str, wait_for: float) -> int:
+async def handoff(client: AsyncCosigner, run: str, wait_for: float) -> int:
+    """Hand a step only a person may do to the requester, and learn whether it really happened."""
+    d = await client.request_approval(
+        execution_id=f"publish_{run}",
+        tool_call_id="publish",
+        tool_name="publish_changes",
+        parameters={"changeId": f"chg_{run}", "ownerPin": "482910"},
+        surface=SLACK,
+        reason="The user asked to publish their changes",
+        wait=False,
+    )
+    say(f"HANDED OFF {d.tool_name}: {d.reason}")
+    for n, step in enumerate(d.steps, 1):
+        say(f"  {n}. {step}")
+    say(f"waiting for Done or Cancel on the card at the sandbox (change chg_{run})")
+    try:
+        d = await client.wait(d, timeout=wait_for)
+    except TimeoutError:
+        await client.cancel(d)
+        say(f"TIMED OUT waiting for {d.approval_id}; cancelled it")
+        return 1
+    say(f"HANDOFF {describe(d)}")
+    try:
+        if d.code is not None:
+            raise cosigner.errors.error_for(409, d.code, d.detail or d.status, {})
+    except HandoffFailed as failed:
+        say(f"NOT DONE: the application did not confirm it ({failed.message}); the agent stops here")
+    except (HandoffCancelled, HandoffTimeout) as stopped:
+        say(f"NOT DONE: {stopped.code}")
+    return 0
+
+
+async def main(url: str, wait_for: float, handoff_only: bool = False) -> int:
     run = secrets.token_hex(3)
     key = api_key()
     async with AsyncCosigner(url=url, api_key=key, retry_for=0) as probe:
@@ -152,6 +201,8 @@ async def main(url: str, wait_for: float) -> int:
             pass  # reachable (there is no such approval)
     async with AsyncCosigner(url=url, api_key=key) as client:
         say(f"agent run {run} talking to {url}")
+        if handoff_only:
+            return await handoff(client, run, wait_for)
         try:
             await client.admit(
                 execution_id=f"nightly_{run}", surface=HeadlessSurface("schedule"), tools=["send_email"]
@@ -209,5 +260,6 @@ if __name__ == "__main__":
     parser.add_argument(
         "--timeout", type=float, default=600.0, help="seconds to wait for all decisions (default 600)"
     )
+    parser.add_argument("--handoff", action="store_true", help="show a handoff (publish_changes) instead")
     args = parser.parse_args()
-    sys.exit(asyncio.run(main(args.url.rstrip("/"), args.timeout)))
+    sys.exit(asyncio.run(main(args.url.rstrip("/"), args.timeout, args.handoff)))

@@ -10,6 +10,7 @@ from typing import Any
 from contracts.answers import DecidedBy, PersonDecider, PolicyDecider, SystemDecider, decider_from_json
 from contracts.denials import scope_of
 from contracts.enums import ApprovalMode, ApprovalStatus, DeciderKind, SurfaceType, ToolKind
+from contracts.handoff import HandoffState
 from contracts.ports import (
     ApprovalCard,
     DashboardRoute,
@@ -86,6 +87,11 @@ def delivered_from_json(text: str | None) -> Delivered | None:
     )
 
 
+def handoff_from_json(text: str | None) -> HandoffState | None:
+    """Rebuild a handoff stored as JSON (None for an ordinary approval)."""
+    return HandoffState.model_validate_json(text) if text else None
+
+
 def delivery_key(route: Route) -> str:
     """The indexed key that finds pending approvals by where they were delivered."""
     if isinstance(route, SlackRoute):
@@ -137,6 +143,7 @@ class Record:
     trace_id: str | None = None
     trace_context: str | None = None
     operation: OperationRecord | None = None
+    handoff: HandoffState | None = None
 
     @classmethod
     def from_row(cls, row: Any) -> Record:
@@ -169,6 +176,7 @@ class Record:
             trace_id=row.trace_id,
             trace_context=row.trace_context,
             operation=OperationRecord.from_json(getattr(row, "operation", None)),
+            handoff=handoff_from_json(getattr(row, "handoff", None)),
         )
 
     def replace(self, **columns: Any) -> Record:
@@ -183,6 +191,8 @@ class Record:
                 fields["delivered"] = delivered_from_json(value)
             elif key == "operation":
                 fields["operation"] = OperationRecord.from_json(value)
+            elif key == "handoff":
+                fields["handoff"] = handoff_from_json(value)
             else:
                 fields[key] = value
         return replace(self, **fields)
@@ -241,6 +251,7 @@ class Record:
             is not None,
             preview=self.operation.preview_model if self.operation else None,
             result=self.operation.outcome_model if self.operation else None,
+            handoff=self.handoff.card() if self.handoff is not None else None,
         )
 
     def placed(self) -> Placed | None:

@@ -30,6 +30,7 @@ from contracts.ports import ApprovalCard, ApprovalDesk, Delivered, Route, SlackR
 from surfaces.slack.blocks import to_blocks, to_closed_blocks
 from surfaces.slack.clicks import Clicks
 from surfaces.slack.commands import Commands
+from surfaces.slack.handoff_blocks import to_closed_handoff_blocks, to_handoff_blocks
 from surfaces.slack.installs import INSTALL_PATH, REDIRECT_PATH, Installs
 from surfaces.slack.pacing import ChannelPacer
 from surfaces.slack.parse import event_type
@@ -161,7 +162,7 @@ class SlackAdapter:
     async def deliver(self, card: ApprovalCard, route: Route) -> Delivered:
         """Post the card in the route's channel (or thread); raises `SurfaceUnavailable`."""
         slack_route = _slack(route)
-        blocks, text = to_blocks(card, slack_route)
+        blocks, text = (to_handoff_blocks if card.handoff else to_blocks)(card, slack_route)
         client, app_id = await self._client_for(slack_route)
         channel = slack_route.channel_id
         if channel[:1] in ("U", "W"):
@@ -191,7 +192,7 @@ class SlackAdapter:
         slack_route = _slack(route)
         if not delivered.message_refs:
             return
-        blocks, text = to_closed_blocks(card, slack_route)
+        blocks, text = (to_closed_handoff_blocks if card.handoff else to_closed_blocks)(card, slack_route)
         client, _ = await self._client_for(slack_route)
         async with translated("chat.update", delivered.conversation):
             await client.chat_update(

@@ -27,8 +27,11 @@ from surfaces.slack.web_client import translated
 
 logger = logging.getLogger("cosigner.slack.clicks")
 
-# Answered at once, before the ack; Always deny was confirmed in Slack's own dialog.
-APPROVE_ACTIONS = re.compile(rf"^{re.escape(ACTION_PREFIX)}(approve|approve_for_run|always_deny)$")
+# Answered at once, before the ack (Always deny was confirmed in Slack's own dialog); a
+# handoff's Done and Cancel are answered the same way.
+APPROVE_ACTIONS = re.compile(
+    rf"^{re.escape(ACTION_PREFIX)}(approve|approve_for_run|always_deny|done|cancel)$"
+)
 DENY_ACTION = f"{ACTION_PREFIX}deny"
 # Distinct Grid orgs warned about per process; Slack signs every one, so this is a bound, not a defence.
 MAX_GRID_NOTICES = 256

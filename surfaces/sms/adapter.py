@@ -24,6 +24,7 @@ from contracts.enums import ApprovalStatus, SurfaceType
 from contracts.errors import SurfaceUnavailable
 from contracts.ports import ApprovalCard, Delivered, SmsDesk, SmsRoute
 from contracts.ports import Route as ApprovalRoute
+from surfaces.sms.handoff_text import to_handoff_outcome_text, to_handoff_text
 from surfaces.sms.text import to_outcome_text, to_sms_text
 from surfaces.sms.transport import HttpxTwilioClient
 from surfaces.sms.webhook import SmsWebhooks
@@ -198,7 +199,7 @@ class SmsAdapter:
             if sid is None:
                 pending = await self.desk.pending_for_number(conversation, number)
                 others = [p for p in pending if p.card.approval_id != card.approval_id]
-                body = to_sms_text(card, code_required=bool(others))
+                body = (to_handoff_text if card.handoff else to_sms_text)(card, code_required=bool(others))
                 await self.desk.mark_texting(card.approval_id, number)
                 sid = await self._send(client, number, from_number, service, body, status_callback)
                 await self.desk.record_sent(card.approval_id, number, sid)
@@ -219,7 +220,7 @@ class SmsAdapter:
             from_number, service = None, delivered.conversation
         else:
             from_number, service = delivered.conversation, None
-        body = to_outcome_text(card)
+        body = (to_handoff_outcome_text if card.handoff else to_outcome_text)(card)
         for number in route.approvers:
             if not E164.match(number) or await self.desk.opted_out(number):
                 continue

@@ -1,9 +1,9 @@
 """Reading an inbound text: an exact answer, or one of Twilio's opt-out/opt-in/help words.
 
-Only an exact `YES`, `NO` or `NEVER` decides anything (case and surrounding whitespace
-ignored), optionally followed by whitespace and the request's short code. `NEVER` is Always
-deny: it denies the request and refuses the tool from then on for requests this person
-approves. "yes please", "Y", "ok",
+Only an exact `YES`, `NO`, `NEVER` or (for a handoff) `DONE` decides anything (case and
+surrounding whitespace ignored), optionally followed by whitespace and the request's short
+code. `NEVER` is Always deny: it denies the request and refuses the tool from then on for
+requests this person approves. "yes please", "Y", "ok",
 "👍" and "YES!" are not answers: a person who means something else must not approve by
 accident.
 
@@ -26,21 +26,25 @@ HELP_WORDS = frozenset({"HELP", "INFO"})
 
 # re.ASCII: without it IGNORECASE lets "yeſ" (long s) and the Kelvin sign pass for
 # letters, and \s / \d accept exotic spaces and digits a person never typed on purpose.
-_ANSWER = re.compile(r"[ \t\r\n]*(YES|NO|NEVER)(?:[ \t]+([0-9]{1,8}))?[ \t\r\n]*", re.IGNORECASE | re.ASCII)
+_ANSWER = re.compile(
+    r"[ \t\r\n]*(YES|NO|NEVER|DONE)(?:[ \t]+([0-9]{1,8}))?[ \t\r\n]*", re.IGNORECASE | re.ASCII
+)
 _ASCII_SPACE = " \t\r\n"
-_VERDICTS = {"YES": Verdict.APPROVE, "NO": Verdict.DENY, "NEVER": Verdict.ALWAYS_DENY}
+# NO is also how a handoff is cancelled (the webhook reads it so for a handoff): CANCEL is
+# a Twilio opt-out word and must never be asked for.
+_VERDICTS = {"YES": Verdict.APPROVE, "NO": Verdict.DENY, "NEVER": Verdict.ALWAYS_DENY, "DONE": Verdict.DONE}
 
 
 @dataclass(frozen=True)
 class Reply:
-    """An exact answer: approve, deny or always deny, and the short code if one was typed."""
+    """An exact answer (approve, deny, always deny, or a handoff's done) and the short code if typed."""
 
     verdict: Verdict
     code: str | None = None
 
 
 def parse_reply(body: str) -> Reply | None:
-    """The answer in `body`, or None if it is anything but an exact `YES`/`NO`/`NEVER` [code]."""
+    """The answer in `body`, or None if it is anything but an exact `YES`/`NO`/`NEVER`/`DONE` [code]."""
     match = _ANSWER.fullmatch(body)
     if match is None:
         return None

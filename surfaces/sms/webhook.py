@@ -155,7 +155,9 @@ class SmsWebhooks:
         answer = Answer(
             approval_id=target.card.approval_id,
             surface=SurfaceType.SMS,
-            verdict=reply.verdict,
+            verdict=Verdict.CANCEL
+            if target.card.handoff and reply.verdict is Verdict.DENY
+            else reply.verdict,
             actor=sender,
             org=conversation,
             actor_org=None,

@@ -259,3 +259,57 @@ def test_the_schema_states_the_callback_url_schemes_the_api_accepts() -> None:
             assert not accepted, url
         else:
             assert accepted, url
+
+
+async def test_handoff_answers_conform_to_the_published_schema(monkeypatch: Any) -> None:
+    from tests.handoff_world import (
+        EXPECT_SECRET,
+        LOOPBACK,
+        SECRET_ENV,
+        expect_server,
+        handoff_policy,
+        handoff_request,
+    )
+    from tests.harness import ManualClock
+
+    monkeypatch.setenv(SECRET_ENV, EXPECT_SECRET)
+    clock = ManualClock()
+    async with expect_server(clock) as (shop, url):
+        async with cosigner_app(
+            handoff_policy(url, "[tenants.acme]"), clock=clock, callback_allow=LOOPBACK
+        ) as h:
+            doc = (await h.client.get("/openapi.json")).json()
+            c = Conformance(doc)
+            a = h.auth(await h.create_tenant("acme"))
+            item = "/v1/approvals/{approvalId}"
+            surface = {"type": "dashboard", "userId": "u_42"}
+            ids = []
+            for n in range(4):
+                created = await h.client.post(
+                    "/v1/approvals", json=handoff_request(surface, f"c{n}"), headers=a
+                )
+                c.check("/v1/approvals", created)
+                ids.append(created.json()["approvalId"])
+            c.check(item, await h.client.get(f"/v1/approvals/{ids[0]}", headers=a))
+            done = {"decision": "done", "userId": "u_42"}
+            failed = await h.client.post(f"/v1/approvals/{ids[0]}/decision", json=done, headers=a)
+            assert failed.json()["code"] == "HANDOFF_FAILED"
+            c.check(item + "/decision", failed)
+            shop.publish("chg_1")
+            completed = await h.client.post(f"/v1/approvals/{ids[1]}/decision", json=done, headers=a)
+            assert completed.json()["receipt"]
+            c.check(item + "/decision", completed)
+            c.check(item + "/events", await h.client.get(f"/v1/approvals/{ids[1]}/events", headers=a))
+            cancel = {"decision": "cancel", "userId": "u_42"}
+            c.check(
+                item + "/decision",
+                await h.client.post(f"/v1/approvals/{ids[2]}/decision", json=cancel, headers=a),
+            )
+            h.advance(301)
+            expired = await h.client.get(f"/v1/approvals/{ids[3]}?wait=5", headers=a)
+            assert expired.json()["code"] == "HANDOFF_TIMEOUT"
+            c.check(item, expired)
+            c.check(
+                item + "/decision",
+                await h.client.post(f"/v1/approvals/{ids[3]}/decision", json=done, headers=a),
+            )

@@ -74,3 +74,34 @@ async def test_the_agent_names_the_fix_when_nothing_listens(sb: Sandbox) -> None
     )
     _, err = await proc.communicate()
     assert proc.returncode == 1 and b"start it with `cosigner dev`" in err
+
+
+async def test_the_example_agent_hands_off_a_step(
+    sb: Sandbox, http: httpx.AsyncClient, wait_until: Any, run_agent: Any
+) -> None:
+    agent = await run_agent("--handoff", "--timeout", "60")
+    try:
+        await wait_until(lambda: agent.said("waiting for Done or Cancel"), 20)
+        await wait_until(lambda: sb.slack.messages, 20)
+        card = (await cards(http))["Handoff: publish_changes"]
+        buttons = [e["action_id"] for b in card["blocks"] if b["type"] == "actions" for e in b["elements"]]
+        assert buttons == ["cosigner.done", "cosigner.cancel"]
+        r = await http.post(
+            "/sandbox/api/click",
+            json={
+                "channel": card["channel"],
+                "ts": card["ts"],
+                "actionId": "cosigner.done",
+                "as": "requester",
+            },
+        )
+        assert r.json() == {"status": 200}
+        assert await agent.finish() == 0, "\n".join(agent.lines)
+    finally:
+        await agent.kill()
+    out = "\n".join(agent.lines)
+    assert "HANDED OFF publish_changes: Publishing needs the verification code" in out
+    assert "  1. Open Settings → Publishing" in out
+    # Nothing answers on the sandbox's expect URL here: Done fails closed, it never counts on its own.
+    assert "HANDOFF publish_changes FAILED by U0ALICE via slack (HANDOFF_FAILED:" in out
+    assert "NOT DONE: the application did not confirm it" in out

@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 from pydantic import BaseModel, TypeAdapter
 
-from cosigner import answers, denials, errors, wire
+from cosigner import answers, denials, errors, handoff, operations, wire
 from cosigner._http import error_of
 from cosigner.enums import ErrorCode
 from tests.harness import cosigner_app
@@ -70,7 +70,9 @@ def test_the_server_raises_and_serialises_the_sdk_classes() -> None:
 
 def _sdk_type(name: str) -> Any:
     """The SDK's type of a component: a request model, an answer model, or a closed set."""
-    found = getattr(wire, name, None) or getattr(answers, name, None) or getattr(denials, name, None)
+    found = next(
+        (getattr(m, name) for m in (wire, answers, denials, handoff, operations) if hasattr(m, name)), None
+    )
     assert found is not None, f"the SDK has no type {name}"
     return found
 

@@ -185,7 +185,7 @@ def report_result(
 def decide(
     config: _http.Config,
     approval: str | Decision,
-    decision: Literal["approve", "deny", "always_deny"],
+    decision: Literal["approve", "deny", "always_deny", "done", "cancel"],
     user_id: str,
     comment: str | None,
 ) -> Flow[Decision]:

@@ -20,7 +20,7 @@ from cosigner import context
 from cosigner.decision import Decision
 from cosigner.digest import canonical_json, parameters_digest
 from cosigner.enums import ApprovalStatus
-from cosigner.errors import ApprovalDenied, ApprovalExpired, CosignerError, ParametersMismatch
+from cosigner.errors import ApprovalDenied, ApprovalExpired, CosignerError, ParametersMismatch, error_for
 from cosigner.surfaces import Surface
 
 log = logging.getLogger("cosigner")
@@ -104,6 +104,16 @@ def plan(fn: Callable[..., Any], options: Options, default_execution: str | None
 
 def refuse_unless_approved(decision: Decision, signature: inspect.Signature, *a: Any, **kw: Any) -> None:
     """Raise unless `decision` approves exactly the arguments the body is about to get."""
+    if decision.code is not None:  # a handoff that did not complete
+        detail = f": {decision.detail}" if decision.detail else ""
+        failed = error_for(
+            409,
+            decision.code,
+            f"handoff {decision.approval_id} for {decision.tool_name} {decision.status.value}{detail}",
+            {"approvalId": decision.approval_id, "status": decision.status.value},
+        )
+        failed.decision = decision
+        raise failed
     if decision.status is ApprovalStatus.EXPIRED:
         expired = ApprovalExpired(
             f"approval {decision.approval_id} for {decision.tool_name} expired: expiry means deny",
@@ -111,7 +121,7 @@ def refuse_unless_approved(decision: Decision, signature: inspect.Signature, *a:
         )
         expired.decision = decision
         raise expired
-    if not decision.approved:
+    if not (decision.approved or decision.completed):
         who = decision.decided_by.kind.value if decision.decided_by else "nobody"
         said = f": {decision.comment}" if decision.comment else ""
         denied = ApprovalDenied(

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from cosigner.denials import Denial
 from cosigner.enums import ApprovalStatus, ErrorCode, SurfaceType
+from cosigner.handoff import HandoffReceipt
 from cosigner.operations import OperationOutcome, OutcomeType, Preview, PreviewField
 from cosigner.wire import ApprovalId, Timestamp, Wire
 
@@ -119,6 +120,13 @@ class Decision(Wire):
     outcome: OperationOutcome | None = Field(
         default=None, exclude_if=_absent, description="An operation's outcome, once the application answered."
     )
+    code: ErrorCode | None = Field(
+        default=None, exclude_if=_absent, description="Handoffs: why not completed."
+    )
+    receipt: HandoffReceipt | None = Field(
+        default=None, exclude_if=_absent, description="Handoffs: completed."
+    )
+    detail: str | None = Field(default=None, exclude_if=_absent, description="Handoffs: what the check said.")
 
 
 class ResultRecorded(Wire):

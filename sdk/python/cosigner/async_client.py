@@ -138,7 +138,7 @@ class AsyncCosigner(Shell):
         self,
         approval: str | Decision,
         *,
-        decision: Literal["approve", "deny", "always_deny"],
+        decision: Literal["approve", "deny", "always_deny", "done", "cancel"],
         user_id: str,
         comment: str | None = None,
     ) -> Decision:

@@ -139,7 +139,7 @@ class Cosigner(Shell):
         self,
         approval: str | Decision,
         *,
-        decision: Literal["approve", "deny", "always_deny"],
+        decision: Literal["approve", "deny", "always_deny", "done", "cancel"],
         user_id: str,
         comment: str | None = None,
     ) -> Decision:

@@ -10,6 +10,7 @@ from pydantic import Field, TypeAdapter
 
 from cosigner import answers
 from cosigner.enums import ApprovalStatus, DeciderKind
+from cosigner.handoff import HandoffReceipt, HandoffStart
 from cosigner.operations import OperationOutcome, Preview
 
 __all__ = ["DecidedBy", "Decision", "parse_approval"]
@@ -35,7 +36,7 @@ def _build(cls: type[T], values: dict[str, Any]) -> T:
 
 
 _APPROVAL: TypeAdapter[Any] = TypeAdapter(
-    Annotated[answers.ApprovalStart | answers.Decision, Field(discriminator="type")]
+    Annotated[answers.ApprovalStart | HandoffStart | answers.Decision, Field(discriminator="type")]
 )
 
 
@@ -96,11 +97,21 @@ class Decision:
     arguments_digest: str | None = None
     preview: Preview | None = None
     outcome: OperationOutcome | None = None
+    reason: str | None = None
+    steps: tuple[str, ...] = ()
+    code: str | None = None
+    receipt: HandoffReceipt | None = None
+    detail: str | None = None
 
     @property
     def approved(self) -> bool:
         """True only for an approval; denied, expired, cancelled and pending are all False."""
         return self.status is ApprovalStatus.APPROVED
+
+    @property
+    def completed(self) -> bool:
+        """True only for a handoff whose step the application confirmed."""
+        return self.status is ApprovalStatus.COMPLETED
 
     @property
     def pending(self) -> bool:
@@ -124,15 +135,23 @@ class Decision:
             "tool_name": model.toolName,
             "status": ApprovalStatus(model.status),
             "parameters_digest": model.parametersDigest,
-            "operation": model.operation,
-            "arguments_digest": model.argumentsDigest,
         }
-        if isinstance(model, answers.ApprovalStart):
+        if isinstance(model, HandoffStart):
+            common.update(
+                parameters=model.parameters,
+                expires_at=model.expiresAt,
+                short_code=model.shortCode,
+                reason=model.reason,
+                steps=tuple(model.steps),
+            )
+        elif isinstance(model, answers.ApprovalStart):
             common.update(
                 parameters=model.parameters,
                 expires_at=model.expiresAt,
                 short_code=model.shortCode,
                 preview=model.preview,
+                operation=model.operation,
+                arguments_digest=model.argumentsDigest,
             )
         else:
             common.update(
@@ -140,7 +159,12 @@ class Decision:
                 decided_at=model.decidedAt,
                 comment=model.comment,
                 grant=model.grant,
+                operation=model.operation,
+                arguments_digest=model.argumentsDigest,
                 outcome=model.outcome,
+                code=model.code,
+                receipt=model.receipt,
+                detail=model.detail,
             )
         return _build(cls, common)
 

@@ -13,6 +13,8 @@ class ApprovalStatus(StrEnum):
     DENIED = "denied"
     EXPIRED = "expired"
     CANCELLED = "cancelled"
+    COMPLETED = "completed"  # a handoff whose step the application confirmed
+    FAILED = "failed"  # a handoff whose step the application did not confirm
 
 
 class ToolKind(StrEnum):
@@ -29,6 +31,7 @@ class ApprovalMode(StrEnum):
     NONE = "none"
     ASK = "ask"
     ASK_ALWAYS = "ask_always"
+    HANDOFF = "handoff"  # a person does a step themselves; Done is checked against the application
 
 
 class ApproverKind(StrEnum):
@@ -58,6 +61,8 @@ class Verdict(StrEnum):
     APPROVE_FOR_RUN = "approve_for_run"
     DENY = "deny"
     ALWAYS_DENY = "always_deny"  # deny, and refuse this tool for requests this person approves
+    DONE = "done"  # a handoff's step is done (checked before it counts)
+    CANCEL = "cancel"  # a handoff is called off
 
 
 class DeciderKind(StrEnum):
@@ -78,6 +83,7 @@ class JobKind(StrEnum):
     CALLBACK = "callback"  # POST the decision to the agent's callbackUrl
     EXECUTE = "execute"  # carry out an approved operation at its application
     RECONCILE = "reconcile"  # ask the application's status until the outcome is final
+    VERIFY = "verify"  # ask a handoff's `expect` endpoint whether the step really happened
 
 
 class AuditEvent(StrEnum):
@@ -99,6 +105,8 @@ class AuditEvent(StrEnum):
     STATUS_ASKED = "status_asked"
     OUTCOME = "outcome"
     RECONCILED = "reconciled"
+    HANDOFF_DONE = "handoff_done"  # Done was pressed; the check against `expect` is queued
+    HANDOFF_CHECK = "handoff_check"  # what the `expect` endpoint answered
 
 
 class OperationState(StrEnum):
@@ -144,3 +152,6 @@ class ErrorCode(StrEnum):
     DENIAL_NOT_FOUND = "DENIAL_NOT_FOUND"
     OPERATION_REJECTED = "OPERATION_REJECTED"
     OPERATION_UNAVAILABLE = "OPERATION_UNAVAILABLE"
+    HANDOFF_FAILED = "HANDOFF_FAILED"
+    HANDOFF_CANCELLED = "HANDOFF_CANCELLED"
+    HANDOFF_TIMEOUT = "HANDOFF_TIMEOUT"

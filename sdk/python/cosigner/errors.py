@@ -23,10 +23,14 @@ error body, so a code, its HTTP status and its class are defined here and nowher
     ├── ToolCallCapExceeded       429  the execution used up its gated calls
     ├── OperationRejected         422  the application would not prepare the operation: fix the request
     ├── SurfaceUnavailable        502  the card or text could not be delivered
-    └── OperationUnavailable      503  the application could not be reached; nothing is pending
+    ├── OperationUnavailable      503  the application could not be reached; nothing is pending
+    ├── HandoffFailed             409  a handoff's step was not confirmed by the application
+    ├── HandoffCancelled          409  a handoff was cancelled
+    └── HandoffTimeout            409  nobody pressed Done on a handoff in time
 
 `ApprovalDenied` and `ApprovalExpired` are also what `gate` raises when the decision is not
-an approval; the decision is then on `.decision` and a denial's comment on `.comment`.
+an approval (the three Handoff errors, for a handoff that did not complete); the decision is
+then on `.decision` and a denial's comment on `.comment`.
 """
 
 from __future__ import annotations
@@ -50,6 +54,9 @@ __all__ = [
     "CosignerError",
     "DenialNotFound",
     "GrantRefused",
+    "HandoffCancelled",
+    "HandoffFailed",
+    "HandoffTimeout",
     "InvalidRequest",
     "InvalidSignature",
     "NotAnApprover",
@@ -229,6 +236,27 @@ class OperationUnavailable(CosignerError):
     status = 503
 
 
+class HandoffFailed(CosignerError):
+    """A handoff's step was not confirmed: the application said no, or could not be asked."""
+
+    code = ErrorCode.HANDOFF_FAILED
+    status = 409
+
+
+class HandoffCancelled(CosignerError):
+    """A handoff was cancelled by the person (or the agent)."""
+
+    code = ErrorCode.HANDOFF_CANCELLED
+    status = 409
+
+
+class HandoffTimeout(CosignerError):
+    """Nobody pressed Done on a handoff before it expired."""
+
+    code = ErrorCode.HANDOFF_TIMEOUT
+    status = 409
+
+
 BY_CODE: dict[str, type[CosignerError]] = {
     cls.code: cls
     for cls in (
@@ -250,6 +278,9 @@ BY_CODE: dict[str, type[CosignerError]] = {
         SurfaceUnavailable,
         OperationRejected,
         OperationUnavailable,
+        HandoffFailed,
+        HandoffCancelled,
+        HandoffTimeout,
     )
 }
 

@@ -174,7 +174,9 @@ class DecisionRequest(Wire):
     """`POST /v1/approvals/{id}/decision`: a dashboard user's answer (`always_deny`: deny, and
     refuse this tool from now on for the user's own runs that only they approve)."""
 
-    decision: Literal["approve", "deny", "always_deny"]
+    decision: Literal["approve", "deny", "always_deny", "done", "cancel"] = Field(
+        description='"approve", "deny" or "always_deny"; for a handoff "done" or "cancel".'
+    )
     userId: str = Field(min_length=1, max_length=200)
     comment: FreeText | None = Field(default=None, max_length=2000)
 
