@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 from bot.approval import new_id
 from bot.egress import AllowList, EgressRefused
 from bot.transport import CallbackTransport, Resolver, system_resolver
+from contracts.enums import ErrorCode
 from contracts.grants import sign_callback
 from contracts.operations import (
     ExecuteCall,
@@ -58,14 +59,20 @@ def application_http(allow: AllowList, resolver: Resolver = system_resolver) -> 
 class ApplicationFailed(Exception):
     """The application could not be reached, or did not answer as the protocol says."""
 
-    def __init__(self, message: str, *, lost: bool = False) -> None:
+    code = ErrorCode.OPERATION_UNAVAILABLE
+
+    def __init__(self, message: str, *, lost: bool = False, status: int | None = None) -> None:
         super().__init__(message)
         # True when the request may have reached the application (its answer was lost).
         self.lost = lost
+        self.status = status  # the HTTP status it answered with, if it answered
 
 
 class Rejected(Exception):
     """The application refused to prepare: `message` is its safe text for the model."""
+
+    code = ErrorCode.OPERATION_REJECTED
+    status = 422
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -115,10 +122,13 @@ class ContractClient:
                 raise Rejected(PrepareRejection.model_validate_json(response.content).error.message)
             except ValidationError:
                 raise ApplicationFailed(
-                    "the application refused with a body that is not {error:{message}}"
+                    "the application refused with a body that is not {error:{message}}", status=422
                 ) from None
         if response.status_code != 200:
-            raise ApplicationFailed(f"the application answered prepare with HTTP {response.status_code}")
+            raise ApplicationFailed(
+                f"the application answered prepare with HTTP {response.status_code}",
+                status=response.status_code,
+            )
         try:
             return Prepared.model_validate_json(response.content)
         except ValidationError as exc:
@@ -131,7 +141,9 @@ class ContractClient:
         response = await self._post(url, secret_env, call, seconds)
         if response.status_code != 200:
             raise ApplicationFailed(
-                f"the application answered execute with HTTP {response.status_code}", lost=True
+                f"the application answered execute with HTTP {response.status_code}",
+                lost=True,
+                status=response.status_code,
             )
         try:
             return execute_answer(response.content)
@@ -146,7 +158,10 @@ class ContractClient:
         """What became of the execution with the call's idempotency key."""
         response = await self._post(url, secret_env, call, seconds)
         if response.status_code != 200:
-            raise ApplicationFailed(f"the application answered status with HTTP {response.status_code}")
+            raise ApplicationFailed(
+                f"the application answered status with HTTP {response.status_code}",
+                status=response.status_code,
+            )
         try:
             return status_answer(response.content)
         except ValidationError as exc:

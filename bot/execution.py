@@ -19,6 +19,7 @@ from dataclasses import replace
 from bot.approval import queue_callback, queue_card_update, queue_execution
 from bot.contract_client import ApplicationFailed, ContractClient
 from bot.engine import Engine
+from bot.tracing import SpanName, outcome_type
 from contracts.answers import Decision
 from contracts.enums import AuditEvent, JobKind, OperationState
 from contracts.operations import (
@@ -166,7 +167,10 @@ class Execution:
             grant=body.grant if isinstance(body := self.engine.body(rec), Decision) else None,
         )
         try:
-            final = await self.client.execute(op.url, op.secret_env, call, op.execute_timeout)
+            execute = self.client.execute(op.url, op.secret_env, call, op.execute_timeout)
+            final = await self.engine.tracing.run(
+                rec, SpanName.EXECUTE, execute, operation=op.name, result=outcome_type
+            )
         except ApplicationFailed as exc:
             # Never sent blindly again: the next attempt asks `status` first.
             await self.retry(job, str(exc))
@@ -215,7 +219,10 @@ class Execution:
         op = rec.operation
         call = StatusCall(operation=op.name, tenant=rec.tenant, proposalId=rec.id, idempotencyKey=rec.id)
         try:
-            answer = await self.client.status(op.url, op.secret_env, call, STATUS_TIMEOUT)
+            status = self.client.status(op.url, op.secret_env, call, STATUS_TIMEOUT)
+            answer = await self.engine.tracing.run(
+                rec, SpanName.STATUS, status, operation=op.name, result=outcome_type
+            )
         except ApplicationFailed as exc:
             await self.retry(job, str(exc))
             return None

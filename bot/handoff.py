@@ -27,6 +27,7 @@ from bot.bodies import actor_of
 from bot.egress import EgressRefused
 from bot.policy import ToolRule
 from bot.redaction import redact
+from bot.tracing import SpanName, expect_outcome
 from contracts.answers import PersonDecider, decider_from_json
 from contracts.enums import ApprovalStatus, AuditEvent, JobKind, SurfaceType
 from contracts.errors import AlreadyDecided, ApprovalNotFound, CosignerError
@@ -172,7 +173,9 @@ async def verify(engine: Engine, http: httpx.AsyncClient, job: Job) -> None:
     state = rec.handoff
     if rec.closed or state is None or state.delivery != job.payload.get("delivery"):
         return
-    outcome, detail, receipt, note = await _ask(engine, http, rec, state, job.payload["delivery"])
+    asking = _ask(engine, http, rec, state, job.payload["delivery"])
+    checked = await engine.tracing.run(rec, SpanName.EXPECT, asking, result=expect_outcome)
+    outcome, detail, receipt, note = checked
     await engine.note(rec.id, AuditEvent.HANDOFF_CHECK, note)
     decided_by = decider_from_json(state.done_by or "")
     closing = Closing(

@@ -18,6 +18,7 @@ from bot.contract_client import ApplicationFailed, ContractClient, PrepareCall, 
 from bot.engine import Engine
 from bot.operation_rules import OperationRule
 from bot.policy import ToolRule, mode_of
+from bot.tracing import SpanName, answered
 from contracts.answers import Decision
 from contracts.enums import SurfaceType
 from contracts.errors import OperationRejected, OperationUnavailable, PermissionDenied
@@ -98,7 +99,16 @@ class Proposals:
             requestedBy=req.surface.model_dump(mode="json", exclude_none=True),
         )
         try:
-            prepared = await self.client.prepare(rule.url, rule.secret_env, prepare, rule.prepare_timeout)
+            # Its parent is the request's context: the approval span does not exist yet, and
+            # is not exported at all when the application refuses.
+            prepared = await engine.tracing.run(
+                None,
+                SpanName.PREPARE,
+                self.client.prepare(rule.url, rule.secret_env, prepare, rule.prepare_timeout),
+                operation=req.operation,
+                approval_id=approval_id,
+                result=answered,
+            )
         except Rejected as exc:
             raise OperationRejected(exc.message, operation=req.operation) from None
         except ApplicationFailed as exc:

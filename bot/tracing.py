@@ -6,7 +6,9 @@ Cosigner picks the span's ids (the trace of the incoming `traceparent`, else a n
 asks the sampler once, and stores both with the approval (`ApprovalTrace`). Delivery,
 answers, card updates and callbacks are exported as they happen, as children of those
 stored ids; when the approval closes, its own span is exported with the stored ids, from
-the request's time to the decision's. Without a tracer provider every hook takes the no-op
+the request's time to the decision's. An operation's `execute`/`status` and a
+handoff's `expect` are its children too; `prepare` comes before the approval exists, so it
+is a child of the request's context. Without a tracer provider every hook takes the no-op
 path: no attribute is built and nothing is exported.
 
 Attributes carry ids, names and outcomes only: never parameter values, reasons,
@@ -32,7 +34,7 @@ from opentelemetry.util.types import AttributeValue
 
 from bot.trace_ids import NO_TRACE, ApprovalIds, ApprovalTrace, StoredTrace
 from contracts.answers import PersonDecider, SystemDecider
-from contracts.enums import ApprovalStatus
+from contracts.enums import ApprovalStatus, ErrorCode
 from contracts.errors import CosignerError
 from storage import approvals as ledger
 from storage.database import Database
@@ -54,9 +56,25 @@ class SpanName(StrEnum):
     ANSWER = "cosigner.answer"
     SHOW = "cosigner.show"
     CALLBACK = "cosigner.callback"
+    PREPARE = "cosigner.prepare"
+    EXECUTE = "cosigner.execute"
+    STATUS = "cosigner.status"
+    EXPECT = "cosigner.expect"
 
 
-CLIENT_STEPS = {SpanName.DELIVER, SpanName.SHOW, SpanName.CALLBACK}
+CLIENT_STEPS = {
+    SpanName.DELIVER,
+    SpanName.SHOW,
+    SpanName.CALLBACK,
+    SpanName.PREPARE,
+    SpanName.EXECUTE,
+    SpanName.STATUS,
+    SpanName.EXPECT,
+}
+"""The steps that call out of Cosigner (a surface or an application): `SpanKind.CLIENT` spans."""
+
+POSTS = {SpanName.CALLBACK, SpanName.PREPARE, SpanName.EXECUTE, SpanName.STATUS, SpanName.EXPECT}
+"""The steps that are one signed HTTP POST to an application."""
 
 
 def _ns(seconds: float) -> int:
@@ -65,7 +83,10 @@ def _ns(seconds: float) -> int:
 
 def error_type(exc: BaseException) -> str:
     """`error.type`: our error code, else the exception's class name (never its message)."""
-    return str(exc.code) if isinstance(exc, CosignerError) else type(exc).__qualname__
+    if isinstance(exc, CosignerError):
+        return str(exc.code)
+    code = getattr(exc, "code", None)  # an application call's failure carries the code it becomes
+    return str(code) if isinstance(code, ErrorCode) else type(exc).__qualname__
 
 
 def approval_attributes(rec: Record) -> dict[str, AttributeValue]:
@@ -222,10 +243,13 @@ class Tracing:
         surface: str | None = None,
         attempt: int | None = None,
         execution_id: str | None = None,
+        operation: str | None = None,
+        approval_id: str | None = None,
         result: Callable[[T], Mapping[str, AttributeValue]] | None = None,
     ) -> T:
         """Await `work` inside a span: a child of approval `at` (a record or its id), or of
-        the current context when None. An exception is recorded by `error.type` and raised."""
+        the current context when None (`approval_id` then names the approval it is for). An
+        exception is recorded by `error.type` (and the HTTP status it carries) and raised."""
         if self.tracer is None:
             return await work
         parent = await self._parent(at)
@@ -240,13 +264,17 @@ class Tracing:
                 attrs["cosigner.approval.id"] = at.id
             elif isinstance(at, str):
                 attrs["cosigner.approval.id"] = at
+            elif approval_id is not None:
+                attrs["cosigner.approval.id"] = approval_id
+            if operation is not None:
+                attrs["cosigner.operation"] = operation
             if surface is not None:
                 attrs["cosigner.surface"] = surface
             if attempt is not None:
                 attrs["cosigner.attempt"] = attempt
             if execution_id is not None:
                 attrs["cosigner.execution.id"] = execution_id
-            if name is SpanName.CALLBACK:
+            if name in POSTS:
                 attrs["http.request.method"] = "POST"
             span.set_attributes(attrs)
         try:
@@ -254,6 +282,9 @@ class Tracing:
         except BaseException as exc:
             if recording:
                 span.set_attribute("error.type", error_type(exc))
+                status = getattr(exc, "status", None)
+                if isinstance(status, int) and name in POSTS:
+                    span.set_attribute("http.response.status_code", status)
                 span.set_status(Status(StatusCode.ERROR))
             span.end()
             raise
@@ -295,3 +326,25 @@ def http_outcome(response: Any) -> dict[str, AttributeValue]:
 def delivery_outcome(receipt: Any) -> dict[str, AttributeValue]:
     """How many messages a delivery posted or texted (never where to)."""
     return {"cosigner.delivery.messages": len(receipt.message_refs)}
+
+
+def answered(value: Any) -> dict[str, AttributeValue]:
+    """An application call that returned: it answered 200 (anything else raises)."""
+    return {"http.response.status_code": 200}
+
+
+def outcome_type(answer: Any) -> dict[str, AttributeValue]:
+    """An `execute` or `status` answer: HTTP 200 and the outcome's type (never its message)."""
+    return {"http.response.status_code": 200, "cosigner.operation.outcome": str(answer.outcome)}
+
+
+def expect_outcome(checked: Any) -> dict[str, AttributeValue]:
+    """A handoff's `expect` check: completed or failed (`HANDOFF_FAILED`), and the HTTP status
+    the application answered with, if it answered (never its detail)."""
+    status, _detail, _receipt, note = checked
+    attrs: dict[str, AttributeValue] = {"cosigner.handoff.result": status.value}
+    if isinstance(note.get("status"), int):
+        attrs["http.response.status_code"] = note["status"]
+    if status is not ApprovalStatus.COMPLETED:
+        attrs["error.type"] = str(ErrorCode.HANDOFF_FAILED)
+    return attrs
