@@ -57,20 +57,30 @@ class StandingDeny:
         )
 
 
-def _in_force(scope: Scope) -> sa.Select[Any]:
-    return sa.select(standing_denies).where(
-        _T.tenant == scope.tenant,
-        _T.tool_name == scope.tool_name,
-        _T.surface == scope.surface.value,
-        _T.approver == scope.approver,
-        _T.requester == scope.requester,
-        _T.lifted_at.is_(None),
-    )
+# Built once with bound parameters: this lookup runs in every gated request's write
+# transaction, and building and cache-keying the statement anew cost more than the query.
+_IN_FORCE = sa.select(standing_denies).where(
+    _T.tenant == sa.bindparam("tenant"),
+    _T.tool_name == sa.bindparam("tool_name"),
+    _T.surface == sa.bindparam("surface"),
+    _T.approver == sa.bindparam("approver"),
+    _T.requester == sa.bindparam("requester"),
+    _T.lifted_at.is_(None),
+)
 
 
 def in_force(tx: Tx, scope: Scope) -> StandingDeny | None:
     """The standing deny in force for exactly this scope, if any."""
-    row = tx.execute(_in_force(scope)).first()
+    row = tx.execute(
+        _IN_FORCE,
+        {
+            "tenant": scope.tenant,
+            "tool_name": scope.tool_name,
+            "surface": scope.surface.value,
+            "approver": scope.approver,
+            "requester": scope.requester,
+        },
+    ).first()
     return StandingDeny.from_row(row) if row else None
 
 
