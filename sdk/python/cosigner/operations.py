@@ -38,6 +38,7 @@ __all__ = [
     "PreviewField",
     "RevisionRequired",
     "StatusAnswer",
+    "StatusCall",
     "Succeeded",
     "TerminalFailure",
     "arguments_digest",
