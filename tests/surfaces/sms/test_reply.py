@@ -11,7 +11,10 @@ from hypothesis import strategies as st
 from contracts.enums import Verdict
 from surfaces.sms.reply import Reply, is_help, is_opt_in, is_opt_out, parse_reply
 
-EXACT = re.compile(r"[ \t\r\n]*(yes|no)([ \t]+[0-9]{1,8})?[ \t\r\n]*", re.IGNORECASE | re.ASCII)
+EXACT = re.compile(
+    r"[ \t\r\n]*(yes|no|never|done)([ \t]+[0-9]{1,8})?[ \t\r\n]*", re.IGNORECASE | re.ASCII
+)
+WORDS = {"YES": Verdict.APPROVE, "NO": Verdict.DENY, "NEVER": Verdict.ALWAYS_DENY, "DONE": Verdict.DONE}
 
 
 @pytest.mark.parametrize(
@@ -25,6 +28,10 @@ EXACT = re.compile(r"[ \t\r\n]*(yes|no)([ \t]+[0-9]{1,8})?[ \t\r\n]*", re.IGNORE
         ("YES 4821", Reply(Verdict.APPROVE, "4821")),
         ("no   4821 ", Reply(Verdict.DENY, "4821")),
         ("\tyes\t0042", Reply(Verdict.APPROVE, "0042")),
+        ("NEVER", Reply(Verdict.ALWAYS_DENY)),
+        ("never 4821", Reply(Verdict.ALWAYS_DENY, "4821")),
+        ("DONE", Reply(Verdict.DONE)),
+        (" done 0042\n", Reply(Verdict.DONE, "0042")),
     ],
 )
 def test_exact_answers(body: str, expected: Reply) -> None:
@@ -71,10 +78,16 @@ def test_only_exact_keywords_decide(body: str) -> None:
     assert (reply is not None) == (EXACT.fullmatch(body) is not None)
     if reply is not None:
         word = body.strip(" \t\r\n").split()[0].upper()
-        assert reply.verdict is (Verdict.APPROVE if word == "YES" else Verdict.DENY)
+        assert reply.verdict is WORDS[word]
 
 
-@given(st.sampled_from(["yes", "no"]), st.text(min_size=1))
+@given(st.sampled_from(sorted(WORDS)), st.text(alphabet=" \t\r\n", max_size=3), st.booleans())
+def test_every_keyword_decides_in_any_case(word: str, space: str, lower: bool) -> None:
+    body = space + (word.lower() if lower else word) + space
+    assert parse_reply(body) == Reply(WORDS[word])
+
+
+@given(st.sampled_from(["yes", "no", "never", "done"]), st.text(min_size=1))
 def test_any_suffix_but_a_code_is_refused(word: str, suffix: str) -> None:
     body = word + suffix
     if re.fullmatch(r"([ \t]+[0-9]{1,8})?[ \t\r\n]*", suffix, re.ASCII):
