@@ -1,7 +1,7 @@
 """Operation contract round trips: propose → prepare → approve → execute → outcome told to the agent.
 
     .venv/bin/python bench/roundtrip.py --contract [--concurrency 16,64] [--seconds 5]
-    .venv/bin/python bench/contract_trips.py  [the same options]
+    .venv/bin/python bench/contract_trips.py  [the same options] [--py-spy FILE [--profile-concurrency 64]]
 
 `cosigner serve` runs as a separate process pinned to one core with SQLite (a fresh
 temporary file), a policy with one operation, and COSIGNER_CALLBACK_ALLOW=127.0.0.1. The
@@ -177,6 +177,8 @@ async def bench(args: argparse.Namespace) -> int:
                     trip = per_agent(agents)
                     await rt.run_phase(c, 0.5, 2 * c, server.pid, trip)
                     before = dict(shop.calls)
+                    if args.py_spy and c == args.profile_concurrency:
+                        await stack.enter_async_context(rt.py_spy(server.pid, args.py_spy, args.seconds))
                     res = await rt.run_phase(c, args.seconds, args.max_ops, server.pid, trip)
                     await asyncio.sleep(0.5)  # executes of round trips that failed late
                     prepared = shop.calls["prepare"] - before["prepare"]
