@@ -14,7 +14,6 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
 from opentelemetry.sdk.trace import TracerProvider
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -23,7 +22,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from bot.api import JSON, Api
-from bot.contract_client import ContractClient, application_http
+from bot.contract_client import ContractClient
 from bot.desk import Desk
 from bot.egress import parse_allow_list
 from bot.engine import Engine
@@ -38,7 +37,7 @@ from bot.settings import Settings
 from bot.telemetry import otlp_provider
 from bot.tenants import TenantKeys
 from bot.tracing import Tracing
-from bot.transport import callback_client
+from bot.transport import Egress, callback_client
 from bot.workers import ExpirySweeper, JobWorker
 from contracts.answers import ErrorBody
 from contracts.enums import ErrorCode
@@ -66,7 +65,7 @@ class Parts:
     desk: Desk
     keys: TenantKeys
     surfaces: dict[str, SurfaceAdapter]
-    http: httpx.AsyncClient
+    http: Egress
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
     stop: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -142,7 +141,7 @@ def build_app(
     policy: Policy,
     db: Database | None = None,
     surfaces: Sequence[SurfaceFactory] | None = None,
-    http: httpx.AsyncClient | None = None,
+    http: Egress | None = None,
     run_workers: bool = True,
     extra_routes: Sequence[BaseRoute] = (),
     migrate: bool | None = None,
@@ -199,9 +198,7 @@ def build_app(
         http=http or callback_client(callback_allow),
     )
     should_migrate = db.is_sqlite if migrate is None else migrate
-    # Given an http client (tests), applications are called through it too.
-    contract_http = [http] if http is not None else application_http(callback_allow)
-    contracts = ContractClient(contract_http, clock)
+    contracts = ContractClient(parts.http, clock)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -239,8 +236,6 @@ def build_app(
             await notifier.close()
             if http is None:
                 await parts.http.aclose()
-                for client in contract_http:
-                    await client.aclose()
             if tracer_provider is None and provider is not None:
                 await asyncio.to_thread(provider.shutdown)  # flushes the spans still queued
             await db.close()

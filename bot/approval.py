@@ -184,13 +184,21 @@ class Closing:
     changes: Mapping[str, Any] | None = None  # more columns written with the status (a handoff's check)
 
 
+EXECUTE_GRACE = 5.0
+"""Seconds past an `execute` call's timeout before another attempt takes over its job."""
+
+
 @dataclass(frozen=True)
 class Closed:
-    """What `close` did: the record as it now stands, a refusal to raise, and whether it closed."""
+    """What `close` did: the record as it now stands, a refusal to raise, and whether it closed.
+
+    `execute` is the approved operation's `execute` job when `close` claimed it for the
+    caller (its first `execute` already counted as sent): the caller sends it at once."""
 
     record: Record
     refusal: CosignerError | None
     changed: bool
+    execute: jobs.Job | None = None
 
 
 def refused(decided_by: DecidedBy, exc: CosignerError, wanted: ApprovalStatus) -> Event:
@@ -210,8 +218,14 @@ def close(
     *,
     schema: str | None,
     callback_window: float,
+    send_execute: bool = False,
 ) -> Closed:
-    """The one step that writes `status`, run inside one write transaction."""
+    """The one step that writes `status`, run inside one write transaction.
+
+    With `send_execute` (the caller can send `execute` itself), approving an operation also
+    claims its `execute` job and counts the first `execute` as sent, in this transaction:
+    one write fewer per operation than claiming it afterwards, with the same guarantees (if
+    the caller dies before sending, the job's next attempt asks `status` first)."""
     rec = ledger.load(tx, approval_id, lock=True)
     if rec is None or (c.tenant is not None and rec.tenant != c.tenant):
         raise ApprovalNotFound(f"no approval {approval_id} for this caller")
@@ -252,14 +266,23 @@ def close(
     }
     if c.also is not None and to is c.to:
         events += c.also(tx, rec, now)
+    execute: jobs.Job | None = None
+    sends = send_execute and rec.operation is not None and to is ApprovalStatus.APPROVED
     if rec.operation is not None and to is ApprovalStatus.APPROVED:
         # The claim pending → executing is this same conditional UPDATE: one answer wins it.
-        changes["operation"], claim = operations.claimed(rec.operation)
-        events.append(claim)
+        if sends:
+            changes["operation"], claim_events = operations.claimed_and_sending(rec.operation, rec.id)
+            events += claim_events
+        else:
+            changes["operation"], claim = operations.claimed(rec.operation)
+            events.append(claim)
     rec = ledger.append(tx, rec, now, events, changes, only_pending=True)
-    queue_after_close(tx, rec, now, c.run_grant, callback_window)
+    if sends and rec.operation is not None:
+        lock = now + rec.operation.execute_timeout + EXECUTE_GRACE
+        execute = jobs.queue_claimed(tx, JobKind.EXECUTE, rec.id, now, now + callback_window, lock)
+    queue_after_close(tx, rec, now, c.run_grant, callback_window, queued_execution=execute is not None)
     ledger.notify_closed(tx, schema, rec.id)
-    return Closed(rec, refusal, True)
+    return Closed(rec, refusal, True, execute)
 
 
 # --- what a transition queues ---------------------------------------------------
@@ -280,10 +303,19 @@ def queue_execution(tx: Tx, approval_id: str, now: float, window: float) -> None
     jobs.queue(tx, JobKind.EXECUTE, approval_id, {}, now, now + window)
 
 
-def queue_after_close(tx: Tx, rec: Record, now: float, run_grant: str | None, callback_window: float) -> None:
+def queue_after_close(
+    tx: Tx,
+    rec: Record,
+    now: float,
+    run_grant: str | None,
+    callback_window: float,
+    *,
+    queued_execution: bool = False,
+) -> None:
     """The callback, the card update and the run grant a closed approval asks for; an
-    approved operation asks for its execution, and the rest once its outcome is stored."""
-    if rec.operation is not None and rec.status is ApprovalStatus.APPROVED:
+    approved operation asks for its execution (unless `queued_execution`: its job is
+    queued already), and the rest once its outcome is stored."""
+    if rec.operation is not None and rec.status is ApprovalStatus.APPROVED and not queued_execution:
         queue_execution(tx, rec.id, now, callback_window)
     if rec.callback_url and rec.settled:
         queue_callback(tx, rec.id, now, callback_window)

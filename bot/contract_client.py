@@ -9,16 +9,14 @@ wrong on the way (no answer, a timeout, a body that is not one of the protocol's
 
 from __future__ import annotations
 
-import itertools
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 
-import httpx
 from pydantic import BaseModel, ValidationError
 
 from bot.approval import new_id
-from bot.egress import AllowList, EgressRefused
-from bot.transport import CallbackTransport, Resolver, system_resolver
+from bot.egress import EgressRefused
+from bot.transport import Answer, Egress, EgressFailed, Unreached
 from contracts.enums import ErrorCode
 from contracts.grants import sign_callback
 from contracts.operations import (
@@ -35,25 +33,6 @@ from contracts.operations import (
 from contracts.operations import PrepareCall as PrepareCall
 
 USER_AGENT = "cosigner-contract/1"
-# Calls to applications are many and concurrent (one prepare and one execute per
-# operation). httpcore scans, and polls, every connection of a pool on each request, so
-# the connections are spread over several small pools, used in turn; each keeps its
-# connections for less time than an application server's usual idle timeout (uvicorn:
-# 5 s), so none is reused as it closes.
-SHARDS = 8
-LIMITS = httpx.Limits(max_connections=32, max_keepalive_connections=16, keepalive_expiry=4.0)
-
-
-def application_http(allow: AllowList, resolver: Resolver = system_resolver) -> list[httpx.AsyncClient]:
-    """The clients calls to applications leave through: the callbacks' checked, pinned egress."""
-    return [
-        httpx.AsyncClient(
-            transport=CallbackTransport(allow, resolver, limits=LIMITS),
-            follow_redirects=False,
-            trust_env=False,
-        )
-        for _ in range(SHARDS)
-    ]
 
 
 class ApplicationFailed(Exception):
@@ -83,16 +62,13 @@ class ContractClient:
     """Calls an operation's application; `environ` holds the signing secrets by variable name."""
 
     def __init__(
-        self,
-        http: httpx.AsyncClient | Sequence[httpx.AsyncClient],
-        clock: Callable[[], float],
-        environ: Mapping[str, str] | None = None,
+        self, http: Egress, clock: Callable[[], float], environ: Mapping[str, str] | None = None
     ) -> None:
-        self.pools = itertools.cycle([http] if isinstance(http, httpx.AsyncClient) else list(http))
+        self.http = http
         self.clock = clock
         self.environ = os.environ if environ is None else environ
 
-    async def _post(self, url: str, secret_env: str, call: BaseModel, seconds: float) -> httpx.Response:
+    async def _post(self, url: str, secret_env: str, call: BaseModel, seconds: float) -> Answer:
         secret = self.environ.get(secret_env)
         if not secret:
             raise ApplicationFailed(f"{secret_env} is not set; set the operation's signing secret")
@@ -104,15 +80,13 @@ class ContractClient:
             "User-Agent": USER_AGENT,
         }
         try:
-            return await next(self.pools).post(url, content=body, headers=headers, timeout=seconds)
+            return await self.http.post(url, content=body, headers=headers, timeout=seconds)
         except EgressRefused as exc:
             raise ApplicationFailed(f"the egress rules refuse {url}: {exc}") from None
-        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-            raise ApplicationFailed(f"cannot connect to the application ({type(exc).__name__})") from None
-        except httpx.HTTPError as exc:
-            raise ApplicationFailed(
-                f"no answer from the application ({type(exc).__name__})", lost=True
-            ) from None
+        except Unreached as exc:
+            raise ApplicationFailed(f"cannot connect to the application ({exc.reason})") from None
+        except EgressFailed as exc:
+            raise ApplicationFailed(f"no answer from the application ({exc.reason})", lost=True) from None
 
     async def prepare(self, url: str, secret_env: str, call: PrepareCall, seconds: float) -> Prepared:
         """The contract the application made of a request; `Rejected` with its safe message."""

@@ -52,6 +52,7 @@ from contracts.ports import DashboardRoute, Delivered, Placed, Route
 from contracts.wire import AdmitRequest, ApprovalRequest, DecisionRequest, ResultReport
 from storage import approvals as ledger
 from storage.database import Conflict, Database
+from storage.jobs import Job
 from storage.operations import OperationRecord
 from storage.records import Record, delivered_to_json
 from storage.sealing import TokenSeal
@@ -103,7 +104,9 @@ class Engine:
         # replica was lost; push is the normal path.
         self.recheck_seconds = RECHECK_SECONDS
         # Set by the job worker: carry out an approved operation now (`bot.execution`).
-        self.execute_now: Callable[[str], Coroutine[Any, Any, None]] | None = None
+        # Sends an approved operation's `execute` now: its job claimed by `close` already,
+        # or (None) claimed by the hook itself.
+        self.execute_now: Callable[[str, tuple[Job, Record] | None], Coroutine[Any, Any, None]] | None = None
         self.executing: set[asyncio.Task[None]] = set()
 
     @property
@@ -306,16 +309,17 @@ class Engine:
                 self.clock,
                 schema=self.db.schema,
                 callback_window=self.policy.defaults.callback_retry_window,
+                send_execute=self.execute_now is not None,
             )
         )
         self.tracing.after_close(closing, done, started)
         if done.changed:
-            self._closed(done.record)
+            self._closed(done.record, done.execute)
         if done.refusal is not None:
             raise done.refusal
         return done.record
 
-    def _closed(self, rec: Record) -> None:
+    def _closed(self, rec: Record, execute: Job | None = None) -> None:
         self.metrics.closed(rec.status.value, rec.created_at, rec.decided_at or self.clock())
         log.info(
             "approval closed", extra={"approval_id": rec.id, "tenant": rec.tenant, "status": rec.status.value}
@@ -324,16 +328,16 @@ class Engine:
             self.notifier.publish(rec.id, rec)
         if rec.callback_url or rec.delivered is not None:
             self.jobs_wakeup.set()
-        self._execute(rec)
+        self._execute(rec, execute)
 
-    def _execute(self, rec: Record) -> None:
+    def _execute(self, rec: Record, claimed: Job | None = None) -> None:
         # An approved operation is carried out at once; its job is the fallback.
         if rec.operation is None or rec.status is not ApprovalStatus.APPROVED:
             return
         if self.execute_now is None:
             self.jobs_wakeup.set()
             return
-        task = asyncio.create_task(self.execute_now(rec.id))
+        task = asyncio.create_task(self.execute_now(rec.id, None if claimed is None else (claimed, rec)))
         self.executing.add(task)
         task.add_done_callback(self.executing.discard)
 

@@ -16,7 +16,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
-from bot.approval import queue_callback, queue_card_update, queue_execution
+from bot.approval import EXECUTE_GRACE, queue_callback, queue_card_update, queue_execution
 from bot.contract_client import ApplicationFailed, ContractClient
 from bot.engine import Engine
 from bot.tracing import SpanName, outcome_type
@@ -39,7 +39,7 @@ from storage.records import Record, iso
 
 log = logging.getLogger("cosigner.jobs")
 
-GRACE = 5.0  # seconds past the execute timeout before a crashed attempt is taken over
+GRACE = EXECUTE_GRACE  # seconds past the execute timeout before a crashed attempt is taken over
 STATUS_TIMEOUT = 10.0
 
 Finish = Callable[[int], Awaitable[None]]
@@ -177,15 +177,19 @@ class Execution:
             return
         await self._settle(job, rec.id, outcome_of(final), AuditEvent.OUTCOME)
 
-    async def start(self, approval_id: str) -> None:
+    async def start(self, approval_id: str, claimed: tuple[Job, Record] | None = None) -> None:
         """Execute a just-approved operation now, if its job is not taken (the worker's
-        polling is the fallback, after a crash too)."""
-        now = self.engine.clock()
-        claimed = await self.engine.db.run_write(lambda tx: claim_to_send(tx, approval_id, now))
-        if claimed is None:
-            self.engine.jobs_wakeup.set()  # sent before, or taken: the worker's attempt decides
-            return
-        job, rec = claimed
+        polling is the fallback, after a crash too). `claimed` is its job and record when
+        the approving transaction claimed the job and counted this `execute` already."""
+        if claimed is not None:
+            job, rec = claimed
+        else:
+            now = self.engine.clock()
+            claimed = await self.engine.db.run_write(lambda tx: claim_to_send(tx, approval_id, now))
+            if claimed is None:
+                self.engine.jobs_wakeup.set()  # sent before, or taken: the worker's attempt decides
+                return
+            job, rec = claimed
         try:
             await self._send(job, rec)
         except Exception as exc:  # the job stays; its next attempt asks `status` first

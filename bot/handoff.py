@@ -20,14 +20,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import httpx
-
 from bot.approval import Closing, closed_error, new_id, refused, stored
 from bot.bodies import actor_of
 from bot.egress import EgressRefused
 from bot.policy import ToolRule
 from bot.redaction import redact
 from bot.tracing import SpanName, expect_outcome
+from bot.transport import Egress, EgressFailed
 from contracts.answers import PersonDecider, decider_from_json
 from contracts.enums import ApprovalStatus, AuditEvent, JobKind, SurfaceType
 from contracts.errors import AlreadyDecided, ApprovalNotFound, CosignerError
@@ -167,7 +166,7 @@ async def press_done(
     return claimed.record.card()
 
 
-async def verify(engine: Engine, http: httpx.AsyncClient, job: Job) -> None:
+async def verify(engine: Engine, http: Egress, job: Job) -> None:
     """The `verify` job: ask `expect` once and close the handoff completed or failed."""
     rec = await engine.record(job.approval_id)
     state = rec.handoff
@@ -198,7 +197,7 @@ def _same_claim(rec: Record, delivery: str | None) -> None:
 
 
 async def _ask(
-    engine: Engine, http: httpx.AsyncClient, rec: Record, state: HandoffState, delivery: str
+    engine: Engine, http: Egress, rec: Record, state: HandoffState, delivery: str
 ) -> tuple[ApprovalStatus, str | None, HandoffReceipt | None, dict[str, Any]]:
     """(status, detail, receipt, audit note) of one signed call to `expect`; fails closed."""
     note: dict[str, Any] = {"delivery": delivery, "status": None, "done": None, "error": None}
@@ -231,7 +230,10 @@ async def _ask(
             raise _Unverified(f"HTTP {response.status_code}")
         answer = ExpectAnswer.model_validate_json(response.content)
     except Exception as exc:
-        note["error"] = str(exc) if isinstance(exc, (_Unverified, EgressRefused)) else type(exc).__name__
+        if isinstance(exc, EgressFailed):
+            note["error"] = exc.reason
+        else:
+            note["error"] = str(exc) if isinstance(exc, (_Unverified, EgressRefused)) else type(exc).__name__
         return ApprovalStatus.FAILED, UNVERIFIED, None, note
     # The application's words go to the card, the agent and the record: a credential in them
     # is redacted like one in the agent's reason.

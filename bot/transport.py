@@ -1,12 +1,26 @@
-"""The HTTP transport callbacks leave through: it checks each target and connects to what it checked.
+"""The HTTP client requests to tenants and applications leave through: checked, then pinned.
 
-A check followed by an ordinary request would resolve the name twice, and a DNS server
-that answers a public address first and a private one second (DNS rebinding) would win.
-So the name is resolved once, in `PinnedBackend.connect_tcp`, every address is checked,
-and the socket is opened to those addresses. httpcore still starts TLS with the URL's
-host name, so SNI and certificate verification are for the name, not the address. A
-connection kept alive for the same host (5 s idle at most) is reused without a new lookup:
-it already goes to a checked address.
+Callbacks, a handoff's `expect` check and an operation's `prepare`/`execute`/`status` all
+go to a URL that someone other than the operator chose, from inside the operator's
+network. So every request is checked first (`bot.egress.check_url`: scheme and literal
+address), and a host name is resolved once, by `PinnedResolver`: every address it
+resolves to is checked, and aiohttp opens the socket to exactly those addresses. A check
+followed by an ordinary request would resolve the name twice, and a DNS server that
+answers a public address first and a private one second (DNS rebinding) would win. TLS
+still starts with the URL's host name, so SNI and certificate verification are for the
+name, not the address. A kept-alive connection (4 s idle at most, under the usual 5 s of
+application servers) is reused without a new lookup: it already goes to a checked
+address; resolved answers are kept 10 s, and only checked answers are kept.
+
+aiohttp rather than httpx here: these calls are many and concurrent (a callback per
+decision, a `prepare` and an `execute` per operation), and on this path httpx with
+httpcore's pool cost about ten times the CPU per request of aiohttp's connector
+(bench/contract_trips.py; docs/performance.md). Redirects are never followed, proxies
+from the environment are not used, cookies are not kept.
+
+`Egress.post` answers an `Answer` (status and body) or raises `EgressRefused` (the rules
+refuse the target), `Unreached` (no connection was made: the request cannot have arrived)
+or `Lost` (the request may have arrived; its answer did not come).
 """
 
 from __future__ import annotations
@@ -14,27 +28,24 @@ from __future__ import annotations
 import asyncio
 import socket
 import ssl
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from ipaddress import ip_address
 
-import httpcore
-import httpx
+import aiohttp
+from aiohttp.abc import AbstractResolver, ResolveResult
 
-from bot.egress import (
-    AllowList,
-    EgressRefused,
-    IPAddress,
-    check_addresses,
-    check_url,
-    parse_host,
-    unmapped,
-)
-
-LIMITS = httpx.Limits(max_connections=100, max_keepalive_connections=20, keepalive_expiry=5.0)
-"""httpx's default connection limits, stated here because the pool is built here."""
+from bot.egress import AllowList, EgressRefused, IPAddress, check_addresses, check_url, unmapped
 
 Resolver = Callable[[str, int], Awaitable[Sequence[str]]]
 """Resolve (host, port) to IP address strings."""
+
+MAX_CONNECTIONS = 100
+"""Connections open at once, to all targets together; more requests wait for one."""
+KEEPALIVE_SECONDS = 4.0
+"""How long an idle connection is kept: less than an application server's usual 5 s."""
+DNS_CACHE_SECONDS = 10
+"""How long a checked answer for a host name is reused."""
 
 
 async def system_resolver(host: str, port: int) -> list[str]:
@@ -43,107 +54,151 @@ async def system_resolver(host: str, port: int) -> list[str]:
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
 
 
-class PinnedBackend(httpcore.AsyncNetworkBackend):
-    """Resolves a host once, refuses it unless every address is allowed, connects to those."""
+async def checked_addresses(host: str, port: int, allow: AllowList, resolver: Resolver) -> list[IPAddress]:
+    """The addresses `host` resolves to, each checked; `EgressRefused` if any is not allowed."""
+    answers = await resolver(host, port)
+    try:
+        found = [unmapped(ip_address(answer)) for answer in answers]
+    except ValueError:
+        raise EgressRefused(f"{host} resolved to something that is not an IP address") from None
+    if not found:
+        raise OSError(f"{host} has no address")
+    check_addresses(host, found, allow)
+    return found
 
-    def __init__(
-        self,
-        allow: AllowList,
-        resolver: Resolver = system_resolver,
-        inner: httpcore.AsyncNetworkBackend | None = None,
-    ) -> None:
+
+class PinnedResolver(AbstractResolver):
+    """aiohttp's resolver: one lookup, every address checked, only those addresses returned."""
+
+    def __init__(self, allow: AllowList, resolver: Resolver = system_resolver) -> None:
         self.allow = allow
         self.resolver = resolver
-        self.inner = inner or httpcore.AnyIOBackend()
 
-    async def addresses(self, host: str, port: int, limit: float | None) -> list[IPAddress]:
-        """The checked addresses of `host`; `EgressRefused` if any is not allowed."""
-        literal = parse_host(host)
-        if literal is not None:
-            check_addresses(host, [literal], self.allow)
-            return [literal]
-        try:
-            async with asyncio.timeout(limit):
-                answers = await self.resolver(host, port)
-        except TimeoutError:
-            raise httpcore.ConnectTimeout(f"resolving {host} timed out") from None
-        except OSError as exc:
-            raise httpcore.ConnectError(f"cannot resolve {host}") from exc
-        try:
-            found = [unmapped(ip_address(answer)) for answer in answers]
-        except ValueError:
-            raise EgressRefused(f"{host} resolved to something that is not an IP address") from None
-        if not found:
-            raise httpcore.ConnectError(f"{host} has no address")
-        check_addresses(host, found, self.allow)
-        return found
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        """The checked addresses of `host`, as aiohttp connects to them."""
+        return [
+            ResolveResult(
+                hostname=host,
+                host=str(ip),
+                port=port,
+                family=socket.AF_INET6 if ip.version == 6 else socket.AF_INET,
+                proto=0,
+                flags=socket.AI_NUMERICHOST,
+            )
+            for ip in await checked_addresses(host, port, self.allow, self.resolver)
+        ]
 
-    async def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,  # noqa: ASYNC109 (httpcore's interface)
-        local_address: str | None = None,
-        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        """Connect to the first checked address of `host` that answers."""
-        failure: Exception = httpcore.ConnectError(f"cannot connect to {host}")
-        for ip in await self.addresses(host, port, timeout):
-            try:
-                return await self.inner.connect_tcp(str(ip), port, timeout, local_address, socket_options)
-            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
-                failure = exc
-        raise failure
-
-    async def connect_unix_socket(
-        self,
-        path: str,
-        timeout: float | None = None,  # noqa: ASYNC109 (httpcore's interface)
-        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        """Never: a callback goes to a network address."""
-        raise EgressRefused("callbacks are not sent to Unix sockets")
-
-    async def sleep(self, seconds: float) -> None:
-        """Sleep as the inner backend does."""
-        await self.inner.sleep(seconds)
+    async def close(self) -> None:
+        """Nothing to release."""
 
 
-class CallbackTransport(httpx.AsyncHTTPTransport):
-    """httpx's transport with the URL checked first and every connection made by `PinnedBackend`."""
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What the target answered: its HTTP status and body."""
+
+    status_code: int
+    content: bytes
+
+
+class EgressFailed(Exception):
+    """No answer came; `reason` names what happened (aiohttp's error class), never a secret."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Unreached(EgressFailed):
+    """No connection could be made (refused, unresolvable, a bad certificate, connect timeout)."""
+
+
+class Lost(EgressFailed):
+    """The request may have reached the target, but no complete answer came back."""
+
+
+class Egress:
+    """The checked, pinned client; its aiohttp session is made in the loop that first uses it."""
 
     def __init__(
         self,
         allow: AllowList,
         resolver: Resolver = system_resolver,
         verify: ssl.SSLContext | bool = True,
-        limits: httpx.Limits = LIMITS,
     ) -> None:
-        ssl_context = httpx.create_ssl_context(verify=verify)
-        super().__init__(verify=ssl_context, limits=limits)
         self.allow = allow
-        # httpx 0.28 takes no network backend, so the pool it built is replaced by one with
-        # the same settings that connects through ours. Refuse to run if that pool moved.
-        if not isinstance(getattr(self, "_pool", None), httpcore.AsyncConnectionPool):
-            raise RuntimeError("this httpx version keeps no _pool; callbacks cannot be pinned")
-        self._pool = httpcore.AsyncConnectionPool(
-            ssl_context=ssl_context,
-            max_connections=limits.max_connections,
-            max_keepalive_connections=limits.max_keepalive_connections,
-            keepalive_expiry=limits.keepalive_expiry,
-            network_backend=PinnedBackend(allow, resolver),
+        self.resolver = resolver
+        self.ssl: ssl.SSLContext = (
+            verify if isinstance(verify, ssl.SSLContext) else ssl.create_default_context()
         )
+        if verify is False:
+            self.ssl.check_hostname = False
+            self.ssl.verify_mode = ssl.CERT_NONE
+        self._session: aiohttp.ClientSession | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        """Refuse a refused scheme or literal address before any connection is made."""
-        check_url(str(request.url), self.allow)
-        return await super().handle_async_request(request)
+    def _client(self) -> aiohttp.ClientSession:
+        loop = asyncio.get_running_loop()
+        if self._session is None or self._session.closed or self._loop is not loop:
+            connector = aiohttp.TCPConnector(
+                resolver=PinnedResolver(self.allow, self.resolver),
+                ssl=self.ssl,
+                limit=MAX_CONNECTIONS,
+                keepalive_timeout=KEEPALIVE_SECONDS,
+                ttl_dns_cache=DNS_CACHE_SECONDS,
+            )
+            self._session = aiohttp.ClientSession(
+                connector=connector,
+                cookie_jar=aiohttp.DummyCookieJar(),
+                trust_env=False,
+                auto_decompress=False,
+                skip_auto_headers=("Accept-Encoding",),
+            )
+            self._loop = loop
+        return self._session
+
+    async def post(
+        self,
+        url: str,
+        *,
+        content: bytes,
+        headers: Mapping[str, str] | None = None,
+        timeout: float = 10.0,  # noqa: ASYNC109 (a per-request limit, as in httpx)
+    ) -> Answer:
+        """POST `content` to `url` once (never redirected) and read the whole answer."""
+        check_url(url, self.allow)
+        try:
+            async with self._client().post(
+                url,
+                data=content,
+                headers=dict(headers or {}),
+                allow_redirects=False,
+                timeout=aiohttp.ClientTimeout(total=timeout),
+            ) as response:
+                return Answer(response.status, await response.read())
+        except EgressRefused:
+            raise
+        except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError, aiohttp.InvalidURL) as exc:
+            raise Unreached(type(exc).__name__) from None
+        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            raise Lost(type(exc).__name__) from None
+
+    async def aclose(self) -> None:
+        """Close the open connections."""
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def __aenter__(self) -> Egress:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
 
 def callback_client(
     allow: AllowList, resolver: Resolver = system_resolver, verify: ssl.SSLContext | bool = True
-) -> httpx.AsyncClient:
-    """The client callbacks are sent with: checked, pinned, no redirects, no proxy from the environment."""
-    return httpx.AsyncClient(
-        transport=CallbackTransport(allow, resolver, verify), follow_redirects=False, trust_env=False
-    )
+) -> Egress:
+    """The client callbacks, `expect` checks and operation calls are sent with."""
+    return Egress(allow, resolver, verify)

@@ -11,8 +11,6 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 
-import httpx
-
 from bot import handoff
 from bot.contract_client import ContractClient
 from bot.egress import EgressRefused
@@ -20,6 +18,7 @@ from bot.engine import Engine
 from bot.execution import Execution
 from bot.grants import callback_secret
 from bot.tracing import SpanName, delivery_outcome, http_outcome
+from bot.transport import Egress, EgressFailed
 from contracts.enums import AuditEvent, ErrorCode, JobKind
 from contracts.errors import CosignerError, SurfaceUnavailable
 from contracts.grants import sign_callback
@@ -45,7 +44,7 @@ class JobWorker:
         self,
         engine: Engine,
         surfaces: Mapping[str, SurfaceAdapter],
-        http: httpx.AsyncClient,
+        http: Egress,
         secret: str,
         contracts: ContractClient | None = None,
     ) -> None:
@@ -194,8 +193,8 @@ class JobWorker:
         except EgressRefused as exc:
             await self._refuse(job, rec.id, payload["delivery"], str(exc))
             return
-        except httpx.HTTPError as exc:
-            error = type(exc).__name__
+        except EgressFailed as exc:
+            error = exc.reason
         ok = status is not None and 200 <= status < 300
         await self.engine.note(
             rec.id,

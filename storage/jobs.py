@@ -52,6 +52,27 @@ def queue(
     )
 
 
+def queue_claimed(
+    tx: Tx, kind: JobKind, approval_id: str, due: float, deadline: float, locked_until: float
+) -> Job:
+    """Add a job already claimed by its caller (its first attempt counted), in the caller's
+    transaction: the caller runs it at once, and the worker takes it over after
+    `locked_until` only if that attempt never finished it."""
+    row = tx.execute(
+        _INSERT.returning(jobs.c.id),
+        {
+            "kind": kind.value,
+            "approval_id": approval_id,
+            "payload": "{}",
+            "due_at": due,
+            "deadline_at": deadline,
+            "attempts": 1,
+            "locked_until": locked_until,
+        },
+    ).one()
+    return Job(id=row.id, kind=kind, approval_id=approval_id, payload={}, attempts=1, deadline_at=deadline)
+
+
 def claim(tx: Tx, now: float, lock_seconds: float, batch: int) -> list[Job]:
     """Lock up to `batch` due jobs for `lock_seconds` and count the attempt."""
     due = (

@@ -73,6 +73,13 @@ def claimed(op: OperationRecord) -> tuple[str, Event]:
     )
 
 
+def claimed_and_sending(op: OperationRecord, attempt_key: str) -> tuple[str, list[Event]]:
+    """`claimed` and the first `sending` in one step: the approving replica sends at once."""
+    _, claim = claimed(op)
+    column, sent = sending(replace(op, state=OperationState.EXECUTING), attempt_key)
+    return column, [claim, sent]
+
+
 def sending(op: OperationRecord, attempt_key: str) -> tuple[str, Event]:
     """Count an `execute` about to leave: a later attempt must ask `status` first."""
     return (

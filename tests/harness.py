@@ -310,11 +310,16 @@ async def press(
     return await send_signed(client, "/slack/events", payload, secret=secret)
 
 
+DROP: tuple[int, Mapping[str, str]] = (0, {})
+"""A `CallbackReceiver` answer: read the request, then close the connection without answering."""
+
+
 class CallbackReceiver:
     """A loopback HTTP (or HTTPS) server that records every POST and answers from a script.
 
-    `answers` are (status, headers) pairs used in order, then 200 for ever. `host` is the
-    name put in `url` (it must lead to `bind`, e.g. through an injected resolver).
+    `answers` are (status, headers) pairs used in order (`DROP` closes without answering),
+    then 200 for ever. `host` is the name put in `url` (it must lead to `bind`, e.g.
+    through an injected resolver).
     """
 
     def __init__(
@@ -344,6 +349,9 @@ class CallbackReceiver:
                         }
                     )
                     status, headers = script.pop(0) if script else (200, {})
+                if status == DROP[0]:
+                    self.close_connection = True  # closed without an answer
+                    return
                 self.send_response(status)
                 for name, value in headers.items():
                     self.send_header(name, value)

@@ -8,13 +8,12 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-import httpx
 import pytest
 import sqlalchemy as sa
 import trustme
 
 from bot.egress import EgressRefused, parse_allow_list
-from bot.transport import callback_client
+from bot.transport import Unreached, callback_client
 from storage.tables import jobs
 from tests.harness import CallbackReceiver, Harness, cosigner_app, until_async
 
@@ -208,7 +207,7 @@ async def test_a_certificate_for_another_name_is_refused() -> None:
         async with callback_client(
             parse_allow_list("127.0.0.1"), Resolver(["127.0.0.1"]), verify=trust
         ) as http:
-            with pytest.raises(httpx.ConnectError):
+            with pytest.raises(Unreached, match="Certificate"):
                 await http.post(receiver.url, content=b"{}")
         assert receiver.snapshot() == []
 

@@ -8,9 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import httpx
 import pytest
-import respx
 import sqlalchemy as sa
 
 from bot.grants import callback_secret
@@ -18,7 +16,9 @@ from contracts.grants import verify_callback
 from storage.database import Database
 from storage.tables import audit_events, jobs
 from tests.harness import (
+    DROP,
     TEST_SECRET,
+    CallbackReceiver,
     Harness,
     ManualClock,
     cosigner_app,
@@ -28,9 +28,9 @@ from tests.harness import (
     until_async,
 )
 
-# respx replaces httpcore's connection pool, so these tests reach neither DNS nor the
-# address check; tests/bot/test_callback_egress.py covers those with real sockets.
-CALLBACK = "https://agent.example/cosigner"
+# Callbacks go to a real HTTP server on loopback, which the egress rules open with
+# LOOPBACK; tests/bot/test_callback_egress.py covers name resolution and the address checks.
+LOOPBACK = "127.0.0.0/8"
 
 
 def call(call_id: str = "c1", **extra: Any) -> dict[str, Any]:
@@ -166,13 +166,17 @@ async def test_two_replicas_agree_on_one_decision_and_wake_each_others_long_poll
     not postgres_url(), reason="replicas need PostgreSQL: set COSIGNER_TEST_POSTGRES_URL (.ci/run does)"
 )
 async def test_two_replicas_expire_once_and_deliver_each_callback_attempt_once() -> None:
-    with respx.mock(assert_all_called=False) as mock:
-        route = mock.post(CALLBACK).mock(return_value=httpx.Response(204))
-        async with two_replicas() as (a, b):
+    with CallbackReceiver(answers=[(204, {})] * 10) as receiver:
+        async with two_replicas(callback_allow=LOOPBACK) as (a, b):
             key = await a.create_tenant("acme")
             ids = [
                 await create(
-                    a, key, call_id=f"e{i}", executionId=f"run_{i}", timeoutSeconds=1, callbackUrl=CALLBACK
+                    a,
+                    key,
+                    call_id=f"e{i}",
+                    executionId=f"run_{i}",
+                    timeoutSeconds=1,
+                    callbackUrl=receiver.url,
                 )
                 for i in range(10)
             ]
@@ -181,10 +185,10 @@ async def test_two_replicas_expire_once_and_deliver_each_callback_attempt_once()
             await asyncio.gather(
                 a.engine.expire_due(), b.engine.expire_due(), a.engine.expire_due(), b.engine.expire_due()
             )
-            await until(lambda: route.call_count >= 10, seconds=30)
+            await until(lambda: len(receiver.snapshot()) >= 10, seconds=30)
 
             # Once no job is left unfinished neither worker has anything to send, so a second
-            # delivery of any attempt would already be in `route.calls`.
+            # delivery of any attempt would already be in `receiver.snapshot()`.
             async def all_jobs_finished() -> bool:
                 async with a.parts.db.read() as conn:
                     open_jobs = await conn.execute(
@@ -204,25 +208,23 @@ async def test_two_replicas_expire_once_and_deliver_each_callback_attempt_once()
                     .all()
                 )
         assert sorted(expired) == sorted(ids)
-        delivered = [c.request.headers["Cosigner-Delivery"] for c in route.calls]
+        delivered = [c["delivery"] for c in receiver.snapshot()]
         assert len(delivered) == 10 and len(set(delivered)) == 10
 
 
 async def test_callbacks_are_signed_retried_and_audited(db_kind: str) -> None:
-    with respx.mock(assert_all_called=False) as mock:
-        route = mock.post(CALLBACK).mock(
-            side_effect=[httpx.Response(500), httpx.ConnectError("down"), httpx.Response(200)]
-        )
-        async with cosigner_app(database_kind=db_kind) as h:
+    # The second attempt's connection is closed without an answer.
+    with CallbackReceiver(answers=[(500, {}), DROP, (200, {})]) as receiver:
+        async with cosigner_app(database_kind=db_kind, callback_allow=LOOPBACK) as h:
             key = await h.create_tenant("acme")
-            aid = await create(h, key, callbackUrl=CALLBACK)
+            aid = await create(h, key, callbackUrl=receiver.url)
             await h.client.post(
                 f"/v1/approvals/{aid}/decision",
                 headers=h.auth(key),
                 json={"decision": "approve", "userId": "u_1"},
             )
             # backoff between attempts is on the app's clock: move it on until all three ran
-            await h.advance_until(lambda: route.call_count >= 3)
+            await h.advance_until(lambda: len(receiver.snapshot()) >= 3)
 
             async def attempts_recorded() -> list[Any]:
                 r = await h.client.get(f"/v1/approvals/{aid}/audit", headers=h.auth(key))
@@ -230,44 +232,40 @@ async def test_callbacks_are_signed_retried_and_audited(db_kind: str) -> None:
                 return events if sum(e["event"] == "callback_attempt" for e in events) == 3 else []
 
             audit = await until_async(attempts_recorded)
-        assert route.call_count == 3
-        last = route.calls[-1].request
-        body = last.content
-        assert verify_callback(callback_secret(TEST_SECRET, "acme"), last.headers["Cosigner-Signature"], body)
-        assert not verify_callback(
-            callback_secret(TEST_SECRET, "globex"), last.headers["Cosigner-Signature"], body
-        )
+        calls = receiver.snapshot()
+        assert len(calls) == 3
+        body = calls[-1]["body"]
+        assert verify_callback(callback_secret(TEST_SECRET, "acme"), calls[-1]["signature"], body)
+        assert not verify_callback(callback_secret(TEST_SECRET, "globex"), calls[-1]["signature"], body)
         decision = json.loads(body)
         assert decision["approvalId"] == aid and decision["status"] == "approved"
         assert "hunter2" not in body.decode()
-        ids = {c.request.headers["Cosigner-Delivery"] for c in route.calls}
+        ids = {c["delivery"] for c in calls}
         assert len(ids) == 1, "one delivery id across its retries"
         attempts = [e for e in audit if e["event"] == "callback_attempt"]
         assert [a["data"]["status"] for a in attempts] == [500, None, 200]
-        assert attempts[1]["data"]["error"] == "ConnectError"
+        assert attempts[1]["data"]["error"] == "ServerDisconnectedError"
 
 
 async def test_restart_expires_what_expired_while_down_and_delivers_the_outbox(db_kind: str) -> None:
     async with database(db_kind) as db:
-        with respx.mock(assert_all_called=False) as mock:
-            route = mock.post(CALLBACK).mock(return_value=httpx.Response(503))
+        with CallbackReceiver() as receiver:
             clock = ManualClock()
-            async with cosigner_app(db=db, run_workers=False, clock=clock) as h:
+            async with cosigner_app(db=db, run_workers=False, clock=clock, callback_allow=LOOPBACK) as h:
                 key = await h.create_tenant("acme")
-                decided = await create(h, key, call_id="d1", callbackUrl=CALLBACK)
+                decided = await create(h, key, call_id="d1", callbackUrl=receiver.url)
                 await h.client.post(
                     f"/v1/approvals/{decided}/decision",
                     headers=h.auth(key),
                     json={"decision": "deny", "userId": "u_1"},
                 )
-                doomed = await create(h, key, call_id="d2", timeoutSeconds=1, callbackUrl=CALLBACK)
+                doomed = await create(h, key, call_id="d2", timeoutSeconds=1, callbackUrl=receiver.url)
             # the server is down: nothing delivered the callback, nothing expired d2
-            assert route.call_count == 0
+            assert receiver.snapshot() == []
             clock.advance(1.2)
-            route.mock(return_value=httpx.Response(200))
             reopened = Database(db.url, schema=db.schema)
-            async with cosigner_app(db=reopened, clock=clock) as h2:
-                await until(lambda: route.call_count >= 2)
+            async with cosigner_app(db=reopened, clock=clock, callback_allow=LOOPBACK) as h2:
+                await until(lambda: len(receiver.snapshot()) >= 2)
                 state = (await h2.client.get(f"/v1/approvals/{doomed}", headers=h2.auth(key))).json()
 
                 async def outbox_empty() -> bool:
@@ -280,20 +278,21 @@ async def test_restart_expires_what_expired_while_down_and_delivers_the_outbox(d
                 await until_async(outbox_empty)
         assert state["status"] == "expired"
         bodies = sorted(
-            (json.loads(c.request.content)["approvalId"], json.loads(c.request.content)["status"])
-            for c in route.calls
+            (json.loads(c["body"])["approvalId"], json.loads(c["body"])["status"])
+            for c in receiver.snapshot()
         )
         assert bodies == sorted([(decided, "denied"), (doomed, "expired")])
 
 
 async def test_policy_decisions_also_call_back(db_kind: str) -> None:
-    with respx.mock(assert_all_called=False) as mock:
-        route = mock.post(CALLBACK).mock(return_value=httpx.Response(200))
-        async with cosigner_app(database_kind=db_kind) as h:
+    with CallbackReceiver() as receiver:
+        async with cosigner_app(database_kind=db_kind, callback_allow=LOOPBACK) as h:
             key = await h.create_tenant("acme")
             r = await h.client.post(
-                "/v1/approvals", headers=h.auth(key), json=call(toolName="lookup_order", callbackUrl=CALLBACK)
+                "/v1/approvals",
+                headers=h.auth(key),
+                json=call(toolName="lookup_order", callbackUrl=receiver.url),
             )
             assert r.status_code == 200
-            await until(lambda: route.call_count >= 1)
-        assert json.loads(route.calls[0].request.content)["decidedBy"]["kind"] == "policy"
+            await until(lambda: len(receiver.snapshot()) >= 1)
+        assert json.loads(receiver.snapshot()[0]["body"])["decidedBy"]["kind"] == "policy"

@@ -136,3 +136,29 @@ async def _settled(h: Harness, key: str, aid: str) -> None:
         return found is not None and found["type"] != "needs_reconciliation"
 
     await until_async(final)
+
+
+async def test_the_approval_counts_its_execute_so_a_sender_lost_before_sending_is_covered_by_status(
+    db_kind: str,
+) -> None:
+    # Approving claims the `execute` job and counts the first `execute` as sent in the
+    # approval's own transaction. Here the replica that approved never sends it (it died
+    # between its commit and the call): the job is taken over once its hold ends, and since
+    # an `execute` may have left, the next attempt asks `status` before sending one.
+    with contract_application() as app:
+        async with cosigner_app(policy_for(app.url), database_kind=db_kind, callback_allow=ALLOW) as h:
+
+            async def died_before_sending(approval_id: str, claimed: object = None) -> None:
+                return None
+
+            h.parts.engine.execute_now = died_before_sending
+            key = await h.create_tenant("acme")
+            aid = await started(h, key)
+            kinds = [e["event"] for e in await events(h, key, aid)]
+            assert kinds[-3:] == ["approved", "claimed", "execute_sent"]
+            assert app.shop.calls["execute"] == 0
+            await h.advance_until(lambda: app.shop.calls["execute"] >= 1, step=5.0)
+            await _settled(h, key, aid)
+            assert app.shop.calls["status"] == 1, "asked what became of the counted execute first"
+            assert app.shop.calls["execute"] == 1 and app.shop.refunds == 1
+            assert (await outcome(h, key, aid))["type"] == "succeeded"

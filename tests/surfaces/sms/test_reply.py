@@ -11,9 +11,7 @@ from hypothesis import strategies as st
 from contracts.enums import Verdict
 from surfaces.sms.reply import Reply, is_help, is_opt_in, is_opt_out, parse_reply
 
-EXACT = re.compile(
-    r"[ \t\r\n]*(yes|no|never|done)([ \t]+[0-9]{1,8})?[ \t\r\n]*", re.IGNORECASE | re.ASCII
-)
+EXACT = re.compile(r"[ \t\r\n]*(yes|no|never|done)([ \t]+[0-9]{1,8})?[ \t\r\n]*", re.IGNORECASE | re.ASCII)
 WORDS = {"YES": Verdict.APPROVE, "NO": Verdict.DENY, "NEVER": Verdict.ALWAYS_DENY, "DONE": Verdict.DONE}
 
 
