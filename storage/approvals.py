@@ -109,13 +109,33 @@ def append(
     """
     rows, seq, head = chain_rows(rec.id, rec.tenant, rec.audit_seq, rec.audit_head, now, events)
     values = {**(changes or {}), "audit_seq": seq, "audit_head": head}
-    where = [approvals.c.id == rec.id, approvals.c.audit_seq == rec.audit_seq]
-    if only_pending:
-        where.append(approvals.c.status == "pending")
-    if tx.execute(approvals.update().where(*where).values(**values)).rowcount != 1:
+    params = {f"set_{k}": v for k, v in values.items()}
+    params |= {"where_id": rec.id, "where_seq": rec.audit_seq}
+    if tx.execute(_update(tuple(values), only_pending), params).rowcount != 1:
         raise AlreadyDecided(f"approval {rec.id} changed while recording; it is closed")
     tx.execute(_INSERT_EVENTS, rows)
     return rec.replace(**{k: v for k, v in values.items()})
+
+
+# The conditional UPDATEs `append` runs, one per set of columns, built once with bound
+# parameters: a statement object built per call costs more than running it (SQLAlchemy
+# derives its cache key from the structure each time). The column sets are the few that
+# the code writes, so this stays small.
+_UPDATES: dict[tuple[tuple[str, ...], bool], sa.Update] = {}
+
+
+def _update(columns: tuple[str, ...], only_pending: bool) -> sa.Update:
+    stmt = _UPDATES.get((columns, only_pending))
+    if stmt is None:
+        where = [
+            approvals.c.id == sa.bindparam("where_id"),
+            approvals.c.audit_seq == sa.bindparam("where_seq"),
+        ]
+        if only_pending:
+            where.append(approvals.c.status == "pending")
+        stmt = approvals.update().where(*where).values({c: sa.bindparam(f"set_{c}") for c in columns})
+        _UPDATES[(columns, only_pending)] = stmt
+    return stmt
 
 
 def insert_ignore(tx: Tx, table: sa.Table, values: Mapping[str, Any]) -> bool:

@@ -9,7 +9,7 @@ conditional UPDATEs: `claimed` when the approval closes approved, `sent` before 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from contracts.enums import AuditEvent, OperationState
@@ -43,7 +43,9 @@ class OperationRecord:
 
     def to_json(self) -> str:
         """The column's JSON text."""
-        return json.dumps(asdict(self), separators=(",", ":"))
+        # Field by field, not dataclasses.asdict: that deep-copies the arguments and preview
+        # before json.dumps walks them anyway (the same text, at a fraction of the cost).
+        return json.dumps({name: getattr(self, name) for name in _FIELDS}, separators=(",", ":"))
 
     @property
     def preview_model(self) -> Preview:
@@ -54,6 +56,9 @@ class OperationRecord:
     def outcome_model(self) -> OperationOutcome | None:
         """The stored outcome as its wire model, once there is one."""
         return None if self.outcome is None else OperationOutcome.model_validate(self.outcome, strict=False)
+
+
+_FIELDS = tuple(f.name for f in fields(OperationRecord))
 
 
 def prepared_event(op: OperationRecord) -> Event:

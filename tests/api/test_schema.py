@@ -231,19 +231,20 @@ async def test_a_wrong_method_names_the_allowed_ones() -> None:
         assert r.json()["error"]["code"] == "INVALID_REQUEST"
 
 
-def test_the_schema_states_the_callback_url_schemes_the_api_accepts() -> None:
+@pytest.mark.parametrize("model", ["ApprovalRequest", "OperationRequest"])
+def test_the_schema_states_the_callback_url_schemes_the_api_accepts(model: str) -> None:
     from bot.openapi import openapi
-    from contracts.wire import ApprovalRequest
+    from contracts import wire
 
     doc = openapi()
-    schema = Conformance(doc).validator("/components/schemas/ApprovalRequest/properties/callbackUrl")
-    body = {
-        "executionId": "r",
-        "toolCallId": "c",
-        "toolName": "t",
-        "parameters": {},
-        "surface": {"type": "api"},
-    }
+    schema = Conformance(doc).validator(f"/components/schemas/{model}/properties/callbackUrl")
+    body: dict[str, Any] = {"executionId": "r", "toolCallId": "c", "surface": {"type": "api"}}
+    body |= (
+        {"toolName": "t", "parameters": {}}
+        if model == "ApprovalRequest"
+        else {"operation": "o", "request": {}}
+    )
+    request = getattr(wire, model)
     for url, accepted in [
         ("https://agent.example.com/cb", True),
         ("HTTP://agent.example.com:8080/cb?x=1", True),
@@ -254,7 +255,7 @@ def test_the_schema_states_the_callback_url_schemes_the_api_accepts() -> None:
     ]:
         assert schema.is_valid(url) is accepted, url
         try:
-            ApprovalRequest.model_validate({**body, "callbackUrl": url})
+            request.model_validate({**body, "callbackUrl": url})
         except ValueError:
             assert not accepted, url
         else:

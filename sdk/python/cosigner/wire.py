@@ -159,7 +159,7 @@ class OperationRequest(Wire):
     reason: FreeText | None = Field(default=None, max_length=2000)
     surface: Surface
     timeoutSeconds: int | None = Field(default=None, ge=1, le=7 * 24 * 3600)
-    callbackUrl: HttpUrl | None = None
+    callbackUrl: CallbackUrl | None = None
 
 
 class AdmitRequest(Wire):
