@@ -18,11 +18,14 @@ import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 import httpx
 import uvicorn
 from starlette.applications import Starlette
-from starlette.routing import BaseRoute, Mount
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
 
 from bot.app import build_app, parts_of
 from bot.egress import LOOPBACK_ALLOW
@@ -50,6 +53,7 @@ ORDERS_SECRET = "cosigner-dev-demo-orders-secret"
 POLICY_ORIGIN = "http://127.0.0.1:8000"  # the sample policy's operation url, moved to the real port
 EXPECT_SECRET_ENV = "APP_EXPECT_SECRET"  # [tools.publish_changes.handoff] in sandbox_policy.toml
 DEV_EXPECT_SECRET = "cosigner-dev-expect-secret"
+EXPECT_APP = Path(__file__).resolve().parents[1] / "examples" / "expect_app.py"
 KEY_FILE = "demo.key"
 CALLBACK_SECRET_FILE = "demo.callback-secret"
 
@@ -69,22 +73,46 @@ class Sandbox:
     served: asyncio.Task[None]
 
 
-def demo_orders(public_url: str) -> tuple[Policy, list[BaseRoute]]:
-    """The sample policy with its operation pointed at this sandbox, and the demo orders
-    application (examples/contract_app.py) mounted where it points, when the file is there."""
+def _example(name: str, path: Path) -> ModuleType:
+    """An example application's module, loaded once by file path (examples/ is no package)."""
+    module = sys.modules.get(name)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # its dataclasses look their module up
+        spec.loader.exec_module(module)
+    return module
+
+
+def demo_applications(public_url: str) -> tuple[Policy, list[BaseRoute]]:
+    """The sample policy with its operation and its handoff's `expect` pointed at this
+    sandbox, and the demo applications mounted where they point, when the files are there:
+    the orders application (examples/contract_app.py) under /demo-orders, the publishing
+    application (examples/expect_app.py) under /demo-expect, with
+    `POST /demo-expect/publish/{changeId}` standing for the person publishing a change."""
     os.environ.setdefault(ORDERS_SECRET_ENV, ORDERS_SECRET)
     text = POLICY_FILE.read_text(encoding="utf-8").replace(POLICY_ORIGIN, public_url)
     policy = load_policy(text, source=str(POLICY_FILE))
-    if not ORDERS_APP.is_file():
-        return policy, []
-    module = sys.modules.get("contract_app")
-    if module is None:
-        spec = importlib.util.spec_from_file_location("contract_app", ORDERS_APP)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["contract_app"] = module  # its dataclasses look their module up
-        spec.loader.exec_module(module)
-    return policy, [Mount("/demo-orders", app=module.build(os.environ[ORDERS_SECRET_ENV]))]
+    routes: list[BaseRoute] = []
+    if ORDERS_APP.is_file():
+        orders = _example("contract_app", ORDERS_APP)
+        routes.append(Mount("/demo-orders", app=orders.build(os.environ[ORDERS_SECRET_ENV])))
+    if EXPECT_APP.is_file():
+        expect = _example("expect_app", EXPECT_APP).ExpectApp(os.environ[EXPECT_SECRET_ENV])
+
+        async def publish(request: Request) -> Response:
+            change = request.path_params["change"]
+            expect.publish(change)
+            return JSONResponse({"published": change})
+
+        routes.append(
+            Mount(
+                "/demo-expect",
+                routes=[Route("/publish/{change}", publish, methods=["POST"]), Mount("/", app=expect)],
+            )
+        )
+    return policy, routes
 
 
 def dev_settings(data_dir: Path, public_url: str, slack: SlackEmulator, twilio: TwilioEmulator) -> Settings:
@@ -173,8 +201,8 @@ async def sandbox(
             # The sample handoff's expect call is signed with this secret (examples/expect_app.py).
             if not os.environ.get(EXPECT_SECRET_ENV):
                 os.environ[EXPECT_SECRET_ENV] = DEV_EXPECT_SECRET
-            policy, orders = demo_orders(public_url)
-            app = build_app(settings, policy=policy, extra_routes=[*page.routes(), *orders])
+            policy, demos = demo_applications(public_url)
+            app = build_app(settings, policy=policy, extra_routes=[*page.routes(), *demos])
             async with app.router.lifespan_context(app):
                 key = await demo_key(parts_of(app).keys)
                 key_file = _write_key(data, key)
@@ -239,6 +267,10 @@ def banner(sb: Sandbox, host: str) -> str:
         '"toolCallId": "call_1", "operation": "order.refund_missing_discount",',
         '    "request": {"orderId": "ord_4421"},',
         '    "surface": {"type": "slack", "teamId": "T0DEMO", "channelId": "C0DEMO", "userId": "U0ALICE"}}\'',
+        "",
+        "Or hand a step to a person: examples/agent.py --handoff, then publish its change in the",
+        "demo publishing application before pressing Done (without it, Done fails closed):",
+        f"  curl -s -X POST {u}/demo-expect/publish/chg_<run>",
         "",
         "Or ask for one approval yourself:",
         f"  curl -s {u}/v1/approvals -H 'Authorization: Bearer {sb.api_key}' \\",

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from bot.sandbox import Sandbox
 
@@ -76,32 +78,42 @@ async def test_the_agent_names_the_fix_when_nothing_listens(sb: Sandbox) -> None
     assert proc.returncode == 1 and b"start it with `cosigner dev`" in err
 
 
-async def test_the_example_agent_hands_off_a_step(
-    sb: Sandbox, http: httpx.AsyncClient, wait_until: Any, run_agent: Any
+async def _press_done(http: httpx.AsyncClient) -> None:
+    card = (await cards(http))["Handoff: publish_changes"]
+    buttons = [e["action_id"] for b in card["blocks"] if b["type"] == "actions" for e in b["elements"]]
+    assert buttons == ["cosigner.done", "cosigner.cancel"]
+    r = await http.post(
+        "/sandbox/api/click",
+        json={"channel": card["channel"], "ts": card["ts"], "actionId": "cosigner.done", "as": "requester"},
+    )
+    assert r.json() == {"status": 200}
+
+
+@pytest.mark.parametrize("published", [False, True])
+async def test_the_example_agent_hands_off_a_step_checked_by_the_demo_application(
+    sb: Sandbox, http: httpx.AsyncClient, wait_until: Any, run_agent: Any, published: bool
 ) -> None:
     agent = await run_agent("--handoff", "--timeout", "60")
     try:
         await wait_until(lambda: agent.said("waiting for Done or Cancel"), 20)
+        waiting = next(line for line in agent.lines if "waiting for Done or Cancel" in line)
+        change = re.search(r"\(change (chg_[0-9a-f]+)\)", waiting)
+        assert change is not None, waiting
         await wait_until(lambda: sb.slack.messages, 20)
-        card = (await cards(http))["Handoff: publish_changes"]
-        buttons = [e["action_id"] for b in card["blocks"] if b["type"] == "actions" for e in b["elements"]]
-        assert buttons == ["cosigner.done", "cosigner.cancel"]
-        r = await http.post(
-            "/sandbox/api/click",
-            json={
-                "channel": card["channel"],
-                "ts": card["ts"],
-                "actionId": "cosigner.done",
-                "as": "requester",
-            },
-        )
-        assert r.json() == {"status": 200}
+        if published:  # the person publishes the change in the application, then presses Done
+            r = await http.post(f"/demo-expect/publish/{change.group(1)}")
+            assert r.status_code == 200 and r.json() == {"published": change.group(1)}
+        await _press_done(http)
         assert await agent.finish() == 0, "\n".join(agent.lines)
     finally:
         await agent.kill()
     out = "\n".join(agent.lines)
     assert "HANDED OFF publish_changes: Publishing needs the verification code" in out
     assert "  1. Open Settings → Publishing" in out
-    # Nothing answers on the sandbox's expect URL here: Done fails closed, it never counts on its own.
-    assert "HANDOFF publish_changes FAILED by U0ALICE via slack (HANDOFF_FAILED:" in out
-    assert "NOT DONE: the application did not confirm it" in out
+    if published:
+        assert "HANDOFF publish_changes COMPLETED by U0ALICE via slack" in out, out
+        assert "NOT DONE" not in out
+    else:
+        # The demo application has not seen the change published: Done never counts on its own.
+        assert "HANDOFF publish_changes FAILED by U0ALICE via slack (HANDOFF_FAILED:" in out
+        assert "NOT DONE: the application did not confirm it" in out
