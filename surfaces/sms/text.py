@@ -160,14 +160,22 @@ def to_outcome_text(card: ApprovalCard) -> str:
     return f"Request {label} is still pending."
 
 
-def help_text(codes: Sequence[str] = ()) -> str:
-    """The reply to anything that is not an exact answer; names the codes when several wait."""
+HANDOFF_HELP = "Reply DONE once you have done the step, or NO to cancel. Nothing was decided."
+
+
+def help_text(codes: Sequence[str] = (), *, handoffs: Sequence[str] = ()) -> str:
+    """The reply to anything that is not an exact answer; names the codes when several wait.
+
+    `handoffs` are the codes among them that are handed-off steps (answered DONE or NO)."""
     if len(codes) > 1:
         listed = ", ".join(codes)
+        done = f", DONE or NO for a handed-off step ({', '.join(handoffs)})," if handoffs else ""
         return (
-            f"Several requests are pending ({listed}): reply YES, NO or NEVER (always deny) "
+            f"Several requests are pending ({listed}): reply YES, NO or NEVER (always deny){done} "
             f"followed by the code, e.g. YES {codes[0]}. Nothing was decided."
         )
+    if handoffs:
+        return HANDOFF_HELP
     return HELP
 
 

@@ -130,11 +130,11 @@ class SmsWebhooks:
                 return twiml(), False
         if opt_type == "HELP" or is_help(body):
             return twiml(), False
-        if reply is None:
-            return twiml(help_text()), False
-
         conversation, pending = await self._pending(conversations, sender)
         codes = [p.card.short_code for p in pending]
+        handoffs = [p.card.short_code for p in pending if p.card.handoff]
+        if reply is None:
+            return twiml(help_text(codes, handoffs=handoffs)), False
         if not pending:
             latest = await self._latest(conversations, sender)
             if latest is not None and latest.card.status is not ApprovalStatus.PENDING:
@@ -143,7 +143,7 @@ class SmsWebhooks:
             return twiml(help_text()), False
         if reply.code is None:
             if len(pending) > 1:
-                return twiml(help_text(codes)), False
+                return twiml(help_text(codes, handoffs=handoffs)), False
             target = pending[0]
         else:
             matches = [p for p in pending if p.card.short_code == reply.code]

@@ -13,6 +13,7 @@ from surfaces.sms import SmsAdapter, SmsConfig
 from surfaces.sms.caller import TwilioCaller
 from surfaces.sms.emulator import TwilioEmulator
 from surfaces.sms.reply import OPT_OUT_WORDS
+from surfaces.sms.text import HANDOFF_HELP
 from tests.handoff_world import (
     EXPECT_SECRET,
     LOOPBACK,
@@ -138,6 +139,8 @@ async def test_wrong_number_tenant_or_keyword_decides_nothing(world: Any) -> Non
     assert forged.status_code == 403
     yes = await phone.text(ALICE, BOT, "YES")
     assert "Not accepted" in yes.text and "handoff" in yes.text
+    unclear = await phone.text(ALICE, BOT, "ok I did it")
+    assert HANDOFF_HELP in unclear.text and "YES" not in unclear.text, "the help names DONE and NO"
     current = (await h.client.get(f"/v1/approvals/{start['approvalId']}", headers=h.auth(key))).json()
     assert current["status"] == "pending" and shop.calls == []
 

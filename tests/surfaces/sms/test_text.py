@@ -168,5 +168,11 @@ def test_help_and_closed_texts(kit: Any) -> None:
         "Nothing was decided."
     )
     assert "4821, 1234" in help_text(["4821", "1234"])
+    assert help_text(["4821"], handoffs=["4821"]) == (
+        "Reply DONE once you have done the step, or NO to cancel. Nothing was decided."
+    )
+    both = help_text(["4821", "1234"], handoffs=["1234"])
+    assert "YES, NO or NEVER (always deny), DONE or NO for a handed-off step (1234)" in both
+    assert "CANCEL" not in both and "STOP" not in both
     assert closed_text(kit.card(status=ApprovalStatus.EXPIRED)) == ("Request 4821 expired, nothing was done.")
     assert "already approved" in closed_text(kit.card(status=ApprovalStatus.APPROVED))
