@@ -224,7 +224,8 @@ class SmsDesk(ApprovalDesk, Protocol):
         ...
 
     async def first_outcome(self, approval_id: str, number: str) -> bool:
-        """Record that the outcome is texted to `number`; False if it was before."""
+        """Record that the outcome is texted to `number`; False if it was before. An interim
+        outcome is recorded under the approval id with a suffix (`apv_…#reconciling`)."""
         ...
 
 

@@ -221,10 +221,14 @@ class SmsAdapter:
         else:
             from_number, service = delivered.conversation, None
         body = (to_handoff_outcome_text if card.handoff else to_outcome_text)(card)
+        # Each approver is told each outcome once: an operation whose outcome needed
+        # reconciliation is told that first, and its final outcome once it is known.
+        interim = card.result is not None and not card.result.final
+        once = f"{card.approval_id}#reconciling" if interim else card.approval_id
         for number in route.approvers:
             if not E164.match(number) or await self.desk.opted_out(number):
                 continue
-            if not await self.desk.first_outcome(card.approval_id, number):
+            if not await self.desk.first_outcome(once, number):
                 continue
             try:
                 await self._send(client, number, from_number, service, body, None)
