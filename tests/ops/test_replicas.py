@@ -345,7 +345,10 @@ async def test_two_serve_processes_agree(
     calls = receiver.snapshot()
     by_approval: dict[str, list[dict[str, Any]]] = {}
     for c in calls:
-        assert verify_callback(callback_secret, c["signature"] or "", c["body"]), c
+        # Signed on the replicas' stepped clock, which started at START (when this module
+        # was imported, minutes ago in a long run) and was moved once by TIMEOUT + 1.
+        now = START + TIMEOUT + 1
+        assert verify_callback(callback_secret, c["signature"] or "", c["body"], now=now), c
         by_approval.setdefault(json.loads(c["body"])["approvalId"], []).append(c)
     assert set(by_approval) == wanted, f"missing callbacks for {wanted - set(by_approval)}"
     for apv, calls_for in by_approval.items():
