@@ -155,47 +155,46 @@ async def test_revalidation_failure_is_shown_on_the_card_and_to_the_agent() -> N
         assert app.shop.refunds == 0
 
 
+@asynccontextmanager
+async def sms_world(app: Any) -> AsyncIterator[tuple[Harness, TwilioEmulator, TwilioCaller, str]]:
+    """Cosigner texting through the emulated Twilio, the contract application at `app`."""
+    async with TwilioEmulator.running(ACCOUNT, TOKEN) as emu:
+        config = SmsConfig(ACCOUNT, TOKEN, None, None, emu.api_url, PUBLIC)
+        surfaces = [lambda desk: SmsAdapter(config, desk)]
+        policy = policy_for(app.url, extra=TENANT)
+        async with cosigner_app(policy, surfaces=surfaces, callback_allow="127.0.0.1") as h:
+            phone = TwilioCaller(h.client, public_url=PUBLIC, account_sid=ACCOUNT, auth_token=TOKEN)
+            yield h, emu, phone, await h.create_tenant("acme")
+
+
 async def test_the_text_shows_the_preview_and_the_outcome() -> None:
     with contract_application() as app:
-        async with TwilioEmulator.running(ACCOUNT, TOKEN) as emu:
-            config = SmsConfig(ACCOUNT, TOKEN, None, None, emu.api_url, PUBLIC)
-            surfaces = [lambda desk: SmsAdapter(config, desk)]
-            policy = policy_for(app.url, extra=TENANT)
-            async with cosigner_app(policy, surfaces=surfaces, callback_allow="127.0.0.1") as h:
-                key = await h.create_tenant("acme")
-                body = {**slack_proposal(), "surface": {"type": "sms", "phone": ALICE}}
-                aid = await propose(h, key, body)
-                text = (await until(lambda: emu.sent))[0].body
-                assert "approve Refund the missing discount on ord_4421?" in text
-                assert "Amount: $129.00" in text and "Agent says (unverified)" in text
-                assert text.index("$129.00") < text.index("99999")
-                phone = TwilioCaller(h.client, public_url=PUBLIC, account_sid=ACCOUNT, auth_token=TOKEN)
-                assert (await phone.text(ALICE, BOT, "YES")).status_code == 200
-                done = (await h.client.get(f"/v1/approvals/{aid}?wait=10", headers=h.auth(key))).json()
-                assert done["outcome"]["type"] == "succeeded"
-                told = await until(lambda: len(emu.sent) == 2 and emu.sent[1].body)
-                assert told.endswith(": Refunded $129.00")
+        async with sms_world(app) as (h, emu, phone, key):
+            body = {**slack_proposal(), "surface": {"type": "sms", "phone": ALICE}}
+            aid = await propose(h, key, body)
+            text = (await until(lambda: emu.sent))[0].body
+            assert "approve Refund the missing discount on ord_4421?" in text
+            assert "Amount: $129.00" in text and "Agent says (unverified)" in text
+            assert text.index("$129.00") < text.index("99999")
+            assert (await phone.text(ALICE, BOT, "YES")).status_code == 200
+            done = (await h.client.get(f"/v1/approvals/{aid}?wait=10", headers=h.auth(key))).json()
+            assert done["outcome"]["type"] == "succeeded"
+            told = await until(lambda: len(emu.sent) == 2 and emu.sent[1].body)
+            assert told.endswith(": Refunded $129.00")
 
 
 async def test_the_text_tells_the_final_outcome_after_reconciliation() -> None:
     with contract_application() as app:
         app.shop.reconcile = 1  # needs_reconciliation first, then in_progress once, then succeeded
-        async with TwilioEmulator.running(ACCOUNT, TOKEN) as emu:
-            config = SmsConfig(ACCOUNT, TOKEN, None, None, emu.api_url, PUBLIC)
-            surfaces = [lambda desk: SmsAdapter(config, desk)]
-            policy = policy_for(app.url, extra=TENANT)
-            async with cosigner_app(policy, surfaces=surfaces, callback_allow="127.0.0.1") as h:
-                key = await h.create_tenant("acme")
-                body = {**slack_proposal(), "surface": {"type": "sms", "phone": ALICE}}
-                aid = await propose(h, key, body)
-                await until(lambda: emu.sent)
-                phone = TwilioCaller(h.client, public_url=PUBLIC, account_sid=ACCOUNT, auth_token=TOKEN)
-                assert (await phone.text(ALICE, BOT, "YES")).status_code == 200
-                interim = await until(lambda: len(emu.sent) >= 2 and emu.sent[1].body)
-                assert "pending at the bank" in interim
-                await h.advance_until(lambda: len(emu.sent) >= 3, step=2.0)
-                final = (await h.client.get(f"/v1/approvals/{aid}", headers=h.auth(key))).json()
-                assert final["outcome"]["type"] == "succeeded"
-                assert emu.sent[2].body.endswith(": Refunded $129.00"), emu.sent[2].body
-                await h.advance_until(lambda: True, step=60.0)
-                assert len(emu.sent) == 3, "each outcome is texted once"
+        async with sms_world(app) as (h, emu, phone, key):
+            body = {**slack_proposal(), "surface": {"type": "sms", "phone": ALICE}}
+            aid = await propose(h, key, body)
+            await until(lambda: emu.sent)
+            assert (await phone.text(ALICE, BOT, "YES")).status_code == 200
+            interim = await until(lambda: len(emu.sent) >= 2 and emu.sent[1].body)
+            assert "pending at the bank" in interim
+            await h.advance_until(lambda: len(emu.sent) >= 3, step=2.0)
+            final = (await h.client.get(f"/v1/approvals/{aid}", headers=h.auth(key))).json()
+            assert final["outcome"]["type"] == "succeeded"
+            assert emu.sent[2].body.endswith(": Refunded $129.00"), emu.sent[2].body
+            assert len(emu.sent) == 3, "each outcome is texted once"
