@@ -47,7 +47,7 @@ class AsyncCosigner(Shell):
         await self.aclose()
 
     async def _send(self, step: _core.Send) -> httpx.Response:
-        return await self._http.request(step.method, step.path, **arguments(step))
+        return await self._http.request(step.method, self._url(step), **arguments(step))
 
     async def request_approval(
         self,

@@ -48,7 +48,7 @@ class Cosigner(Shell):
         self.close()
 
     def _send(self, step: _core.Send) -> httpx.Response:
-        return self._http.request(step.method, step.path, **arguments(step))
+        return self._http.request(step.method, self._url(step), **arguments(step))
 
     def request_approval(
         self,
