@@ -97,10 +97,16 @@ class CosignerApprovals(AbstractCapability[Any]):
         gated = self.gated is None or call.tool_name in self.gated
         if not gated and not ctx.tool_call_approved:
             return args
-        if not ctx.tool_call_approved:
-            raise ApprovalRequired()
         asked = self._call(ctx, call)
         key = (asked.execution_id, asked.tool_call_id)
+        if not ctx.tool_call_approved:
+            # A call the policy allows (or a person already approved) runs at once; only one
+            # that waits for a person, or is refused, goes through the framework's deferral.
+            early = await self.approver.aask(asked, wait=False)
+            if not early.allowed:
+                raise ApprovalRequired()
+            self._running[key] = early
+            return args
         verdict = self._decided.pop(key, None)
         if verdict is None or verdict.call != asked:
             verdict = await self.approver.aask(asked, wait=False)
@@ -119,7 +125,7 @@ class CosignerApprovals(AbstractCapability[Any]):
         """Report what an approved call returned."""
         verdict = self._running.pop((ctx.conversation_id or "", call.tool_call_id), None)
         if verdict is not None:
-            await self.approver.areport(verdict, result_report(result))
+            await self.approver.areport(verdict, result_report(result), wait=False)
         return result
 
     async def on_tool_execute_error(
@@ -134,5 +140,5 @@ class CosignerApprovals(AbstractCapability[Any]):
         """Report the error an approved call raised, then let it propagate."""
         verdict = self._running.pop((ctx.conversation_id or "", call.tool_call_id), None)
         if verdict is not None:
-            await self.approver.areport(verdict, error_report(error))
+            await self.approver.areport(verdict, error_report(error), wait=False)
         raise error
