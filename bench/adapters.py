@@ -8,9 +8,12 @@ framework's own fake model asks for `lookup_order` (a read the policy allows), t
 runs, the model answers. Each framework runs the same agent without Cosigner and with its
 adapter, alternating in rounds; the adapter's cost is the difference of the p50 wall times
 of a whole run, so it includes the framework's own extra work (an interruption and resume,
-a deferral and its handler) as well as Cosigner's answer and the `/result` report. The
-agent process's CPU time per run is shown beside it: that part does not depend on how busy
-the server's core is.
+a deferral and its handler) as well as Cosigner's answer and the `/result` report (which
+the adapters send off the call's path: its CPU counts, the wait for its answer does not).
+The agent process's CPU time per run is shown beside it: that part does not depend on how
+busy the server's core is. The Agents SDK runner is measured twice: with a tool left at
+`needs_approval=True` (an interruption first) and with `approvals.gate(tool)` (Cosigner
+asked before any interruption).
 """
 
 from __future__ import annotations
