@@ -6,11 +6,12 @@ Every tool call (or those named in `tools`, plus any tool made with `requires_ap
 is asked about first: one Cosigner approves at once (a read the policy allows) runs; one
 that waits for a person, or is refused, is deferred for approval (`ApprovalRequired`), and
 the capability's `handle_deferred_tool_calls` hook, the one `HandleDeferredToolCalls`
-uses, asks Cosigner and answers `ToolApproved()` or `ToolDenied(message)` inline. With `wait=False` a call that
-waits for a person stays unresolved, so the run ends with `DeferredToolRequests` as its
-output (give the agent `output_type=[str, DeferredToolRequests]`); resume later, in any
-process, with `agent.run(message_history=saved)`: the same calls are deferred again and
-Cosigner answers them. Before an approved call runs, its decision is checked against
+uses, asks Cosigner and answers `ToolApproved()` or `ToolDenied(message)` inline. With
+`wait=False` a call that waits for a person stays unresolved, so the run ends with
+`DeferredToolRequests` as its output (give the agent `output_type=[str,
+DeferredToolRequests]`); resume later, in any process, with
+`agent.run(message_history=saved)`: the same calls are deferred again and Cosigner
+answers them. Before an approved call runs, its decision is checked against
 Cosigner again (whoever built the `DeferredToolResults`), and its result is reported off
 the call's path (`report_result(wait=False)`).
 
