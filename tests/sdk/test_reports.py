@@ -12,6 +12,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
 
 from cosigner import AsyncCosigner, Cosigner
 from cosigner.adapters.verdict import Approver, ToolCall, Verdict
@@ -29,6 +31,7 @@ class Reports(httpx.MockTransport):
     def __init__(self, answer: httpx.Response | Exception | None = None) -> None:
         super().__init__(self.answer)
         self.bodies: list[dict[str, object]] = []
+        self.traceparents: list[str | None] = []
         self.release = threading.Event()
         self.release.set()
         self.reply = answer
@@ -36,6 +39,7 @@ class Reports(httpx.MockTransport):
     def answer(self, request: httpx.Request) -> httpx.Response:
         assert request.url.path == f"/v1/approvals/{APPROVAL}/result"
         self.bodies.append(json.loads(request.content))
+        self.traceparents.append(request.headers.get("traceparent"))
         assert self.release.wait(30)
         if isinstance(self.reply, Exception):
             raise self.reply
@@ -62,6 +66,16 @@ def test_the_result_sent_is_the_one_at_the_time_it_was_queued() -> None:
         result["items"].append("changed later")
         reports.release.set()
     assert reports.bodies == [{"outcome": "succeeded", "result": {"items": ["a"]}}]
+
+
+def test_a_queued_report_carries_the_trace_it_was_queued_in() -> None:
+    reports = Reports()
+    tracer = TracerProvider(shutdown_on_exit=False).get_tracer("agent")
+    with Cosigner("http://cosigner.invalid", "k", transport=reports) as client:
+        with tracer.start_as_current_span("agent.tool_call") as span:
+            client.report_result(APPROVAL, result="ok", wait=False)
+    (traceparent,) = reports.traceparents
+    assert traceparent is not None and trace.format_trace_id(span.get_span_context().trace_id) in traceparent
 
 
 @pytest.mark.parametrize(
