@@ -1,12 +1,12 @@
-"""Result reports sent after the call returned, off its path: queued, sent in order, never dropped.
+"""Result reports sent after the call returned, off its path: queued, sent in order, once.
 
 The framework adapters report what an executed call returned (`POST /v1/approvals/{id}/result`)
 without making the model wait for the answer: the report is queued and one worker thread
-sends it with the client's own retries. A report is lost to nobody's notice only if the
-process is killed: the worker is not a daemon, so a process that ends waits for the queued
-reports first; `flush()` waits for them earlier, and closing the client flushes. A report
-that cannot be sent (Cosigner refused it, or stayed unreachable for `retry_for`) is logged,
-as a report sent on the call's path is.
+sends it with the client's own retries (a report that may have reached Cosigner is not sent
+again). The worker is not a daemon, so a process that ends sends the queued reports first;
+only a killed process loses them. `flush()` waits for them earlier, and closing the client
+flushes. A report that cannot be sent (Cosigner refused it, or stayed unreachable for
+`retry_for`) is logged, as a report sent on the call's path is.
 """
 
 from __future__ import annotations
@@ -60,11 +60,6 @@ class Outbox:
     def _done(self, future: Future[None]) -> None:
         with self._lock:
             self._pending.discard(future)
-
-    def pending(self) -> int:
-        """How many reports are queued or being sent."""
-        with self._lock:
-            return len(self._pending)
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every report queued so far was sent (or logged); False if `timeout` passed first."""

@@ -280,21 +280,6 @@ class Approver:
         except Exception as exc:  # the call already ran: its outcome must not be lost to a report
             _log_unreported(verdict.decision.approval_id, exc)
 
-    def flush(self, timeout: float | None = None) -> bool:
-        """Wait until the reports queued so far were sent (or logged); blocking."""
-        client = self.client
-        if isinstance(client, Cosigner):
-            return client.flush_reports(timeout)
-        outbox = client._outbox
-        return True if outbox is None else outbox.flush(timeout)
-
-    async def aflush(self, timeout: float | None = None) -> bool:  # noqa: ASYNC109
-        """Wait until the reports queued so far were sent (or logged)."""
-        client = self.client
-        if isinstance(client, AsyncCosigner):
-            return await client.flush_reports(timeout)
-        return await asyncio.to_thread(client.flush_reports, timeout)
-
 
 def snapshot(parameters: Any) -> dict[str, Any]:
     """A private copy of a call's arguments, so what is shown cannot change before it runs."""
