@@ -8,9 +8,12 @@ framework's own fake model asks for `lookup_order` (a read the policy allows), t
 runs, the model answers. Each framework runs the same agent without Cosigner and with its
 adapter, alternating in rounds; the adapter's cost is the difference of the p50 wall times
 of a whole run, so it includes the framework's own extra work (an interruption and resume,
-a deferral and its handler) as well as Cosigner's answer and the `/result` report. The
-agent process's CPU time per run is shown beside it: that part does not depend on how busy
-the server's core is.
+a deferral and its handler) as well as Cosigner's answer and the `/result` report (which
+the adapters send off the call's path: its CPU counts, the wait for its answer does not).
+The agent process's CPU time per run is shown beside it: that part does not depend on how
+busy the server's core is. The Agents SDK runner is measured twice: with a tool left at
+`needs_approval=True` (an interruption first) and with `approvals.gate(tool)` (Cosigner
+asked before any interruption).
 """
 
 from __future__ import annotations
@@ -83,8 +86,9 @@ def langchain_runs(client: Cosigner) -> tuple[Run, Run]:
     return runner(bare, "bare"), runner(gated, "gated")
 
 
-def openai_runs(client: AsyncCosigner, runs: int) -> tuple[Run, Run, Run]:
-    """OpenAI Agents SDK on `ScriptedModel`: bare, the guardrail, and `needs_approval` with the runner."""
+def openai_runs(client: AsyncCosigner, runs: int) -> tuple[Run, Run, Run, Run]:
+    """OpenAI Agents SDK on `ScriptedModel`: bare, the guardrail, `needs_approval=True` with the
+    runner, and the runner with `approvals.gate(tool)` (Cosigner asked before any interruption)."""
     from agents import Agent, RunConfig, Runner, function_tool
     from agents.testing import ScriptedModel, assistant_message, function_call
 
@@ -111,6 +115,7 @@ def openai_runs(client: AsyncCosigner, runs: int) -> tuple[Run, Run, Run]:
     guarded = Agent(name="guarded", model=script(), tools=[guarded_tool])
     interrupted = Agent(name="interrupted", model=script(), tools=[tools(True)])
     approvals = CosignerApprovals(client, SURFACE)
+    asked = Agent(name="asked", model=script(), tools=[approvals.gate(tools(True))])
 
     async def run_bare(i: int) -> None:
         await Runner.run(bare, "look", run_config=RunConfig(tracing_disabled=True, group_id=f"oa_b_{i}"))
@@ -123,7 +128,10 @@ def openai_runs(client: AsyncCosigner, runs: int) -> tuple[Run, Run, Run]:
             interrupted, "look", run_config=RunConfig(tracing_disabled=True, group_id=f"oa_i_{i}")
         )
 
-    return run_bare, run_guarded, run_interrupted
+    async def run_asked(i: int) -> None:
+        await approvals.run(asked, "look", run_config=RunConfig(tracing_disabled=True, group_id=f"oa_a_{i}"))
+
+    return run_bare, run_guarded, run_interrupted, run_asked
 
 
 def pydantic_ai_runs(client: AsyncCosigner) -> tuple[Run, Run]:
@@ -231,7 +239,7 @@ async def main_async(args: argparse.Namespace) -> None:
 async def run_all(server: Server, runs: int, rounds: int) -> Figures:
     with Cosigner(server.url, server.key) as blocking:
         async with AsyncCosigner(server.url, server.key) as client:
-            oa_bare, oa_guard, oa_interrupt = openai_runs(client, 2 * (runs + 1) * rounds + 2)
+            oa_bare, oa_guard, oa_interrupt, oa_asked = openai_runs(client, 3 * (runs + 1) * rounds + 2)
             nothing, read, read_and_report = floor_runs(client)
             pairs = {
                 "SDK alone: one read": (nothing, read),
@@ -239,6 +247,7 @@ async def run_all(server: Server, runs: int, rounds: int) -> Figures:
                 "langchain CosignerMiddleware": langchain_runs(blocking),
                 "openai-agents CosignerGuardrail": (oa_bare, oa_guard),
                 "openai-agents CosignerApprovals.run": (oa_bare, oa_interrupt),
+                "openai-agents run + approvals.gate": (oa_bare, oa_asked),
                 "pydantic-ai CosignerApprovals": pydantic_ai_runs(client),
             }
             return await measure(pairs, runs, rounds)

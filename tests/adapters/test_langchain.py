@@ -43,6 +43,7 @@ def test_an_approved_call_runs_once_with_the_arguments_shown(
     running.result(timeout=30)
     assert ran == [("issue_refund", REFUND)]
     assert model.tool_messages() == ["refunded 12900 on ord_1"]
+    assert agent_client.flush_reports(timeout=30)  # the report leaves the call's path
     assert results_of(person.audit(shown.approval_id)) == [
         {"outcome": "succeeded", "result": "refunded 12900 on ord_1", "error": None}
     ]

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agents import Runner
+from agents import Agent, Runner
 
 from cosigner import AsyncCosigner, Cosigner
 from cosigner.adapters.openai_agents import CosignerApprovals, CosignerGuardrail
@@ -35,6 +35,7 @@ async def test_an_approved_call_runs_once_with_the_arguments_shown(
     result = await running
     assert result.final_output == "done" and ran == [("issue_refund", REFUND)]
     assert seen(scripted) == ["refunded 12900 on ord_1"]
+    assert agent_client.flush_reports(timeout=30)  # the report leaves the call's path
     assert results_of(person.audit(shown.approval_id))[0]["result"] == "refunded 12900 on ord_1"
 
 
@@ -85,6 +86,57 @@ async def test_a_read_the_policy_allows_runs_without_anyone(
     decided = person.find(run_id, "call_1", "lookup_order", {"order_id": "ord_9"})
     assert decided.decided_by is not None and decided.decided_by.kind.value == "policy"
     assert results_of(person.audit(decided.approval_id))[0]["result"] == "order ord_9: 12900"
+
+
+class Counted(CosignerApprovals):
+    """Counts the interruptions the runner answers."""
+
+    interrupted = 0
+
+    async def decide(self, state: Any, execution_id: str, *, wait: bool = True) -> Any:
+        self.interrupted += len(state.get_interruptions())
+        return await super().decide(state, execution_id, wait=wait)
+
+
+async def test_a_gated_tool_runs_a_read_at_once_and_interrupts_only_for_a_person(
+    agent_client: Cosigner, polling: Polling, person: Person, run_id: str
+) -> None:
+    ran: list[Any] = []
+    approvals = Counted(agent_client, SURFACE)
+    tools = [approvals.gate(t) for t in agent(model(), ran).tools]  # type: ignore[arg-type]
+    result = await approvals.run(
+        Agent(name="support", model=model("lookup_order", {"order_id": "ord_9"}), tools=list(tools)),
+        "look",
+        run_config=config(run_id),
+    )
+    assert result.final_output == "done" and ran == [("lookup_order", {"order_id": "ord_9"})]
+    assert approvals.interrupted == 0  # Cosigner answered inside needs_approval
+    scripted = model()
+    running = asyncio.create_task(
+        approvals.run(
+            Agent(name="support", model=scripted, tools=list(tools)),
+            "refund",
+            run_config=config(run_id + "_r"),
+        )
+    )
+    await until(polling.polling.is_set, seconds=30)
+    shown = person.find(run_id + "_r", "call_1", "issue_refund", REFUND)
+    person.approve(shown.approval_id)
+    assert (await running).final_output == "done" and approvals.interrupted == 1
+    assert ran[-1] == ("issue_refund", REFUND) and seen(scripted) == ["refunded 12900 on ord_1"]
+    assert agent_client.flush_reports(timeout=30)
+    read = person.find(run_id, "call_1", "lookup_order", {"order_id": "ord_9"})
+    assert [r["result"] for r in results_of(person.audit(read.approval_id))] == ["order ord_9: 12900"]
+    # Asked again by its needs_approval on resume, the approved call is still reported once.
+    assert [r["result"] for r in results_of(person.audit(shown.approval_id))] == ["refunded 12900 on ord_1"]
+
+
+def test_a_gated_tool_outside_the_runner_always_interrupts(agent_client: Cosigner) -> None:
+    (tool, _) = agent(model(), []).tools
+    CosignerApprovals(agent_client, SURFACE).gate(tool)  # type: ignore[arg-type]
+    support = Agent(name="support", model=model(), tools=[tool])
+    result = asyncio.run(Runner.run(support, "refund", run_config=config("run_outside")))
+    assert [i.name for i in result.interruptions] == ["issue_refund"]
 
 
 async def test_a_headless_run_is_refused_and_nothing_runs(inprocess: Target, run_id: str) -> None:
@@ -145,6 +197,7 @@ async def test_the_guardrail_blocks_until_decided(
     await running
     if approve:
         assert ran == [("issue_refund", REFUND)] and seen(scripted) == ["refunded 12900 on ord_1"]
+        assert agent_client.flush_reports(timeout=30)
         assert results_of(person.audit(shown.approval_id))[0]["result"] == "refunded 12900 on ord_1"
     else:
         assert ran == [] and "no refunds today" in seen(scripted)[0]

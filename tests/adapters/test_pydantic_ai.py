@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic_ai import DeferredToolRequests, DeferredToolResults, ToolApproved
+from pydantic_ai import DeferredToolRequests, DeferredToolResults, RunContext, ToolApproved
 
 from cosigner import AsyncCosigner, Cosigner
 from cosigner.adapters.pydantic_ai import CosignerApprovals
@@ -33,6 +33,7 @@ async def test_an_approved_call_runs_once_with_the_arguments_shown(
     result = await running
     assert result.output == "done" and ran == [("issue_refund", REFUND)]
     assert script.tool_returns() == ["refunded 12900 on ord_1"]
+    assert agent_client.flush_reports(timeout=30)  # the report leaves the call's path
     assert results_of(person.audit(shown.approval_id))[0]["result"] == "refunded 12900 on ord_1"
 
 
@@ -79,6 +80,39 @@ async def test_a_read_the_policy_allows_runs_without_anyone(
     decided = person.find(run_id, "call_1", "lookup_order", {"order_id": "ord_9"})
     assert decided.decided_by is not None and decided.decided_by.kind.value == "policy"
     assert results_of(person.audit(decided.approval_id))[0]["result"] == "order ord_9: 12900"
+
+
+class Counted(CosignerApprovals):
+    """Counts the deferred calls the framework hands to the handler."""
+
+    handled = 0
+
+    async def handle_deferred_tool_calls(
+        self, ctx: RunContext[Any], *, requests: DeferredToolRequests
+    ) -> DeferredToolResults | None:
+        self.handled += len(requests.approvals)
+        return await super().handle_deferred_tool_calls(ctx, requests=requests)
+
+
+async def test_a_read_the_policy_allows_is_never_deferred_and_a_call_for_a_person_is(
+    agent_client: Cosigner, polling: Polling, person: Person, run_id: str
+) -> None:
+    ran: list[Any] = []
+    reads = Counted(agent_client, SURFACE)
+    result = await agent(Script("lookup_order", {"order_id": "ord_9"}), reads, ran).run(
+        "look", conversation_id=run_id
+    )
+    assert result.output == "done" and ran == [("lookup_order", {"order_id": "ord_9"})]
+    assert reads.handled == 0  # Cosigner answered before the framework deferred anything
+    refunds = Counted(agent_client, SURFACE)
+    running = asyncio.create_task(agent(Script(), refunds, ran).run("refund", conversation_id=run_id + "_r"))
+    await until(polling.polling.is_set, seconds=30)
+    person.approve(person.find(run_id + "_r", "call_1", "issue_refund", REFUND).approval_id)
+    assert (await running).output == "done" and refunds.handled == 1
+    assert ran[-1] == ("issue_refund", REFUND)
+    assert agent_client.flush_reports(timeout=30)
+    read = person.find(run_id, "call_1", "lookup_order", {"order_id": "ord_9"})
+    assert [r["result"] for r in results_of(person.audit(read.approval_id))] == ["order ord_9: 12900"]
 
 
 async def test_a_headless_run_is_refused_and_nothing_runs(inprocess: Target, run_id: str) -> None:

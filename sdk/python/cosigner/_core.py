@@ -178,7 +178,11 @@ def report_result(
     config: _http.Config, approval: str | Decision, result: Any, error: str | None
 ) -> Flow[None]:
     """`POST /v1/approvals/{id}/result`."""
-    body = _http.result_body(result, error)
+    yield from send_report(config, approval, _http.result_body(result, error))
+
+
+def send_report(config: _http.Config, approval: str | Decision, body: bytes) -> Flow[None]:
+    """`POST /v1/approvals/{id}/result` with a body `_http.result_body` built."""
     yield from send(config, "POST", path_of(approval, "/result"), content=body, idempotent=False)
 
 

@@ -11,6 +11,7 @@ import inspect
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
+from urllib.parse import urlencode
 
 import httpx
 
@@ -70,14 +71,12 @@ async def drive_async(flow: _core.Flow[T], send: Callable[[_core.Send], Awaitabl
                 failure = exc
 
 
+MAX_URLS = 256
+
+
 def arguments(step: _core.Send) -> dict[str, Any]:
-    """The keyword arguments of `httpx.Client.request` (or AsyncClient's) for `step`."""
-    return {
-        "content": step.content,
-        "params": step.params,
-        "headers": step.headers,
-        "timeout": step.timeout,
-    }
+    """The keyword arguments of `httpx.Client.request` (or AsyncClient's) for `step`, but the URL."""
+    return {"content": step.content, "headers": step.headers, "timeout": step.timeout}
 
 
 class Shell:
@@ -89,6 +88,22 @@ class Shell:
         self.config = _http.configure(url, api_key, timeout, retry_for)
         self.execution_id = execution_id
         self.keys = KeyCache()
+        self._urls: dict[str, httpx.URL] = {}
+
+    def _url(self, step: _core.Send) -> httpx.URL:
+        """The absolute URL of `step`, query included.
+
+        Built here once, not merged with the client's base URL by httpx at each request,
+        which parses the path and then the whole URL again (most of a request's own CPU on
+        loopback). Kept for repeated paths (`/v1/approvals`, a long-poll reconnecting).
+        """
+        path = step.path if not step.params else f"{step.path}?{urlencode(step.params)}"
+        url = self._urls.get(path)
+        if url is None:
+            if len(self._urls) >= MAX_URLS:
+                self._urls.clear()
+            url = self._urls[path] = httpx.URL(self.config.url + path)
+        return url
 
     def gate(
         self,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import random
@@ -45,7 +46,7 @@ class Config:
     timeout: float
     retry_for: float
 
-    @property
+    @functools.cached_property
     def poll_timeout(self) -> httpx.Timeout:
         """Read timeout for a long-poll: its 60 s plus room for a slow answer."""
         return httpx.Timeout(self.timeout, read=MAX_WAIT + max(self.timeout, 15.0))

@@ -10,8 +10,9 @@ from typing import Any, Literal
 
 import httpx
 
-from cosigner import _core, _gate
+from cosigner import _core, _gate, _http
 from cosigner._drivers import Shell, arguments, drive_async
+from cosigner._outbox import Outbox
 from cosigner.decision import Decision
 from cosigner.events import ApprovalEvent
 from cosigner.grants import GrantClaims
@@ -35,9 +36,25 @@ class AsyncCosigner(Shell):
         self._http = httpx.AsyncClient(
             base_url=self.config.url, headers=self.config.headers, timeout=timeout, transport=transport
         )
+        # Queued reports are sent from a worker thread, which an asyncio client cannot serve:
+        # over a blocking client of their own, so they outlive the event loop. With a
+        # transport of the caller's own, they are sent on the call's path instead.
+        self._outbox = Outbox(self.config, self._reporting_sender) if transport is None else None
+        self._reporting: httpx.Client | None = None
+
+    def _reporting_sender(self) -> Callable[[_core.Send], httpx.Response]:
+        # Called on the outbox's only worker thread.
+        if self._reporting is None:
+            self._reporting = httpx.Client(headers=self.config.headers, timeout=self.config.timeout)
+        http = self._reporting
+        return lambda step: http.request(step.method, self._url(step), **arguments(step))
 
     async def aclose(self) -> None:
-        """Close the connection pool."""
+        """Send the reports still queued (`report_result(wait=False)`), then close the connections."""
+        if self._outbox is not None:
+            await asyncio.to_thread(self._outbox.close)
+        if self._reporting is not None:
+            self._reporting.close()
         await self._http.aclose()
 
     async def __aenter__(self) -> AsyncCosigner:
@@ -47,7 +64,7 @@ class AsyncCosigner(Shell):
         await self.aclose()
 
     async def _send(self, step: _core.Send) -> httpx.Response:
-        return await self._http.request(step.method, step.path, **arguments(step))
+        return await self._http.request(step.method, self._url(step), **arguments(step))
 
     async def request_approval(
         self,
@@ -129,10 +146,25 @@ class AsyncCosigner(Shell):
         return await drive_async(_core.cancel(self.config, approval), self._send)
 
     async def report_result(
-        self, approval: str | Decision, *, result: Any = None, error: str | None = None
+        self, approval: str | Decision, *, result: Any = None, error: str | None = None, wait: bool = True
     ) -> None:
-        """Put what the executed call returned (or the error it raised) on the audit record."""
+        """Put what the executed call returned (or the error it raised) on the audit record.
+
+        With `wait=False` the report is queued and sent by a worker thread while the caller
+        goes on, even after the event loop ends: a report that cannot be sent is logged, not
+        raised; `flush_reports()` (and `aclose()`, and the end of the process) wait for the
+        queued ones. A client made with a `transport=` of its own sends it at once instead.
+        """
+        if not wait and self._outbox is not None:
+            self._outbox.put(_http.approval_id_of(approval), result, error)
+            return
         await drive_async(_core.report_result(self.config, approval, result, error), self._send)
+
+    async def flush_reports(self, timeout: float | None = None) -> bool:  # noqa: ASYNC109
+        """Wait until every report queued with `wait=False` was sent (or logged); False on `timeout`."""
+        if self._outbox is None:
+            return True
+        return await asyncio.to_thread(self._outbox.flush, timeout)
 
     async def decide(
         self,

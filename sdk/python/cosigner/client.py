@@ -11,8 +11,9 @@ from typing import Any, Literal
 
 import httpx
 
-from cosigner import _core, _gate
+from cosigner import _core, _gate, _http
 from cosigner._drivers import Shell, arguments, drive, drive_async
+from cosigner._outbox import Outbox
 from cosigner.decision import Decision
 from cosigner.events import ApprovalEvent
 from cosigner.grants import GrantClaims
@@ -36,9 +37,11 @@ class Cosigner(Shell):
         self._http = httpx.Client(
             base_url=self.config.url, headers=self.config.headers, timeout=timeout, transport=transport
         )
+        self._outbox = Outbox(self.config, lambda: self._send)
 
     def close(self) -> None:
-        """Close the connection pool."""
+        """Send the reports still queued (`report_result(wait=False)`), then close the connections."""
+        self._outbox.close()
         self._http.close()
 
     def __enter__(self) -> Cosigner:
@@ -48,7 +51,7 @@ class Cosigner(Shell):
         self.close()
 
     def _send(self, step: _core.Send) -> httpx.Response:
-        return self._http.request(step.method, step.path, **arguments(step))
+        return self._http.request(step.method, self._url(step), **arguments(step))
 
     def request_approval(
         self,
@@ -130,10 +133,22 @@ class Cosigner(Shell):
         return drive(_core.cancel(self.config, approval), self._send)
 
     def report_result(
-        self, approval: str | Decision, *, result: Any = None, error: str | None = None
+        self, approval: str | Decision, *, result: Any = None, error: str | None = None, wait: bool = True
     ) -> None:
-        """Put what the executed call returned (or the error it raised) on the audit record."""
+        """Put what the executed call returned (or the error it raised) on the audit record.
+
+        With `wait=False` the report is queued and sent by a worker thread while the caller
+        goes on: a report that cannot be sent is logged, not raised; `flush_reports()` (and
+        `close()`, and the end of the process) wait for the queued ones.
+        """
+        if not wait:
+            self._outbox.put(_http.approval_id_of(approval), result, error)
+            return
         drive(_core.report_result(self.config, approval, result, error), self._send)
+
+    def flush_reports(self, timeout: float | None = None) -> bool:
+        """Wait until every report queued with `wait=False` was sent (or logged); False on `timeout`."""
+        return self._outbox.flush(timeout)
 
     def decide(
         self,

@@ -31,7 +31,9 @@ def _defaults(cls: type) -> dict[str, Any]:
 def _build(cls: type[T], values: dict[str, Any]) -> T:
     """A frozen dataclass without its __init__: frozen field-by-field assignment is slow."""
     obj = object.__new__(cls)
-    obj.__dict__.update(_defaults(cls), **values)
+    state = obj.__dict__
+    state.update(_defaults(cls))
+    state.update(values)
     return obj
 
 
@@ -128,15 +130,28 @@ class Decision:
     @classmethod
     def from_wire(cls, model: Any) -> Decision:
         """The view of a wire `ApprovalStart` or `Decision` model."""
+        # The model's own fields (its __dict__), read once: attribute access on a pydantic
+        # model is slower, and this runs for every answer the SDK parses.
+        given = model.__dict__
         common: dict[str, Any] = {
-            "approval_id": model.approvalId,
-            "execution_id": model.executionId,
-            "tool_call_id": model.toolCallId,
-            "tool_name": model.toolName,
-            "status": ApprovalStatus(model.status),
-            "parameters_digest": model.parametersDigest,
+            "approval_id": given["approvalId"],
+            "execution_id": given["executionId"],
+            "tool_call_id": given["toolCallId"],
+            "tool_name": given["toolName"],
+            "status": ApprovalStatus(given["status"]),
+            "parameters_digest": given["parametersDigest"],
         }
-        if isinstance(model, HandoffStart):
+        if isinstance(model, answers.Decision):
+            common["decided_by"] = DecidedBy.from_wire(given["decidedBy"])
+            common["decided_at"] = given["decidedAt"]
+            common["comment"] = given["comment"]
+            common["grant"] = given["grant"]
+            # Operation and handoff fields, only when the answer carries them.
+            for wire_name, name in _DECIDED_EXTRAS:
+                value = given[wire_name]
+                if value is not None:
+                    common[name] = value
+        elif isinstance(model, HandoffStart):
             common.update(
                 parameters=model.parameters,
                 expires_at=model.expiresAt,
@@ -144,29 +159,26 @@ class Decision:
                 reason=model.reason,
                 steps=tuple(model.steps),
             )
-        elif isinstance(model, answers.ApprovalStart):
-            common.update(
-                parameters=model.parameters,
-                expires_at=model.expiresAt,
-                short_code=model.shortCode,
-                preview=model.preview,
-                operation=model.operation,
-                arguments_digest=model.argumentsDigest,
-            )
         else:
-            common.update(
-                decided_by=DecidedBy.from_wire(model.decidedBy),
-                decided_at=model.decidedAt,
-                comment=model.comment,
-                grant=model.grant,
-                operation=model.operation,
-                arguments_digest=model.argumentsDigest,
-                outcome=model.outcome,
-                code=model.code,
-                receipt=model.receipt,
-                detail=model.detail,
-            )
+            common["parameters"] = given["parameters"]
+            common["expires_at"] = given["expiresAt"]
+            common["short_code"] = given["shortCode"]
+            for wire_name, name in _START_EXTRAS:
+                value = given[wire_name]
+                if value is not None:
+                    common[name] = value
         return _build(cls, common)
+
+
+_DECIDED_EXTRAS = (
+    ("operation", "operation"),
+    ("argumentsDigest", "arguments_digest"),
+    ("outcome", "outcome"),
+    ("code", "code"),
+    ("receipt", "receipt"),
+    ("detail", "detail"),
+)
+_START_EXTRAS = (("preview", "preview"), ("operation", "operation"), ("argumentsDigest", "arguments_digest"))
 
 
 def parse_approval(content: bytes | str | dict[str, Any]) -> Decision:

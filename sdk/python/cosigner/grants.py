@@ -13,8 +13,11 @@ JOSE library that speaks EdDSA checks the same token the same way.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import hmac
+import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -56,6 +59,12 @@ def jwk_thumbprint(jwk: Mapping[str, Any]) -> str:
     return base64url_encode(hashlib.sha256(canonical_json(members)).digest()).decode("ascii")
 
 
+def public_keys(jwks: Mapping[str, Any]) -> dict[str, jwt.PyJWK]:
+    """The Ed25519 verification keys of a JWKS by `kid`, parsed once for many grants
+    (`verify_grant_with_keys`); raises GrantRefused if `jwks` is not a key set."""
+    return _public_keys(jwks)
+
+
 def _public_keys(jwks: Mapping[str, Any]) -> dict[str, jwt.PyJWK]:
     if not isinstance(jwks, Mapping) or not isinstance(jwks.get("keys"), list):
         raise GrantRefused('the key set is not a JWKS ({"keys": [...]}); pass the JSON of GET /v1/keys')
@@ -74,15 +83,25 @@ def _public_keys(jwks: Mapping[str, Any]) -> dict[str, jwt.PyJWK]:
     return keys
 
 
-def _signed_claims(token: str, jwks: Mapping[str, Any]) -> dict[str, Any]:
-    """The claims of `token` once its header, key and signature check out."""
+def _header(token: str) -> dict[str, Any]:
+    # Only to pick the key: PyJWT then decodes the same header strictly, and the signature
+    # covers it, so a header read differently here cannot verify.
     try:
-        header = jwt.get_unverified_header(token)
-    except (jwt.PyJWTError, ValueError, TypeError) as exc:
+        head, _payload, _signature = token.split(".")
+        header = json.loads(base64.urlsafe_b64decode(head + "=" * (-len(head) % 4)))
+    except (ValueError, TypeError, AttributeError, binascii.Error) as exc:
         raise GrantRefused("malformed grant: expected a compact JWS of three base64url parts") from exc
+    if not isinstance(header, dict):
+        raise GrantRefused("malformed grant: expected a compact JWS of three base64url parts")
+    return header
+
+
+def _signed_claims(token: str, keys: Mapping[str, jwt.PyJWK]) -> dict[str, Any]:
+    """The claims of `token` once its header, key and signature check out."""
+    header = _header(token)
     if header.get("alg") != ALGORITHM or header.get("typ") != GRANT_TYPE:
         raise GrantRefused(f"not a Cosigner grant (alg must be {ALGORITHM}, typ {GRANT_TYPE})")
-    key = _public_keys(jwks).get(str(header.get("kid")))
+    key = keys.get(str(header.get("kid")))
     if key is None:
         raise GrantRefused(f"unknown key id {header.get('kid')!r}; refresh GET /v1/keys")
     try:
@@ -128,7 +147,33 @@ def verify_grant(
 ) -> GrantClaims:
     """Verify signature, lifetime, tool (and call, tenant, approval if given) and the digest
     of the parameters about to be used."""
-    claims = _signed_claims(token, jwks)
+    return verify_grant_with_keys(
+        token,
+        _public_keys(jwks),
+        tool_name=tool_name,
+        parameters=parameters,
+        tool_call_id=tool_call_id,
+        tenant=tenant,
+        approval_id=approval_id,
+        now=now,
+        leeway=leeway,
+    )
+
+
+def verify_grant_with_keys(
+    token: str,
+    keys: Mapping[str, jwt.PyJWK],
+    *,
+    tool_name: str,
+    parameters: Any,
+    tool_call_id: str | None = None,
+    tenant: str | None = None,
+    approval_id: str | None = None,
+    now: float | None = None,
+    leeway: int = 5,
+) -> GrantClaims:
+    """`verify_grant` with the key set already parsed by `public_keys`."""
+    claims = _signed_claims(token, keys)
     current = time.time() if now is None else now
     if current >= claims["exp"] + leeway:
         raise GrantRefused("grant expired; ask Cosigner for a fresh decision")

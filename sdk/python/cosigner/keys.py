@@ -7,7 +7,9 @@ import json
 import time
 from typing import Any
 
-from cosigner.grants import GrantClaims, GrantRefused, verify_grant
+import jwt
+
+from cosigner.grants import GrantClaims, GrantRefused, public_keys, verify_grant_with_keys
 
 __all__ = ["KeyCache", "key_id", "unverified_tool_name"]
 
@@ -42,6 +44,7 @@ class KeyCache:
     def __init__(self) -> None:
         self.jwks: dict[str, Any] | None = None
         self.fetched_at = 0.0
+        self._keys: tuple[dict[str, Any], dict[str, jwt.PyJWK]] | None = None
 
     def needs_fetch(self, token: str) -> bool:
         """True when the cache is empty or old, or lacks the grant's key (a rotated key)."""
@@ -66,11 +69,15 @@ class KeyCache:
         tenant: str | None = None,
     ) -> GrantClaims:
         """Check signature, expiry, tool and digest offline; raise GrantRefused on any mismatch."""
-        if self.jwks is None:
+        jwks = self.jwks
+        if jwks is None:
             raise GrantRefused("no keys fetched yet from GET /v1/keys")
-        return verify_grant(
+        # The keys parsed once per fetched key set, not once per grant.
+        if self._keys is None or self._keys[0] is not jwks:
+            self._keys = (jwks, public_keys(jwks))
+        return verify_grant_with_keys(
             grant,
-            self.jwks,
+            self._keys[1],
             tool_name=tool_name if tool_name is not None else unverified_tool_name(grant),
             parameters=parameters,
             tool_call_id=tool_call_id,

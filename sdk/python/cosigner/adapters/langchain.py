@@ -150,9 +150,9 @@ class CosignerMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         try:
             result = handler(_exactly(request, call))
         except Exception as exc:
-            self.approver.report(verdict, error_report(exc))
+            self.approver.report(verdict, error_report(exc), wait=False)
             raise
-        self.approver.report(verdict, _report(result))
+        self.approver.report(verdict, _report(result), wait=False)
         return result
 
     async def awrap_tool_call(
@@ -171,9 +171,9 @@ class CosignerMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         try:
             result = await handler(_exactly(request, call))
         except Exception as exc:
-            await self.approver.areport(verdict, error_report(exc))
+            await self.approver.areport(verdict, error_report(exc), wait=False)
             raise
-        await self.approver.areport(verdict, _report(result))
+        await self.approver.areport(verdict, _report(result), wait=False)
         return result
 
 

@@ -7,9 +7,11 @@ Approvals (tools made with `function_tool(needs_approval=True)`):
 
 `run` answers every interruption (`result.interruptions`) through Cosigner with
 `RunState.approve` / `RunState.reject(..., rejection_message=...)` and resumes until the run
-ends. With `wait=False` it returns while a person has yet to answer: keep
-`result.to_state().to_string()`, and later (any process) pass
-`await RunState.from_string(agent, saved)` to `run` again.
+ends. `approvals.gate(tool)` (instead of `needs_approval=True`) asks Cosigner when the model
+calls the tool, inside `run`: a call the policy allows runs at once, and only a call that
+needs a person (or is refused) interrupts the run. With `wait=False` it returns while a
+person has yet to answer: keep `result.to_state().to_string()`, and later (any process)
+pass `await RunState.from_string(agent, saved)` to `run` again.
 
 Guardrail (any function tool, no interruption): `CosignerGuardrail(client, surface).gate(tool)`
 adds a `tool_input_guardrail` that waits for the decision and a `tool_output_guardrail`
@@ -22,12 +24,14 @@ else `execution_id=`; the tool call id is the model's `call_id`.
 from __future__ import annotations
 
 import json
+from contextvars import ContextVar
 from typing import Any
 
 from agents import (
     Agent,
     FunctionTool,
     RunConfig,
+    RunContextWrapper,
     Runner,
     RunResult,
     RunState,
@@ -40,7 +44,7 @@ from agents import (
 from agents.items import ToolApprovalItem, ToolCallOutputItem
 
 from cosigner import AsyncCosigner, Cosigner
-from cosigner.adapters.verdict import Approver, ToolCall, Verdict, result_report
+from cosigner.adapters.verdict import Approver, ToolCall, Verdict, result_report, snapshot
 from cosigner.surfaces import Surface
 
 __all__ = ["CosignerApprovals", "CosignerGuardrail", "execution_id_of"]
@@ -55,6 +59,10 @@ def execution_id_of(run_config: RunConfig | None, execution_id: str | None = Non
             "(your conversation or thread id), or execution_id="
         )
     return found
+
+
+# The run `CosignerApprovals.run` is in, and the calls Cosigner allowed before they ran.
+_RUN: ContextVar[tuple[str, dict[str, Verdict]] | None] = ContextVar("cosigner_agents_run", default=None)
 
 
 def _arguments(raw: str | None, tool: str) -> dict[str, Any]:
@@ -79,6 +87,36 @@ class CosignerApprovals:
         timeout_seconds: int | None = None,
     ) -> None:
         self.approver = Approver(client, surface, reason=reason, timeout_seconds=timeout_seconds)
+
+    def gate(self, tool: FunctionTool) -> FunctionTool:
+        """Make `tool` ask Cosigner when it is called in `run` (returned for chaining).
+
+        Its `needs_approval` becomes a check that asks Cosigner before the run would be
+        interrupted: a call Cosigner approves at once (a read the policy allows) runs in the
+        same turn, and only a call that waits for a person, or is refused, interrupts the run
+        and is answered as a `needs_approval=True` tool's would be. Called outside `run`, the
+        tool always interrupts.
+        """
+        name = tool.name
+
+        async def needs_approval(
+            context: RunContextWrapper[Any], params: dict[str, Any], call_id: str
+        ) -> bool:
+            return await self._needs_approval(name, params, call_id)
+
+        tool.needs_approval = needs_approval
+        return tool
+
+    async def _needs_approval(self, name: str, params: dict[str, Any], call_id: str) -> bool:
+        run = _RUN.get()
+        if run is None or not call_id or not isinstance(params, dict):
+            return True
+        run_id, allowed = run
+        verdict = await self.approver.aask(ToolCall(run_id, call_id, name, snapshot(params)), wait=False)
+        if not verdict.allowed:
+            return True  # a person or a refusal: interrupt, and `decide` answers it
+        allowed[call_id] = verdict
+        return False
 
     async def decide(
         self, state: RunState[Any, Any], execution_id: str, *, wait: bool = True
@@ -117,21 +155,31 @@ class CosignerApprovals:
         """
         run_id = execution_id_of(run_config, execution_id)
         approved: dict[str, Verdict] = {}
+        allowed: dict[str, Verdict] = {}  # by the tools' `needs_approval` (see `gate`)
         next_input = input
         if isinstance(input, RunState) and input.get_interruptions():
             approved, pending = await self.decide(input, run_id, wait=wait)
             if pending:
                 raise _still_pending(input)
-        while True:
-            result = await Runner.run(agent, next_input, run_config=run_config, **options)
-            await self._report(result, approved)
-            if not result.interruptions:
-                return result
-            state = result.to_state()
-            approved, pending = await self.decide(state, run_id, wait=wait)
-            if pending:
-                return result
-            next_input = state
+        token = _RUN.set((run_id, allowed))
+        try:
+            while True:
+                result = await Runner.run(agent, next_input, run_config=run_config, **options)
+                # One report per call that ran, however it was allowed (a call answered after
+                # an interruption may be asked about again by its `needs_approval` on resume).
+                ran = {**allowed, **approved}
+                allowed.clear()
+                await self._report(result, ran)
+                allowed.update(ran)  # allowed in this turn but not run yet
+                if not result.interruptions:
+                    return result
+                state = result.to_state()
+                approved, pending = await self.decide(state, run_id, wait=wait)
+                if pending:
+                    return result
+                next_input = state
+        finally:
+            _RUN.reset(token)
 
     async def _report(self, result: RunResult, approved: dict[str, Verdict]) -> None:
         for item in result.new_items:
@@ -140,7 +188,7 @@ class CosignerApprovals:
                 call_id = raw.get("call_id") if isinstance(raw, dict) else getattr(raw, "call_id", None)
                 verdict = approved.pop(str(call_id), None)
                 if verdict is not None:
-                    await self.approver.areport(verdict, result_report(item.output))
+                    await self.approver.areport(verdict, result_report(item.output), wait=False)
 
 
 def _call(item: ToolApprovalItem, execution_id: str) -> ToolCall:
@@ -199,5 +247,5 @@ class CosignerGuardrail:
     async def _report(self, data: ToolOutputGuardrailData) -> ToolGuardrailFunctionOutput:
         verdict = self._running.pop(self._key(data), None)
         if verdict is not None:
-            await self.approver.areport(verdict, result_report(data.output))
+            await self.approver.areport(verdict, result_report(data.output), wait=False)
         return ToolGuardrailFunctionOutput.allow()

@@ -3,14 +3,17 @@
 agent = Agent(model, capabilities=[CosignerApprovals(AsyncCosigner(), surface)])
 
 Every tool call (or those named in `tools`, plus any tool made with `requires_approval=True`)
-is deferred for approval (`ApprovalRequired`), and the capability's
-`handle_deferred_tool_calls` hook, the one `HandleDeferredToolCalls` uses, asks Cosigner and
-answers `ToolApproved()` or `ToolDenied(message)` inline. With `wait=False` a call that
-waits for a person stays unresolved, so the run ends with `DeferredToolRequests` as its
-output (give the agent `output_type=[str, DeferredToolRequests]`); resume later, in any
-process, with `agent.run(message_history=saved)`: the same calls are deferred again and
-Cosigner answers them. Before an approved call runs, its decision is checked against
-Cosigner again (whoever built the `DeferredToolResults`), and its result is reported.
+is asked about first: one Cosigner approves at once (a read the policy allows) runs; one
+that waits for a person, or is refused, is deferred for approval (`ApprovalRequired`), and
+the capability's `handle_deferred_tool_calls` hook, the one `HandleDeferredToolCalls`
+uses, asks Cosigner and answers `ToolApproved()` or `ToolDenied(message)` inline. With
+`wait=False` a call that waits for a person stays unresolved, so the run ends with
+`DeferredToolRequests` as its output (give the agent `output_type=[str,
+DeferredToolRequests]`); resume later, in any process, with
+`agent.run(message_history=saved)`: the same calls are deferred again and Cosigner
+answers them. Before an approved call runs, its decision is checked against
+Cosigner again (whoever built the `DeferredToolResults`), and its result is reported off
+the call's path (`report_result(wait=False)`).
 
 The execution id is the run's `conversation_id` (kept in the message history across runs)
 and the tool call id the model's.
@@ -97,10 +100,16 @@ class CosignerApprovals(AbstractCapability[Any]):
         gated = self.gated is None or call.tool_name in self.gated
         if not gated and not ctx.tool_call_approved:
             return args
-        if not ctx.tool_call_approved:
-            raise ApprovalRequired()
         asked = self._call(ctx, call)
         key = (asked.execution_id, asked.tool_call_id)
+        if not ctx.tool_call_approved:
+            # A call the policy allows (or a person already approved) runs at once; only one
+            # that waits for a person, or is refused, goes through the framework's deferral.
+            early = await self.approver.aask(asked, wait=False)
+            if not early.allowed:
+                raise ApprovalRequired()
+            self._running[key] = early
+            return args
         verdict = self._decided.pop(key, None)
         if verdict is None or verdict.call != asked:
             verdict = await self.approver.aask(asked, wait=False)
@@ -119,7 +128,7 @@ class CosignerApprovals(AbstractCapability[Any]):
         """Report what an approved call returned."""
         verdict = self._running.pop((ctx.conversation_id or "", call.tool_call_id), None)
         if verdict is not None:
-            await self.approver.areport(verdict, result_report(result))
+            await self.approver.areport(verdict, result_report(result), wait=False)
         return result
 
     async def on_tool_execute_error(
@@ -134,5 +143,5 @@ class CosignerApprovals(AbstractCapability[Any]):
         """Report the error an approved call raised, then let it propagate."""
         verdict = self._running.pop((ctx.conversation_id or "", call.tool_call_id), None)
         if verdict is not None:
-            await self.approver.areport(verdict, error_report(error))
+            await self.approver.areport(verdict, error_report(error), wait=False)
         raise error

@@ -248,25 +248,35 @@ class Approver:
             return await asyncio.to_thread(self.wait, verdict)
         return await self.asettle(verdict.call, await client.wait(verdict.decision))
 
-    def report(self, verdict: Verdict, report: dict[str, Any]) -> None:
-        """Put an executed call's result (or error) on the audit record; logs, never raises."""
+    def report(self, verdict: Verdict, report: dict[str, Any], *, wait: bool = True) -> None:
+        """Put an executed call's result (or error) on the audit record; logs, never raises.
+
+        With `wait=False` the report is queued and sent while the caller goes on (see
+        `Cosigner.report_result`); the adapters report that way, off the call's path.
+        """
         if verdict.decision is None:
             return
         try:
-            self._blocking().report_result(verdict.decision, **report)
+            self._blocking().report_result(verdict.decision, wait=wait, **report)
         except Exception as exc:  # the call already ran: its outcome must not be lost to a report
             _log_unreported(verdict.decision.approval_id, exc)
 
-    async def areport(self, verdict: Verdict, report: dict[str, Any]) -> None:
-        """Put an executed call's result (or error) on the audit record; logs, never raises."""
+    async def areport(self, verdict: Verdict, report: dict[str, Any], *, wait: bool = True) -> None:
+        """Put an executed call's result (or error) on the audit record; logs, never raises.
+
+        With `wait=False` the report is queued and sent while the caller goes on.
+        """
         client = self.client
         if verdict.decision is None:
             return
         if not isinstance(client, AsyncCosigner):
-            await asyncio.to_thread(self.report, verdict, report)
+            if wait:
+                await asyncio.to_thread(self.report, verdict, report)
+            else:
+                self.report(verdict, report, wait=False)
             return
         try:
-            await client.report_result(verdict.decision, **report)
+            await client.report_result(verdict.decision, wait=wait, **report)
         except Exception as exc:  # the call already ran: its outcome must not be lost to a report
             _log_unreported(verdict.decision.approval_id, exc)
 
