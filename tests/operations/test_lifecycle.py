@@ -10,7 +10,17 @@ import pytest
 
 from bot.grants import callback_secret
 from cosigner.grants import verify_callback
-from tests.harness import TEST_SECRET, CallbackReceiver, Harness, cosigner_app, until
+from storage.database import Database
+from tests.harness import (
+    TEST_SECRET,
+    CallbackReceiver,
+    Harness,
+    ManualClock,
+    cosigner_app,
+    database,
+    postgres_url,
+    until,
+)
 from tests.operations.application import OPERATION, SECRET, SECRET_ENV, contract_application, policy_for
 
 ALLOW = "127.0.0.1"
@@ -159,3 +169,39 @@ async def test_an_operation_the_policy_approves_is_executed_at_once() -> None:
             done = (await h.client.get(f"/v1/approvals/{aid}?wait=10", headers=h.auth(key))).json()
             assert done["outcome"]["type"] == "succeeded"
             assert app.shop.calls["execute"] == 1
+
+
+@pytest.mark.skipif(
+    not postgres_url(), reason="replicas need PostgreSQL: set COSIGNER_TEST_POSTGRES_URL (.ci/run does)"
+)
+async def test_two_replicas_execute_an_operation_once_and_both_tell_the_outcome() -> None:
+    # Two apps on one PostgreSQL schema (two `serve` processes behind a load balancer): the
+    # agent proposes on one and waits on both, approvals race on both; one execute, and
+    # each replica's long-poll answers with the outcome.
+    with contract_application() as app:
+        async with database("postgres") as db:
+            other = Database(db.url, schema=db.schema)
+            clock = ManualClock()
+            policy = policy_for(app.url)
+            async with (
+                cosigner_app(policy, db=db, clock=clock, callback_allow=ALLOW) as a,
+                cosigner_app(policy, db=other, clock=clock, callback_allow=ALLOW) as b,
+            ):
+                key = await a.create_tenant("acme")
+                r = await propose(a, key, proposal())
+                assert r.status_code == 201, r.text
+                aid = r.json()["approvalId"]
+                polls = [
+                    asyncio.create_task(
+                        h.client.get(f"/v1/approvals/{aid}?wait=30", headers=h.auth(key), timeout=60)
+                    )
+                    for h in (a, b)
+                ]
+                await a.waiters()
+                await b.waiters()
+                answers = await asyncio.gather(*(decide(h, key, aid) for h in (a, b, a, b)))
+                assert sorted(r.status_code for r in answers) == [200, 409, 409, 409]
+                told = [(await p).json() for p in polls]
+                assert [t["outcome"]["type"] for t in told] == ["succeeded", "succeeded"]
+                assert app.shop.calls["prepare"] == 1
+                assert app.shop.calls["execute"] == 1 and app.shop.refunds == 1
