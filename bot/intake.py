@@ -61,18 +61,17 @@ def create_tx(
 ) -> Created:
     """Insert the approval (or find the one this call made before) and queue its first jobs;
     `contract` is an operation's, prepared by its application for `approval_id`."""
-    calls = ledger.execution_calls(tx, tenant, req.executionId)
-    for row in calls:
-        if row.tool_call_id == req.toolCallId:
-            rec = Record.from_row(row)
-            if rec.digest != dig or rec.tool_name != req.toolName:
-                raise ParametersMismatch(
-                    f"executionId {req.executionId} + toolCallId {req.toolCallId} was "
-                    f"already used for {rec.tool_name} with other parameters "
-                    f"({rec.digest}); use a new toolCallId for a different call",
-                    approvalId=rec.id,
-                )
-            return Created(rec, replay=True)
+    row = ledger.made_before(tx, tenant, req.executionId, req.toolCallId)
+    if row is not None:
+        rec = Record.from_row(row)
+        if rec.digest != dig or rec.tool_name != req.toolName:
+            raise ParametersMismatch(
+                f"executionId {req.executionId} + toolCallId {req.toolCallId} was "
+                f"already used for {rec.tool_name} with other parameters "
+                f"({rec.digest}); use a new toolCallId for a different call",
+                approvalId=rec.id,
+            )
+        return Created(rec, replay=True)
     mode = rule.mode
     route = None if isinstance(routed, ApprovalModeUnsupported) else routed
     decided_by: DecidedBy | None = None
@@ -89,7 +88,7 @@ def create_tx(
         decided_by, status = standing_decider(standing), ApprovalStatus.DENIED
     else:
         cap = policy.max_gated_calls(tenant)
-        used = ledger.gated_count(calls)
+        used = ledger.gated_count(tx, tenant, req.executionId)
         if used >= cap:
             raise ToolCallCapExceeded(
                 f"execution {req.executionId} has made {used} gated calls; the cap is {cap} "

@@ -138,5 +138,7 @@ class Proposals:
         )
 
     async def _made_before(self, tenant: str, req: OperationRequest) -> bool:
-        rows = await self.engine.db.run_read(lambda tx: ledger.execution_calls(tx, tenant, req.executionId))
-        return any(row.tool_call_id == req.toolCallId for row in rows)
+        found = await self.engine.db.run_read(
+            lambda tx: ledger.made_before(tx, tenant, req.executionId, req.toolCallId)
+        )
+        return found is not None

@@ -27,8 +27,19 @@ from storage.records import Record, delivery_key
 from storage.tables import approvals, audit_events, flags, run_grants
 
 _BY_ID = sa.select(approvals).where(approvals.c.id == sa.bindparam("id"))
-_BY_EXECUTION = sa.select(approvals).where(
-    approvals.c.tenant == sa.bindparam("tenant"), approvals.c.execution_id == sa.bindparam("execution")
+_BY_CALL = sa.select(approvals).where(
+    approvals.c.tenant == sa.bindparam("tenant"),
+    approvals.c.execution_id == sa.bindparam("execution"),
+    approvals.c.tool_call_id == sa.bindparam("call"),
+)
+_GATED_IN_EXECUTION = (
+    sa.select(sa.func.count())
+    .select_from(approvals)
+    .where(
+        approvals.c.tenant == sa.bindparam("tenant"),
+        approvals.c.execution_id == sa.bindparam("execution"),
+        approvals.c.mode != ApprovalMode.NONE.value,
+    )
 )
 _INSERT_EVENTS = audit_events.insert()
 _INSERT_APPROVAL = approvals.insert()
@@ -41,14 +52,16 @@ def load(tx: Tx, approval_id: str, *, lock: bool = False) -> Record | None:
     return Record.from_row(row) if row else None
 
 
-def execution_calls(tx: Tx, tenant: str, execution_id: str) -> list[Any]:
-    """Every approval row of one execution (a handful: the cap bounds them)."""
-    return list(tx.execute(_BY_EXECUTION, {"tenant": tenant, "execution": execution_id}))
+def made_before(tx: Tx, tenant: str, execution_id: str, tool_call_id: str) -> Any:
+    """The approval row of this call (tenant, execution, tool call id), if it was made before."""
+    params = {"tenant": tenant, "execution": execution_id, "call": tool_call_id}
+    return tx.execute(_BY_CALL, params).first()
 
 
-def gated_count(rows: list[Any]) -> int:
-    """How many of an execution's calls needed more than mode none."""
-    return sum(1 for r in rows if r.mode != ApprovalMode.NONE.value)
+def gated_count(tx: Tx, tenant: str, execution_id: str) -> int:
+    """How many of an execution's calls needed more than mode none (counted by the database:
+    an execution may make any number of calls that need nobody)."""
+    return int(tx.execute(_GATED_IN_EXECUTION, {"tenant": tenant, "execution": execution_id}).scalar_one())
 
 
 def run_grant(tx: Tx, tenant: str, execution_id: str, tool: str) -> Any:

@@ -10,6 +10,7 @@ import pytest
 
 from bot.grants import callback_secret
 from cosigner.grants import verify_callback
+from storage import approvals as ledger
 from storage.database import Database
 from tests.harness import (
     TEST_SECRET,
@@ -125,10 +126,8 @@ async def test_unreachable_application_is_unavailable_and_keeps_nothing() -> Non
         key = await h.create_tenant("acme")
         r = await propose(h, key, proposal())
         assert r.status_code == 503 and r.json()["error"]["code"] == "OPERATION_UNAVAILABLE"
-        rows = await h.engine.db.run_read(
-            lambda tx: __import__("storage.approvals").approvals.execution_calls(tx, "acme", "run_1")
-        )
-        assert rows == []
+        row = await h.engine.db.run_read(lambda tx: ledger.made_before(tx, "acme", "run_1", "c1"))
+        assert row is None
 
 
 async def test_the_callback_carries_the_outcome_and_is_sent_once_it_is_known() -> None:
