@@ -6,11 +6,14 @@ It starts `cosigner serve` on SQLite pinned to one core (as bench/roundtrip.py d
 agent, the gateway and the upstream (examples/mcp_server.py) share the other core.
 
 - **Latency.** An `mcp.Client` calls `lookup_order` (a read: the policy lets it through
-  with nobody asked) one call at a time, over stdio, two ways: straight to the example
-  server, and through `cosigner-mcp-gateway` in front of the same server. The ways
-  alternate in rounds to spread machine noise over both. The gateway's added latency is
-  the difference of the medians; the Cosigner request inside it (one POST answered 200,
-  the policy's answer) is measured on its own too, with the SDK's `AsyncCosigner`.
+  with nobody asked) one call at a time, over stdio, three ways: straight to the example
+  server, through a bare MCP passthrough in front of it (bench/mcp_passthrough.py: the
+  gateway's `mcp` pieces without Cosigner, the protocol's own cost of one hop), and
+  through `cosigner-mcp-gateway` in front of the same server. The ways alternate in rounds
+  to spread machine noise over all. The added latency is the difference of the medians;
+  the Cosigner request inside the gateway's (one POST answered 200, the policy's answer)
+  is measured on its own too, with the SDK's `AsyncCosigner`. The CPU time of the
+  passthrough and gateway processes per read is read from /proc.
 - **Memory.** The gateway serves Streamable HTTP; 100 MCP sessions (`mode="legacy"`, each
   its own execution) open and each makes one read. The gateway process's resident memory
   (VmRSS) is read with one session open and with all of them open.
@@ -48,6 +51,7 @@ kind = "read"
 """
 BIN = Path(sys.executable).parent
 EXAMPLE = [sys.executable, str(ROOT / "examples" / "mcp_server.py")]
+PASSTHROUGH = [sys.executable, str(Path(__file__).resolve().parent / "mcp_passthrough.py"), " ".join(EXAMPLE)]
 SURFACE = "dashboard:u_bench"
 ARGS = {"order_id": "ord_4421"}
 
@@ -101,8 +105,8 @@ async def timed_policy(server: Server, calls: int) -> list[float]:
     return out
 
 
-def gateway_pid() -> int:
-    """The pid of this process's `cosigner-mcp-gateway` child."""
+def child_pid(marker: bytes) -> int:
+    """The pid of this process's child whose command line holds `marker`."""
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -111,9 +115,9 @@ def gateway_pid() -> int:
             cmdline = (entry / "cmdline").read_bytes()
         except (OSError, IndexError, ValueError):
             continue
-        if ppid == os.getpid() and b"cosigner-mcp-gateway" in cmdline:
+        if ppid == os.getpid() and marker in cmdline:
             return int(entry.name)
-    raise RuntimeError("no gateway process found")
+    raise RuntimeError(f"no {marker.decode()} process found")
 
 
 def cpu_ms(pid: int) -> float:
@@ -130,19 +134,24 @@ def pct(values: list[float], p: float) -> float:
 async def latency(server: Server, calls: int, rounds: int) -> None:
     env = env_of(server)
     direct: list[float] = []
+    passed: list[float] = []
     gated: list[float] = []
     policy: list[float] = []
     async with (
         stdio_agent(EXAMPLE, env) as plain,
+        stdio_agent(PASSTHROUGH, env) as bare,
         stdio_agent([str(BIN / "cosigner-mcp-gateway"), *gateway_args()], env) as through,
     ):
-        await timed_reads(plain, 20)  # warm both paths (imports, keys, connections)
-        await timed_reads(through, 20)
-        pid = gateway_pid()
+        for agent in (plain, bare, through):
+            await timed_reads(agent, 20)  # warm every path (imports, keys, connections)
+        pid, bare_pid = child_pid(b"cosigner-mcp-gateway"), child_pid(b"mcp_passthrough.py")
         load = os.getloadavg()[0]
-        gateway_cpu = 0.0
+        gateway_cpu = bare_cpu = 0.0
         for _ in range(rounds):
             direct += await timed_reads(plain, calls)
+            before = cpu_ms(bare_pid)
+            passed += await timed_reads(bare, calls)
+            bare_cpu += cpu_ms(bare_pid) - before
             before = cpu_ms(pid)
             gated += await timed_reads(through, calls)
             gateway_cpu += cpu_ms(pid) - before
@@ -153,6 +162,7 @@ async def latency(server: Server, calls: int, rounds: int) -> None:
     print("| --- | --- | --- | --- | --- |")
     for name, v in (
         ("direct to the upstream", direct),
+        ("through a bare MCP passthrough", passed),
         ("through the gateway", gated),
         ("policy request alone", policy),
     ):
@@ -160,10 +170,11 @@ async def latency(server: Server, calls: int, rounds: int) -> None:
             f"| {name} | {pct(v, 50):.2f} | {pct(v, 90):.2f} | {pct(v, 99):.2f} | {statistics.fmean(v):.2f} |"
         )
     print(
-        f"gateway process CPU per read: {gateway_cpu / len(gated):.2f} ms; "
-        f"machine load average up to {load:.1f} during the runs"
+        f"CPU per read: gateway process {gateway_cpu / len(gated):.2f} ms, passthrough process "
+        f"{bare_cpu / len(passed):.2f} ms; machine load average up to {load:.1f} during the runs"
     )
     print(
+        f"added by the passthrough (MCP's own hop): p50 {pct(passed, 50) - pct(direct, 50):.2f} ms; "
         f"added by the gateway: p50 {pct(gated, 50) - pct(direct, 50):.2f} ms "
         f"(of which the policy request {pct(policy, 50):.2f} ms), "
         f"p90 {pct(gated, 90) - pct(direct, 90):.2f} ms"

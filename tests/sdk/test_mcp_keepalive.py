@@ -1,0 +1,207 @@
+"""The gateway's kept-alive HTTP/1.1 connections to Cosigner, against a scripted server.
+
+The server answers each request with the next bytes of its script (or closes, or stays
+silent), and records what it received and on which connection; the gateway tests
+(test_mcp_gateway*.py) run the same client against the real Cosigner.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+import httpx
+import pytest
+
+from cosigner import DashboardSurface
+from cosigner.errors import ApprovalNotFound
+from cosigner.mcp_gateway.keepalive import GatewayCosigner, KeepAlive
+
+CLOSE = b"<close>"  # close the connection instead of answering
+SILENT = b"<silent>"  # read the request, never answer
+
+
+def ok(body: bytes = b"{}", *extra: bytes) -> bytes:
+    head = b"".join(h + b"\r\n" for h in extra)
+    return b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n%s\r\n%s" % (len(body), head, body)
+
+
+@dataclass
+class Scripted:
+    """What the scripted server received: (connection number, request head, body)."""
+
+    port: int
+    script: list[bytes]
+    received: list[tuple[int, bytes, bytes]] = field(default_factory=list)
+    connections: int = 0
+
+
+@asynccontextmanager
+async def scripted(*answers: bytes) -> AsyncIterator[Scripted]:
+    state = Scripted(0, list(answers))
+
+    handlers: set[asyncio.Task[None]] = set()
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        handlers.add(asyncio.current_task())  # type: ignore[arg-type]
+        state.connections += 1
+        number = state.connections
+        try:
+            while True:
+                try:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                except asyncio.IncompleteReadError:
+                    return
+                length = 0
+                for line in head.split(b"\r\n"):
+                    if line.lower().startswith(b"content-length:"):
+                        length = int(line.split(b":", 1)[1])
+                body = await reader.readexactly(length)
+                state.received.append((number, head, body))
+                answer = state.script.pop(0)
+                if answer == CLOSE:
+                    return
+                if answer == SILENT:
+                    await reader.read()  # until the client gives up and closes
+                    return
+                writer.write(answer)
+                await writer.drain()
+                if b"Connection: close" in answer:
+                    return
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    state.port = server.sockets[0].getsockname()[1]
+    try:
+        yield state
+    finally:
+        server.close()
+        for handler in handlers:
+            handler.cancel()
+        await asyncio.gather(*handlers, return_exceptions=True)
+
+
+async def test_connections_are_kept_alive_and_reused() -> None:
+    async with scripted(ok(b"one"), ok(b"two")) as server:
+        pool = KeepAlive("127.0.0.1", server.port)
+        first = await pool.request(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n")
+        second = await pool.request(b"GET /b HTTP/1.1\r\nHost: x\r\n\r\n")
+        pool.close()
+    assert (first[0], first[2], second[2]) == (200, b"one", b"two")
+    assert [n for n, _, _ in server.received] == [1, 1] and server.connections == 1
+
+
+async def test_chunked_interim_and_close_delimited_answers_are_read_whole() -> None:
+    chunked = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3;x=1\r\nabc\r\n2\r\nde\r\n0\r\n\r\n"
+    trailers = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nf\r\n0\r\nX-T: 1\r\n\r\n"
+    interim = b"HTTP/1.1 100 Continue\r\n\r\n" + ok(b"after")
+    until_close = b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nto the end"
+    async with scripted(chunked, trailers, interim, until_close, ok(b"fresh")) as server:
+        pool = KeepAlive("127.0.0.1", server.port)
+        bodies = [(await pool.request(b"GET / HTTP/1.1\r\n\r\n"))[2] for _ in range(5)]
+        pool.close()
+    assert bodies == [b"abcde", b"f", b"after", b"to the end", b"fresh"]
+    # Kept alive through the chunked and interim answers; a new connection after `close`.
+    assert [n for n, _, _ in server.received] == [1, 1, 1, 1, 2]
+
+
+async def test_a_connection_the_server_closed_while_idle_is_not_reused() -> None:
+    async with scripted(ok(b"one", b"Connection: keep-alive"), CLOSE, ok(b"two")) as server:
+        pool = KeepAlive("127.0.0.1", server.port)
+        await pool.request(b"GET / HTTP/1.1\r\n\r\n")
+        with pytest.raises(httpx.RemoteProtocolError):
+            await pool.request(b"GET / HTTP/1.1\r\n\r\n")  # closed with the request in flight
+        status, _, body = await pool.request(b"GET / HTTP/1.1\r\n\r\n")
+        pool.close()
+    assert (status, body) == (200, b"two") and server.connections == 2
+
+
+async def test_failures_are_httpx_transport_errors_and_drop_the_connection() -> None:
+    async with scripted(SILENT, b"HTTP/1.1 abc\r\n\r\n", ok(b"fine")) as server:
+        pool = KeepAlive("127.0.0.1", server.port)
+        with pytest.raises(httpx.ReadTimeout):
+            await pool.request(b"GET / HTTP/1.1\r\n\r\n", read_timeout=0.01)
+        with pytest.raises(httpx.RemoteProtocolError, match="malformed"):
+            await pool.request(b"GET / HTTP/1.1\r\n\r\n")
+        assert (await pool.request(b"GET / HTTP/1.1\r\n\r\n"))[2] == b"fine"
+        pool.close()
+    assert server.connections == 3
+    port = server.port  # nothing listens there any more
+    with pytest.raises(httpx.ConnectError):
+        await KeepAlive("127.0.0.1", port).request(b"GET / HTTP/1.1\r\n\r\n")
+
+
+async def test_requests_beyond_max_connections_wait_for_one_and_a_cancelled_wait_passes_its_turn() -> None:
+    async with scripted(ok(b"1"), ok(b"2"), ok(b"3")) as server:
+        pool = KeepAlive("127.0.0.1", server.port, max_connections=1)
+        first = asyncio.ensure_future(pool.request(b"GET /1 HTTP/1.1\r\n\r\n"))
+        cancelled = asyncio.ensure_future(pool.request(b"GET /x HTTP/1.1\r\n\r\n"))
+        third = asyncio.ensure_future(pool.request(b"GET /3 HTTP/1.1\r\n\r\n"))
+        await asyncio.sleep(0)
+        cancelled.cancel()
+        results = [(await first)[2], (await third)[2]]
+        assert (await pool.request(b"GET /4 HTTP/1.1\r\n\r\n"))[2] == b"3"
+        pool.close()
+    assert results == [b"1", b"2"] and server.connections == 1
+    assert cancelled.cancelled()
+
+
+async def test_the_gateway_client_sends_the_sdks_requests_over_kept_alive_connections() -> None:
+    decision = {
+        "type": "approval_decided",
+        "approvalId": "apv_" + "A" * 20,
+        "executionId": "e1",
+        "toolCallId": "c1",
+        "toolName": "lookup_order",
+        "parametersDigest": "sha256:" + "0" * 64,
+        "status": "approved",
+        "comment": None,
+        "grant": "a.b.c",
+        "decidedBy": {"kind": "policy", "rule": "tools.lookup_order"},
+        "decidedAt": "2026-01-01T00:00:00.000Z",
+    }
+    missing = json.dumps({"error": {"code": "APPROVAL_NOT_FOUND", "message": "no such approval"}}).encode()
+    not_found = b"HTTP/1.1 404 Not Found\r\nContent-Length: %d\r\n\r\n%s" % (len(missing), missing)
+    async with scripted(ok(json.dumps(decision).encode()), not_found) as server:
+        async with GatewayCosigner(url=f"http://127.0.0.1:{server.port}/base", api_key="csk_k") as cosigner:
+            got = await cosigner.request_approval(
+                execution_id="e1",
+                tool_call_id="c1",
+                tool_name="lookup_order",
+                parameters={"orderId": "ord_1"},
+                surface=DashboardSurface(user_id="u_1"),
+            )
+            with pytest.raises(ApprovalNotFound, match="no such approval"):
+                await cosigner.get("apr 2")
+    assert got.approved and got.approval_id == "apv_" + "A" * 20
+    (_, post, body), (_, get, _) = server.received
+    assert post.startswith(b"POST /base/v1/approvals HTTP/1.1\r\n")
+    assert f"Host: 127.0.0.1:{server.port}\r\n".encode() in post
+    assert b"Authorization: Bearer csk_k\r\n" in post and b"Content-Type: application/json\r\n" in post
+    assert json.loads(body)["parameters"] == {"orderId": "ord_1"}
+    assert get.startswith(b"GET /base/v1/approvals/apr%202 HTTP/1.1\r\n") and b"Content-Length" not in get
+    assert server.connections == 1
+
+
+async def test_the_gateway_client_keeps_httpx_for_tls_a_proxy_or_a_given_transport(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    assert GatewayCosigner(url="http://127.0.0.1:8000", api_key="k")._keepalive is not None
+    assert GatewayCosigner(url="https://cosigner.example", api_key="k")._keepalive is None
+    given = httpx.MockTransport(lambda request: httpx.Response(200))
+    assert GatewayCosigner(url="http://127.0.0.1:8000", api_key="k", transport=given)._keepalive is None
+    monkeypatch.setenv("HTTP_PROXY", "http://proxy.internal:3128")
+    assert GatewayCosigner(url="http://cosigner.internal:8000", api_key="k")._keepalive is None
+    monkeypatch.setenv("NO_PROXY", "cosigner.internal")
+    assert GatewayCosigner(url="http://cosigner.internal:8000", api_key="k")._keepalive is not None
+
+
+def test_a_key_with_a_line_break_is_refused_before_anything_is_sent() -> None:
+    with pytest.raises(ValueError, match="line break"):
+        GatewayCosigner(url="http://127.0.0.1:8000", api_key="csk_k\r\nX-Evil: 1")
