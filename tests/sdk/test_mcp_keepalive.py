@@ -22,6 +22,7 @@ from cosigner.mcp_gateway.keepalive import GatewayCosigner, KeepAlive
 
 CLOSE = b"<close>"  # close the connection instead of answering
 SILENT = b"<silent>"  # read the request, never answer
+HOST = [(b"Host", b"cosigner.test")]
 
 
 def ok(body: bytes = b"{}", *extra: bytes) -> bytes:
@@ -88,8 +89,8 @@ async def scripted(*answers: bytes) -> AsyncIterator[Scripted]:
 async def test_connections_are_kept_alive_and_reused() -> None:
     async with scripted(ok(b"one"), ok(b"two")) as server:
         pool = KeepAlive("127.0.0.1", server.port)
-        first = await pool.request(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n")
-        second = await pool.request(b"GET /b HTTP/1.1\r\nHost: x\r\n\r\n")
+        first = await pool.request("GET", "/a", HOST)
+        second = await pool.request("GET", "/b", HOST)
         pool.close()
     assert (first[0], first[2], second[2]) == (200, b"one", b"two")
     assert [n for n, _, _ in server.received] == [1, 1] and server.connections == 1
@@ -102,7 +103,7 @@ async def test_chunked_interim_and_close_delimited_answers_are_read_whole() -> N
     until_close = b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nto the end"
     async with scripted(chunked, trailers, interim, until_close, ok(b"fresh")) as server:
         pool = KeepAlive("127.0.0.1", server.port)
-        bodies = [(await pool.request(b"GET / HTTP/1.1\r\n\r\n"))[2] for _ in range(5)]
+        bodies = [(await pool.request("GET", "/", HOST))[2] for _ in range(5)]
         pool.close()
     assert bodies == [b"abcde", b"f", b"after", b"to the end", b"fresh"]
     # Kept alive through the chunked and interim answers; a new connection after `close`.
@@ -112,10 +113,10 @@ async def test_chunked_interim_and_close_delimited_answers_are_read_whole() -> N
 async def test_a_connection_the_server_closed_while_idle_is_not_reused() -> None:
     async with scripted(ok(b"one", b"Connection: keep-alive"), CLOSE, ok(b"two")) as server:
         pool = KeepAlive("127.0.0.1", server.port)
-        await pool.request(b"GET / HTTP/1.1\r\n\r\n")
+        await pool.request("GET", "/", HOST)
         with pytest.raises(httpx.RemoteProtocolError):
-            await pool.request(b"GET / HTTP/1.1\r\n\r\n")  # closed with the request in flight
-        status, _, body = await pool.request(b"GET / HTTP/1.1\r\n\r\n")
+            await pool.request("GET", "/", HOST)  # closed with the request in flight
+        status, _, body = await pool.request("GET", "/", HOST)
         pool.close()
     assert (status, body) == (200, b"two") and server.connections == 2
 
@@ -124,27 +125,27 @@ async def test_failures_are_httpx_transport_errors_and_drop_the_connection() -> 
     async with scripted(SILENT, b"HTTP/1.1 abc\r\n\r\n", ok(b"fine")) as server:
         pool = KeepAlive("127.0.0.1", server.port)
         with pytest.raises(httpx.ReadTimeout):
-            await pool.request(b"GET / HTTP/1.1\r\n\r\n", read_timeout=0.01)
+            await pool.request("GET", "/", HOST, read_timeout=0.01)
         with pytest.raises(httpx.RemoteProtocolError, match="malformed"):
-            await pool.request(b"GET / HTTP/1.1\r\n\r\n")
-        assert (await pool.request(b"GET / HTTP/1.1\r\n\r\n"))[2] == b"fine"
+            await pool.request("GET", "/", HOST)
+        assert (await pool.request("GET", "/", HOST))[2] == b"fine"
         pool.close()
     assert server.connections == 3
     port = server.port  # nothing listens there any more
     with pytest.raises(httpx.ConnectError):
-        await KeepAlive("127.0.0.1", port).request(b"GET / HTTP/1.1\r\n\r\n")
+        await KeepAlive("127.0.0.1", port).request("GET", "/", HOST)
 
 
 async def test_requests_beyond_max_connections_wait_for_one_and_a_cancelled_wait_passes_its_turn() -> None:
     async with scripted(ok(b"1"), ok(b"2"), ok(b"3")) as server:
         pool = KeepAlive("127.0.0.1", server.port, max_connections=1)
-        first = asyncio.ensure_future(pool.request(b"GET /1 HTTP/1.1\r\n\r\n"))
-        cancelled = asyncio.ensure_future(pool.request(b"GET /x HTTP/1.1\r\n\r\n"))
-        third = asyncio.ensure_future(pool.request(b"GET /3 HTTP/1.1\r\n\r\n"))
+        first = asyncio.ensure_future(pool.request("GET", "/1", HOST))
+        cancelled = asyncio.ensure_future(pool.request("GET", "/x", HOST))
+        third = asyncio.ensure_future(pool.request("GET", "/3", HOST))
         await asyncio.sleep(0)
         cancelled.cancel()
         results = [(await first)[2], (await third)[2]]
-        assert (await pool.request(b"GET /4 HTTP/1.1\r\n\r\n"))[2] == b"3"
+        assert (await pool.request("GET", "/4", HOST))[2] == b"3"
         pool.close()
     assert results == [b"1", b"2"] and server.connections == 1
     assert cancelled.cancelled()

@@ -5,8 +5,9 @@ path (the policy's answer) and one beside it (the result report). Through httpx,
 the gateway's CPU for a read went into those two: URL parsing and merging, header
 objects, the cookie jar, then httpcore's cancel scopes and stream wrappers and h11's state
 machine, per request. For a plain `http://` Cosigner, the usual self-hosted setup,
-`GatewayCosigner` sends the SDK's requests as bytes onto a kept-alive socket and reads the
-answers with a small parser on the loop's own protocol callbacks. The SDK's flows are
+`GatewayCosigner` sends the SDK's requests onto kept-alive sockets on the loop's own
+protocol callbacks, written and read by h11 (the sans-I/O HTTP/1.1 library httpx is built
+on, so nothing new is installed). The SDK's flows are
 untouched: the same bodies, checks, retries (a transport failure is the same
 `httpx.TransportError`) and decoding; only the bytes are written differently.
 
@@ -22,6 +23,7 @@ from collections import deque
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
+import h11
 import httpx
 
 from cosigner import AsyncCosigner
@@ -35,50 +37,52 @@ MAX_HEAD = 64 * 1024
 Reply = tuple[int, list[tuple[bytes, bytes]], bytes]
 """(status, headers, body) of a response."""
 
+Headers = list[tuple[bytes, bytes]]
+"""Header (name, value) pairs as h11 takes them."""
+
 
 class _Connection(asyncio.Protocol):
-    """One kept-alive connection, with at most one request in flight."""
+    """One kept-alive connection, with at most one request in flight; h11 (the HTTP/1.1
+    protocol library httpx itself is built on) writes the requests and reads the answers."""
 
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
-        self.buf = bytearray()
+        self.h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEAD)
         self.waiter: asyncio.Future[Reply] | None = None
-        self.head: tuple[int, list[tuple[bytes, bytes]]] | None = None
-        self.length = 0  # of the body; -1 until the server closes; unused when chunked
-        self.chunked = False
-        self.bodyless = False  # the answer to a HEAD request
-        self.usable = True  # False once closed, broken, or told `Connection: close`
+        self.head: tuple[int, Headers] | None = None
+        self.body: list[bytes] = []
+        self.usable = True  # False once closed, broken, or out of step
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.usable = False
-        if self.head is not None and self.length == -1 and not self.chunked:
-            self._done(bytes(self.buf))  # a body that ends with the connection
-        else:
-            self._fail(httpx.RemoteProtocolError("Cosigner closed the connection without a complete answer"))
+        if self.waiter is not None:
+            self.h11.receive_data(b"")  # the end of the stream: it ends a close-delimited body
+            self._read()
+        self._fail(httpx.RemoteProtocolError("Cosigner closed the connection without a complete answer"))
 
     def eof_received(self) -> bool | None:
         self.usable = False
         return None  # the transport closes; connection_lost settles a request in flight
 
     def data_received(self, data: bytes) -> None:
-        self.buf += data
         if self.waiter is None:
             self.usable = False  # bytes nobody asked for: this connection is out of step
             return
-        try:
-            self._parse()
-        except (ValueError, IndexError) as exc:
-            self._fail(httpx.RemoteProtocolError(f"malformed answer from Cosigner: {exc}"))
-            self.close()
+        self.h11.receive_data(data)
+        self._read()
 
-    def send(self, data: bytes, bodyless: bool) -> asyncio.Future[Reply]:
+    def send(self, method: str, target: bytes, headers: Headers, body: bytes) -> asyncio.Future[Reply]:
         """Write one request; the future is its answer."""
         assert self.transport is not None and self.waiter is None
+        data = self.h11.send(h11.Request(method=method, target=target, headers=headers))
+        if body:
+            data = (data or b"") + (self.h11.send(h11.Data(data=body)) or b"")
+        data = (data or b"") + (self.h11.send(h11.EndOfMessage()) or b"")
         self.waiter = asyncio.get_running_loop().create_future()
-        self.head, self.bodyless = None, bodyless
+        self.head, self.body = None, []
         self.transport.write(data)
         return self.waiter
 
@@ -87,84 +91,42 @@ class _Connection(asyncio.Protocol):
         if self.transport is not None:
             self.transport.close()
 
-    def _parse(self) -> None:
-        while self.head is None:
-            end = self.buf.find(b"\r\n\r\n")
-            if end < 0:
-                if len(self.buf) > MAX_HEAD:
-                    raise ValueError("headers too long")
-                return
-            lines = bytes(self.buf[:end]).split(b"\r\n")
-            del self.buf[: end + 4]
-            version, status_text = lines[0].split(b" ", 2)[:2]
-            if not version.startswith(b"HTTP/1."):
-                raise ValueError(f"not an HTTP/1 status line: {lines[0][:40]!r}")
-            status = int(status_text)
-            headers: list[tuple[bytes, bytes]] = []
-            length, chunked, close = -1, False, version == b"HTTP/1.0"
-            for line in lines[1:]:
-                name, _, value = line.partition(b":")
-                name, value = name.strip(), value.strip()
-                headers.append((name, value))
-                lowered = name.lower()
-                if lowered == b"content-length":
-                    length = int(value)
-                elif lowered == b"transfer-encoding":
-                    chunked = b"chunked" in value.lower()
-                elif lowered == b"connection":
-                    close = b"close" in value.lower()
-            if status < 200:
-                continue  # an interim answer (100 Continue): the real one follows
-            if self.bodyless or status in (204, 304):
-                length, chunked = 0, False
-            if close or (length == -1 and not chunked):
-                self.usable = False
-            self.head, self.length, self.chunked = (status, headers), length, chunked
-        if self.chunked:
-            got = _dechunk(self.buf)
-            if got is None:
-                return
-            body, used = got
-        elif self.length < 0 or len(self.buf) < self.length:
-            return  # more to come (or, with no length, the end of the connection)
-        else:
-            body, used = bytes(self.buf[: self.length]), self.length
-        del self.buf[:used]
-        if self.buf:
-            self.usable = False  # more than one answer's worth: out of step
-        self._done(body)
+    def _read(self) -> None:
+        try:
+            while True:
+                event = self.h11.next_event()
+                if event is h11.NEED_DATA or event is h11.PAUSED:
+                    return
+                if isinstance(event, h11.Response):
+                    self.head = (event.status_code, list(event.headers))
+                elif isinstance(event, h11.Data):
+                    self.body.append(bytes(event.data))
+                elif isinstance(event, h11.EndOfMessage):
+                    self._done()
+                    return
+                elif isinstance(event, h11.ConnectionClosed):
+                    self.usable = False
+                    return
+                # h11.InformationalResponse (100 Continue): the real answer follows
+        except h11.RemoteProtocolError as exc:
+            self._fail(httpx.RemoteProtocolError(f"malformed answer from Cosigner: {exc}"))
+            self.close()
 
-    def _done(self, body: bytes) -> None:
+    def _done(self) -> None:
         waiter, head = self.waiter, self.head
         self.waiter = self.head = None
+        if self.h11.our_state is h11.DONE and self.h11.their_state is h11.DONE:
+            self.h11.start_next_cycle()  # kept alive: the next request may follow
+        else:
+            self.usable = False  # the answer ends with the connection (Connection: close, HTTP/1.0)
         if waiter is not None and head is not None and not waiter.done():
-            waiter.set_result((head[0], head[1], body))
+            waiter.set_result((head[0], head[1], b"".join(self.body)))
 
     def _fail(self, exc: Exception) -> None:
         self.usable = False
         waiter, self.waiter = self.waiter, None
         if waiter is not None and not waiter.done():
             waiter.set_exception(exc)
-
-
-def _dechunk(buf: bytearray) -> tuple[bytes, int] | None:
-    """(body, bytes used) of a complete chunked body at the start of `buf`; None if incomplete."""
-    pos, parts = 0, list[bytes]()
-    while True:
-        eol = buf.find(b"\r\n", pos)
-        if eol < 0:
-            return None
-        size = int(bytes(buf[pos:eol]).split(b";", 1)[0].strip(), 16)
-        start = eol + 2
-        if size == 0:  # then an empty line, or trailer lines and an empty line
-            if buf[start : start + 2] == b"\r\n":
-                return b"".join(parts), start + 2
-            end = buf.find(b"\r\n\r\n", start)
-            return None if end < 0 else (b"".join(parts), end + 4)
-        if len(buf) < start + size + 2:
-            return None
-        parts.append(bytes(buf[start : start + size]))
-        pos = start + size + 2
 
 
 def _expire(waiter: asyncio.Future[Any], seconds: float) -> None:
@@ -189,17 +151,22 @@ class KeepAlive:
 
     async def request(
         self,
-        data: bytes,
+        method: str,
+        target: str,
+        headers: Headers | None = None,
+        body: bytes = b"",
         *,
-        bodyless: bool = False,
         connect_timeout: float | None = None,
         read_timeout: float | None = None,
     ) -> Reply:
-        """Send one whole request (head and body, as bytes) and return its answer."""
+        """Send one request (Host and the other `headers` as given) and return its answer."""
         connection = await self._acquire(connect_timeout)
         ok = False
         try:
-            waiter = connection.send(data, bodyless)
+            try:
+                waiter = connection.send(method, target.encode("ascii"), headers or [], body)
+            except h11.LocalProtocolError as exc:
+                raise ValueError(f"cannot send this request: {exc}") from None
             timer = None
             if read_timeout is not None:
                 timer = asyncio.get_running_loop().call_later(read_timeout, _expire, waiter, read_timeout)
@@ -286,11 +253,11 @@ def _proxy_for(url: str) -> str | None:
     return proxy
 
 
-def _header_lines(headers: dict[str, str]) -> bytes:
-    lines = b"".join(f"{name}: {value}\r\n".encode() for name, value in headers.items())
-    if lines.count(b"\n") != len(headers) or lines.count(b"\r") != len(headers):
+def _headers(headers: dict[str, str]) -> Headers:
+    pairs = [(name.encode(), value.encode()) for name, value in headers.items()]
+    if any(b"\r" in part or b"\n" in part for pair in pairs for part in pair):
         raise ValueError("a header name or value holds a line break")
-    return lines
+    return pairs
 
 
 def _seconds(timeout: httpx.Timeout | float | None) -> tuple[float | None, float | None]:
@@ -323,7 +290,7 @@ class GatewayCosigner(AsyncCosigner):
         host, port = parts.hostname or "localhost", parts.port or 80
         self._prefix = parts.path.rstrip("/")
         authority = f"[{host}]" if ":" in host else host
-        self._fixed = _header_lines(
+        self._fixed = _headers(
             {"Host": authority if port == 80 else f"{authority}:{port}", **self.config.headers}
         )
         self._keepalive = KeepAlive(host, port)
@@ -340,16 +307,12 @@ class GatewayCosigner(AsyncCosigner):
         if step.params:
             target += "?" + urlencode(step.params)
         body = step.content or b""
-        head = [f"{step.method} {target} HTTP/1.1\r\n".encode(), self._fixed]
-        if step.headers:
-            head.append(_header_lines(step.headers))
+        headers = [*self._fixed, *_headers(step.headers)] if step.headers else self._fixed
         if body or step.method in ("POST", "PUT", "PATCH"):
-            head.append(b"Content-Length: %d\r\n" % len(body))
+            headers = [*headers, (b"Content-Length", b"%d" % len(body))]
         connect, read = _seconds(step.timeout)
-        status, headers, content = await self._keepalive.request(
-            b"".join((*head, b"\r\n", body)),
-            bodyless=step.method == "HEAD",
-            connect_timeout=connect,
-            read_timeout=read,
+        status, answer_headers, content = await self._keepalive.request(
+            step.method, target, headers, body, connect_timeout=connect, read_timeout=read
         )
+        return httpx.Response(status, headers=answer_headers, content=content)
         return httpx.Response(status, headers=headers, content=content)
