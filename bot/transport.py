@@ -125,16 +125,12 @@ class Egress:
         self,
         allow: AllowList,
         resolver: Resolver = system_resolver,
-        verify: ssl.SSLContext | bool = True,
+        verify: ssl.SSLContext | None = None,
     ) -> None:
         self.allow = allow
         self.resolver = resolver
-        self.ssl: ssl.SSLContext = (
-            verify if isinstance(verify, ssl.SSLContext) else ssl.create_default_context()
-        )
-        if verify is False:
-            self.ssl.check_hostname = False
-            self.ssl.verify_mode = ssl.CERT_NONE
+        # Certificates are always verified: `verify` only names other trusted roots (tests).
+        self.ssl = ssl.create_default_context() if verify is None else verify
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -198,7 +194,7 @@ class Egress:
 
 
 def callback_client(
-    allow: AllowList, resolver: Resolver = system_resolver, verify: ssl.SSLContext | bool = True
+    allow: AllowList, resolver: Resolver = system_resolver, verify: ssl.SSLContext | None = None
 ) -> Egress:
     """The client callbacks, `expect` checks and operation calls are sent with."""
     return Egress(allow, resolver, verify)
