@@ -266,21 +266,24 @@ def close(
     }
     if c.also is not None and to is c.to:
         events += c.also(tx, rec, now)
-    execute: jobs.Job | None = None
-    sends = send_execute and rec.operation is not None and to is ApprovalStatus.APPROVED
     if rec.operation is not None and to is ApprovalStatus.APPROVED:
         # The claim pending → executing is this same conditional UPDATE: one answer wins it.
-        if sends:
+        if send_execute:
             changes["operation"], claim_events = operations.claimed_and_sending(rec.operation, rec.id)
             events += claim_events
         else:
             changes["operation"], claim = operations.claimed(rec.operation)
             events.append(claim)
     rec = ledger.append(tx, rec, now, events, changes, only_pending=True)
-    if sends and rec.operation is not None:
-        lock = now + rec.operation.execute_timeout + EXECUTE_GRACE
-        execute = jobs.queue_claimed(tx, JobKind.EXECUTE, rec.id, now, now + callback_window, lock)
-    queue_after_close(tx, rec, now, c.run_grant, callback_window, queued_execution=execute is not None)
+    execute: jobs.Job | None = None
+    if rec.operation is not None and rec.status is ApprovalStatus.APPROVED:
+        # An approved operation asks for its execution; the rest waits for its outcome.
+        if send_execute:
+            lock = now + rec.operation.execute_timeout + EXECUTE_GRACE
+            execute = jobs.queue_claimed(tx, JobKind.EXECUTE, rec.id, now, now + callback_window, lock)
+        else:
+            queue_execution(tx, rec.id, now, callback_window)
+    queue_after_close(tx, rec, now, c.run_grant, callback_window)
     ledger.notify_closed(tx, schema, rec.id)
     return Closed(rec, refusal, True, execute)
 
@@ -303,20 +306,9 @@ def queue_execution(tx: Tx, approval_id: str, now: float, window: float) -> None
     jobs.queue(tx, JobKind.EXECUTE, approval_id, {}, now, now + window)
 
 
-def queue_after_close(
-    tx: Tx,
-    rec: Record,
-    now: float,
-    run_grant: str | None,
-    callback_window: float,
-    *,
-    queued_execution: bool = False,
-) -> None:
-    """The callback, the card update and the run grant a closed approval asks for; an
-    approved operation asks for its execution (unless `queued_execution`: its job is
-    queued already), and the rest once its outcome is stored."""
-    if rec.operation is not None and rec.status is ApprovalStatus.APPROVED and not queued_execution:
-        queue_execution(tx, rec.id, now, callback_window)
+def queue_after_close(tx: Tx, rec: Record, now: float, run_grant: str | None, callback_window: float) -> None:
+    """The callback, the card update and the run grant a closed approval asks for (an
+    approved operation's once its outcome is stored)."""
     if rec.callback_url and rec.settled:
         queue_callback(tx, rec.id, now, callback_window)
     if rec.delivered is not None and rec.settled:

@@ -39,7 +39,6 @@ from storage.records import Record, iso
 
 log = logging.getLogger("cosigner.jobs")
 
-GRACE = EXECUTE_GRACE  # seconds past the execute timeout before a crashed attempt is taken over
 STATUS_TIMEOUT = 10.0
 
 Finish = Callable[[int], Awaitable[None]]
@@ -64,7 +63,7 @@ def claim_to_send(tx: Tx, approval_id: str, now: float) -> tuple[Job, Record] | 
     op = rec.operation if rec is not None else None
     if rec is None or op is None or op.state is not OperationState.EXECUTING or op.sent:
         return None
-    job = jobs.claim_one(tx, approval_id, JobKind.EXECUTE, now, op.execute_timeout + GRACE)
+    job = jobs.claim_one(tx, approval_id, JobKind.EXECUTE, now, op.execute_timeout + EXECUTE_GRACE)
     if job is None:
         return None
     column, event = operations.sending(op, rec.id)
@@ -134,7 +133,7 @@ class Execution:
             await self.finish(job.id)
             return
         if op.sent:
-            until = self.engine.clock() + STATUS_TIMEOUT + GRACE
+            until = self.engine.clock() + STATUS_TIMEOUT + EXECUTE_GRACE
             await self.engine.db.run_write(lambda tx: jobs.relock(tx, job.id, until))
             answer = await self._status(job, rec)
             if answer is None or isinstance(answer, InProgress):
@@ -143,7 +142,7 @@ class Execution:
                 await self._settle(job, rec.id, outcome_of(answer), AuditEvent.OUTCOME)
                 return
         now = self.engine.clock()
-        until = now + op.execute_timeout + GRACE
+        until = now + op.execute_timeout + EXECUTE_GRACE
         sent = await self.engine.db.run_write(lambda tx: mark_sent(tx, rec.id, now, job.id, until))
         if sent is None:
             await self.finish(job.id)

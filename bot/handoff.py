@@ -231,9 +231,11 @@ async def _ask(
         answer = ExpectAnswer.model_validate_json(response.content)
     except Exception as exc:
         if isinstance(exc, EgressFailed):
-            note["error"] = exc.reason
+            note["error"] = exc.reason  # the network failure's name (Unreached, Lost)
+        elif isinstance(exc, (_Unverified, EgressRefused)):
+            note["error"] = str(exc)
         else:
-            note["error"] = str(exc) if isinstance(exc, (_Unverified, EgressRefused)) else type(exc).__name__
+            note["error"] = type(exc).__name__
         return ApprovalStatus.FAILED, UNVERIFIED, None, note
     # The application's words go to the card, the agent and the record: a credential in them
     # is redacted like one in the agent's reason.

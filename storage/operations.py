@@ -70,19 +70,19 @@ def prepared_event(op: OperationRecord) -> Event:
     )
 
 
+def _claim_event(op: OperationRecord) -> Event:
+    return Event(AuditEvent.CLAIMED, {"kind": "system"}, {"argumentsDigest": op.arguments_digest})
+
+
 def claimed(op: OperationRecord) -> tuple[str, Event]:
     """The column value and audit event of an approved operation that is now executing."""
-    return (
-        replace(op, state=OperationState.EXECUTING).to_json(),
-        Event(AuditEvent.CLAIMED, {"kind": "system"}, {"argumentsDigest": op.arguments_digest}),
-    )
+    return replace(op, state=OperationState.EXECUTING).to_json(), _claim_event(op)
 
 
 def claimed_and_sending(op: OperationRecord, attempt_key: str) -> tuple[str, list[Event]]:
     """`claimed` and the first `sending` in one step: the approving replica sends at once."""
-    _, claim = claimed(op)
     column, sent = sending(replace(op, state=OperationState.EXECUTING), attempt_key)
-    return column, [claim, sent]
+    return column, [_claim_event(op), sent]
 
 
 def sending(op: OperationRecord, attempt_key: str) -> tuple[str, Event]:
