@@ -15,9 +15,8 @@ import httpx
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
 
-from cosigner import DashboardSurface, Surface
+from cosigner import AsyncCosigner, DashboardSurface, Surface
 from cosigner.mcp_gateway import Gateway, GatewayOptions
-from cosigner.mcp_gateway.keepalive import GatewayCosigner
 
 USER = "u_1"
 SURFACE = DashboardSurface(user_id=USER)
@@ -67,7 +66,7 @@ async def gateway(
     """A gateway in front of `upstream` (anything `mcp.Client` takes), asking Cosigner at `url`
     as the command does (over kept-alive connections, or through `transport` when given)."""
     options.setdefault("hold_seconds", 0)
-    cosigner = GatewayCosigner(url=url, api_key=key, transport=transport)
+    cosigner = AsyncCosigner(url=url, api_key=key, transport=transport)
     async with cosigner, Client(upstream) as client:
         gw = Gateway(client, cosigner, GatewayOptions(surface=surface, **options))
         yield gw

@@ -19,6 +19,7 @@ from cosigner import AsyncCosigner, Cosigner
 from cosigner.adapters.verdict import Approver, ToolCall, Verdict
 from cosigner.decision import parse_approval
 from tests.sdk.conftest import SURFACE, Target, results_of
+from tests.sdk.scripted import CLOSE, DECISION, Threaded, ok
 
 ROOT = Path(__file__).resolve().parents[2]
 APPROVAL = "apv_" + "a" * 20
@@ -189,3 +190,95 @@ async def test_an_asyncio_client_queues_off_the_loop_and_closing_it_waits(
     assert results_of(inprocess_client.audit(decided.approval_id)) == [
         {"outcome": "succeeded", "result": "queued", "error": None}
     ]
+
+
+# Over kept-alive connections (a plain-http Cosigner): the report is written at once on the
+# caller's thread and its answer read later, with no worker thread in between.
+
+REFUSED = json.dumps({"error": {"code": "APPROVAL_PENDING", "message": "nobody decided"}}).encode()
+RESTARTING = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n"
+
+
+def _decided_over(client: Cosigner) -> str:
+    decision = client.request_approval(
+        execution_id="e1", tool_call_id="c1", tool_name="lookup_order", parameters={}, surface=SURFACE
+    )
+    return decision.approval_id
+
+
+def _reports_received(server: Threaded) -> list[bytes]:
+    return [body for _, head, body in server.received if b"/result HTTP/1.1" in head]
+
+
+def test_a_queued_report_is_written_at_once_and_its_answer_read_later() -> None:
+    recorded = json.dumps(RECORDED).encode()
+    with Threaded(ok(json.dumps(DECISION).encode()), ok(recorded)) as server:
+        with Cosigner(f"http://127.0.0.1:{server.port}", "k") as client:
+            approval = _decided_over(client)
+            client.report_result(approval, result={"total": 12900}, wait=False)
+            server.wait_for(2)  # it reached Cosigner before anything else happened
+            assert client._outbox._worker is None  # no thread was woken for it
+            assert client.flush_reports(timeout=30)
+            assert not client._outbox._owed
+    assert [json.loads(b) for b in _reports_received(server)] == [
+        {"outcome": "succeeded", "result": {"total": 12900}}
+    ]
+    assert server.connections == 1  # the same kept-alive connection as the request before it
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [b"HTTP/1.1 409 Conflict\r\nContent-Length: %d\r\n\r\n%s" % (len(REFUSED), REFUSED), CLOSE],
+    ids=["refused", "answer lost"],
+)
+def test_a_report_written_at_once_that_fails_is_logged_and_not_sent_twice(
+    answer: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    with Threaded(ok(json.dumps(DECISION).encode()), answer) as server:
+        with caplog.at_level(logging.WARNING, "cosigner"):
+            with Cosigner(f"http://127.0.0.1:{server.port}", "k") as client:
+                approval = _decided_over(client)
+                client.report_result(approval, error="ValueError: boom", wait=False)
+                assert client.flush_reports(timeout=30)
+    assert len(_reports_received(server)) == 1
+    assert f"could not report the result of approval {approval}" in caplog.text
+
+
+def test_a_report_written_at_once_that_cosigner_asks_again_for_is_sent_again() -> None:
+    recorded = json.dumps(RECORDED).encode()
+    with Threaded(ok(json.dumps(DECISION).encode()), RESTARTING, ok(recorded)) as server:
+        with Cosigner(f"http://127.0.0.1:{server.port}", "k") as client:
+            approval = _decided_over(client)
+            client.report_result(approval, result="ok", wait=False)
+            assert client.flush_reports(timeout=30)
+    first, again = _reports_received(server)
+    assert first == again and json.loads(first) == {"outcome": "succeeded", "result": "ok"}
+    assert approval == DECISION["approvalId"]
+
+
+EXIT_SCRIPT = """
+import sys
+from cosigner import Cosigner, DashboardSurface
+
+client = Cosigner(sys.argv[1], "k")
+decision = client.request_approval(
+    execution_id="e1", tool_call_id="c1", tool_name="lookup_order", parameters={},
+    surface=DashboardSurface(user_id="u_1"),
+)
+client.report_result(decision, result="sent at exit", wait=False)
+"""
+
+
+def test_a_process_that_ends_reads_the_answers_owed_and_sends_again_if_asked() -> None:
+    recorded = json.dumps(RECORDED).encode()
+    with Threaded(ok(json.dumps(DECISION).encode()), RESTARTING, ok(recorded)) as server:
+        done = subprocess.run(
+            [sys.executable, "-c", EXIT_SCRIPT, f"http://127.0.0.1:{server.port}"],
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert done.returncode == 0, done.stderr
+    assert [json.loads(b)["result"] for b in _reports_received(server)] == ["sent at exit", "sent at exit"]

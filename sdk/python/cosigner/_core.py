@@ -60,6 +60,26 @@ class Body:
 Flow = Generator[Send | Pause | Body, Any, T]
 
 
+def request_of(
+    config: _http.Config,
+    method: str,
+    path: str,
+    *,
+    content: bytes | None = None,
+    params: dict[str, Any] | None = None,
+    poll: bool = False,
+) -> Send:
+    """One request, with the caller's trace context, ready to send."""
+    return Send(
+        method,
+        path,
+        content,
+        params,
+        _http.request_headers(content),
+        config.poll_timeout if poll else config.timeout,
+    )
+
+
 def send(
     config: _http.Config,
     method: str,
@@ -71,14 +91,12 @@ def send(
     idempotent: bool = True,
 ) -> Flow[httpx.Response]:
     """One request, retried with backoff while Cosigner cannot be reached; raises its API error."""
-    request = Send(
-        method,
-        path,
-        content,
-        params,
-        _http.request_headers(content),
-        config.poll_timeout if poll else config.timeout,
-    )
+    request = request_of(config, method, path, content=content, params=params, poll=poll)
+    return (yield from retried(config, request, idempotent=idempotent))
+
+
+def retried(config: _http.Config, request: Send, *, idempotent: bool) -> Flow[httpx.Response]:
+    """Send `request`, again with backoff while Cosigner cannot be reached; raises its API error."""
     delays: Iterator[float] | None = None
     while True:
         failure: httpx.TransportError | None = None
@@ -178,12 +196,17 @@ def report_result(
     config: _http.Config, approval: str | Decision, result: Any, error: str | None
 ) -> Flow[None]:
     """`POST /v1/approvals/{id}/result`."""
-    yield from send_report(config, approval, _http.result_body(result, error))
+    yield from send_report(config, report_request(config, approval, _http.result_body(result, error)))
 
 
-def send_report(config: _http.Config, approval: str | Decision, body: bytes) -> Flow[None]:
-    """`POST /v1/approvals/{id}/result` with a body `_http.result_body` built."""
-    yield from send(config, "POST", path_of(approval, "/result"), content=body, idempotent=False)
+def report_request(config: _http.Config, approval: str | Decision, body: bytes) -> Send:
+    """The `POST /v1/approvals/{id}/result` request for a body `_http.result_body` built."""
+    return request_of(config, "POST", path_of(approval, "/result"), content=body)
+
+
+def send_report(config: _http.Config, request: Send) -> Flow[None]:
+    """Send a `report_request`: once, and again only where it cannot have arrived."""
+    yield from retried(config, request, idempotent=False)
 
 
 def decide(

@@ -12,6 +12,7 @@ import httpx
 
 from cosigner import _core, _gate, _http
 from cosigner._drivers import Shell, arguments, drive_async
+from cosigner._keepalive import BlockingKeepAlive, KeepAlive, Origin, send_async
 from cosigner._outbox import Outbox
 from cosigner.decision import Decision
 from cosigner.events import ApprovalEvent
@@ -36,14 +37,23 @@ class AsyncCosigner(Shell):
         self._http = httpx.AsyncClient(
             base_url=self.config.url, headers=self.config.headers, timeout=timeout, transport=transport
         )
+        # A plain-http Cosigner gets kept-alive connections of the client's own (cosigner._keepalive).
+        self._origin = Origin.of(self.config.url, self.config.headers, transport)
+        self._keepalive = KeepAlive(self._origin.host, self._origin.port) if self._origin else None
         # Queued reports are sent from a worker thread, which an asyncio client cannot serve:
-        # over a blocking client of their own, so they outlive the event loop. With a
+        # over blocking connections of their own, so they outlive the event loop. With a
         # transport of the caller's own, they are sent on the call's path instead.
-        self._outbox = Outbox(self.config, self._reporting_sender) if transport is None else None
         self._reporting: httpx.Client | None = None
+        self._reporting_keepalive = BlockingKeepAlive(self._origin) if self._origin else None
+        starter = None
+        if self._reporting_keepalive is not None:
+            starter = functools.partial(self._reporting_keepalive.start, connect=False)
+        self._outbox = Outbox(self.config, self._reporting_sender, starter) if transport is None else None
 
     def _reporting_sender(self) -> Callable[[_core.Send], httpx.Response]:
         # Called on the outbox's only worker thread.
+        if self._reporting_keepalive is not None:
+            return self._reporting_keepalive.send
         if self._reporting is None:
             self._reporting = httpx.Client(headers=self.config.headers, timeout=self.config.timeout)
         http = self._reporting
@@ -55,6 +65,10 @@ class AsyncCosigner(Shell):
             await asyncio.to_thread(self._outbox.close)
         if self._reporting is not None:
             self._reporting.close()
+        if self._reporting_keepalive is not None:
+            self._reporting_keepalive.close()
+        if self._keepalive is not None:
+            self._keepalive.close()
         await self._http.aclose()
 
     async def __aenter__(self) -> AsyncCosigner:
@@ -64,6 +78,9 @@ class AsyncCosigner(Shell):
         await self.aclose()
 
     async def _send(self, step: _core.Send) -> httpx.Response:
+        if self._keepalive is not None:
+            assert self._origin is not None
+            return await send_async(self._keepalive, self._origin, step)
         return await self._http.request(step.method, self._url(step), **arguments(step))
 
     async def request_approval(

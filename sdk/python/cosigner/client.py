@@ -1,4 +1,4 @@
-"""Cosigner: the blocking client (one httpx.Client, safe to share between threads)."""
+"""Cosigner: the blocking client (safe to share between threads)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import httpx
 
 from cosigner import _core, _gate, _http
 from cosigner._drivers import Shell, arguments, drive, drive_async
+from cosigner._keepalive import BlockingKeepAlive, Origin
 from cosigner._outbox import Outbox
 from cosigner.decision import Decision
 from cosigner.events import ApprovalEvent
@@ -37,11 +38,17 @@ class Cosigner(Shell):
         self._http = httpx.Client(
             base_url=self.config.url, headers=self.config.headers, timeout=timeout, transport=transport
         )
-        self._outbox = Outbox(self.config, lambda: self._send)
+        # A plain-http Cosigner gets kept-alive connections of the client's own (cosigner._keepalive).
+        origin = Origin.of(self.config.url, self.config.headers, transport)
+        self._keepalive = BlockingKeepAlive(origin) if origin is not None else None
+        starter = None if self._keepalive is None else functools.partial(self._keepalive.start, connect=False)
+        self._outbox = Outbox(self.config, lambda: self._send, starter)
 
     def close(self) -> None:
         """Send the reports still queued (`report_result(wait=False)`), then close the connections."""
         self._outbox.close()
+        if self._keepalive is not None:
+            self._keepalive.close()
         self._http.close()
 
     def __enter__(self) -> Cosigner:
@@ -51,6 +58,8 @@ class Cosigner(Shell):
         self.close()
 
     def _send(self, step: _core.Send) -> httpx.Response:
+        if self._keepalive is not None:
+            return self._keepalive.send(step)
         return self._http.request(step.method, self._url(step), **arguments(step))
 
     def request_approval(

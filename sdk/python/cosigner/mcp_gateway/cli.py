@@ -21,7 +21,6 @@ from mcp.server.stdio import stdio_server
 
 from cosigner import AsyncCosigner
 from cosigner.mcp_gateway.gateway import Gateway, GatewayOptions
-from cosigner.mcp_gateway.keepalive import GatewayCosigner
 from cosigner.mcp_gateway.pipes import open_stdio
 from cosigner.mcp_gateway.surface_spec import SurfaceSpecError, parse_surface
 
@@ -139,7 +138,7 @@ def execute(args: argparse.Namespace) -> int:
             timeout_seconds=args.timeout,
         )
         upstream = upstream_of(args)
-        cosigner = GatewayCosigner()  # COSIGNER_URL and COSIGNER_API_KEY
+        cosigner = AsyncCosigner()  # COSIGNER_URL and COSIGNER_API_KEY
     except (SurfaceSpecError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -1,4 +1,4 @@
-"""The gateway's kept-alive HTTP/1.1 connections to Cosigner, against a scripted server.
+"""The SDK's kept-alive HTTP/1.1 connections to Cosigner, against a scripted server.
 
 The server answers each request with the next bytes of its script (or closes, or stays
 silent), and records what it received and on which connection; the gateway tests
@@ -9,25 +9,21 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 import httpx
 import pytest
 
-from cosigner import DashboardSurface
+from cosigner import AsyncCosigner, Cosigner, DashboardSurface
+from cosigner._core import Send
+from cosigner._keepalive import EXPIRY, BlockingKeepAlive, KeepAlive, Origin, _readable
 from cosigner.errors import ApprovalNotFound
-from cosigner.mcp_gateway.keepalive import GatewayCosigner, KeepAlive
+from tests.sdk.scripted import CLOSE, DECISION, SILENT, THEN_CLOSE, Threaded, ok
 
-CLOSE = b"<close>"  # close the connection instead of answering
-SILENT = b"<silent>"  # read the request, never answer
 HOST = [(b"Host", b"cosigner.test")]
-
-
-def ok(body: bytes = b"{}", *extra: bytes) -> bytes:
-    head = b"".join(h + b"\r\n" for h in extra)
-    return b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n%s\r\n%s" % (len(body), head, body)
 
 
 @dataclass
@@ -151,24 +147,11 @@ async def test_requests_beyond_max_connections_wait_for_one_and_a_cancelled_wait
     assert cancelled.cancelled()
 
 
-async def test_the_gateway_client_sends_the_sdks_requests_over_kept_alive_connections() -> None:
-    decision = {
-        "type": "approval_decided",
-        "approvalId": "apv_" + "A" * 20,
-        "executionId": "e1",
-        "toolCallId": "c1",
-        "toolName": "lookup_order",
-        "parametersDigest": "sha256:" + "0" * 64,
-        "status": "approved",
-        "comment": None,
-        "grant": "a.b.c",
-        "decidedBy": {"kind": "policy", "rule": "tools.lookup_order"},
-        "decidedAt": "2026-01-01T00:00:00.000Z",
-    }
+async def test_the_async_client_sends_its_requests_over_kept_alive_connections() -> None:
     missing = json.dumps({"error": {"code": "APPROVAL_NOT_FOUND", "message": "no such approval"}}).encode()
     not_found = b"HTTP/1.1 404 Not Found\r\nContent-Length: %d\r\n\r\n%s" % (len(missing), missing)
-    async with scripted(ok(json.dumps(decision).encode()), not_found) as server:
-        async with GatewayCosigner(url=f"http://127.0.0.1:{server.port}/base", api_key="csk_k") as cosigner:
+    async with scripted(ok(json.dumps(DECISION).encode()), not_found) as server:
+        async with AsyncCosigner(url=f"http://127.0.0.1:{server.port}/base", api_key="csk_k") as cosigner:
             got = await cosigner.request_approval(
                 execution_id="e1",
                 tool_call_id="c1",
@@ -178,7 +161,7 @@ async def test_the_gateway_client_sends_the_sdks_requests_over_kept_alive_connec
             )
             with pytest.raises(ApprovalNotFound, match="no such approval"):
                 await cosigner.get("apr 2")
-    assert got.approved and got.approval_id == "apv_" + "A" * 20
+    assert got.approved and got.approval_id == DECISION["approvalId"]
     (_, post, body), (_, get, _) = server.received
     assert post.startswith(b"POST /base/v1/approvals HTTP/1.1\r\n")
     assert f"Host: 127.0.0.1:{server.port}\r\n".encode() in post
@@ -188,21 +171,118 @@ async def test_the_gateway_client_sends_the_sdks_requests_over_kept_alive_connec
     assert server.connections == 1
 
 
-async def test_the_gateway_client_keeps_httpx_for_tls_a_proxy_or_a_given_transport(
+async def test_both_clients_keep_httpx_for_tls_a_proxy_or_a_given_transport(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     for name in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy"):
         monkeypatch.delenv(name, raising=False)
-    assert GatewayCosigner(url="http://127.0.0.1:8000", api_key="k")._keepalive is not None
-    assert GatewayCosigner(url="https://cosigner.example", api_key="k")._keepalive is None
+    assert AsyncCosigner(url="http://127.0.0.1:8000", api_key="k")._keepalive is not None
+    assert AsyncCosigner(url="https://cosigner.example", api_key="k")._keepalive is None
     given = httpx.MockTransport(lambda request: httpx.Response(200))
-    assert GatewayCosigner(url="http://127.0.0.1:8000", api_key="k", transport=given)._keepalive is None
+    assert AsyncCosigner(url="http://127.0.0.1:8000", api_key="k", transport=given)._keepalive is None
     monkeypatch.setenv("HTTP_PROXY", "http://proxy.internal:3128")
-    assert GatewayCosigner(url="http://cosigner.internal:8000", api_key="k")._keepalive is None
+    assert AsyncCosigner(url="http://cosigner.internal:8000", api_key="k")._keepalive is None
     monkeypatch.setenv("NO_PROXY", "cosigner.internal")
-    assert GatewayCosigner(url="http://cosigner.internal:8000", api_key="k")._keepalive is not None
+    assert AsyncCosigner(url="http://cosigner.internal:8000", api_key="k")._keepalive is not None
 
 
 def test_a_key_with_a_line_break_is_refused_before_anything_is_sent() -> None:
     with pytest.raises(ValueError, match="line break"):
-        GatewayCosigner(url="http://127.0.0.1:8000", api_key="csk_k\r\nX-Evil: 1")
+        AsyncCosigner(url="http://127.0.0.1:8000", api_key="csk_k\r\nX-Evil: 1")
+
+
+def step(path: str = "/", *, method: str = "GET", content: bytes | None = None, timeout: float = 5.0) -> Send:
+    return Send(method, path, content, None, None, timeout)
+
+
+def pool_for(port: int, clock: Callable[[], float] = time.monotonic) -> BlockingKeepAlive:
+    origin = Origin.of(f"http://127.0.0.1:{port}", {"Authorization": "Bearer csk_k"}, None)
+    assert origin is not None
+    return BlockingKeepAlive(origin, clock=clock)
+
+
+def test_blocking_connections_are_kept_alive_reused_and_read_whole() -> None:
+    chunked = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3;x=1\r\nabc\r\n2\r\nde\r\n0\r\n\r\n"
+    interim = b"HTTP/1.1 100 Continue\r\n\r\n" + ok(b"after")
+    until_close = b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nto the end"
+    with Threaded(ok(b"one"), chunked, interim, until_close, ok(b"fresh")) as server:
+        pool = pool_for(server.port)
+        bodies = [pool.send(step(f"/{i}")).content for i in range(5)]
+        pool.close()
+    assert bodies == [b"one", b"abcde", b"after", b"to the end", b"fresh"]
+    assert [n for n, _, _ in server.received] == [1, 1, 1, 1, 2]
+    head = server.received[0][1]
+    assert head.startswith(b"GET /0 HTTP/1.1\r\n") and b"Authorization: Bearer csk_k\r\n" in head
+    assert f"Host: 127.0.0.1:{server.port}\r\n".encode() in head
+
+
+def test_a_blocking_connection_closed_while_idle_or_expired_is_not_reused() -> None:
+    now = [0.0]
+    with Threaded(ok(b"one") + THEN_CLOSE, ok(b"two"), ok(b"three"), ok(b"four")) as server:
+        pool = pool_for(server.port, clock=lambda: now[0])
+        assert pool.send(step()).content == b"one"
+        with server.arrived:
+            assert server.arrived.wait_for(lambda: server.closed == 1, timeout=30)
+        # Closed by the server while idle: seen before reuse, so nothing fails.
+        assert _readable(pool._idle[-1][0])
+        assert pool.send(step()).content == b"two"
+        assert pool.send(step()).content == b"three"  # kept alive
+        now[0] += EXPIRY  # idle as long as the expiry: dropped, not reused
+        assert pool.send(step()).content == b"four"
+        pool.close()
+    assert [n for n, _, _ in server.received] == [1, 2, 2, 3]
+
+
+def test_blocking_failures_are_httpx_transport_errors_and_drop_the_connection() -> None:
+    with Threaded(SILENT, b"HTTP/1.1 abc\r\n\r\n", CLOSE, ok(b"fine")) as server:
+        pool = pool_for(server.port)
+        with pytest.raises(httpx.ReadTimeout):
+            pool.send(step(timeout=0.01))
+        with pytest.raises(httpx.RemoteProtocolError, match="malformed"):
+            pool.send(step())
+        with pytest.raises(httpx.RemoteProtocolError, match="without an answer"):
+            pool.send(step())  # closed with the request in flight
+        assert pool.send(step()).content == b"fine"
+        pool.close()
+    assert server.connections == 4
+    with pytest.raises(httpx.ConnectError):
+        pool_for(server.port).send(step())
+
+
+def test_starting_without_an_idle_connection_writes_nothing() -> None:
+    with Threaded(ok(b"one"), ok(b"two")) as server:
+        pool = pool_for(server.port)
+        assert pool.start(step(), connect=False) is None
+        assert server.connections == 0
+        assert pool.send(step()).content == b"one"
+        started = pool.start(step(method="POST", content=b"{}"), connect=False)
+        assert started is not None
+        server.wait_for(2)  # written at once; its answer is read when asked for
+        assert started.arrived(30) and started.finish().content == b"two"
+        pool.close()
+    assert [n for n, _, _ in server.received] == [1, 1]
+    assert b"Content-Length: 2\r\n" in server.received[1][1] and server.received[1][2] == b"{}"
+
+
+def test_the_blocking_client_sends_its_requests_over_kept_alive_connections() -> None:
+    missing = json.dumps({"error": {"code": "APPROVAL_NOT_FOUND", "message": "no such approval"}}).encode()
+    not_found = b"HTTP/1.1 404 Not Found\r\nContent-Length: %d\r\n\r\n%s" % (len(missing), missing)
+    with Threaded(ok(json.dumps(DECISION).encode()), not_found) as server:
+        with Cosigner(url=f"http://127.0.0.1:{server.port}/base", api_key="csk_k") as cosigner:
+            got = cosigner.request_approval(
+                execution_id="e1",
+                tool_call_id="c1",
+                tool_name="lookup_order",
+                parameters={"orderId": "ord_1"},
+                surface=DashboardSurface(user_id="u_1"),
+            )
+            with pytest.raises(ApprovalNotFound, match="no such approval"):
+                cosigner.get("apr 2")
+    assert got.approved and got.approval_id == DECISION["approvalId"]
+    (_, post, body), (_, get, _) = server.received
+    assert post.startswith(b"POST /base/v1/approvals HTTP/1.1\r\n")
+    assert b"Content-Type: application/json\r\n" in post and json.loads(body)["parameters"] == {
+        "orderId": "ord_1"
+    }
+    assert get.startswith(b"GET /base/v1/approvals/apr%202 HTTP/1.1\r\n") and b"Content-Length" not in get
+    assert server.connections == 1
