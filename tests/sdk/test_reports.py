@@ -16,6 +16,7 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 
 from cosigner import AsyncCosigner, Cosigner
+from cosigner._outbox import AT_ONCE_MAX
 from cosigner.adapters.verdict import Approver, ToolCall, Verdict
 from cosigner.decision import parse_approval
 from tests.sdk.conftest import SURFACE, Target, results_of
@@ -135,6 +136,7 @@ def _decided() -> Verdict:
 SCRIPT = """
 import asyncio, sys
 from cosigner import AsyncCosigner, Cosigner
+from cosigner._outbox import AT_ONCE_MAX
 
 url, key, approval, kind = sys.argv[1:]
 if kind == "blocking":
@@ -282,3 +284,15 @@ def test_a_process_that_ends_reads_the_answers_owed_and_sends_again_if_asked() -
         )
     assert done.returncode == 0, done.stderr
     assert [json.loads(b)["result"] for b in _reports_received(server)] == ["sent at exit", "sent at exit"]
+
+
+def test_a_large_report_goes_to_the_worker_instead_of_being_written_at_once() -> None:
+    recorded = json.dumps(RECORDED).encode()
+    with Threaded(ok(json.dumps(DECISION).encode()), ok(recorded)) as server:
+        with Cosigner(f"http://127.0.0.1:{server.port}", "k") as client:
+            approval = _decided_over(client)
+            client.report_result(approval, result="x" * (AT_ONCE_MAX + 1), wait=False)
+            assert client._outbox._worker is not None and not client._outbox._owed
+            assert client.flush_reports(timeout=30)
+    (body,) = _reports_received(server)
+    assert json.loads(body)["result"] == "x" * (AT_ONCE_MAX + 1)

@@ -3,9 +3,9 @@
 The framework adapters report what an executed call returned (`POST /v1/approvals/{id}/result`)
 without making the model wait for the answer.
 
-Where the client holds an idle kept-alive connection (a plain-http Cosigner), the report is
-written on it at once, on the caller's thread: a few hundred bytes, which the socket takes
-without waiting. Its answer is read later, on the caller's thread again, once it has
+Where the client holds an idle kept-alive connection (a plain-http Cosigner), a report of
+up to `AT_ONCE_MAX` bytes is written on it at once, on the caller's thread: the idle
+socket takes it whole without waiting. Its answer is read later, on the caller's thread again, once it has
 arrived: at the next report, at `flush()` and when the client closes. No thread is woken for
 it. A worker thread would get Python's interpreter lock only when the caller next blocks,
 which is on its next request to Cosigner, so the report and that request would reach
@@ -42,6 +42,10 @@ Sender = Callable[[_core.Send], httpx.Response]
 Starter = Callable[[_core.Send], Started | None]
 """Writes a request at once on an idle connection; None when none could take it."""
 Reply = httpx.Response | httpx.TransportError
+AT_ONCE_MAX = 32 * 1024
+"""The largest report written at once: an idle socket takes it whole without waiting (its
+send buffer holds far more); a larger one, which might wait for Cosigner to read, goes to
+the worker."""
 
 
 @dataclass(frozen=True)
@@ -112,7 +116,7 @@ class Outbox:
         _OPEN.discard(self)
 
     def _start(self, request: _core.Send) -> Started | None:
-        if self._starter is None:
+        if self._starter is None or len(request.content or b"") > AT_ONCE_MAX:
             return None
         try:
             return self._starter(request)
