@@ -16,7 +16,9 @@ from mcp import Client
 from mcp.types import CallToolResult, InputRequiredResult, TextContent
 
 from cosigner import AsyncCosigner, SlackSurface
-from tests.harness import until, until_async
+from cosigner._core import Send
+from cosigner._keepalive import Started
+from tests.harness import until
 from tests.sdk.conftest import Target, results_of
 from tests.sdk.mcp_shop import USER, Recording, gateway, shop
 
@@ -60,7 +62,7 @@ async def test_a_read_tool_is_forwarded_after_the_policy_answer_with_nobody_aske
     assert calls == [("lookup_order", {"orderId": "ord_9"})]
 
 
-async def test_a_reads_result_is_reported_in_the_background(inprocess: Target) -> None:
+async def test_a_reads_result_is_reported_after_its_policy_answer(inprocess: Target) -> None:
     sent = Recording()
     async with (
         gateway(inprocess.url, inprocess.acme, shop([]), transport=sent) as gw,
@@ -75,46 +77,30 @@ async def test_a_reads_result_is_reported_in_the_background(inprocess: Target) -
     assert reported["result"]["content"][0]["text"] == "order ord_9: delivered"
 
 
-async def test_a_reads_report_waits_for_the_next_calls_policy_answer(inprocess: Target) -> None:
-    sent = Recording()
-    async with (
-        gateway(inprocess.url, inprocess.acme, shop([]), transport=sent, report_delay=3600) as gw,
-        Client(gw.server) as agent,
-    ):
-        await agent.call_tool("lookup_order", {"orderId": "ord_1"})
-        await agent.call_tool("lookup_order", {"orderId": "ord_2"})
-        before_drain = [s for s in sent.sent if s.startswith("POST")]
-        await gw.drain()
-    posts = [s for s in sent.sent if s.startswith("POST")]
-    # The first read's report went out after the second read's policy answer, not before
-    # it; the second's waited for drain().
-    assert before_drain[:2] == ["POST /v1/approvals"] * 2 and len(before_drain) == 3
-    first, second = posts[2], posts[3]
-    assert first.endswith("/result") and second.endswith("/result") and first != second
-    async with AsyncCosigner(url=inprocess.url, api_key=inprocess.acme) as c:
-        (one,) = results_of(await c.audit(first.split("/")[3]))
-        (two,) = results_of(await c.audit(second.split("/")[3]))
-    assert one["result"]["content"][0]["text"] == "order ord_1: delivered"
-    assert two["result"]["content"][0]["text"] == "order ord_2: delivered"
+async def test_a_reads_report_is_written_at_once_and_its_answer_read_later(inprocess: Target) -> None:
+    async with gateway(inprocess.url, inprocess.acme, shop([])) as gw, Client(gw.server) as agent:
+        outbox = gw.cosigner._outbox
+        assert outbox is not None
+        written: list[tuple[str, bool]] = []  # (report path, written at once)
+        start = outbox._start
 
+        def recording(request: Send) -> Started | None:
+            started = start(request)
+            written.append((request.path, started is not None))
+            return started
 
-async def test_a_lone_reads_report_goes_out_after_report_delay_without_another_call(
-    inprocess: Target,
-) -> None:
-    sent = Recording()
-    async with (
-        gateway(inprocess.url, inprocess.acme, shop([]), transport=sent, report_delay=0) as gw,
-        Client(gw.server) as agent,
-    ):
+        outbox._start = recording  # type: ignore[method-assign]
         await agent.call_tool("lookup_order", {"orderId": "ord_9"})
-        (report,) = await until(lambda: [s for s in sent.sent if s.endswith("/result")])
+        await asyncio.to_thread(outbox.flush)  # the first opened the reporting connection
+        await agent.call_tool("lookup_order", {"orderId": "ord_10"})
+        await gw.drain()
+        assert not outbox._owed
         async with AsyncCosigner(url=inprocess.url, api_key=inprocess.acme) as c:
-            (reported,) = await until_async(lambda: _results(c, report.split("/")[3]))
-    assert reported["result"]["content"][0]["text"] == "order ord_9: delivered"
-
-
-async def _results(c: AsyncCosigner, approval_id: str) -> list[dict[str, Any]]:
-    return results_of(await c.audit(approval_id))
+            texts = [(results_of(await c.audit(path.split("/")[3])))[0]["result"] for path, _ in written]
+    # No idle connection for the first report: the worker sent it. The second was written
+    # on that connection at once, and its answer read by drain().
+    assert [at_once for _, at_once in written] == [False, True]
+    assert [t["content"][0]["text"] for t in texts] == ["order ord_9: delivered", "order ord_10: delivered"]
 
 
 async def test_approved_call_goes_through_on_the_re_call_with_exactly_its_arguments(

@@ -64,9 +64,6 @@ class GatewayOptions:
     "pending" instead; the `mcp` clients give up after 10."""
     timeout_seconds: int | None = None
     """The approval's timeout; by default the policy's."""
-    report_delay: float = 0.02
-    """How long the result of a call the policy let through (a read) may wait to be reported:
-    it goes out once the next call's policy answer is in, or after this many seconds."""
     name: str = "cosigner-mcp-gateway"
 
 
@@ -78,9 +75,6 @@ class Gateway:
         self.cosigner = cosigner
         self.options = options
         self.ledger = Ledger()
-        self._reports: set[asyncio.Task[None]] = set()
-        self._queued: list[tuple[Decision, Any, str | None]] = []
-        self._flush_timer: asyncio.TimerHandle | None = None
         self.server: Server[dict[str, Any]] = Server(
             options.name,
             version="0.2.0",
@@ -126,8 +120,6 @@ class Gateway:
                 wait=False,
             )
             call.approval_id = decision.approval_id
-            if self._queued:
-                self._flush_reports()  # Cosigner has answered: its turn for the results waiting
             if decision.pending:
                 decision = await self._hold(decision)
         except CosignerError as error:
@@ -196,44 +188,21 @@ class Gateway:
         """Put the upstream's answer on the approval's audit record.
 
         After a person's decision the report is made before the agent gets the result. After
-        the policy's alone (a read) it is made in the background, so that the read is answered
-        after one request to Cosigner, not two; and it waits for the next call's policy answer
-        (or `report_delay`), so that it reaches Cosigner while the gateway is busy with the
-        upstream rather than just ahead of the agent's next call. `drain()` sends and waits
-        for those.
+        the policy's alone (a read) it is queued (`report_result(wait=False)`: written at
+        once, its answer read later), so that the read is answered after one request to
+        Cosigner, not two. `drain()` waits for those.
         """
         by = decision.decided_by
-        if by is not None and by.kind is DeciderKind.PERSON:
-            await self._send_report(decision, result, error)
-            return
-        self._queued.append((decision, result, error))
-        if self._flush_timer is None:
-            loop = asyncio.get_running_loop()
-            self._flush_timer = loop.call_later(self.options.report_delay, self._flush_reports)
-
-    def _flush_reports(self) -> None:
-        """Start sending every queued report, in the background."""
-        if self._flush_timer is not None:
-            self._flush_timer.cancel()
-            self._flush_timer = None
-        queued, self._queued = self._queued, []
-        for decision, result, error in queued:
-            task = asyncio.ensure_future(self._send_report(decision, result, error))
-            self._reports.add(task)
-            task.add_done_callback(self._reports.discard)
-
-    async def _send_report(self, decision: Decision, result: Any, error: str | None) -> None:
-        # The audit record is worth a try, never worth failing a call that already ran.
-        try:
-            await self.cosigner.report_result(decision, result=result, error=error)
+        try:  # the audit record is worth a try, never worth failing a call that already ran
+            await self.cosigner.report_result(
+                decision, result=result, error=error, wait=by is not None and by.kind is DeciderKind.PERSON
+            )
         except Exception as exc:
             log.warning("result of %s not reported: %s", decision.approval_id, type(exc).__name__)
 
     async def drain(self) -> None:
-        """Send the results still queued and wait for those being reported in the background."""
-        self._flush_reports()
-        while self._reports:
-            await asyncio.gather(*self._reports)
+        """Wait for the results still being reported in the background."""
+        await self.cosigner.flush_reports()
 
 
 @asynccontextmanager
