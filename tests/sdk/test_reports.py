@@ -20,7 +20,7 @@ from cosigner._outbox import AT_ONCE_MAX
 from cosigner.adapters.verdict import Approver, ToolCall, Verdict
 from cosigner.decision import parse_approval
 from tests.sdk.conftest import SURFACE, Target, results_of
-from tests.sdk.scripted import CLOSE, DECISION, Threaded, ok
+from tests.sdk.scripted import CLOSE, DECISION, SILENT, Threaded, ok
 
 ROOT = Path(__file__).resolve().parents[2]
 APPROVAL = "apv_" + "a" * 20
@@ -296,3 +296,14 @@ def test_a_large_report_goes_to_the_worker_instead_of_being_written_at_once() ->
             assert client.flush_reports(timeout=30)
     (body,) = _reports_received(server)
     assert json.loads(body)["result"] == "x" * (AT_ONCE_MAX + 1)
+
+
+def test_closing_gives_up_on_an_answer_owed_after_the_read_timeout(caplog: pytest.LogCaptureFixture) -> None:
+    with Threaded(ok(json.dumps(DECISION).encode()), SILENT) as server:
+        with caplog.at_level(logging.WARNING, "cosigner"):
+            client = Cosigner(f"http://127.0.0.1:{server.port}", "k", timeout=0.05)
+            approval = _decided_over(client)
+            client.report_result(approval, result="ok", wait=False)
+            client.close()  # Cosigner never answers: closing still ends, and says so
+    assert len(_reports_received(server)) == 1
+    assert f"could not report the result of approval {approval} (ReadTimeout)" in caplog.text

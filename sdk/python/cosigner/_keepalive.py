@@ -342,7 +342,9 @@ class Started:
     """A request written on a blocking connection, its answer not read yet."""
 
     def __init__(self, pool: BlockingKeepAlive, connection: http.client.HTTPConnection, read: float | None):
-        self._pool, self._connection, self._read = pool, connection, read
+        self._pool, self._connection = pool, connection
+        self.read_timeout = read
+        """Seconds `finish` waits for the answer (None: no limit)."""
 
     def arrived(self, timeout: float | None) -> bool:
         """True once the answer (or the connection's end) is here to read, waiting up to `timeout`."""
@@ -355,12 +357,12 @@ class Started:
         connection, ok = self._connection, False
         try:
             assert connection.sock is not None
-            connection.sock.settimeout(self._read)
+            connection.sock.settimeout(self.read_timeout)
             try:
                 answer = connection.getresponse()
                 content = answer.read()
             except TimeoutError:
-                raise httpx.ReadTimeout(f"Cosigner did not answer within {self._read:g} s") from None
+                raise httpx.ReadTimeout(f"Cosigner did not answer within {self.read_timeout:g} s") from None
             except http.client.RemoteDisconnected:
                 raise httpx.RemoteProtocolError("Cosigner closed the connection without an answer") from None
             except http.client.HTTPException as exc:

@@ -133,8 +133,9 @@ class Outbox:
                 if not self._owed:
                     return
                 owed = self._owed[0]
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            if not owed.started.arrived(left):
+            if deadline is None:  # every one: `finish` below waits up to the read timeout
+                owed.started.arrived(owed.started.read_timeout)
+            elif not owed.started.arrived(max(0.0, deadline - time.monotonic())):
                 return
             with self._lock:
                 if not self._owed or self._owed[0] is not owed:
