@@ -22,6 +22,7 @@ from contracts.errors import AlreadyDecided
 from contracts.ports import SmsRoute
 from storage.audit import Event, chain_rows
 from storage.database import Tx
+from storage.direct import Direct
 from storage.notify import channel_for
 from storage.records import Record, delivery_key
 from storage.tables import approvals, audit_events, flags, run_grants
@@ -41,21 +42,24 @@ _GATED_IN_EXECUTION = (
         approvals.c.mode != ApprovalMode.NONE.value,
     )
 )
-_INSERT_EVENTS = audit_events.insert()
-_INSERT_APPROVAL = approvals.insert()
+_EVENT_COLUMNS = ("approval_id", "tenant", "seq", "at", "event", "actor", "data", "prev_hash", "hash")
+# The statements every agent request runs go straight to the driver on SQLite (storage.direct).
+_LOAD = Direct(_BY_ID)
+_LOAD_LOCKED = _BY_ID.with_for_update()
+_MADE_BEFORE = Direct(_BY_CALL)
+_INSERT_EVENTS = Direct(audit_events.insert(), _EVENT_COLUMNS)
+_INSERT_APPROVAL: dict[tuple[str, ...], Direct] = {}
 
 
 def load(tx: Tx, approval_id: str, *, lock: bool = False) -> Record | None:
     """One approval; `lock` takes the row lock on PostgreSQL (SQLite has one writer)."""
-    q = _BY_ID.with_for_update() if lock and tx.dialect.name != "sqlite" else _BY_ID
-    row = tx.execute(q, {"id": approval_id}).first()
+    row = _LOAD.first(tx, {"id": approval_id}, _LOAD_LOCKED if lock else None)
     return Record.from_row(row) if row else None
 
 
 def made_before(tx: Tx, tenant: str, execution_id: str, tool_call_id: str) -> Any:
     """The approval row of this call (tenant, execution, tool call id), if it was made before."""
-    params = {"tenant": tenant, "execution": execution_id, "call": tool_call_id}
-    return tx.execute(_BY_CALL, params).first()
+    return _MADE_BEFORE.first(tx, {"tenant": tenant, "execution": execution_id, "call": tool_call_id})
 
 
 def gated_count(tx: Tx, tenant: str, execution_id: str) -> int:
@@ -100,8 +104,12 @@ def insert_approval(tx: Tx, values: Mapping[str, Any], events: list[Event]) -> R
     """Insert a new approval with the first links of its audit chain; return it as stored."""
     rows, seq, head = chain_rows(values["id"], values["tenant"], 0, "0" * 64, values["created_at"], events)
     stored = {**values, "audit_seq": seq, "audit_head": head}
-    tx.execute(_INSERT_APPROVAL, [stored])
-    tx.execute(_INSERT_EVENTS, rows)
+    columns = tuple(stored)
+    insert = _INSERT_APPROVAL.get(columns)
+    if insert is None:
+        insert = _INSERT_APPROVAL[columns] = Direct(approvals.insert(), columns)
+    insert.rowcount(tx, stored)
+    _INSERT_EVENTS.many(tx, rows)
     return Record.from_row(SimpleNamespace(**stored))
 
 
@@ -124,9 +132,9 @@ def append(
     values = {**(changes or {}), "audit_seq": seq, "audit_head": head}
     params = {f"set_{k}": v for k, v in values.items()}
     params |= {"where_id": rec.id, "where_seq": rec.audit_seq}
-    if tx.execute(_update(tuple(values), only_pending), params).rowcount != 1:
+    if _update(tuple(values), only_pending).rowcount(tx, params) != 1:
         raise AlreadyDecided(f"approval {rec.id} changed while recording; it is closed")
-    tx.execute(_INSERT_EVENTS, rows)
+    _INSERT_EVENTS.many(tx, rows)
     return rec.replace(**{k: v for k, v in values.items()})
 
 
@@ -134,10 +142,10 @@ def append(
 # parameters: a statement object built per call costs more than running it (SQLAlchemy
 # derives its cache key from the structure each time). The column sets are the few that
 # the code writes, so this stays small.
-_UPDATES: dict[tuple[tuple[str, ...], bool], sa.Update] = {}
+_UPDATES: dict[tuple[tuple[str, ...], bool], Direct] = {}
 
 
-def _update(columns: tuple[str, ...], only_pending: bool) -> sa.Update:
+def _update(columns: tuple[str, ...], only_pending: bool) -> Direct:
     stmt = _UPDATES.get((columns, only_pending))
     if stmt is None:
         where = [
@@ -146,8 +154,8 @@ def _update(columns: tuple[str, ...], only_pending: bool) -> sa.Update:
         ]
         if only_pending:
             where.append(approvals.c.status == "pending")
-        stmt = approvals.update().where(*where).values({c: sa.bindparam(f"set_{c}") for c in columns})
-        _UPDATES[(columns, only_pending)] = stmt
+        update = approvals.update().where(*where).values({c: sa.bindparam(f"set_{c}") for c in columns})
+        stmt = _UPDATES[(columns, only_pending)] = Direct(update)
     return stmt
 
 
