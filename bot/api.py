@@ -187,8 +187,8 @@ class Api:
     async def result(self, request: Request, tenant: str) -> Response:
         aid = approval_id(request)
         report = await parse(request, ResultReport)
-        rec = await self.engine.report_result(tenant, aid, report)
-        return answer(ResultRecorded(approvalId=rec.id))
+        recorded = await self.engine.report_result(tenant, aid, report)
+        return answer(ResultRecorded(approvalId=recorded))
 
     async def audit(self, request: Request, tenant: str) -> Response:
         aid = approval_id(request)

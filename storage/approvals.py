@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Mapping
+from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
@@ -55,6 +56,34 @@ def load(tx: Tx, approval_id: str, *, lock: bool = False) -> Record | None:
     """One approval; `lock` takes the row lock on PostgreSQL (SQLite has one writer)."""
     row = _LOAD.first(tx, {"id": approval_id}, _LOAD_LOCKED if lock else None)
     return Record.from_row(row) if row else None
+
+
+@dataclass(frozen=True)
+class Head:
+    """What appending to an approval's audit chain needs of it, read without the rest."""
+
+    id: str
+    tenant: str
+    tool_name: str
+    status: ApprovalStatus
+    audit_seq: int
+    audit_head: str
+
+
+_HEAD_COLUMNS = [
+    approvals.c[name] for name in ("id", "tenant", "tool_name", "status", "audit_seq", "audit_head")
+]
+_HEAD = Direct(sa.select(*_HEAD_COLUMNS).where(approvals.c.id == sa.bindparam("id")))
+_HEAD_LOCKED = sa.select(*_HEAD_COLUMNS).where(approvals.c.id == sa.bindparam("id")).with_for_update()
+
+
+def head(tx: Tx, approval_id: str, *, lock: bool = False) -> Head | None:
+    """An approval's tenant, tool, status and chain head (not its parameters or route);
+    `lock` as for `load`."""
+    row = _HEAD.first(tx, {"id": approval_id}, _HEAD_LOCKED if lock else None)
+    if row is None:
+        return None
+    return Head(row.id, row.tenant, row.tool_name, ApprovalStatus(row.status), row.audit_seq, row.audit_head)
 
 
 def made_before(tx: Tx, tenant: str, execution_id: str, tool_call_id: str) -> Any:
@@ -128,14 +157,36 @@ def append(
     fails loudly instead of forking the chain; with `only_pending` it also requires the
     approval to be pending, which is what makes exactly one decision win.
     """
-    rows, seq, head = chain_rows(rec.id, rec.tenant, rec.audit_seq, rec.audit_head, now, events)
-    values = {**(changes or {}), "audit_seq": seq, "audit_head": head}
+    values = _chain(tx, rec.id, rec.tenant, rec.audit_seq, rec.audit_head, now, events, changes, only_pending)
+    return rec.replace(**values)
+
+
+def add_events(tx: Tx, approval: Head, now: float, events: list[Event]) -> None:
+    """Chain `events` onto the approval, changing nothing else (as `append` does)."""
+    _chain(
+        tx, approval.id, approval.tenant, approval.audit_seq, approval.audit_head, now, events, None, False
+    )
+
+
+def _chain(
+    tx: Tx,
+    approval_id: str,
+    tenant: str,
+    seq: int,
+    head: str,
+    now: float,
+    events: list[Event],
+    changes: Mapping[str, Any] | None,
+    only_pending: bool,
+) -> dict[str, Any]:
+    rows, new_seq, new_head = chain_rows(approval_id, tenant, seq, head, now, events)
+    values = {**(changes or {}), "audit_seq": new_seq, "audit_head": new_head}
     params = {f"set_{k}": v for k, v in values.items()}
-    params |= {"where_id": rec.id, "where_seq": rec.audit_seq}
+    params |= {"where_id": approval_id, "where_seq": seq}
     if _update(tuple(values), only_pending).rowcount(tx, params) != 1:
-        raise AlreadyDecided(f"approval {rec.id} changed while recording; it is closed")
+        raise AlreadyDecided(f"approval {approval_id} changed while recording; it is closed")
     _INSERT_EVENTS.many(tx, rows)
-    return rec.replace(**{k: v for k, v in values.items()})
+    return values
 
 
 # The conditional UPDATEs `append` runs, one per set of columns, built once with bound
