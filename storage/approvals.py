@@ -4,7 +4,8 @@ run grants, the job outbox and surface flags.
 Every function takes a `Tx`, a connection already inside a transaction
 (`Database.run_write`) or on a read connection (`Database.run_read`), so a whole engine
 step is one call into the database thread. The statements are built once here; SQLAlchemy
-caches their compiled form. The differences between SQLite and PostgreSQL (row locks,
+caches their compiled form, and on SQLite those every agent request runs go to the driver
+directly (`storage.direct`). The differences between SQLite and PostgreSQL (row locks,
 `ON CONFLICT`, `NOTIFY`) stay in this package.
 """
 
