@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -123,3 +124,25 @@ async def test_a_driver_error_is_raised_as_sqlalchemys_without_the_parameters(db
         with pytest.raises(sa.exc.DBAPIError) as caught:
             await db.run_read(lambda tx: broken.first(tx, {"id": "apv_secret_value"}))
         assert "apv_secret_value" not in str(caught.value)
+
+
+async def test_a_duplicate_among_concurrent_creates_fails_alone(db_kind: str) -> None:
+    async with database(db_kind) as db:
+
+        def insert(i: int) -> Any:
+            # Every third one repeats the call of the one before it.
+            call = f"call_{i - 1 if i % 3 == 2 else i}"
+            return lambda tx: ledger.insert_approval(
+                tx, values(f"apv_{i}", tool_call_id=call), [Event("requested", {}, {"i": i})]
+            )
+
+        results = await asyncio.gather(*(db.run_write(insert(i)) for i in range(30)), return_exceptions=True)
+        failed = {i for i, r in enumerate(results) if isinstance(r, Exception)}
+        assert all(isinstance(results[i], Conflict) for i in failed)
+        # Of each pair of creates of one call exactly one lost (which one is the database's race).
+        pairs = [(i - 1, i) for i in range(30) if i % 3 == 2]
+        assert all(len(failed & set(pair)) == 1 for pair in pairs) and len(failed) == len(pairs)
+        stored = await db.run_read(
+            lambda tx: sorted(tx.execute(sa.select(audit_events.c.approval_id)).scalars())
+        )
+        assert stored == sorted(f"apv_{i}" for i in range(30) if i not in failed)
