@@ -113,7 +113,7 @@ class Api:
     def _wrap(
         self, fn: Callable[[Request, str], Awaitable[Response]], name: str, auth: bool = True
     ) -> Handler:
-        metrics = self.engine.metrics.requests
+        metrics = self.engine.metrics
 
         @functools.wraps(fn)
         async def handler(request: Request) -> Response:
@@ -123,7 +123,7 @@ class Api:
                     response = await fn(request, tenant)
             except CosignerError as exc:
                 response = error_response(exc)
-            metrics.labels(request.method, name, str(response.status_code)).inc()
+            metrics.request(request.method, name, response.status_code)
             return response
 
         return handler
@@ -187,8 +187,8 @@ class Api:
     async def result(self, request: Request, tenant: str) -> Response:
         aid = approval_id(request)
         report = await parse(request, ResultReport)
-        rec = await self.engine.report_result(tenant, aid, report)
-        return answer(ResultRecorded(approvalId=rec.id))
+        recorded = await self.engine.report_result(tenant, aid, report)
+        return answer(ResultRecorded(approvalId=recorded))
 
     async def audit(self, request: Request, tenant: str) -> Response:
         aid = approval_id(request)

@@ -409,8 +409,8 @@ class Engine:
         except (AlreadyDecided, ApprovalExpired, ApprovalNotFound):
             return
 
-    async def report_result(self, tenant: str, approval_id: str, report: ResultReport) -> Record:
-        """Put what the executed call returned on the audit record (redacted)."""
+    async def report_result(self, tenant: str, approval_id: str, report: ResultReport) -> str:
+        """Put what the executed call returned on the audit record (redacted); the approval's id."""
         json_limits(report.result, "result")
         return await self.db.run_write(
             lambda tx: trail.record_result(tx, self.policy, tenant, approval_id, report, self.clock)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 
@@ -45,15 +47,29 @@ class Metrics:
             "Waiters here woken by another replica's decision (PostgreSQL NOTIFY)",
             registry=self.registry,
         )
+        # The labelled children, found once per set of labels: `labels()` validates and
+        # locks on every call, and the hot paths count every request and approval.
+        self._children: dict[tuple[Any, ...], Any] = {}
+
+    def _child(self, metric: Counter | Histogram, *labels: str) -> Any:
+        key = (id(metric), *labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*labels)
+        return child
+
+    def request(self, method: str, route: str, status: int) -> None:
+        """Count an answered API request."""
+        self._child(self.requests, method, route, str(status)).inc()
 
     def created(self, status: str) -> None:
         """Count a new approval in its initial status."""
-        self.approvals.labels("created", status).inc()
+        self._child(self.approvals, "created", status).inc()
 
     def closed(self, status: str, created_at: float, decided_at: float) -> None:
         """Count a closed approval and observe its time to decision."""
-        self.approvals.labels("closed", status).inc()
-        self.decision_seconds.labels(status).observe(max(decided_at - created_at, 0.0))
+        self._child(self.approvals, "closed", status).inc()
+        self._child(self.decision_seconds, status).observe(max(decided_at - created_at, 0.0))
 
     def render(self) -> bytes:
         """The Prometheus text exposition."""

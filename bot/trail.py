@@ -20,7 +20,7 @@ from contracts.wire import ResultReport
 from storage import approvals as ledger
 from storage.audit import Event
 from storage.database import Tx
-from storage.records import Record, delivered_to_json
+from storage.records import delivered_to_json
 
 Clock = Callable[[], float]
 
@@ -57,9 +57,10 @@ def record_note(tx: Tx, approval_id: str, event: AuditEvent, data: Mapping[str, 
 
 def record_result(
     tx: Tx, policy: Policy, tenant: str, approval_id: str, report: ResultReport, clock: Clock
-) -> Record:
-    """Put what an approved call returned on its audit record (redacted)."""
-    rec = ledger.load(tx, approval_id, lock=True)
+) -> str:
+    """Put what an approved call returned on its audit record (redacted); the approval's id.
+    Only the approval's chain head and status are read: the report changes nothing else."""
+    rec = ledger.head(tx, approval_id, lock=True)
     if rec is None or rec.tenant != tenant:
         raise ApprovalNotFound(f"no approval {approval_id} for this API key")
     if rec.status is ApprovalStatus.PENDING:
@@ -81,4 +82,5 @@ def record_result(
         "result": redact(report.result, paths),
         "error": redact(report.error),
     }
-    return ledger.append(tx, rec, clock(), [Event(AuditEvent.RESULT, {"kind": "agent"}, data)])
+    ledger.add_events(tx, rec, clock(), [Event(AuditEvent.RESULT, {"kind": "agent"}, data)])
+    return rec.id

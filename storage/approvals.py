@@ -4,7 +4,8 @@ run grants, the job outbox and surface flags.
 Every function takes a `Tx`, a connection already inside a transaction
 (`Database.run_write`) or on a read connection (`Database.run_read`), so a whole engine
 step is one call into the database thread. The statements are built once here; SQLAlchemy
-caches their compiled form. The differences between SQLite and PostgreSQL (row locks,
+caches their compiled form, and on SQLite those every agent request runs go to the driver
+directly (`storage.direct`). The differences between SQLite and PostgreSQL (row locks,
 `ON CONFLICT`, `NOTIFY`) stay in this package.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Mapping
+from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
@@ -22,6 +24,7 @@ from contracts.errors import AlreadyDecided
 from contracts.ports import SmsRoute
 from storage.audit import Event, chain_rows
 from storage.database import Tx
+from storage.direct import Direct
 from storage.notify import channel_for
 from storage.records import Record, delivery_key
 from storage.tables import approvals, audit_events, flags, run_grants
@@ -41,21 +44,52 @@ _GATED_IN_EXECUTION = (
         approvals.c.mode != ApprovalMode.NONE.value,
     )
 )
-_INSERT_EVENTS = audit_events.insert()
-_INSERT_APPROVAL = approvals.insert()
+_EVENT_COLUMNS = ("approval_id", "tenant", "seq", "at", "event", "actor", "data", "prev_hash", "hash")
+# The statements every agent request runs go straight to the driver on SQLite (storage.direct).
+_LOAD = Direct(_BY_ID)
+_LOAD_LOCKED = _BY_ID.with_for_update()
+_MADE_BEFORE = Direct(_BY_CALL)
+_INSERT_EVENTS = Direct(audit_events.insert(), _EVENT_COLUMNS)
+_INSERT_APPROVAL: dict[tuple[str, ...], Direct] = {}
 
 
 def load(tx: Tx, approval_id: str, *, lock: bool = False) -> Record | None:
     """One approval; `lock` takes the row lock on PostgreSQL (SQLite has one writer)."""
-    q = _BY_ID.with_for_update() if lock and tx.dialect.name != "sqlite" else _BY_ID
-    row = tx.execute(q, {"id": approval_id}).first()
+    row = _LOAD.first(tx, {"id": approval_id}, _LOAD_LOCKED if lock else None)
     return Record.from_row(row) if row else None
+
+
+@dataclass(frozen=True)
+class Head:
+    """What appending to an approval's audit chain needs of it, read without the rest."""
+
+    id: str
+    tenant: str
+    tool_name: str
+    status: ApprovalStatus
+    audit_seq: int
+    audit_head: str
+
+
+_HEAD_COLUMNS = [
+    approvals.c[name] for name in ("id", "tenant", "tool_name", "status", "audit_seq", "audit_head")
+]
+_HEAD = Direct(sa.select(*_HEAD_COLUMNS).where(approvals.c.id == sa.bindparam("id")))
+_HEAD_LOCKED = sa.select(*_HEAD_COLUMNS).where(approvals.c.id == sa.bindparam("id")).with_for_update()
+
+
+def head(tx: Tx, approval_id: str, *, lock: bool = False) -> Head | None:
+    """An approval's tenant, tool, status and chain head (not its parameters or route);
+    `lock` as for `load`."""
+    row = _HEAD.first(tx, {"id": approval_id}, _HEAD_LOCKED if lock else None)
+    if row is None:
+        return None
+    return Head(row.id, row.tenant, row.tool_name, ApprovalStatus(row.status), row.audit_seq, row.audit_head)
 
 
 def made_before(tx: Tx, tenant: str, execution_id: str, tool_call_id: str) -> Any:
     """The approval row of this call (tenant, execution, tool call id), if it was made before."""
-    params = {"tenant": tenant, "execution": execution_id, "call": tool_call_id}
-    return tx.execute(_BY_CALL, params).first()
+    return _MADE_BEFORE.first(tx, {"tenant": tenant, "execution": execution_id, "call": tool_call_id})
 
 
 def gated_count(tx: Tx, tenant: str, execution_id: str) -> int:
@@ -100,8 +134,12 @@ def insert_approval(tx: Tx, values: Mapping[str, Any], events: list[Event]) -> R
     """Insert a new approval with the first links of its audit chain; return it as stored."""
     rows, seq, head = chain_rows(values["id"], values["tenant"], 0, "0" * 64, values["created_at"], events)
     stored = {**values, "audit_seq": seq, "audit_head": head}
-    tx.execute(_INSERT_APPROVAL, [stored])
-    tx.execute(_INSERT_EVENTS, rows)
+    columns = tuple(stored)
+    insert = _INSERT_APPROVAL.get(columns)
+    if insert is None:
+        insert = _INSERT_APPROVAL[columns] = Direct(approvals.insert(), columns)
+    insert.rowcount(tx, stored)
+    _INSERT_EVENTS.many(tx, rows)
     return Record.from_row(SimpleNamespace(**stored))
 
 
@@ -120,24 +158,46 @@ def append(
     fails loudly instead of forking the chain; with `only_pending` it also requires the
     approval to be pending, which is what makes exactly one decision win.
     """
-    rows, seq, head = chain_rows(rec.id, rec.tenant, rec.audit_seq, rec.audit_head, now, events)
-    values = {**(changes or {}), "audit_seq": seq, "audit_head": head}
+    values = _chain(tx, rec.id, rec.tenant, rec.audit_seq, rec.audit_head, now, events, changes, only_pending)
+    return rec.replace(**values)
+
+
+def add_events(tx: Tx, approval: Head, now: float, events: list[Event]) -> None:
+    """Chain `events` onto the approval, changing nothing else (as `append` does)."""
+    _chain(
+        tx, approval.id, approval.tenant, approval.audit_seq, approval.audit_head, now, events, None, False
+    )
+
+
+def _chain(
+    tx: Tx,
+    approval_id: str,
+    tenant: str,
+    seq: int,
+    head: str,
+    now: float,
+    events: list[Event],
+    changes: Mapping[str, Any] | None,
+    only_pending: bool,
+) -> dict[str, Any]:
+    rows, new_seq, new_head = chain_rows(approval_id, tenant, seq, head, now, events)
+    values = {**(changes or {}), "audit_seq": new_seq, "audit_head": new_head}
     params = {f"set_{k}": v for k, v in values.items()}
-    params |= {"where_id": rec.id, "where_seq": rec.audit_seq}
-    if tx.execute(_update(tuple(values), only_pending), params).rowcount != 1:
-        raise AlreadyDecided(f"approval {rec.id} changed while recording; it is closed")
-    tx.execute(_INSERT_EVENTS, rows)
-    return rec.replace(**{k: v for k, v in values.items()})
+    params |= {"where_id": approval_id, "where_seq": seq}
+    if _update(tuple(values), only_pending).rowcount(tx, params) != 1:
+        raise AlreadyDecided(f"approval {approval_id} changed while recording; it is closed")
+    _INSERT_EVENTS.many(tx, rows)
+    return values
 
 
 # The conditional UPDATEs `append` runs, one per set of columns, built once with bound
 # parameters: a statement object built per call costs more than running it (SQLAlchemy
 # derives its cache key from the structure each time). The column sets are the few that
 # the code writes, so this stays small.
-_UPDATES: dict[tuple[tuple[str, ...], bool], sa.Update] = {}
+_UPDATES: dict[tuple[tuple[str, ...], bool], Direct] = {}
 
 
-def _update(columns: tuple[str, ...], only_pending: bool) -> sa.Update:
+def _update(columns: tuple[str, ...], only_pending: bool) -> Direct:
     stmt = _UPDATES.get((columns, only_pending))
     if stmt is None:
         where = [
@@ -146,8 +206,8 @@ def _update(columns: tuple[str, ...], only_pending: bool) -> sa.Update:
         ]
         if only_pending:
             where.append(approvals.c.status == "pending")
-        stmt = approvals.update().where(*where).values({c: sa.bindparam(f"set_{c}") for c in columns})
-        _UPDATES[(columns, only_pending)] = stmt
+        update = approvals.update().where(*where).values({c: sa.bindparam(f"set_{c}") for c in columns})
+        stmt = _UPDATES[(columns, only_pending)] = Direct(update)
     return stmt
 
 

@@ -34,23 +34,40 @@ class Event:
 def recordable(value: Any) -> Any:
     """`value` with anything JSON cannot hold exactly (a tuple, a huge integer, NaN, an object)
     turned into a list or its text, so recording an event never fails."""
+    # The plain JSON types first, by exact type: every recorded event is made of them.
+    kind = type(value)
+    if kind is str:
+        return value if value.isascii() else _utf8(value)
+    if kind is dict:
+        return {k if type(k) is str else str(k): recordable(v) for k, v in value.items()}
+    if value is None or kind is bool:
+        return value
+    if kind is int:
+        return value if abs(value) <= SAFE_INTEGER else str(value)
+    if kind is list:
+        return [recordable(v) for v in value]
     if isinstance(value, Mapping):
         return {str(k): recordable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [recordable(v) for v in value]
     if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return value.encode("utf-8", "backslashreplace").decode("ascii", "replace")
-        return value
-    if value is None or isinstance(value, bool):
+        return _utf8(value)
+    if isinstance(value, bool):
         return value
     if isinstance(value, int) and abs(value) <= SAFE_INTEGER:
         return value
     if isinstance(value, float) and math.isfinite(value):
         return value
     return str(value)
+
+
+def _utf8(value: str) -> str:
+    # A lone surrogate cannot be written as UTF-8: keep the rest of the text.
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "backslashreplace").decode("ascii", "replace")
+    return value
 
 
 def chain_hash(

@@ -117,8 +117,8 @@ class Database:
             self.reader = create_async_engine(
                 url, pool_size=2, max_overflow=0, pool_timeout=60, hide_parameters=True
             )
-            _configure_sqlite(self.writer.sync_engine, immediate=True)
-            _configure_sqlite(self.reader.sync_engine, immediate=False)
+            _configure_sqlite(self.writer.sync_engine, begin="BEGIN IMMEDIATE")
+            _configure_sqlite(self.reader.sync_engine, begin="BEGIN")
             sync_url = parsed.set(drivername="sqlite+pysqlite")
             self._sync_writer: Engine | None = sa.create_engine(
                 sync_url,
@@ -134,8 +134,8 @@ class Database:
                 connect_args={"check_same_thread": False},
                 hide_parameters=True,
             )
-            _configure_sqlite(self._sync_writer, immediate=True)
-            _configure_sqlite(self._sync_reader, immediate=False)
+            _configure_sqlite(self._sync_writer, begin=None)  # GroupWriter sends BEGIN IMMEDIATE
+            _configure_sqlite(self._sync_reader, begin="BEGIN")
             self._group: GroupWriter | None = GroupWriter(self._sync_writer)
             self._read_threads: ThreadPoolExecutor | None = ThreadPoolExecutor(
                 READ_THREADS, thread_name_prefix="cosigner-db-read"
@@ -248,7 +248,11 @@ class Database:
         self._sync_writer = self._sync_reader = None
 
 
-def _configure_sqlite(engine: Engine, *, immediate: bool) -> None:
+def _configure_sqlite(engine: Engine, *, begin: str | None) -> None:
+    """WAL, synchronous=NORMAL and a busy timeout on every connection; `begin` is the
+    statement that opens a transaction (None: the caller sends its own, as `GroupWriter`
+    does, which keeps SQLAlchemy's per-statement event dispatch off that engine)."""
+
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:
         # Take over transaction control from the driver so BEGIN IMMEDIATE is ours to send.
@@ -259,9 +263,12 @@ def _configure_sqlite(engine: Engine, *, immediate: bool) -> None:
         cur.execute("PRAGMA busy_timeout=10000")
         cur.close()
 
+    if begin is None:
+        return
+
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Any) -> None:
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+        conn.exec_driver_sql(begin)
 
 
 def _alembic_config(connection: Any) -> Config:

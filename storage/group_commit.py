@@ -4,6 +4,12 @@ Each queued function runs inside its own SAVEPOINT, so one that raises is rolled
 alone and its caller gets the exception; the others' work commits together, and only
 after COMMIT returns does any caller hear that its transaction succeeded. Under load this
 turns many small commits into one, and many thread hand-offs into one per batch.
+
+The thread keeps its one connection between batches and sends `BEGIN IMMEDIATE` itself on
+the driver's cursor: checking a connection out of the pool per batch, and a `begin` event
+listener on the engine (which makes SQLAlchemy dispatch its execution events around every
+statement), cost more than a small transaction's own statements. A batch that fails for
+any reason drops the connection; the next batch opens a fresh one.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 MAX_BATCH = 64
@@ -30,11 +37,34 @@ def _settle(results: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:
             fut.set_exception(value)
 
 
+def _begin_immediate(conn: Connection) -> None:
+    """`BEGIN IMMEDIATE` on the driver's connection (SQLAlchemy's `begin` only marks the
+    transaction: pysqlite in autocommit mode sends nothing); a driver error is raised as
+    SQLAlchemy's, as `exec_driver_sql` would."""
+    dbapi = conn.connection.dbapi_connection
+    assert dbapi is not None
+    cursor = dbapi.cursor()
+    try:
+        cursor.execute("BEGIN IMMEDIATE")
+    except conn.dialect.loaded_dbapi.Error as exc:
+        raise sa.exc.DBAPIError.instance(
+            "BEGIN IMMEDIATE",
+            None,
+            exc,
+            conn.dialect.loaded_dbapi.Error,
+            hide_parameters=True,
+            dialect=conn.dialect,
+        ) from exc
+    finally:
+        cursor.close()
+
+
 class GroupWriter:
     """The single SQLite writer: submit a function, await its committed result."""
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
+        self._conn: Connection | None = None  # used by the writer thread only
         self._queue: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="cosigner-db-write", daemon=True)
         self._thread.start()
@@ -58,6 +88,7 @@ class GroupWriter:
         while not stopping:
             first = self._queue.get()
             if first is None:
+                self._drop()
                 return
             batch = [first]
             while len(batch) < MAX_BATCH:
@@ -80,11 +111,24 @@ class GroupWriter:
                     loop.call_soon_threadsafe(_settle, results)
                 except RuntimeError:
                     pass  # that loop is closed: nobody is waiting any more
+        self._drop()
+
+    def _drop(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            try:
+                conn.close()
+            except Exception:
+                pass  # a broken connection: the pool discards it
 
     def _commit(self, batch: list[Job]) -> list[tuple[bool, Any]]:
         outcomes: list[tuple[bool, Any]] = []
         try:
-            with self._engine.connect() as conn, conn.begin():
+            if self._conn is None:
+                self._conn = self._engine.connect()
+            conn = self._conn
+            with conn.begin():
+                _begin_immediate(conn)
                 if len(batch) == 1:
                     return [(True, batch[0][0](conn))]
                 for fn, _loop, _fut in batch:
@@ -99,5 +143,10 @@ class GroupWriter:
                         outcomes.append((True, value))
         except Exception as exc:
             # The COMMIT (or BEGIN) failed, or a lone transaction raised: nothing was written.
+            held = self._conn
+            if held is not None and (
+                isinstance(exc, sa.exc.DBAPIError) or held.invalidated or held.in_transaction()
+            ):
+                self._drop()  # it may be unusable; the next batch opens another
             return [(False, exc)] * len(batch)
         return outcomes

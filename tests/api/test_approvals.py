@@ -487,3 +487,47 @@ def test_half_configured_surfaces_are_named() -> None:
     warnings = partial_configuration(make_settings(slack_signing_secret="s", twilio_auth_token="t"))
     assert any("Slack is off" in w and "SLACK_BOT_TOKEN" in w for w in warnings)
     assert any("SMS is off" in w and "TWILIO_ACCOUNT_SID" in w for w in warnings)
+
+
+async def test_result_reports_are_refused_for_other_tenants_and_unrun_calls(db_kind: str) -> None:
+    async with cosigner_app(database_kind=db_kind) as h:
+        key, other = await h.create_tenant("acme"), await h.create_tenant("globex")
+        read = await h.client.post(
+            "/v1/approvals",
+            headers=h.auth(key),
+            json=call("lookup_order", call_id="r1", params={"orderId": "o1"}),
+        )
+        aid = read.json()["approvalId"]
+
+        async def report(approval_id: str, api_key: str = key) -> tuple[int, dict[str, Any]]:
+            r = await h.client.post(
+                f"/v1/approvals/{approval_id}/result", headers=h.auth(api_key), json={"result": "o1 shipped"}
+            )
+            return r.status_code, dict(r.json())
+
+        status, body = await report(aid, other)
+        assert (status, body["error"]["code"]) == (404, "APPROVAL_NOT_FOUND")
+        missing = await report("apv_" + "x" * 20)
+        assert (missing[0], missing[1]["error"]["code"]) == (404, "APPROVAL_NOT_FOUND")
+        pending = (await start(h, key, call_id="p1"))["approvalId"]
+        status, body = await report(pending)
+        assert (status, body["error"]["code"], body["error"]["status"]) == (
+            409,
+            "APPROVAL_PENDING",
+            "pending",
+        )
+        await h.client.post(f"/v1/approvals/{pending}/cancel", headers=h.auth(key))
+        status, body = await report(pending)
+        assert (status, body["error"]["code"], body["error"]["status"]) == (
+            409,
+            "ALREADY_DECIDED",
+            "cancelled",
+        )
+        assert await report(aid) == (200, {"approvalId": aid, "recorded": True})
+        assert await report(aid) == (200, {"approvalId": aid, "recorded": True}), "each report is recorded"
+        audit = (await h.client.get(f"/v1/approvals/{aid}/audit", headers=h.auth(key))).json()
+        assert [e["event"] for e in audit["events"]] == ["requested", "approved", "result", "result"]
+        assert audit["events"][2]["data"] == {"outcome": "succeeded", "result": "o1 shipped", "error": None}
+        assert [e["prevHash"] for e in audit["events"][1:]] == [e["hash"] for e in audit["events"][:-1]]
+        got = (await h.client.get(f"/v1/approvals/{aid}", headers=h.auth(key))).json()
+        assert got["status"] == "approved" and got["grant"] == read.json()["grant"]

@@ -61,3 +61,26 @@ async def gauge_reaches(h: Harness, expected: float, seconds: float = 10.0) -> N
         await until_async(reached, seconds)
     except AssertionError:
         raise AssertionError(f"cosigner_waiters stayed at {seen[-1:]}, expected {expected}") from None
+
+
+async def test_request_and_approval_counters_add_up_over_repeated_calls(db_kind: str) -> None:
+    async with cosigner_app(database_kind=db_kind) as h:
+        key = await h.create_tenant("acme")
+        ids = [(await start(h, key, call_id=f"c{i}"))["approvalId"] for i in range(3)]
+        for aid in ids[:2]:
+            r = await h.client.post(
+                f"/v1/approvals/{aid}/decision",
+                headers=h.auth(key),
+                json={"decision": "approve", "userId": "u_1"},
+            )
+            assert r.status_code == 200, r.text
+        r = await h.client.post(f"/v1/approvals/{ids[2]}/cancel", headers=h.auth(key))
+        assert r.status_code == 200, r.text
+        text = (await h.client.get("/metrics")).text
+        assert 'cosigner_http_requests_total{method="POST",route="create",status="201"} 3.0' in text
+        assert 'cosigner_http_requests_total{method="POST",route="decision",status="200"} 2.0' in text
+        assert 'cosigner_http_requests_total{method="POST",route="cancel",status="200"} 1.0' in text
+        assert 'cosigner_approvals_total{event="created",status="pending"} 3.0' in text
+        assert 'cosigner_approvals_total{event="closed",status="approved"} 2.0' in text
+        assert 'cosigner_approvals_total{event="closed",status="cancelled"} 1.0' in text
+        assert 'cosigner_time_to_decision_seconds_count{status="approved"} 2.0' in text

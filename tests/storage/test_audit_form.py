@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 import hashlib
 import json
+from collections import OrderedDict
 from typing import Any
 
 from contracts.digest import canonical_json
@@ -69,3 +70,25 @@ def test_values_without_a_json_form_are_recorded_as_text() -> None:
         "apv_1", "acme", 0, GENESIS, 1.5, [Event("note", {"kind": "surface"}, odd)]
     )
     assert json.loads(rows[0]["data"]) == plain
+
+
+class Text(str):
+    pass
+
+
+class Number(enum.IntEnum):
+    ONE = 1
+
+
+def test_subclasses_of_the_json_types_are_recorded_like_the_types() -> None:
+    # The exact types take a fast path; their subclasses must come out the same.
+    value = OrderedDict(
+        b=Text("x"), a=[Number.ONE, True, None, 2**60, ("t",)], c={Text("k"): 1.5, 2: "é"}, d="Zoë"
+    )
+    plain = recordable(value)
+    assert plain == {"b": "x", "a": [1, True, None, str(2**60), ["t"]], "c": {"k": 1.5, "2": "é"}, "d": "Zoë"}
+    assert type(plain) is dict and type(plain["c"]) is dict and type(plain["a"][4]) is list
+    assert (
+        canonical_json(plain)
+        == '{"a":[1,true,null,"1152921504606846976",["t"]],"b":"x","c":{"2":"é","k":1.5},"d":"Zoë"}'.encode()
+    )

@@ -62,3 +62,48 @@ async def test_nothing_is_reported_committed_before_it_is(db: Database, tmp_path
     with other.connect() as conn:
         assert count(conn) == 1, "another connection sees the row once run_write returned"
     other.dispose()
+
+
+async def test_the_writer_keeps_its_connection_between_batches(db: Database) -> None:
+    def connection(conn: Connection) -> object:
+        return conn
+
+    first = await db.run_write(connection)
+    await db.run_write(put("a"))
+    with pytest.raises(ValueError):
+        await db.run_write(put("b", fail=True))  # a refusal, not a database error
+    assert await db.run_write(connection) is first
+    assert await db.run_read(count) == 1
+
+
+async def test_a_database_error_drops_the_connection_and_the_next_batch_gets_a_fresh_one(
+    db: Database,
+) -> None:
+    def connection(conn: Connection) -> object:
+        return conn
+
+    def broken(conn: Connection) -> None:
+        conn.exec_driver_sql("INSERT INTO no_such_table VALUES (1)")
+
+    first = await db.run_write(connection)
+    with pytest.raises(sa.exc.OperationalError):
+        await db.run_write(broken)
+    assert await db.run_write(connection) is not first
+    assert await db.run_write(put("after")) == "after"
+    assert await db.run_read(count) == 1
+
+
+async def test_begin_immediate_refused_is_a_sqlalchemy_error_and_nothing_runs(
+    db: Database, tmp_path: Path
+) -> None:
+    # Another process holds SQLite's write lock; the writer does not wait for it here.
+    await db.run_write(lambda conn: conn.exec_driver_sql("PRAGMA busy_timeout=0"))
+    other = sa.create_engine(f"sqlite:///{tmp_path / 'g.db'}", isolation_level="AUTOCOMMIT")
+    with other.connect() as holder:
+        holder.exec_driver_sql("BEGIN IMMEDIATE")
+        with pytest.raises(sa.exc.OperationalError, match="locked"):
+            await db.run_write(put("blocked"))
+        holder.exec_driver_sql("ROLLBACK")
+    other.dispose()
+    assert await db.run_write(put("later")) == "later"
+    assert await db.run_read(lambda c: set(c.execute(sa.select(flags.c.key)).scalars())) == {"later"}

@@ -28,6 +28,9 @@ class CanonicalFormError(ValueError):
         self.problem = problem
 
 
+# json.dumps with these options builds a new encoder object on every call; one shared
+# instance writes the same text (it keeps no state between calls).
+_SORTED_COMPACT = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
 
 
@@ -104,8 +107,7 @@ def canonical_json(value: Any, path: str = "$") -> bytes:
     """The RFC 8785 (JCS) bytes of `value`; raises `CanonicalFormError` naming the bad member."""
     if _without_floats(value):
         try:
-            text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-            return text.encode("utf-8")
+            return _SORTED_COMPACT.encode(value).encode("utf-8")
         except UnicodeEncodeError:
             pass  # a lone surrogate: the general writer names it
     try:
