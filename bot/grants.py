@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import hmac
 from typing import Any
@@ -18,11 +17,6 @@ from contracts.grants import ALGORITHM, GRANT_TYPE, jwk_thumbprint
 
 # Changing this label changes the key (and its kid): every executor must refetch /v1/keys.
 KEY_LABEL = b"cosigner grant signing key v2"
-
-
-def _base64url(data: bytes) -> str:
-    """Base64url without padding (RFC 7515, section 2)."""
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
 
 
 def grant_key(secret: str) -> Ed25519PrivateKey:
@@ -47,11 +41,6 @@ class GrantSigner:
             "use": "sig",
         }
         self._headers = {"kid": self.kid, "typ": GRANT_TYPE}
-        # The JWS header segment PyJWT writes for this key and these headers, taken from
-        # PyJWT once: `sign` then writes the token itself (header, payload, signature), the
-        # same bytes without PyJWT's per-token header JSON, key checks and lookups.
-        header = jwt.api_jws.encode(b"", self._key, algorithm=ALGORITHM, headers=self._headers).split(".")[0]
-        self._prefix = header + "."
         self._recent: dict[bytes, str] = {}
 
     def jwks(self) -> dict[str, Any]:
@@ -64,8 +53,7 @@ class GrantSigner:
         payload = canonical_json(claims, "claims")
         token = self._recent.get(payload)
         if token is None:
-            signing_input = self._prefix + _base64url(payload)
-            token = f"{signing_input}.{_base64url(self._key.sign(signing_input.encode('ascii')))}"
+            token = jwt.api_jws.encode(payload, self._key, algorithm=ALGORITHM, headers=self._headers)
             if len(self._recent) >= 4096:
                 self._recent.clear()
             self._recent[payload] = token
