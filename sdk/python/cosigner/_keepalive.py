@@ -354,6 +354,11 @@ class Started:
     def finish(self) -> httpx.Response:
         """Read the answer (waiting up to the request's read timeout); the connection goes back
         to the pool once the answer is whole. Failures are httpx's transport errors."""
+        status, headers, content = self.finish_raw()
+        return httpx.Response(status, headers=headers, content=content)
+
+    def finish_raw(self) -> tuple[int, list[tuple[str, str]], bytes]:
+        """`finish` as (status, headers, body), for a caller that needs no httpx.Response."""
         connection, ok = self._connection, False
         try:
             assert connection.sock is not None
@@ -370,7 +375,7 @@ class Started:
             except OSError as exc:
                 raise httpx.ReadError(f"reading Cosigner's answer: {exc}") from None
             ok = not answer.will_close
-            return httpx.Response(answer.status, headers=answer.getheaders(), content=content)
+            return answer.status, answer.getheaders(), content
         finally:
             self._pool.release(connection, ok)
 

@@ -141,10 +141,16 @@ class Outbox:
                 if not self._owed or self._owed[0] is not owed:
                     continue  # another thread took it
                 self._owed.pop(0)
+            reply: Reply
             try:
-                reply: Reply = owed.started.finish()
+                status, headers, content = owed.started.finish_raw()
             except httpx.TransportError as exc:
                 reply = exc
+            else:
+                if status < 400:  # recorded (as `_http.error_of` reads it): nothing more to do
+                    owed.future.set_result(None)
+                    continue
+                reply = httpx.Response(status, headers=headers, content=content)
             if inline or (isinstance(reply, httpx.Response) and not _http.retryable(reply)):
                 # Recorded, or refused for good: settled here, with nothing left to wait for.
                 owed.context.run(self._send, owed.approval_id, owed.request, reply, owed.future)
