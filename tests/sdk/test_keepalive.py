@@ -286,3 +286,16 @@ def test_the_blocking_client_sends_its_requests_over_kept_alive_connections() ->
     }
     assert get.startswith(b"GET /base/v1/approvals/apr%202 HTTP/1.1\r\n") and b"Content-Length" not in get
     assert server.connections == 1
+
+
+async def test_an_idle_connection_past_the_expiry_is_not_reused() -> None:
+    now = [0.0]
+    async with scripted(ok(b"one"), ok(b"two"), ok(b"three")) as server:
+        pool = KeepAlive("127.0.0.1", server.port, clock=lambda: now[0])
+        await pool.request("GET", "/", HOST)
+        now[0] += EXPIRY - 0.1
+        await pool.request("GET", "/", HOST)  # still fresh: kept alive
+        now[0] += EXPIRY
+        await pool.request("GET", "/", HOST)  # idle as long as the expiry: a new connection
+        pool.close()
+    assert [n for n, _, _ in server.received] == [1, 1, 2]
