@@ -3,6 +3,7 @@ next bytes of its script (or closes, or stays silent) and records what it receiv
 
 from __future__ import annotations
 
+import json
 import socketserver
 import threading
 from typing import Any
@@ -24,6 +25,10 @@ DECISION = {
     "decidedBy": {"kind": "policy", "rule": "tools.lookup_order"},
     "decidedAt": "2026-01-01T00:00:00.000Z",
 }
+
+
+MISSING = json.dumps({"error": {"code": "APPROVAL_NOT_FOUND", "message": "no such approval"}}).encode()
+NOT_FOUND = b"HTTP/1.1 404 Not Found\r\nContent-Length: %d\r\n\r\n%s" % (len(MISSING), MISSING)
 
 
 def ok(body: bytes = b"{}", *extra: bytes) -> bytes:

@@ -21,7 +21,7 @@ from cosigner import AsyncCosigner, Cosigner, DashboardSurface
 from cosigner._core import Send
 from cosigner._keepalive import EXPIRY, BlockingKeepAlive, KeepAlive, Origin, _readable
 from cosigner.errors import ApprovalNotFound
-from tests.sdk.scripted import CLOSE, DECISION, SILENT, THEN_CLOSE, Threaded, ok
+from tests.sdk.scripted import CLOSE, DECISION, NOT_FOUND, SILENT, THEN_CLOSE, Threaded, ok
 
 HOST = [(b"Host", b"cosigner.test")]
 
@@ -148,9 +148,7 @@ async def test_requests_beyond_max_connections_wait_for_one_and_a_cancelled_wait
 
 
 async def test_the_async_client_sends_its_requests_over_kept_alive_connections() -> None:
-    missing = json.dumps({"error": {"code": "APPROVAL_NOT_FOUND", "message": "no such approval"}}).encode()
-    not_found = b"HTTP/1.1 404 Not Found\r\nContent-Length: %d\r\n\r\n%s" % (len(missing), missing)
-    async with scripted(ok(json.dumps(DECISION).encode()), not_found) as server:
+    async with scripted(ok(json.dumps(DECISION).encode()), NOT_FOUND) as server:
         async with AsyncCosigner(url=f"http://127.0.0.1:{server.port}/base", api_key="csk_k") as cosigner:
             got = await cosigner.request_approval(
                 execution_id="e1",
@@ -265,9 +263,7 @@ def test_starting_without_an_idle_connection_writes_nothing() -> None:
 
 
 def test_the_blocking_client_sends_its_requests_over_kept_alive_connections() -> None:
-    missing = json.dumps({"error": {"code": "APPROVAL_NOT_FOUND", "message": "no such approval"}}).encode()
-    not_found = b"HTTP/1.1 404 Not Found\r\nContent-Length: %d\r\n\r\n%s" % (len(missing), missing)
-    with Threaded(ok(json.dumps(DECISION).encode()), not_found) as server:
+    with Threaded(ok(json.dumps(DECISION).encode()), NOT_FOUND) as server:
         with Cosigner(url=f"http://127.0.0.1:{server.port}/base", api_key="csk_k") as cosigner:
             got = cosigner.request_approval(
                 execution_id="e1",

@@ -133,6 +133,19 @@ def _decided() -> Verdict:
     return Verdict(ToolCall("run_1", "call_1", "lookup_order", {}), decision)
 
 
+def run_to_its_end(script: str, *args: str) -> None:
+    """Run `script` in a new Python process that ends on its own, without closing its client."""
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+
+
 SCRIPT = """
 import asyncio, sys
 from cosigner import AsyncCosigner, Cosigner
@@ -163,15 +176,7 @@ def test_a_process_that_ends_sends_its_queued_reports_first(
         surface=SURFACE,
     )
     assert decided.approved
-    done = subprocess.run(
-        [sys.executable, "-c", SCRIPT, inprocess.url, inprocess.acme, decided.approval_id, kind],
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
+    run_to_its_end(SCRIPT, inprocess.url, inprocess.acme, decided.approval_id, kind)
     assert results_of(inprocess_client.audit(decided.approval_id)) == [
         {"outcome": "succeeded", "result": "sent at exit", "error": None}
     ]
@@ -274,15 +279,7 @@ client.report_result(decision, result="sent at exit", wait=False)
 def test_a_process_that_ends_reads_the_answers_owed_and_sends_again_if_asked() -> None:
     recorded = json.dumps(RECORDED).encode()
     with Threaded(ok(json.dumps(DECISION).encode()), RESTARTING, ok(recorded)) as server:
-        done = subprocess.run(
-            [sys.executable, "-c", EXIT_SCRIPT, f"http://127.0.0.1:{server.port}"],
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-    assert done.returncode == 0, done.stderr
+        run_to_its_end(EXIT_SCRIPT, f"http://127.0.0.1:{server.port}")
     assert [json.loads(b)["result"] for b in _reports_received(server)] == ["sent at exit", "sent at exit"]
 
 
