@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import select
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -222,7 +223,9 @@ def test_a_blocking_connection_closed_while_idle_or_expired_is_not_reused() -> N
         with server.arrived:
             assert server.arrived.wait_for(lambda: server.closed == 1, timeout=30)
         # Closed by the server while idle: seen before reuse, so nothing fails.
-        assert _readable(pool._idle[-1][0])
+        idle = pool._idle[-1][0]
+        select.select([idle.sock], [], [], 30)  # its end has reached this side
+        assert _readable(idle)
         assert pool.send(step()).content == b"two"
         assert pool.send(step()).content == b"three"  # kept alive
         now[0] += EXPIRY  # idle as long as the expiry: dropped, not reused

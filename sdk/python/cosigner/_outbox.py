@@ -5,11 +5,12 @@ without making the model wait for the answer.
 
 Where the client holds an idle kept-alive connection (a plain-http Cosigner), a report of
 up to `AT_ONCE_MAX` bytes is written on it at once, on the caller's thread: the idle
-socket takes it whole without waiting. Its answer is read later, on the caller's thread again, once it has
-arrived: at the next report, at `flush()` and when the client closes. No thread is woken for
-it. A worker thread would get Python's interpreter lock only when the caller next blocks,
-which is on its next request to Cosigner, so the report and that request would reach
-Cosigner together; written at once, the report is done before the agent's next call.
+socket takes it whole without waiting. Its answer is read later, on a caller's thread
+again, once it has arrived: at the next report, at `flush()` and when the client closes.
+No thread is woken for it. A worker thread would get Python's interpreter lock only when
+the caller next blocks, which is on its next request to Cosigner, so the report and that
+request would reach Cosigner together; written at once, the report is done before the
+agent's next call.
 
 Otherwise, and for an answer that calls for another attempt (Cosigner unreachable or
 restarting), one worker thread sends the report with the client's own retries (a report
