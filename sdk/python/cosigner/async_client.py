@@ -167,10 +167,12 @@ class AsyncCosigner(Shell):
     ) -> None:
         """Put what the executed call returned (or the error it raised) on the audit record.
 
-        With `wait=False` the report is queued and sent by a worker thread while the caller
-        goes on, even after the event loop ends: a report that cannot be sent is logged, not
-        raised; `flush_reports()` (and `aclose()`, and the end of the process) wait for the
-        queued ones. A client made with a `transport=` of its own sends it at once instead.
+        With `wait=False` the report leaves while the caller goes on, even after the event
+        loop ends: written at once on an idle kept-alive connection (its answer read later),
+        else sent by a worker thread (`cosigner._outbox`). A report that cannot be sent is
+        logged, not raised; `flush_reports()` (and `aclose()`, and the end of the process)
+        wait for the queued ones. A client made with a `transport=` of its own sends it at
+        once, on the call's path, instead.
         """
         if not wait and self._outbox is not None:
             self._outbox.put(_http.approval_id_of(approval), result, error)

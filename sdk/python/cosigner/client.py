@@ -146,9 +146,10 @@ class Cosigner(Shell):
     ) -> None:
         """Put what the executed call returned (or the error it raised) on the audit record.
 
-        With `wait=False` the report is queued and sent by a worker thread while the caller
-        goes on: a report that cannot be sent is logged, not raised; `flush_reports()` (and
-        `close()`, and the end of the process) wait for the queued ones.
+        With `wait=False` the report leaves while the caller goes on: written at once on an
+        idle kept-alive connection (its answer read later), else sent by a worker thread
+        (`cosigner._outbox`). A report that cannot be sent is logged, not raised;
+        `flush_reports()` (and `close()`, and the end of the process) wait for the queued ones.
         """
         if not wait:
             self._outbox.put(_http.approval_id_of(approval), result, error)
