@@ -42,7 +42,7 @@ from cosigner._keepalive import Started
 Sender = Callable[[_core.Send], httpx.Response]
 Starter = Callable[[_core.Send], Started | None]
 """Writes a request at once on an idle connection; None when none could take it."""
-Reply = httpx.Response | httpx.TransportError
+Answer = httpx.Response | httpx.TransportError
 AT_ONCE_MAX = 32 * 1024
 """The largest report written at once: an idle socket takes it whole without waiting (its
 send buffer holds far more); a larger one, which might wait for Cosigner to read, goes to
@@ -142,7 +142,7 @@ class Outbox:
                 if not self._owed or self._owed[0] is not owed:
                     continue  # another thread took it
                 self._owed.pop(0)
-            reply: Reply
+            reply: Answer
             try:
                 status, headers, content = owed.started.finish_raw()
             except httpx.TransportError as exc:
@@ -162,7 +162,7 @@ class Outbox:
         self,
         approval_id: str,
         request: _core.Send,
-        first: Reply | None,
+        first: Answer | None,
         future: Future[None],
         context: contextvars.Context,
     ) -> None:
@@ -172,7 +172,9 @@ class Outbox:
             worker = self._worker
         worker.submit(context.run, self._send, approval_id, request, first, future)
 
-    def _send(self, approval_id: str, request: _core.Send, first: Reply | None, future: Future[None]) -> None:
+    def _send(
+        self, approval_id: str, request: _core.Send, first: Answer | None, future: Future[None]
+    ) -> None:
         """Drive the report's flow to its end; `first` is the answer to an attempt already made."""
         sender = self._sender()
 
