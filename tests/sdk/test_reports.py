@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from cosigner import AsyncCosigner, Cosigner
 from cosigner._outbox import AT_ONCE_MAX
 from cosigner.adapters.verdict import Approver, ToolCall, Verdict
-from cosigner.decision import parse_approval
+from cosigner.decision import Decision, parse_approval
 from tests.sdk.conftest import SURFACE, Target, results_of
 from tests.sdk.scripted import CLOSE, DECISION, SILENT, Threaded, ok
 
@@ -149,7 +149,6 @@ def run_to_its_end(script: str, *args: str) -> None:
 SCRIPT = """
 import asyncio, sys
 from cosigner import AsyncCosigner, Cosigner
-from cosigner._outbox import AT_ONCE_MAX
 
 url, key, approval, kind = sys.argv[1:]
 if kind == "blocking":
@@ -164,17 +163,22 @@ else:
 """
 
 
-@pytest.mark.parametrize("kind", ["blocking", "asyncio"])
-def test_a_process_that_ends_sends_its_queued_reports_first(
-    inprocess: Target, inprocess_client: Cosigner, run_id: str, kind: str
-) -> None:
-    decided = inprocess_client.request_approval(
+def _read_approved(client: Cosigner, run_id: str) -> Decision:
+    """A read the policy approves at once, for a report to be made on."""
+    return client.request_approval(
         execution_id=run_id,
         tool_call_id="call_1",
         tool_name="lookup_order",
         parameters={"order_id": "ord_9"},
         surface=SURFACE,
     )
+
+
+@pytest.mark.parametrize("kind", ["blocking", "asyncio"])
+def test_a_process_that_ends_sends_its_queued_reports_first(
+    inprocess: Target, inprocess_client: Cosigner, run_id: str, kind: str
+) -> None:
+    decided = _read_approved(inprocess_client, run_id)
     assert decided.approved
     run_to_its_end(SCRIPT, inprocess.url, inprocess.acme, decided.approval_id, kind)
     assert results_of(inprocess_client.audit(decided.approval_id)) == [
@@ -185,13 +189,7 @@ def test_a_process_that_ends_sends_its_queued_reports_first(
 async def test_an_asyncio_client_queues_off_the_loop_and_closing_it_waits(
     inprocess: Target, inprocess_client: Cosigner, run_id: str
 ) -> None:
-    decided = inprocess_client.request_approval(
-        execution_id=run_id,
-        tool_call_id="call_1",
-        tool_name="lookup_order",
-        parameters={"order_id": "ord_9"},
-        surface=SURFACE,
-    )
+    decided = _read_approved(inprocess_client, run_id)
     async with AsyncCosigner(inprocess.url, inprocess.acme) as client:
         await client.report_result(decided, result="queued", wait=False)
     assert results_of(inprocess_client.audit(decided.approval_id)) == [
