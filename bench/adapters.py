@@ -29,18 +29,11 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from roundtrip import Server, machine, pick_cores, running_server
+from roundtrip import READ_POLICY, Server, machine, pick_cores, running_server
 
 from cosigner import AsyncCosigner, Cosigner, DashboardSurface
 
-POLICY = """
-[defaults]
-timeout = "1h"
-max_gated_calls_per_execution = 1000000
-
-[tools.lookup_order]
-kind = "read"
-"""
+POLICY = READ_POLICY
 SURFACE = DashboardSurface(user_id="u_bench")
 Run = Callable[[int], Awaitable[None]]
 

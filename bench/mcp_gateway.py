@@ -37,18 +37,11 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from roundtrip import ROOT, Server, _stop_all, free_port, machine, pick_cores, running_server
+from roundtrip import READ_POLICY, ROOT, Server, _stop_all, free_port, machine, pick_cores, running_server
 
 from cosigner import AsyncCosigner, DashboardSurface
 
-POLICY = """
-[defaults]
-timeout = "1h"
-max_gated_calls_per_execution = 1000000
-
-[tools.lookup_order]
-kind = "read"
-"""
+POLICY = READ_POLICY
 BIN = Path(sys.executable).parent
 EXAMPLE = [sys.executable, str(ROOT / "examples" / "mcp_server.py")]
 PASSTHROUGH = [sys.executable, str(Path(__file__).resolve().parent / "mcp_passthrough.py"), " ".join(EXAMPLE)]

@@ -25,16 +25,9 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from roundtrip import DEFAULT_PG_ADMIN, cpu_seconds, machine, pick_cores, running_server
+from roundtrip import DEFAULT_PG_ADMIN, READ_POLICY, cpu_seconds, machine, pick_cores, running_server
 
-POLICY = """
-[defaults]
-timeout = "1h"
-max_gated_calls_per_execution = 1000000
-
-[tools.lookup_order]
-kind = "read"
-"""
+POLICY = READ_POLICY
 SURFACE = {"type": "dashboard", "userId": "u_bench"}
 
 

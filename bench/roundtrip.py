@@ -85,6 +85,18 @@ DRAIN_SECONDS = 45.0  # after a phase's time is up, in-flight requests get this 
 _live: list[subprocess.Popen[bytes]] = []  # server processes to stop at exit, whatever happens
 
 
+READ_POLICY = """
+[defaults]
+timeout = "1h"
+max_gated_calls_per_execution = 1000000
+
+[tools.lookup_order]
+kind = "read"
+"""
+"""A policy under which `lookup_order` is a read the policy answers at once, nobody asked:
+the call the adapter, gateway and server-CPU benches make."""
+
+
 def _stop_process(proc: subprocess.Popen[bytes]) -> None:
     if proc.poll() is None:
         with contextlib.suppress(ProcessLookupError):
