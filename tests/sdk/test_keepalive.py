@@ -2,7 +2,8 @@
 
 The server answers each request with the next bytes of its script (or closes, or stays
 silent), and records what it received and on which connection; the gateway tests
-(test_mcp_gateway*.py) run the same client against the real Cosigner.
+(test_mcp_gateway*.py) run the same client against the real Cosigner. Every test runs with
+both answer readers: httptools (where installed, as here) and h11 (where it is not).
 """
 
 from __future__ import annotations
@@ -18,13 +19,23 @@ from dataclasses import dataclass, field
 import httpx
 import pytest
 
-from cosigner import AsyncCosigner, Cosigner, DashboardSurface
+from cosigner import AsyncCosigner, Cosigner, DashboardSurface, _keepalive
 from cosigner._core import Send
-from cosigner._keepalive import EXPIRY, BlockingKeepAlive, KeepAlive, Origin, _readable
+from cosigner._keepalive import EXPIRY, BlockingKeepAlive, KeepAlive, Origin, _readable, request_bytes
 from cosigner.errors import ApprovalNotFound
 from tests.sdk.scripted import CLOSE, DECISION, NOT_FOUND, SILENT, THEN_CLOSE, Threaded, ok
 
 HOST = [(b"Host", b"cosigner.test")]
+
+
+@pytest.fixture(autouse=True, params=["httptools", "h11"])
+def reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each test once with each way of reading answers."""
+    kind = str(request.param)
+    monkeypatch.setattr(
+        _keepalive, "Reading", _keepalive._FastReading if kind == "httptools" else _keepalive._H11Reading
+    )
+    return kind
 
 
 @dataclass
@@ -223,7 +234,7 @@ def test_a_blocking_connection_closed_while_idle_or_expired_is_not_reused() -> N
         with server.arrived:
             assert server.arrived.wait_for(lambda: server.closed == 1, timeout=30)
         # Closed by the server while idle: seen before reuse, so nothing fails.
-        idle = pool._idle[-1][0]
+        idle = pool._idle[-1]
         select.select([idle.sock], [], [], 30)  # its end has reached this side
         assert _readable(idle)
         assert pool.send(step()).content == b"two"
@@ -298,3 +309,46 @@ async def test_an_idle_connection_past_the_expiry_is_not_reused() -> None:
         await pool.request("GET", "/", HOST)  # idle as long as the expiry: a new connection
         pool.close()
     assert [n for n, _, _ in server.received] == [1, 1, 2]
+
+
+async def test_bytes_after_an_answer_are_kept_out_of_it_and_drop_the_connection() -> None:
+    stray = ok(b"one") + b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nextra"
+    async with scripted(stray, ok(b"two")) as server:
+        pool = KeepAlive("127.0.0.1", server.port)
+        first = await pool.request("GET", "/", HOST)
+        second = await pool.request("GET", "/", HOST)
+        pool.close()
+    assert (first[2], second[2]) == (b"one", b"two")
+    assert server.connections == 2  # the connection out of step was not reused
+
+
+def test_blocking_bytes_after_an_answer_are_kept_out_of_it_and_drop_the_connection() -> None:
+    with Threaded(ok(b"one") + b"garbage", ok(b"two")) as server:
+        pool = pool_for(server.port)
+        assert pool.send(step()).content == b"one"
+        assert pool.send(step()).content == b"two"
+        pool.close()
+    assert [n for n, _, _ in server.received] == [1, 2]
+
+
+def test_a_request_that_would_not_be_one_request_line_and_headers_is_refused() -> None:
+    assert request_bytes("POST", "/v1/a?b=c", HOST, b"{}") == (
+        b"POST /v1/a?b=c HTTP/1.1\r\nHost: cosigner.test\r\nContent-Length: 2\r\n\r\n{}"
+    )
+    for method, target, headers in (
+        ("GET", "/a b", HOST),
+        ("GET", "/a\r\nX-Evil: 1", HOST),
+        ("GET", "/\u00e9", HOST),
+        ("GE T", "/", HOST),
+        ("GET", "/", [(b"X-Evil", b"1\r\nX-More: 2")]),
+        ("GET", "/", [(b"X Evil", b"1")]),
+    ):
+        with pytest.raises(ValueError, match="cannot send"):
+            request_bytes(method, target, headers, b"")
+    with pytest.raises(ValueError, match="not a header name"):
+        Origin.of("http://127.0.0.1:8000", {"X Evil": "1"}, None)
+    # A path in the URL is quoted once, as the paths under it are.
+    origin = Origin.of("http://127.0.0.1:8000/my base", {}, None)
+    assert origin is not None and origin.request(step("/v1/x")).startswith(
+        b"GET /my%20base/v1/x HTTP/1.1\r\n"
+    )

@@ -1,6 +1,6 @@
 """Every call of the API once, without I/O: flows that yield the steps they need done.
 
-A flow is a generator. It yields a `Send` (and is resumed with the httpx.Response, or has
+A flow is a generator. It yields a `Send` (and is resumed with the response, or has
 the transport error thrown in), a `Pause` (resumed with None) or, for a gated function, a
 `Body` (resumed with its return value, or has its exception thrown in), and returns the
 call's value. `cosigner._drivers` runs flows with blocking I/O or with `await`, so building
@@ -89,19 +89,19 @@ def send(
     params: dict[str, Any] | None = None,
     poll: bool = False,
     idempotent: bool = True,
-) -> Flow[httpx.Response]:
+) -> Flow[_http.Response]:
     """One request, retried with backoff while Cosigner cannot be reached; raises its API error."""
     request = request_of(config, method, path, content=content, params=params, poll=poll)
     return (yield from retried(config, request, idempotent=idempotent))
 
 
-def retried(config: _http.Config, request: Send, *, idempotent: bool) -> Flow[httpx.Response]:
+def retried(config: _http.Config, request: Send, *, idempotent: bool) -> Flow[_http.Response]:
     """Send `request`, again with backoff while Cosigner cannot be reached; raises its API error."""
     delays: Iterator[float] | None = None
     while True:
         failure: httpx.TransportError | None = None
         try:
-            response: httpx.Response = yield request
+            response: _http.Response = yield request
             if not _http.retryable(response):
                 break
         except httpx.TransportError as exc:

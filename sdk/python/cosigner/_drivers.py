@@ -23,7 +23,7 @@ T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def drive(flow: _core.Flow[T], send: Callable[[_core.Send], httpx.Response]) -> T:
+def drive(flow: _core.Flow[T], send: Callable[[_core.Send], _http.Response]) -> T:
     """Run `flow` to its end with blocking calls; its value, or the exception it ends with."""
     reply: Any = None
     failure: BaseException | None = None
@@ -47,7 +47,7 @@ def drive(flow: _core.Flow[T], send: Callable[[_core.Send], httpx.Response]) -> 
                 failure = exc
 
 
-async def drive_async(flow: _core.Flow[T], send: Callable[[_core.Send], Awaitable[httpx.Response]]) -> T:
+async def drive_async(flow: _core.Flow[T], send: Callable[[_core.Send], Awaitable[_http.Response]]) -> T:
     """Run `flow` to its end with `await`; its value, or the exception it ends with."""
     reply: Any = None
     failure: BaseException | None = None

@@ -25,6 +25,25 @@ RETRY_STATUSES = frozenset({502, 503, 504})
 JSON_TYPE = {"Content-Type": "application/json"}
 
 
+class Reply:
+    """An answer from Cosigner, as the SDK's flows read it (an `httpx.Response` reads the same)."""
+
+    __slots__ = ("content", "headers", "status_code")
+
+    def __init__(self, status_code: int, headers: list[tuple[bytes, bytes]], content: bytes) -> None:
+        self.status_code = status_code
+        self.headers = headers
+        self.content = content
+
+    def json(self) -> Any:
+        """The body, decoded as JSON."""
+        return json.loads(self.content)
+
+
+Response = httpx.Response | Reply
+"""What a request to Cosigner answers: httpx's response, or the SDK's own connections' `Reply`."""
+
+
 def _trace_propagator() -> Any:
     # OpenTelemetry is optional (`cosigner-sdk[otel]`): without it no trace context is sent.
     try:
@@ -160,7 +179,7 @@ def result_body(result: Any, error: str | None) -> bytes:
     return _checked(wire.ResultReport, {"outcome": outcome, "result": result, "error": error})
 
 
-def error_of(response: httpx.Response) -> CosignerError | None:
+def error_of(response: Response) -> CosignerError | None:
     """The exception for a non-2xx response, or None for a 2xx.
 
     Read as plain JSON, not the strict model, so a code this SDK does not know yet still
@@ -180,7 +199,7 @@ def error_of(response: httpx.Response) -> CosignerError | None:
     return error_for(response.status_code, code, message, detail)
 
 
-def retryable(response: httpx.Response) -> bool:
+def retryable(response: Response) -> bool:
     """A gateway or restart answer (502/503/504 without a Cosigner error body): try again."""
     if response.status_code not in RETRY_STATUSES:
         return False

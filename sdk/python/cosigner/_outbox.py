@@ -39,10 +39,10 @@ from cosigner import _core, _gate, _http
 from cosigner._drivers import drive
 from cosigner._keepalive import Started
 
-Sender = Callable[[_core.Send], httpx.Response]
+Sender = Callable[[_core.Send], _http.Response]
 Starter = Callable[[_core.Send], Started | None]
 """Writes a request at once on an idle connection; None when none could take it."""
-Answer = httpx.Response | httpx.TransportError
+Answer = _http.Response | httpx.TransportError
 AT_ONCE_MAX = 32 * 1024
 """The largest report written at once: an idle socket takes it whole without waiting (its
 send buffer holds far more); a larger one, which might wait for Cosigner to read, goes to
@@ -151,8 +151,8 @@ class Outbox:
                 if status < 400:  # recorded (as `_http.error_of` reads it): nothing more to do
                     owed.future.set_result(None)
                     continue
-                reply = httpx.Response(status, headers=headers, content=content)
-            if inline or (isinstance(reply, httpx.Response) and not _http.retryable(reply)):
+                reply = _http.Reply(status, headers, content)
+            if inline or (not isinstance(reply, httpx.TransportError) and not _http.retryable(reply)):
                 # Recorded, or refused for good: settled here, with nothing left to wait for.
                 owed.context.run(self._send, owed.approval_id, owed.request, reply, owed.future)
             else:
@@ -178,7 +178,7 @@ class Outbox:
         """Drive the report's flow to its end; `first` is the answer to an attempt already made."""
         sender = self._sender()
 
-        def send(step: _core.Send) -> httpx.Response:
+        def send(step: _core.Send) -> _http.Response:
             nonlocal first
             if first is None:
                 return sender(step)

@@ -50,7 +50,7 @@ class AsyncCosigner(Shell):
             starter = functools.partial(self._reporting_keepalive.start, connect=False)
         self._outbox = Outbox(self.config, self._reporting_sender, starter) if transport is None else None
 
-    def _reporting_sender(self) -> Callable[[_core.Send], httpx.Response]:
+    def _reporting_sender(self) -> Callable[[_core.Send], _http.Response]:
         # Called on the outbox's only worker thread.
         if self._reporting_keepalive is not None:
             return self._reporting_keepalive.send
@@ -77,7 +77,7 @@ class AsyncCosigner(Shell):
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    async def _send(self, step: _core.Send) -> httpx.Response:
+    async def _send(self, step: _core.Send) -> _http.Response:
         if self._keepalive is not None:
             assert self._origin is not None
             return await send_async(self._keepalive, self._origin, step)

@@ -57,7 +57,7 @@ class Cosigner(Shell):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _send(self, step: _core.Send) -> httpx.Response:
+    def _send(self, step: _core.Send) -> _http.Response:
         if self._keepalive is not None:
             return self._keepalive.send(step)
         return self._http.request(step.method, self._url(step), **arguments(step))

@@ -45,19 +45,24 @@ class KeyCache:
         self.jwks: dict[str, Any] | None = None
         self.fetched_at = 0.0
         self._keys: tuple[dict[str, Any], dict[str, jwt.PyJWK]] | None = None
+        self._kids: set[str] = set()
 
     def needs_fetch(self, token: str) -> bool:
         """True when the cache is empty or old, or lacks the grant's key (a rotated key)."""
         now = time.monotonic()
         if self.jwks is None or now - self.fetched_at > MAX_AGE:
             return True
-        known = {str(k.get("kid")) for k in self.jwks.get("keys", [])}
-        return key_id(token) not in known
+        return key_id(token) not in self._kids
 
     def store(self, jwks: dict[str, Any]) -> None:
         """Keep a freshly fetched JWKS."""
         self.jwks = jwks
         self.fetched_at = time.monotonic()
+        # The key ids, read once per key set; a set that is no JWKS is refused by `verify`.
+        keys = jwks.get("keys") if isinstance(jwks, dict) else None
+        self._kids = (
+            {str(k.get("kid")) for k in keys if isinstance(k, dict)} if isinstance(keys, list) else set()
+        )
 
     def verify(
         self,
