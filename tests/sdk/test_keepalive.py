@@ -352,3 +352,14 @@ def test_a_request_that_would_not_be_one_request_line_and_headers_is_refused() -
     assert origin is not None and origin.request(step("/v1/x")).startswith(
         b"GET /my%20base/v1/x HTTP/1.1\r\n"
     )
+
+
+def test_an_answer_whose_headers_never_end_is_refused_not_buffered() -> None:
+    endless = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n" + b"X-Pad: " + b"a" * (200 * 1024) + b"\r\n\r\n"
+    with Threaded(endless, ok(b"fine")) as server:
+        pool = pool_for(server.port)
+        with pytest.raises(httpx.RemoteProtocolError, match="malformed"):
+            pool.send(step())
+        assert pool.send(step()).content == b"fine"  # on a new connection
+        pool.close()
+    assert server.connections == 2

@@ -126,6 +126,7 @@ class _FastReading:
         self.body: list[bytes] = []
         self.done = self.keep_alive = self.stray = False
         self._headers_complete = False
+        self._head_size = 0
         self._parser = _httptools.HttpResponseParser(self)
 
     def feed(self, data: bytes) -> None:
@@ -139,6 +140,10 @@ class _FastReading:
                 self.stray = True
                 return
             raise httpx.RemoteProtocolError(f"malformed answer from Cosigner: {exc}") from None
+        if self._head_size > MAX_HEAD:
+            raise httpx.RemoteProtocolError(
+                f"malformed answer from Cosigner: headers beyond {MAX_HEAD} bytes"
+            )
 
     def end(self) -> None:
         # llhttp reads a body without Content-Length or chunking until the end of the stream,
@@ -158,6 +163,7 @@ class _FastReading:
     def on_header(self, name: bytes, value: bytes) -> None:
         if not self.done:
             self.headers.append((name, value))
+            self._head_size += len(name) + len(value) + 4
 
     def on_headers_complete(self) -> None:
         self._headers_complete = True
