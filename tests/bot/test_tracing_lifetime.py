@@ -42,6 +42,12 @@ def flushed(provider: TracerProvider, receiver: OtlpReceiver, name: str, count: 
     return until(arrived)
 
 
+# Long enough that no random id or span id exported beside them can hold them by chance
+# ("U1" once turned up inside an approval id).
+REQUESTER = "U0REQUESTER1"
+STRANGER = "U0STRANGER9"
+
+
 async def test_a_slack_card_a_refused_click_and_the_approving_click(
     db_kind: str, receiver: OtlpReceiver
 ) -> None:
@@ -50,7 +56,7 @@ async def test_a_slack_card_a_refused_click_and_the_approving_click(
         DEFAULT_POLICY, secret=SECRET, app_id=APP_ID, database_kind=db_kind, tracer_provider=provider
     ) as (h, emu):
         key = await h.create_tenant("acme")
-        slack = {"type": "slack", "teamId": "T0ACME", "channelId": "C1", "userId": "U1"}
+        slack = {"type": "slack", "teamId": "T0ACME", "channelId": "C1", "userId": REQUESTER}
         r = await h.client.post(
             "/v1/approvals", json=request(surface=slack), headers={**h.auth(key), "traceparent": TRACEPARENT}
         )
@@ -60,7 +66,7 @@ async def test_a_slack_card_a_refused_click_and_the_approving_click(
         (deliver,) = await flushed(provider, receiver, "cosigner.deliver")
         assert receiver.named("cosigner.approval") == [], "the approval span waits for the close"
 
-        for user in ("U9", "U1"):  # a stranger first: refused, then the requester
+        for user in (STRANGER, REQUESTER):  # a stranger first: refused, then the requester
             response = await emu.click(
                 h.client,
                 channel=posted.channel,
@@ -87,7 +93,8 @@ async def test_a_slack_card_a_refused_click_and_the_approving_click(
     assert refused.attributes["error.type"] == "NOT_AN_APPROVER"
     assert refused.attributes["cosigner.surface"] == "slack"
     assert accepted.attributes["cosigner.answer.accepted"] is True and "error.type" not in accepted.attributes
-    assert b"U9" not in receiver.everything() and b"U1" not in receiver.everything(), "no user ids"
+    exported = receiver.everything()
+    assert STRANGER.encode() not in exported and REQUESTER.encode() not in exported, "no user ids"
 
 
 async def test_the_approval_span_is_exported_by_whichever_process_closes_it(
