@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
 from typing import Any
 
 import httpx
@@ -314,3 +315,37 @@ async def test_handoff_answers_conform_to_the_published_schema(monkeypatch: Any)
                 item + "/decision",
                 await h.client.post(f"/v1/approvals/{ids[3]}/decision", json=done, headers=a),
             )
+
+
+@pytest.mark.parametrize(
+    ("model", "field"),
+    [
+        ("ApprovalRequest", "reason"),
+        ("OperationRequest", "reason"),
+        ("DecisionRequest", "comment"),
+        ("ResultReport", "error"),
+    ],
+)
+def test_the_schema_states_that_free_text_holds_no_nul(model: str, field: str) -> None:
+    # The API refuses U+0000 in free text (PostgreSQL cannot store it); a schema that let it
+    # through had a client built from it send a valid-looking value that was refused.
+    from bot.openapi import openapi
+    from contracts import wire
+
+    schema = Conformance(openapi()).validator(f"/components/schemas/{model}/properties/{field}")
+    request = getattr(wire, model)
+    for text, accepted in [("fine, with ünïcode and \t tabs", True), ("a\x00b", False), ("\x00", False)]:
+        assert schema.is_valid(text) is accepted, repr(text)
+        with pytest.raises(ValueError, match="NUL") if not accepted else nullcontext():
+            request.model_validate({**minimal_body(model), field: text})
+
+
+def minimal_body(model: str) -> dict[str, Any]:
+    """The least body each model takes."""
+    calls: dict[str, Any] = {"executionId": "r", "toolCallId": "c", "surface": {"type": "api"}}
+    return {
+        "ApprovalRequest": {**calls, "toolName": "t", "parameters": {}},
+        "OperationRequest": {**calls, "operation": "o", "request": {}},
+        "DecisionRequest": {"decision": "approve", "userId": "u_1"},
+        "ResultReport": {},
+    }[model]
