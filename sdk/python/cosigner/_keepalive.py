@@ -68,15 +68,31 @@ Answer = tuple[int, Headers, bytes]
 """(status, headers, body) of a response."""
 
 
-class _H11Reading:
-    """One answer read by h11 (the sans-I/O HTTP/1.1 library httpx is built on): the fallback
-    where httptools is not installed."""
+class _Reading:
+    """One answer being read: its status, headers and body; `done` once whole, `keep_alive`
+    if the connection may serve another, `stray` if bytes followed it (out of step)."""
 
     def __init__(self) -> None:
         self.status = 0
         self.headers: Headers = []
         self.body: list[bytes] = []
         self.done = self.keep_alive = self.stray = False
+
+    def feed(self, data: bytes) -> None:
+        """Read the next bytes; raises httpx.RemoteProtocolError on a malformed answer."""
+        raise NotImplementedError
+
+    def end(self) -> None:
+        """The connection ended: it completes an answer delimited by the close."""
+        raise NotImplementedError
+
+
+class _H11Reading(_Reading):
+    """One answer read by h11 (the sans-I/O HTTP/1.1 library httpx is built on): the fallback
+    where httptools is not installed."""
+
+    def __init__(self) -> None:
+        super().__init__()
         self._h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEAD)
         # h11 reads an answer only after the request it answers: a stand-in for the one written.
         self._h11.send(h11.Request(method="GET", target="/", headers=[("Host", "cosigner")]))
@@ -116,15 +132,12 @@ class _H11Reading:
             raise httpx.RemoteProtocolError(f"malformed answer from Cosigner: {exc}") from None
 
 
-class _FastReading:
+class _FastReading(_Reading):
     """One answer read by httptools (llhttp, the C parser uvicorn reads requests with): about
     a thirtieth of h11's CPU per answer."""
 
     def __init__(self) -> None:
-        self.status = 0
-        self.headers: Headers = []
-        self.body: list[bytes] = []
-        self.done = self.keep_alive = self.stray = False
+        super().__init__()
         self._headers_complete = False
         self._head_size = 0
         self._parser = _httptools.HttpResponseParser(self)
@@ -181,7 +194,7 @@ class _FastReading:
         self.status, self.keep_alive, self.done = status, self._parser.should_keep_alive(), True
 
 
-Reading = _FastReading if _httptools is not None else _H11Reading
+Reading: type[_Reading] = _FastReading if _httptools is not None else _H11Reading
 """How answers are read: httptools where it is installed, else h11."""
 
 
@@ -191,7 +204,7 @@ class _Connection(asyncio.Protocol):
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
         self.waiter: asyncio.Future[Answer] | None = None
-        self.reading: _H11Reading | _FastReading | None = None
+        self.reading: _Reading | None = None
         self.usable = True  # False once closed, broken, or out of step
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -394,8 +407,8 @@ _BAD_VALUE = re.compile(rb"[\x00\r\n]")
 _BAD_TARGET = re.compile(rb"[\x00-\x20\x7f-\xff]")
 
 
-def _headers(headers: dict[str, str]) -> Headers:
-    pairs = [(name.encode(), value.encode()) for name, value in headers.items()]
+def _checked(pairs: Headers) -> Headers:
+    """`pairs`, once every name is a token and no name or value holds a line break or NUL."""
     for name, value in pairs:
         if _BAD_VALUE.search(name) or _BAD_VALUE.search(value):
             raise ValueError("a header name or value holds a line break")
@@ -404,8 +417,18 @@ def _headers(headers: dict[str, str]) -> Headers:
     return pairs
 
 
+def _headers(headers: dict[str, str]) -> Headers:
+    return _checked([(name.encode(), value.encode()) for name, value in headers.items()])
+
+
 def _lines(headers: Headers) -> bytes:
     return b"".join(b"%s: %s\r\n" % pair for pair in headers)
+
+
+def _assembled(method: str, target: bytes, lines: bytes, body: bytes) -> bytes:
+    """The request line, the header `lines` (already checked), Content-Length and the body."""
+    length = b"Content-Length: %d\r\n" % len(body) if body or method in ("POST", "PUT", "PATCH") else b""
+    return b"%s %s HTTP/1.1\r\n%s%s\r\n%s" % (method.encode(), target, lines, length, body)
 
 
 def request_bytes(method: str, target: str, headers: Headers, body: bytes) -> bytes:
@@ -413,11 +436,11 @@ def request_bytes(method: str, target: str, headers: Headers, body: bytes) -> by
     raw_target = target.encode("utf-8")
     if not _TOKEN.fullmatch(method.encode()) or not raw_target or _BAD_TARGET.search(raw_target):
         raise ValueError(f"cannot send {method} {target!r}: not a valid HTTP/1.1 request line")
-    for name, value in headers:
-        if not _TOKEN.fullmatch(name) or _BAD_VALUE.search(value):
-            raise ValueError(f"cannot send the header {name!r}: not a valid name and value")
-    length = b"Content-Length: %d\r\n" % len(body) if body or method in ("POST", "PUT", "PATCH") else b""
-    return b"%s %s HTTP/1.1\r\n%s%s\r\n%s" % (method.encode(), raw_target, _lines(headers), length, body)
+    try:
+        lines = _lines(_checked(headers))
+    except ValueError as exc:
+        raise ValueError(f"cannot send these headers: {exc}") from None
+    return _assembled(method, raw_target, lines, body)
 
 
 def _seconds(timeout: httpx.Timeout | float | None) -> tuple[float | None, float | None]:
@@ -454,21 +477,10 @@ class Origin:
         target = self.prefix + quote(step.path, safe=_SAFE)
         if step.params:
             target += "?" + urlencode(step.params)
-        body = step.content or b""
         own = b""
         if step.headers:  # most often just the JSON type, whose line is made once
             own = _JSON_LINES if step.headers == JSON_TYPE else _lines(_headers(step.headers))
-        length = (
-            b"Content-Length: %d\r\n" % len(body) if body or step.method in ("POST", "PUT", "PATCH") else b""
-        )
-        return b"%s %s HTTP/1.1\r\n%s%s%s\r\n%s" % (
-            step.method.encode(),
-            target.encode("ascii"),
-            self.fixed,
-            own,
-            length,
-            body,
-        )
+        return _assembled(step.method, target.encode("ascii"), self.fixed + own, step.content or b"")
 
 
 _SAFE = "/%:@!$&'()*+,;=~"
