@@ -9,18 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
-    Field,
-    GetJsonSchemaHandler,
-    HttpUrl,
-    PlainSerializer,
-    WithJsonSchema,
-)
-from pydantic.json_schema import JsonSchemaValue
-from pydantic_core import core_schema
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, HttpUrl, PlainSerializer, WithJsonSchema
 
 from cosigner.names import PhoneNumber, SlackId, ToolName
 
@@ -143,20 +132,12 @@ def _no_nul(text: str) -> str:
     return text
 
 
-class _NoNulInSchema:
-    """States `_no_nul` in the published JSON Schema too, as a pattern, so that a client
-    built from /openapi.json cannot send a value the schema allows and the server refuses."""
-
-    @classmethod
-    def __get_pydantic_json_schema__(
-        cls, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
-    ) -> JsonSchemaValue:
-        out = handler(schema)
-        out["pattern"] = "^[^\\u0000]*$"
-        return out
-
-
-FreeText = Annotated[str, AfterValidator(_no_nul), _NoNulInSchema]
+FreeText = Annotated[
+    str,
+    AfterValidator(_no_nul),
+    # The same rule in the published schema, so a client built from /openapi.json keeps to it.
+    Field(json_schema_extra={"pattern": "^[^\\u0000]*$"}),
+]
 """Free text stored as is (reason, comment): any characters but NUL."""
 
 
