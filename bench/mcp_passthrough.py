@@ -3,7 +3,7 @@
     .venv/bin/python bench/mcp_passthrough.py "python examples/mcp_server.py"
 
 The same `mcp` pieces as `cosigner-mcp-gateway` (a low-level `Server` on the loop's pipes,
-an `mcp.Client` to the upstream) forwarding every tools/call as it comes: what MCP over
+an `mcp.Client` to the upstream opened by the gateway's `upstream_client`) forwarding every tools/call as it comes: what MCP over
 stdio costs one hop in front of a server, the floor under what the gateway adds.
 """
 
@@ -14,17 +14,18 @@ import shlex
 import sys
 from typing import Any
 
-from mcp import Client, StdioServerParameters
+from mcp import StdioServerParameters
 from mcp.server.lowlevel.server import Server
 from mcp.server.stdio import stdio_server
 from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams
 
+from cosigner.mcp_gateway import upstream_client
 from cosigner.mcp_gateway.pipes import open_stdio
 
 
 async def main(command: str) -> None:
     words = shlex.split(command)
-    async with Client(StdioServerParameters(command=words[0], args=words[1:])) as upstream:
+    async with upstream_client(StdioServerParameters(command=words[0], args=words[1:])) as upstream:
 
         async def list_tools(ctx: Any, params: PaginatedRequestParams | None) -> ListToolsResult:
             return await upstream.list_tools(cursor=params.cursor if params else None, cache_mode="bypass")

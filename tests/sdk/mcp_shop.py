@@ -12,11 +12,10 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
-from mcp import Client
 from mcp.server.mcpserver import MCPServer
 
 from cosigner import AsyncCosigner, DashboardSurface, Surface
-from cosigner.mcp_gateway import Gateway, GatewayOptions
+from cosigner.mcp_gateway import Gateway, GatewayOptions, upstream_client
 
 USER = "u_1"
 SURFACE = DashboardSurface(user_id=USER)
@@ -67,7 +66,7 @@ async def gateway(
     as the command does (over kept-alive connections, or through `transport` when given)."""
     options.setdefault("hold_seconds", 0)
     cosigner = AsyncCosigner(url=url, api_key=key, transport=transport)
-    async with cosigner, Client(upstream) as client:
+    async with cosigner, upstream_client(upstream) as client:
         gw = Gateway(client, cosigner, GatewayOptions(surface=surface, **options))
         yield gw
         await gw.drain()

@@ -3,14 +3,14 @@
 Install with the extra, `pip install 'cosigner-sdk[mcp]'`, and run `cosigner-mcp-gateway`
 (see `cli.py`), or build one in code:
 
-    async with AsyncCosigner() as cosigner, mcp.Client(upstream) as client:
+    async with AsyncCosigner() as cosigner, upstream_client(upstream) as client:
         gateway = Gateway(client, cosigner, GatewayOptions(surface=parse_surface("dashboard:u_42")))
         # serve gateway.server (an mcp low-level Server) over stdio or Streamable HTTP
 """
 
 from __future__ import annotations
 
-from cosigner.mcp_gateway.gateway import Gateway, GatewayOptions
+from cosigner.mcp_gateway.gateway import Gateway, GatewayOptions, upstream_client
 from cosigner.mcp_gateway.surface_spec import SurfaceSpecError, parse_surface
 
-__all__ = ["Gateway", "GatewayOptions", "SurfaceSpecError", "parse_surface"]
+__all__ = ["Gateway", "GatewayOptions", "SurfaceSpecError", "parse_surface", "upstream_client"]

@@ -16,11 +16,11 @@ import shlex
 import sys
 from collections.abc import Sequence
 
-from mcp import Client, StdioServerParameters
+from mcp import StdioServerParameters
 from mcp.server.stdio import stdio_server
 
 from cosigner import AsyncCosigner
-from cosigner.mcp_gateway.gateway import Gateway, GatewayOptions
+from cosigner.mcp_gateway.gateway import Gateway, GatewayOptions, upstream_client
 from cosigner.mcp_gateway.pipes import open_stdio
 from cosigner.mcp_gateway.surface_spec import SurfaceSpecError, parse_surface
 
@@ -95,7 +95,7 @@ async def run(
     target: StdioServerParameters | str,
 ) -> None:
     """Connect the upstream, then serve until the agent hangs up (stdio) or forever (http)."""
-    async with cosigner, Client(target) as upstream:
+    async with cosigner, upstream_client(target) as upstream:
         gateway = Gateway(upstream, cosigner, options)
         server = gateway.server
         try:

@@ -8,7 +8,8 @@ It is built on the `mcp` SDK's low-level `Server` (a proxy forwards raw schemas 
 arguments; `MCPServer` builds tools from Python functions) and talks to the upstream
 through `mcp.Client`. Identity: the tenant is the API key's; the execution id is the MCP
 session's (`mcp-` + the Streamable HTTP session id, or one id per stdio connection); the
-tool call id is the open call's (see `ledger.py`).
+tool call id is the open call's (see `ledger.py`). Over stdio a call is put to Cosigner as
+the server reads it, and the handler takes that answer (see `early.py`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import json
 import logging
 import uuid
 from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,9 +40,10 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 from cosigner import AsyncCosigner, DeciderKind, Decision, Surface, parameters_digest
 from cosigner.errors import CosignerError, GrantRefused
 from cosigner.mcp_gateway import answers
+from cosigner.mcp_gateway.early import Connection, GatewayServer, current_connection
 from cosigner.mcp_gateway.ledger import Ledger, OpenCall
 
-__all__ = ["Gateway", "GatewayOptions"]
+__all__ = ["Gateway", "GatewayOptions", "upstream_client"]
 
 log = logging.getLogger("cosigner.mcp_gateway")
 
@@ -75,7 +77,7 @@ class Gateway:
         self.cosigner = cosigner
         self.options = options
         self.ledger = Ledger()
-        self.server: Server[dict[str, Any]] = Server(
+        self.server: Server[dict[str, Any]] = GatewayServer(
             options.name,
             version="0.2.0",
             instructions="Tools of another MCP server; each call is checked by Cosigner's policy first, "
@@ -83,6 +85,7 @@ class Gateway:
             lifespan=_connection_scope,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
+            connect=lambda: Connection(self.ledger, self._ask, options.tool_prefix),
         )
         # The multi-round-trip state a client echoes is sealed (and bound to the tool and
         # arguments), so a client cannot resume someone else's call.
@@ -106,19 +109,16 @@ class Gateway:
             digest = parameters_digest(arguments)
         except ValueError as exc:
             return answers.failed(f"INVALID_REQUEST: the arguments of {tool} are not plain JSON: {exc}")
-        call = self.ledger.attach(
-            (execution_id, policy_name, digest), resumed.tool_call_id if resumed else None
-        )
+        key = (execution_id, policy_name, digest)
+        connection = ctx.lifespan_context.get("connection")
+        early = None
+        if isinstance(connection, Connection):
+            connection.version = connection.version or ctx.protocol_version
+            early = None if resumed else connection.take(ctx.request_id, key)
+        # Asked as the request was read (early.py), or now.
+        call = early.call if early else self.ledger.attach(key, resumed.tool_call_id if resumed else None)
         try:
-            decision = await self.cosigner.request_approval(
-                execution_id=execution_id,
-                tool_call_id=call.tool_call_id,
-                tool_name=policy_name,
-                parameters=arguments,
-                surface=self.options.surface,
-                timeout_seconds=self.options.timeout_seconds,
-                wait=False,
-            )
+            decision = await (early.answer if early else self._ask(call, policy_name, arguments))
             call.approval_id = decision.approval_id
             if decision.pending:
                 decision = await self._hold(decision)
@@ -143,6 +143,18 @@ class Gateway:
             self.ledger.close(call)
             return answers.refused(decision, tool)
         return await self.ledger.run_once(call, lambda: self._run(call, decision, tool, arguments))
+
+    async def _ask(self, call: OpenCall, policy_name: str, arguments: dict[str, Any]) -> Decision:
+        """Put the call to Cosigner; its answer at once (the policy's, or pending)."""
+        return await self.cosigner.request_approval(
+            execution_id=call.key[0],
+            tool_call_id=call.tool_call_id,
+            tool_name=policy_name,
+            parameters=arguments,
+            surface=self.options.surface,
+            timeout_seconds=self.options.timeout_seconds,
+            wait=False,
+        )
 
     async def _hold(self, decision: Decision) -> Decision:
         """Wait up to `hold_seconds` for the decision; still pending after that is fine."""
@@ -206,9 +218,34 @@ class Gateway:
 
 
 @asynccontextmanager
+async def upstream_client(target: Any) -> AsyncIterator[Client]:
+    """An `mcp.Client` of the upstream `target` (what `mcp.Client` takes), as the gateway uses it.
+
+    It opens with the initialize handshake (protocol 2025-11-25 and before), which every MCP
+    server speaks but one that keeps only the 2026-07-28 revision: over one long-lived
+    connection its calls cost less than 2026-07-28's per-request envelopes, each with the
+    client's capabilities, validated on both sides (about 0.35 ms a call over stdio). A
+    server that refuses the handshake is connected to again, in the revision it offers.
+    """
+    async with AsyncExitStack() as stack:
+        client: Client | None = None
+        try:
+            client = await stack.enter_async_context(Client(target, mode="legacy"))
+        except* MCPError as refused:  # the SDK's task groups wrap the server's answer
+            log.info("the upstream refused the initialize handshake (%s); connecting as it offers", refused)
+        if client is None:
+            client = await stack.enter_async_context(Client(target))
+        yield client
+
+
+@asynccontextmanager
 async def _connection_scope(_: Server[dict[str, Any]]) -> AsyncIterator[dict[str, Any]]:
     # Entered once per stdio (or in-process) connection: that connection is one execution.
-    yield {"execution_id": f"mcp-{uuid.uuid4().hex}"}
+    connection = current_connection()
+    if connection is None:  # Streamable HTTP: the session header names the execution
+        yield {"execution_id": f"mcp-{uuid.uuid4().hex}"}
+        return
+    yield {"execution_id": connection.execution_id, "connection": connection}
 
 
 def _execution_of(ctx: Context) -> str:
