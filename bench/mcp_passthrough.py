@@ -3,8 +3,9 @@
     .venv/bin/python bench/mcp_passthrough.py "python examples/mcp_server.py"
 
 The same `mcp` pieces as `cosigner-mcp-gateway` (a low-level `Server` on the loop's pipes,
-an `mcp.Client` to the upstream opened by the gateway's `upstream_client`) forwarding every tools/call as it comes: what MCP over
-stdio costs one hop in front of a server, the floor under what the gateway adds.
+an `mcp.Client` to the upstream opened by the gateway's `upstream_client`) forwarding every
+tools/call as it comes: what MCP over stdio costs one hop in front of a server, the floor
+under what the gateway adds.
 """
 
 from __future__ import annotations
