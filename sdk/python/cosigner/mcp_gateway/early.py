@@ -3,9 +3,10 @@
 Between reading a request off its stream and calling the gateway's handler, the `mcp`
 server validates the request against the connection's protocol version, starts a task for
 it and runs its middleware. Cosigner's answer takes longer still, in another process. So on
-the connections the gateway serves through `Server.run` (stdio and in-process), each
-tools/call is put to Cosigner as the server reads it, and the handler, when it runs, takes
-that answer instead of asking again: the policy's work and the server's dispatch overlap.
+the connections the gateway serves through `Server.run` (stdio, and in-process clients in
+`mode="legacy"`), each tools/call is put to Cosigner as the server reads it, and the
+handler, when it runs, takes that answer instead of asking again: the policy's work and
+the server's dispatch overlap.
 
 What keeps it as safe as asking from the handler:
 
@@ -115,7 +116,8 @@ class Connection:
     def _settled(self, request_id: RequestId, early: EarlyAsk, done: asyncio.Future[Decision]) -> None:
         if not done.cancelled():
             done.exception()  # retrieved: a handler that takes it raises it again
-        asyncio.get_running_loop().call_later(FORGET_SECONDS, self._forget, request_id, early)
+        if self._asked.get(request_id) is early:  # answered before its handler ran (or never will)
+            asyncio.get_running_loop().call_later(FORGET_SECONDS, self._forget, request_id, early)
 
     def _forget(self, request_id: RequestId, early: EarlyAsk) -> None:
         if self._asked.get(request_id) is early:

@@ -242,7 +242,7 @@ async def upstream_client(target: Any) -> AsyncIterator[Client]:
 async def _connection_scope(_: Server[dict[str, Any]]) -> AsyncIterator[dict[str, Any]]:
     # Entered once per stdio (or in-process) connection: that connection is one execution.
     connection = current_connection()
-    if connection is None:  # Streamable HTTP: the session header names the execution
+    if connection is None:  # not served by `GatewayServer.run` (Streamable HTTP, in-process 2026-07-28)
         yield {"execution_id": f"mcp-{uuid.uuid4().hex}"}
         return
     yield {"execution_id": connection.execution_id, "connection": connection}
