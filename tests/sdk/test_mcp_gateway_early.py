@@ -4,7 +4,8 @@ Against the harness Cosigner over loopback, with `mcp.Client` as the agent: a ca
 connection's first is asked about before the `mcp` server hands it to the gateway's handler,
 each call is still asked about once, and a request the handler would not get as it is, or
 one on a connection not yet proven, is not asked about early. A `Connection` is also fed
-the `mcp` SDK's own messages directly, with the gateway's real ask.
+the `mcp` SDK's own messages directly, with the gateway's real ask. Last, the upstream is
+connected with the initialize handshake, or as it offers when it refuses that.
 """
 
 from __future__ import annotations
@@ -39,11 +40,11 @@ class Announcing(Recording):
     def __init__(self) -> None:
         super().__init__()
         self.asked = asyncio.Event()
-        self.bodies: list[dict[str, Any]] = []
+        self.traceparents: list[str | None] = []
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         if request.method == "POST" and request.url.path == "/v1/approvals":
-            self.bodies.append({"traceparent": request.headers.get("traceparent")})
+            self.traceparents.append(request.headers.get("traceparent"))
             self.asked.set()
         return await super().handle_async_request(request)
 
@@ -94,7 +95,7 @@ async def test_an_early_ask_carries_the_agents_trace_context_as_the_handlers_doe
             for span in ("00f067aa0ba902b7", "00f067aa0ba902b8"):  # handler's ask, then an early one
                 meta: Any = {"traceparent": f"00-{TRACE_ID}-{span}-01"}
                 await agent.call_tool("lookup_order", {"orderId": "ord_1"}, meta=meta)
-    assert [b["traceparent"] for b in sent.bodies] == [
+    assert sent.traceparents == [
         f"00-{TRACE_ID}-00f067aa0ba902b7-01",
         f"00-{TRACE_ID}-00f067aa0ba902b8-01",
     ]

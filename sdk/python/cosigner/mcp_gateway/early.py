@@ -128,12 +128,13 @@ _CONNECTION: ContextVar[Connection | None] = ContextVar("cosigner_mcp_connection
 
 
 def current_connection() -> Connection | None:
-    """The connection `GatewayServer.run` is serving in this context (None over Streamable HTTP)."""
+    """The connection `GatewayServer.run` is serving in this context; None where the server
+    reads no stream of its own (Streamable HTTP, in-process 2026-07-28 clients)."""
     return _CONNECTION.get()
 
 
 class GatewayServer(Server[dict[str, Any]]):
-    """The `mcp` low-level server, whose `run` (stdio, in-process) reads tools/calls early."""
+    """The `mcp` low-level server, whose `run` (stdio, in-process legacy) reads tools/calls early."""
 
     def __init__(self, *args: Any, connect: Callable[[], Connection], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
