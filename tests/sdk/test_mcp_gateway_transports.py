@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 import uvicorn
 from mcp import Client, StdioServerParameters
 
@@ -109,7 +110,10 @@ async def test_a_stateless_http_client_resumes_its_call_through_the_sealed_round
     assert text(result) == "refunded 12900 on ord_1" and calls == [("issue_refund", REFUND)]
 
 
-async def test_the_gateway_command_serves_stdio_in_front_of_the_example_server(inprocess: Target) -> None:
+@pytest.mark.parametrize("mode", ["legacy", "auto"])  # the handshake, and 2026-07-28's envelopes
+async def test_the_gateway_command_serves_stdio_in_front_of_the_example_server(
+    inprocess: Target, mode: str
+) -> None:
     command = StdioServerParameters(
         command=str(Path(sys.executable).parent / "cosigner"),
         args=[
@@ -123,14 +127,15 @@ async def test_the_gateway_command_serves_stdio_in_front_of_the_example_server(i
         ],
         env={"COSIGNER_URL": inprocess.url, "COSIGNER_API_KEY": inprocess.acme},
     )
-    async with Client(command, mode="legacy") as agent:
+    async with Client(command, mode=mode) as agent:
         tools = [t.name for t in (await agent.list_tools()).tools]
-        read = await agent.call_tool("lookup_order", {"order_id": "ord_3"})
+        first = await agent.call_tool("lookup_order", {"order_id": "ord_2"})  # asked by the handler
+        read = await agent.call_tool("lookup_order", {"order_id": "ord_3"})  # asked as it was read
         args = {"order_id": "ord_3", "amount_cents": 500}
         asked = await agent.call_tool("issue_refund", args)
         await decide(inprocess, approval_of(asked), "approve")
         done = await agent.call_tool("issue_refund", args)
-    assert tools == ["lookup_order", "issue_refund", "send_email"]
+    assert tools == ["lookup_order", "issue_refund", "send_email"] and not first.is_error
     assert not read.is_error and read.structured_content == {
         "orderId": "ord_3",
         "status": "delivered",
