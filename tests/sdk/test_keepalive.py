@@ -354,7 +354,7 @@ def test_a_request_that_would_not_be_one_request_line_and_headers_is_refused() -
     )
 
 
-def test_an_answer_whose_headers_never_end_is_refused_not_buffered() -> None:
+def test_an_answer_whose_headers_run_past_the_bound_is_refused() -> None:
     endless = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n" + b"X-Pad: " + b"a" * (200 * 1024) + b"\r\n\r\n"
     with Threaded(endless, ok(b"fine")) as server:
         pool = pool_for(server.port)
@@ -363,3 +363,16 @@ def test_an_answer_whose_headers_never_end_is_refused_not_buffered() -> None:
         assert pool.send(step()).content == b"fine"  # on a new connection
         pool.close()
     assert server.connections == 2
+
+
+async def test_a_header_line_that_never_ends_is_refused_not_buffered() -> None:
+    # No line end ever comes, and the connection stays open: the reader must give up on its
+    # own at the head's bound, not hold the bytes until the read timeout.
+    endless = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nX-Pad: " + b"a" * (200 * 1024)
+    async with scripted(endless, ok(b"fine")) as server:
+        pool = KeepAlive("127.0.0.1", server.port)
+        with pytest.raises(httpx.RemoteProtocolError, match="malformed"):
+            await pool.request("GET", "/", HOST, read_timeout=60)
+        status, _, body = await pool.request("GET", "/", HOST)  # on a new connection
+        pool.close()
+    assert (status, body) == (200, b"fine") and server.connections == 2

@@ -139,7 +139,7 @@ class _FastReading(_Reading):
     def __init__(self) -> None:
         super().__init__()
         self._headers_complete = False
-        self._head_size = 0
+        self._head_size = self._unfinished = 0
         self._parser = _httptools.HttpResponseParser(self)
 
     def feed(self, data: bytes) -> None:
@@ -153,7 +153,11 @@ class _FastReading(_Reading):
                 self.stray = True
                 return
             raise httpx.RemoteProtocolError(f"malformed answer from Cosigner: {exc}") from None
-        if self._head_size > MAX_HEAD:
+        # Bounded as h11 bounds it: the finished header lines, and what was fed while the head
+        # is unfinished (httptools holds a header line until it ends, however long).
+        if not self._headers_complete:
+            self._unfinished += len(data)
+        if self._head_size > MAX_HEAD or self._unfinished > MAX_HEAD:
             raise httpx.RemoteProtocolError(
                 f"malformed answer from Cosigner: headers beyond {MAX_HEAD} bytes"
             )
@@ -172,6 +176,7 @@ class _FastReading(_Reading):
             self.stray = True
         else:  # the first answer, or the real one after an interim answer
             self.headers, self.body, self._headers_complete = [], [], False
+            self._head_size = self._unfinished = 0
 
     def on_header(self, name: bytes, value: bytes) -> None:
         if not self.done:
