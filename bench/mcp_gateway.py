@@ -1,6 +1,6 @@
 """What the MCP gateway costs: the latency it adds to a read tool over stdio, and its memory.
 
-    .venv/bin/python bench/mcp_gateway.py [--calls 300] [--rounds 5] [--sessions 100]
+    .venv/bin/python bench/mcp_gateway.py [--calls 50] [--rounds 12] [--sessions 100]
 
 It starts `cosigner serve` on SQLite pinned to one core (as bench/roundtrip.py does); the
 agent, the gateway and the upstream (examples/mcp_server.py) share the other core.
@@ -233,8 +233,14 @@ async def main_async(args: argparse.Namespace) -> None:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    p.add_argument("--calls", type=int, default=300, help="calls per path and round")
-    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument(
+        "--calls",
+        type=int,
+        default=50,
+        help="calls per path and round (short rounds, alternated often, keep a drifting "
+        "machine from favouring one path)",
+    )
+    p.add_argument("--rounds", type=int, default=12)
     p.add_argument("--sessions", type=int, default=100)
     args = p.parse_args()
     try:

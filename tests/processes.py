@@ -22,6 +22,8 @@ import httpx
 
 from tests.harness import until
 
+REPO = Path(__file__).resolve().parents[1]
+
 
 def free_port() -> int:
     """A TCP port nobody listens on right now."""
@@ -30,28 +32,38 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def cosigner_env(tmp_path: Path, policy: str, secret: str) -> dict[str, str]:
-    """This environment without Cosigner/Slack/Twilio settings, plus a SQLite file, policy and secret."""
-    (tmp_path / "policy.toml").write_text(policy)
+def clean_env(tmp_path: Path, db: str = "cosigner.db", **extra: str) -> dict[str, str]:
+    """This process's environment without Cosigner, Slack or Twilio settings, on a fresh
+    SQLite file `db` in `tmp_path`, plus `extra`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("COSIGNER_", "SLACK_", "TWILIO_"))}
-    env.update(
-        COSIGNER_DATABASE_URL=f"sqlite+aiosqlite:///{tmp_path / 'c.db'}",
-        COSIGNER_SECRET=secret,
-        COSIGNER_POLICY=str(tmp_path / "policy.toml"),
-    )
+    env.update(COSIGNER_DATABASE_URL=f"sqlite+aiosqlite:///{tmp_path / db}", PYTHONUNBUFFERED="1")
+    env.update(extra)
     return env
 
 
-def create_tenant(env: dict[str, str], cwd: Path, name: str) -> str:
-    """`cosigner tenants create NAME`; returns the API key it prints once."""
-    created = subprocess.run(
-        [sys.executable, "-m", "bot.cli", "tenants", "create", name],
+def cosigner_env(tmp_path: Path, policy: str, secret: str) -> dict[str, str]:
+    """`clean_env` on `c.db`, with `policy` written to policy.toml and the server's secret."""
+    (tmp_path / "policy.toml").write_text(policy)
+    return clean_env(tmp_path, "c.db", COSIGNER_SECRET=secret, COSIGNER_POLICY=str(tmp_path / "policy.toml"))
+
+
+def cosigner(
+    env: dict[str, str], *args: str, cwd: Path, timeout: float = 30
+) -> subprocess.CompletedProcess[str]:
+    """Run one `cosigner` command to completion, its output captured as text."""
+    return subprocess.run(
+        [sys.executable, "-m", "bot.cli", *args],
         env=env,
         cwd=cwd,
         capture_output=True,
         text=True,
-        timeout=30,
+        timeout=timeout,
     )
+
+
+def create_tenant(env: dict[str, str], cwd: Path, name: str) -> str:
+    """`cosigner tenants create NAME`; returns the API key it prints once."""
+    created = cosigner(env, "tenants", "create", name, cwd=cwd)
     assert created.returncode == 0, created.stderr
     return created.stdout.split("stored): ")[1].split()[0]
 
@@ -66,21 +78,39 @@ def ready(proc: subprocess.Popen[bytes], port: int) -> bool:
 
 
 @contextmanager
-def serving(env: dict[str, str], cwd: Path, port: int) -> Iterator[subprocess.Popen[bytes]]:
-    """`cosigner serve --port PORT`, ready (`/readyz` 200) on entry, killed on exit."""
-    log = (cwd / f"serve-{time.monotonic_ns()}.log").open("wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "bot.cli", "serve", "--port", str(port)],
-        env=env,
-        cwd=cwd,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        asyncio.run(until(lambda: ready(proc, port), seconds=20, interval=0.1))
-        yield proc
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(timeout=10)
-        log.close()
+def serving(
+    env: dict[str, str], cwd: Path, port: int, log: Path | None = None, *, terminate: bool = False
+) -> Iterator[subprocess.Popen[bytes]]:
+    """`cosigner serve --port PORT`, ready (`/readyz` 200) on entry, stopped on exit.
+
+    Its stderr (the JSON log; `serve` writes nothing to stdout) goes to `log`, by default a
+    fresh file in `cwd`; a server that does not come up fails the test with that log. On exit
+    it is killed, or with `terminate` sent SIGTERM as an operator would and killed only if it
+    has not stopped within ten seconds. A test that stopped it itself finds it gone.
+    """
+    path = log if log is not None else cwd / f"serve-{time.monotonic_ns()}.log"
+    with path.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "bot.cli", "serve", "--port", str(port)],
+            env=env,
+            cwd=cwd,
+            stdout=subprocess.DEVNULL,
+            stderr=out,
+        )
+        try:
+            try:
+                asyncio.run(until(lambda: ready(proc, port), seconds=20, interval=0.1))
+            except AssertionError as exc:
+                raise AssertionError(path.read_text()) from exc
+            yield proc
+        finally:
+            if proc.poll() is None:
+                if terminate:
+                    proc.terminate()
+                    try:
+                        proc.wait(timeout=10)
+                    except subprocess.TimeoutExpired:
+                        proc.kill()
+                else:
+                    proc.kill()
+            proc.wait(timeout=10)

@@ -14,20 +14,17 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from tests.harness import postgres_url
+from tests.processes import REPO, clean_env
 
-REPO = Path(__file__).resolve().parents[2]
 SECRET = "cli-errors-secret-" + "c" * 32
 
 
 def run(
     env_extra: dict[str, str], *args: str, tmp_path: Path, stdin: str | None = None
 ) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("COSIGNER_", "SLACK_", "TWILIO_"))}
-    env.update(COSIGNER_DATABASE_URL=f"sqlite+aiosqlite:///{tmp_path / 'c.db'}")
-    env.update(env_extra)
     return subprocess.run(
         [sys.executable, "-m", "bot.cli", *args],
-        env=env,
+        env=clean_env(tmp_path, "c.db", **env_extra),
         cwd=tmp_path,
         capture_output=True,
         text=True,

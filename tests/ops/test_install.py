@@ -8,7 +8,7 @@ import sysconfig
 import venv
 from pathlib import Path
 
-from tests.ops.processes import REPO
+from tests.processes import REPO
 
 
 def test_first_run_says_what_it_does_and_installs_without_warnings(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ import pytest
 
 from bot import policy_file
 from bot.settings import Settings
-from tests.ops.processes import REPO, clean_env, cosigner, free_port, serving
+from tests.processes import REPO, clean_env, cosigner, free_port, serving
 
 SECRET = "ops-operator-secret-" + "o" * 32
 
@@ -68,7 +68,7 @@ def served(tmp_path: Path) -> Iterator[tuple[str, str, dict[str, str]]]:
     assert key and "callback signing secret: whsec_" in created.stdout, created.stdout
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    with serving(env, tmp_path, port, tmp_path / "serve.log"):
+    with serving(env, tmp_path, port, tmp_path / "serve.log", terminate=True):
         yield url, key.group(1), env
 
 

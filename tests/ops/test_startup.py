@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from tests.harness import until
-from tests.ops.processes import REPO, clean_env, cosigner, free_port, serving
+from tests.processes import REPO, clean_env, cosigner, free_port, serving
 
 SECRET = "ops-startup-secret-" + "s" * 32
 HIDDEN = "hunter2-do-not-print"
@@ -114,7 +114,7 @@ def test_everything_on_stderr_is_json_even_a_crash_in_a_route(tmp_path: Path) ->
     port = free_port()
     log = tmp_path / "serve.log"
     marker = "run_marker_in_sql_values"
-    with serving(env, tmp_path, port, log):
+    with serving(env, tmp_path, port, log, terminate=True):
         with sqlite3.connect(tmp_path / "cosigner.db") as conn:
             conn.execute("DROP TABLE audit_events")  # every write now fails inside the app
         r = httpx.post(

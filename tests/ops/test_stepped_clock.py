@@ -17,8 +17,7 @@ from starlette.applications import Starlette
 
 from bot.stepped_clock import SteppedClock, is_loopback
 from tests.harness import until
-from tests.ops.processes import cosigner
-from tests.processes import cosigner_env, create_tenant, free_port, serving
+from tests.processes import cosigner, cosigner_env, create_tenant, free_port, serving
 
 SECRET = "stepped-clock-secret-" + "t" * 32
 POLICY = """
