@@ -584,7 +584,8 @@ async def bench_database(
     kind: str, args: argparse.Namespace, cores: tuple[int | None, int | None]
 ) -> list[Level]:
     levels: list[Level] = []
-    async with running_server(kind, args.pg_admin, cores[0], args.server_log_level) as server:
+    sync = {"COSIGNER_SQLITE_SYNCHRONOUS": args.sqlite_synchronous} if kind == "sqlite" else {}
+    async with running_server(kind, args.pg_admin, cores[0], args.server_log_level, extra_env=sync) as server:
         print(
             f"\n== {kind}: server pid {server.pid} on {server.url}, pinned to core "
             f"{cores[0]}; client on core {cores[1]}"
@@ -769,6 +770,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--server-log-level",
         default="INFO",
         help="COSIGNER_LOG_LEVEL for the server (INFO is the shipped default)",
+    )
+    p.add_argument(
+        "--sqlite-synchronous",
+        choices=["NORMAL", "FULL"],
+        default="NORMAL",
+        help="COSIGNER_SQLITE_SYNCHRONOUS for a SQLite server (NORMAL is the shipped default)",
     )
     p.add_argument(
         "--py-spy",

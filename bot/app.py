@@ -164,7 +164,11 @@ def build_app(
         callback_allow = parse_allow_list(settings.callback_allow)
     except ValueError as exc:
         raise ConfigurationError(str(exc)) from exc
-    db = db or Database(settings.database_url, pool_size=settings.database_pool_size)
+    db = db or Database(
+        settings.database_url,
+        pool_size=settings.database_pool_size,
+        sqlite_synchronous=settings.sqlite_sync,
+    )
     metrics = Metrics()
     notifier = Notifier(metrics.replica_wakeups.inc)
     provider = tracer_provider or otlp_provider(settings)
@@ -317,6 +321,11 @@ def announce(app: Any, port: int) -> None:
             "url": parts.settings.public_url,
             "port": port,
             "database": parts.db.dialect,
+            **(
+                {"sqlite_synchronous": str(parts.db.sqlite_synchronous)}
+                if parts.db.sqlite_synchronous
+                else {}
+            ),
             "surfaces": sorted(parts.engine.surfaces),
         },
     )

@@ -64,7 +64,7 @@ def serve(args: argparse.Namespace) -> int:
     policy = _policy(settings)
 
     async def check() -> None:
-        db = Database(settings.database_url)
+        db = Database(settings.database_url, sqlite_synchronous=settings.sqlite_sync)
         try:
             if not db.is_sqlite:
                 await _require_schema(db)
@@ -119,7 +119,7 @@ def dev(args: argparse.Namespace) -> int:
 
 
 async def _migrate(settings: Settings) -> str | None:
-    db = Database(settings.database_url)
+    db = Database(settings.database_url, sqlite_synchronous=settings.sqlite_sync)
     try:
         await db.migrate()
         return await db.revision()
@@ -164,7 +164,7 @@ async def _with_db(fn: Any, *, create: bool = False) -> Any:
     settings = load_settings()
     if not create:
         _require_file(settings.database_url)
-    db = Database(settings.database_url)
+    db = Database(settings.database_url, sqlite_synchronous=settings.sqlite_sync)
     try:
         await _require_schema(db)
         return await fn(db, settings)

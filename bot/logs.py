@@ -27,6 +27,7 @@ ALLOWED = (
     "surface",
     "surfaces",
     "database",
+    "sqlite_synchronous",
     "code",
     "route",
     "method",

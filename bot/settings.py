@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from storage.database import default_sqlite_url
+from storage.database import SqliteSync, database_backend, default_sqlite_url
 
 DEV_SECRET = "cosigner-dev-secret-do-not-use-in-production"
 MIN_SECRET_BYTES = 32
@@ -39,6 +39,7 @@ class SettingsError(ValueError):
 RULES = {
     "database_pool_size": "must be a whole number from 1 to 500",
     "log_level": f"must be one of {', '.join(LogLevel)}",
+    "sqlite_synchronous": f"must be one of {', '.join(SqliteSync)}",
     "secret": f"must be at least {MIN_SECRET_BYTES} bytes; make one with {MAKE_SECRET}",
     "slack_bot_token": "must be a bot token, starting with xoxb-",
     "public_url": "must be an absolute http:// or https:// URL, e.g. https://cosigner.example.com",
@@ -84,6 +85,10 @@ class Settings(BaseSettings):
     database_pool_size: int = Field(
         default=20, ge=1, le=500, validation_alias=_env("COSIGNER_DATABASE_POOL_SIZE")
     )
+    # None: unset, which is NORMAL on SQLite (see `sqlite_sync`).
+    sqlite_synchronous: SqliteSync | None = Field(
+        default=None, validation_alias=_env("COSIGNER_SQLITE_SYNCHRONOUS")
+    )
     policy: str | None = Field(default=None, validation_alias=_env("COSIGNER_POLICY"))
     public_url: str = Field(default="http://127.0.0.1:8000", validation_alias=_env("COSIGNER_PUBLIC_URL"))
     secret: str | None = Field(default=None, validation_alias=_env("COSIGNER_SECRET"))
@@ -126,7 +131,7 @@ class Settings(BaseSettings):
     otel_traces_exporter: str | None = Field(default=None, validation_alias=_env("OTEL_TRACES_EXPORTER"))
     otel_sdk_disabled: str | None = Field(default=None, validation_alias=_env("OTEL_SDK_DISABLED"))
 
-    @field_validator("log_level", mode="before")
+    @field_validator("log_level", "sqlite_synchronous", mode="before")
     @classmethod
     def _upper(cls, value: Any) -> Any:
         return value.strip().upper() if isinstance(value, str) else value
@@ -172,6 +177,22 @@ class Settings(BaseSettings):
         if value is not None and value.strip().lower() not in ("otlp", "none"):
             raise ValueError("must be otlp or none")
         return value.strip().lower() if value is not None else None
+
+    @model_validator(mode="after")
+    def _sqlite_only(self) -> Settings:
+        # A setting that can never take effect is refused rather than silently ignored.
+        backend = database_backend(self.database_url)
+        if self.sqlite_synchronous is not None and backend not in (None, "sqlite"):
+            raise ValueError(
+                "COSIGNER_SQLITE_SYNCHRONOUS applies to SQLite only; unset it for "
+                "PostgreSQL, which syncs every commit itself (its synchronous_commit setting)"
+            )
+        return self
+
+    @property
+    def sqlite_sync(self) -> SqliteSync:
+        """How SQLite syncs commits: COSIGNER_SQLITE_SYNCHRONOUS, NORMAL when unset."""
+        return self.sqlite_synchronous or SqliteSync.NORMAL
 
     @model_validator(mode="after")
     def _public_url(self) -> Settings:

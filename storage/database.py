@@ -18,6 +18,7 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -38,9 +39,32 @@ T = TypeVar("T")
 READ_THREADS = 3
 
 
+class SqliteSync(StrEnum):
+    """How SQLite syncs a commit to disk (`PRAGMA synchronous`, in WAL mode).
+
+    NORMAL: a commit survives Cosigner crashing or being killed, and the database is never
+    corrupted, but the last commits before a power cut or an operating-system crash may be
+    lost (SQLite syncs the write-ahead log at checkpoints). FULL: the log is synced at every
+    COMMIT, so a commit is on disk before anyone is answered; transactions committed
+    together (group commit) share one sync.
+    """
+
+    NORMAL = "NORMAL"
+    FULL = "FULL"
+
+
 def default_sqlite_url(directory: str | Path = ".") -> str:
     """The default database: a SQLite file in the working directory."""
     return f"sqlite+aiosqlite:///{Path(directory) / 'cosigner.db'}"
+
+
+def database_backend(url: str) -> str | None:
+    """The database a URL names (`sqlite`, `postgresql`, ...), or None when it does not parse
+    (`Database` says why)."""
+    try:
+        return make_url(url).get_backend_name()
+    except sa.exc.ArgumentError:
+        return None
 
 
 def safe_url(url: str) -> str:
@@ -92,7 +116,14 @@ class DatabaseUrlError(ValueError):
 class Database:
     """Engines and transactions for one database URL."""
 
-    def __init__(self, url: str, *, schema: str | None = None, pool_size: int = 10) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        schema: str | None = None,
+        pool_size: int = 10,
+        sqlite_synchronous: SqliteSync = SqliteSync.NORMAL,
+    ) -> None:
         try:
             parsed = make_url(url)
         except sa.exc.ArgumentError as exc:
@@ -102,6 +133,7 @@ class Database:
         self.url = url
         shown = safe_url(url)  # messages never carry the password
         self.dialect = parsed.get_backend_name()
+        self.sqlite_synchronous: SqliteSync | None = None  # how SQLite syncs commits; None elsewhere
         if self.dialect == "sqlite":
             if parsed.get_driver_name() != "aiosqlite":
                 raise DatabaseUrlError(
@@ -117,8 +149,9 @@ class Database:
             self.reader = create_async_engine(
                 url, pool_size=2, max_overflow=0, pool_timeout=60, hide_parameters=True
             )
-            _configure_sqlite(self.writer.sync_engine, begin="BEGIN IMMEDIATE")
-            _configure_sqlite(self.reader.sync_engine, begin="BEGIN")
+            sync = self.sqlite_synchronous = SqliteSync(sqlite_synchronous)
+            _configure_sqlite(self.writer.sync_engine, sync, begin="BEGIN IMMEDIATE")
+            _configure_sqlite(self.reader.sync_engine, sync, begin="BEGIN")
             sync_url = parsed.set(drivername="sqlite+pysqlite")
             self._sync_writer: Engine | None = sa.create_engine(
                 sync_url,
@@ -134,8 +167,8 @@ class Database:
                 connect_args={"check_same_thread": False},
                 hide_parameters=True,
             )
-            _configure_sqlite(self._sync_writer, begin=None)  # GroupWriter sends BEGIN IMMEDIATE
-            _configure_sqlite(self._sync_reader, begin="BEGIN")
+            _configure_sqlite(self._sync_writer, sync, begin=None)  # GroupWriter sends BEGIN IMMEDIATE
+            _configure_sqlite(self._sync_reader, sync, begin="BEGIN")
             self._group: GroupWriter | None = GroupWriter(self._sync_writer)
             self._read_threads: ThreadPoolExecutor | None = ThreadPoolExecutor(
                 READ_THREADS, thread_name_prefix="cosigner-db-read"
@@ -248,8 +281,8 @@ class Database:
         self._sync_writer = self._sync_reader = None
 
 
-def _configure_sqlite(engine: Engine, *, begin: str | None) -> None:
-    """WAL, synchronous=NORMAL and a busy timeout on every connection; `begin` is the
+def _configure_sqlite(engine: Engine, synchronous: SqliteSync, *, begin: str | None) -> None:
+    """WAL, `synchronous` and a busy timeout on every connection; `begin` is the
     statement that opens a transaction (None: the caller sends its own, as `GroupWriter`
     does, which keeps SQLAlchemy's per-statement event dispatch off that engine)."""
 
@@ -259,7 +292,7 @@ def _configure_sqlite(engine: Engine, *, begin: str | None) -> None:
         dbapi_conn.isolation_level = None
         cur = dbapi_conn.cursor()
         cur.execute("PRAGMA journal_mode=WAL")
-        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.execute(f"PRAGMA synchronous={synchronous.value}")  # a member of the enum, never input
         cur.execute("PRAGMA busy_timeout=10000")
         cur.close()
 

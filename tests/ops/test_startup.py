@@ -41,6 +41,17 @@ BAD_SETTINGS = {
         ["COSIGNER_PUBLIC_URL", "absolute http:// or https:// URL"],
     ),
     "api_url": ({"SLACK_API_URL": "localhost:9000"}, ["SLACK_API_URL", "absolute"]),
+    "sqlite_sync": (
+        {"COSIGNER_SQLITE_SYNCHRONOUS": "off"},
+        ["COSIGNER_SQLITE_SYNCHRONOUS must be one of NORMAL, FULL", "(it is 'OFF')"],
+    ),
+    "sqlite_sync_on_postgres": (
+        {
+            "COSIGNER_DATABASE_URL": "postgresql+asyncpg://cosigner@127.0.0.1:1/cosigner",
+            "COSIGNER_SQLITE_SYNCHRONOUS": "full",
+        },
+        ["COSIGNER_SQLITE_SYNCHRONOUS applies to SQLite only", "synchronous_commit"],
+    ),
 }
 
 
@@ -101,6 +112,7 @@ def test_started_is_logged_once_listening_with_named_fields(tmp_path: Path) -> N
         # The line means the port accepts connections now, not soon.
         socket.create_connection(("127.0.0.1", port), timeout=5).close()
         assert started["port"] == port and started["database"] == "sqlite"
+        assert started["sqlite_synchronous"] == "NORMAL"
         assert started["surfaces"] == ["dashboard"] and started["url"] == "http://127.0.0.1:8000"
     finally:
         proc.terminate()
