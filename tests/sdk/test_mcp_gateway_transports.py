@@ -6,6 +6,7 @@ over stdio as the `cosigner-mcp-gateway` command.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -143,6 +144,45 @@ async def test_the_gateway_command_serves_stdio_in_front_of_the_example_server(
     }
     assert asked.is_error and "pending" in text(asked)
     assert not done.is_error and text(done) == "refunded 500 cents on ord_3"
+
+
+INITIALIZE = (
+    '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",'
+    '"capabilities":{},"clientInfo":{"name":"script","version":"1"}}}\n'
+)
+
+
+@pytest.mark.parametrize("stdin", ["file", "devnull"])
+def test_the_gateway_command_takes_files_and_dev_null_as_its_standard_streams(
+    inprocess: Target, stdin: str, tmp_path: Path
+) -> None:
+    # The event loop cannot watch a regular file or /dev/null: these are read and written
+    # in a thread instead of ending the command with a traceback.
+    source = tmp_path / "session.jsonl"
+    source.write_text(INITIALIZE)
+    answers = tmp_path / "answers.jsonl"
+    with (source if stdin == "file" else Path(os.devnull)).open("rb") as given, answers.open("wb") as out:
+        done = subprocess.run(
+            [
+                str(Path(sys.executable).parent / "cosigner-mcp-gateway"),
+                "--upstream-cmd",
+                f"{sys.executable} {ROOT / 'examples' / 'mcp_server.py'}",
+                "--surface",
+                "dashboard:u_1",
+            ],
+            stdin=given,
+            stdout=out,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "COSIGNER_URL": inprocess.url, "COSIGNER_API_KEY": inprocess.acme},
+            timeout=60,
+        )
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    lines = [json.loads(line) for line in answers.read_text().splitlines()]
+    if stdin == "file":
+        assert lines[0]["id"] == 1 and lines[0]["result"]["serverInfo"]["name"], lines
+    else:
+        assert lines == []
 
 
 def test_a_malformed_surface_is_one_error_line_naming_the_fix() -> None:

@@ -5,15 +5,24 @@
 busy core those hand-offs are most of what the gateway adds to a call, so the gateway
 hands `stdio_server` these two instead: the same line-by-line reads and writes, on the
 event loop's own pipe transports.
+
+A standard stream the event loop cannot watch (a regular file, as in `cosigner-mcp-gateway
+< session.jsonl > answers.jsonl`, or /dev/null) is read or written the SDK's way, in a
+worker thread, instead.
 """
 
 from __future__ import annotations
 
 import asyncio
+import io
 import os
+import selectors
+import stat
 import sys
 from collections.abc import AsyncIterator
 from typing import Any
+
+import anyio
 
 __all__ = ["PipeReader", "PipeWriter", "open_stdio"]
 
@@ -48,19 +57,45 @@ class PipeWriter:
 
 
 async def open_stdio() -> tuple[Any, Any]:
-    """(stdin, stdout) of this process as a PipeReader and a PipeWriter.
+    """(stdin, stdout) of this process: a PipeReader and a PipeWriter where they are pipes,
+    sockets or terminals, else the SDK's thread-backed files.
 
     Duplicates of the descriptors are used, so the standard streams stay open for anything
     else in the process; stdout is then pointed at stderr, so a stray print cannot corrupt
     the protocol.
     """
     loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=LINE_LIMIT)
-    stdin = os.fdopen(os.dup(sys.stdin.fileno()), "rb", buffering=0)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
-    stdout = os.fdopen(os.dup(sys.stdout.fileno()), "wb", buffering=0)
+    stdin_fd = os.dup(sys.stdin.fileno())
+    if watchable(stdin_fd, selectors.EVENT_READ):
+        reader = asyncio.StreamReader(limit=LINE_LIMIT)
+        pipe = os.fdopen(stdin_fd, "rb", buffering=0)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
+        stdin: Any = PipeReader(reader)
+    else:
+        stdin = anyio.wrap_file(
+            io.TextIOWrapper(os.fdopen(stdin_fd, "rb"), encoding="utf-8", errors="replace")
+        )
     sys.stdout.flush()
+    stdout_fd = os.dup(sys.stdout.fileno())
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-    transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, stdout)
-    writer = asyncio.StreamWriter(transport, protocol, None, loop)
-    return PipeReader(reader), PipeWriter(writer)
+    if watchable(stdout_fd, selectors.EVENT_WRITE):
+        out = os.fdopen(stdout_fd, "wb", buffering=0)
+        transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, out)
+        stdout: Any = PipeWriter(asyncio.StreamWriter(transport, protocol, None, loop))
+    else:
+        stdout = anyio.wrap_file(io.TextIOWrapper(os.fdopen(stdout_fd, "wb"), encoding="utf-8"))
+    return stdin, stdout
+
+
+def watchable(fd: int, events: int) -> bool:
+    """Whether the event loop can wait on `fd`: a pipe, socket or terminal (not a regular
+    file, not /dev/null)."""
+    mode = os.fstat(fd).st_mode
+    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)):
+        return False
+    with selectors.DefaultSelector() as selector:
+        try:
+            selector.register(fd, events)
+        except (OSError, ValueError):
+            return False
+    return True
