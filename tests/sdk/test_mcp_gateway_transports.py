@@ -185,6 +185,41 @@ def test_the_gateway_command_takes_files_and_dev_null_as_its_standard_streams(
         assert lines == []
 
 
+@pytest.mark.parametrize("upstream", ["exits", "missing", "unreachable"])
+def test_an_upstream_that_cannot_be_connected_is_one_error_line_and_exit_2(
+    upstream: str, tmp_path: Path
+) -> None:
+    starts = tmp_path / "starts"
+    exits = (
+        f"{sys.executable} -c \"import sys; open({str(starts)!r}, 'a').write('x'); "
+        "print('upstream: no config', file=sys.stderr); sys.exit(3)\""
+    )
+    given = {
+        "exits": ["--upstream-cmd", exits],
+        "missing": ["--upstream-cmd", str(tmp_path / "no-such-server")],
+        "unreachable": ["--upstream-url", f"http://127.0.0.1:{free_port()}/mcp"],
+    }[upstream]
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "cosigner-mcp-gateway"), *given, "--surface", "dashboard:u_1"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COSIGNER_URL": "http://127.0.0.1:9", "COSIGNER_API_KEY": "csk_x"},
+        timeout=60,
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    last = done.stderr.splitlines()[-1]
+    assert last.startswith(f"error: could not start or reach the upstream MCP server ({given[0]} "), last
+    if upstream == "exits":
+        assert "upstream: no config" in done.stderr  # its own words, before the gateway's
+        assert "hung up before the handshake ended" in last
+        assert starts.read_text() == "x", "a server that hung up was started again"
+    elif upstream == "missing":
+        assert "No such file or directory" in last
+    else:
+        assert "connection" in last.lower()
+
+
 def test_a_malformed_surface_is_one_error_line_naming_the_fix() -> None:
     result = subprocess.run(
         [

@@ -10,7 +10,14 @@ Install with the extra, `pip install 'cosigner-sdk[mcp]'`, and run `cosigner-mcp
 
 from __future__ import annotations
 
-from cosigner.mcp_gateway.gateway import Gateway, GatewayOptions, upstream_client
+from cosigner.mcp_gateway.gateway import Gateway, GatewayOptions, UpstreamUnavailable, upstream_client
 from cosigner.mcp_gateway.surface_spec import SurfaceSpecError, parse_surface
 
-__all__ = ["Gateway", "GatewayOptions", "SurfaceSpecError", "parse_surface", "upstream_client"]
+__all__ = [
+    "Gateway",
+    "GatewayOptions",
+    "SurfaceSpecError",
+    "UpstreamUnavailable",
+    "parse_surface",
+    "upstream_client",
+]

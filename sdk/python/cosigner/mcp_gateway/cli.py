@@ -20,7 +20,7 @@ from mcp import StdioServerParameters
 from mcp.server.stdio import stdio_server
 
 from cosigner import AsyncCosigner
-from cosigner.mcp_gateway.gateway import Gateway, GatewayOptions, upstream_client
+from cosigner.mcp_gateway.gateway import Gateway, GatewayOptions, UpstreamUnavailable, upstream_client
 from cosigner.mcp_gateway.pipes import open_stdio
 from cosigner.mcp_gateway.surface_spec import SurfaceSpecError, parse_surface
 
@@ -144,8 +144,13 @@ def execute(args: argparse.Namespace) -> int:
         return 2
     try:
         asyncio.run(run(args, options, cosigner, upstream))
-    except OSError as exc:
-        print(f"error: could not start or reach the upstream MCP server: {exc}", file=sys.stderr)
+    except (UpstreamUnavailable, OSError) as exc:
+        which = (
+            f"--upstream-url {args.upstream_url}"
+            if args.upstream_url
+            else f"--upstream-cmd {args.upstream_cmd!r}"
+        )
+        print(f"error: could not start or reach the upstream MCP server ({which}): {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -29,6 +29,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.types import (
+    CONNECTION_CLOSED,
     CallToolRequestParams,
     CallToolResult,
     InputRequiredResult,
@@ -43,7 +44,7 @@ from cosigner.mcp_gateway import answers
 from cosigner.mcp_gateway.early import Connection, GatewayServer, current_connection
 from cosigner.mcp_gateway.ledger import Ledger, OpenCall
 
-__all__ = ["Gateway", "GatewayOptions", "upstream_client"]
+__all__ = ["Gateway", "GatewayOptions", "UpstreamUnavailable", "upstream_client"]
 
 log = logging.getLogger("cosigner.mcp_gateway")
 
@@ -225,17 +226,50 @@ async def upstream_client(target: Any) -> AsyncIterator[Client]:
     server speaks but one that keeps only the 2026-07-28 revision: over one long-lived
     connection its calls cost less than 2026-07-28's per-request envelopes, each with the
     client's capabilities, validated on both sides (about 0.35 ms a call over stdio). A
-    server that refuses the handshake is connected to again, in the revision it offers.
+    server that refuses the handshake is connected to again, in the revision it offers; one
+    that hangs up or cannot be reached is not tried again (`UpstreamUnavailable`, saying why).
     """
     async with AsyncExitStack() as stack:
         client: Client | None = None
         try:
             client = await stack.enter_async_context(Client(target, mode="legacy"))
-        except* MCPError as refused:  # the SDK's task groups wrap the server's answer
-            log.info("the upstream refused the initialize handshake (%s); connecting as it offers", refused)
+        except Exception as exc:  # the SDK's task groups wrap the server's answer in groups
+            refusals = [e for e in _leaves(exc) if isinstance(e, MCPError) and e.code != CONNECTION_CLOSED]
+            if not refusals:
+                raise UpstreamUnavailable(_reason(exc)) from exc
+            log.info(
+                "the upstream refused the initialize handshake (%s); connecting as it offers", refusals[0]
+            )
         if client is None:
-            client = await stack.enter_async_context(Client(target))
+            try:
+                client = await stack.enter_async_context(Client(target))
+            except Exception as exc:
+                raise UpstreamUnavailable(_reason(exc)) from exc
         yield client
+
+
+class UpstreamUnavailable(Exception):
+    """The upstream MCP server could not be started, reached or connected to; the text says why."""
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    """The exceptions inside `exc`'s (nested) exception groups, or `exc` itself."""
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
+
+
+def _reason(exc: BaseException) -> str:
+    """Why connecting failed, in one line: the innermost causes, not the task groups around them."""
+    reasons: list[str] = []
+    for leaf in _leaves(exc):
+        if isinstance(leaf, MCPError) and leaf.code == CONNECTION_CLOSED:
+            text = "it hung up before the handshake ended (an upstream command that exited prints why above)"
+        else:
+            text = str(leaf) or type(leaf).__name__
+        if text not in reasons:
+            reasons.append(text)
+    return "; ".join(reasons)
 
 
 @asynccontextmanager
