@@ -9,6 +9,7 @@ import asyncio
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -218,6 +219,39 @@ def test_an_upstream_that_cannot_be_connected_is_one_error_line_and_exit_2(
         assert "No such file or directory" in last
     else:
         assert "connection" in last.lower()
+
+
+@pytest.mark.parametrize("port", ["taken", "99999"])
+def test_a_port_it_cannot_listen_on_is_one_error_line_before_the_upstream_starts(
+    port: str, tmp_path: Path
+) -> None:
+    starts = tmp_path / "starts"
+    upstream = f"{sys.executable} -c \"open({str(starts)!r}, 'a').write('x')\""
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        given = str(holder.getsockname()[1]) if port == "taken" else port
+        done = subprocess.run(
+            [
+                str(Path(sys.executable).parent / "cosigner-mcp-gateway"),
+                *("--upstream-cmd", upstream, "--surface", "dashboard:u_1"),
+                *("--transport", "http", "--port", given),
+            ],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "COSIGNER_URL": "http://127.0.0.1:9", "COSIGNER_API_KEY": "csk_x"},
+            timeout=60,
+        )
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    last = done.stderr.splitlines()[-1]
+    if port == "taken":
+        assert (
+            last == f"error: port {given} is already in use; stop what holds it or pick another with --port N"
+        )
+    else:
+        assert last.endswith("argument --port: '99999' is not a port; give a number from 0 to 65535"), last
+    assert not starts.exists(), "the upstream was started for a gateway that cannot listen"
 
 
 def test_a_malformed_surface_is_one_error_line_naming_the_fix() -> None:

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import os
 import shlex
+import socket
 import sys
 from collections.abc import Sequence
 
@@ -25,6 +27,35 @@ from cosigner.mcp_gateway.pipes import open_stdio
 from cosigner.mcp_gateway.surface_spec import SurfaceSpecError, parse_surface
 
 __all__ = ["add_arguments", "main", "run"]
+
+
+def _port(text: str) -> int:
+    """An argparse type: a TCP port number, 0 to 65535."""
+    port = int(text) if text.strip().isdigit() else -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port; give a number from 0 to 65535")
+    return port
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A socket bound to host:port for `--transport http`, or `ValueError` naming the fix.
+
+    Bound before the upstream is started, so a taken port is one error line, not a
+    traceback after the upstream came up."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise ValueError(
+                f"port {port} is already in use; stop what holds it or pick another with --port N"
+            ) from exc
+        raise ValueError(
+            f"cannot listen on {host}:{port} ({exc.strerror or exc}); check --host and --port"
+        ) from exc
+    return sock
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -51,7 +82,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--transport", choices=["stdio", "http"], default="stdio", help="how agents reach the gateway"
     )
     p.add_argument("--host", default="127.0.0.1", help="address for --transport http")
-    p.add_argument("--port", type=int, default=8765, help="port for --transport http (path /mcp)")
+    p.add_argument("--port", type=_port, default=8765, help="port for --transport http (path /mcp)")
     p.add_argument("--tool-prefix", default="", help="put before each tool name for the policy, e.g. github.")
     p.add_argument(
         "--hold",
@@ -93,8 +124,10 @@ async def run(
     options: GatewayOptions,
     cosigner: AsyncCosigner,
     target: StdioServerParameters | str,
+    listener: socket.socket | None = None,
 ) -> None:
-    """Connect the upstream, then serve until the agent hangs up (stdio) or forever (http)."""
+    """Connect the upstream, then serve until the agent hangs up (stdio) or forever (http,
+    on `listener`, a socket bound by `listen`, or one bound here to --host and --port)."""
     async with cosigner, upstream_client(target) as upstream:
         gateway = Gateway(upstream, cosigner, options)
         server = gateway.server
@@ -109,7 +142,7 @@ async def run(
 
             app = server.streamable_http_app(host=args.host)
             config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning")
-            await uvicorn.Server(config).serve()
+            await uvicorn.Server(config).serve(sockets=[listener or listen(args.host, args.port)])
         finally:
             await gateway.drain()
 
@@ -139,11 +172,12 @@ def execute(args: argparse.Namespace) -> int:
         )
         upstream = upstream_of(args)
         cosigner = AsyncCosigner()  # COSIGNER_URL and COSIGNER_API_KEY
+        listener = listen(args.host, args.port) if args.transport == "http" else None
     except (SurfaceSpecError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
-        asyncio.run(run(args, options, cosigner, upstream))
+        asyncio.run(run(args, options, cosigner, upstream, listener))
     except (UpstreamUnavailable, OSError) as exc:
         which = (
             f"--upstream-url {args.upstream_url}"
