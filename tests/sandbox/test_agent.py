@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from bot.sandbox import Sandbox
+from tests.sandbox.delivery import until_delivered
 
 AGENT = Path(__file__).resolve().parents[2] / "examples" / "agent.py"
 
@@ -32,6 +33,8 @@ async def test_the_example_agent_sees_every_decision(
         await wait_until(lambda: len(sb.slack.messages) >= 2, 20)
         shown = await cards(http)
         assert set(shown) == {"issue_credit", "issue_refund"}
+        for card in shown.values():
+            await until_delivered(http, card)
         for tool, action, said in (
             ("issue_refund", "cosigner.approve", "DECISION issue_refund APPROVED"),
             ("issue_credit", "cosigner.approve_for_run", "RAN issue_credit"),
@@ -42,7 +45,15 @@ async def test_the_example_agent_sees_every_decision(
                 json={"channel": card["channel"], "ts": card["ts"], "actionId": action, "as": "requester"},
             )
             assert r.json() == {"status": 200}
-            await wait_until(lambda said=said: agent.said(said), 15)
+            try:
+                await wait_until(lambda said=said: agent.said(said), 15)
+            except AssertionError:
+                state = (await http.get("/sandbox/api/state")).json()
+                raise AssertionError(
+                    f"the agent did not say {said!r}; it said:\n"
+                    + "\n".join(agent.lines)
+                    + f"\nephemerals: {state.get('ephemerals')}"
+                ) from None
         await wait_until(lambda: sb.twilio.sent, 10)
         phone = sb.twilio.sent[0].to
         r = await http.post("/sandbox/api/text", json={"from": phone, "body": "NO"})
@@ -82,6 +93,7 @@ async def _press_done(http: httpx.AsyncClient) -> None:
     card = (await cards(http))["Handoff: publish_changes"]
     buttons = [e["action_id"] for b in card["blocks"] if b["type"] == "actions" for e in b["elements"]]
     assert buttons == ["cosigner.done", "cosigner.cancel"]
+    await until_delivered(http, card)
     r = await http.post(
         "/sandbox/api/click",
         json={"channel": card["channel"], "ts": card["ts"], "actionId": "cosigner.done", "as": "requester"},

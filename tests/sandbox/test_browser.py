@@ -13,9 +13,11 @@ import shutil
 from collections.abc import AsyncIterator
 from typing import Any
 
+import httpx
 import pytest
 
 from bot.sandbox import Sandbox
+from tests.sandbox.delivery import shown_card
 
 SCREENSHOT = "/tmp/sandbox.png"
 ARGS = [
@@ -70,7 +72,7 @@ async def browser() -> AsyncIterator[Any]:
 
 
 async def test_approve_in_the_page_reaches_the_agent_and_updates_the_card(
-    sb: Sandbox, browser: Any, run_agent: Any, wait_until: Any
+    sb: Sandbox, browser: Any, run_agent: Any, wait_until: Any, http: httpx.AsyncClient
 ) -> None:
     from playwright.async_api import expect
 
@@ -88,6 +90,9 @@ async def test_approve_in_the_page_reaches_the_agent_and_updates_the_card(
     await expect(refund.locator("pre.bk-code")).to_contain_text('"cardToken": "[REDACTED]"')
     await expect(refund.locator(".mention").first).to_have_text("@Alice")
     await expect(refund.locator(".bk-context")).not_to_contain_text("<!date")
+
+    for title in ("issue_refund", "issue_credit"):  # answerable once on the record (delivery.py)
+        await shown_card(http, title)
 
     # Mallory is in the channel but not an approver: her click is refused, and she is told why.
     await page.select_option("#as", "outsider")

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 
 from bot.sandbox import Sandbox, banner, sandbox
-from tests.harness import until_async
+from tests.sandbox.delivery import shown_card
 
 SLACK = {"type": "slack", "teamId": "T0DEMO", "channelId": "C0DEMO", "userId": "U0ALICE"}
 PHONE = "+15550100200"
@@ -44,15 +44,7 @@ async def state(http: httpx.AsyncClient) -> dict[str, Any]:
 
 async def card_of(http: httpx.AsyncClient, tool: str, *, edited: bool = False) -> dict[str, Any]:
     """The card for `tool` as the page shows it (once updated, with `edited=True`)."""
-
-    async def shown() -> dict[str, Any] | None:
-        for message in (await state(http))["messages"]:
-            if message["blocks"][0]["text"]["text"] == tool and message["edited"] >= edited:
-                return dict(message)
-        return None
-
-    card: dict[str, Any] = await until_async(shown, seconds=10, interval=0.05)
-    return card
+    return await shown_card(http, tool, edited=edited)
 
 
 async def click(http: httpx.AsyncClient, card: dict[str, Any], action: str, who: str) -> httpx.Response:
