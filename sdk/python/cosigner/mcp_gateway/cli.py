@@ -24,6 +24,7 @@ from mcp.server.stdio import stdio_server
 from cosigner import AsyncCosigner
 from cosigner.mcp_gateway.gateway import Gateway, GatewayOptions, UpstreamUnavailable, upstream_client
 from cosigner.mcp_gateway.pipes import open_stdio
+from cosigner.mcp_gateway.strict import guard_http
 from cosigner.mcp_gateway.surface_spec import SurfaceSpecError, parse_surface
 
 __all__ = ["add_arguments", "main", "run"]
@@ -140,7 +141,7 @@ async def run(
                 return
             import uvicorn
 
-            app = server.streamable_http_app(host=args.host)
+            app = guard_http(server.streamable_http_app(host=args.host))
             config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning")
             await uvicorn.Server(config).serve(sockets=[listener or listen(args.host, args.port)])
         finally:

@@ -24,6 +24,8 @@ from typing import Any
 
 import anyio
 
+from cosigner.mcp_gateway.strict import GuardedLines
+
 __all__ = ["PipeReader", "PipeWriter", "open_stdio"]
 
 LINE_LIMIT = 64 * 1024 * 1024
@@ -58,7 +60,8 @@ class PipeWriter:
 
 async def open_stdio() -> tuple[Any, Any]:
     """(stdin, stdout) of this process: a PipeReader and a PipeWriter where they are pipes,
-    sockets or terminals, else the SDK's thread-backed files.
+    sockets or terminals, else the SDK's thread-backed files. Lines read pass
+    `strict.GuardedLines`: an ambiguous message is answered with an error, not served.
 
     Duplicates of the descriptors are used, so the standard streams stay open for anything
     else in the process; stdout is then pointed at stderr, so a stray print cannot corrupt
@@ -84,7 +87,7 @@ async def open_stdio() -> tuple[Any, Any]:
         stdout: Any = PipeWriter(asyncio.StreamWriter(transport, protocol, None, loop))
     else:
         stdout = anyio.wrap_file(io.TextIOWrapper(os.fdopen(stdout_fd, "wb"), encoding="utf-8"))
-    return stdin, stdout
+    return GuardedLines(stdin, stdout), stdout
 
 
 def watchable(fd: int, events: int) -> bool:

@@ -1,0 +1,134 @@
+"""Refuse a JSON-RPC message that two JSON parsers could read differently.
+
+A repeated key (`{"name": "lookup_order", ..., "name": "issue_refund"}`) is read as its
+last value by Python and most parsers and as its first by others; `NaN`, `Infinity` and a
+number too large for a 64-bit float are not JSON at all to some. The gateway checks a call
+against the policy as it parsed it, so a message like that is refused, never resolved by
+picking one reading: it is answered with a JSON-RPC error (`-32600`, naming the fix) and
+goes no further. Text that is not JSON is left to the `mcp` SDK, which drops it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from typing import Any, Protocol
+
+__all__ = ["GuardedLines", "guard_http", "refusal"]
+
+INVALID_REQUEST = -32600
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,63}")
+
+
+def refusal(text: str | bytes) -> dict[str, Any] | None:
+    """The JSON-RPC error answering `text` if it is ambiguous JSON, else None."""
+    problems: list[str] = []
+    top_repeated: set[str] = set()
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        repeated = set()
+        for key, value in items:
+            if key in out:
+                repeated.add(key)
+                shown = f'the key "{key}"' if _NAME.fullmatch(key) else "a key"
+                problems.append(f"{shown} appears twice in one JSON object; send each key once")
+            out[key] = value
+        top_repeated.clear()
+        top_repeated.update(repeated)  # the last object decoded is the outermost
+        return out
+
+    def constant(name: str) -> None:
+        problems.append(f"{name} is not a JSON number; send a finite number")
+
+    def number(digits: str) -> float:
+        value = float(digits)
+        if not math.isfinite(value):
+            problems.append("a number is too large for a 64-bit float; send a smaller one")
+        return value
+
+    try:
+        message = json.loads(text, object_pairs_hook=pairs, parse_constant=constant, parse_float=number)
+    except (ValueError, RecursionError):
+        return None  # not JSON: the SDK's own parser refuses it
+    if not problems:
+        return None
+    request_id = message.get("id") if isinstance(message, dict) and "id" not in top_repeated else None
+    if not isinstance(request_id, (str, int)) or isinstance(request_id, bool):
+        request_id = None
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "error": {"code": INVALID_REQUEST, "message": f"refused: {problems[0]}"},
+    }
+
+
+class _Writer(Protocol):
+    async def write(self, text: str, /) -> Any: ...
+    async def flush(self) -> Any: ...
+
+
+class GuardedLines:
+    """The lines of `source` (what `stdio_server` reads) that are unambiguous; each other one
+    is answered on `out` with `refusal`'s error and not passed on."""
+
+    def __init__(self, source: Any, out: _Writer) -> None:
+        self._source, self._out = source, out
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        async for line in self._source:
+            refused = refusal(line)
+            if refused is None:
+                yield line
+                continue
+            await self._out.write(json.dumps(refused, separators=(",", ":")) + "\n")
+            await self._out.flush()
+
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+App = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+def guard_http(app: App) -> App:
+    """`app` (the gateway's Streamable HTTP app) behind the same check: an ambiguous POST body
+    is answered `400` with the JSON-RPC error and never reaches it."""
+
+    async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        while True:
+            event = await receive()
+            if event["type"] == "http.disconnect":
+                return
+            chunks.append(event.get("body", b""))
+            if not event.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        refused = refusal(body)
+        if refused is not None:
+            payload = json.dumps(refused, separators=(",", ":")).encode()
+            headers = [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(payload)).encode()),
+            ]
+            await send({"type": "http.response.start", "status": 400, "headers": headers})
+            await send({"type": "http.response.body", "body": payload})
+            return
+        replayed = False
+
+        async def replay() -> MutableMapping[str, Any]:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await app(scope, replay, send)
+
+    return guarded
