@@ -127,3 +127,28 @@ async def test_over_http_a_body_with_a_repeated_key_is_a_400_and_sessions_still_
     assert r.status_code == 400 and r.json()["id"] == 7
     assert r.json()["error"]["message"].startswith('refused: the key "name" appears twice')
     assert text(read) == "order ord_2: delivered" and calls == [("lookup_order", {"orderId": "ord_2"})]
+
+
+async def test_a_body_over_the_limit_is_a_413_unread_and_others_pass_whole() -> None:
+    seen: list[bytes] = []
+
+    async def inner(scope: Any, receive: Any, send: Any) -> None:
+        body = b""
+        while True:
+            event = await receive()
+            body += event.get("body", b"")
+            if not event.get("more_body"):
+                break
+        seen.append(body)
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    app = guard_http(inner, max_body=1000)
+    plain = '{"jsonrpc":"2.0","id":1,' + CALL + "}}"
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://gw") as http:
+        big = await http.post("/mcp", content=b"[" + b"1," * 600 + b"1]")
+        ok = await http.post("/mcp", content=plain)
+        listed = await http.get("/mcp")
+    assert big.status_code == 413 and big.json()["error"]["message"] == "refused: the body is over 1000 bytes"
+    assert ok.status_code == 200 and listed.status_code == 200
+    assert seen == [plain.encode(), b""]  # the plain body reached the app whole; the big one never

@@ -93,32 +93,45 @@ Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
-def guard_http(app: App) -> App:
+MAX_BODY = 4 * 1024 * 1024
+"""The largest POST body `guard_http` reads (the `mcp` SDK's own default limit)."""
+
+
+async def _answer(send: Send, status: int, body: dict[str, Any]) -> None:
+    payload = json.dumps(body, separators=(",", ":")).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": payload})
+
+
+def guard_http(app: App, *, max_body: int = MAX_BODY) -> App:
     """`app` (the gateway's Streamable HTTP app) behind the same check: an ambiguous POST body
-    is answered `400` with the JSON-RPC error and never reaches it."""
+    is answered `400` with the JSON-RPC error and never reaches it. A body over `max_body`
+    bytes is answered `413` unread; raise both limits together if you raise the SDK's."""
 
     async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] != "POST":
             await app(scope, receive, send)
             return
         chunks: list[bytes] = []
+        size = 0
         while True:
             event = await receive()
             if event["type"] == "http.disconnect":
                 return
-            chunks.append(event.get("body", b""))
+            chunk = event.get("body", b"")
+            size += len(chunk)
+            if size > max_body:
+                error = {"code": INVALID_REQUEST, "message": f"refused: the body is over {max_body} bytes"}
+                await _answer(send, 413, {"jsonrpc": "2.0", "id": None, "error": error})
+                return
+            chunks.append(chunk)
             if not event.get("more_body", False):
                 break
         body = b"".join(chunks)
         refused = refusal(body)
         if refused is not None:
-            payload = json.dumps(refused, separators=(",", ":")).encode()
-            headers = [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(payload)).encode()),
-            ]
-            await send({"type": "http.response.start", "status": 400, "headers": headers})
-            await send({"type": "http.response.body", "body": payload})
+            await _answer(send, 400, refused)
             return
         replayed = False
 
