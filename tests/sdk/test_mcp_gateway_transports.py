@@ -186,6 +186,21 @@ def test_the_gateway_command_takes_files_and_dev_null_as_its_standard_streams(
         assert lines == []
 
 
+def failed_start(*args: str) -> str:
+    """Run the gateway command, which must refuse to start with exit status 2 and no
+    traceback; its stderr."""
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "cosigner-mcp-gateway"), *args],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COSIGNER_URL": "http://127.0.0.1:9", "COSIGNER_API_KEY": "csk_x"},
+        timeout=60,
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    return done.stderr
+
+
 @pytest.mark.parametrize("upstream", ["exits", "missing", "unreachable"])
 def test_an_upstream_that_cannot_be_connected_is_one_error_line_and_exit_2(
     upstream: str, tmp_path: Path
@@ -200,19 +215,11 @@ def test_an_upstream_that_cannot_be_connected_is_one_error_line_and_exit_2(
         "missing": ["--upstream-cmd", str(tmp_path / "no-such-server")],
         "unreachable": ["--upstream-url", f"http://127.0.0.1:{free_port()}/mcp"],
     }[upstream]
-    done = subprocess.run(
-        [str(Path(sys.executable).parent / "cosigner-mcp-gateway"), *given, "--surface", "dashboard:u_1"],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "COSIGNER_URL": "http://127.0.0.1:9", "COSIGNER_API_KEY": "csk_x"},
-        timeout=60,
-    )
-    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
-    last = done.stderr.splitlines()[-1]
+    stderr = failed_start(*given, "--surface", "dashboard:u_1")
+    last = stderr.splitlines()[-1]
     assert last.startswith(f"error: could not start or reach the upstream MCP server ({given[0]} "), last
     if upstream == "exits":
-        assert "upstream: no config" in done.stderr  # its own words, before the gateway's
+        assert "upstream: no config" in stderr  # its own words, before the gateway's
         assert "hung up before the handshake ended" in last
         assert starts.read_text() == "x", "a server that hung up was started again"
     elif upstream == "missing":
@@ -231,20 +238,11 @@ def test_a_port_it_cannot_listen_on_is_one_error_line_before_the_upstream_starts
         holder.bind(("127.0.0.1", 0))
         holder.listen()
         given = str(holder.getsockname()[1]) if port == "taken" else port
-        done = subprocess.run(
-            [
-                str(Path(sys.executable).parent / "cosigner-mcp-gateway"),
-                *("--upstream-cmd", upstream, "--surface", "dashboard:u_1"),
-                *("--transport", "http", "--port", given),
-            ],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            env={**os.environ, "COSIGNER_URL": "http://127.0.0.1:9", "COSIGNER_API_KEY": "csk_x"},
-            timeout=60,
+        stderr = failed_start(
+            *("--upstream-cmd", upstream, "--surface", "dashboard:u_1"),
+            *("--transport", "http", "--port", given),
         )
-    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
-    last = done.stderr.splitlines()[-1]
+    last = stderr.splitlines()[-1]
     if port == "taken":
         assert (
             last == f"error: port {given} is already in use; stop what holds it or pick another with --port N"
