@@ -6,48 +6,21 @@ start line be logged only once the server really accepts connections.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import errno
 import socket
 from collections.abc import Callable, Iterator
 
 import uvicorn
 
+from cosigner._listen import ListenError, valid_port
+from cosigner._listen import bind as bind_port
 
-class ListenError(Exception):
-    """The address cannot be listened on; the message says what to change."""
+__all__ = ["ListenError", "Server", "bind", "valid_port"]
 
 
 def bind(host: str, port: int, *, command: str = "cosigner serve") -> socket.socket:
     """A socket bound to host:port (0 = any free port), or `ListenError` naming the fix."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        if exc.errno == errno.EADDRINUSE:
-            raise ListenError(
-                f"port {port} is already in use; stop what holds it or pick another with `{command} --port N`"
-            ) from exc
-        raise ListenError(
-            f"cannot listen on {host}:{port} ({exc.strerror or exc}); "
-            f"check --host, or pick another port with `{command} --port N`"
-        ) from exc
-    return sock
-
-
-def valid_port(text: str) -> int:
-    """An argparse type: a TCP port number, 0 to 65535."""
-    try:
-        port = int(text)
-    except ValueError:
-        port = -1
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a port; give a number from 0 to 65535")
-    return port
+    return bind_port(host, port, pick=f"`{command} --port N`")
 
 
 class Server(uvicorn.Server):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import errno
 import os
 import shlex
 import socket
@@ -22,6 +21,7 @@ from mcp import StdioServerParameters
 from mcp.server.stdio import stdio_server
 
 from cosigner import AsyncCosigner
+from cosigner._listen import ListenError, bind, valid_port
 from cosigner.mcp_gateway.gateway import Gateway, GatewayOptions, UpstreamUnavailable, upstream_client
 from cosigner.mcp_gateway.pipes import open_stdio
 from cosigner.mcp_gateway.strict import guard_http
@@ -30,33 +30,12 @@ from cosigner.mcp_gateway.surface_spec import SurfaceSpecError, parse_surface
 __all__ = ["add_arguments", "main", "run"]
 
 
-def _port(text: str) -> int:
-    """An argparse type: a TCP port number, 0 to 65535."""
-    port = int(text) if text.strip().isdigit() else -1
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a port; give a number from 0 to 65535")
-    return port
-
-
 def listen(host: str, port: int) -> socket.socket:
-    """A socket bound to host:port for `--transport http`, or `ValueError` naming the fix.
+    """A socket bound to host:port for `--transport http`, or `ListenError` naming the fix.
 
     Bound before the upstream is started, so a taken port is one error line, not a
     traceback after the upstream came up."""
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        if exc.errno == errno.EADDRINUSE:
-            raise ValueError(
-                f"port {port} is already in use; stop what holds it or pick another with --port N"
-            ) from exc
-        raise ValueError(
-            f"cannot listen on {host}:{port} ({exc.strerror or exc}); check --host and --port"
-        ) from exc
-    return sock
+    return bind(host, port, pick="--port N")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -83,7 +62,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--transport", choices=["stdio", "http"], default="stdio", help="how agents reach the gateway"
     )
     p.add_argument("--host", default="127.0.0.1", help="address for --transport http")
-    p.add_argument("--port", type=_port, default=8765, help="port for --transport http (path /mcp)")
+    p.add_argument("--port", type=valid_port, default=8765, help="port for --transport http (path /mcp)")
     p.add_argument("--tool-prefix", default="", help="put before each tool name for the policy, e.g. github.")
     p.add_argument(
         "--hold",
@@ -174,7 +153,7 @@ def execute(args: argparse.Namespace) -> int:
         upstream = upstream_of(args)
         cosigner = AsyncCosigner()  # COSIGNER_URL and COSIGNER_API_KEY
         listener = listen(args.host, args.port) if args.transport == "http" else None
-    except (SurfaceSpecError, ValueError) as exc:
+    except (SurfaceSpecError, ValueError, ListenError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
