@@ -93,6 +93,6 @@ class _Frozen:
         class Frozen(real.datetime):
             @classmethod
             def now(cls, tz: Any = None) -> Any:
-                return real.datetime.fromtimestamp(seconds, tz or real.timezone.utc)
+                return real.datetime.fromtimestamp(seconds, tz or real.UTC)
 
         return Frozen
