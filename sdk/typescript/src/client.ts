@@ -127,20 +127,25 @@ export class Cosigner {
     const started = Date.now();
     let delay = 50;
     for (;;) {
-      const timeout = AbortSignal.timeout(opts.timeoutMs ?? this.timeoutMs);
-      const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
+      const { signal, done } = deadlineSignal(opts.timeoutMs ?? this.timeoutMs, opts.signal);
       let response: Response | undefined;
       let failure: unknown;
       try {
         response = await this.fetchFn(target, { ...init, signal });
       } catch (exc) {
+        done();
         if (opts.signal?.aborted) throw opts.signal.reason;
         // A request that may have reached the server is sent again only if that is safe.
         if (opts.idempotent === false && !connectFailure(exc)) throw exc;
         failure = exc;
       }
       if (response !== undefined) {
-        const text = await response.text();
+        let text: string;
+        try {
+          text = await response.text();
+        } finally {
+          done();
+        }
         if (!(await retryable(response.status, text))) return answer(response.status, text);
         failure = errorFor(response.status, `HTTP_${response.status}`, `Cosigner answered HTTP ${response.status}`);
       }
@@ -322,6 +327,23 @@ function checkRequest(request: ApprovalRequest): void {
     throw new InvalidRequest("parameters must be a JSON object", { field: "parameters" });
   }
   parametersDigest(request.parameters); // a value with no JSON form is refused here, naming it
+}
+
+/** A signal that aborts after `ms` or when `outer` does; `done` releases its timer.
+ * (AbortSignal.any would do, but Node 18 lacks it.) */
+function deadlineSignal(ms: number, outer?: AbortSignal): { signal: AbortSignal; done: () => void } {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(new DOMException("Cosigner did not answer in time", "TimeoutError")), ms);
+  const onAbort = () => controller.abort(outer?.reason);
+  if (outer?.aborted) onAbort();
+  else outer?.addEventListener("abort", onAbort, { once: true });
+  return {
+    signal: controller.signal,
+    done: () => {
+      clearTimeout(timer);
+      outer?.removeEventListener("abort", onAbort);
+    },
+  };
 }
 
 function pathOf(approval: string | Decision, tail = ""): string {
