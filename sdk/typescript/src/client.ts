@@ -207,6 +207,13 @@ export class Cosigner {
     await this.send("POST", pathOf(approval, "/result"), body, { idempotent: false });
   }
 
+  /** `GET /v1/approvals/{id}/audit`: the approval's hash-chained audit events. */
+  async audit(approval: string | Decision): Promise<{ event: string; data: Record<string, unknown> }[]> {
+    const body = (await this.send("GET", pathOf(approval, "/audit"))) as { events?: unknown };
+    if (!Array.isArray(body?.events)) throw new InvalidRequest("Cosigner's audit answer has no events list", { field: "events" });
+    return body.events as { event: string; data: Record<string, unknown> }[];
+  }
+
   /** `POST /v1/approvals/{id}/decision` (dashboard surface; needs an approver key where keys are scoped). */
   async decide(
     approval: string | Decision,

@@ -6,7 +6,7 @@ import { MockLanguageModelV4 } from "ai/test";
 import { z } from "zod";
 import { ApprovalModeUnsupported, Cosigner, ParametersMismatch } from "../src/index.js";
 import { cosignerTools } from "../src/ai.js";
-import { HEADLESS, noting, pendingApproval, runId, startCosigner, SURFACE, USER, type Server } from "./server.js";
+import { HEADLESS, noting, pendingApproval, resultsOf, runId, startCosigner, SURFACE, USER, type Server } from "./server.js";
 
 let server: Server;
 before(async () => {
@@ -75,6 +75,7 @@ test("approved by a person: the tool runs once with the arguments shown", async 
   assert.deepEqual(ran, [{ orderId: "ord_1", amountCents: 500 }]);
   assert.equal(result.text, "done");
   assert.match(toolMessages(model), /"refunded":500/);
+  assert.deepEqual(await resultsOf(server, id), [{ outcome: "succeeded", result: { refunded: 500 }, error: null }]);
 });
 
 test("denied: the tool never runs and the model reads the comment", async () => {

@@ -11,7 +11,7 @@ import {
   ParametersMismatch,
   Unauthenticated,
 } from "../src/index.js";
-import { HEADLESS, noting, pendingApproval, runId, startCosigner, SURFACE, USER, type Server } from "./server.js";
+import { HEADLESS, noting, pendingApproval, resultsOf, runId, startCosigner, SURFACE, USER, type Server } from "./server.js";
 
 let server: Server;
 before(async () => {
@@ -57,6 +57,7 @@ test("gate: approved by a person, the function runs once with the shown argument
   await server.approver().decide(id, "approve", USER);
   assert.deepEqual(await running, { refunded: 12900 });
   assert.deepEqual(calls, [REFUND]);
+  assert.deepEqual(await resultsOf(server, id), [{ outcome: "succeeded", result: { refunded: 12900 }, error: null }]);
 });
 
 test("gate: denied, the function never runs and the comment arrives", async () => {

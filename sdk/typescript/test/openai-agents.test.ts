@@ -6,7 +6,7 @@ import { Agent, setTracingDisabled, tool, Usage, type Model, type ModelRequest, 
 import { z } from "zod";
 import { ApprovalModeUnsupported, Cosigner } from "../src/index.js";
 import { CosignerApprovals } from "../src/openai-agents.js";
-import { HEADLESS, noting, pendingApproval, runId, startCosigner, SURFACE, USER, type Server } from "./server.js";
+import { HEADLESS, noting, pendingApproval, resultsOf, runId, startCosigner, SURFACE, USER, type Server } from "./server.js";
 
 setTracingDisabled(true);
 
@@ -82,6 +82,7 @@ test("approved by a person: the tool runs once with the arguments shown", async 
   const result = await running;
   assert.deepEqual(ran, [{ orderId: "ord_1", amountCents: 500 }]);
   assert.match(String(result.finalOutput), /refunded 500/);
+  assert.deepEqual(await resultsOf(server, id), [{ outcome: "succeeded", result: "refunded 500", error: null }]);
 });
 
 test("denied: the tool never runs and the model reads the comment", async () => {

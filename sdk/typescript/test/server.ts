@@ -147,6 +147,11 @@ async function waitFor<T>(probe: () => T | undefined, ms = 20_000): Promise<T> {
   }
 }
 
+/** The `result` events' data of an approval's audit trail. */
+export async function resultsOf(server: Server, approvalId: string): Promise<Record<string, unknown>[]> {
+  return (await server.client().audit(approvalId)).filter((e) => e.event === "result").map((e) => e.data);
+}
+
 /** A fresh execution id. */
 export function runId(): string {
   return `run_${Math.random().toString(36).slice(2, 10)}`;
