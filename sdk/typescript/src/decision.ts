@@ -1,0 +1,78 @@
+/** Decision: an approval, pending or decided, as the SDK returns it (the wire's own camelCase). */
+import { InvalidRequest } from "./errors.js";
+
+/** Every status an approval can be in. */
+export const ApprovalStatus = {
+  PENDING: "pending",
+  APPROVED: "approved",
+  DENIED: "denied",
+  EXPIRED: "expired",
+  CANCELLED: "cancelled",
+  COMPLETED: "completed",
+  FAILED: "failed",
+} as const;
+
+/** One of the statuses above. */
+export type ApprovalStatus = (typeof ApprovalStatus)[keyof typeof ApprovalStatus];
+
+/** Who or what closed the approval. */
+export interface DecidedBy {
+  kind: "person" | "policy" | "timeout" | "agent" | "cosigner";
+  surface?: string;
+  userId?: string;
+  teamId?: string;
+  rule?: string;
+  code?: string;
+}
+
+/** An approval as the agent sees it; only `status === "approved"` with a verified grant allows a call. */
+export interface Decision {
+  type: "approval_start" | "approval_decided" | "handoff_start";
+  approvalId: string;
+  executionId: string;
+  toolCallId: string;
+  toolName: string;
+  status: ApprovalStatus;
+  parametersDigest: string;
+  /** While pending: the redacted parameters exactly as the approver sees them. */
+  parameters?: Record<string, unknown>;
+  expiresAt?: string;
+  shortCode?: string | null;
+  decidedBy?: DecidedBy;
+  decidedAt?: string;
+  comment?: string | null;
+  /** A compact JWS, only on an approval. */
+  grant?: string | null;
+  operation?: string;
+  outcome?: unknown;
+  code?: string;
+  detail?: string;
+}
+
+const STATUSES = new Set<string>(Object.values(ApprovalStatus));
+const TYPES = new Set(["approval_start", "approval_decided", "handoff_start"]);
+
+/** A Decision from a response body; a body that is not one is refused, never guessed at. */
+export function parseDecision(body: unknown): Decision {
+  const value = body as Record<string, unknown> | null;
+  const ok =
+    typeof value === "object" &&
+    value !== null &&
+    TYPES.has(String(value.type)) &&
+    STATUSES.has(String(value.status)) &&
+    ["approvalId", "executionId", "toolCallId", "toolName", "parametersDigest"].every(
+      (k) => typeof value[k] === "string",
+    );
+  if (!ok) {
+    throw new InvalidRequest("Cosigner's answer is not an approval; check COSIGNER_URL points at Cosigner", {
+      field: "body",
+    });
+  }
+  return value as unknown as Decision;
+}
+
+/** True once nobody can change the decision any more (an approved operation: once carried out). */
+export function isSettled(decision: Decision): boolean {
+  if (decision.status === ApprovalStatus.PENDING) return false;
+  return decision.operation === undefined || decision.status !== ApprovalStatus.APPROVED || decision.outcome != null;
+}

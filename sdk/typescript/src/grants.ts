@@ -1,0 +1,173 @@
+/**
+ * Check a grant without calling Cosigner: a compact JWS (RFC 7515) signed with Ed25519
+ * (`alg: EdDSA`) whose payload is the JCS form of its claims, checked with `jose` against
+ * the JWKS of `GET /v1/keys`. Any mismatch throws `GrantRefused`: do not run the call then.
+ */
+import { compactVerify, errors as joseErrors, importJWK, type CryptoKey, type JWK } from "jose";
+import { CanonicalFormError, parametersDigest } from "./digest.js";
+import { GrantRefused } from "./errors.js";
+
+/** The JWS `typ` of a Cosigner grant. */
+export const GRANT_TYPE = "cosigner-grant+jwt";
+const ALGORITHM = "EdDSA";
+const ISSUER = "cosigner";
+const TEXT_CLAIMS = ["sub", "tenant", "executionId", "toolCallId", "toolName", "digest"] as const;
+
+/** What a verified grant allows. */
+export interface GrantClaims {
+  tenant: string;
+  approvalId: string;
+  executionId: string;
+  toolCallId: string;
+  toolName: string;
+  digest: string;
+  issuedAt: number;
+  expiresAt: number;
+}
+
+/** What the call about to run must match, and the moment of the check. */
+export interface GrantCheck {
+  toolName: string;
+  parameters: unknown;
+  toolCallId?: string;
+  tenant?: string;
+  approvalId?: string;
+  /** Unix seconds; defaults to now. */
+  now?: number;
+  /** Seconds of clock skew tolerated; 5 by default. */
+  leeway?: number;
+}
+
+/** A JSON Web Key Set, as `GET /v1/keys` returns it. */
+export interface Jwks {
+  keys: JWK[];
+}
+
+function part(token: string, index: number): Record<string, unknown> {
+  try {
+    const value: unknown = JSON.parse(Buffer.from(token.split(".")[index] ?? "", "base64url").toString("utf8"));
+    if (typeof value === "object" && value !== null && !Array.isArray(value)) return value as Record<string, unknown>;
+  } catch {
+    // refused below
+  }
+  throw new GrantRefused("malformed grant: expected a compact JWS of three base64url parts");
+}
+
+/** The `kid` a grant says it was signed with (unverified: only to pick the key). */
+export function keyId(token: string): string {
+  return String(part(token, 0).kid);
+}
+
+/** The tool a grant names, unverified: used only when the caller did not say. */
+export function unverifiedToolName(token: string): string {
+  return String(part(token, 1).toolName);
+}
+
+/** The Ed25519 verification keys of a JWKS by `kid`; other key types never count. */
+export async function publicKeys(jwks: unknown): Promise<Map<string, CryptoKey | Uint8Array>> {
+  const keys = (jwks as Jwks | null)?.keys;
+  if (!Array.isArray(keys)) {
+    throw new GrantRefused('the key set is not a JWKS ({"keys": [...]}); pass the JSON of GET /v1/keys');
+  }
+  const found = new Map<string, CryptoKey | Uint8Array>();
+  for (const jwk of keys) {
+    // Only Ed25519 public keys: an `oct` or RSA entry under the same kid must not become a
+    // way to check the token with another algorithm.
+    if (jwk?.kty !== "OKP" || jwk.crv !== "Ed25519" || "d" in jwk || typeof jwk.kid !== "string") continue;
+    try {
+      found.set(jwk.kid, await importJWK({ kty: "OKP", crv: "Ed25519", x: jwk.x }, ALGORITHM));
+    } catch {
+      continue;
+    }
+  }
+  return found;
+}
+
+async function signedClaims(token: string, keys: Map<string, CryptoKey | Uint8Array>): Promise<Record<string, unknown>> {
+  if (typeof token !== "string" || token.split(".").length !== 3) {
+    throw new GrantRefused("malformed grant: expected a compact JWS of three base64url parts");
+  }
+  const header = part(token, 0);
+  if (header.alg !== ALGORITHM || header.typ !== GRANT_TYPE) {
+    throw new GrantRefused(`not a Cosigner grant (alg must be ${ALGORITHM}, typ ${GRANT_TYPE})`);
+  }
+  const key = keys.get(String(header.kid));
+  if (key === undefined) throw new GrantRefused(`unknown key id ${JSON.stringify(header.kid)}; refresh GET /v1/keys`);
+  let payload: Uint8Array;
+  try {
+    ({ payload } = await compactVerify(token, key, { algorithms: [ALGORITHM] }));
+  } catch (exc) {
+    if (exc instanceof joseErrors.JWSSignatureVerificationFailed) {
+      throw new GrantRefused("signature does not verify: the grant was altered or forged");
+    }
+    throw new GrantRefused(`malformed grant: ${(exc as Error).message}`);
+  }
+  let claims: Record<string, unknown>;
+  try {
+    claims = JSON.parse(new TextDecoder().decode(payload)) as Record<string, unknown>;
+  } catch {
+    throw new GrantRefused("malformed grant: the claims are not JSON");
+  }
+  if (claims.iss !== ISSUER) throw new GrantRefused(`grant was not issued by "${ISSUER}"`);
+  for (const name of TEXT_CLAIMS) {
+    if (!(name in claims)) throw new GrantRefused(`grant lacks the "${name}" claim`);
+    if (typeof claims[name] !== "string") throw new GrantRefused(`grant claim "${name}" must be a string`);
+  }
+  for (const name of ["iat", "exp"]) {
+    if (!Number.isSafeInteger(claims[name])) throw new GrantRefused(`grant claim "${name}" must be whole seconds`);
+  }
+  return claims;
+}
+
+/** Verify signature, lifetime, tool (and call, tenant, approval if given) and the digest of
+ * the parameters about to be used, against an already parsed key set. */
+export async function verifyGrantWithKeys(
+  token: string,
+  keys: Map<string, CryptoKey | Uint8Array>,
+  check: GrantCheck,
+): Promise<GrantClaims> {
+  const claims = await signedClaims(token, keys);
+  const now = check.now ?? Date.now() / 1000;
+  const leeway = check.leeway ?? 5;
+  if (now >= (claims.exp as number) + leeway) throw new GrantRefused("grant expired; ask Cosigner for a fresh decision");
+  if ((claims.iat as number) > now + leeway) {
+    throw new GrantRefused("grant is issued in the future; check this machine's clock");
+  }
+  if (claims.toolName !== check.toolName) {
+    throw new GrantRefused(`grant is for tool "${String(claims.toolName)}", not "${check.toolName}"`);
+  }
+  if (check.toolCallId !== undefined && claims.toolCallId !== check.toolCallId) {
+    throw new GrantRefused("grant is for another tool call");
+  }
+  if (check.tenant !== undefined && claims.tenant !== check.tenant) throw new GrantRefused("grant is for another tenant");
+  if (check.approvalId !== undefined && claims.sub !== check.approvalId) {
+    throw new GrantRefused("grant is for another approval");
+  }
+  let digest: string;
+  try {
+    digest = parametersDigest(check.parameters);
+  } catch (exc) {
+    if (exc instanceof CanonicalFormError) {
+      throw new GrantRefused(`parameters have no canonical JSON form (${exc.message})`);
+    }
+    throw exc;
+  }
+  if (claims.digest !== digest) {
+    throw new GrantRefused("parameters differ from the ones the approver saw; do not run the call");
+  }
+  return {
+    tenant: claims.tenant as string,
+    approvalId: claims.sub as string,
+    executionId: claims.executionId as string,
+    toolCallId: claims.toolCallId as string,
+    toolName: claims.toolName as string,
+    digest: claims.digest as string,
+    issuedAt: claims.iat as number,
+    expiresAt: claims.exp as number,
+  };
+}
+
+/** `verifyGrantWithKeys` for the JSON of `GET /v1/keys`. */
+export async function verifyGrant(token: string, jwks: unknown, check: GrantCheck): Promise<GrantClaims> {
+  return verifyGrantWithKeys(token, await publicKeys(jwks), check);
+}
