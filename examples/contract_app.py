@@ -4,7 +4,8 @@ One operation, `order.refund_missing_discount`: the agent proposes a refund for 
 whose discount was not applied; this application looks the order up and freezes the
 amount itself (the agent never names it), shows a preview, and after approval refunds,
 but only if the order still needs it (revalidation). Every call must carry a valid
-`Cosigner-Signature` made with the shared secret; anything else is refused with 401.
+Standard Webhooks signature (`webhook-id`, `webhook-timestamp`, `webhook-signature`) made
+with the shared secret; anything else is refused with 401.
 
     export ORDERS_CONTRACT_SECRET=…           # the same value Cosigner's policy names
     python examples/contract_app.py           # listens on 127.0.0.1:8100 (CONTRACT_APP_PORT)
@@ -33,7 +34,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from cosigner.grants import verify_callback
+from cosigner.errors import InvalidSignature
+from cosigner.webhooks import verify_request
 
 OPERATION = "order.refund_missing_discount"
 
@@ -167,7 +169,9 @@ def build(secret: str, shop: Orders | None = None) -> Starlette:
 
     async def endpoint(request: Request) -> Response:
         body = await request.body()
-        if not verify_callback(secret, request.headers.get("cosigner-signature", ""), body):
+        try:
+            verify_request(body, request.headers, secret)
+        except InvalidSignature:
             with shop.lock:
                 shop.forged += 1
             return JSONResponse({"error": {"message": "bad signature"}}, status_code=401)

@@ -1,4 +1,4 @@
-"""Check a grant, or a callback signature, without calling Cosigner.
+"""Check a grant without calling Cosigner (callback signatures: `cosigner.webhooks`).
 
 A grant is a compact JWS (RFC 7515) signed with Ed25519 (`alg: EdDSA`, RFC 8037) whose
 payload is the JCS form of its claims. A tool executor holding an approved decision runs::
@@ -16,7 +16,6 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-import hmac
 import json
 import time
 from collections.abc import Mapping
@@ -203,26 +202,3 @@ def verify_grant_with_keys(
         issued_at=claims["iat"],
         expires_at=claims["exp"],
     )
-
-
-def sign_callback(secret: str, body: bytes, timestamp: int) -> str:
-    """The `Cosigner-Signature` header value for a callback body."""
-    mac = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
-    return f"t={timestamp},v1={mac}"
-
-
-def verify_callback(
-    secret: str, header: str, body: bytes, *, tolerance: int = 300, now: float | None = None
-) -> bool:
-    """True if `Cosigner-Signature` matches the raw body and is fresh."""
-    try:
-        parts = dict(p.split("=", 1) for p in header.split(","))
-        timestamp = int(parts["t"])
-    except (ValueError, KeyError):
-        return False
-    current = time.time() if now is None else now
-    if abs(current - timestamp) > tolerance:
-        return False
-    expected = sign_callback(secret, body, timestamp).split(",v1=", 1)[1]
-    # Compare bytes: compare_digest raises on non-ASCII str, and a header is untrusted input.
-    return hmac.compare_digest(expected.encode(), parts.get("v1", "").encode(errors="replace"))
