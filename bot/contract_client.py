@@ -18,7 +18,6 @@ from bot.approval import new_id
 from bot.egress import EgressRefused
 from bot.transport import Answer, Egress, EgressFailed, Unreached
 from contracts.enums import ErrorCode
-from contracts.webhooks import signing_key
 from contracts.operations import (
     ExecuteCall,
     ExecuteOutcome,
@@ -31,6 +30,7 @@ from contracts.operations import (
     status_answer,
 )
 from contracts.operations import PrepareCall as PrepareCall
+from contracts.webhooks import signing_key
 
 USER_AGENT = "cosigner-contract/1"
 

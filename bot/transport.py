@@ -18,10 +18,11 @@ httpcore's pool cost about ten times the CPU per request of aiohttp's connector
 (bench/contract_trips.py; docs/performance.md). Redirects are never followed, proxies
 from the environment are not used, cookies are not kept.
 
-Every request is signed by Standard Webhooks (`Egress.post_signed`, the one signing place:
-`webhook-id` is the delivery id, the same on each retry). `Egress.post` answers an `Answer` (status and body) or raises `EgressRefused` (the rules
-refuse the target), `Unreached` (no connection was made: the request cannot have arrived)
-or `Lost` (the request may have arrived; its answer did not come).
+Every request is signed by Standard Webhooks (`Egress.post_signed`, the one signing place;
+`webhook-id` is the delivery id, the same on each retry). `Egress.post` answers an `Answer`
+(status and body) or raises `EgressRefused` (the rules refuse the target), `Unreached` (no
+connection was made: the request cannot have arrived) or `Lost` (the request may have
+arrived; its answer did not come).
 """
 
 from __future__ import annotations
@@ -35,9 +36,9 @@ from ipaddress import ip_address
 
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
-from contracts import webhooks
 
 from bot.egress import AllowList, EgressRefused, IPAddress, check_addresses, check_url, unmapped
+from contracts import webhooks
 
 Resolver = Callable[[str, int], Awaitable[Sequence[str]]]
 """Resolve (host, port) to IP address strings."""
