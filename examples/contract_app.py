@@ -35,7 +35,6 @@ from typing import Any
 
 import httpx
 from pydantic import ValidationError
-
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response

@@ -19,7 +19,7 @@ from cosigner.operations import ExecuteCall, arguments_digest
 from cosigner.webhooks import sign
 from tests.harness import TEST_SECRET, cosigner_app, until
 from tests.operations.application import SECRET, SECRET_ENV, contract_application, policy_for
-from tests.operations.test_lifecycle import ALLOW, decide, propose, proposal
+from tests.operations.test_lifecycle import ALLOW, decide, proposal, propose
 
 JWKS = GrantSigner(TEST_SECRET).jwks()
 
@@ -91,6 +91,7 @@ async def test_the_example_application_refuses_a_tampered_execute_before_running
     with contract_application() as app:
         body = json.dumps({**call, "arguments": {**call["arguments"], "amountCents": 1}}).encode()
         headers = {"Content-Type": "application/json", **sign(SECRET, "dlv_x", int(time.time()), body)}
-        answer = httpx.post(app.url, content=body, headers=headers)
+        async with httpx.AsyncClient() as client:
+            answer = await client.post(app.url, content=body, headers=headers)
         assert answer.status_code == 403 and "arguments differ" in answer.text
         assert app.shop.refunds == 0 and app.shop.refused_grants == 1
