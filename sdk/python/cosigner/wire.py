@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, HttpUrl, PlainSerializer, WithJsonSchema
+from pydantic import BaseModel, ConfigDict, Field, HttpUrl, PlainSerializer, WithJsonSchema, field_validator
 
 from cosigner.names import PhoneNumber, SlackId, ToolName
 
@@ -44,8 +44,31 @@ CallbackUrl = Annotated[
 """An http(s) URL; the schema states the scheme, which `format: uri` alone does not."""
 
 
+NO_NUL_PATTERN = "^[^\\u0000]*$"
+"""The schema's statement of the NUL rule, on every string field that has no pattern of its own."""
+
+
+def _no_nul(value: Any) -> Any:
+    # PostgreSQL text cannot hold U+0000: let it through and the INSERT or lookup fails with a
+    # 500 (SQLite would store it). So no string of any wire model may carry one.
+    strings = value if isinstance(value, (list, tuple)) else (value,)
+    if any(isinstance(text, str) and "\x00" in text for text in strings):
+        raise ValueError("must not contain the NUL character (\\u0000)")
+    return value
+
+
+def _state_no_nul(schema: dict[str, Any]) -> None:
+    """Add the NUL rule to the string schemas of one model's properties (and their items)."""
+    for prop in schema.get("properties", {}).values():
+        for part in (prop, *prop.get("anyOf", ()), prop.get("items") or {}):
+            if part.get("type") == "string" and "pattern" not in part and "enum" not in part:
+                if "const" not in part and "format" not in part:
+                    part["pattern"] = NO_NUL_PATTERN
+
+
 class Wire(BaseModel):
-    """Base of wire models: unknown fields are refused, and no value is coerced to another type."""
+    """Base of wire models: unknown fields are refused, no value is coerced to another type, and
+    no string (nor string in a list) holds NUL: the one rule, here, with the schema saying so."""
 
     model_config = ConfigDict(
         extra="forbid",
@@ -53,7 +76,13 @@ class Wire(BaseModel):
         strict=True,
         # An answer always carries its defaulted fields (`type`, `kind`): the schema says so.
         json_schema_serialization_defaults_required=True,
+        json_schema_extra=_state_no_nul,
     )
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _no_nul_in_strings(cls, value: Any) -> Any:
+        return _no_nul(value)
 
 
 # --- surfaces ---------------------------------------------------------------
@@ -125,20 +154,8 @@ Surface = Annotated[
 Identifier = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_.:\-]+$")]
 
 
-def _no_nul(text: str) -> str:
-    # PostgreSQL text cannot hold U+0000: let it through and the INSERT fails with a 500.
-    if "\x00" in text:
-        raise ValueError("must not contain the NUL character (\\u0000)")
-    return text
-
-
-FreeText = Annotated[
-    str,
-    AfterValidator(_no_nul),
-    # The same rule in the published schema, so a client built from /openapi.json keeps to it.
-    Field(json_schema_extra={"pattern": "^[^\\u0000]*$"}),
-]
-"""Free text stored as is (reason, comment): any characters but NUL."""
+FreeText = str
+"""Free text stored as is (reason, comment): any characters but NUL (the rule of `Wire`)."""
 
 
 class ApprovalRequest(Wire):
@@ -172,7 +189,7 @@ class AdmitRequest(Wire):
 
     executionId: Identifier
     surface: Surface
-    tools: list[Annotated[str, Field(min_length=1, max_length=128)]] = Field(max_length=500)
+    tools: list[ToolName] = Field(max_length=500)
 
 
 class DecisionRequest(Wire):
