@@ -11,6 +11,7 @@ the approval is `bot.execution`.
 
 from __future__ import annotations
 
+import json
 import logging
 
 from bot.approval import new_id
@@ -27,6 +28,7 @@ from contracts.answers import Decision
 from contracts.enums import ApprovalMode, SurfaceType
 from contracts.errors import (
     ApprovalModeUnsupported,
+    InvalidRequest,
     OperationRejected,
     OperationUnavailable,
     PermissionDenied,
@@ -34,7 +36,7 @@ from contracts.errors import (
 from contracts.operations import arguments_digest
 from contracts.wire import ApprovalRequest, OperationRequest
 from storage import approvals as ledger
-from storage.operations import OperationRecord
+from storage.operations import OperationRecord, arguments_context
 
 log = logging.getLogger("cosigner.operations")
 
@@ -143,9 +145,13 @@ class Proposals:
                 reference=approval_id,
             ) from None
         json_limits(prepared.arguments, "arguments")
+        if engine.seal is None:
+            raise InvalidRequest("operations need COSIGNER_SECRET on this server (it seals their arguments)")
         contract = OperationRecord(
             name=req.operation,
-            arguments=prepared.arguments,
+            sealed_arguments=engine.seal.seal(
+                json.dumps(prepared.arguments, separators=(",", ":")), arguments_context(tenant, approval_id)
+            ),
             preview=prepared.preview.model_dump(mode="json"),
             arguments_digest=arguments_digest(req.operation, prepared.arguments, prepared.preview),
             url=rule.url,
