@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 import uvicorn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -145,9 +146,13 @@ async def bench(args: argparse.Namespace) -> int:
     module = example()
     shop = module.Orders(orders=EveryOrder(module.Order))
     secret = secrets.token_urlsafe(24)
+    keys: dict[str, Any] = {}
     app_port = rt.free_port()
     server_app = uvicorn.Server(
-        uvicorn.Config(module.build(secret, shop), host="127.0.0.1", port=app_port, log_level="warning")
+        # The application checks each execute's grant against the server's keys, fetched below.
+        uvicorn.Config(
+            module.build(secret, lambda: keys, shop), host="127.0.0.1", port=app_port, log_level="warning"
+        )
     )
     serving = asyncio.create_task(server_app.serve())
     while not server_app.started:  # noqa: ASYNC110 (uvicorn offers no event to wait on)
@@ -159,6 +164,8 @@ async def bench(args: argparse.Namespace) -> int:
         async with rt.running_server(
             "sqlite", args.pg_admin, cores[0], args.server_log_level, policy_text=policy(url), extra_env=env
         ) as server:
+            async with httpx.AsyncClient() as fetch:
+                keys.update((await fetch.get(f"{server.url}/v1/keys")).raise_for_status().json())
             print(
                 f"\n== contract round trips: server pid {server.pid} on core {cores[0]}; "
                 f"client and application on core {cores[1]}"

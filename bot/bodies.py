@@ -6,6 +6,7 @@ from typing import Any
 
 from bot.grants import GrantSigner
 from contracts.answers import ApprovalStart, DecidedBy, Decision, SystemDecider
+from contracts.digest import parameters_digest
 from contracts.enums import ApprovalStatus
 from contracts.handoff import CODES, HandoffStart
 from storage.records import Record, ts
@@ -31,6 +32,15 @@ def operation_fields(rec: Record, *, preview: bool) -> dict[str, Any]:
     else:
         fields["outcome"] = op.outcome_model
     return fields
+
+
+def contract_claims(rec: Record) -> dict[str, str]:
+    """An operation's grant binds the contract too, so the application can check with the grant
+    alone that it runs what was approved: `argumentsDigest` and the preview's `previewDigest`."""
+    op = rec.operation
+    if op is None:
+        return {}
+    return {"argumentsDigest": op.arguments_digest, "previewDigest": parameters_digest(op.preview)}
 
 
 def start_body(rec: Record) -> Start:
@@ -82,6 +92,7 @@ def decision_body(rec: Record, signer: GrantSigner, grant_ttl: float) -> Decisio
                 "digest": rec.digest,
                 "iat": int(decided_at),
                 "exp": int(decided_at + grant_ttl),
+                **contract_claims(rec),
             }
         )
     handoff = rec.handoff

@@ -1,8 +1,8 @@
 """Cosigner's side of the application protocol: signed `prepare`, `execute` and `status` calls.
 
 Each call is a `POST` of compact JSON to the operation's `url`, signed exactly as callbacks
-are (`Cosigner-Signature: t=…,v1=…` over `"t." + body`, keyed with the secret in the
-operation's `secret_env`), through the same checked, pinned egress client. Whatever goes
+are (Standard Webhooks: `webhook-id`, `webhook-timestamp`, `webhook-signature`, keyed with
+the secret in the operation's `secret_env`), through the same checked, pinned egress client. Whatever goes
 wrong on the way (no answer, a timeout, a body that is not one of the protocol's) is one
 `ApplicationFailed`, whose text names the fix and never quotes a secret.
 """
@@ -18,7 +18,6 @@ from bot.approval import new_id
 from bot.egress import EgressRefused
 from bot.transport import Answer, Egress, EgressFailed, Unreached
 from contracts.enums import ErrorCode
-from contracts.grants import sign_callback
 from contracts.operations import (
     ExecuteCall,
     ExecuteOutcome,
@@ -31,6 +30,7 @@ from contracts.operations import (
     status_answer,
 )
 from contracts.operations import PrepareCall as PrepareCall
+from contracts.webhooks import signing_key
 
 USER_AGENT = "cosigner-contract/1"
 
@@ -72,15 +72,21 @@ class ContractClient:
         secret = self.environ.get(secret_env)
         if not secret:
             raise ApplicationFailed(f"{secret_env} is not set; set the operation's signing secret")
-        body = call.model_dump_json(exclude_none=True).encode()
-        headers = {
-            "Content-Type": "application/json",
-            "Cosigner-Signature": sign_callback(secret, body, int(self.clock())),
-            "Cosigner-Delivery": new_id("dlv"),
-            "User-Agent": USER_AGENT,
-        }
         try:
-            return await self.http.post(url, content=body, headers=headers, timeout=seconds)
+            signing_key(secret)
+        except ValueError as exc:
+            raise ApplicationFailed(f"{secret_env}: {exc}") from None
+        body = call.model_dump_json(exclude_none=True).encode()
+        try:
+            return await self.http.post_signed(
+                url,
+                body,
+                secret=secret,
+                delivery=new_id("dlv"),
+                at=self.clock(),
+                user_agent=USER_AGENT,
+                timeout=seconds,
+            )
         except EgressRefused as exc:
             raise ApplicationFailed(f"the egress rules refuse {url}: {exc}") from None
         except Unreached as exc:

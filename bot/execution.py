@@ -12,6 +12,7 @@ agent, and queues the callback and the card update.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
@@ -35,7 +36,9 @@ from storage import approvals as ledger
 from storage import jobs, operations
 from storage.database import Tx
 from storage.jobs import Job
+from storage.operations import arguments_context
 from storage.records import Record, iso
+from storage.sealing import SealError
 
 log = logging.getLogger("cosigner.jobs")
 
@@ -153,11 +156,19 @@ class Execution:
         """POST `execute` (already counted as sent) and store the outcome it answers."""
         op = rec.operation
         assert op is not None
+        if self.engine.seal is None:
+            await self.retry(job, "no COSIGNER_SECRET to open the arguments with")
+            return
+        try:
+            opened = self.engine.seal.open(op.sealed_arguments, arguments_context(rec.tenant, rec.id))
+        except SealError as exc:
+            await self.retry(job, str(exc))
+            return
         call = ExecuteCall(
             operation=op.name,
             tenant=rec.tenant,
             proposalId=rec.id,
-            arguments=op.arguments,
+            arguments=json.loads(opened),
             preview=op.preview_model,
             argumentsDigest=op.arguments_digest,
             approvedBy=rec.decided_by.model_dump(mode="json", exclude_none=True) if rec.decided_by else {},

@@ -61,5 +61,6 @@ class GrantSigner:
 
 
 def callback_secret(secret: str, tenant: str) -> str:
-    """The tenant's callback signing secret, derived so it need not be stored."""
+    """The tenant's callback signing secret, derived so it need not be stored: a Standard Webhooks
+    secret, `whsec_` and 64 hex characters, whose key is what those characters decode to as base64."""
     return "whsec_" + hmac.new(secret.encode(), f"callback:{tenant}".encode(), hashlib.sha256).hexdigest()

@@ -30,7 +30,6 @@ from bot.transport import Egress, EgressFailed
 from contracts.answers import PersonDecider, decider_from_json
 from contracts.enums import ApprovalStatus, AuditEvent, JobKind, SurfaceType
 from contracts.errors import AlreadyDecided, ApprovalNotFound, CosignerError
-from contracts.grants import sign_callback
 from contracts.handoff import DETAIL_MAX, UNVERIFIED, ExpectAnswer, ExpectCall, HandoffReceipt, HandoffState
 from contracts.ports import ApprovalCard
 from storage import approvals as ledger
@@ -217,14 +216,15 @@ async def _ask(
             toolName=rec.tool_name,
             parameters=parameters,
         )
-        body = call.model_dump_json().encode()
-        headers = {
-            "Content-Type": "application/json",
-            "Cosigner-Signature": sign_callback(secret, body, int(engine.clock())),
-            "Cosigner-Delivery": delivery,
-            "User-Agent": "cosigner-expect/1",
-        }
-        response = await http.post(state.url, content=body, headers=headers, timeout=CHECK_TIMEOUT)
+        response = await http.post_signed(
+            state.url,
+            call.model_dump_json().encode(),
+            secret=secret,
+            delivery=delivery,
+            at=engine.clock(),
+            user_agent="cosigner-expect/1",
+            timeout=CHECK_TIMEOUT,
+        )
         note["status"] = response.status_code
         if response.status_code != 200:
             raise _Unverified(f"HTTP {response.status_code}")

@@ -11,6 +11,9 @@ the approval is `bot.execution`.
 
 from __future__ import annotations
 
+import json
+import logging
+
 from bot.approval import new_id
 from bot.bodies import Start
 from bot.checks import callback_allowed, json_limits, surface_belongs
@@ -18,14 +21,24 @@ from bot.contract_client import ApplicationFailed, ContractClient, PrepareCall, 
 from bot.engine import Engine
 from bot.operation_rules import OperationRule
 from bot.policy import ToolRule, mode_of
+from bot.redaction import redact
+from bot.routing import route_for
 from bot.tracing import SpanName, answered
 from contracts.answers import Decision
-from contracts.enums import SurfaceType
-from contracts.errors import OperationRejected, OperationUnavailable, PermissionDenied
+from contracts.enums import ApprovalMode, SurfaceType
+from contracts.errors import (
+    ApprovalModeUnsupported,
+    InvalidRequest,
+    OperationRejected,
+    OperationUnavailable,
+    PermissionDenied,
+)
 from contracts.operations import arguments_digest
 from contracts.wire import ApprovalRequest, OperationRequest
 from storage import approvals as ledger
-from storage.operations import OperationRecord
+from storage.operations import OperationRecord, arguments_context
+
+log = logging.getLogger("cosigner.operations")
 
 
 def tool_rule(engine: Engine, tenant: str, rule: OperationRule) -> ToolRule:
@@ -85,8 +98,9 @@ class Proposals:
             callback_allowed(str(req.callbackUrl), engine.callback_allow)
         approval_rule = tool_rule(engine, tenant, rule)
         call = as_call(req, req.timeoutSeconds)
-        if rule.deny or await self._made_before(tenant, req):
-            # A replay (or a 409 for another request) and a standing deny need no contract.
+        if rule.deny or await self._made_before(tenant, req) or await self._held(tenant, approval_rule, req):
+            # A replay (or a 409 for another request), the policy's deny and a person's standing
+            # deny need no contract: the application is never asked to prepare a refused call.
             return await engine.create(tenant, call, rule=approval_rule)
         approval_id = new_id("apv")
         prepare = PrepareCall(
@@ -110,17 +124,34 @@ class Proposals:
                 result=answered,
             )
         except Rejected as exc:
-            raise OperationRejected(exc.message, operation=req.operation) from None
+            # The application's words reach the model, the log and the record: a credential
+            # in them is redacted like one in any other text shown.
+            raise OperationRejected(str(redact(exc.message)), operation=req.operation) from None
         except ApplicationFailed as exc:
+            # The detail names the operator's internal URL and egress rules: it is for the
+            # operator's log, never for the agent, which gets a reference to quote instead.
+            log.warning(
+                "operation %s could not be prepared at %s (reference %s): %s",
+                req.operation,
+                rule.url,
+                approval_id,
+                exc,
+                extra={"approval_id": approval_id, "tenant": tenant, "tool": req.operation, "url": rule.url},
+            )
             raise OperationUnavailable(
-                f"the application of {req.operation} could not prepare it: {exc}; nothing is pending, "
-                "so the same request may be sent again later",
+                f"the application of {req.operation} is unavailable; nothing is pending, so the same "
+                f"request may be sent again later (give the operator reference {approval_id})",
                 operation=req.operation,
+                reference=approval_id,
             ) from None
         json_limits(prepared.arguments, "arguments")
+        if engine.seal is None:
+            raise InvalidRequest("operations need COSIGNER_SECRET on this server (it seals their arguments)")
         contract = OperationRecord(
             name=req.operation,
-            arguments=prepared.arguments,
+            sealed_arguments=engine.seal.seal(
+                json.dumps(prepared.arguments, separators=(",", ":")), arguments_context(tenant, approval_id)
+            ),
             preview=prepared.preview.model_dump(mode="json"),
             arguments_digest=arguments_digest(req.operation, prepared.arguments, prepared.preview),
             url=rule.url,
@@ -142,3 +173,15 @@ class Proposals:
             lambda tx: ledger.made_before(tx, tenant, req.executionId, req.toolCallId)
         )
         return found is not None
+
+    async def _held(self, tenant: str, rule: ToolRule, req: OperationRequest) -> bool:
+        """True if a person's standing deny covers this proposal where it would be asked."""
+        engine = self.engine
+        if rule.mode is ApprovalMode.NONE:
+            return False  # decided by policy before any standing deny, as intake does
+        try:
+            route = route_for(engine.policy, tenant, rule, req.surface, engine.surfaces, engine.sms_sender)
+        except ApprovalModeUnsupported:
+            return False
+        held = await engine.denials.held(tenant, req.operation, rule.mode, route, req.surface.model_dump())
+        return held is not None

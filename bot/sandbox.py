@@ -29,7 +29,7 @@ from starlette.routing import BaseRoute, Mount, Route
 
 from bot.app import build_app, parts_of
 from bot.egress import LOOPBACK_ALLOW
-from bot.grants import callback_secret
+from bot.grants import GrantSigner, callback_secret
 from bot.policy import Policy, load_policy
 from bot.sandbox_page import SandboxPage
 from bot.server import ListenError, Server, bind
@@ -97,7 +97,9 @@ def demo_applications(public_url: str) -> tuple[Policy, list[BaseRoute]]:
     routes: list[BaseRoute] = []
     if ORDERS_APP.is_file():
         orders = _example("contract_app", ORDERS_APP)
-        routes.append(Mount("/demo-orders", app=orders.build(os.environ[ORDERS_SECRET_ENV])))
+        # It checks each execute's grant against the sandbox's own keys (the same DEV_SECRET).
+        keys = GrantSigner(DEV_SECRET).jwks()
+        routes.append(Mount("/demo-orders", app=orders.build(os.environ[ORDERS_SECRET_ENV], lambda: keys)))
     if EXPECT_APP.is_file():
         expect = _example("expect_app", EXPECT_APP).ExpectApp(os.environ[EXPECT_SECRET_ENV])
 

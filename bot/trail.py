@@ -63,6 +63,14 @@ def record_result(
     rec = ledger.head(tx, approval_id, lock=True)
     if rec is None or rec.tenant != tenant:
         raise ApprovalNotFound(f"no approval {approval_id} for this API key")
+    if rec.operation:
+        # The application executed it and its outcome is final (it is on the decision
+        # object): an agent's word about the same call must not stand beside it.
+        raise AlreadyDecided(
+            f"approval {rec.id} is an operation: its application carries it out and reports the "
+            "outcome itself (the decision's `outcome`); an agent reports results only for its own calls",
+            status=rec.status.value,
+        )
     if rec.status is ApprovalStatus.PENDING:
         raise ApprovalPending(
             f"approval {rec.id} is pending; run the call only once it is approved, then report its result",

@@ -18,9 +18,11 @@ httpcore's pool cost about ten times the CPU per request of aiohttp's connector
 (bench/contract_trips.py; docs/performance.md). Redirects are never followed, proxies
 from the environment are not used, cookies are not kept.
 
-`Egress.post` answers an `Answer` (status and body) or raises `EgressRefused` (the rules
-refuse the target), `Unreached` (no connection was made: the request cannot have arrived)
-or `Lost` (the request may have arrived; its answer did not come).
+Every request is signed by Standard Webhooks (`Egress.post_signed`, the one signing place;
+`webhook-id` is the delivery id, the same on each retry). `Egress.post` answers an `Answer`
+(status and body) or raises `EgressRefused` (the rules refuse the target), `Unreached` (no
+connection was made: the request cannot have arrived) or `Lost` (the request may have
+arrived; its answer did not come).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 
 from bot.egress import AllowList, EgressRefused, IPAddress, check_addresses, check_url, unmapped
+from contracts import webhooks
 
 Resolver = Callable[[str, int], Awaitable[Sequence[str]]]
 """Resolve (host, port) to IP address strings."""
@@ -179,6 +182,25 @@ class Egress:
             raise Unreached(type(exc).__name__) from None
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
             raise Lost(type(exc).__name__) from None
+
+    async def post_signed(
+        self,
+        url: str,
+        body: bytes,
+        *,
+        secret: str,
+        delivery: str,
+        at: float,
+        user_agent: str,
+        timeout: float = 10.0,  # noqa: ASYNC109 (a per-request limit, as in httpx)
+    ) -> Answer:
+        """POST JSON `body` signed by Standard Webhooks as delivery `delivery` (`webhook-id`)."""
+        headers = {
+            "Content-Type": "application/json",
+            "User-Agent": user_agent,
+            **webhooks.sign(secret, delivery, int(at), body),
+        }
+        return await self.post(url, content=body, headers=headers, timeout=timeout)
 
     async def aclose(self) -> None:
         """Close the open connections."""

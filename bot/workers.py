@@ -21,7 +21,6 @@ from bot.tracing import SpanName, delivery_outcome, http_outcome
 from bot.transport import Egress, EgressFailed
 from contracts.enums import AuditEvent, ErrorCode, JobKind
 from contracts.errors import CosignerError, SurfaceUnavailable
-from contracts.grants import sign_callback
 from contracts.ports import SurfaceAdapter
 from storage import jobs
 from storage.jobs import Job
@@ -175,17 +174,17 @@ class JobWorker:
             return
         payload = job.payload
         body = self.engine.body(rec).model_dump_json().encode()
-        stamp = int(self.engine.clock())
-        headers = {
-            "Content-Type": "application/json",
-            "Cosigner-Signature": sign_callback(callback_secret(self.secret, rec.tenant), body, stamp),
-            "Cosigner-Delivery": payload["delivery"],
-            "User-Agent": "cosigner-callback/1",
-        }
         status: int | None = None
         error: str | None = None
         try:
-            post = self.http.post(rec.callback_url, content=body, headers=headers, timeout=10.0)
+            post = self.http.post_signed(
+                rec.callback_url,
+                body,
+                secret=callback_secret(self.secret, rec.tenant),
+                delivery=payload["delivery"],
+                at=self.engine.clock(),
+                user_agent="cosigner-callback/1",
+            )
             response = await self.engine.tracing.run(
                 rec, SpanName.CALLBACK, post, attempt=job.attempts, result=http_outcome
             )

@@ -1,4 +1,4 @@
-"""Grant and callback checks, as the agent SDK defines them (`cosigner.grants`).
+"""Grant checks, as the agent SDK defines them (`cosigner.grants`).
 
 The server and the SDK share one definition; this name stays for the server's imports.
 """
@@ -12,8 +12,6 @@ from cosigner.grants import (
     GrantClaims,
     GrantRefused,
     jwk_thumbprint,
-    sign_callback,
-    verify_callback,
     verify_grant,
 )
 
@@ -24,7 +22,5 @@ __all__ = [
     "GrantClaims",
     "GrantRefused",
     "jwk_thumbprint",
-    "sign_callback",
-    "verify_callback",
     "verify_grant",
 ]

@@ -49,7 +49,7 @@ class HandoffState(BaseModel):
     sealed: str  # the unredacted parameters, sealed under COSIGNER_SECRET for the check only
     done_by: str | None = None  # the PersonDecider JSON of who pressed Done
     done_at: float | None = None
-    delivery: str | None = None  # the Cosigner-Delivery id of the expect call
+    delivery: str | None = None  # the webhook-id of the signed expect call
     receipt: HandoffReceipt | None = None
     detail: str | None = None
 

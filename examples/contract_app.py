@@ -4,7 +4,10 @@ One operation, `order.refund_missing_discount`: the agent proposes a refund for 
 whose discount was not applied; this application looks the order up and freezes the
 amount itself (the agent never names it), shows a preview, and after approval refunds,
 but only if the order still needs it (revalidation). Every call must carry a valid
-`Cosigner-Signature` made with the shared secret; anything else is refused with 401.
+Standard Webhooks signature (`webhook-id`, `webhook-timestamp`, `webhook-signature`) made
+with the shared secret; anything else is refused with 401. An `execute` runs only if its
+grant (checked offline against Cosigner's `GET /v1/keys`) binds exactly the arguments and
+preview it carries (`cosigner.grants.verify_execute`); anything else is refused with 403.
 
     export ORDERS_CONTRACT_SECRET=…           # the same value Cosigner's policy names
     python examples/contract_app.py           # listens on 127.0.0.1:8100 (CONTRACT_APP_PORT)
@@ -25,15 +28,22 @@ import asyncio
 import json
 import os
 import threading
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
+from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from cosigner.grants import verify_callback
+from cosigner.errors import InvalidSignature
+from cosigner.grants import GrantRefused, verify_execute
+from cosigner.operations import ExecuteCall
+from cosigner.webhooks import verify_request
 
 OPERATION = "order.refund_missing_discount"
 
@@ -63,6 +73,8 @@ class Orders:
     calls: dict[str, int] = field(default_factory=lambda: {"prepare": 0, "execute": 0, "status": 0})
     refunds: int = 0
     forged: int = 0
+    refused_grants: int = 0  # execute calls whose grant did not bind their arguments
+    last_execute: dict[str, Any] | None = None  # the last execute call whose grant checked out
     lose_next_execute: bool = False  # answer 503 without doing anything (never started)
     hold_execute: threading.Event | None = None  # refund, then hold the answer until set
     reconcile: int = 0  # answer needs_reconciliation; status says in_progress this many times
@@ -161,13 +173,33 @@ def _refuse(message: str) -> Response:
     return JSONResponse({"error": {"message": message}}, status_code=422)
 
 
-def build(secret: str, shop: Orders | None = None) -> Starlette:
-    """The application as an ASGI app; `app.state.shop` holds its state."""
+def build(
+    secret: str,
+    jwks: Callable[[], Mapping[str, Any]],
+    shop: Orders | None = None,
+    now: Callable[[], float] = time.time,
+) -> Starlette:
+    """The application as an ASGI app; `app.state.shop` holds its state. `jwks` gives
+    Cosigner's `GET /v1/keys`, against which every `execute`'s grant is checked."""
     shop = shop or Orders()
+
+    def granted(call: dict[str, Any]) -> str | None:
+        """Why the grant does not allow this execute (None: it does)."""
+        try:
+            verify_execute(ExecuteCall.model_validate(call), jwks(), now=now())
+        except (GrantRefused, ValidationError) as exc:
+            with shop.lock:
+                shop.refused_grants += 1
+            return str(exc)
+        with shop.lock:
+            shop.last_execute = call
+        return None
 
     async def endpoint(request: Request) -> Response:
         body = await request.body()
-        if not verify_callback(secret, request.headers.get("cosigner-signature", ""), body):
+        try:
+            verify_request(body, request.headers, secret)
+        except InvalidSignature:
             with shop.lock:
                 shop.forged += 1
             return JSONResponse({"error": {"message": "bad signature"}}, status_code=401)
@@ -179,6 +211,10 @@ def build(secret: str, shop: Orders | None = None) -> Starlette:
         if kind == "prepare":
             return prepare(shop, call)
         if kind == "execute":
+            # Before anything runs: the grant must bind exactly these arguments and preview.
+            refused = granted(call)
+            if refused is not None:
+                return JSONResponse({"error": {"message": f"grant refused: {refused}"}}, status_code=403)
             return await execute(shop, call)
         return status(shop, call)
 
@@ -195,7 +231,16 @@ def main() -> None:
     if not secret:
         raise SystemExit("set ORDERS_CONTRACT_SECRET to the secret Cosigner signs with")
     port = int(os.environ.get("CONTRACT_APP_PORT", "8100"))
-    uvicorn.run(build(secret), host="127.0.0.1", port=port, log_level="warning")
+    keys_url = os.environ.get("COSIGNER_URL", "http://127.0.0.1:8000").rstrip("/") + "/v1/keys"
+    cached: dict[str, Any] = {}
+
+    def jwks() -> Mapping[str, Any]:
+        # Fetched once: the keys change only with COSIGNER_SECRET (restart this app then).
+        if not cached:
+            cached.update(httpx.get(keys_url, timeout=10).raise_for_status().json())
+        return cached
+
+    uvicorn.run(build(secret, jwks), host="127.0.0.1", port=port, log_level="warning")
 
 
 if __name__ == "__main__":

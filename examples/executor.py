@@ -8,7 +8,8 @@ It reads COSIGNER_URL (default http://127.0.0.1:8000), COSIGNER_API_KEY and
 COSIGNER_CALLBACK_SECRET (defaults: demo.key and demo.callback-secret, which `cosigner dev`
 writes to its data folder, COSIGNER_DATA, default cosigner-data). `cosigner dev` prints the
 line that sets COSIGNER_URL, COSIGNER_API_KEY and COSIGNER_DATA. What it shows:
-  1. a callback receiver that checks `Cosigner-Signature` before it believes a decision;
+  1. a callback receiver that checks the Standard Webhooks signature (`cosigner.webhooks`)
+     before it believes a decision, and processes each `webhook-id` once;
   2. a call the policy approves at once (a read), whose grant (an EdDSA JWS) the executor
      verifies offline against the JWKS published at /v1/keys, then runs, then reports;
   3. the same grant presented with other parameters: refused, nothing runs;
@@ -31,7 +32,9 @@ from typing import Any
 import httpx
 import jwt
 
-from cosigner.grants import GrantRefused, sign_callback, verify_callback, verify_grant
+from cosigner import webhooks
+from cosigner.errors import InvalidSignature, ReplayedDelivery
+from cosigner.grants import GrantRefused, verify_grant
 
 DATA = "cosigner-data"  # `cosigner dev --data`'s default
 
@@ -58,26 +61,33 @@ def setting(env: str, file: str) -> str:
 
 
 class Receiver(http.server.BaseHTTPRequestHandler):
-    """Accepts a callback only if its signature verifies over the raw body."""
+    """Accepts a callback only if its signature verifies over the id, timestamp and raw body."""
 
     secret = ""
     verified: queue.Queue[dict[str, Any]] = queue.Queue()
+    seen = webhooks.DeliveryLog()
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-        signature = self.headers.get("Cosigner-Signature", "")
-        if not verify_callback(self.secret, signature, body):
-            print("CALLBACK REFUSED: bad or stale Cosigner-Signature", flush=True)
+        headers = dict(self.headers.items())
+        try:
+            decision = webhooks.verify(body, headers, self.secret, seen=self.seen)
+        except ReplayedDelivery:
+            print("CALLBACK already processed: answered 204, nothing done", flush=True)
+            self.send_response(204)
+            self.end_headers()
+            return
+        except InvalidSignature as exc:
+            print(f"CALLBACK REFUSED: {exc}", flush=True)
             self.send_response(401)
             self.end_headers()
             return
-        decision = json.loads(body)
         print(
-            f"CALLBACK verified: {decision['toolName']} {decision['status']} "
-            f"(delivery {self.headers.get('Cosigner-Delivery')})",
+            f"CALLBACK verified: {decision.tool_name} {decision.status.value} "
+            f"(delivery {self.headers.get('webhook-id')})",
             flush=True,
         )
-        self.verified.put(decision)
+        self.verified.put(json.loads(body))
         self.send_response(204)
         self.end_headers()
 
@@ -164,7 +174,7 @@ def main() -> int:
     response = httpx.post(
         callback,
         content=forged,
-        headers={"Cosigner-Signature": sign_callback("whsec_not_the_secret", forged, int(time.time()))},
+        headers=webhooks.sign("whsec_bm90IHRoZSBzZWNyZXQ=", "dlv_forged", int(time.time()), forged),
     )
     print(f"forged callback answered {response.status_code}", flush=True)
     server.shutdown()

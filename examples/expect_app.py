@@ -2,7 +2,7 @@
 
 A tool with a `[tools.NAME.handoff]` section is done by a person (here: publishing a change
 needs the owner's verification code). When the person presses Done, Cosigner POSTs the
-call to the handoff's `expect.url`, signed like callbacks with the secret in
+call to the handoff's `expect.url`, signed like callbacks (Standard Webhooks) with the secret in
 `expect.secret_env`. This app checks the signature on the raw body first (a forged or stale
 call gets 401 and learns nothing), then looks at its own state, never at the person's word:
 
@@ -23,7 +23,8 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from cosigner.grants import verify_callback
+from cosigner.errors import InvalidSignature
+from cosigner.webhooks import verify_request
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -54,8 +55,11 @@ class ExpectApp:
             return
         body = await _read(receive)
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
-        signature = headers.get("cosigner-signature", "")
-        if body is None or not verify_callback(self.secret, signature, body, now=self.now()):
+        try:
+            if body is None:
+                raise InvalidSignature("body over the limit")
+            verify_request(body, headers, self.secret, now=self.now())
+        except InvalidSignature:
             self.refused += 1
             await _answer(send, 401, {"error": "signature does not verify"})
             return

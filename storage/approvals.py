@@ -69,10 +69,12 @@ class Head:
     status: ApprovalStatus
     audit_seq: int
     audit_head: str
+    operation: bool = False  # an operation: the application, not the agent, reports its outcome
 
 
 _HEAD_COLUMNS = [
-    approvals.c[name] for name in ("id", "tenant", "tool_name", "status", "audit_seq", "audit_head")
+    *(approvals.c[name] for name in ("id", "tenant", "tool_name", "status", "audit_seq", "audit_head")),
+    approvals.c.operation.is_not(None).label("is_operation"),
 ]
 _HEAD = Direct(sa.select(*_HEAD_COLUMNS).where(approvals.c.id == sa.bindparam("id")))
 _HEAD_LOCKED = sa.select(*_HEAD_COLUMNS).where(approvals.c.id == sa.bindparam("id")).with_for_update()
@@ -84,7 +86,15 @@ def head(tx: Tx, approval_id: str, *, lock: bool = False) -> Head | None:
     row = _HEAD.first(tx, {"id": approval_id}, _HEAD_LOCKED if lock else None)
     if row is None:
         return None
-    return Head(row.id, row.tenant, row.tool_name, ApprovalStatus(row.status), row.audit_seq, row.audit_head)
+    return Head(
+        row.id,
+        row.tenant,
+        row.tool_name,
+        ApprovalStatus(row.status),
+        row.audit_seq,
+        row.audit_head,
+        bool(row.is_operation),
+    )
 
 
 def made_before(tx: Tx, tenant: str, execution_id: str, tool_call_id: str) -> Any:

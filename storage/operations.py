@@ -1,7 +1,11 @@
 """An operation's contract and execution as the approvals table keeps them (`operation`, JSON).
 
 The contract (the application's arguments and preview, frozen under `argumentsDigest`) is
-written once with the approval. The execution part changes in the approval's own
+written once with the approval. The arguments are sealed (`storage.sealing`, bound to the
+tenant and approval by `arguments_context`), as a handoff's parameters are: they are what
+the application will run, often with account numbers or addresses in them, and nobody
+reads them but the `execute` call. A row written before they were sealed holds them as
+clear JSON text, which `TokenSeal.open` returns as it is. The execution part changes in the approval's own
 conditional UPDATEs: `claimed` when the approval closes approved, `sent` before each
 `execute` leaves, and `settled` when the application's outcome is stored.
 """
@@ -22,7 +26,7 @@ class OperationRecord:
     """One approval's operation: the frozen contract, where to execute it, and how far it got."""
 
     name: str
-    arguments: dict[str, Any]
+    sealed_arguments: str  # the arguments' JSON text, sealed (clear in rows older than sealing)
     preview: dict[str, Any]
     arguments_digest: str
     url: str
@@ -39,6 +43,8 @@ class OperationRecord:
             return None
         d = json.loads(text)
         d["state"] = OperationState(d["state"])
+        if "arguments" in d:  # written before arguments were sealed: read as clear text
+            d["sealed_arguments"] = json.dumps(d.pop("arguments"), separators=(",", ":"))
         return cls(**d)
 
     def to_json(self) -> str:
@@ -59,6 +65,11 @@ class OperationRecord:
 
 
 _FIELDS = tuple(f.name for f in fields(OperationRecord))
+
+
+def arguments_context(tenant: str, approval_id: str) -> str:
+    """What sealed arguments are bound to: they open for this approval only."""
+    return f"operation arguments|{tenant}|{approval_id}"
 
 
 def prepared_event(op: OperationRecord) -> Event:

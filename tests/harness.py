@@ -342,8 +342,8 @@ class CallbackReceiver:
                         {
                             "path": self.path,
                             "host": self.headers.get("Host"),
-                            "delivery": self.headers.get("Cosigner-Delivery"),
-                            "signature": self.headers.get("Cosigner-Signature"),
+                            "delivery": self.headers.get("webhook-id"),
+                            "headers": dict(self.headers.items()),
                             "body": body,
                             "at": time.monotonic(),
                         }

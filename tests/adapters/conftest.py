@@ -99,7 +99,8 @@ def run_script(script: Path, env: dict[str, str], *args: str) -> str:
     """Run a resume script in a fresh Python process and return its stdout."""
     done = subprocess.run(
         [sys.executable, str(script), *args],
-        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
+        # This checkout's server and SDK, not an SDK the interpreter has installed elsewhere.
+        env={**os.environ, "PYTHONPATH": os.pathsep.join((str(ROOT), str(ROOT / "sdk" / "python"))), **env},
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -188,3 +188,58 @@ async def test_a_result_for_a_pending_approval_is_approval_pending(db_kind: str)
         await h.client.post(f"/v1/approvals/{aid}/cancel", headers=h.auth(key))
         r = await h.client.post(f"/v1/approvals/{aid}/result", headers=h.auth(key), json={"result": 1})
         assert (r.status_code, r.json()["error"]["code"]) == (409, "ALREADY_DECIDED")
+
+
+NUL = "u\x00_1"
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/v1/approvals", {**call("c_nul"), "surface": {"type": "dashboard", "userId": NUL}}, None),
+        (
+            "/v1/runs/admit",
+            {"executionId": "r1", "surface": {"type": "dashboard", "userId": NUL}, "tools": ["a"]},
+            None,
+        ),
+        (
+            "/v1/runs/admit",
+            {"executionId": "r1", "surface": {"type": "api"}, "tools": ["issue_refund\x00"]},
+            None,
+        ),
+        (
+            "/v1/runs/admit",
+            {"executionId": "r1", "surface": {"type": "api"}, "tools": ["not a tool name"]},
+            None,
+        ),
+    ],
+)
+async def test_nul_in_any_string_is_a_400_on_every_database(
+    db_kind: str, path: str, body: dict[str, Any], field: str | None
+) -> None:
+    # PostgreSQL cannot hold U+0000 in text and answered 500; the models refuse it first.
+    async with cosigner_app(database_kind=db_kind) as h:
+        key = await h.create_tenant("acme")
+        r = await h.client.post(path, json=body, headers=h.auth(key))
+        refused(r)
+        assert await rows(h) == (0, 0)
+
+
+def test_every_string_of_every_wire_model_refuses_nul() -> None:
+    """The rule is the models' base's: a string field added later keeps it without a word."""
+    import inspect
+
+    from cosigner import answers, denials, wire
+
+    models = {
+        m
+        for module in (wire, answers, denials)
+        for _, m in inspect.getmembers(module, inspect.isclass)
+        if issubclass(m, wire.Wire) and m is not wire.Wire
+    }
+    assert wire.DashboardSurface in models and wire.AdmitRequest in models
+    for model in models:
+        for name, prop in model.model_json_schema()["properties"].items():
+            for part in (prop, *prop.get("anyOf", ()), prop.get("items") or {}):
+                if part.get("type") == "string" and "enum" not in part and "const" not in part:
+                    assert "pattern" in part or "format" in part, (model.__name__, name)

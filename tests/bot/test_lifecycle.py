@@ -12,7 +12,8 @@ import pytest
 import sqlalchemy as sa
 
 from bot.grants import callback_secret
-from contracts.grants import verify_callback
+from cosigner.errors import InvalidSignature
+from cosigner.webhooks import verify_request
 from storage.database import Database
 from storage.tables import audit_events, jobs
 from tests.harness import (
@@ -235,8 +236,10 @@ async def test_callbacks_are_signed_retried_and_audited(db_kind: str) -> None:
         calls = receiver.snapshot()
         assert len(calls) == 3
         body = calls[-1]["body"]
-        assert verify_callback(callback_secret(TEST_SECRET, "acme"), calls[-1]["signature"], body)
-        assert not verify_callback(callback_secret(TEST_SECRET, "globex"), calls[-1]["signature"], body)
+        signed = calls[-1]["headers"]
+        assert verify_request(body, signed, callback_secret(TEST_SECRET, "acme"), now=h.clock())
+        with pytest.raises(InvalidSignature):
+            verify_request(body, signed, callback_secret(TEST_SECRET, "globex"), now=h.clock())
         decision = json.loads(body)
         assert decision["approvalId"] == aid and decision["status"] == "approved"
         assert "hunter2" not in body.decode()

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from bot.grants import callback_secret
-from cosigner.grants import verify_callback
+from cosigner.webhooks import verify_request
 from tests.handoff_world import (
     EXPECT_SECRET,
     LOOPBACK,
@@ -212,7 +212,7 @@ async def test_long_poll_stream_and_callback_carry_the_outcome(world: Any) -> No
         decided = json.loads(sent[0]["body"])
         assert decided["status"] == "completed" and decided["receipt"]["delivery"].startswith("dlv_")
         secret = callback_secret(TEST_SECRET, "acme")
-        assert verify_callback(secret, sent[0]["signature"], sent[0]["body"], now=h.clock())
+        assert verify_request(sent[0]["body"], sent[0]["headers"], secret, now=h.clock())
 
 
 @pytest.mark.parametrize("where", ["unreachable", "forged"])

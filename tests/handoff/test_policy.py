@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -111,6 +112,8 @@ def test_an_unset_secret_env_is_refused_by_policy_check_and_serve(
     assert main(["policy", "check", str(file)]) == 0
     env = {
         "PATH": "/usr/bin:/bin",
+        # The checkout under test, not whatever SDK the interpreter has installed.
+        "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
         "COSIGNER_SECRET": "serve-secret-" + "q" * 32,
         "COSIGNER_POLICY": str(file),
         "COSIGNER_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 's.db'}",

@@ -11,7 +11,8 @@ import asyncio
 import importlib.util
 import sys
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,8 @@ from typing import Any
 
 import uvicorn
 
+from bot.grants import GrantSigner
+from tests.harness import TEST_SECRET
 from tests.processes import free_port
 
 SECRET_ENV = "ORDERS_CONTRACT_SECRET"
@@ -66,10 +69,14 @@ class Application:
 
 
 @contextmanager
-def contract_application(secret: str = SECRET) -> Iterator[Application]:
-    """Serve a fresh example application on 127.0.0.1 in a thread of its own."""
+def contract_application(
+    secret: str = SECRET, server_secret: str = TEST_SECRET, clock: Callable[[], float] = time.time
+) -> Iterator[Application]:
+    """Serve a fresh example application on 127.0.0.1 in a thread of its own; it checks grants
+    against the keys of a Cosigner run with `server_secret`, at the time `clock` tells."""
     module = example()
-    app = module.build(secret)
+    keys = GrantSigner(server_secret).jwks()
+    app = module.build(secret, lambda: keys, now=clock)
     port = free_port()
     server = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from bot.grants import callback_secret
-from cosigner.grants import verify_callback
+from cosigner.webhooks import verify_request
 from storage import approvals as ledger
 from storage.database import Database
 from tests.harness import (
@@ -141,7 +141,7 @@ async def test_the_callback_carries_the_outcome_and_is_sent_once_it_is_known() -
             body = json.loads(got["body"])
             assert body["status"] == "approved" and body["outcome"]["message"] == "Refunded $129.00"
             secret = callback_secret(TEST_SECRET, "acme")
-            assert verify_callback(secret, got["signature"], got["body"])
+            assert verify_request(got["body"], got["headers"], secret, now=h.clock()) == got["delivery"]
 
 
 async def test_another_request_under_the_same_ids_is_parameters_mismatch() -> None:

@@ -46,7 +46,7 @@ class _Receiver(http.server.BaseHTTPRequestHandler):
         with self.lock:
             _Receiver.refused += not self.healthy
             if self.healthy:
-                self.received.append({"delivery": self.headers["Cosigner-Delivery"], **json.loads(body)})
+                self.received.append({"delivery": self.headers["webhook-id"], **json.loads(body)})
         self.send_response(200 if self.healthy else 503)
         self.end_headers()
 

@@ -18,7 +18,7 @@ SERVER_SECRET = "operation-crash-secret-" + "k" * 32
 
 
 def test_sigkill_while_executing_executes_once(tmp_path: Path) -> None:
-    with contract_application() as app:
+    with contract_application(server_secret=SERVER_SECRET) as app:
         app.shop.hold_execute = threading.Event()  # the refund happens; its answer never comes
         env = cosigner_env(tmp_path, policy_for(app.url, execute_timeout="2s"), SERVER_SECRET)
         env.update({SECRET_ENV: SECRET, "COSIGNER_CALLBACK_ALLOW": "127.0.0.1"})

@@ -12,8 +12,8 @@ waits on the real clock, and the test reads the job outbox to know when no work 
   still); the replica that did not decide counts the wake-up as another replica's NOTIFY;
 - approvals with `timeoutSeconds=60` and a `callbackUrl` on a loopback receiver, then both
   clocks moved past it: each expires once (one `expired` audit event) and each callback
-  arrives exactly once, with a `Cosigner-Delivery` id never delivered twice and a valid
-  `Cosigner-Signature`.
+  arrives exactly once, with a `webhook-id` never delivered twice and a valid Standard
+  Webhooks signature.
 
 Skipped unless COSIGNER_TEST_POSTGRES_URL=postgresql+asyncpg://user@host/db is set; the
 test creates its own database `cosigner_ops_<random>` next to that one and drops it.
@@ -39,7 +39,7 @@ import httpx
 import pytest
 from sqlalchemy.engine import make_url
 
-from contracts.grants import verify_callback
+from cosigner.webhooks import verify_request
 from tests.harness import CallbackReceiver, until_async
 
 POSTGRES_ENV = "COSIGNER_TEST_POSTGRES_URL"
@@ -348,7 +348,7 @@ async def test_two_serve_processes_agree(
         # Signed on the replicas' stepped clock, which started at START (when this module
         # was imported, minutes ago in a long run) and was moved once by TIMEOUT + 1.
         now = START + TIMEOUT + 1
-        assert verify_callback(callback_secret, c["signature"] or "", c["body"], now=now), c
+        assert verify_request(c["body"], c["headers"], callback_secret, now=now) == c["delivery"], c
         by_approval.setdefault(json.loads(c["body"])["approvalId"], []).append(c)
     assert set(by_approval) == wanted, f"missing callbacks for {wanted - set(by_approval)}"
     for apv, calls_for in by_approval.items():

@@ -195,6 +195,11 @@ class ErrorDetail(Wire):
     surface: str | None = Field(default=None, exclude_if=_absent)
     status: ApprovalStatus | None = Field(default=None, exclude_if=_absent)
     denial: Denial | None = Field(default=None, exclude_if=_absent)
+    reference: str | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="OPERATION_UNAVAILABLE: what to give the operator, who finds the detail under it.",
+    )
 
 
 class ErrorBody(Wire):

@@ -1,4 +1,4 @@
-"""Check a grant, or a callback signature, without calling Cosigner.
+"""Check a grant without calling Cosigner (callback signatures: `cosigner.webhooks`).
 
 A grant is a compact JWS (RFC 7515) signed with Ed25519 (`alg: EdDSA`, RFC 8037) whose
 payload is the JCS form of its claims. A tool executor holding an approved decision runs::
@@ -16,7 +16,6 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-import hmac
 import json
 import time
 from collections.abc import Mapping
@@ -27,12 +26,15 @@ import jwt
 from jwt.utils import base64url_encode
 
 from cosigner.digest import CanonicalFormError, canonical_json, parameters_digest
+from cosigner.operations import ExecuteCall, arguments_digest
 
 GRANT_TYPE = "cosigner-grant+jwt"
 ALGORITHM = "EdDSA"
 ISSUER = "cosigner"
 TEXT_CLAIMS = ("sub", "tenant", "executionId", "toolCallId", "toolName", "digest")
 REQUIRED_CLAIMS = ("iss", "iat", "exp", *TEXT_CLAIMS)
+CONTRACT_CLAIMS = ("argumentsDigest", "previewDigest")
+"""An operation's grant also binds the contract: its arguments (with the preview) and preview."""
 
 
 class GrantRefused(Exception):
@@ -51,6 +53,8 @@ class GrantClaims:
     digest: str
     issued_at: int
     expires_at: int
+    arguments_digest: str | None = None  # an operation's grant: the contract it approves
+    preview_digest: str | None = None  # an operation's grant: the preview the approver saw
 
 
 def jwk_thumbprint(jwk: Mapping[str, Any]) -> str:
@@ -173,6 +177,74 @@ def verify_grant_with_keys(
     leeway: int = 5,
 ) -> GrantClaims:
     """`verify_grant` with the key set already parsed by `public_keys`."""
+    claims = _checked_claims(
+        token,
+        keys,
+        tool_name=tool_name,
+        tool_call_id=tool_call_id,
+        tenant=tenant,
+        approval_id=approval_id,
+        now=now,
+        leeway=leeway,
+    )
+    try:
+        digest = parameters_digest(parameters)
+    except CanonicalFormError as exc:
+        raise GrantRefused(f"parameters have no canonical JSON form ({exc})") from exc
+    if claims["digest"] != digest:
+        raise GrantRefused("parameters differ from the ones the approver saw; do not run the call")
+    return _claims(claims)
+
+
+def verify_execute(
+    call: ExecuteCall,
+    jwks: Mapping[str, Any],
+    *,
+    now: float | None = None,
+    leeway: int = 5,
+) -> GrantClaims:
+    """Check an operation's `execute` call against its grant before running it: the signature and
+    lifetime, the operation, tenant and proposal, and that the RFC 8785 digests of the arguments
+    and preview in the call are the ones the grant binds (`argumentsDigest`, `previewDigest`)."""
+    if not call.grant:
+        raise GrantRefused("the execute call carries no grant; do not run it")
+    claims = _checked_claims(
+        call.grant,
+        _public_keys(jwks),
+        tool_name=call.operation,
+        tool_call_id=None,
+        tenant=call.tenant,
+        approval_id=call.proposalId,
+        now=now,
+        leeway=leeway,
+    )
+    for name in CONTRACT_CLAIMS:
+        if not isinstance(claims.get(name), str):
+            raise GrantRefused(f"grant lacks the {name!r} claim: it is not an operation's grant")
+    try:
+        contract = arguments_digest(call.operation, call.arguments, call.preview)
+        preview = parameters_digest(call.preview.model_dump(mode="json"))
+    except CanonicalFormError as exc:
+        raise GrantRefused(f"arguments have no canonical JSON form ({exc})") from exc
+    if claims["argumentsDigest"] != contract or call.argumentsDigest != contract:
+        raise GrantRefused("arguments differ from the contract the approver approved; do not run it")
+    if claims["previewDigest"] != preview:
+        raise GrantRefused("preview differs from the one the approver saw; do not run it")
+    return _claims(claims)
+
+
+def _checked_claims(
+    token: str,
+    keys: Mapping[str, jwt.PyJWK],
+    *,
+    tool_name: str,
+    tool_call_id: str | None,
+    tenant: str | None,
+    approval_id: str | None,
+    now: float | None,
+    leeway: int,
+) -> dict[str, Any]:
+    """The claims of a grant whose signature, lifetime, tool and (given) ids check out."""
     claims = _signed_claims(token, keys)
     current = time.time() if now is None else now
     if current >= claims["exp"] + leeway:
@@ -187,12 +259,10 @@ def verify_grant_with_keys(
         raise GrantRefused("grant is for another tenant")
     if approval_id is not None and claims["sub"] != approval_id:
         raise GrantRefused("grant is for another approval")
-    try:
-        digest = parameters_digest(parameters)
-    except CanonicalFormError as exc:
-        raise GrantRefused(f"parameters have no canonical JSON form ({exc})") from exc
-    if claims["digest"] != digest:
-        raise GrantRefused("parameters differ from the ones the approver saw; do not run the call")
+    return claims
+
+
+def _claims(claims: dict[str, Any]) -> GrantClaims:
     return GrantClaims(
         tenant=claims["tenant"],
         approval_id=claims["sub"],
@@ -202,27 +272,6 @@ def verify_grant_with_keys(
         digest=claims["digest"],
         issued_at=claims["iat"],
         expires_at=claims["exp"],
+        arguments_digest=claims.get("argumentsDigest"),
+        preview_digest=claims.get("previewDigest"),
     )
-
-
-def sign_callback(secret: str, body: bytes, timestamp: int) -> str:
-    """The `Cosigner-Signature` header value for a callback body."""
-    mac = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
-    return f"t={timestamp},v1={mac}"
-
-
-def verify_callback(
-    secret: str, header: str, body: bytes, *, tolerance: int = 300, now: float | None = None
-) -> bool:
-    """True if `Cosigner-Signature` matches the raw body and is fresh."""
-    try:
-        parts = dict(p.split("=", 1) for p in header.split(","))
-        timestamp = int(parts["t"])
-    except (ValueError, KeyError):
-        return False
-    current = time.time() if now is None else now
-    if abs(current - timestamp) > tolerance:
-        return False
-    expected = sign_callback(secret, body, timestamp).split(",v1=", 1)[1]
-    # Compare bytes: compare_digest raises on non-ASCII str, and a header is untrusted input.
-    return hmac.compare_digest(expected.encode(), parts.get("v1", "").encode(errors="replace"))

@@ -70,7 +70,7 @@ class HandoffReceipt(_Wire):
     """Proof that the application confirmed the step: when, what it said, and its answer's hash."""
 
     checkedAt: _Timestamp
-    delivery: str = Field(description="The Cosigner-Delivery id of the signed expect call.")
+    delivery: str = Field(description="The webhook-id of the signed expect call.")
     responseDigest: str = Field(description='"sha256:" + hex of the raw body the application answered.')
     detail: str | None = None
 
@@ -79,7 +79,7 @@ class ExpectCall(_Wire):
     """The body Cosigner POSTs to a handoff's `expect` URL once a person pressed Done.
 
     `parameters` are the unredacted parameters: the application checks its own state for
-    exactly this call. The request is signed like callbacks (`Cosigner-Signature`).
+    exactly this call. The request is signed like callbacks (Standard Webhooks, `cosigner.webhooks`).
     """
 
     approvalId: str

@@ -3,7 +3,7 @@
 The agent proposes an operation; the application `prepare`s it into typed arguments and a
 fixed preview (both frozen under `argumentsDigest`); a person approves that contract; the
 application `execute`s it once and answers an outcome; `status` tells a lost answer.
-Every call is a signed `POST` (`Cosigner-Signature`, as callbacks are signed).
+Every call is a `POST` signed by Standard Webhooks, as callbacks are (`cosigner.webhooks`).
 
     cosigner → application          application → cosigner
     PrepareCall                     Prepared | PrepareRejection (422)

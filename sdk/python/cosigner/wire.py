@@ -6,8 +6,10 @@ Answer bodies are in `cosigner.answers`; `/openapi.json` publishes both.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from types import UnionType
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, HttpUrl, PlainSerializer, WithJsonSchema
 
@@ -44,8 +46,59 @@ CallbackUrl = Annotated[
 """An http(s) URL; the schema states the scheme, which `format: uri` alone does not."""
 
 
+NO_NUL_PATTERN = "^[^\\u0000]*$"
+"""The schema's statement of the NUL rule, on every string field that has no pattern of its own."""
+
+
+def _refuse_nul(text: str) -> str:
+    # PostgreSQL text cannot hold U+0000: let it through and the INSERT or lookup fails with a
+    # 500 (SQLite would store it). So no string of any wire model may carry one.
+    if "\x00" in text:
+        raise ValueError("must not contain the NUL character (\\u0000)")
+    return text
+
+
+FreeText = Annotated[
+    str,
+    AfterValidator(_refuse_nul),
+    # The same rule in the published schema, so a client built from /openapi.json keeps to it.
+    Field(json_schema_extra={"pattern": NO_NUL_PATTERN}),
+]
+"""Any characters but NUL: what `Wire` makes of every `str` field without a pattern of its own."""
+
+
+def _has_pattern(metadata: Iterable[Any]) -> bool:
+    return any(
+        getattr(m, "pattern", None) or any(getattr(x, "pattern", None) for x in getattr(m, "metadata", ()))
+        for m in metadata
+    )
+
+
+def _without_nul(annotation: Any) -> Any:
+    """`annotation` with each bare `str` in it (also in `X | None` and `list[X]`) made `FreeText`;
+    a string with a pattern of its own (ids, names) already refuses NUL, and dict keys (the
+    free-form `parameters`) are stored as JSON, where NUL is written as an escape."""
+    if annotation is str:
+        return FreeText
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        inner, *metadata = get_args(annotation)
+        return annotation if _has_pattern(metadata) else Annotated[(_without_nul(inner), *metadata)]
+    if origin is None or origin is Literal or origin is dict:
+        return annotation
+    args = get_args(annotation)
+    changed = tuple(_without_nul(a) for a in args)
+    if changed == args:
+        return annotation
+    if origin in (Union, UnionType):
+        return Union[changed]  # noqa: UP007 (built from a tuple of members)
+    return origin[changed if len(changed) > 1 else changed[0]]
+
+
 class Wire(BaseModel):
-    """Base of wire models: unknown fields are refused, and no value is coerced to another type."""
+    """Base of wire models: unknown fields are refused, no value is coerced to another type, and
+    no string holds NUL (one rule, applied here to every string field of every subclass, and
+    stated in the schema as a pattern)."""
 
     model_config = ConfigDict(
         extra="forbid",
@@ -54,6 +107,20 @@ class Wire(BaseModel):
         # An answer always carries its defaulted fields (`type`, `kind`): the schema says so.
         json_schema_serialization_defaults_required=True,
     )
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        changed = False
+        for field in cls.model_fields.values():
+            if _has_pattern(field.metadata):
+                continue
+            annotation = _without_nul(field.annotation)
+            if annotation is not field.annotation:
+                field.annotation, changed = annotation, True
+        if changed:
+            # Native checks, built once: a validator per field per request would cost more.
+            cls.model_rebuild(force=True)
 
 
 # --- surfaces ---------------------------------------------------------------
@@ -125,22 +192,6 @@ Surface = Annotated[
 Identifier = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_.:\-]+$")]
 
 
-def _no_nul(text: str) -> str:
-    # PostgreSQL text cannot hold U+0000: let it through and the INSERT fails with a 500.
-    if "\x00" in text:
-        raise ValueError("must not contain the NUL character (\\u0000)")
-    return text
-
-
-FreeText = Annotated[
-    str,
-    AfterValidator(_no_nul),
-    # The same rule in the published schema, so a client built from /openapi.json keeps to it.
-    Field(json_schema_extra={"pattern": "^[^\\u0000]*$"}),
-]
-"""Free text stored as is (reason, comment): any characters but NUL."""
-
-
 class ApprovalRequest(Wire):
     """`POST /v1/approvals`: a gated tool call."""
 
@@ -172,7 +223,7 @@ class AdmitRequest(Wire):
 
     executionId: Identifier
     surface: Surface
-    tools: list[Annotated[str, Field(min_length=1, max_length=128)]] = Field(max_length=500)
+    tools: list[ToolName] = Field(max_length=500)
 
 
 class DecisionRequest(Wire):
