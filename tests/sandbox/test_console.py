@@ -64,7 +64,8 @@ async def test_dev_prints_each_request_answer_and_decision_and_says_goodbye(tmp_
         f"created  {read_id}  demo  lookup_order: asked by slack:U0ALICE, approved at once by "
         "the policy (tools.lookup_order: read → none)",
         f"created  {credit_id}  demo  issue_credit: asked by slack:U0ALICE, waiting for a person on slack",
-        f"answered {credit_id}  demo  issue_credit: slack:U0MALLORY answered approved, refused (NOT_AN_APPROVER)",
+        f"answered {credit_id}  demo  issue_credit: slack:U0MALLORY answered approved, "
+        "refused (NOT_AN_APPROVER)",
         f"answered {credit_id}  demo  issue_credit: slack:U0ALICE answered approved, accepted",
         f"decided  {credit_id}  demo  issue_credit: approved by slack:U0ALICE",
     ], err.read_text()
