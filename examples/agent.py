@@ -73,9 +73,8 @@ class Waiting(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         approval_id = getattr(record, "approval_id", None)
         if approval_id is not None:
-            say(
-                f"WAITING {getattr(record, 'tool', '?')} (gated function): approval {approval_id}; it runs once approved"
-            )
+            tool = getattr(record, "tool", "?")
+            say(f"WAITING {tool} (gated function): approval {approval_id}; it runs once approved")
 
 
 def show_waiting() -> None:
