@@ -21,7 +21,7 @@ def run(blocks: list[str]) -> None:
     asyncio.set_event_loop(loop)
     for n, block in enumerate(blocks, 1):
         code = compile(block, f"<snippet {n}>", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
-        result = eval(code, namespace)  # noqa: S307  # the documentation's own snippets
+        result = eval(code, namespace)  # the documentation's own snippets
         if inspect.iscoroutine(result):
             loop.run_until_complete(result)
         print(f"snippet {n} ran", flush=True)
