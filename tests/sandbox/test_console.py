@@ -4,6 +4,7 @@ answer and decision, never a parameter, and a goodbye on Ctrl-C."""
 from __future__ import annotations
 
 import asyncio
+import re
 import signal
 import sys
 from pathlib import Path
@@ -53,14 +54,24 @@ async def test_dev_prints_each_request_answer_and_decision_and_says_goodbye(tmp_
                 return f"decided  {credit_id}" in err.read_text()
 
             await until_async(decided, seconds=30)
-        proc.send_signal(signal.SIGINT)
-        assert await asyncio.wait_for(proc.wait(), 60) == 0
+            # A long-poll still open at Ctrl-C is cut by the server's shutdown: one line too.
+            open_id = (await http.post("/v1/approvals", json=body | credit | {"toolCallId": "c3"})).json()
+            polling = asyncio.create_task(
+                http.get(f"/v1/approvals/{open_id['approvalId']}?wait=50", timeout=60)
+            )
+            await asyncio.sleep(0.5)
+            proc.send_signal(signal.SIGINT)
+            assert await asyncio.wait_for(proc.wait(), 60) == 0
+            polling.cancel()
     finally:
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
-    lines = [line.split("  ", 1)[1] for line in err.read_text().splitlines()]  # without the time
-    assert lines == [
+    printed = err.read_text().splitlines()
+    assert all(re.match(r"\d\d:\d\d:\d\d  \S", line) for line in printed), err.read_text()
+    assert "Traceback" not in err.read_text()
+    lines = [line.split("  ", 1)[1] for line in printed]  # without the time
+    assert [line for line in lines if line.startswith(("created", "answered", "decided"))][:5] == [
         f"created  {read_id}  demo  lookup_order: asked by slack:U0ALICE, approved at once by "
         "the policy (tools.lookup_order: read → none)",
         f"created  {credit_id}  demo  issue_credit: asked by slack:U0ALICE, waiting for a person on slack",
