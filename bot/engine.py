@@ -15,6 +15,7 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
 from bot import approval, denials, trail
+from bot.activity import Activity, Answer, Step
 from bot.approval import Closing
 from bot.bodies import Start, decision_body, start_body
 from bot.checks import callback_allowed, json_limits, surface_belongs
@@ -268,6 +269,7 @@ class Engine:
                 "tenant": tenant,
                 "tool": rec.tool_name,
                 "status": rec.status.value,
+                "activity": Activity(Step.CREATED, rec),
             },
         )
         to_deliver = rec.route is not None and not isinstance(rec.route, DashboardRoute)
@@ -313,6 +315,18 @@ class Engine:
             )
         )
         self.tracing.after_close(closing, done, started)
+        if isinstance(closing.decided_by, PersonDecider) and log.isEnabledFor(logging.DEBUG):
+            refused = str(done.refusal.code) if done.refusal is not None else None
+            log.debug(
+                "answer",
+                extra={
+                    "approval_id": approval_id,
+                    "code": refused,
+                    "activity": Activity(
+                        Step.ANSWERED, done.record, Answer(closing.decided_by, closing.to, refused)
+                    ),
+                },
+            )
         if done.changed:
             self._closed(done.record, done.execute)
         if done.refusal is not None:
@@ -322,7 +336,13 @@ class Engine:
     def _closed(self, rec: Record, execute: Job | None = None) -> None:
         self.metrics.closed(rec.status.value, rec.created_at, rec.decided_at or self.clock())
         log.info(
-            "approval closed", extra={"approval_id": rec.id, "tenant": rec.tenant, "status": rec.status.value}
+            "approval closed",
+            extra={
+                "approval_id": rec.id,
+                "tenant": rec.tenant,
+                "status": rec.status.value,
+                "activity": Activity(Step.DECIDED, rec),
+            },
         )
         if rec.settled:  # an approved operation's waiters are told once its outcome is stored
             self.notifier.publish(rec.id, rec)

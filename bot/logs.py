@@ -5,6 +5,10 @@ the allow-list is dropped even if a caller passes it. An exception becomes field
 line (type, text without the input that caused it, frame locations), never a multi-line
 traceback. SQL parameters never reach the text: the database engines are created with
 `hide_parameters=True`.
+
+`cosigner dev` uses the readable form instead: one line per approval created, answer and
+decision (an `Activity` the engine attaches, `bot/activity.py`), and warnings, for a
+person watching the console.
 """
 
 from __future__ import annotations
@@ -77,10 +81,35 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(out, default=str)
 
 
-def configure(level: str = "INFO") -> None:
-    """Send every log line (Cosigner, uvicorn, asyncio, warnings) to stderr as JSON."""
+class ReadableFormatter(logging.Formatter):
+    """Render a record as one line for a person: the time, then the approval's activity, or
+    the level, logger and message (an exception by its type and text only)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        """One line of text."""
+        when = time.strftime("%H:%M:%S", time.localtime(record.created))
+        moment = record.__dict__.get("activity")
+        if moment is not None:
+            return f"{when}  {moment.line()}"
+        text = f"{when}  {record.levelname.lower()} {record.name}: {record.getMessage().strip()}"
+        if record.exc_info and record.exc_info[1] is not None:
+            text += f" ({type(record.exc_info[1]).__name__}: {_text(record.exc_info[1])})"
+        return text
+
+
+def _shown_in_console(record: logging.LogRecord) -> bool:
+    # The approvals' activity (logged at DEBUG and INFO) and warnings; not the rest of INFO.
+    return record.levelno >= logging.WARNING or "activity" in record.__dict__
+
+
+def configure(level: str = "INFO", *, readable: bool = False) -> None:
+    """Send every log line (Cosigner, uvicorn, asyncio, warnings) to stderr as JSON, or
+    with `readable` (`cosigner dev`) the approvals' activity and warnings as text lines."""
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter())
+    handler.setFormatter(ReadableFormatter() if readable else JsonFormatter())
+    if readable:
+        handler.addFilter(_shown_in_console)
+        level = "DEBUG"
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(LIBRARY_LEVEL)

@@ -320,11 +320,13 @@ def run_dev(host: str, port: int, data_dir: str) -> int:
     """Run the sandbox until Ctrl-C; the exit code for `cosigner dev`."""
     from bot.logs import configure
 
-    configure("WARNING")
+    configure(readable=True)
     try:
-        return asyncio.run(_serve(host, port, data_dir))
+        asyncio.run(_serve(host, port, data_dir))
     except (SandboxError, ListenError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        return 0
+        pass
+    print(f"\nCosigner sandbox stopped; its data stays in {data_dir}. Goodbye.", flush=True)
+    return 0

@@ -16,9 +16,11 @@ What it does, against the sandbox's sample policy (bot/sandbox_policy.toml):
   3. a write with confirm (issue_credit), a gated function: a card in Slack, with "Approve
      for this run"; its body runs only if approved, else the denial's comment is printed;
   4. a danger refund (issue_refund) whose cardToken is redacted before anyone sees it;
-  5. an email (send_email) asked by SMS, from a run started by text message.
-It waits for every decision at once and exits when all are in (or after --timeout seconds,
-cancelling what is left).
+  5. an email (send_email) asked by SMS, from a run started by text message;
+  6. an account deletion (delete_account) the policy itself denies: refused at once, nobody
+     is asked.
+It says WAITING for each call that waits for a person, waits for every decision at once and
+exits when all are in (or after --timeout seconds, cancelling what is left).
 
 With --handoff it shows a handoff instead: publishing (publish_changes) needs a code only the
 owner has, so the agent hands the step to a person. The card shows the steps and Done /
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import secrets
 import sys
@@ -61,6 +64,24 @@ PHONE = SmsSurface(phone="+15550100200")
 def say(line: str) -> None:
     """Print a line at once, even into a pipe."""
     print(line, flush=True)
+
+
+class Waiting(logging.Handler):
+    """Prints the SDK's note that a gated function's call waits for a person (its body has
+    not run yet), so that every pending call gets its WAITING line."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        approval_id = getattr(record, "approval_id", None)
+        if approval_id is not None:
+            tool = getattr(record, "tool", "?")
+            say(f"WAITING {tool} (gated function): approval {approval_id}; it runs once approved")
+
+
+def show_waiting() -> None:
+    """Let the SDK's `waiting for a person` notes (INFO on the `cosigner` logger) through to `Waiting`."""
+    sdk = logging.getLogger("cosigner")
+    sdk.addHandler(Waiting(logging.INFO))
+    sdk.setLevel(logging.INFO)
 
 
 def data_folders() -> list[Path]:
@@ -141,7 +162,9 @@ async def asked(client: AsyncCosigner, label: str, wait_for: float, **call: Any)
     try:
         d = await client.request_approval(wait=False, **call)
     except CosignerError as refused:
-        say(f"REFUSED {call['tool_name']}: {refused.code}: {refused.message}")
+        policy = refused.details.get("policy")
+        by = f" denied by policy ({policy})" if policy else ""
+        say(f"REFUSED {call['tool_name']}{by}: {refused.code}: {refused.message}")
         return True
     if d.pending:
         say(
@@ -199,6 +222,7 @@ async def main(url: str, wait_for: float, handoff_only: bool = False) -> int:
             sys.exit(f"cannot reach Cosigner at {url}: start it with `cosigner dev` or set COSIGNER_URL")
         except CosignerError:
             pass  # reachable (there is no such approval)
+    show_waiting()
     async with AsyncCosigner(url=url, api_key=key) as client:
         say(f"agent run {run} talking to {url}")
         if handoff_only:
@@ -235,6 +259,17 @@ async def main(url: str, wait_for: float, handoff_only: bool = False) -> int:
                     parameters=refund,
                     surface=SLACK,
                     reason="Customer says the discount was not applied",
+                ),
+                asked(
+                    client,
+                    "Slack, denied by the policy",
+                    wait_for,
+                    execution_id=f"support_{run}",
+                    tool_call_id="delete",
+                    tool_name="delete_account",
+                    parameters={"accountId": "acc_77"},
+                    surface=SLACK,
+                    reason="The customer asked to close their account",
                 ),
                 asked(
                     client,

@@ -136,7 +136,7 @@ class SlackAdapter:
                 logger=bolt_logger, installation_store=self._installs.store, cache_enabled=True
             )
         app = AsyncApp(
-            name="cosigner",
+            name="cosigner.slack.bolt",  # its per-request logger is `bolt_logger`, not ours
             logger=bolt_logger,
             signing_secret=self.config.signing_secret,
             client=self._client,

@@ -217,7 +217,10 @@ class SlackEmulator:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", 0))
         self.port = sock.getsockname()[1]
-        config = uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan="off", ws="none")
+        # log_config=None: uvicorn's own logging setup would replace the handlers `bot.logs` set.
+        config = uvicorn.Config(
+            self.app, log_config=None, log_level="warning", access_log=False, lifespan="off", ws="none"
+        )
         self._server = _QuietServer(config)
         self._task = asyncio.create_task(self._server.serve(sockets=[sock]))
         while not self._server.started:

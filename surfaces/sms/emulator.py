@@ -106,7 +106,10 @@ class TwilioEmulator:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-        config = uvicorn.Config(emulator.app, log_level="warning", access_log=False, lifespan="off")
+        # log_config=None: uvicorn's own logging setup would replace the handlers `bot.logs` set.
+        config = uvicorn.Config(
+            emulator.app, log_config=None, log_level="warning", access_log=False, lifespan="off"
+        )
         server = _QuietServer(config)
         task = asyncio.create_task(server.serve(sockets=[sock]))
         try:

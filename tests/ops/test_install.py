@@ -1,4 +1,5 @@
-"""`./run` on a fresh checkout: it says what it is doing, and the install prints no warnings."""
+"""`./run` on a fresh checkout: it says what it is doing, the install prints no warnings, and
+the next run starts without pip."""
 
 from __future__ import annotations
 
@@ -34,9 +35,24 @@ def test_first_run_says_what_it_does_and_installs_without_warnings(tmp_path: Pat
         ["./run", "cosigner", "--help"], cwd=copy, capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stderr
-    assert "usage: cosigner" in done.stdout
-    assert "./run: installing Cosigner and its dependencies into .venv" in done.stderr, done.stderr
+    assert done.stdout.startswith("usage: cosigner"), done.stdout  # progress stays on stderr
+    assert (
+        "./run: installing Cosigner and its dependencies into .venv (first run: about 2 minutes"
+        in done.stderr
+    )
+    # Each step and what pip does in it, one line each (the editable builds here; on a real
+    # first run also each package collected, numbered).
+    for said in ("./run: 1/2: the agent SDK", "./run:   Building editable for cosigner-sdk", "./run: 2/2"):
+        assert said in done.stderr, done.stderr
+    assert (copy / ".venv" / "install.log").read_text().count("Successfully installed") == 1
     for noise in ("BuildBackendWarning", "Editable install", "!!", "Traceback"):
         assert noise not in done.stderr, done.stderr
     pth = next(site.glob("__editable__.cosigner-*.pth"))
     assert pth.read_text().strip() == str(copy), "a plain path entry, no import hook"
+
+    # The second run calls no pip: with pip gone from the venv it still starts, silently.
+    (site / "pip").rename(site / "pip-gone")
+    again = subprocess.run(
+        ["./run", "cosigner", "--help"], cwd=copy, capture_output=True, text=True, timeout=60
+    )
+    assert again.returncode == 0 and again.stdout == done.stdout and again.stderr == "", again.stderr

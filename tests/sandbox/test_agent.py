@@ -68,13 +68,21 @@ async def test_the_example_agent_sees_every_decision(
     assert "DECISION issue_refund APPROVED by U0ALICE via slack [signed grant attached]" in out
     assert "RAN issue_credit: credited 500 cents on ord_4421" in out
     assert f"DECISION send_email DENIED by {phone} via sms" in out
+    # Every call that waits for a person says so, the gated function's too.
+    for tool in ("issue_credit", "issue_refund", "send_email"):
+        assert sum(line.startswith(f"WAITING {tool} ") for line in agent.lines) == 1, out
+    assert not any(line.startswith("WAITING lookup_order") for line in agent.lines), out
+    assert (
+        "REFUSED delete_account denied by policy (tools.delete_account): PERMISSION_DENIED: "
+        "accounts are deleted by the support team, not by agents"
+    ) in out
     assert out.rstrip().endswith("all decisions are in")
 
 
 async def test_the_agent_gives_up_after_its_timeout_and_cancels(sb: Sandbox, run_agent: Any) -> None:
     agent = await run_agent("--timeout", "1", key=sb.api_key)
     assert await agent.finish() == 1
-    assert sum("TIMED OUT" in line for line in agent.lines) == 3
+    assert sum("TIMED OUT" in line for line in agent.lines) == 3, "\n".join(agent.lines)
 
 
 async def test_the_agent_names_the_fix_when_nothing_listens(sb: Sandbox) -> None:

@@ -273,3 +273,28 @@ async def test_a_forged_round_state_is_refused(inprocess: Target) -> None:
                 "issue_refund", REFUND, request_state='["mcp-x", "mcp-y"]', allow_input_required=True
             )
     assert calls == []
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_a_tool_the_upstream_does_not_list_is_answered_as_it_would_with_nobody_asked(
+    inprocess: Target, mode: Any
+) -> None:
+    sent = Recording()
+    calls: Calls = []
+    upstream = shop(calls)
+    async with (
+        gateway(inprocess.url, inprocess.acme, upstream, transport=sent) as gw,
+        Client(gw.server, mode=mode) as agent,
+    ):
+        async with Client(upstream) as direct:
+            expected = await direct.call_tool("issue_refunds", REFUND)  # the upstream's own answer
+        first = await agent.call_tool("issue_refunds", REFUND)  # before any listing
+        await agent.list_tools()
+        again = await agent.call_tool("issue_refunds", REFUND)  # after one, over a proven connection
+        known = await agent.call_tool("lookup_order", {"orderId": "ord_9"})
+        await gw.drain()
+    for result in (first, again):
+        assert result.is_error and text(result) == text(expected) == "Unknown tool: issue_refunds"
+        assert "cosigner" not in (result.meta or {})  # no approval to name
+    assert text(known) == "order ord_9: delivered" and calls == [("lookup_order", {"orderId": "ord_9"})]
+    assert sent.sent.count("POST /v1/approvals") == 1  # the known tool only: no card for the other

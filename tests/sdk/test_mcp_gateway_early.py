@@ -108,7 +108,7 @@ def call(request_id: int, params: dict[str, Any]) -> SessionMessage:
 async def test_only_calls_the_handler_would_get_as_they_are_are_asked_about_early(inprocess: Target) -> None:
     sent = Announcing()
     async with gateway(inprocess.url, inprocess.acme, shop([]), transport=sent) as gw:
-        connection = Connection(gw.ledger, gw._ask, "")
+        connection = Connection(gw.ledger, gw._ask, "", {"lookup_order"}.__contains__)
         connection.read(call(1, {"name": "lookup_order", "arguments": {"orderId": "o1"}}))
         assert connection.version is None and not connection._asked  # no tools/call handled yet
         connection.version = VERSION
@@ -116,6 +116,7 @@ async def test_only_calls_the_handler_would_get_as_they_are_are_asked_about_earl
             call(2, {"name": "lookup_order", "arguments": {"orderId": "o1"}, "requestState": "sealed"}),
             call(3, {"name": "lookup_order", "arguments": ["not", "an", "object"]}),
             call(4, {"arguments": {"orderId": "o1"}}),  # no name
+            call(9, {"name": "lookup_orders", "arguments": {"orderId": "o1"}}),  # not listed
             call(5, {"name": "lookup_order", "arguments": {"amount": 2**60}}),  # no canonical digest
             SessionMessage(JSONRPCNotification(jsonrpc="2.0", method="notifications/initialized")),
             SessionMessage(JSONRPCRequest(jsonrpc="2.0", id=6, method="tools/list")),

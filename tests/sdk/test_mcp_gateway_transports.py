@@ -179,6 +179,9 @@ def test_the_gateway_command_takes_files_and_dev_null_as_its_standard_streams(
             timeout=60,
         )
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    upstream = f"{sys.executable} {ROOT / 'examples' / 'mcp_server.py'}"
+    started = f"cosigner-mcp-gateway: upstream {upstream}, Cosigner at {inprocess.url}, serving MCP on stdio"
+    assert started in done.stderr.splitlines(), done.stderr  # the line, on stderr: stdout is MCP's
     lines = [json.loads(line) for line in answers.read_text().splitlines()]
     if stdin == "file":
         assert lines[0]["id"] == 1 and lines[0]["result"]["serverInfo"]["name"], lines
@@ -268,3 +271,26 @@ def test_a_malformed_surface_is_one_error_line_naming_the_fix() -> None:
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.startswith("error: --surface 'sms:555' is not a valid sms surface")
     assert "sms:+15550100200" in result.stderr
+
+
+async def test_the_gateway_command_over_http_says_where_it_listens_once_it_serves(inprocess: Target) -> None:
+    upstream = f"{sys.executable} {ROOT / 'examples' / 'mcp_server.py'}"
+    process = await asyncio.create_subprocess_exec(
+        str(Path(sys.executable).parent / "cosigner-mcp-gateway"),
+        *("--upstream-cmd", upstream, "--surface", "dashboard:u_1", "--transport", "http", "--port", "0"),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "COSIGNER_URL": inprocess.url + "?token=x", "COSIGNER_API_KEY": inprocess.acme},
+    )
+    try:
+        assert process.stderr is not None
+        line = (await asyncio.wait_for(process.stderr.readline(), timeout=60)).decode().rstrip("\n")
+        prefix = f"cosigner-mcp-gateway: upstream {upstream}, Cosigner at {inprocess.url}, listening on "
+        assert line.startswith(prefix + "http://127.0.0.1:") and line.endswith("/mcp"), line
+        async with Client(line.removeprefix(prefix)) as agent:  # the address it names is the one it serves
+            tools = [t.name for t in (await agent.list_tools()).tools]
+        assert tools == ["lookup_order", "issue_refund", "send_email"]
+    finally:
+        process.send_signal(signal.SIGINT)
+        await asyncio.wait_for(process.wait(), timeout=60)

@@ -159,6 +159,8 @@ def request_approval(
     )
     decision = parse_approval((yield from send(config, "POST", "/v1/approvals", content=body)).content)
     if wait and not decision.settled:
+        if decision.pending:
+            _gate.log_waiting(decision)
         return (yield from wait_for(config, decision, wait_timeout))
     return decision
 

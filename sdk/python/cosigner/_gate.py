@@ -149,6 +149,17 @@ def error_report(exc: BaseException) -> dict[str, Any]:
     return {"error": f"{type(exc).__name__}: {exc}"[:MAX_ERROR]}
 
 
+def log_waiting(decision: Decision) -> None:
+    """Note at INFO on the `cosigner` logger that a call waits for a person (shown only where
+    the application shows INFO lines; `examples/agent.py` prints them)."""
+    log.info(
+        "waiting for a person to approve %s (approval %s)",
+        decision.tool_name,
+        decision.approval_id,
+        extra={"approval_id": decision.approval_id, "tool": decision.tool_name},
+    )
+
+
 def log_unreported(approval_id: str, exc: Exception) -> None:
     """A result that could not be reported is logged, never raised over the body's own outcome."""
     code = exc.code if isinstance(exc, CosignerError) else type(exc).__name__

@@ -15,7 +15,7 @@ import httpx
 from pydantic import ValidationError
 
 from cosigner import wire
-from cosigner.errors import CosignerError, InvalidRequest, error_for
+from cosigner.errors import ConfigurationError, CosignerError, InvalidRequest, error_for
 from cosigner.surfaces import Surface
 
 URL_ENV = "COSIGNER_URL"
@@ -76,9 +76,9 @@ def configure(url: str | None, api_key: str | None, timeout: float, retry_for: f
     url = url or os.environ.get(URL_ENV)
     key = api_key or os.environ.get(KEY_ENV)
     if not url:
-        raise ValueError(f"no Cosigner URL: pass url= or set {URL_ENV} (e.g. http://127.0.0.1:8000)")
+        raise ConfigurationError(f"no Cosigner URL: pass url= or set {URL_ENV} (e.g. http://127.0.0.1:8000)")
     if not key:
-        raise ValueError(
+        raise ConfigurationError(
             f"no API key: pass api_key= or set {KEY_ENV} (`cosigner tenants create NAME` prints one)"
         )
     return Config(

@@ -15,6 +15,7 @@ from cosigner._drivers import Shell, arguments, drive_async
 from cosigner._keepalive import BlockingKeepAlive, KeepAlive, Origin, send_async
 from cosigner._outbox import Outbox
 from cosigner.decision import Decision
+from cosigner.errors import ConfigurationError
 from cosigner.events import ApprovalEvent
 from cosigner.grants import GrantClaims
 from cosigner.surfaces import Surface
@@ -33,7 +34,11 @@ class AsyncCosigner(Shell):
         retry_for: float = 120.0,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        super().__init__(url, api_key, execution_id, timeout, retry_for)
+        try:
+            super().__init__(url, api_key, execution_id, timeout, retry_for)
+        except ConfigurationError as exc:
+            # Raised again here, so that the caller sees its own line and the fix, not our frames.
+            raise ConfigurationError(str(exc)) from None
         self._http = httpx.AsyncClient(
             base_url=self.config.url, headers=self.config.headers, timeout=timeout, transport=transport
         )

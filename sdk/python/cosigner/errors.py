@@ -28,6 +28,9 @@ error body, so a code, its HTTP status and its class are defined here and nowher
     ├── HandoffCancelled          409  a handoff was cancelled
     └── HandoffTimeout            409  nobody pressed Done on a handoff in time
 
+Apart from the wire codes, `ConfigurationError` (a `ValueError`) is raised when a client is
+built without Cosigner's URL or an API key; its message names the argument and the variable.
+
 `ApprovalDenied` and `ApprovalExpired` are also what `gate` raises when the decision is not
 an approval (the three Handoff errors, for a handoff that did not complete); the decision is
 then on `.decision` and a denial's comment on `.comment`.
@@ -51,6 +54,7 @@ __all__ = [
     "ApprovalModeUnsupported",
     "ApprovalNotFound",
     "ApprovalPending",
+    "ConfigurationError",
     "CosignerError",
     "DenialNotFound",
     "GrantRefused",
@@ -72,6 +76,10 @@ __all__ = [
     "WrongTenant",
     "error_for",
 ]
+
+
+class ConfigurationError(ValueError):
+    """A client built without what it needs (its URL, an API key); the message names the fix."""
 
 
 class CosignerError(Exception):

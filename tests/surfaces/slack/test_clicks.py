@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from typing import Any
@@ -212,3 +213,26 @@ async def test_other_buttons_are_acknowledged_quietly(
     response = await send_signed(http, "/slack/events", payload, secret=secret)
     assert response.status_code == 200
     assert desk.answers == []
+
+
+async def test_a_click_leaves_the_level_of_cosigners_own_logs_alone(
+    adapter: SlackAdapter,
+    emu: SlackEmulator,
+    http: httpx.AsyncClient,
+    desk: Any,
+    secret: str,
+    make_card: Any,
+    make_route: Any,
+) -> None:
+    # Bolt configures a logger named after its app on every request: named "cosigner", it
+    # reset Cosigner's own level, and `serve` fell silent after the first click.
+    ours = logging.getLogger("cosigner")
+    before = ours.level
+    ours.setLevel(logging.INFO)
+    try:
+        channel, ts = await card(adapter, make_card, make_route)
+        await emu.click(http, channel=channel, ts=ts, action_id="cosigner.approve", secret=secret, user="U1")
+        assert desk.answers and ours.level == logging.INFO and ours.filters == []
+    finally:
+        ours.setLevel(before)
+    await adapter.stop()

@@ -14,7 +14,7 @@ from mcp.types import CallToolResult, TextContent
 from cosigner import Decision
 from cosigner.errors import CosignerError
 
-__all__ = ["META_KEY", "failed", "pending", "refused", "rejected"]
+__all__ = ["META_KEY", "failed", "pending", "refused", "rejected", "unknown_tool"]
 
 META_KEY = "cosigner"
 
@@ -78,3 +78,10 @@ def rejected(error: CosignerError, tool: str) -> CallToolResult:
 def failed(text: str, **facts: Any) -> CallToolResult:
     """Something between the gateway and Cosigner or the upstream failed; say what."""
     return _error(text, status="failed", **facts)
+
+
+def unknown_tool(tool: str) -> CallToolResult:
+    """A name the upstream does not list, answered as the `mcp` SDK's servers answer it.
+
+    No Cosigner facts: nothing was asked, so there is no approval to name."""
+    return CallToolResult(content=[TextContent(type="text", text=f"Unknown tool: {tool}")], is_error=True)

@@ -5,6 +5,9 @@
         --transport http --port 8765
 
 COSIGNER_URL and COSIGNER_API_KEY come from the environment (the tenant is the key's).
+Everything of the `mcp` extra is imported inside the functions, after `main` has checked
+that it is installed: without it the command says what to install instead of failing on
+an import.
 """
 
 from __future__ import annotations
@@ -16,16 +19,18 @@ import shlex
 import socket
 import sys
 from collections.abc import Sequence
-
-from mcp import StdioServerParameters
-from mcp.server.stdio import stdio_server
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from cosigner import AsyncCosigner
 from cosigner._listen import ListenError, bind, valid_port
-from cosigner.mcp_gateway.gateway import Gateway, GatewayOptions, UpstreamUnavailable, upstream_client
-from cosigner.mcp_gateway.pipes import open_stdio
-from cosigner.mcp_gateway.strict import guard_http
+from cosigner.mcp_gateway import MISSING_EXTRA, mcp_missing
 from cosigner.mcp_gateway.surface_spec import SurfaceSpecError, parse_surface
+
+if TYPE_CHECKING:
+    from mcp import StdioServerParameters
+
+    from cosigner.mcp_gateway.gateway import GatewayOptions
 
 __all__ = ["add_arguments", "main", "run"]
 
@@ -85,6 +90,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def upstream_of(args: argparse.Namespace) -> StdioServerParameters | str:
     """What `mcp.Client` connects to: a command line, or a URL."""
+    from mcp import StdioServerParameters
+
     if args.upstream_url:
         return str(args.upstream_url)
     words = shlex.split(args.upstream_cmd)
@@ -108,9 +115,18 @@ async def run(
 ) -> None:
     """Connect the upstream, then serve until the agent hangs up (stdio) or forever (http,
     on `listener`, a socket bound by `listen`, or one bound here to --host and --port)."""
+    from mcp.server.stdio import stdio_server
+
+    from cosigner.mcp_gateway.gateway import Gateway, upstream_client
+    from cosigner.mcp_gateway.pipes import open_stdio
+    from cosigner.mcp_gateway.strict import guard_http
+
     async with cosigner, upstream_client(target) as upstream:
         gateway = Gateway(upstream, cosigner, options)
         server = gateway.server
+        if args.transport == "http":
+            listener = listener or listen(args.host, args.port)
+        print(started(args, cosigner.config.url, listener), file=sys.stderr, flush=True)
         try:
             if args.transport == "stdio":
                 # Windows event loops cannot watch console pipes: the SDK's own streams there.
@@ -122,13 +138,37 @@ async def run(
 
             app = guard_http(server.streamable_http_app(host=args.host))
             config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning")
-            await uvicorn.Server(config).serve(sockets=[listener or listen(args.host, args.port)])
+            await uvicorn.Server(config).serve(sockets=[listener] if listener else None)
         finally:
             await gateway.drain()
 
 
+def started(args: argparse.Namespace, cosigner_url: str, listener: socket.socket | None) -> str:
+    """The one line the gateway prints once its upstream is connected: what it is in front
+    of, which Cosigner it asks, and where agents reach it (stdio, or the address it listens on)."""
+    upstream = shown(args.upstream_url) if args.upstream_url else args.upstream_cmd
+    where = "serving MCP on stdio"
+    if listener is not None:
+        host, port = listener.getsockname()[:2]
+        where = f"listening on http://{f'[{host}]' if ':' in host else host}:{port}/mcp"
+    return f"cosigner-mcp-gateway: upstream {upstream}, Cosigner at {shown(cosigner_url)}, {where}"
+
+
+def shown(url: str) -> str:
+    """`url` without user name, password, query or fragment, which may carry credentials."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = f"[{host}]" if ":" in host else host
+    if parts.port is not None:
+        netloc += f":{parts.port}"
+    return f"{parts.scheme}://{netloc}{parts.path}"
+
+
 def main(argv: Sequence[str] | None = None, prog: str = "cosigner-mcp-gateway") -> int:
     """The console script's entry point."""
+    if mcp_missing():  # before parsing, so that even --help says it
+        print(f"error: {MISSING_EXTRA}", file=sys.stderr)
+        return 2
     p = argparse.ArgumentParser(
         prog=prog,
         description="An MCP server in front of another: each tool call goes through Cosigner's policy first.",
@@ -139,6 +179,8 @@ def main(argv: Sequence[str] | None = None, prog: str = "cosigner-mcp-gateway") 
 
 def execute(args: argparse.Namespace) -> int:
     """Run the parsed command; a configuration problem is one `error:` line and exit status 2."""
+    from cosigner.mcp_gateway.gateway import GatewayOptions, UpstreamUnavailable
+
     if args.hold < 0 or args.rounds < 0:
         print("error: --hold and --rounds must be 0 or more", file=sys.stderr)
         return 2

@@ -64,7 +64,7 @@ class EarlyAsk:
 class Connection:
     """One connection's execution id and the tools/calls asked about as they were read."""
 
-    def __init__(self, ledger: Ledger, ask: Ask, tool_prefix: str) -> None:
+    def __init__(self, ledger: Ledger, ask: Ask, tool_prefix: str, lists: Callable[[str], bool]) -> None:
         self.execution_id = f"mcp-{uuid.uuid4().hex}"
         self.version: str | None = None
         """The protocol version of the connection's first tools/call to reach the handler;
@@ -72,6 +72,8 @@ class Connection:
         self._ledger = ledger
         self._ask = ask
         self._prefix = tool_prefix
+        self._lists = lists
+        """Whether the upstream is known to list a tool name: others wait for the handler."""
         self._asked: dict[RequestId, EarlyAsk] = {}
 
     def read(self, item: SessionMessage | Exception) -> None:
@@ -86,6 +88,8 @@ class Connection:
             return
         try:
             params = parse_client_request("tools/call", self.version, raw).params
+            if not self._lists(params.name):
+                return  # perhaps no such tool: the handler looks it up before anyone is asked
             arguments: dict[str, Any] = params.arguments or {}
             key = (self.execution_id, self._prefix + params.name, parameters_digest(arguments))
         except Exception:  # the server or the handler answers it, as without an early ask

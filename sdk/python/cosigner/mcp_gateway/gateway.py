@@ -49,6 +49,8 @@ __all__ = ["Gateway", "GatewayOptions", "UpstreamUnavailable", "upstream_client"
 log = logging.getLogger("cosigner.mcp_gateway")
 
 SESSION_HEADER = "mcp-session-id"
+LIST_PAGES = 100
+"""At most this many pages of the upstream's tool listing are read to look a name up."""
 Context = ServerRequestContext[dict[str, Any], Any]
 
 
@@ -78,6 +80,8 @@ class Gateway:
         self.cosigner = cosigner
         self.options = options
         self.ledger = Ledger()
+        self._tools: frozenset[str] = frozenset()
+        """The names the upstream listed last; a call to any other is not put to Cosigner."""
         self.server: Server[dict[str, Any]] = GatewayServer(
             options.name,
             version="0.2.0",
@@ -86,7 +90,7 @@ class Gateway:
             lifespan=_connection_scope,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
-            connect=lambda: Connection(self.ledger, self._ask, options.tool_prefix),
+            connect=lambda: Connection(self.ledger, self._ask, options.tool_prefix, self._tools_has),
         )
         # The multi-round-trip state a client echoes is sealed (and bound to the tool and
         # arguments), so a client cannot resume someone else's call.
@@ -96,12 +100,36 @@ class Gateway:
 
     async def _list_tools(self, ctx: Context, params: PaginatedRequestParams | None) -> ListToolsResult:
         # Unchanged: names, schemas and annotations as the upstream lists them.
-        return await self.upstream.list_tools(cursor=params.cursor if params else None, cache_mode="bypass")
+        listed = await self.upstream.list_tools(cursor=params.cursor if params else None, cache_mode="bypass")
+        self._tools = self._tools | {tool.name for tool in listed.tools}
+        return listed
+
+    def _tools_has(self, tool: str) -> bool:
+        return tool in self._tools
+
+    async def _lists(self, tool: str) -> bool:
+        """Whether the upstream lists `tool`: the names seen so far, else its whole listing again."""
+        if tool in self._tools:
+            return True
+        names: set[str] = set()
+        cursor: str | None = None
+        for _ in range(LIST_PAGES):
+            page = await self.upstream.list_tools(cursor=cursor, cache_mode="bypass")
+            names.update(t.name for t in page.tools)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        self._tools = frozenset(names)
+        return tool in names
 
     async def _call_tool(
         self, ctx: Context, params: CallToolRequestParams
     ) -> CallToolResult | InputRequiredResult:
         tool = params.name
+        if not await self._lists(tool):
+            # Answered as the upstream answers a name it does not have, and nobody is asked:
+            # an approval card for a tool that cannot run would only waste a person's time.
+            return answers.unknown_tool(tool)
         policy_name = self.options.tool_prefix + tool
         arguments: dict[str, Any] = params.arguments or {}
         resumed = _resumed(params.request_state)
