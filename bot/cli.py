@@ -41,12 +41,28 @@ class UsageError(Exception):
     """A command was given something it cannot use; the message names the fix."""
 
 
+def _policy_at(path: str) -> Policy:
+    policy = load_policy_file(path)
+    if problems := policy.operation_problems():
+        raise PolicyError(problems, policy.source)
+    return policy
+
+
+def _shadow(settings: Settings) -> Policy | None:
+    """The shadow policy, checked as strictly as the policy: one that fails to load stops serve."""
+    if not settings.policy_shadow:
+        return None
+    shadow = _policy_at(settings.policy_shadow)
+    log.warning(
+        "COSIGNER_POLICY_SHADOW is set: every request is also decided by %s, which acts on nothing",
+        settings.policy_shadow,
+    )
+    return shadow
+
+
 def _policy(settings: Settings) -> Policy:
     if settings.policy:
-        policy = load_policy_file(settings.policy)
-        if problems := policy.operation_problems():
-            raise PolicyError(problems, policy.source)
-        return policy
+        return _policy_at(settings.policy)
     log.warning("COSIGNER_POLICY is not set; every tool is treated as danger (a person approves each call)")
     return load_policy("")
 
@@ -62,6 +78,7 @@ def serve(args: argparse.Namespace) -> int:
     settings = load_settings()
     configure(settings.log_level)
     policy = _policy(settings)
+    shadow = _shadow(settings)
 
     async def check() -> None:
         db = Database(settings.database_url, sqlite_synchronous=settings.sqlite_sync)
@@ -90,7 +107,7 @@ def serve(args: argparse.Namespace) -> int:
     sock = bind(args.host, args.port)
     try:
         asyncio.run(check())
-        app = build_app(settings, policy=policy, clock=clock, extra_routes=extra_routes)
+        app = build_app(settings, policy=policy, shadow=shadow, clock=clock, extra_routes=extra_routes)
         # Keep idle connections longer than a load balancer's idle timeout (60 s is common):
         # otherwise the server closes a connection the balancer is about to reuse, and that
         # request fails with a reset. log_config=None: uvicorn logs through bot.logs, as JSON.
