@@ -1,4 +1,4 @@
-"""The `cosigner` command: serve, dev, migrate, tenants, policy check, audit, denials."""
+"""The `cosigner` command: serve, dev, migrate, tenants, policy, audit, denials."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from bot import denial_cli
+from bot import denial_cli, policy_cli
 from bot.grants import callback_secret
 from bot.policy import Policy, load_policy, load_policy_file
 from bot.server import ListenError, valid_port
@@ -372,6 +372,7 @@ def parser() -> argparse.ArgumentParser:
     check = pc.add_parser("check", help="validate a policy file")
     check.add_argument("file")
     check.set_defaults(fn=policy_check)
+    policy_cli.register(pc, UsageError)
     a = sub.add_parser("audit", help="read and verify the audit log").add_subparsers(
         dest="action", required=True
     )

@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.checks import ambiguous, lookup
+from bot.durations import format_duration
 from bot.policy import Policy, ToolRule
+from bot.redaction import REDACTED, redact
 from bot.routing import SmsSender, is_headless, route_for
 from contracts.enums import ApprovalMode, ApproverKind, SurfaceType, ToolKind
 from contracts.errors import ApprovalModeUnsupported
@@ -91,7 +93,11 @@ class Ruling:
             "route": where(self.route) if isinstance(self.route, Route) else None,
             "approvers": list(self.approvers),
             "approverKinds": [k.value for k in self.kinds],
-            "refused": self.route.message if self.unsupported and self.route else None,
+            "refused": (
+                self.route.message
+                if self.unsupported and isinstance(self.route, ApprovalModeUnsupported)
+                else None
+            ),
             "timeoutSeconds": self.timeout,
             "redact": list(self.rule.redact),
             "quorum": self.quorum,
@@ -141,7 +147,7 @@ def decide(
         return ruling(mode=rule.mode, deny=True, decided_by=path, route=None, threshold=None, timeout=None)
     mode_path = _mode(rule, tenant, steps)
     if rule.mode is ApprovalMode.NONE:
-        _redaction(rule, steps)
+        _redaction(rule, parameters, steps)
         return ruling(
             mode=rule.mode, deny=False, decided_by=mode_path, route=None, threshold=None, timeout=None
         )
@@ -156,13 +162,14 @@ def decide(
         except ApprovalModeUnsupported as exc:
             route = exc  # refused only if no threshold decides the call
         step, kinds = _route_step(policy, tenant, rule, surface, route)
-        steps.append(step)
+        if threshold is None:
+            steps.append(step)
     timeout = None
     if threshold is None and surface is not None and not isinstance(route, ApprovalModeUnsupported):
         on = route.surface if route is not None else SurfaceType(getattr(surface, "type", "api"))
         timeout, source = policy.timeout_with_source(rule, on, requested_timeout)
-        steps.append(Step(source, f"a person has {timeout:g} s to answer; expiry means deny"))
-    _redaction(rule, steps)
+        steps.append(Step(source, f"a person has {format_duration(timeout)} to answer; expiry means deny"))
+    _redaction(rule, parameters, steps)
     if threshold is None:
         steps.append(
             Step(
@@ -199,13 +206,12 @@ def _found(rule: ToolRule, tool: str) -> Step:
 
 def _mode(rule: ToolRule, tenant: str, steps: list[Step]) -> str:
     """Append the step that set the mode; return its key path."""
-    set_keys = dict(rule.origins)
     if rule.handoff is not None:
         path, says = rule.origin("handoff"), "a handoff: a person does the step (Done / Cancel)"
     elif rule.confirm == "always":
         path, says = rule.origin("confirm"), 'confirm = "always" → ask_always'
     elif rule.kind is ToolKind.DANGER and rule.confirm is not False:
-        path = rule.origin("kind") if "kind" in set_keys else f"tools.{rule.name}"
+        path = rule.origin("kind")
         says = 'kind = "danger" → ask_always'
     elif rule.confirm is True:
         path, says = rule.origin("confirm"), "confirm = true → ask"
@@ -258,7 +264,7 @@ def _route_step(
         kinds = (headless,) if headless is not None else ()
         named = headless.value if headless is not None else "not set"
     else:
-        path = rule.origin("approvers") if "approvers" in dict(rule.origins) else f"{rule.source}.approvers"
+        path = rule.origin("approvers")
         named = ", ".join(k.value for k in rule.approvers)
         if "approvers" not in dict(rule.origins):
             named += " (the default)"
@@ -268,10 +274,23 @@ def _route_step(
     return Step(path, f"{named} via {where(route)}: {who} may answer"), kinds
 
 
-def _redaction(rule: ToolRule, steps: list[Step]) -> None:
-    shown = ", ".join(rule.redact) if rule.redact else "nothing named"
-    path = rule.origin("redact") if "redact" in dict(rule.origins) else f"{rule.source}.redact"
-    steps.append(Step(path, f"redacted: {shown}, and any value that looks like a secret"))
+def _redaction(rule: ToolRule, parameters: Mapping[str, Any], steps: list[Step]) -> None:
+    named = ", ".join(rule.redact) if rule.redact else "no paths named"
+    hidden = _hidden(parameters, redact(dict(parameters), rule.redact))
+    shown = f"; of these parameters: {', '.join(hidden)}" if hidden else ""
+    # Redaction adds up over the tool's and the tenant's sections, so the rule's section speaks.
+    steps.append(Step(rule.origin("redact"), f"{named}, and any value that looks like a secret{shown}"))
+
+
+def _hidden(given: Any, shown: Any, prefix: str = "") -> list[str]:
+    """The dotted paths of `given` that redaction replaced in `shown`."""
+    if shown == REDACTED and given != REDACTED:
+        return [prefix.rstrip(".") or "(all)"]
+    if isinstance(given, dict) and isinstance(shown, dict):
+        return [p for k in given for p in _hidden(given[k], shown.get(k), f"{prefix}{k}.")]
+    if isinstance(given, list) and isinstance(shown, list):
+        return [p for i, v in enumerate(given) for p in _hidden(v, shown[i], f"{prefix}{i}.")]
+    return []
 
 
 def differences(live: Ruling, shadow: Ruling) -> dict[str, Any] | None:

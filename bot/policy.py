@@ -75,8 +75,10 @@ class ToolRule:
 
     def origin(self, key: str) -> str:
         """The key path of `key` as the merge took it: the tenant's override or the tool's."""
-        found = dict(self.origins).get(key)
-        return f"{found or self.source}.{key}"
+        taken = dict(self.origins)
+        # A tool the policy does not name has no section: name the one that would define it.
+        section = taken.get(key) or (self.source if "kind" in taken else f"tools.{self.name}")
+        return f"{section}.{key}"
 
     def describe(self) -> str:
         """One line for cards and errors: where the rule lives and what it means."""
@@ -253,8 +255,11 @@ class Policy:
         return self._orgs.get((surface, org))
 
 
-def load_policy_file(path: str | Path, environ: Mapping[str, str] | None = None) -> Policy:
-    """Read and validate a policy file for running: each handoff's `secret_env` must be set."""
+def load_policy_file(
+    path: str | Path, environ: Mapping[str, str] | None = None, *, check_secrets: bool = True
+) -> Policy:
+    """Read and validate a policy file for running: each handoff's `secret_env` must be set
+    (unless `check_secrets` is False: the policy is only read, never run)."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -265,6 +270,8 @@ def load_policy_file(path: str | Path, environ: Mapping[str, str] | None = None)
     except UnicodeDecodeError as exc:
         raise PolicyError([f"{p}: not UTF-8 text; save the policy as UTF-8 TOML"], str(p)) from exc
     policy = load_policy(text, source=str(p))
+    if not check_secrets:
+        return policy
     env = os.environ if environ is None else environ
     problems = handoff_secrets(policy.tools, policy.tenants, env)
     if problems:
