@@ -156,8 +156,8 @@ def _problem(path: Path, text: str, error: Any) -> str:
     keys = ".".join(str(k) if not isinstance(k, int) else f"[{k}]" for k in loc).replace(".[", "[")
     message = error["msg"]
     if error["type"] == "extra_forbidden":
-        model: type[BaseModel] = {1: CaseFile, 3: Case}.get(len(loc), Expect)
-        message = f"unknown key; expected one of {', '.join(model.model_fields)}"
+        fields = {1: CaseFile.model_fields, 3: Case.model_fields}.get(len(loc), Expect.model_fields)
+        message = f"unknown key; expected one of {', '.join(fields)}"
     return f"{path}:{_line_of(text, loc)}: {keys or '(top level)'}: {message}"
 
 
