@@ -200,8 +200,10 @@ def decide(
 def _found(rule: ToolRule, tool: str) -> Step:
     if "kind" not in dict(rule.origins):
         return Step(f"tools.{tool}", 'not in the policy: treated as kind = "danger"')
-    sections = dict.fromkeys(path for _key, path in rule.origins)
-    return Step(rule.source, "merged from " + " and ".join(f"[{s}]" for s in sections))
+    sections = list(dict.fromkeys(path for _key, path in rule.origins))
+    if len(sections) == 1:
+        return Step(rule.source, f"the rule of [{sections[0]}]")
+    return Step(rule.source, f"[{sections[0]}], overridden key by key by [{sections[1]}]")
 
 
 def _mode(rule: ToolRule, tenant: str, steps: list[Step]) -> str:

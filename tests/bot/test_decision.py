@@ -67,7 +67,7 @@ def test_explanation_names_each_section_and_field_that_spoke() -> None:
     text = small.explain()
     assert "runs with nobody asked, by tenants.acme.tools.issue_refund.allow_below" in text
     assert "[tenants.acme.tools.issue_refund.allow_below] amountCents 4000 < 5000: nobody is asked" in text
-    assert "merged from [tools.issue_refund] and [tenants.acme.tools.issue_refund]" in text
+    assert "[tools.issue_refund], overridden key by key by [tenants.acme.tools.issue_refund]" in text
     slack = SlackSurface(type="slack", teamId="T0ACME", channelId="C0OPS", userId="U0ALICE")
     big = decide(
         policy,
