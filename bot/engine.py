@@ -27,7 +27,7 @@ from bot.metrics import Metrics
 from bot.notifier import Notifier
 from bot.policy import Policy, ToolRule
 from bot.redaction import redact
-from bot.routing import SmsSender, route_for
+from bot.routing import SmsSender
 from bot.tracing import Tracing
 from contracts.answers import (
     AgentDecider,
@@ -39,7 +39,7 @@ from contracts.answers import (
 )
 from contracts.denials import Denial
 from contracts.digest import digest_of_canonical
-from contracts.enums import ApprovalMode, ApprovalStatus, AuditEvent, SurfaceType, Verdict
+from contracts.enums import ApprovalStatus, AuditEvent, SurfaceType, Verdict
 from contracts.errors import (
     AlreadyDecided,
     ApprovalExpired,
@@ -177,17 +177,20 @@ class Engine:
         rules: list[str] = []
         surface_belongs(self.policy, tenant, req.surface)
         for tool in dict.fromkeys(req.tools):
-            rule = self.policy.rule_for(tenant, tool)
-            if rule.deny or rule.mode is ApprovalMode.NONE:
+            # No parameters yet: a threshold cannot let the call through before it is made.
+            ruling = decide(
+                self.policy, tenant, tool, {}, req.surface, enabled=self.surfaces, sms=self.sms_sender
+            )
+            if ruling.deny or ruling.runs_unasked:
                 continue
-            try:
-                route = route_for(self.policy, tenant, rule, req.surface, self.surfaces, self.sms_sender)
-            except ApprovalModeUnsupported as exc:
+            route = ruling.route
+            if isinstance(route, ApprovalModeUnsupported):
                 needing.append(tool)
-                rules.append(rule.source)
-                messages.append(exc.message)
+                rules.append(ruling.rule.source)
+                messages.append(route.message)
                 continue
-            found = await self.denials.held(tenant, tool, rule.mode, route, req.surface.model_dump())
+            assert route is not None  # a surface was given, so a route or a refusal was found
+            found = await self.denials.held(tenant, tool, ruling.mode, route, req.surface.model_dump())
             held += [found] if found is not None else []
         if needing:
             raise ApprovalModeUnsupported(
