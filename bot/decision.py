@@ -66,8 +66,8 @@ class Ruling:
 
     @property
     def approvers(self) -> tuple[str, ...]:
-        """The identities that may answer, when a route was found."""
-        return self.route.approvers if isinstance(self.route, Route) else ()
+        """The identities that would be asked (none when the call runs unasked)."""
+        return self.route.approvers if isinstance(self.route, Route) and not self.runs_unasked else ()
 
     @property
     def label(self) -> str:
@@ -87,10 +87,10 @@ class Ruling:
         return {
             "tenant": self.tenant,
             "tool": self.tool,
-            "decision": "deny" if self.deny else ("none" if self.runs_unasked else "person"),
+            "decision": {"deny": "deny", "none": "none", "unsupported": "refused"}.get(self.label, "person"),
             "mode": self.mode.value,
             "rule": self.decided_by,
-            "route": where(self.route) if isinstance(self.route, Route) else None,
+            "route": where(self.route) if isinstance(self.route, Route) and self.approvers else None,
             "approvers": list(self.approvers),
             "approverKinds": [k.value for k in self.kinds],
             "refused": (

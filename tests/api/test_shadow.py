@@ -45,7 +45,10 @@ async def test_the_shadow_acts_on_nothing_and_reports_each_difference_once(
         assert same.status_code == 200
 
         metrics = (await h.client.get("/metrics")).text
-        loosening = 'cosigner_policy_shadow_differences_total{from="ask_always:dashboard",to="none",tool="issue_refund"} 1.0'
+        loosening = (
+            "cosigner_policy_shadow_differences_total"
+            '{from="ask_always:dashboard",to="none",tool="issue_refund"} 1.0'
+        )
         assert loosening in metrics, metrics
         assert 'tool="issue_credit"' in metrics and 'tool="lookup_order"' not in metrics
 
