@@ -49,7 +49,7 @@ class Ruling:
     decided_by: str
     steps: tuple[Step, ...]
     route: Route | ApprovalModeUnsupported | None
-    threshold: str | None  # the PolicyDecider text when allow_below lets the call through
+    threshold: str | None  # decidedBy.rule when allow_below lets the call through
     timeout: float | None
     kinds: tuple[ApproverKind, ...] = ()  # who the route asks: the tool's approvers or headless
     quorum: int = 1  # one answer decides: this policy format has no quorum
@@ -252,7 +252,7 @@ def _threshold(rule: ToolRule, parameters: Mapping[str, Any], steps: list[Step])
     steps.append(Step(path, says + (": nobody is asked" if passes else ": the mode stands")))
     if not passes:
         return None
-    return f"{rule.source}.allow_below ({rule.allow_below.parameter} < {rule.allow_below.value:g})"
+    return f"{path} ({rule.allow_below.parameter} < {rule.allow_below.value:g})"
 
 
 def _route_step(

@@ -84,10 +84,11 @@ def create_tx(
         None if rule.deny else held_against(tx, tenant, req.toolName, mode, routed, req.surface.model_dump())
     )
     if rule.deny:
-        decided_by = PolicyDecider(rule=f"{rule.source}.deny", path=ruling.decided_by)
+        decided_by = PolicyDecider(rule=ruling.decided_by)
         status = ApprovalStatus.DENIED
     elif mode is ApprovalMode.NONE:
-        decided_by = PolicyDecider(rule=rule.describe(), path=ruling.decided_by)
+        # The key path that decided first, then what it means: "tools.lookup_order.kind: read → none".
+        decided_by = PolicyDecider(rule=f"{ruling.decided_by}: {rule.kind.value} → {mode.value}")
         status = ApprovalStatus.APPROVED
     elif standing is not None:
         decided_by, status = standing_decider(standing), ApprovalStatus.DENIED
@@ -187,7 +188,7 @@ def policy_approval(
     """Approve by policy: below a threshold (as `ruling` found), or an earlier 'approve for
     this run'."""
     if ruling.threshold is not None:
-        return PolicyDecider(rule=ruling.threshold, path=ruling.decided_by)
+        return PolicyDecider(rule=ruling.threshold)
     if rule.mode is ApprovalMode.ASK:
         grant = ledger.run_grant(tx, tenant, req.executionId, req.toolName)
         if grant is not None:

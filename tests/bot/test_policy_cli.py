@@ -50,7 +50,13 @@ def test_explain_prints_the_decision_and_why(policy: Path, capsys: pytest.Captur
     assert code == 0
     assert "[tenants.acme.tools.issue_refund.allow_below] amountCents 4000 < 5000" in out
     code, out, _ = run(
-        capsys, *args, "--params", '{"amountCents": 9000}', "--surface", "sms:+15550000009", "--json"
+        capsys,
+        *args,
+        "--params",
+        '{"amountCents": 9000}',
+        "--surface",
+        "slack:T0ACME/C0OPS/U0ALICE",
+        "--json",
     )
     found = json.loads(out)
     assert code == 0 and found["mode"] == "ask_always" and found["rule"] == "tools.issue_refund.kind"

@@ -71,12 +71,6 @@ class PolicyDecider(Wire):
 
     kind: Literal["policy"] = "policy"
     rule: str
-    path: str | None = Field(
-        default=None,
-        exclude_if=_absent,
-        description="The key path of the policy rule that decided, e.g. "
-        "tenants.acme.tools.issue_refund.allow_below.",
-    )
 
 
 class AgentDecider(Wire):
