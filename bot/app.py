@@ -139,6 +139,7 @@ def build_app(
     settings: Settings,
     *,
     policy: Policy,
+    shadow: Policy | None = None,
     db: Database | None = None,
     surfaces: Sequence[SurfaceFactory] | None = None,
     http: Egress | None = None,
@@ -183,6 +184,7 @@ def build_app(
         callback_allow=callback_allow,
         tracing=Tracing(provider, db=db) if provider is not None else None,
         seal=TokenSeal(settings.secret),
+        shadow=shadow,
     )
     desk = Desk(engine)
     adapters: dict[str, SurfaceAdapter] = {}

@@ -1,4 +1,4 @@
-"""The `cosigner` command: serve, dev, migrate, tenants, policy check, audit, denials."""
+"""The `cosigner` command: serve, dev, migrate, tenants, policy, audit, denials."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from bot import denial_cli
+from bot import denial_cli, policy_cli
 from bot.grants import callback_secret
 from bot.policy import Policy, load_policy, load_policy_file
 from bot.server import ListenError, valid_port
@@ -41,12 +41,28 @@ class UsageError(Exception):
     """A command was given something it cannot use; the message names the fix."""
 
 
+def _policy_at(path: str) -> Policy:
+    policy = load_policy_file(path)
+    if problems := policy.operation_problems():
+        raise PolicyError(problems, policy.source)
+    return policy
+
+
+def _shadow(settings: Settings) -> Policy | None:
+    """The shadow policy, checked as strictly as the policy: one that fails to load stops serve."""
+    if not settings.policy_shadow:
+        return None
+    shadow = _policy_at(settings.policy_shadow)
+    log.warning(
+        "COSIGNER_POLICY_SHADOW is set: every request is also decided by %s, which acts on nothing",
+        settings.policy_shadow,
+    )
+    return shadow
+
+
 def _policy(settings: Settings) -> Policy:
     if settings.policy:
-        policy = load_policy_file(settings.policy)
-        if problems := policy.operation_problems():
-            raise PolicyError(problems, policy.source)
-        return policy
+        return _policy_at(settings.policy)
     log.warning("COSIGNER_POLICY is not set; every tool is treated as danger (a person approves each call)")
     return load_policy("")
 
@@ -62,6 +78,7 @@ def serve(args: argparse.Namespace) -> int:
     settings = load_settings()
     configure(settings.log_level)
     policy = _policy(settings)
+    shadow = _shadow(settings)
 
     async def check() -> None:
         db = Database(settings.database_url, sqlite_synchronous=settings.sqlite_sync)
@@ -90,7 +107,7 @@ def serve(args: argparse.Namespace) -> int:
     sock = bind(args.host, args.port)
     try:
         asyncio.run(check())
-        app = build_app(settings, policy=policy, clock=clock, extra_routes=extra_routes)
+        app = build_app(settings, policy=policy, shadow=shadow, clock=clock, extra_routes=extra_routes)
         # Keep idle connections longer than a load balancer's idle timeout (60 s is common):
         # otherwise the server closes a connection the balancer is about to reuse, and that
         # request fails with a reset. log_config=None: uvicorn logs through bot.logs, as JSON.
@@ -355,6 +372,7 @@ def parser() -> argparse.ArgumentParser:
     check = pc.add_parser("check", help="validate a policy file")
     check.add_argument("file")
     check.set_defaults(fn=policy_check)
+    policy_cli.register(pc, UsageError)
     a = sub.add_parser("audit", help="read and verify the audit log").add_subparsers(
         dest="action", required=True
     )

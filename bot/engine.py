@@ -19,6 +19,7 @@ from bot.activity import Activity, Answer, Step
 from bot.approval import Closing
 from bot.bodies import Start, decision_body, start_body
 from bot.checks import callback_allowed, json_limits, surface_belongs
+from bot.decision import Ruling, decide, differences
 from bot.egress import AllowList
 from bot.grants import GrantSigner
 from bot.handoff import DONE_WAIT, press_done, sealed_context, state_for
@@ -27,7 +28,7 @@ from bot.metrics import Metrics
 from bot.notifier import Notifier
 from bot.policy import Policy, ToolRule
 from bot.redaction import redact
-from bot.routing import SmsSender, route_for
+from bot.routing import SmsSender
 from bot.tracing import Tracing
 from contracts.answers import (
     AgentDecider,
@@ -39,7 +40,7 @@ from contracts.answers import (
 )
 from contracts.denials import Denial
 from contracts.digest import digest_of_canonical
-from contracts.enums import ApprovalMode, ApprovalStatus, AuditEvent, SurfaceType, Verdict
+from contracts.enums import ApprovalStatus, AuditEvent, SurfaceType, Verdict
 from contracts.errors import (
     AlreadyDecided,
     ApprovalExpired,
@@ -86,6 +87,7 @@ class Engine:
         callback_allow: AllowList | None = None,
         tracing: Tracing | None = None,
         seal: TokenSeal | None = None,
+        shadow: Policy | None = None,
     ) -> None:
         self.db = db
         self.policy = policy
@@ -99,6 +101,7 @@ class Engine:
         self.denials = denials.Denials(db, clock)
         self.tracing = tracing or Tracing()
         self.seal = seal  # seals a handoff's parameters until its check
+        self.shadow = shadow  # decided alongside, acts on nothing (COSIGNER_POLICY_SHADOW)
         self.jobs_wakeup = asyncio.Event()
         self.expiry_wakeup = asyncio.Event()
         # How often a waiter re-reads on its own, in case a notification from another
@@ -175,17 +178,20 @@ class Engine:
         rules: list[str] = []
         surface_belongs(self.policy, tenant, req.surface)
         for tool in dict.fromkeys(req.tools):
-            rule = self.policy.rule_for(tenant, tool)
-            if rule.deny or rule.mode is ApprovalMode.NONE:
+            # No parameters yet: a threshold cannot let the call through before it is made.
+            ruling = decide(
+                self.policy, tenant, tool, {}, req.surface, enabled=self.surfaces, sms=self.sms_sender
+            )
+            if ruling.deny or ruling.runs_unasked:
                 continue
-            try:
-                route = route_for(self.policy, tenant, rule, req.surface, self.surfaces, self.sms_sender)
-            except ApprovalModeUnsupported as exc:
+            route = ruling.route
+            if isinstance(route, ApprovalModeUnsupported):
                 needing.append(tool)
-                rules.append(rule.source)
-                messages.append(exc.message)
+                rules.append(ruling.rule.source)
+                messages.append(route.message)
                 continue
-            found = await self.denials.held(tenant, tool, rule.mode, route, req.surface.model_dump())
+            assert route is not None  # a surface was given, so a route or a refusal was found
+            found = await self.denials.held(tenant, tool, ruling.mode, route, req.surface.model_dump())
             held += [found] if found is not None else []
         if needing:
             raise ApprovalModeUnsupported(
@@ -215,6 +221,7 @@ class Engine:
             # The reason is free text that goes on the card, the text and the audit record:
             # a credential pasted into it is redacted like one in the parameters.
             req = req.model_copy(update={"reason": redact(req.reason)})
+        own_rule = rule is not None
         rule = rule or self.policy.rule_for(tenant, req.toolName)
         dig = digest_of_canonical(canonical)  # the bytes json_limits measured, not written twice
         shown = redact(req.parameters, rule.redact)
@@ -224,12 +231,10 @@ class Engine:
                 raise InvalidRequest("handoffs need COSIGNER_SECRET on this server")
             context = sealed_context(tenant, req.executionId, req.toolCallId)
             handoff = state_for(rule, req.parameters, self.seal, context)
-        route: Route | ApprovalModeUnsupported | None = None
-        if not rule.deny and rule.mode is not ApprovalMode.NONE:
-            try:
-                route = route_for(self.policy, tenant, rule, req.surface, self.surfaces, self.sms_sender)
-            except ApprovalModeUnsupported as exc:
-                route = exc  # raised only if the policy does not decide the call itself
+        ruling = self._decide(self.policy, tenant, req, rule)
+        route: Route | ApprovalModeUnsupported | None = ruling.route
+        # Only gated tool calls have a shadow: an operation's rule is handed in by its caller.
+        shadow = None if self.shadow is None or own_rule else self._shadowed(tenant, req, ruling)
         trace = self.tracing.begin()
         for _attempt in range(3):
             try:
@@ -247,7 +252,9 @@ class Engine:
                         contract,
                         approval_id,
                         trace,
+                        ruling=ruling,
                         handoff=handoff,
+                        shadow=shadow,
                     )
                 )
                 break
@@ -261,6 +268,8 @@ class Engine:
             return self._replay(rec)
         if rec.closed:
             self.tracing.closed(rec)
+        if shadow is not None:
+            self._shadow_differs(rec, shadow)
         self.metrics.created(rec.status.value)
         log.debug(
             "approval created",
@@ -287,6 +296,45 @@ class Engine:
         if not rec.closed:
             return 201, start_body(rec)
         return 200, decision_body(rec, self.signer, self.grant_ttl)
+
+    def _decide(self, policy: Policy, tenant: str, req: ApprovalRequest, rule: ToolRule | None) -> Ruling:
+        return decide(
+            policy,
+            tenant,
+            req.toolName,
+            req.parameters,
+            req.surface,
+            enabled=self.surfaces,
+            sms=self.sms_sender,
+            requested_timeout=req.timeoutSeconds,
+            rule=rule,
+        )
+
+    def _shadowed(self, tenant: str, req: ApprovalRequest, live: Ruling) -> dict[str, Any] | None:
+        """What the shadow policy would decide otherwise; it acts on nothing."""
+        assert self.shadow is not None
+        try:
+            return differences(live, self._decide(self.shadow, tenant, req, None))
+        except Exception:
+            # A shadow must never change what the live policy decides, not even by failing.
+            log.exception("the shadow policy failed to decide", extra={"tool": req.toolName})
+            return None
+
+    def _shadow_differs(self, rec: Record, shadow: Mapping[str, Any]) -> None:
+        """Log and count a shadow difference, once per request (a replayed call is not new)."""
+        self.metrics.shadow_difference(rec.tool_name, shadow["from"], shadow["to"])
+        log.warning(
+            "the shadow policy decides this request differently",
+            extra={
+                "approval_id": rec.id,
+                "tenant": rec.tenant,
+                "tool": rec.tool_name,
+                "shadow_from": shadow["from"],
+                "shadow_to": shadow["to"],
+                "shadow_rule": shadow["rule"],
+                "shadow_loosens": shadow["loosens"],
+            },
+        )
 
     def _replay(self, rec: Record) -> tuple[int, Start | Decision]:
         if not rec.closed:

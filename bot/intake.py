@@ -12,7 +12,7 @@ from typing import Any
 
 from bot.approval import new_id, queue_callback, queue_execution, stored
 from bot.bodies import actor_of
-from bot.checks import ambiguous, lookup
+from bot.decision import Ruling
 from bot.denials import decider as standing_decider
 from bot.denials import held_against
 from bot.policy import Policy, ToolRule
@@ -57,10 +57,13 @@ def create_tx(
     approval_id: str | None = None,
     trace: ApprovalTrace = NO_TRACE,
     *,
+    ruling: Ruling,
     handoff: str | None = None,
+    shadow: dict[str, Any] | None = None,
 ) -> Created:
     """Insert the approval (or find the one this call made before) and queue its first jobs;
-    `contract` is an operation's, prepared by its application for `approval_id`."""
+    `contract` is an operation's, prepared by its application for `approval_id`. `ruling` is
+    what `bot.decision.decide` made of the call; `shadow` what a shadow policy would change."""
     row = ledger.made_before(tx, tenant, req.executionId, req.toolCallId)
     if row is not None:
         rec = Record.from_row(row)
@@ -81,9 +84,12 @@ def create_tx(
         None if rule.deny else held_against(tx, tenant, req.toolName, mode, routed, req.surface.model_dump())
     )
     if rule.deny:
-        decided_by, status = PolicyDecider(rule=f"{rule.source}.deny"), ApprovalStatus.DENIED
+        decided_by = PolicyDecider(rule=ruling.decided_by)
+        status = ApprovalStatus.DENIED
     elif mode is ApprovalMode.NONE:
-        decided_by, status = PolicyDecider(rule=rule.describe()), ApprovalStatus.APPROVED
+        # The key path that decided first, then what it means: "tools.lookup_order.kind: read → none".
+        decided_by = PolicyDecider(rule=f"{ruling.decided_by}: {rule.kind.value} → {mode.value}")
+        status = ApprovalStatus.APPROVED
     elif standing is not None:
         decided_by, status = standing_decider(standing), ApprovalStatus.DENIED
     else:
@@ -96,7 +102,7 @@ def create_tx(
                 "in the policy.",
                 limit=cap,
             )
-        decided_by = policy_approval(tx, tenant, req, rule)
+        decided_by = policy_approval(tx, tenant, req, rule, ruling)
         if decided_by is not None:
             status, route = ApprovalStatus.APPROVED, None
         elif isinstance(routed, ApprovalModeUnsupported):
@@ -123,6 +129,9 @@ def create_tx(
                 "mode": mode.value,
                 "route": route_fields(route) if route else None,
                 "traceId": trace.trace_id,
+                "rule": ruling.decided_by,
+                "decision": ruling.label,
+                **({"shadow": shadow} if shadow is not None else {}),
             },
         )
     ]
@@ -173,19 +182,13 @@ def create_tx(
     return Created(rec, replay=False, denied_by_policy=rule.deny, standing=standing)
 
 
-def policy_approval(tx: Tx, tenant: str, req: ApprovalRequest, rule: ToolRule) -> DecidedBy | None:
-    """Approve by policy: below a threshold, or an earlier 'approve for this run'."""
-    if rule.allow_below is not None and not ambiguous(req.parameters, rule.allow_below.parameter):
-        value = lookup(req.parameters, rule.allow_below.parameter)
-        # Below the threshold but not negative: a negative amount is not a small one.
-        if (
-            isinstance(value, (int, float))
-            and not isinstance(value, bool)
-            and 0 <= value < rule.allow_below.value
-        ):
-            return PolicyDecider(
-                rule=f"{rule.source}.allow_below ({rule.allow_below.parameter} < {rule.allow_below.value:g})"
-            )
+def policy_approval(
+    tx: Tx, tenant: str, req: ApprovalRequest, rule: ToolRule, ruling: Ruling
+) -> DecidedBy | None:
+    """Approve by policy: below a threshold (as `ruling` found), or an earlier 'approve for
+    this run'."""
+    if ruling.threshold is not None:
+        return PolicyDecider(rule=ruling.threshold)
     if rule.mode is ApprovalMode.ASK:
         grant = ledger.run_grant(tx, tenant, req.executionId, req.toolName)
         if grant is not None:

@@ -38,6 +38,10 @@ ALLOWED = (
     "http_status",
     "port",
     "url",
+    "shadow_from",
+    "shadow_to",
+    "shadow_rule",
+    "shadow_loosens",
 )
 # Other libraries log at INFO and DEBUG what Cosigner must not (httpx: every URL it calls;
 # Twilio: request bodies; SQLAlchemy: statements with their values).

@@ -47,6 +47,12 @@ class Metrics:
             "Waiters here woken by another replica's decision (PostgreSQL NOTIFY)",
             registry=self.registry,
         )
+        self.shadow_differences = Counter(
+            "cosigner_policy_shadow_differences",
+            "Requests the shadow policy (COSIGNER_POLICY_SHADOW) decides otherwise, by tool and change",
+            ["tool", "from", "to"],
+            registry=self.registry,
+        )
         # The labelled children, found once per set of labels: `labels()` validates and
         # locks on every call, and the hot paths count every request and approval.
         self._children: dict[tuple[Any, ...], Any] = {}
@@ -70,6 +76,10 @@ class Metrics:
         """Count a closed approval and observe its time to decision."""
         self._child(self.approvals, "closed", status).inc()
         self._child(self.decision_seconds, status).observe(max(decided_at - created_at, 0.0))
+
+    def shadow_difference(self, tool: str, before: str, after: str) -> None:
+        """Count one request the shadow policy decides otherwise."""
+        self._child(self.shadow_differences, tool, before, after).inc()
 
     def render(self) -> bytes:
         """The Prometheus text exposition."""

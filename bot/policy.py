@@ -70,6 +70,15 @@ class ToolRule:
     source: str
     mode: ApprovalMode
     handoff: HandoffSection | None = None
+    # Which section set each key the merge picked (`kind` → "tenants.acme.tools.x").
+    origins: tuple[tuple[str, str], ...] = ()
+
+    def origin(self, key: str) -> str:
+        """The key path of `key` as the merge took it: the tenant's override or the tool's."""
+        taken = dict(self.origins)
+        # A tool the policy does not name has no section: name the one that would define it.
+        section = taken.get(key) or (self.source if "kind" in taken else f"tools.{self.name}")
+        return f"{section}.{key}"
 
     def describe(self) -> str:
         """One line for cards and errors: where the rule lives and what it means."""
@@ -93,13 +102,21 @@ def mode_of(kind: ToolKind, confirm: Confirm, gate_all: bool, handoff: bool = Fa
 
 
 def _rule(
-    name: str, base: ToolSection | None, override: ToolSection | None, gate_all: bool, source: str
+    name: str,
+    base: ToolSection | None,
+    override: ToolSection | None,
+    gate_all: bool,
+    source: str,
+    override_path: str = "",
 ) -> ToolRule:
     """Merge a tool section with a tenant's override of it, key by key."""
 
+    origins: dict[str, str] = {}
+
     def pick(key: str, default: Any) -> Any:
-        for section in (override, base):
+        for section, path in ((override, override_path), (base, f"tools.{name}")):
             if section is not None and key in section.model_fields_set:
+                origins[key] = path
                 return getattr(section, key)
         return default
 
@@ -123,6 +140,7 @@ def _rule(
         source=source,
         mode=mode_of(kind, confirm, gate_all, handoff is not None),
         handoff=handoff,
+        origins=tuple(origins.items()),
     )
 
 
@@ -133,7 +151,9 @@ def _rules(file: PolicyFile, tenant: str, section: TenantPolicy | None) -> dict[
     for name in [*file.tools, *overrides]:
         over = overrides.get(name)
         source = f"tenants.{tenant}.tools.{name}" if over is not None else f"tools.{name}"
-        rules[name] = _rule(name, file.tools.get(name), over, gate_all, source)
+        rules[name] = _rule(
+            name, file.tools.get(name), over, gate_all, source, f"tenants.{tenant}.tools.{name}"
+        )
     return rules
 
 
@@ -207,19 +227,39 @@ class Policy:
     def timeout_for(self, rule: ToolRule, surface: SurfaceType, requested: int | None) -> float:
         """Seconds a person has: the tool's, else the surface's, else the default; an
         agent's `timeoutSeconds` is honoured up to `max_timeout`."""
+        return self.timeout_with_source(rule, surface, requested)[0]
+
+    def timeout_with_source(
+        self, rule: ToolRule, surface: SurfaceType, requested: int | None
+    ) -> tuple[float, str]:
+        """`timeout_for`, with the key path (or request field) the seconds came from."""
         if requested is not None:
-            return float(min(requested, self.defaults.max_timeout))
+            return float(
+                min(requested, self.defaults.max_timeout)
+            ), "timeoutSeconds (up to defaults.max_timeout)"
         if rule.timeout is not None:
-            return rule.timeout
-        return self.defaults.timeout_on(surface)
+            taken = dict(rule.origins)
+            path = rule.origin("timeout") if "timeout" in taken else rule.origin("handoff") + ".timeout"
+            return rule.timeout, path
+        own = {
+            SurfaceType.SMS: "sms_timeout",
+            SurfaceType.SLACK: "slack_timeout",
+            SurfaceType.DASHBOARD: "dashboard_timeout",
+        }.get(surface)
+        if own is not None and getattr(self.defaults, own):
+            return self.defaults.timeout_on(surface), f"defaults.{own}"
+        return self.defaults.timeout_on(surface), "defaults.timeout"
 
     def tenant_for_org(self, surface: SurfaceType, org: str) -> str | None:
         """The tenant whose section names this Slack team/enterprise or SMS number/service."""
         return self._orgs.get((surface, org))
 
 
-def load_policy_file(path: str | Path, environ: Mapping[str, str] | None = None) -> Policy:
-    """Read and validate a policy file for running: each handoff's `secret_env` must be set."""
+def load_policy_file(
+    path: str | Path, environ: Mapping[str, str] | None = None, *, check_secrets: bool = True
+) -> Policy:
+    """Read and validate a policy file for running: each handoff's `secret_env` must be set
+    (unless `check_secrets` is False: the policy is only read, never run)."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -230,6 +270,8 @@ def load_policy_file(path: str | Path, environ: Mapping[str, str] | None = None)
     except UnicodeDecodeError as exc:
         raise PolicyError([f"{p}: not UTF-8 text; save the policy as UTF-8 TOML"], str(p)) from exc
     policy = load_policy(text, source=str(p))
+    if not check_secrets:
+        return policy
     env = os.environ if environ is None else environ
     problems = handoff_secrets(policy.tools, policy.tenants, env)
     if problems:

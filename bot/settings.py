@@ -90,6 +90,9 @@ class Settings(BaseSettings):
         default=None, validation_alias=_env("COSIGNER_SQLITE_SYNCHRONOUS")
     )
     policy: str | None = Field(default=None, validation_alias=_env("COSIGNER_POLICY"))
+    # A second policy decided alongside, acting on nothing: its differences are logged,
+    # counted and audited (bot.decision.differences).
+    policy_shadow: str | None = Field(default=None, validation_alias=_env("COSIGNER_POLICY_SHADOW"))
     public_url: str = Field(default="http://127.0.0.1:8000", validation_alias=_env("COSIGNER_PUBLIC_URL"))
     secret: str | None = Field(default=None, validation_alias=_env("COSIGNER_SECRET"))
     log_level: LogLevel = Field(default=LogLevel.INFO, validation_alias=_env("COSIGNER_LOG_LEVEL"))

@@ -228,3 +228,15 @@ async def stream_since(conn: AsyncConnection, since: float) -> AsyncIterator[Any
     )
     async for row in result:
         yield row
+
+
+async def stream_requests(conn: AsyncConnection, since: float) -> AsyncIterator[Any]:
+    """Every `requested` audit row at or after `since`, oldest first, without loading them all."""
+    result = await conn.stream(
+        sa.select(audit_events.c.approval_id, audit_events.c.tenant, audit_events.c.at, audit_events.c.data)
+        .where(audit_events.c.at >= since, audit_events.c.event == "requested")
+        .order_by(audit_events.c.at, audit_events.c.id)
+        .execution_options(yield_per=500)
+    )
+    async for row in result:
+        yield row

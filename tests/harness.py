@@ -203,14 +203,17 @@ async def cosigner_app(
     run_workers: bool = True,
     clock: ManualClock | None = None,
     tracer_provider: Any = None,
+    shadow_toml: str | None = None,
     **settings: Any,
 ) -> AsyncIterator[Harness]:
-    """Build, start and serve an app over `httpx.ASGITransport`, on a `ManualClock`."""
+    """Build, start and serve an app over `httpx.ASGITransport`, on a `ManualClock`;
+    `shadow_toml` is a shadow policy decided alongside."""
     clock = clock or ManualClock()
     async with _maybe_db(db, database_kind) as database_:
         app = build_app(
             make_settings(**settings),
             policy=load_policy(policy_toml),
+            shadow=load_policy(shadow_toml) if shadow_toml is not None else None,
             db=database_,
             surfaces=surfaces,
             http=http,

@@ -21,7 +21,7 @@ from tests.processes import REPO, clean_env, cosigner, free_port, serving
 SECRET = "ops-operator-secret-" + "o" * 32
 
 
-@pytest.mark.parametrize("case", ["no_secret", "bad_policy", "missing_policy", "sync_driver"])
+@pytest.mark.parametrize("case", ["no_secret", "bad_policy", "bad_shadow", "missing_policy", "sync_driver"])
 def test_serve_refuses_bad_configuration_clearly(case: str, tmp_path: Path) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text('[tools.refund]\nkind = "dangerous"\n[defaults]\ntimout = "5m"\n')
@@ -30,6 +30,9 @@ def test_serve_refuses_bad_configuration_clearly(case: str, tmp_path: Path) -> N
     env = {
         "no_secret": clean_env(tmp_path, COSIGNER_POLICY=str(good)),
         "bad_policy": clean_env(tmp_path, COSIGNER_POLICY=str(bad), COSIGNER_SECRET=SECRET),
+        "bad_shadow": clean_env(
+            tmp_path, COSIGNER_POLICY=str(good), COSIGNER_POLICY_SHADOW=str(bad), COSIGNER_SECRET=SECRET
+        ),
         "missing_policy": clean_env(
             tmp_path, COSIGNER_POLICY=str(tmp_path / "nope.toml"), COSIGNER_SECRET=SECRET
         ),
@@ -47,6 +50,7 @@ def test_serve_refuses_bad_configuration_clearly(case: str, tmp_path: Path) -> N
     expected = {
         "no_secret": ["COSIGNER_SECRET is not set"],
         "bad_policy": ["tools.refund.kind", "defaults.timout"],
+        "bad_shadow": ["bad.toml", "tools.refund.kind", "defaults.timout"],
         "missing_policy": ["nope.toml", "cannot read the file"],
         "sync_driver": ["sqlite+aiosqlite://"],
     }[case]
