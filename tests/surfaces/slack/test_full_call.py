@@ -144,7 +144,11 @@ async def test_a_large_call_is_paged_and_each_page_is_checked(world: Any) -> Non
         h.client, channel=card.channel, ts=card.ts, action_id="cosigner.full_call", secret=SECRET, user="U9"
     )
     await until(lambda: emu.ephemerals)
-    assert opened.updates == 3 and len(emu.views) == 1
+    # The approver's own press turns the page once more; the stranger's did not count.
+    await emu.click_in_view(h.client, action_id="cosigner.full_call_previous", secret=SECRET, user="U1")
+    await until(lambda: opened.updates >= 4)
+    assert "Page 3 of 4" in json.dumps(opened.view)
+    assert opened.updates == 4 and len(emu.views) == 1
 
 
 async def test_only_an_approver_may_read_the_full_call(world: Any) -> None:
