@@ -27,7 +27,7 @@ from contracts.errors import (
     WrongConversation,
     WrongTenant,
 )
-from contracts.ports import Answer, DashboardRoute, SlackRoute, SmsRoute
+from contracts.ports import Answer, DashboardRoute, Look, SlackRoute, SmsRoute
 from storage import approvals as ledger
 from storage import inbound, jobs, operations
 from storage.audit import Event
@@ -84,6 +84,12 @@ def closed_error(rec: Record) -> CosignerError:
 
 def check_answer(rec: Record, a: Answer) -> None:
     """Tenant, conversation, app, message, approver (and Slack Connect) — in that order."""
+    check_reader(rec, a)
+    check_verdict(rec, a.verdict)
+
+
+def check_reader(rec: Record, a: Answer | Look) -> None:
+    """Who may answer may also read the whole call: the checks of `check_answer` but the verdict."""
     route, got = rec.route, rec.delivered
     if route is None or route.surface != a.surface:
         where = route.surface if route else "nobody"
@@ -110,7 +116,6 @@ def check_answer(rec: Record, a: Answer) -> None:
         clicker_belongs(route, a)
     if a.actor not in route.approvers:
         raise NotAnApprover(f"{a.actor} is not an approver of approval {rec.id}")
-    check_verdict(rec, a.verdict)
 
 
 def check_verdict(rec: Record, verdict: Verdict) -> None:
@@ -126,7 +131,7 @@ def check_verdict(rec: Record, verdict: Verdict) -> None:
         raise InvalidRequest("approve for this run is offered only for tools in mode ask")
 
 
-def clicker_belongs(route: SlackRoute, a: Answer) -> None:
+def clicker_belongs(route: SlackRoute, a: Answer | Look) -> None:
     """Slack Connect: the clicker's own workspace or org (`user.team_id`) must be the route's.
 
     The installation's org (`team.enterprise_id`, `enterprise.id`) says where the card

@@ -11,12 +11,13 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from bot import denials, handoff
-from bot.approval import Closing, check_answer
+from bot.approval import Closing, check_answer, check_reader
 from bot.engine import Engine
 from contracts.answers import PersonDecider
 from contracts.denials import Denial
 from contracts.enums import ApprovalStatus, AuditEvent, SurfaceType, Verdict
-from contracts.ports import Answer, ApprovalCard, Delivered, Placed
+from contracts.errors import ApprovalNotFound
+from contracts.ports import Answer, ApprovalCard, Delivered, Look, Placed
 from storage import approvals as ledger
 from storage import inbound, sms_state
 from storage.database import Tx
@@ -79,6 +80,15 @@ class Desk:
     def tenant_for_org(self, surface: SurfaceType, org: str) -> str | None:
         """The tenant whose policy names this Slack team/enterprise or SMS number."""
         return self.engine.policy.tenant_for_org(surface, org)
+
+    async def full_call(self, look: Look) -> ApprovalCard:
+        """The whole call (redacted, never cut) for an approver where it was shown."""
+        rec = await self._read(lambda tx: ledger.load(tx, look.approval_id))
+        if rec is None:
+            raise ApprovalNotFound(f"approval {look.approval_id} does not exist")
+        # Reading decides nothing, so a refusal is not audited; it is raised to the reader.
+        check_reader(rec, look)
+        return rec.card()
 
     # --- standing denies a person set (contracts.denials.DenialDesk) ------------
 

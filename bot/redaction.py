@@ -1,7 +1,10 @@
 """Redaction and digests: what may leave Cosigner, and what binds a decision to a call.
 
 `redact` runs before any surface, log line, callback or audit record sees parameters:
-policy paths plus secret-looking keys at any depth, plus values that look like credentials.
+policy paths and secret-looking keys at any depth are replaced whole (`[REDACTED]`); a
+credential-looking span inside a value (a card number, a JWT, an API key, a private key)
+is masked in place (`payouts@attacker.example [hidden: JWT, 96 chars]`), so the rest of the
+value stays in view and an agent cannot hide a field by putting a token-shaped string in it.
 `digest` is over the *unredacted* parameters, so a grant binds the exact call.
 """
 
@@ -14,8 +17,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from contracts.digest import parameters_digest
+from contracts.shown import REDACTED, mask_text
 
-REDACTED = "[REDACTED]"
+__all__ = ["REDACTED", "digest", "is_secret_key", "is_secret_value", "measure", "redact", "secret_spans"]
 
 # Normalised (lower case, no separators) key fragments that mark a secret.
 _SECRET_KEY_PARTS = (
@@ -48,19 +52,29 @@ _SECRET_KEYS = {"pan", "pwd", "otp", "key", "pin"}
 # Key fragments that contain a fragment above but are not secrets.
 _NOT_SECRET = ("author", "tokencount", "maxtokens", "tokenlimit", "tokensused")
 
+# One alternative per kind of credential, named by the group that matched. A PEM private
+# key is hidden up to its END line, or to the end of the value when that line is missing.
 _SECRET_VALUES = re.compile(
-    r"(?:"
+    r"(?P<api_key>"
     r"sk_(?:live|test)_[A-Za-z0-9]{8,}"  # Stripe
     r"|xox[abposr]-[A-Za-z0-9-]{8,}"  # Slack tokens
     r"|AKIA[0-9A-Z]{16}"  # AWS access key id
     r"|gh[pousr]_[A-Za-z0-9]{20,}"  # GitHub
-    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----"  # PEM
-    r"|(?i:bearer)\s+[A-Za-z0-9._~+/=-]{16,}"  # bearer header values
-    r"|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"  # JWT
     r")"
+    r"|(?P<private_key>-----BEGIN [A-Z ]*PRIVATE KEY-----(?:.*?-----END [A-Z ]*PRIVATE KEY-----|.*\Z))"
+    r"|(?P<bearer_token>(?i:bearer)\s+[A-Za-z0-9._~+/=-]{16,})"
+    r"|(?P<jwt>eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})",
+    re.DOTALL,
 )
+_KIND_WORDS = {
+    "api_key": "API key",
+    "private_key": "private key",
+    "bearer_token": "bearer token",
+    "jwt": "JWT",
+}
 # Digit groups joined by single spaces or dashes ("4242 4242 4242 4242 12/28").
 _DIGIT_RUN = re.compile(r"\b\d+(?:[ -]\d+)*\b")
+_GROUP = re.compile(r"\d+")
 
 
 _NOT_ALNUM = re.compile(r"[^a-z0-9]")
@@ -117,26 +131,53 @@ def _luhn(digits: str) -> bool:
 
 
 def is_secret_value(value: str) -> bool:
-    """True if a string looks like a known credential format or a card number."""
-    if _SECRET_VALUES.search(value):
-        return True
+    """True if a string contains a known credential format or a card number."""
+    return bool(secret_spans(value))
+
+
+def secret_spans(value: str) -> list[tuple[int, int, str]]:
+    """The credential-looking spans of `value` as (start, end, kind), in order, never overlapping."""
+    found = [
+        (m.start(), m.end(), _KIND_WORDS[m.lastgroup or "api_key"]) for m in _SECRET_VALUES.finditer(value)
+    ]
+    found.extend(_card_spans(value))
+    merged: list[tuple[int, int, str]] = []
+    for start, end, kind in sorted(found):
+        if merged and start < merged[-1][1]:
+            first = merged[-1]
+            merged[-1] = (first[0], max(first[1], end), first[2])
+        else:
+            merged.append((start, end, kind))
+    return merged
+
+
+def _card_spans(value: str) -> list[tuple[int, int, str]]:
     # Check every span of whole groups, not just the whole run: a card number written next
     # to its expiry or CVV ("4242 4242 4242 4242 123") must not hide inside a longer run.
-    for m in _DIGIT_RUN.finditer(value):
-        groups = re.split(r"[ -]", m.group(0))
-        for start in range(len(groups)):
+    spans = []
+    for run in _DIGIT_RUN.finditer(value):
+        groups = list(_GROUP.finditer(value, run.start(), run.end()))
+        for first in range(len(groups)):
             digits = ""
-            for group in groups[start:]:
-                digits += group
+            for group in groups[first:]:
+                digits += group.group(0)
                 if len(digits) > 19:
                     break
                 if len(digits) >= 13 and _luhn(digits):
-                    return True
-    return False
+                    spans.append((groups[first].start(), group.end(), "card number"))
+    return spans
+
+
+def _mask(value: str) -> str:
+    spans = secret_spans(value)
+    if not spans:
+        return value
+    return mask_text(value, spans)
 
 
 def redact(value: Any, paths: Iterable[str] = ()) -> Any:
-    """Return a copy of `value` with policy `paths` and secret-looking entries replaced.
+    """Return a copy of `value` with policy `paths` and secret-named keys replaced, and
+    credential-looking spans inside strings masked in place.
 
     A path is dotted ("customer.email"); `*` matches any key or list index at that level;
     a path through a list applies to each element.
@@ -173,8 +214,8 @@ def _redact(value: Any, paths: list[tuple[str, ...]]) -> Any:
             passing = [p for p in paths if not p[0].isdigit() and p[0] != "*"]
             result.append(REDACTED if direct else _redact(item, deeper + passing))
         return result
-    if isinstance(value, str) and is_secret_value(value):
-        return REDACTED
+    if isinstance(value, str):
+        return _mask(value)
     return value
 
 

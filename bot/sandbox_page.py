@@ -92,6 +92,7 @@ class SandboxPage:
             Route("/sandbox/api/state", self.state, methods=["GET"]),
             Route("/sandbox/api/click", self._json(self.click), methods=["POST"]),
             Route("/sandbox/api/submit", self._json(self.submit), methods=["POST"]),
+            Route("/sandbox/api/view-click", self._json(self.view_click), methods=["POST"]),
             Route("/sandbox/api/close", self._json(self.close), methods=["POST"]),
             Route("/sandbox/api/text", self._json(self.text), methods=["POST"]),
         ]
@@ -138,7 +139,11 @@ class SandboxPage:
             }
             for e in self.slack.ephemerals
         ]
-        views = [{"id": v.id, "view": v.view} for v in self.slack.views if v.id not in self.closed_views]
+        views = [
+            {"id": v.id, "view": v.view, "updates": v.updates}
+            for v in self.slack.views
+            if v.id not in self.closed_views
+        ]
         phones = sorted({DEMO_PHONE, *(t["phone"] for t in self.phone_log)})
         return JSONResponse(
             {
@@ -173,6 +178,30 @@ class SandboxPage:
             raise PageError(f"{exc}", status=409) from exc
         self._log(
             f"block_actions {action} as {who.user_id} ({who.team_id})", "/slack/events", response.status_code
+        )
+        return {"status": response.status_code}
+
+    async def view_click(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Press a button inside an open modal (a full call's Next page) as `as`."""
+        who = _person(body.get("as"))
+        view_id, action = _text(body, "viewId"), _text(body, "actionId")
+        index = next((i for i, v in enumerate(self.slack.views) if v.id == view_id), None)
+        if index is None or view_id in self.closed_views:
+            raise PageError(f"no open modal {view_id}", status=409)
+        try:
+            response = await self.slack.click_in_view(
+                self.http,
+                action_id=action,
+                secret=self.slack_secret,
+                index=index,
+                user=who.user_id,
+                team=who.team_id,
+                user_team=who.team_id,
+            )
+        except LookupError as exc:
+            raise PageError(f"{exc}", status=409) from exc
+        self._log(
+            f"block_actions {action} in {view_id} as {who.user_id}", "/slack/events", response.status_code
         )
         return {"status": response.status_code}
 

@@ -138,6 +138,25 @@ class Answer:
 
 
 @dataclass(frozen=True)
+class Look:
+    """A person asking to read a whole call (Slack's *See the full call*), as a surface parsed it.
+
+    The same where-and-who fields as an `Answer`, checked the same way (tenant,
+    conversation, app, message, approver), but it decides nothing.
+    """
+
+    approval_id: str
+    surface: SurfaceType
+    actor: str
+    org: str | None
+    actor_org: str | None
+    conversation: str
+    message_ref: str | None = None
+    app_id: str | None = None
+    enterprise_id: str | None = None
+
+
+@dataclass(frozen=True)
 class Placed:
     """An approval with the route it was given and, once delivered, its receipt."""
 
@@ -155,6 +174,11 @@ class ApprovalDesk(Protocol):
 
     def tenant_for_org(self, surface: SurfaceType, org: str) -> str | None:
         """The tenant whose policy names this Slack team/enterprise id or SMS number."""
+        ...
+
+    async def full_call(self, look: Look) -> ApprovalCard:
+        """The card of an approval for one of its approvers where it was shown; raises a
+        `CosignerError` naming why not. Its parameters are redacted, never cut."""
         ...
 
 

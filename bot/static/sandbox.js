@@ -190,8 +190,12 @@ function buttonNode(button, message) {
     if (button.confirm && !(await confirmDialog(button.confirm))) return;
     node.disabled = true;
     try {
-      await api("click", { channel: message.channel, ts: message.ts, actionId: button.action_id,
-                           as: document.getElementById("as").value });
+      const as = document.getElementById("as").value;
+      if (message) {
+        await api("click", { channel: message.channel, ts: message.ts, actionId: button.action_id, as });
+      } else {
+        await api("view-click", { viewId: state.modalId, actionId: button.action_id, as });
+      }
     } finally {
       node.disabled = false;
       poll();
@@ -322,12 +326,16 @@ function renderPhone(data) {
 function renderModal(data) {
   const overlay = document.getElementById("modal");
   const open = data.views[0];
-  if (!open) { overlay.hidden = true; state.modalId = null; return; }
-  if (state.modalId === open.id) return;  // keep what the user is typing
+  if (!open) { overlay.hidden = true; state.modalId = null; state.modalSeen = null; return; }
+  const seen = open.id + "#" + (open.updates || 0);
+  if (state.modalSeen === seen) return;  // keep what the user is typing
   state.modalId = open.id;
+  state.modalSeen = seen;
   const view = open.view;
   document.getElementById("modal-title").textContent = (view.title || {}).text || "";
-  document.getElementById("modal-submit").textContent = (view.submit || {}).text || "Submit";
+  const submit = document.getElementById("modal-submit");
+  submit.textContent = (view.submit || {}).text || "Submit";
+  submit.hidden = !view.submit;  // a read-only modal (the full call) has only Close
   document.getElementById("modal-close").textContent = (view.close || {}).text || "Cancel";
   document.getElementById("modal-blocks").replaceChildren(blocks(view.blocks, null));
   document.getElementById("modal-error").hidden = true;

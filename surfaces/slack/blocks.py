@@ -1,7 +1,11 @@
 """Block Kit for approval cards: the pending card, the closed card and the deny-comment modal.
 
 Everything an agent or a tenant controls (parameters, reason, names, comments) is escaped
-and length-fitted by `mrkdwn`; buttons carry only the approval id and the verdict.
+and length-fitted by `mrkdwn`; buttons carry only the approval id and the verdict. Every
+parameter is on the card, sorted by name, each value cut to `VALUE_LIMIT` characters when
+it must be; when anything is masked or cut the card says so above the buttons, and
+Approve asks for confirmation naming what is not shown. *See the full call* opens the
+modal of `full_call.py`.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from slack_sdk.models.views import View
 
 from contracts.enums import ApprovalMode, ApprovalStatus, ToolKind, Verdict
 from contracts.ports import ApprovalCard, Outcome, SlackRoute
+from contracts.shown import Hidden, fields, hidden, render
 from surfaces.slack import mrkdwn
 from surfaces.slack.contract_blocks import preview_blocks, result_blocks
 
@@ -37,6 +42,11 @@ DENY_CALLBACK = "cosigner.deny_comment"
 COMMENT_BLOCK = "comment"
 COMMENT_ACTION = "comment"
 COMMENT_MAX = 2000
+FULL_CALL_ACTION = f"{ACTION_PREFIX}full_call"
+VALUE_LIMIT = 200  # characters of one rendered value on the card; the modal has the rest
+NAME_LIMIT = 80
+MAX_PARAM_SECTIONS = 30  # of Slack's 50 blocks a message, the rest of the card needs at most 12
+PARAMS_LABEL = "*Parameters* (redacted as shown to you; the decision binds to exactly this call)\n"
 
 _STATUS_WORDS = {
     ApprovalStatus.APPROVED: "Approved",
@@ -54,13 +64,62 @@ def md(text: str) -> MarkdownTextObject:
 
 def to_blocks(card: ApprovalCard, route: SlackRoute) -> tuple[list[Block], str]:
     """The pending approval card and its escaped notification text."""
-    return [*_body(card, route), _buttons(card)], _fallback(card, "Approval needed")
+    body, left_out = _body(card, route)
+    notice = [_notice(left_out)] if left_out else []
+    return [*body, *notice, _buttons(card, left_out)], _fallback(card, "Approval needed")
 
 
 def to_closed_blocks(card: ApprovalCard, route: SlackRoute) -> tuple[list[Block], str]:
     """The same card with its buttons gone and the outcome shown."""
     word = _STATUS_WORDS[card.status]
-    return [*_body(card, route), *_outcome(card), *result_blocks(card)], _fallback(card, word)
+    body, _ = _body(card, route)
+    return [*body, *_outcome(card), *result_blocks(card)], _fallback(card, word)
+
+
+def parameter_sections(card: ApprovalCard) -> tuple[list[SectionBlock], Hidden]:
+    """Every parameter, one line each, sorted by name, each value cut to `VALUE_LIMIT`;
+    and what the card leaves out (masked spans, cut values, fields beyond the block budget)."""
+    shown = fields(card.parameters)
+    left_out = hidden(shown, VALUE_LIMIT)
+    cut_names = [f.name for f in shown if len(f.text) > VALUE_LIMIT or len(render(f.name)) > NAME_LIMIT]
+    lines = []
+    for f in shown:
+        name = render(f.name)
+        name = name if len(name) <= NAME_LIMIT else name[:NAME_LIMIT] + "…"
+        value, dropped = f.cut(VALUE_LIMIT)
+        note = f"… [+{dropped:,} chars cut]" if dropped else ""
+        lines.append(mrkdwn.break_fences(mrkdwn.escape(f"{name}: {value}{note}")))
+    if not lines:
+        lines = ["(none)"]
+    sections: list[SectionBlock] = []
+    chunk: list[str] = []
+    label = PARAMS_LABEL
+    frame = len("```\n\n```")
+    for i, line in enumerate(lines):
+        if chunk and len(label) + frame + len("\n".join([*chunk, line])) > SECTION_LIMIT:
+            if len(sections) == MAX_PARAM_SECTIONS - 1:
+                rest = shown[i - len(chunk) :] if shown else []
+                cut_names += [f.name for f in rest]
+                chunk = [f"… {len(rest):,} more fields: see the full call"]
+                break
+            sections.append(_fenced_section(label, chunk, len(sections)))
+            chunk, label = [], ""
+        chunk.append(line)
+    sections.append(_fenced_section(label, chunk, len(sections)))
+    cut = tuple(dict.fromkeys(cut_names))
+    return sections, Hidden(masked=left_out.masked, cut=cut)
+
+
+def _fenced_section(label: str, lines: list[str], index: int) -> SectionBlock:
+    block_id = f"{BLOCK_PREFIX}params" + (f".{index}" if index else "")
+    return SectionBlock(block_id=block_id, text=md(label + "```\n" + "\n".join(lines) + "\n```"))
+
+
+def _notice(left_out: Hidden) -> Block:
+    return SectionBlock(
+        block_id=f"{BLOCK_PREFIX}hidden",
+        text=md(f":warning: *{mrkdwn.fit(left_out.notice(), 500)}*"),
+    )
 
 
 def deny_modal(card_id: str, tool_name: str, channel_id: str, message_ts: str) -> View:
@@ -87,12 +146,11 @@ def deny_modal(card_id: str, tool_name: str, channel_id: str, message_ts: str) -
     )
 
 
-def _body(card: ApprovalCard, route: SlackRoute) -> list[Block]:
+def _body(card: ApprovalCard, route: SlackRoute) -> tuple[list[Block], Hidden]:
     if card.preview is not None:
-        return [*preview_blocks(card), *_context(card, route)]
+        return [*preview_blocks(card), *_context(card, route)], Hidden()
     tool = card.tool_name[:150]
-    params = json.dumps(card.parameters, indent=2, ensure_ascii=False, default=str)
-    label = "*Parameters* (redacted as shown to you; the decision binds to exactly this call)\n"
+    params, left_out = parameter_sections(card)
     trigger = mrkdwn.mention(route.requester) or mrkdwn.fit(card.triggered_by, 200)
     reason = mrkdwn.fit(card.reason, 2800) if card.reason else "_none given_"
     policy = mrkdwn.fit(card.policy_rule, 1000)
@@ -100,10 +158,7 @@ def _body(card: ApprovalCard, route: SlackRoute) -> list[Block]:
     ids = mrkdwn.fit(f"{card.short_code} · run {card.execution_id} · call {card.tool_call_id}", 600)
     return [
         HeaderBlock(text=PlainTextObject(text=tool, emoji=False)),
-        SectionBlock(
-            block_id=f"{BLOCK_PREFIX}params",
-            text=md(label + mrkdwn.fenced(params, SECTION_LIMIT - len(label))),
-        ),
+        *params,
         SectionBlock(
             fields=[
                 md(f"*Triggered by*\n{trigger}"),
@@ -118,7 +173,7 @@ def _body(card: ApprovalCard, route: SlackRoute) -> list[Block]:
                 md(ids),
             ]
         ),
-    ]
+    ], left_out
 
 
 def _context(card: ApprovalCard, route: SlackRoute) -> list[Block]:
@@ -137,9 +192,22 @@ def _context(card: ApprovalCard, route: SlackRoute) -> list[Block]:
     ]
 
 
-def _buttons(card: ApprovalCard) -> ActionsBlock:
+def _buttons(card: ApprovalCard, left_out: Hidden) -> ActionsBlock:
     confirm = None
-    if card.kind == ToolKind.DANGER:
+    if left_out:
+        # Approving what the card does not fully show is a step worth a second look.
+        undo = " Cosigner cannot undo it." if card.kind == ToolKind.DANGER else ""
+        confirm = ConfirmObject(
+            title=PlainTextObject(text="Approve this call?"),
+            text=md(
+                mrkdwn.fit(f"Not all of this call is on the card ({left_out.details()}).", 220)
+                + " Open *See the full call* to read it."
+                + undo
+            ),
+            confirm=PlainTextObject(text="Approve"),
+            deny=PlainTextObject(text="Cancel"),
+        )
+    elif card.kind == ToolKind.DANGER:
         confirm = ConfirmObject(
             title=PlainTextObject(text="Approve this call?"),
             text=md(
@@ -153,10 +221,25 @@ def _buttons(card: ApprovalCard) -> ActionsBlock:
         )
     buttons = [_button("Approve", Verdict.APPROVE, card.approval_id, "primary", confirm)]
     if card.mode == ApprovalMode.ASK:
-        buttons.append(_button("Approve for this run", Verdict.APPROVE_FOR_RUN, card.approval_id))
+        buttons.append(
+            _button(
+                "Approve for this run",
+                Verdict.APPROVE_FOR_RUN,
+                card.approval_id,
+                confirm=confirm if left_out else None,
+            )
+        )
     buttons.append(_button("Deny", Verdict.DENY, card.approval_id, "danger"))
     if card.offers_always_deny:
         buttons.append(_always_deny(card))
+    if card.preview is None:
+        buttons.append(
+            ButtonElement(
+                text=PlainTextObject(text="See the full call"),
+                action_id=FULL_CALL_ACTION,
+                value=card.approval_id,
+            )
+        )
     return ActionsBlock(block_id=f"{BLOCK_PREFIX}{card.approval_id}", elements=buttons)
 
 

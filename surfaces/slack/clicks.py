@@ -21,8 +21,9 @@ from contracts.enums import SurfaceType, Verdict
 from contracts.errors import CosignerError
 from contracts.ports import Answer, ApprovalDesk
 from surfaces.slack import mrkdwn
-from surfaces.slack.blocks import ACTION_PREFIX, COMMENT_BLOCK, DENY_CALLBACK, deny_modal
-from surfaces.slack.parse import parse_block_action, parse_view_submission
+from surfaces.slack.blocks import ACTION_PREFIX, COMMENT_BLOCK, DENY_CALLBACK, FULL_CALL_ACTION, deny_modal
+from surfaces.slack.full_call import NEXT_ACTION, PREVIOUS_ACTION, full_call_modal
+from surfaces.slack.parse import parse_block_action, parse_look, parse_page, parse_view_submission
 from surfaces.slack.web_client import translated
 
 logger = logging.getLogger("cosigner.slack.clicks")
@@ -42,6 +43,12 @@ def refusal_text(error: CosignerError) -> str:
     """What a clicker whose answer was refused reads: the reason code and the engine's message."""
     reason = mrkdwn.fit(error.message, 500)
     return f":no_entry: Your answer was not recorded ({error.code}): {reason}"
+
+
+def look_refused_text(error: CosignerError) -> str:
+    """What a person who may not read the whole call reads instead: the code and why."""
+    reason = mrkdwn.fit(error.message, 500)
+    return f":no_entry: The full call is shown only to its approvers ({error.code}): {reason}"
 
 
 def always_denied_text(tool_name: str) -> str:
@@ -75,12 +82,23 @@ class Clicks:
         async def on_deny_comment(ack: Ack, body: dict[str, Any]) -> None:
             await self._answer_comment(ack, body)
 
+        async def on_full_call(ack: Ack, body: dict[str, Any], client: AsyncWebClient) -> None:
+            await ack()
+            self._later(self._open_full_call(body, client))
+
+        async def on_page(ack: Ack, body: dict[str, Any], client: AsyncWebClient) -> None:
+            await ack()
+            self._later(self._turn_page(body, client))
+
         async def ignore(ack: Ack) -> None:
             await ack()
 
         app.action(APPROVE_ACTIONS)(on_answer)
         app.action(DENY_ACTION)(on_deny)
         app.view_submission(DENY_CALLBACK)(on_deny_comment)
+        app.action(FULL_CALL_ACTION)(on_full_call)
+        app.action(NEXT_ACTION)(on_page)
+        app.action(PREVIOUS_ACTION)(on_page)
         # Acknowledge anything else quietly: Bolt's "unhandled request" warning prints the body.
         app.action(re.compile(".*"))(ignore)
         app.view_submission(re.compile(".*"))(ignore)
@@ -121,6 +139,34 @@ class Clicks:
         except CosignerError as error:
             logger.warning("Opening the deny modal failed: %s", error.message)
             await self._tell(client, body, ":warning: Could not open the deny dialog. Click Deny again.")
+
+    async def _open_full_call(self, body: dict[str, Any], client: AsyncWebClient) -> None:
+        """Open the whole call for one of its approvers, checked as an answer would be."""
+        try:
+            look = parse_look(body)
+            card = await self._desk.full_call(look)
+        except CosignerError as error:
+            await self._tell(client, body, look_refused_text(error))
+            return
+        view = full_call_modal(card, 0, look.conversation, look.message_ref or "")
+        try:
+            async with translated("views.open", look.conversation):
+                await client.views_open(trigger_id=body.get("trigger_id"), view=view)
+        except CosignerError as error:
+            logger.warning("Opening the full call failed: %s", error.message)
+            await self._tell(client, body, ":warning: Could not open the full call. Press the button again.")
+
+    async def _turn_page(self, body: dict[str, Any], client: AsyncWebClient) -> None:
+        """Show another page of the full call in the same modal, checked again."""
+        try:
+            look, page, view_id = parse_page(body)
+            card = await self._desk.full_call(look)
+            view = full_call_modal(card, page, look.conversation, look.message_ref or "")
+            async with translated("views.update", look.conversation):
+                await client.views_update(view_id=view_id, view=view)
+        except CosignerError as error:
+            # A modal has no place for an ephemeral notice; the page simply stays.
+            logger.warning("Turning a full-call page refused (%s): %s", error.code, error.message)
 
     async def _answer_comment(self, ack: Ack, body: dict[str, Any]) -> None:
         try:

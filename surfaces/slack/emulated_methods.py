@@ -34,12 +34,13 @@ class Recorded:
 
 @dataclass
 class OpenedView:
-    """A modal opened with `views.open`."""
+    """A modal opened with `views.open`; `views.update` replaces `view` and counts `updates`."""
 
     id: str
     trigger_id: str
     view: dict[str, Any]
     team_id: str | None
+    updates: int = 0
 
 
 @dataclass
@@ -69,6 +70,7 @@ def table(emu: SlackEmulator) -> dict[str, Handler]:
         "conversations.open": open_conversation,
         "users.info": user_info,
         "views.open": open_view,
+        "views.update": update_view,
         "oauth.v2.access": oauth_access,
     }
 
@@ -193,9 +195,25 @@ def open_view(emu: SlackEmulator, args: dict[str, Any], token: str | None) -> di
     view = _json_arg(args, "view")
     if not isinstance(view, dict) or view.get("type") != "modal":
         raise SlackError("invalid_arguments")
-    _check_blocks(view.get("blocks") or [])
+    _check_blocks(view.get("blocks") or [], limit=100)
     opened = OpenedView(f"V{len(emu.views) + 1:08d}", trigger, view, ws.team_id)
     emu.views.append(opened)
+    return {"view": {**view, "id": opened.id, "team_id": ws.team_id, "app_id": emu.app_id}}
+
+
+def update_view(emu: SlackEmulator, args: dict[str, Any], token: str | None) -> dict[str, Any]:
+    """`views.update`: replace an open modal (by `view_id`) in place; its id stays."""
+    ws = _authed(emu, token)
+    view_id = args.get("view_id")
+    opened = next((v for v in emu.views if v.id == view_id), None) if view_id else None
+    if opened is None:
+        raise SlackError("not_found")
+    view = _json_arg(args, "view")
+    if not isinstance(view, dict) or view.get("type") != "modal":
+        raise SlackError("invalid_arguments")
+    _check_blocks(view.get("blocks") or [], limit=100)
+    opened.view = view
+    opened.updates += 1
     return {"view": {**view, "id": opened.id, "team_id": ws.team_id, "app_id": emu.app_id}}
 
 
@@ -254,9 +272,10 @@ def _content(args: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]]]:
     return text, blocks
 
 
-def _check_blocks(blocks: list[Any]) -> None:
-    # Slack refuses the whole message over these limits; catching them here keeps tests honest.
-    if len(blocks) > 50:
+def _check_blocks(blocks: list[Any], limit: int = 50) -> None:
+    # Slack refuses the whole message (50 blocks) or modal (100) over these limits; catching
+    # them here keeps tests honest.
+    if len(blocks) > limit:
         raise SlackError("invalid_blocks")
     for block in blocks:
         if not isinstance(block, dict) or "type" not in block:

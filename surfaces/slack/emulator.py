@@ -194,6 +194,10 @@ class SlackEmulator:
         """Click a button on a recorded message with a really signed request."""
         return await interactions.click(self, http, **options)
 
+    async def click_in_view(self, http: httpx.AsyncClient, **options: Any) -> httpx.Response:
+        """Press a button inside an opened modal, really signed (`interactions.click_in_view`)."""
+        return await interactions.click_in_view(self, http, **options)
+
     async def submit_view(self, http: httpx.AsyncClient, **options: Any) -> httpx.Response:
         """Submit an opened modal with a really signed request (`interactions.submit_view`)."""
         return await interactions.submit_view(self, http, **options)

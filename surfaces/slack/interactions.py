@@ -167,6 +167,39 @@ async def click(
     return await send_signed(http, url, payload, secret=secret, timestamp=timestamp, signature=signature)
 
 
+async def click_in_view(
+    emu: SlackEmulator,
+    http: httpx.AsyncClient,
+    *,
+    action_id: str,
+    secret: str,
+    index: int = -1,
+    url: str = "/slack/events",
+    user: str = "U1",
+    user_team: str | None = None,
+    **fields: Any,
+) -> httpx.Response:
+    """Press the button `action_id` inside the modal the emulator opened (the latest by default)."""
+    opened = emu.views[index]
+    button = _find_button(opened.view.get("blocks") or [], action_id)
+    trigger = f"{int(time.time())}.{len(emu.triggers) + 1}.emulated"
+    emu.triggers.add(trigger)
+    team = fields.pop("team", emu.team_id)
+    payload = {
+        "type": "block_actions",
+        "user": {"id": user, "username": user.lower(), "name": user.lower(), "team_id": user_team or team},
+        "api_app_id": fields.pop("app_id", emu.app_id),
+        "container": {"type": "view", "view_id": opened.id},
+        "trigger_id": trigger,
+        "team": {"id": team, "domain": "emulated"},
+        "enterprise": None,
+        "is_enterprise_install": False,
+        "view": {**opened.view, "id": opened.id, "team_id": team, "app_id": emu.app_id, "hash": "1.abc"},
+        "actions": [{**button, "action_ts": f"{time.time():.6f}"}],
+    }
+    return await send_signed(http, url, payload, secret=secret, **fields)
+
+
 async def submit_view(
     emu: SlackEmulator,
     http: httpx.AsyncClient,

@@ -15,7 +15,7 @@ from typing import Any
 
 from contracts.enums import SurfaceType, Verdict
 from contracts.errors import InvalidRequest
-from contracts.ports import Answer
+from contracts.ports import Answer, Look
 from surfaces.slack.blocks import (
     ACTIONS,
     BLOCK_PREFIX,
@@ -23,7 +23,9 @@ from surfaces.slack.blocks import (
     COMMENT_BLOCK,
     COMMENT_MAX,
     DENY_CALLBACK,
+    FULL_CALL_ACTION,
 )
+from surfaces.slack.full_call import FULL_CALL_CALLBACK, PAGE_ACTIONS
 
 _SLACK_ID = re.compile(r"^[A-Z0-9]{2,64}$")
 _TS = re.compile(r"^\d{1,12}\.\d{1,8}$")
@@ -60,6 +62,49 @@ def parse_block_action(payload: Mapping[str, Any]) -> Answer:
     )
 
 
+def parse_look(payload: Mapping[str, Any]) -> Look:
+    """A press of *See the full call* on a card as a `Look`; raises `InvalidRequest` when malformed."""
+    action = _one_action(payload)
+    if action.get("action_id") != FULL_CALL_ACTION:
+        raise InvalidRequest("not the full-call button", field="actions.action_id")
+    approval_id = _match(action.get("value"), _APPROVAL_ID, "actions.value")
+    if action.get("block_id") not in (None, f"{BLOCK_PREFIX}{approval_id}"):
+        raise InvalidRequest("button block does not belong to this approval", field="actions.block_id")
+    container = _mapping(payload, "container")
+    if container.get("type") != "message" or container.get("is_ephemeral"):
+        raise InvalidRequest("the full call opens only from a posted card", field="container.type")
+    return Look(
+        approval_id=approval_id,
+        surface=SurfaceType.SLACK,
+        conversation=_match(container.get("channel_id"), _SLACK_ID, "container.channel_id"),
+        message_ref=_match(container.get("message_ts"), _TS, "container.message_ts"),
+        **_who(payload),
+    )
+
+
+def parse_page(payload: Mapping[str, Any]) -> tuple[Look, int, str]:
+    """A page button pressed in the full-call modal: the `Look` bound to the card it was
+    opened from (the modal's metadata, which Slack keeps), the page, and the view id."""
+    action = _one_action(payload)
+    if action.get("action_id") not in PAGE_ACTIONS:
+        raise InvalidRequest("not a page button", field="actions.action_id")
+    value = action.get("value")
+    if not isinstance(value, str) or not value.isascii() or not value.isdigit() or len(value) > 4:
+        raise InvalidRequest("`actions.value` must be a page number", field="actions.value")
+    view = _mapping(payload, "view")
+    if view.get("callback_id") != FULL_CALL_CALLBACK:
+        raise InvalidRequest("not a Cosigner modal", field="view.callback_id")
+    meta = _metadata(view)
+    look = Look(
+        approval_id=_match(meta.get("a"), _APPROVAL_ID, "view.private_metadata.a"),
+        surface=SurfaceType.SLACK,
+        conversation=_match(meta.get("c"), _SLACK_ID, "view.private_metadata.c"),
+        message_ref=_match(meta.get("t"), _TS, "view.private_metadata.t"),
+        **_who(payload),
+    )
+    return look, int(value), _match(view.get("id"), _SLACK_ID, "view.id")
+
+
 def parse_view_submission(payload: Mapping[str, Any]) -> Answer:
     """A submitted deny-comment modal as a deny `Answer` bound to the card it was opened from."""
     if payload.get("type") != "view_submission":
@@ -67,12 +112,7 @@ def parse_view_submission(payload: Mapping[str, Any]) -> Answer:
     view = _mapping(payload, "view")
     if view.get("callback_id") != DENY_CALLBACK:
         raise InvalidRequest("not a Cosigner modal", field="view.callback_id")
-    try:
-        meta = json.loads(view.get("private_metadata") or "")
-    except ValueError as exc:
-        raise InvalidRequest("unreadable modal metadata", field="view.private_metadata") from exc
-    if not isinstance(meta, dict):
-        raise InvalidRequest("unreadable modal metadata", field="view.private_metadata")
+    meta = _metadata(view)
     return Answer(
         approval_id=_match(meta.get("a"), _APPROVAL_ID, "view.private_metadata.a"),
         surface=SurfaceType.SLACK,
@@ -137,6 +177,26 @@ def _who(payload: Mapping[str, Any]) -> dict[str, Any]:
         "app_id": _optional_id(payload.get("api_app_id"), "api_app_id"),
         "enterprise_id": enterprise_id,
     }
+
+
+def _one_action(payload: Mapping[str, Any]) -> Mapping[str, Any]:
+    if payload.get("type") != "block_actions":
+        raise InvalidRequest("expected a block_actions payload", field="type")
+    actions = payload.get("actions")
+    if not isinstance(actions, list) or len(actions) != 1 or not isinstance(actions[0], dict):
+        raise InvalidRequest("expected exactly one action", field="actions")
+    action: Mapping[str, Any] = actions[0]
+    return action
+
+
+def _metadata(view: Mapping[str, Any]) -> Mapping[str, Any]:
+    try:
+        meta = json.loads(view.get("private_metadata") or "")
+    except ValueError as exc:
+        raise InvalidRequest("unreadable modal metadata", field="view.private_metadata") from exc
+    if not isinstance(meta, dict):
+        raise InvalidRequest("unreadable modal metadata", field="view.private_metadata")
+    return meta
 
 
 def _comment(view: Mapping[str, Any]) -> str | None:

@@ -37,6 +37,7 @@ SCOPES: dict[str, str | None] = {
     "chat.postEphemeral": "chat:write",
     "conversations.open": "im:write",
     "views.open": None,
+    "views.update": None,
     "oauth.v2.access": None,
 }
 

@@ -5,7 +5,7 @@ surrounding whitespace ignored), optionally followed by whitespace and the reque
 code. `NEVER` is Always deny: it denies the request and refuses the tool from then on for
 requests this person approves. "yes please", "Y", "ok",
 "👍" and "YES!" are not answers: a person who means something else must not approve by
-accident.
+accident. An exact `MORE` [code] asks for the whole call in parts and decides nothing.
 
 A bare `YES` is also one of Twilio's opt-in words. We treat it as an answer; if the number
 had opted out, Twilio re-subscribes it at the same time, so the caller also clears its own
@@ -33,6 +33,23 @@ _ASCII_SPACE = " \t\r\n"
 # NO is also how a handoff is cancelled (the webhook reads it so for a handoff): CANCEL is
 # a Twilio opt-out word and must never be asked for.
 _VERDICTS = {"YES": Verdict.APPROVE, "NO": Verdict.DENY, "NEVER": Verdict.ALWAYS_DENY, "DONE": Verdict.DONE}
+
+
+# MORE asks for the whole call; it decides nothing, and follows the same code rule.
+_MORE = re.compile(r"[ \t\r\n]*MORE(?:[ \t]+([0-9]{1,8}))?[ \t\r\n]*", re.IGNORECASE | re.ASCII)
+
+
+@dataclass(frozen=True)
+class More:
+    """A request to text the whole call, with the short code if typed."""
+
+    code: str | None = None
+
+
+def parse_more(body: str) -> More | None:
+    """`More` for an exact `MORE` [code] (case and surrounding whitespace ignored), else None."""
+    match = _MORE.fullmatch(body)
+    return None if match is None else More(code=match.group(1))
 
 
 @dataclass(frozen=True)

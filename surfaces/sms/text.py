@@ -1,9 +1,11 @@
 """What Cosigner texts: the approval request, the outcome, and the short replies.
 
 Every function here is pure: it gets an `ApprovalCard` (parameters already redacted) and
-returns a string. Texts aim for two concatenated GSM-7 segments (306 septets); the
-parameters are cut first, with a note saying how much was cut, so the tool name, the
-expiry and how to answer always fit.
+returns a string. Texts aim for two concatenated GSM-7 segments (306 septets). Parameters
+are listed sorted by name, each value cut to `VALUE_LIMIT` characters, and the list is cut
+with a note if it still does not fit, so the tool name, the expiry and how to answer always
+fit; when anything is masked or cut the text says so, and `MORE` (see `more_texts`) texts
+the whole call in parts.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 
 from contracts.enums import ApprovalStatus
 from contracts.ports import ApprovalCard
+from contracts.shown import REDACTED, Hidden, fields, hidden
 
 BUDGET = 306  # two concatenated GSM-7 segments of 153 septets
 CLAIM_LABEL = "Agent says (unverified): "
@@ -24,8 +27,11 @@ CLAIM_MAX = 120  # ...nor fills the text when they are short
 MIN_PARAMS = 24
 HELP = (
     "Reply YES or NO (plus the code when asked), or NEVER to deny and always deny this tool for you. "
-    "Nothing was decided."
+    "MORE texts the whole call. Nothing was decided."
 )
+VALUE_LIMIT = 60  # characters of one value in the request text; MORE texts the rest
+VALUE_LIMITS = (VALUE_LIMIT, 40, 24, 12)  # shorter cuts tried in turn so every field fits
+MORE_PARTS = 15  # texts one MORE answers with at most (about 4,000 characters)
 
 _GSM7_BASIC = set(
     "@£$¥èéùìòÇ\nØø\rÅåΔ_ΦΓΛΩΠΨΣΘΞÆæßÉ !\"#¤%&'()*+,-./0123456789:;<=>?¡"
@@ -36,7 +42,6 @@ _BARE = re.compile(r"^[A-Za-z0-9_.:@+/\-]+$")
 # Typographic punctuation LLMs like to write; one of these would switch the whole
 # text to UCS-2 (70 chars a segment), so the agent's reason is folded to plain ASCII.
 _PLAIN = str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"', "–": "-", "—": "-", "…": "..."})
-_REDACTED_MARK = "[REDACTED]"
 
 
 def sms_length(text: str) -> int:
@@ -54,18 +59,25 @@ def segments(text: str) -> int:
     return 1 if length <= single else -(-length // part)
 
 
-def compact_parameters(parameters: Mapping[str, Any]) -> str:
-    """Parameters on one line, `key=value, …`; strings are quoted unless plainly one token.
+def compact_parameters(parameters: Mapping[str, Any], value_limit: int | None = None) -> str:
+    """Parameters on one line sorted by name, `key=value, …`; strings are quoted unless
+    plainly one token; with `value_limit`, each value is cut to that many characters.
 
     Quoting keeps a value like `"1, amountCents=1"` from passing for another parameter.
     """
     if not parameters:
         return "(none)"
-    return ", ".join(f"{_token(str(key))}={_value(value)}" for key, value in parameters.items())
+    shown = []
+    for name in sorted(parameters, key=str):
+        value = _value(parameters[name])
+        if value_limit is not None and len(value) > value_limit:
+            value = f"{value[:value_limit]}...(+{len(value) - value_limit})"
+        shown.append(f"{_token(str(name))}={value}")
+    return ", ".join(shown)
 
 
 def _token(text: str) -> str:
-    if text == _REDACTED_MARK or _BARE.match(text):
+    if text == REDACTED or _BARE.match(text):
         return text
     return json.dumps(text, ensure_ascii=False)
 
@@ -97,6 +109,17 @@ def preview_line(card: ApprovalCard) -> str:
     return " ".join(part for part in (fields + "." if fields else "", effects) if part) or "(no details)"
 
 
+def left_out(card: ApprovalCard, limit: int = VALUE_LIMIT) -> Hidden:
+    """What the request text leaves out of the parameters: values masked in place or cut."""
+    if card.preview is not None:
+        return Hidden()
+    masked = hidden(fields(card.parameters), limit).masked
+    cut = tuple(
+        str(name) for name in sorted(card.parameters, key=str) if len(_value(card.parameters[name])) > limit
+    )
+    return Hidden(masked=masked, cut=cut)
+
+
 def to_sms_text(card: ApprovalCard, *, code_required: bool) -> str:
     """The request text: tool, redacted parameters, the agent's claim, expiry, how to answer.
 
@@ -105,6 +128,7 @@ def to_sms_text(card: ApprovalCard, *, code_required: bool) -> str:
     what = card.preview.title if card.preview is not None else card.tool_name
     head = f"Cosigner request {card.short_code}: approve {what}?"
     expiry = f"Expires {_clock(card.expires_at, card.created_at)}."
+    code = f" {card.short_code}" if code_required else ""
     if code_required:
         how = (
             f"Reply YES {card.short_code} or NO {card.short_code} "
@@ -115,21 +139,87 @@ def to_sms_text(card: ApprovalCard, *, code_required: bool) -> str:
     claim = " ".join((card.reason or "").translate(_PLAIN).split())
     if card.preview is not None:
         claim = " ".join(f"{compact_parameters(card.parameters)}. {claim}".translate(_PLAIN).split())
-    lines = 4 + (1 if claim else 0)
-    # What is left for the parameters and the claim; each newline is one septet.
-    room = BUDGET - sum(sms_length(line) for line in (head, expiry, how)) - (lines - 1)
+    missing = left_out(card)
+    notice = f"{missing.notice(f'reply MORE{code} for the whole call')}." if missing else ""
     claim_line = f'{CLAIM_LABEL}"{claim}"' if claim else ""
     # The parameters come first; the claim keeps only a short minimum for itself.
     reserved = min(sms_length(claim_line), len(CLAIM_LABEL) + CLAIM_MIN)
-    shown = (
-        preview_line(card) if card.preview is not None else "Params: " + compact_parameters(card.parameters)
-    )
+
+    def room_for(notice: str) -> int:
+        # What is left for the parameters and the claim; each newline is one septet.
+        lines = 4 + (1 if claim else 0) + (1 if notice else 0)
+        fixed = sum(sms_length(line) for line in (head, expiry, how, notice))
+        return BUDGET - fixed - (lines - 1)
+
+    room = room_for(notice)
+    shown = preview_line(card) if card.preview is not None else ""
+    if card.preview is None:
+        # Every field keeps a place: the values are cut shorter, and the claim gives up its
+        # reserve, until the list fits.
+        limit = VALUE_LIMITS[-1]
+        # At the least, the claim line still says how much of the claim it cut.
+        least = min(sms_length(claim_line), len(CLAIM_LABEL) + len("(+9999 chars cut)"))
+        for reserve, limit in ((r, v) for r in (reserved, least) for v in VALUE_LIMITS):
+            shown = "Params: " + compact_parameters(card.parameters, limit)
+            if sms_length(shown) <= room - reserve:
+                reserved = reserve
+                break
+        if limit != VALUE_LIMIT:
+            missing = left_out(card, limit)
+            notice = f"{missing.notice(f'reply MORE{code} for the whole call')}." if missing else ""
+            room = room_for(notice)
     params = cut(shown, max(room - reserved, MIN_PARAMS))
+    if params != shown:
+        # The list itself had to be cut: say so, and how to read the rest.
+        more = missing.notice(f"reply MORE{code} for the whole call") if missing else ""
+        notice = f"Not all fields shown. {more or f'Reply MORE{code} for the whole call'}."
+        room = room_for(notice)
+        params = cut(shown, max(room - reserved, MIN_PARAMS))
     body = [head, params]
     if claim:
         budget = min(room - sms_length(params), len(CLAIM_LABEL) + CLAIM_MAX)
         body.append(CLAIM_LABEL + cut(f'"{claim}"', max(budget - len(CLAIM_LABEL), 0)))
-    return "\n".join([*body, expiry, how])
+    return "\n".join([*body, *([notice] if notice else []), expiry, how])
+
+
+def more_texts(card: ApprovalCard) -> list[str]:
+    """The answer to MORE: the whole call (redacted, never cut) in numbered parts.
+
+    At most `MORE_PARTS` texts of `BUDGET` each; what still does not fit is named in the last."""
+    what = card.preview.title if card.preview is not None else card.tool_name
+    claim = " ".join((card.reason or "").translate(_PLAIN).split())
+    full = f"Params: {compact_parameters(card.parameters)}"
+    if claim:
+        full += f' {CLAIM_LABEL}"{claim}"'
+    label = f"{card.short_code} {what} "
+    chunks: list[str] = []
+    rest = full
+    while rest and len(chunks) < MORE_PARTS:
+        room = BUDGET - sms_length(f"{label}({MORE_PARTS}/{MORE_PARTS}): ")
+        take = _fitting(rest, room)
+        chunks.append(rest[:take])
+        rest = rest[take:]
+    if rest:
+        note = f"... (+{len(rest)} chars not texted: too long for SMS)"
+        keep = _fitting(
+            chunks[-1], BUDGET - sms_length(f"{label}({MORE_PARTS}/{MORE_PARTS}): ") - sms_length(note)
+        )
+        chunks[-1] = chunks[-1][:keep] + note
+    return [f"{label}({i}/{len(chunks)}): {chunk}" for i, chunk in enumerate(chunks, 1)]
+
+
+def _fitting(text: str, budget: int) -> int:
+    """How many leading characters of `text` fit in `budget` septets (at least one)."""
+    if sms_length(text) <= budget:
+        return len(text)
+    low, high = 1, len(text)
+    while low < high:
+        mid = (low + high + 1) // 2
+        if sms_length(text[:mid]) <= budget:
+            low = mid
+        else:
+            high = mid - 1
+    return low
 
 
 def _clock(at: datetime, reference: datetime) -> str:

@@ -21,8 +21,15 @@ from twilio.twiml.messaging_response import MessagingResponse
 from contracts.enums import ApprovalStatus, AuditEvent, SurfaceType, Verdict
 from contracts.errors import CosignerError, InvalidSignature
 from contracts.ports import Answer, Placed, SmsDesk
-from surfaces.sms.reply import is_help, is_opt_in, is_opt_out, parse_reply
-from surfaces.sms.text import closed_text, help_text, refusal_text, standing_text, unknown_code_text
+from surfaces.sms.reply import is_help, is_opt_in, is_opt_out, parse_more, parse_reply
+from surfaces.sms.text import (
+    closed_text,
+    help_text,
+    more_texts,
+    refusal_text,
+    standing_text,
+    unknown_code_text,
+)
 
 if TYPE_CHECKING:
     from surfaces.sms.adapter import SmsConfig
@@ -33,10 +40,10 @@ MAX_BODY = 64 * 1024
 UNDELIVERED = frozenset({"failed", "undelivered"})
 
 
-def twiml(message: str | None = None) -> Response:
-    """A TwiML answer: empty (`<Response />`) or one reply `<Message>`."""
+def twiml(*messages: str) -> Response:
+    """A TwiML answer: empty (`<Response />`) or reply `<Message>`s, texted in order."""
     response = MessagingResponse()
-    if message is not None:
+    for message in messages:
         response.message(message)
     return Response(str(response), media_type="application/xml")
 
@@ -133,6 +140,9 @@ class SmsWebhooks:
         conversation, pending = await self._pending(conversations, sender)
         codes = [p.card.short_code for p in pending]
         handoffs = [p.card.short_code for p in pending if p.card.handoff]
+        more = parse_more(body)
+        if more is not None:
+            return self._more(pending, more.code, codes, handoffs), False
         if reply is None:
             return twiml(help_text(codes, handoffs=handoffs)), False
         if not pending:
@@ -176,6 +186,24 @@ class SmsWebhooks:
             return twiml(standing_text(target.card)), True
         # No TwiML confirmation: the engine calls show_outcome, which texts every approver.
         return twiml(), True
+
+    def _more(
+        self, pending: Sequence[Placed], code: str | None, codes: list[str], handoffs: list[str]
+    ) -> Response:
+        """The whole call, in parts, for an approver it was texted to; it decides nothing."""
+        if not pending:
+            return twiml(help_text())
+        if code is None:
+            if len(pending) > 1:
+                return twiml(help_text(codes, handoffs=handoffs))
+            target = pending[0]
+        else:
+            matches = [p for p in pending if p.card.short_code == code]
+            if len(matches) != 1:
+                return twiml(unknown_code_text(code, codes))
+            target = matches[0]
+        logger.info("sms full call texted approval=%s", target.card.approval_id)
+        return twiml(*more_texts(target.card))
 
     async def _pending(self, conversations: Sequence[str], sender: str) -> tuple[str, list[Placed]]:
         """The first conversation (the number texted, then its service) with requests for `sender`.

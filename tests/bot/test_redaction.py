@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from bot.redaction import REDACTED, digest, is_secret_key, is_secret_value, redact
 from contracts.digest import SAFE_INTEGER, CanonicalFormError, canonical_json, parameters_digest
+from contracts.shown import MASK
 
 SECRET_KEYS = [
     "password",
@@ -230,11 +231,55 @@ CREDENTIALS = [
 
 
 @pytest.mark.parametrize("value", CREDENTIALS)
-def test_credential_values_are_redacted_under_innocent_keys(value: str) -> None:
+def test_credential_values_are_masked_under_innocent_keys(value: str) -> None:
     assert is_secret_value(value)
     out = redact({"note": value, "items": [{"description": value}], "tags": [value]})
-    assert out == {"note": REDACTED, "items": [{"description": REDACTED}], "tags": [REDACTED]}
     assert value not in json.dumps(out)
+    assert MASK.search(out["note"]), out
+    assert out["items"][0]["description"] == out["note"] == out["tags"][0]
+    assert list(out) == ["note", "items", "tags"], "keys are never hidden"
+
+
+# The two payloads the card once hid whole, and credentials inside ordinary text: only the
+# credential is masked, the words around it stay.
+JWT = (
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"
+    ".eyJzdWIiOiJwYXlvdXRzIiwiYW1vdW50Ijo1MDAwMCwiaWF0IjoxNzAwMDAwMDAwfQ"
+    ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+)
+PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\n-----END RSA PRIVATE KEY-----"
+IN_TEXT = [
+    (f"payouts@attacker.example {JWT}", f"payouts@attacker.example [hidden: JWT, {len(JWT)} chars]"),
+    (
+        "Wire $50,000 to acct 4111111111111111 today",
+        "Wire $50,000 to acct [hidden: card number, 16 chars] today",
+    ),
+    ("pay with 4242 4242 4242 4242 12/28 please", "pay with [hidden: card number, 19 chars] 12/28 please"),
+    (f"use key {STRIPE} for acme", f"use key [hidden: API key, {len(STRIPE)} chars] for acme"),
+    ("id AKIAIOSFODNN7EXAMPLE, region eu", "id [hidden: API key, 20 chars], region eu"),
+    ("header: Bearer abcdefghijklmnop1234 end", "header: [hidden: bearer token, 27 chars] end"),
+    (
+        f"key:\n{PEM}\nsend to bob",
+        f"key:\n[hidden: private key, {len(PEM)} chars]\nsend to bob",
+    ),
+    # A private key without its END line hides everything after BEGIN: fail closed.
+    ("cert -----BEGIN PRIVATE KEY-----\nMIIEvQ rest", "cert [hidden: private key, 39 chars]"),
+]
+
+
+@pytest.mark.parametrize(("value", "shown"), IN_TEXT)
+def test_credentials_inside_text_are_masked_in_place(value: str, shown: str) -> None:
+    out = redact({"to": value, "nested": [{"memo": value}]})
+    assert out == {"to": shown, "nested": [{"memo": shown}]}
+
+
+def test_the_attack_payload_keeps_every_visible_word() -> None:
+    params = {"to": f"payouts@attacker.example {JWT}", "body": "Wire $50,000 to acct 4111111111111111 today"}
+    out = redact(params)
+    assert out["to"].startswith("payouts@attacker.example [hidden: JWT, ")
+    assert out["body"] == "Wire $50,000 to acct [hidden: card number, 16 chars] today"
+    assert JWT not in json.dumps(out) and "4111111111111111" not in json.dumps(out)
+    assert digest(params) != digest(out), "the digest binds the real values"
 
 
 @pytest.mark.parametrize(
@@ -277,8 +322,12 @@ def _luhn_complete(digits: list[int]) -> str:
 def test_luhn_valid_card_numbers_are_redacted(digits: list[int], sep: str, prefix: str, suffix: str) -> None:
     number = _luhn_complete(digits)
     shown = sep.join(number[i : i + 4] for i in range(0, len(number), 4))
-    out = redact({"memo": prefix + shown + suffix})
-    assert out == {"memo": REDACTED}
+    memo = redact({"memo": prefix + shown + suffix})["memo"]
+    assert shown not in memo and number not in memo.replace(" ", "").replace("-", "")
+    assert "[hidden: card number, " in memo
+    # The words around it stay (a digit next to the number may be masked with it when the
+    # longer run is also Luhn-valid: hiding more is the safe side).
+    assert all(word in memo for word in (prefix + suffix).replace(",", " ").split() if word.isalpha())
     # One digit changed breaks the checksum, and the value is an ordinary string again.
     broken = number[:-1] + str((int(number[-1]) + 1) % 10)
     assert redact({"memo": broken}) == {"memo": broken}

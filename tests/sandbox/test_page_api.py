@@ -216,3 +216,34 @@ async def test_the_demo_operation_is_prepared_approved_and_carried_out(
     updated = await card_of(http, title, edited=True)
     assert "Refunded $129.00" in json.dumps(updated)
     assert "order.refund_missing_discount" in banner(sb, "127.0.0.1")
+
+
+async def test_see_the_full_call_opens_a_paged_modal_on_the_page(
+    sb: Sandbox, http: httpx.AsyncClient
+) -> None:
+    from tests.harness import until_async
+
+    parameters = {"orderId": "o1", "amountCents": 12900, **{f"line_{i:02}": "x" * 990 for i in range(40)}}
+    await ask(http, "issue_refund", parameters)
+    card = await card_of(http, "issue_refund")
+    assert "see the full call" in json.dumps(card)
+    r = await click(http, card, "cosigner.full_call", "requester")
+    assert r.json() == {"status": 200}
+
+    async def views() -> list[dict[str, Any]]:
+        return list((await state(http))["views"])
+
+    (view,) = await until_async(views)
+    assert view["view"]["title"]["text"] == "Full call" and "submit" not in view["view"]
+    assert "Page 1 of" in json.dumps(view)
+    r = await http.post(
+        "/sandbox/api/view-click",
+        json={"viewId": view["id"], "actionId": "cosigner.full_call_next", "as": "requester"},
+    )
+    assert r.json() == {"status": 200}
+
+    async def turned() -> list[dict[str, Any]]:
+        return [v for v in await views() if v["updates"] == 1]
+
+    (view,) = await until_async(turned)
+    assert "Page 2 of" in json.dumps(view)

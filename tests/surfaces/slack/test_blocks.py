@@ -97,7 +97,7 @@ def test_danger_card_confirms_approve_and_offers_no_run_wide_approval(
     make_card: Any, make_route: Any
 ) -> None:
     buttons = _buttons(make_card(), make_route())
-    assert [b["action_id"] for b in buttons] == ["cosigner.approve", "cosigner.deny"]
+    assert [b["action_id"] for b in buttons] == ["cosigner.approve", "cosigner.deny", "cosigner.full_call"]
     assert buttons[0]["style"] == "primary" and "confirm" in buttons[0]
     assert buttons[1]["style"] == "danger" and "confirm" not in buttons[1]
 
@@ -108,6 +108,7 @@ def test_ask_mode_offers_approve_for_this_run(make_card: Any, make_route: Any) -
         "cosigner.approve",
         "cosigner.approve_for_run",
         "cosigner.deny",
+        "cosigner.full_call",
     ]
     assert buttons[1]["text"]["text"] == "Approve for this run"
     assert all("confirm" not in b for b in buttons)
@@ -271,3 +272,79 @@ def test_cut_note_names_the_number_of_characters() -> None:
     kept = fitted.split("\n")[0]
     assert kept.count("&amp;") * 5 == len(kept)
     assert f"{1000 - kept.count('&amp;'):,} more characters not shown" in fitted
+
+
+# --- every field on the card, and what it leaves out ---------------------------------
+
+ISSUE_JWT = (
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"
+    ".eyJzdWIiOiJwYXlvdXRzIiwiYW1vdW50Ijo1MDAwMCwiaWF0IjoxNzAwMDAwMDAwfQ"
+    ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+)
+
+
+def _notice_and_confirm(data: list[dict[str, Any]]) -> tuple[str, str]:
+    notice = next(b for b in data if b.get("block_id") == "cosigner:hidden")["text"]["text"]
+    actions = next(b for b in data if b["type"] == "actions")
+    assert (
+        data.index(actions) == data.index(next(b for b in data if b.get("block_id") == "cosigner:hidden")) + 1
+    )
+    return notice, actions["elements"][0]["confirm"]["text"]["text"]
+
+
+def test_a_long_value_no_longer_pushes_the_next_field_off_the_card(make_card: Any, make_route: Any) -> None:
+    card = make_card(
+        kind=ToolKind.WRITE,
+        mode=ApprovalMode.ASK,
+        parameters={"note": "n" * 3500, "to": "payouts@attacker.example"},
+    )
+    data = as_dicts(to_blocks(card, make_route())[0])
+    flat = json.dumps(data)
+    assert '\\"to\\": \\"payouts@attacker.example\\"' in flat
+    assert "[+3,302 chars cut]" in flat
+    notice, confirm = _notice_and_confirm(data)
+    assert "1 value cut: see the full call" in notice
+    assert "cut: note" in confirm and "See the full call" in confirm
+    run_wide = next(b for b in data if b["type"] == "actions")["elements"][1]
+    assert run_wide["action_id"] == "cosigner.approve_for_run" and "confirm" in run_wide
+
+
+def test_masked_values_stay_visible_around_the_mask_and_are_announced(
+    make_card: Any, make_route: Any
+) -> None:
+    from bot.redaction import redact
+
+    shown = redact(
+        {"to": f"payouts@attacker.example {ISSUE_JWT}", "body": "Wire $50,000 to acct 4111111111111111 today"}
+    )
+    data = as_dicts(to_blocks(make_card(parameters=shown), make_route())[0])
+    flat = json.dumps(data)
+    assert "payouts@attacker.example [hidden: JWT, 147 chars]" in flat
+    assert "Wire $50,000 to acct [hidden: card number, 16 chars] today" in flat
+    assert ISSUE_JWT not in flat and "4111111111111111" not in flat
+    notice, confirm = _notice_and_confirm(data)
+    assert "2 values partly hidden: see the full call" in notice
+    assert "partly hidden (credential-looking text): body, to" in confirm
+    assert "cannot undo" in confirm  # a danger tool still says so
+
+
+def test_nothing_hidden_means_no_notice(make_card: Any, make_route: Any) -> None:
+    data = as_dicts(to_blocks(make_card(), make_route())[0])
+    assert not [b for b in data if b.get("block_id") == "cosigner:hidden"]
+
+
+def test_fields_are_sorted_so_order_cannot_hide_one(make_card: Any, make_route: Any) -> None:
+    data = as_dicts(to_blocks(make_card(parameters={"zeta": 1, "alpha": 2, "mid": 3}), make_route())[0])
+    params = data[1]["text"]["text"]
+    assert params.index('"alpha"') < params.index('"mid"') < params.index('"zeta"')
+
+
+def test_a_huge_call_stays_within_slack_limits_and_says_what_is_left(make_card: Any, make_route: Any) -> None:
+    card = make_card(parameters={f"field_{i:03}": "v" * 400 for i in range(400)})
+    data = as_dicts(to_blocks(card, make_route())[0])  # slack_sdk validates every limit
+    assert len(data) <= 50
+    assert all(len(t) <= 3000 for t in texts(data))
+    flat = json.dumps(data)
+    assert "more fields: see the full call" in flat
+    notice, _ = _notice_and_confirm(data)
+    assert "400 values cut" in notice

@@ -199,7 +199,7 @@ async def test_a_card_for_the_admins_does_not_offer_it(slack: Any) -> None:
     )
     assert r.status_code == 201
     (card,) = await until(lambda: posted(emu))
-    assert set(buttons(card)) == {"cosigner.approve", "cosigner.deny"}
+    assert set(buttons(card)) == {"cosigner.approve", "cosigner.deny", "cosigner.full_call"}
 
 
 async def test_it_survives_a_restart(db_kind: str) -> None:
@@ -227,7 +227,7 @@ def test_the_button_is_built_only_where_offered_and_fits_slacks_limits(
 
     assert "cosigner.always_deny" not in actions(make_card())
     longest = make_card(offers_always_deny=True, tool_name="t" * 128)
-    assert actions(longest)[-1] == "cosigner.always_deny"
+    assert actions(longest)[-2:] == ["cosigner.always_deny", "cosigner.full_call"]
 
 
 def test_the_manifest_declares_the_command_at_the_events_route() -> None:

@@ -134,3 +134,57 @@ def test_form_payload() -> None:
     for form in ({}, {"payload": "{"}, {"payload": "[]"}):
         with pytest.raises(InvalidRequest):
             parse_form_payload(form)
+
+
+def _full_call_press(**changes: Any) -> dict[str, Any]:
+    payload = load("block_actions.json")
+    payload["actions"][0].update({"action_id": "cosigner.full_call", **changes})
+    return payload
+
+
+def test_full_call_press_is_a_look_bound_to_the_card() -> None:
+    from surfaces.slack.parse import parse_look
+
+    look = parse_look(_full_call_press())
+    assert (look.approval_id, look.actor, look.org, look.actor_org) == ("apr_01", "U1", "T1", "T1")
+    assert (look.conversation, look.message_ref, look.app_id) == ("C1", "1700000000.000100", "A1")
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [{"action_id": "cosigner.approve"}, {"block_id": "cosigner:apr_02"}, {"value": "../x"}],
+)
+def test_a_malformed_full_call_press_is_refused(changes: dict[str, Any]) -> None:
+    from surfaces.slack.parse import parse_look
+
+    with pytest.raises(InvalidRequest):
+        parse_look(_full_call_press(**changes))
+
+
+def test_a_page_press_reads_the_modal_metadata_and_nothing_else() -> None:
+    from surfaces.slack.parse import parse_page
+
+    payload = _full_call_press(action_id="cosigner.full_call_next", value="2")
+    payload["container"] = {"type": "view", "view_id": "V1"}
+    payload["view"] = {
+        "id": "V1",
+        "callback_id": "cosigner.full_call",
+        "private_metadata": json.dumps({"a": "apr_01", "c": "C1", "t": "1700000000.000100"}),
+    }
+    look, page, view_id = parse_page(payload)
+    assert (look.approval_id, look.conversation, look.message_ref, page, view_id) == (
+        "apr_01",
+        "C1",
+        "1700000000.000100",
+        2,
+        "V1",
+    )
+    for bad in ("-1", "x", "99999", "２"):
+        broken = copy.deepcopy(payload)
+        broken["actions"][0]["value"] = bad
+        with pytest.raises(InvalidRequest):
+            parse_page(broken)
+    broken = copy.deepcopy(payload)
+    broken["view"]["callback_id"] = "cosigner.deny_comment"
+    with pytest.raises(InvalidRequest):
+        parse_page(broken)

@@ -16,6 +16,7 @@ from surfaces.sms.caller import TwilioCaller
 EMPTY = '<?xml version="1.0" encoding="UTF-8"?><Response />'
 HELP = (
     "Reply YES or NO (plus the code when asked), or NEVER to deny and always deny this tool for you. "
+    "MORE texts the whole call. "
     "Nothing was decided."
 )
 

@@ -126,3 +126,23 @@ def test_bare_yes_is_both_an_answer_and_an_opt_in() -> None:
     assert parse_reply("YES") == Reply(Verdict.APPROVE)
     assert is_opt_in("YES")
     assert not is_opt_in("YES 4821")
+
+
+@pytest.mark.parametrize(
+    ("body", "code"),
+    [("MORE", None), (" more ", None), ("More 4821", "4821"), ("MORE\t12", "12")],
+)
+def test_more_asks_for_the_whole_call(body: str, code: str | None) -> None:
+    from surfaces.sms.reply import More, parse_more
+
+    assert parse_more(body) == More(code=code)
+    assert parse_reply(body) is None, "MORE decides nothing"
+
+
+@pytest.mark.parametrize(
+    "body", ["more please", "MORE!", "MOREX", "mor", "MORE 4821 5", "ᴍORE", "MORE ４８２１"]
+)
+def test_anything_but_an_exact_more_is_not_more(body: str) -> None:
+    from surfaces.sms.reply import parse_more
+
+    assert parse_more(body) is None

@@ -28,7 +28,7 @@ def test_request_text_shows_the_call_the_claim_the_expiry_and_the_answer(kit: An
     text = to_sms_text(kit.card(), code_required=False)
     assert text.splitlines() == [
         "Cosigner request 4821: approve issue_refund?",
-        "Params: orderId=ord_4421, amountCents=12900, cardToken=[REDACTED]",
+        "Params: amountCents=12900, cardToken=[REDACTED], orderId=ord_4421",
         'Agent says (unverified): "Customer says the discount was not applied"',
         "Expires 16:00 UTC.",
         "Reply YES or NO.",
@@ -57,7 +57,8 @@ def test_long_parameters_are_cut_with_a_note(kit: Any) -> None:
     card = kit.card(parameters={"note": "x" * 600, "orderId": "ord_1"})
     text = to_sms_text(card, code_required=True)
     assert sms_length(text) <= BUDGET
-    assert "chars cut)" in text
+    assert "...(+" in text and "orderId=ord_1" in text, "every field keeps a place"
+    assert "1 value cut: reply MORE 4821 for the whole call." in text
     assert text.endswith("(code needed: several requests are pending).")
     assert "issue_refund" in text and "Expires" in text
 
@@ -65,7 +66,7 @@ def test_long_parameters_are_cut_with_a_note(kit: Any) -> None:
 def test_long_reason_is_cut_before_the_parameters(kit: Any) -> None:
     card = kit.card(reason="Please " * 100)
     text = to_sms_text(card, code_required=False)
-    assert "orderId=ord_4421, amountCents=12900, cardToken=[REDACTED]" in text
+    assert "amountCents=12900, cardToken=[REDACTED], orderId=ord_4421" in text
     assert sms_length(text) <= BUDGET
 
 
@@ -84,7 +85,7 @@ def test_typographic_quotes_in_the_reason_keep_the_text_gsm7(kit: Any) -> None:
 
 def test_values_that_look_like_other_parameters_are_quoted() -> None:
     line = compact_parameters({"note": "1, amountCents=1", "n": 2, "ok": True, "x": None})
-    assert line == 'note="1, amountCents=1", n=2, ok=true, x=null'
+    assert line == 'n=2, note="1, amountCents=1", ok=true, x=null'
     assert compact_parameters({"a": {"b": [1, 2]}}) == 'a={"b":[1,2]}'
     assert compact_parameters({}) == "(none)"
 
@@ -165,6 +166,7 @@ def test_outcome_of_a_fail_closed_request_names_the_code(kit: Any) -> None:
 def test_help_and_closed_texts(kit: Any) -> None:
     assert help_text() == (
         "Reply YES or NO (plus the code when asked), or NEVER to deny and always deny this tool for you. "
+        "MORE texts the whole call. "
         "Nothing was decided."
     )
     assert "4821, 1234" in help_text(["4821", "1234"])
