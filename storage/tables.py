@@ -11,8 +11,18 @@ tenants = sa.Table(
     metadata,
     sa.Column("id", sa.String(40), primary_key=True),
     sa.Column("name", sa.String(100), nullable=False, unique=True),
-    sa.Column("api_key_hash", sa.String(80), nullable=False, unique=True),
     sa.Column("created_at", sa.Double, nullable=False),
+)
+
+api_keys = sa.Table(
+    "api_keys",
+    metadata,
+    sa.Column("id", sa.String(40), primary_key=True),  # key_…: names a key to revoke, not a secret
+    sa.Column("tenant", sa.String(100), nullable=False),
+    sa.Column("scope", sa.String(16), nullable=False),  # KeyScope
+    sa.Column("key_hash", sa.String(80), nullable=False, unique=True),
+    sa.Column("created_at", sa.Double, nullable=False),
+    sa.Index("ix_api_keys_tenant", "tenant"),
 )
 
 approvals = sa.Table(

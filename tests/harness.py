@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -132,6 +132,7 @@ class Harness:
     client: httpx.AsyncClient
     parts: Parts
     clock: ManualClock
+    approver_keys: dict[str, str] = field(default_factory=dict)
 
     def advance(self, seconds: float) -> None:
         """Move the app's clock forward and wake its expiry sweeper and job worker."""
@@ -176,8 +177,18 @@ class Harness:
         return self.parts.desk
 
     async def create_tenant(self, name: str) -> str:
-        """Create a tenant and return its API key."""
-        return await self.parts.keys.create(name)
+        """Create a tenant and return its agent key (its approver key: `approver_key(name)`)."""
+        made = await self.parts.keys.create(name)
+        self.approver_keys[name] = self.approver_keys[made.agent.key] = made.approver.key
+        return made.agent.key
+
+    def approver_key(self, tenant: str = "acme") -> str:
+        """The approver key `create_tenant` made for a tenant (decisions, standing denies)."""
+        return self.approver_keys[tenant]
+
+    def approver_of(self, agent_key: str) -> str:
+        """The approver key made with this agent key (the same tenant's)."""
+        return self.approver_keys[agent_key]
 
     @staticmethod
     def auth(key: str) -> dict[str, str]:
