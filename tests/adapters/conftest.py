@@ -33,6 +33,7 @@ class Person:
     def __init__(self, target: Target) -> None:
         self.target = target
         self.client = target.client()
+        self.app = target.approver()
 
     def pending(self, approval_id: str) -> Decision:
         """The approval as the approver sees it."""
@@ -51,11 +52,11 @@ class Person:
 
     def approve(self, approval_id: str) -> Decision:
         """Press approve."""
-        return self.client.decide(approval_id, decision="approve", user_id=USER)
+        return self.app.decide(approval_id, decision="approve", user_id=USER)
 
     def deny(self, approval_id: str, comment: str) -> Decision:
         """Press deny with a comment."""
-        return self.client.decide(approval_id, decision="deny", user_id=USER, comment=comment)
+        return self.app.decide(approval_id, decision="deny", user_id=USER, comment=comment)
 
     def expire(self, approval_id: str) -> None:
         """Let the approval run out (the server's clock moves; nobody sleeps)."""

@@ -92,7 +92,8 @@ async def test_it_never_turns_into_an_approval(db_kind: str) -> None:
 
 async def test_lifting_it_restores_the_request(db_kind: str) -> None:
     async with cosigner_app(database_kind=db_kind) as h:
-        acme, globex = await h.create_tenant("acme"), await h.create_tenant("globex")
+        acme = await h.create_tenant("acme")
+        await h.create_tenant("globex")
         denial = await set_one(h, acme)
         refused = call(call_id="c2", surface=U1)
         assert (await h.client.post("/v1/approvals", json=refused, headers=h.auth(acme))).status_code == 403

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from contracts.enums import KeyScope
-
 import asyncio
 from pathlib import Path
 from typing import Any
@@ -11,6 +9,7 @@ from typing import Any
 import pytest
 
 from bot.cli import main
+from contracts.enums import KeyScope
 from storage.database import Database
 from tests.harness import cosigner_app
 

@@ -13,7 +13,7 @@ error body, so a code, its HTTP status and its class are defined here and nowher
     ├── NotAnApprover             403  the answering person may not decide this request
     ├── WrongConversation         403  the answer came from somewhere the request was not shown
     ├── WrongTenant               403  the answer came from another tenant's workspace or number
-    ├── WrongKeyScope             403  an agent key used to decide, or an approver key to ask; `details["needs"]`
+    ├── WrongKeyScope             403  a key used outside its scope; `details["needs"]` names the one needed
     ├── ApprovalNotFound          404  no such approval for this tenant
     ├── DenialNotFound            404  no such standing deny for this tenant
     ├── ParametersMismatch        409  same executionId + toolCallId, other call (or arguments changed)
