@@ -68,7 +68,8 @@ run_grants = sa.Table(
     metadata,
     sa.Column("tenant", sa.String(100), primary_key=True),
     sa.Column("execution_id", sa.String(200), primary_key=True),
-    sa.Column("tool_name", sa.String(128), primary_key=True),
+    sa.Column("tool_name", sa.String(128), primary_key=True),  # folded (contracts.names.fold)
+    sa.Column("requester", sa.String(320), primary_key=True),  # bot.run_grants.requester_key
     sa.Column("approval_id", sa.String(40), nullable=False),
     sa.Column("granted_by", sa.String(200), nullable=False),
     sa.Column("created_at", sa.Double, nullable=False),

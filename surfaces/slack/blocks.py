@@ -54,7 +54,7 @@ def md(text: str) -> MarkdownTextObject:
 
 def to_blocks(card: ApprovalCard, route: SlackRoute) -> tuple[list[Block], str]:
     """The pending approval card and its escaped notification text."""
-    return [*_body(card, route), _buttons(card)], _fallback(card, "Approval needed")
+    return [*_body(card, route), _buttons(card, route)], _fallback(card, "Approval needed")
 
 
 def to_closed_blocks(card: ApprovalCard, route: SlackRoute) -> tuple[list[Block], str]:
@@ -137,7 +137,7 @@ def _context(card: ApprovalCard, route: SlackRoute) -> list[Block]:
     ]
 
 
-def _buttons(card: ApprovalCard) -> ActionsBlock:
+def _buttons(card: ApprovalCard, route: SlackRoute) -> ActionsBlock:
     confirm = None
     if card.kind == ToolKind.DANGER:
         confirm = ConfirmObject(
@@ -153,11 +153,30 @@ def _buttons(card: ApprovalCard) -> ActionsBlock:
         )
     buttons = [_button("Approve", Verdict.APPROVE, card.approval_id, "primary", confirm)]
     if card.mode == ApprovalMode.ASK:
-        buttons.append(_button("Approve for this run", Verdict.APPROVE_FOR_RUN, card.approval_id))
+        buttons.append(
+            _button(
+                "Approve for this run", Verdict.APPROVE_FOR_RUN, card.approval_id, None, _for_run(card, route)
+            )
+        )
     buttons.append(_button("Deny", Verdict.DENY, card.approval_id, "danger"))
     if card.offers_always_deny:
         buttons.append(_always_deny(card))
     return ActionsBlock(block_id=f"{BLOCK_PREFIX}{card.approval_id}", elements=buttons)
+
+
+def _for_run(card: ApprovalCard, route: SlackRoute) -> ConfirmObject:
+    """Say whom the run grant covers: only the same requester, in this conversation."""
+    tool = mrkdwn.fit(card.tool_name, 128)
+    who = mrkdwn.mention(route.requester) or mrkdwn.fit(card.triggered_by, 200)
+    return ConfirmObject(
+        title=PlainTextObject(text="Approve for this run?"),
+        text=md(
+            f"Later calls of `{tool}` in this run by {who} in this conversation will run without "
+            "asking. Calls from anyone else, or from another conversation, are still asked."
+        ),
+        confirm=PlainTextObject(text="Approve for this run"),
+        deny=PlainTextObject(text="Cancel"),
+    )
 
 
 def _always_deny(card: ApprovalCard) -> ButtonElement:

@@ -110,7 +110,9 @@ def test_ask_mode_offers_approve_for_this_run(make_card: Any, make_route: Any) -
         "cosigner.deny",
     ]
     assert buttons[1]["text"]["text"] == "Approve for this run"
-    assert all("confirm" not in b for b in buttons)
+    # Only the run grant asks first, naming whom it covers; a write tool's Approve does not.
+    assert [b["action_id"] for b in buttons if "confirm" in b] == ["cosigner.approve_for_run"]
+    assert "in this conversation" in buttons[1]["confirm"]["text"]["text"]
     assert sum(1 for b in buttons if b.get("style") == "primary") == 1
 
 
