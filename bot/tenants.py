@@ -150,8 +150,8 @@ class TenantKeys:
         holder = await self.db.run_read(lambda tx: store.holder_of(tx, digest))
         if holder is None:
             raise Unauthenticated(
-                "this API key is not known; check for a copy-paste error or "
-                "create a key with `cosigner tenants key create TENANT --scope agent|approver`"
+                "this API key is not known; check for a copy-paste error, or make keys with "
+                "`cosigner tenants create NAME` or `cosigner tenants key create TENANT --scope agent|approver`"
             )
         if len(self._cache) > 10000:
             self._cache.clear()

@@ -135,7 +135,8 @@ def test_always_deny_refuses_the_next_call_naming_who_set_it(target: Target, run
     )
     assert denial.approvalId == first.approval_id and denial.liftedAt is None
     lifted = httpx.delete(
-        f"{target.url}/v1/denials/{denial.denialId}", headers={"Authorization": f"Bearer {target.acme}"}
+        f"{target.url}/v1/denials/{denial.denialId}",
+        headers={"Authorization": f"Bearer {target.acme_approver}"},
     )
     assert lifted.status_code == 200
 
