@@ -151,7 +151,8 @@ class TenantKeys:
         if holder is None:
             raise Unauthenticated(
                 "this API key is not known; check for a copy-paste error, or make keys with "
-                "`cosigner tenants create NAME` or `cosigner tenants key create TENANT --scope agent|approver`"
+                "`cosigner tenants create NAME` or "
+                "`cosigner tenants key create TENANT --scope agent|approver`"
             )
         if len(self._cache) > 10000:
             self._cache.clear()

@@ -125,7 +125,9 @@ def test_the_async_client_waits_for_the_outcome(world: tuple[LiveServer, Applica
                     if audit.status_code == 201:
                         aid = audit.json()["approvalId"]
                         await api.post(
-                            f"/v1/approvals/{aid}/decision", json={"decision": "approve", "userId": "u_1"}
+                            f"/v1/approvals/{aid}/decision",
+                            json={"decision": "approve", "userId": "u_1"},
+                            headers={"Authorization": f"Bearer {live.harness.approver_of(key)}"},
                         )
                         break
             decision = await ask

@@ -9,8 +9,8 @@ from storage.database import _alembic_config
 from tests.harness import database
 
 INSERT = sa.text(
-    "INSERT INTO standing_denies (id, tenant, tool_name, surface, approver, requester, approval_id, created_at) "
-    "VALUES (:id, 'acme', :tool, 'dashboard', 'u_1', 'dashboard:u_1', 'apv_1', :at)"
+    "INSERT INTO standing_denies (id, tenant, tool_name, surface, approver, requester, approval_id, "
+    "created_at) VALUES (:id, 'acme', :tool, 'dashboard', 'u_1', 'dashboard:u_1', 'apv_1', :at)"
 )
 
 
