@@ -100,7 +100,8 @@ def run_script(script: Path, env: dict[str, str], *args: str) -> str:
     """Run a resume script in a fresh Python process and return its stdout."""
     done = subprocess.run(
         [sys.executable, str(script), *args],
-        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
+        # This tree's server and SDK, not whichever copy is installed in the environment.
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "sdk" / "python")]), **env},
         cwd=ROOT,
         capture_output=True,
         text=True,
