@@ -23,7 +23,7 @@ from bot.decision import Ruling, decide, differences
 from bot.egress import AllowList
 from bot.grants import GrantSigner
 from bot.handoff import DONE_WAIT, press_done, sealed_context, state_for
-from bot.intake import create_tx
+from bot.intake import Call, Intake, create_tx
 from bot.metrics import Metrics
 from bot.notifier import Notifier
 from bot.policy import Policy, ToolRule
@@ -50,7 +50,7 @@ from contracts.errors import (
     InvalidRequest,
     PermissionDenied,
 )
-from contracts.ports import DashboardRoute, Delivered, Placed, Route
+from contracts.ports import DashboardRoute, Delivered, Placed
 from contracts.wire import AdmitRequest, ApprovalRequest, DecisionRequest, ResultReport
 from storage import approvals as ledger
 from storage.database import Conflict, Database
@@ -232,31 +232,25 @@ class Engine:
             context = sealed_context(tenant, req.executionId, req.toolCallId)
             handoff = state_for(rule, req.parameters, self.seal, context)
         ruling = self._decide(self.policy, tenant, req, rule)
-        route: Route | ApprovalModeUnsupported | None = ruling.route
         # Only gated tool calls have a shadow: an operation's rule is handed in by its caller.
         shadow = None if self.shadow is None or own_rule else self._shadowed(tenant, req, ruling)
-        trace = self.tracing.begin()
+        it = Intake(
+            self.policy,
+            tenant,
+            req,
+            rule,
+            Call.of(self.policy, tenant, req, rule, dig, ruling),
+            shown,
+            contract,
+            approval_id,
+            self.tracing.begin(),
+            handoff,
+            shadow,
+            ruling.label,
+        )
         for _attempt in range(3):
             try:
-                created = await self.db.run_write(
-                    lambda tx: create_tx(
-                        tx,
-                        self.policy,
-                        self.clock(),
-                        tenant,
-                        req,
-                        rule,
-                        dig,
-                        shown,
-                        route,
-                        contract,
-                        approval_id,
-                        trace,
-                        ruling=ruling,
-                        handoff=handoff,
-                        shadow=shadow,
-                    )
-                )
+                created = await self.db.run_write(lambda tx: create_tx(tx, it, self.clock()))
                 break
             except Conflict:
                 continue  # a concurrent create of the same call won; read its result

@@ -60,8 +60,10 @@ def sealed_context(tenant: str, execution_id: str, tool_call_id: str) -> str:
     return f"handoff parameters|{tenant}|{execution_id}|{tool_call_id}"
 
 
-def state_for(rule: ToolRule, parameters: dict[str, Any], seal: TokenSeal, context: str) -> str | None:
-    """A new handoff's stored JSON (None for a tool without a handoff): the policy's reason,
+def state_for(
+    rule: ToolRule, parameters: dict[str, Any], seal: TokenSeal, context: str
+) -> HandoffState | None:
+    """A new handoff's state (None for a tool without a handoff): the policy's reason,
     steps and `expect` target as they are now, and the parameters sealed for the check."""
     if rule.handoff is None:
         return None
@@ -72,7 +74,7 @@ def state_for(rule: ToolRule, parameters: dict[str, Any], seal: TokenSeal, conte
         secret_env=rule.handoff.expect.secret_env,
         sealed=seal.seal(json.dumps(parameters, separators=(",", ":")), context),
     )
-    return state.model_dump_json()
+    return state
 
 
 @dataclass(frozen=True)

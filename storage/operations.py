@@ -85,9 +85,15 @@ def _claim_event(op: OperationRecord) -> Event:
     return Event(AuditEvent.CLAIMED, {"kind": "system"}, {"argumentsDigest": op.arguments_digest})
 
 
+def claim(op: OperationRecord) -> tuple[OperationRecord, Event]:
+    """An approved operation that is now executing, and the audit event saying so."""
+    return replace(op, state=OperationState.EXECUTING), _claim_event(op)
+
+
 def claimed(op: OperationRecord) -> tuple[str, Event]:
     """The column value and audit event of an approved operation that is now executing."""
-    return replace(op, state=OperationState.EXECUTING).to_json(), _claim_event(op)
+    executing, event = claim(op)
+    return executing.to_json(), event
 
 
 def claimed_and_sending(op: OperationRecord, attempt_key: str) -> tuple[str, list[Event]]:
