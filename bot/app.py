@@ -185,6 +185,7 @@ def build_app(
         tracing=Tracing(provider, db=db) if provider is not None else None,
         seal=TokenSeal(settings.secret),
         shadow=shadow,
+        executes=run_workers,
     )
     desk = Desk(engine)
     adapters: dict[str, SurfaceAdapter] = {}
@@ -208,6 +209,7 @@ def build_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        executing: set[asyncio.Task[None]] = set()
         if should_migrate:
             await db.migrate()
         elif await db.revision() is None:
@@ -223,15 +225,17 @@ def build_app(
             sweeper = ExpirySweeper(engine)
             parts.tasks = [
                 asyncio.create_task(worker.run(parts.stop)),
+                asyncio.create_task(worker.execute_approved(parts.stop)),
                 asyncio.create_task(sweeper.run(parts.stop)),
             ]
+            executing = worker.executing
         try:
             yield
         finally:
             parts.stop.set()
             engine.jobs_wakeup.set()
             engine.expiry_wakeup.set()
-            running = [*parts.tasks, *engine.executing]
+            running = [*parts.tasks, *executing]
             for task in running:
                 task.cancel()
             for task in running:

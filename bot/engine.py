@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from bot import approval, denials, trail
@@ -88,6 +88,7 @@ class Engine:
         tracing: Tracing | None = None,
         seal: TokenSeal | None = None,
         shadow: Policy | None = None,
+        executes: bool = False,
     ) -> None:
         self.db = db
         self.policy = policy
@@ -107,11 +108,12 @@ class Engine:
         # How often a waiter re-reads on its own, in case a notification from another
         # replica was lost; push is the normal path.
         self.recheck_seconds = RECHECK_SECONDS
-        # Set by the job worker: carry out an approved operation now (`bot.execution`).
-        # Sends an approved operation's `execute` now: its job claimed by `close` already,
-        # or (None) claimed by the hook itself.
-        self.execute_now: Callable[[str, tuple[Job, Record] | None], Coroutine[Any, Any, None]] | None = None
-        self.executing: set[asyncio.Task[None]] = set()
+        # With `executes` (a job worker runs in this process), an approved operation is sent
+        # at once: `close` claims its job, and the worker takes it from `to_execute` (its
+        # claimed job, or None when the worker must claim it). Without, the job waits for a
+        # worker's poll.
+        self.executes = executes
+        self.to_execute: asyncio.Queue[tuple[str, tuple[Job, Record] | None]] = asyncio.Queue()
 
     @property
     def grant_ttl(self) -> float:
@@ -353,7 +355,7 @@ class Engine:
                 self.clock,
                 schema=self.db.schema,
                 callback_window=self.policy.defaults.callback_retry_window,
-                send_execute=self.execute_now is not None,
+                send_execute=self.executes,
             )
         )
         self.tracing.after_close(closing, done, started)
@@ -396,12 +398,10 @@ class Engine:
         # An approved operation is carried out at once; its job is the fallback.
         if rec.operation is None or rec.status is not ApprovalStatus.APPROVED:
             return
-        if self.execute_now is None:
+        if not self.executes:
             self.jobs_wakeup.set()
             return
-        task = asyncio.create_task(self.execute_now(rec.id, None if claimed is None else (claimed, rec)))
-        self.executing.add(task)
-        task.add_done_callback(self.executing.discard)
+        self.to_execute.put_nowait((rec.id, None if claimed is None else (claimed, rec)))
 
     async def expire(self, approval_id: str) -> bool:
         """Close a pending approval whose time is up; False if it was not due or closed."""
