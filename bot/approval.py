@@ -217,6 +217,51 @@ def refused(decided_by: DecidedBy, exc: CosignerError, wanted: ApprovalStatus) -
     )
 
 
+@dataclass(frozen=True)
+class Refused:
+    """The answer may not decide: `error` says why; `audited` when the refusal may go on the
+    audit record (a check that failed, or a closed approval)."""
+
+    error: CosignerError
+    audited: bool = True
+
+
+@dataclass(frozen=True)
+class Transition:
+    """The answer decides: to what and by whom; `refusal` is raised after it commits (a late
+    answer, which expires the approval instead)."""
+
+    to: ApprovalStatus
+    decided_by: DecidedBy
+    comment: str | None
+    refusal: CosignerError | None = None
+
+
+def decide(rec: Record, c: Closing, now: float) -> Refused | Transition:
+    """What an answer does to the approval as loaded at `now`; pure (besides `c.check`)."""
+    try:
+        if c.check is not None:
+            c.check(rec)
+        if rec.closed:
+            raise closed_error(rec)
+    except CosignerError as exc:
+        return Refused(exc)
+    to, decided_by, comment = c.to, c.decided_by, c.comment
+    refusal: CosignerError | None = None
+    if rec.expires_at <= now and to is not ApprovalStatus.EXPIRED:
+        # A late answer never decides: the approval expires now instead.
+        refusal = ApprovalExpired(
+            f"approval {rec.id} expired before this answer; expiry means deny and nothing was done",
+            status=ApprovalStatus.EXPIRED.value,
+        )
+        to, decided_by, comment = ApprovalStatus.EXPIRED, TimeoutDecider(), None
+    if to is ApprovalStatus.DENIED and rec.mode is ApprovalMode.HANDOFF:
+        to = ApprovalStatus.FAILED  # a handoff is never denied: failing closed fails it
+    if not allowed(rec.status, to):
+        return Refused(closed_error(rec), audited=False)
+    return Transition(to, decided_by, comment, refusal)
+
+
 def close(
     tx: Tx,
     approval_id: str,
@@ -239,30 +284,15 @@ def close(
     now = clock()  # read once the row is locked: the expiry check is against this instant
     if c.inbound is not None and not inbound.record(tx, *c.inbound, now):
         return Closed(rec, None, False)
-    try:
-        if c.check is not None:
-            c.check(rec)
-        if rec.closed:
-            raise closed_error(rec)
-    except CosignerError as exc:
-        if not c.audit_refusal:
-            raise
-        return Closed(ledger.append(tx, rec, now, [refused(c.decided_by, exc, c.to)]), exc, False)
-    to, decided_by, comment = c.to, c.decided_by, c.comment
-    refusal: CosignerError | None = None
-    events: list[Event] = []
-    if rec.expires_at <= now and to is not ApprovalStatus.EXPIRED:
-        # A late answer never decides: the approval expires now instead.
-        refusal = ApprovalExpired(
-            f"approval {rec.id} expired before this answer; expiry means deny and nothing was done",
-            status=ApprovalStatus.EXPIRED.value,
+    answer = decide(rec, c, now)
+    if isinstance(answer, Refused):
+        if not (c.audit_refusal and answer.audited):
+            raise answer.error
+        return Closed(
+            ledger.append(tx, rec, now, [refused(c.decided_by, answer.error, c.to)]), answer.error, False
         )
-        events.append(refused(decided_by, refusal, to))
-        to, decided_by, comment = ApprovalStatus.EXPIRED, TimeoutDecider(), None
-    if to is ApprovalStatus.DENIED and rec.mode is ApprovalMode.HANDOFF:
-        to = ApprovalStatus.FAILED  # a handoff is never denied: failing closed fails it
-    if not allowed(rec.status, to):
-        raise closed_error(rec)
+    to, decided_by, comment, refusal = answer.to, answer.decided_by, answer.comment, answer.refusal
+    events: list[Event] = [] if refusal is None else [refused(c.decided_by, refusal, c.to)]
     events.append(Event(to.value, actor_of(decided_by), {"comment": comment}))
     changes = {
         "status": to.value,
