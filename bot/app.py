@@ -27,6 +27,7 @@ from bot.desk import Desk
 from bot.egress import parse_allow_list
 from bot.engine import Engine
 from bot.grants import GrantSigner
+from bot.handoff import Handoffs
 from bot.metrics import Metrics
 from bot.notifier import Notifier
 from bot.openapi import openapi
@@ -173,6 +174,7 @@ def build_app(
     metrics = Metrics()
     notifier = Notifier(metrics.replica_wakeups.inc)
     provider = tracer_provider or otlp_provider(settings)
+    seal = TokenSeal(settings.secret)
     engine = Engine(
         db,
         policy,
@@ -183,7 +185,8 @@ def build_app(
         clock=clock,
         callback_allow=callback_allow,
         tracing=Tracing(provider, db=db) if provider is not None else None,
-        seal=TokenSeal(settings.secret),
+        seal=seal,
+        handoffs=Handoffs(seal),
         shadow=shadow,
         executes=run_workers,
     )

@@ -12,7 +12,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from bot import approval, denials, trail
 from bot.activity import Activity, Answer, Step
@@ -22,7 +22,6 @@ from bot.checks import callback_allowed, json_limits, surface_belongs
 from bot.decision import Ruling, decide, differences
 from bot.egress import AllowList
 from bot.grants import GrantSigner
-from bot.handoff import DONE_WAIT, press_done, sealed_context, state_for
 from bot.intake import Call, Intake, create_tx
 from bot.metrics import Metrics
 from bot.notifier import Notifier
@@ -50,7 +49,8 @@ from contracts.errors import (
     InvalidRequest,
     PermissionDenied,
 )
-from contracts.ports import DashboardRoute, Delivered, Placed
+from contracts.handoff import HandoffState
+from contracts.ports import ApprovalCard, DashboardRoute, Delivered, Placed
 from contracts.wire import AdmitRequest, ApprovalRequest, DecisionRequest, ResultReport
 from storage import approvals as ledger
 from storage.database import Conflict, Database
@@ -70,6 +70,28 @@ DASHBOARD_VERDICTS = {
 }
 
 
+class HandoffKind(Protocol):
+    """The handoff request kind, plugged in at construction (`bot.handoff.Handoffs`)."""
+
+    done_wait: float
+
+    def state(self, tenant: str, req: ApprovalRequest, rule: ToolRule) -> HandoffState | None:
+        """A new handoff's state (None: the rule is not a handoff's)."""
+        ...
+
+    async def press_done(
+        self,
+        engine: Engine,
+        approval_id: str,
+        decider: PersonDecider,
+        check: Callable[[Record], None],
+        *,
+        tenant: str,
+    ) -> ApprovalCard:
+        """Done pressed on the dashboard."""
+        ...
+
+
 class Engine:
     """The approval lifecycle: create, wait, close, expire, and the receipts of deliveries."""
 
@@ -87,6 +109,7 @@ class Engine:
         callback_allow: AllowList | None = None,
         tracing: Tracing | None = None,
         seal: TokenSeal | None = None,
+        handoffs: HandoffKind | None = None,
         shadow: Policy | None = None,
         executes: bool = False,
     ) -> None:
@@ -102,6 +125,7 @@ class Engine:
         self.denials = denials.Denials(db, clock)
         self.tracing = tracing or Tracing()
         self.seal = seal  # seals a handoff's parameters until its check
+        self.handoffs = handoffs
         self.shadow = shadow  # decided alongside, acts on nothing (COSIGNER_POLICY_SHADOW)
         self.jobs_wakeup = asyncio.Event()
         self.expiry_wakeup = asyncio.Event()
@@ -229,10 +253,9 @@ class Engine:
         shown = redact(req.parameters, rule.redact)
         handoff = None
         if rule.handoff is not None:
-            if self.seal is None:
+            if self.handoffs is None:
                 raise InvalidRequest("handoffs need COSIGNER_SECRET on this server")
-            context = sealed_context(tenant, req.executionId, req.toolCallId)
-            handoff = state_for(rule, req.parameters, self.seal, context)
+            handoff = self.handoffs.state(tenant, req, rule)
         ruling = self._decide(self.policy, tenant, req, rule)
         # Only gated tool calls have a shadow: an operation's rule is handed in by its caller.
         shadow = None if self.shadow is None or own_rule else self._shadowed(tenant, req, ruling)
@@ -444,8 +467,10 @@ class Engine:
             approval.check_verdict(rec, verdict)
 
         if verdict is Verdict.DONE:
-            await press_done(self, approval_id, person, check, tenant=tenant)
-            return await self.wait(tenant, approval_id, DONE_WAIT)
+            if self.handoffs is None:
+                raise InvalidRequest("handoffs need COSIGNER_SECRET on this server")
+            await self.handoffs.press_done(self, approval_id, person, check, tenant=tenant)
+            return await self.wait(tenant, approval_id, self.handoffs.done_wait)
         to = DASHBOARD_VERDICTS[verdict]
         checked: denials.Check = check
         standing = None

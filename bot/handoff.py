@@ -29,9 +29,10 @@ from bot.tracing import SpanName, expect_outcome
 from bot.transport import Egress, EgressFailed
 from contracts.answers import PersonDecider, decider_from_json
 from contracts.enums import ApprovalStatus, AuditEvent, JobKind, SurfaceType
-from contracts.errors import AlreadyDecided, ApprovalNotFound, CosignerError
+from contracts.errors import AlreadyDecided, ApprovalNotFound, CosignerError, InvalidRequest
 from contracts.handoff import DETAIL_MAX, UNVERIFIED, ExpectAnswer, ExpectCall, HandoffReceipt, HandoffState
 from contracts.ports import ApprovalCard
+from contracts.wire import ApprovalRequest
 from storage import approvals as ledger
 from storage import inbound, jobs
 from storage.audit import Event
@@ -165,6 +166,30 @@ async def press_done(
     engine.jobs_wakeup.set()
     assert claimed.record is not None
     return claimed.record.card()
+
+
+class Handoffs:
+    """The handoff request kind as the engine is given it: a new handoff's state, and Done."""
+
+    done_wait: float = DONE_WAIT
+
+    def __init__(self, seal: TokenSeal | None) -> None:
+        self.seal = seal
+
+    def state(self, tenant: str, req: ApprovalRequest, rule: ToolRule) -> HandoffState | None:
+        """A new handoff's state, its parameters sealed for this call (None: not a handoff)."""
+        if rule.handoff is None:
+            return None
+        if self.seal is None:
+            raise InvalidRequest("handoffs need COSIGNER_SECRET on this server")
+        context = sealed_context(tenant, req.executionId, req.toolCallId)
+        return state_for(rule, req.parameters, self.seal, context)
+
+    async def press_done(
+        self, engine: Engine, approval_id: str, decider: PersonDecider, check: Check, *, tenant: str
+    ) -> ApprovalCard:
+        """Done pressed on the dashboard: claim the check (`press_done`)."""
+        return await press_done(engine, approval_id, decider, check, tenant=tenant)
 
 
 async def verify(engine: Engine, http: Egress, job: Job) -> None:
