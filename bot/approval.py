@@ -10,9 +10,8 @@ and the card update, records a run grant, and (on PostgreSQL) notifies the other
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 from bot.bodies import actor_of
 from bot.run_grants import requester_key
@@ -34,7 +33,7 @@ from storage import approvals as ledger
 from storage import inbound, jobs, operations
 from storage.audit import Event
 from storage.database import Tx
-from storage.records import Record
+from storage.records import Changes, Decided, Record
 
 # --- states -------------------------------------------------------------------
 
@@ -188,7 +187,7 @@ class Closing:
     inbound: tuple[SurfaceType, str] | None = None
     # More to record in the same transaction when it closes as asked (a standing deny).
     also: Callable[[Tx, Record, float], list[Event]] | None = None
-    changes: Mapping[str, Any] | None = None  # more columns written with the status (a handoff's check)
+    changes: Changes | None = None  # more written with the status (a handoff's check)
 
 
 EXECUTE_GRACE = 5.0
@@ -294,23 +293,18 @@ def close(
     to, decided_by, comment, refusal = answer.to, answer.decided_by, answer.comment, answer.refusal
     events: list[Event] = [] if refusal is None else [refused(c.decided_by, refusal, c.to)]
     events.append(Event(to.value, actor_of(decided_by), {"comment": comment}))
-    changes = {
-        "status": to.value,
-        "decided_at": now,
-        "decided_by": stored(decided_by),
-        "comment": comment,
-        **(c.changes or {}),
-    }
+    changes = replace(c.changes or Changes(), decided=Decided(to, now, decided_by, comment))
     if c.also is not None and to is c.to:
         events += c.also(tx, rec, now)
     if rec.operation is not None and to is ApprovalStatus.APPROVED:
         # The claim pending → executing is this same conditional UPDATE: one answer wins it.
         if send_execute:
-            changes["operation"], claim_events = operations.claimed_and_sending(rec.operation, rec.id)
+            executing, claim_events = operations.claimed_and_sending(rec.operation, rec.id)
             events += claim_events
         else:
-            changes["operation"], claim = operations.claimed(rec.operation)
+            executing, claim = operations.claim(rec.operation)
             events.append(claim)
+        changes = replace(changes, operation=executing)
     rec = ledger.append(tx, rec, now, events, changes, only_pending=True)
     execute: jobs.Job | None = None
     if rec.operation is not None and rec.status is ApprovalStatus.APPROVED:

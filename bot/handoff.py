@@ -38,7 +38,7 @@ from storage import inbound, jobs
 from storage.audit import Event
 from storage.database import Tx
 from storage.jobs import Job
-from storage.records import Record, ts
+from storage.records import Changes, Record, ts
 from storage.sealing import TokenSeal
 
 if TYPE_CHECKING:
@@ -123,7 +123,7 @@ def claim(
     assert rec.handoff is not None
     delivery = new_id("dlv")
     state = rec.handoff.model_copy(update={"done_by": stored(decider), "done_at": now, "delivery": delivery})
-    changes = {"handoff": state.model_dump_json(), "expires_at": max(rec.expires_at, now + CHECK_WINDOW)}
+    changes = Changes(handoff=state, expires_at=max(rec.expires_at, now + CHECK_WINDOW))
     event = Event(AuditEvent.HANDOFF_DONE, actor_of(decider), {"delivery": delivery})
     rec = ledger.append(tx, rec, now, [event], changes, only_pending=True)
     jobs.queue(tx, JobKind.VERIFY, rec.id, {"delivery": delivery}, now, now + CHECK_WINDOW)
@@ -207,9 +207,7 @@ async def verify(engine: Engine, http: Egress, job: Job) -> None:
         outcome,
         decided_by,
         check=lambda current: _same_claim(current, state.delivery),
-        changes={
-            "handoff": state.model_copy(update={"receipt": receipt, "detail": detail}).model_dump_json()
-        },
+        changes=Changes(handoff=state.model_copy(update={"receipt": receipt, "detail": detail})),
     )
     try:
         await engine.close(rec.id, closing)

@@ -26,7 +26,7 @@ from storage.audit import Event, chain_rows
 from storage.database import Tx
 from storage.direct import Direct
 from storage.notify import channel_for
-from storage.records import Record, delivery_key
+from storage.records import Changes, Record, delivery_key
 from storage.tables import approvals, audit_events, flags, run_grants
 
 _BY_ID = sa.select(approvals).where(approvals.c.id == sa.bindparam("id"))
@@ -154,7 +154,7 @@ def append(
     rec: Record,
     now: float,
     events: list[Event],
-    changes: Mapping[str, Any] | None = None,
+    changes: Changes | None = None,
     *,
     only_pending: bool = False,
 ) -> Record:
@@ -164,7 +164,8 @@ def append(
     fails loudly instead of forking the chain; with `only_pending` it also requires the
     approval to be pending, which is what makes exactly one decision win.
     """
-    values = _chain(tx, rec.id, rec.tenant, rec.audit_seq, rec.audit_head, now, events, changes, only_pending)
+    columns = changes.columns() if changes is not None else None
+    values = _chain(tx, rec.id, rec.tenant, rec.audit_seq, rec.audit_head, now, events, columns, only_pending)
     return rec.replace(**values)
 
 

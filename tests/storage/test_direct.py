@@ -9,10 +9,13 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from contracts.answers import PolicyDecider
+from contracts.enums import ApprovalStatus
 from storage import approvals as ledger
 from storage.audit import GENESIS, Event
 from storage.database import Conflict
 from storage.direct import Direct
+from storage.records import Changes, Decided
 from storage.tables import approvals, audit_events
 from tests.harness import database
 
@@ -81,7 +84,7 @@ async def test_rows_written_and_read_directly_match_sqlalchemys(db_kind: str) ->
                 loaded,
                 now,
                 [Event("approved", {"kind": "policy"}, {})],
-                {"status": "approved"},
+                Changes(decided=Decided(ApprovalStatus.APPROVED, now, PolicyDecider(rule="tools.t"), None)),
                 only_pending=True,
             )
         )
@@ -94,7 +97,7 @@ async def test_rows_written_and_read_directly_match_sqlalchemys(db_kind: str) ->
                     loaded,
                     now,
                     [Event("denied", {"kind": "policy"}, {})],
-                    {"status": "denied"},
+                    Changes(decided=Decided(ApprovalStatus.DENIED, now, PolicyDecider(rule="tools.t"), None)),
                     only_pending=True,
                 )
             )
