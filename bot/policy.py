@@ -199,6 +199,10 @@ class Policy:
         found = self.tenants.get(name)
         return found if found is not None else TenantPolicy().named(name)
 
+    def knows(self, tenant: str, tool: str) -> bool:
+        """Whether a section of the policy names this tool (in any case) for this tenant."""
+        return fold(tool) in self._rules.get(tenant, self._default_rules)
+
     def rule_for(self, tenant: str, tool: str) -> ToolRule:
         """The merged rule of `[tools.X]` and `[tenants.T.tools.X]`; unknown tools are danger."""
         rule = self._rules.get(tenant, self._default_rules).get(fold(tool))
