@@ -38,7 +38,6 @@ from contracts.answers import (
     TimeoutDecider,
 )
 from contracts.denials import Denial
-from contracts.names import fold
 from contracts.digest import digest_of_canonical
 from contracts.enums import ApprovalStatus, AuditEvent, SurfaceType, Verdict
 from contracts.errors import (
@@ -51,6 +50,7 @@ from contracts.errors import (
     PermissionDenied,
 )
 from contracts.handoff import HandoffState
+from contracts.names import fold
 from contracts.ports import ApprovalCard, DashboardRoute, Delivered, Placed
 from contracts.wire import AdmitRequest, ApprovalRequest, DecisionRequest, ResultReport
 from storage import approvals as ledger
