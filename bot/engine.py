@@ -54,6 +54,7 @@ from contracts.names import fold
 from contracts.ports import ApprovalCard, DashboardRoute, Delivered, Placed
 from contracts.wire import AdmitRequest, ApprovalRequest, DecisionRequest, ResultReport
 from storage import approvals as ledger
+from storage.audit import AuditRow
 from storage.database import Conflict, Database
 from storage.jobs import Job
 from storage.operations import OperationRecord
@@ -532,7 +533,7 @@ class Engine:
         """Append a surface or worker event to the approval's audit chain (redacted)."""
         await self.db.run_write(lambda tx: trail.record_note(tx, approval_id, event, data, self.clock))
 
-    async def audit_trail(self, tenant: str | None, approval_id: str) -> list[Any]:
+    async def audit_trail(self, tenant: str | None, approval_id: str) -> list[AuditRow]:
         """Every audit row of one approval, oldest first."""
         await self.record(approval_id, tenant)
         return await self.db.run_read(lambda tx: ledger.events_of(tx, approval_id))

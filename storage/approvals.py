@@ -22,7 +22,7 @@ import sqlalchemy as sa
 from contracts.enums import ApprovalMode, ApprovalStatus
 from contracts.errors import AlreadyDecided
 from contracts.ports import Route, SmsRoute
-from storage.audit import Event, chain_rows
+from storage.audit import AuditRow, Event, chain_rows
 from storage.database import Tx
 from storage.direct import Direct
 from storage.notify import channel_for
@@ -293,15 +293,12 @@ def next_expiry(tx: Tx) -> float | None:
     return float(value) if value is not None else None
 
 
-def events_of(tx: Tx, approval_id: str) -> list[Any]:
+def events_of(tx: Tx, approval_id: str) -> list[AuditRow]:
     """An approval's audit rows, oldest first."""
-    return list(
-        tx.execute(
-            sa.select(audit_events)
-            .where(audit_events.c.approval_id == approval_id)
-            .order_by(audit_events.c.seq)
-        )
+    rows = tx.execute(
+        sa.select(audit_events).where(audit_events.c.approval_id == approval_id).order_by(audit_events.c.seq)
     )
+    return [AuditRow.from_row(r) for r in rows]
 
 
 def get_flag(tx: Tx, namespace: str, key: str) -> str | None:
