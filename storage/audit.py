@@ -260,7 +260,18 @@ async def stream_since(conn: AsyncConnection, since: float) -> AsyncIterator[Aud
         yield AuditRow.from_row(row)
 
 
-async def stream_requests(conn: AsyncConnection, since: float) -> AsyncIterator[Any]:
+@dataclass(frozen=True)
+class Requested:
+    """A `requested` audit event, as policy replay reads it: which approval, whose, when, and
+    its data (JSON text as stored)."""
+
+    approval_id: str
+    tenant: str
+    at: float
+    data: str
+
+
+async def stream_requests(conn: AsyncConnection, since: float) -> AsyncIterator[Requested]:
     """Every `requested` audit row at or after `since`, oldest first, without loading them all."""
     result = await conn.stream(
         sa.select(audit_events.c.approval_id, audit_events.c.tenant, audit_events.c.at, audit_events.c.data)
@@ -269,4 +280,4 @@ async def stream_requests(conn: AsyncConnection, since: float) -> AsyncIterator[
         .execution_options(yield_per=500)
     )
     async for row in result:
-        yield row
+        yield Requested(row.approval_id, row.tenant, row.at, row.data)
