@@ -29,10 +29,11 @@ from contracts.errors import (
 )
 from contracts.names import fold
 from contracts.ports import Answer, DashboardRoute, Look, SlackRoute, SmsRoute
+from storage import answers, jobs, operations
 from storage import approvals as ledger
-from storage import inbound, jobs, operations
 from storage.audit import Event
 from storage.database import Tx
+from storage.jobs import Queued
 from storage.records import Changes, Decided, Record
 
 # --- states -------------------------------------------------------------------
@@ -277,11 +278,11 @@ def close(
     claims its `execute` job and counts the first `execute` as sent, in this transaction:
     one write fewer per operation than claiming it afterwards, with the same guarantees (if
     the caller dies before sending, the job's next attempt asks `status` first)."""
-    rec = ledger.load(tx, approval_id, lock=True)
-    if rec is None or (c.tenant is not None and rec.tenant != c.tenant):
+    loaded = answers.load(tx, approval_id, clock, c.inbound)
+    if loaded is None or (c.tenant is not None and loaded.record.tenant != c.tenant):
         raise ApprovalNotFound(f"no approval {approval_id} for this caller")
-    now = clock()  # read once the row is locked: the expiry check is against this instant
-    if c.inbound is not None and not inbound.record(tx, *c.inbound, now):
+    rec, now = loaded.record, loaded.now
+    if not loaded.first:
         return Closed(rec, None, False)
     answer = decide(rec, c, now)
     if isinstance(answer, Refused):
@@ -296,27 +297,43 @@ def close(
     changes = replace(c.changes or Changes(), decided=Decided(to, now, decided_by, comment))
     if c.also is not None and to is c.to:
         events += c.also(tx, rec, now)
+    claim = None
     if rec.operation is not None and to is ApprovalStatus.APPROVED:
         # The claim pending → executing is this same conditional UPDATE: one answer wins it.
         if send_execute:
             executing, claim_events = operations.claimed_and_sending(rec.operation, rec.id)
             events += claim_events
-        else:
-            executing, claim = operations.claim(rec.operation)
-            events.append(claim)
-        changes = replace(changes, operation=executing)
-    rec = ledger.append(tx, rec, now, events, changes, only_pending=True)
-    execute: jobs.Job | None = None
-    if rec.operation is not None and rec.status is ApprovalStatus.APPROVED:
-        # An approved operation asks for its execution; the rest waits for its outcome.
-        if send_execute:
             lock = now + rec.operation.execute_timeout + EXECUTE_GRACE
-            execute = jobs.queue_claimed(tx, JobKind.EXECUTE, rec.id, now, now + callback_window, lock)
+            claim = answers.Claim(now, now + callback_window, lock)
         else:
-            queue_execution(tx, rec.id, now, callback_window)
-    queue_after_close(tx, rec, now, c.run_grant, callback_window)
-    ledger.notify_closed(tx, schema, rec.id)
+            executing, event = operations.claim(rec.operation)
+            events.append(event)
+        changes = replace(changes, operation=executing)
+    after = replace(rec, status=to, operation=changes.operation or rec.operation)
+    grant = None
+    if c.run_grant is not None and to is ApprovalStatus.APPROVED:
+        grant = answers.Grant(fold(rec.tool_name), requester_key(rec.surface), c.run_grant)
+    queued = jobs_after(after, now, callback_window, executes_itself=send_execute)
+    rec, execute = answers.write(
+        tx, rec, now, events, changes, queued=queued, claim=claim, grant=grant, schema=schema
+    )
     return Closed(rec, refusal, True, execute)
+
+
+def jobs_after(
+    rec: Record, now: float, callback_window: float, *, executes_itself: bool = False
+) -> list[Queued]:
+    """The jobs a closing queues for the approval as it will stand: an approved operation's
+    `execute` (unless the closing caller sends it), then once settled the callback and the
+    card update."""
+    queued: list[Queued] = []
+    if rec.operation is not None and rec.status is ApprovalStatus.APPROVED and not executes_itself:
+        queued.append(Queued(JobKind.EXECUTE, now, now + callback_window))
+    if rec.callback_url and rec.settled:
+        queued.append(Queued(JobKind.CALLBACK, now, now + callback_window, {"delivery": new_id("dlv")}))
+    if rec.delivered is not None and rec.settled:
+        queued.append(Queued(JobKind.SHOW, now, now + CARD_UPDATE_WINDOW))
+    return queued
 
 
 # --- what a transition queues ---------------------------------------------------

@@ -1,4 +1,5 @@
-"""One request's walk through the code: the intake transaction crosses into storage twice.
+"""One request's walk through the code: the intake and the answer transactions each cross
+into storage twice.
 
 Create is load → decide → write: one storage call reads everything the call is decided on,
 a pure function decides, one storage call writes. Measured with `sys.setprofile` inside the
@@ -14,8 +15,8 @@ from typing import Any
 
 import pytest
 
+import bot.approval
 import bot.engine
-from bot.intake import Intake
 from storage.database import Tx
 from tests.api.test_approvals import call
 from tests.harness import cosigner_app
@@ -37,10 +38,10 @@ def crossings_of(fn: Any, found: list[str]) -> Any:
         ):
             found.append(f"{callee}.{code.co_name}")
 
-    def measured(tx: Tx, it: Intake, now: float) -> Any:
+    def measured(tx: Tx, *args: Any, **kwargs: Any) -> Any:
         sys.setprofile(profile)
         try:
-            return fn(tx, it, now)
+            return fn(tx, *args, **kwargs)
         finally:
             sys.setprofile(None)
 
@@ -69,3 +70,19 @@ async def test_create_crosses_into_storage_twice_load_then_write(
         found.clear()
         again = await h.client.post("/v1/approvals", json=body, headers=h.auth(key))
         assert again.status_code == status and found == ["storage.intake.load"]
+
+
+async def test_an_answer_crosses_into_storage_twice_load_then_write(monkeypatch: pytest.MonkeyPatch) -> None:
+    async with cosigner_app() as h:
+        key = await h.create_tenant("acme")
+        r = await h.client.post("/v1/approvals", json=call(), headers=h.auth(key))
+        assert r.status_code == 201, r.text
+        found: list[str] = []
+        monkeypatch.setattr(bot.approval, "close", crossings_of(bot.approval.close, found))
+        decided = await h.client.post(
+            f"/v1/approvals/{r.json()['approvalId']}/decision",
+            json={"decision": "approve", "userId": "u_1"},
+            headers=h.auth(h.approver_key("acme")),
+        )
+        assert decided.status_code == 200, decided.text
+        assert found == ["storage.answers.load", "storage.answers.write"]
