@@ -74,7 +74,7 @@ def partial_configuration(settings: Settings) -> list[str]:
     """Warnings for a surface that is half configured and therefore off."""
     out = []
     slack = {
-        "SLACK_SIGNING_SECRET": settings.slack_signing_secret,
+        "SLACK_SIGNING_SECRET or SLACK_APP_TOKEN": settings.slack_signing_secret or settings.slack_app_token,
         "SLACK_BOT_TOKEN or SLACK_CLIENT_ID/SLACK_CLIENT_SECRET": settings.slack_bot_token
         or (settings.slack_client_id and settings.slack_client_secret),
     }
@@ -115,6 +115,7 @@ def default_surfaces(settings: Settings, installs: SlackInstallStores | None) ->
             app_id=settings.slack_app_id,
             installations=installs.installations if installs else None,
             oauth_states=installs.states if installs else None,
+            app_token=settings.slack_app_token,
         )
         factories.append(lambda desk: SlackAdapter(config, desk))
     if settings.sms_enabled:

@@ -42,6 +42,7 @@ RULES = {
     "sqlite_synchronous": f"must be one of {', '.join(SqliteSync)}",
     "secret": f"must be at least {MIN_SECRET_BYTES} bytes; make one with {MAKE_SECRET}",
     "slack_bot_token": "must be a bot token, starting with xoxb-",
+    "slack_app_token": "must be an app-level token, starting with xapp- (Socket Mode)",
     "public_url": "must be an absolute http:// or https:// URL, e.g. https://cosigner.example.com",
     "slack_api_url": "must be an absolute http:// or https:// URL",
     "twilio_api_url": "must be an absolute http:// or https:// URL",
@@ -60,6 +61,7 @@ SECRET_FIELDS = {
     "slack_signing_secret",
     "slack_bot_token",
     "slack_client_secret",
+    "slack_app_token",
     "twilio_auth_token",
 }
 
@@ -109,6 +111,7 @@ class Settings(BaseSettings):
     slack_client_secret: str | None = Field(default=None, validation_alias=_env("SLACK_CLIENT_SECRET"))
     slack_app_id: str | None = Field(default=None, validation_alias=_env("SLACK_APP_ID"))
     slack_api_url: str | None = Field(default=None, validation_alias=_env("SLACK_API_URL"))
+    slack_app_token: str | None = Field(default=None, validation_alias=_env("SLACK_APP_TOKEN"))
 
     twilio_account_sid: str | None = Field(default=None, validation_alias=_env("TWILIO_ACCOUNT_SID"))
     twilio_auth_token: str | None = Field(default=None, validation_alias=_env("TWILIO_AUTH_TOKEN"))
@@ -151,6 +154,13 @@ class Settings(BaseSettings):
     def _bot_token(cls, value: str | None) -> str | None:
         if value is not None and not value.startswith("xoxb-"):
             raise ValueError(RULES["slack_bot_token"])
+        return value
+
+    @field_validator("slack_app_token")
+    @classmethod
+    def _app_token(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith("xapp-"):
+            raise ValueError(RULES["slack_app_token"])
         return value
 
     @field_validator("slack_api_url", "twilio_api_url")
@@ -200,7 +210,9 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _public_url(self) -> Settings:
         # Slack and Twilio call this URL, and Twilio signs it: with either on it must be real.
-        if (self.slack_enabled or self.sms_enabled) and not _is_http_url(self.public_url):
+        # Slack over Socket Mode alone (no signing secret, no OAuth installs) calls nothing.
+        slack_calls = self.slack_enabled and bool(self.slack_signing_secret or self.slack_client_id)
+        if (slack_calls or self.sms_enabled) and not _is_http_url(self.public_url):
             raise ValueError(
                 f"COSIGNER_PUBLIC_URL {RULES['public_url']} (it is {self.public_url!r}), "
                 "because Slack or SMS is on and calls it"
@@ -209,9 +221,10 @@ class Settings(BaseSettings):
 
     @property
     def slack_enabled(self) -> bool:
-        """Slack is on when a signing secret and a token or OAuth client are set."""
+        """Slack is on when a signing secret (or a Socket Mode app token) and a token or
+        OAuth client are set."""
         return bool(
-            self.slack_signing_secret
+            (self.slack_signing_secret or self.slack_app_token)
             and (self.slack_bot_token or (self.slack_client_id and self.slack_client_secret))
         )
 
