@@ -233,12 +233,12 @@ class SlackEmulator:
         """How many Socket Mode connections are open now."""
         return len(self._sockets)
 
-    async def wait_connected(self, timeout: float = 5.0) -> None:
+    async def wait_connected(self, seconds: float = 5.0) -> None:
         """Wait until an app holds a Socket Mode connection."""
-        await asyncio.wait_for(self._connected.wait(), timeout)
+        await asyncio.wait_for(self._connected.wait(), seconds)
 
     async def push(
-        self, payload: dict[str, Any], *, kind: str = "interactive", timeout: float = SOCKET_ACK_SECONDS
+        self, payload: dict[str, Any], *, kind: str = "interactive", seconds: float = SOCKET_ACK_SECONDS
     ) -> dict[str, Any]:
         """Send one envelope over Socket Mode and return its acknowledgement.
 
@@ -260,7 +260,7 @@ class SlackEmulator:
         }
         try:
             await self._sockets[-1].send_text(json.dumps(envelope))
-            return await asyncio.wait_for(waiter, timeout)
+            return await asyncio.wait_for(waiter, seconds)
         finally:
             self._acks.pop(envelope_id, None)
 

@@ -214,7 +214,7 @@ async def test_a_wrong_app_token_fails_start_with_the_fix_named() -> None:
                 raise AssertionError("no look expected")
 
         adapter = SlackAdapter(_config(emu, app_token="xapp-1-forged"), NoDesk())
-        with pytest.raises(SurfaceUnavailable, match="apps.connections.open.*invalid_auth"):
+        with pytest.raises(SurfaceUnavailable, match=r"apps\.connections\.open.*invalid_auth"):
             await adapter.start()
         assert emu.socket_connections == 0
 
