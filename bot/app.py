@@ -133,6 +133,16 @@ def default_surfaces(settings: Settings, installs: SlackInstallStores | None) ->
         except SmsConfigError as exc:
             raise ConfigurationError(str(exc)) from exc
         factories.append(lambda desk: SmsAdapter(sms, desk))
+        if settings.whatsapp_enabled:
+            from surfaces.whatsapp import WhatsAppAdapter, WhatsAppConfig, WhatsAppConfigError
+
+            try:
+                whatsapp = WhatsAppConfig(
+                    sms, settings.twilio_whatsapp_from or "", settings.twilio_whatsapp_content_sid or ""
+                )
+            except WhatsAppConfigError as exc:
+                raise ConfigurationError(str(exc)) from exc
+            factories.append(lambda desk: WhatsAppAdapter(whatsapp, desk))
     return factories
 
 
@@ -180,7 +190,9 @@ def build_app(
         GrantSigner(settings.secret),
         metrics=metrics,
         notifier=notifier,
-        sms_sender=SmsSender(settings.twilio_from_number, settings.twilio_messaging_service_sid),
+        sms_sender=SmsSender(
+            settings.twilio_from_number, settings.twilio_messaging_service_sid, settings.twilio_whatsapp_from
+        ),
         clock=clock,
         callback_allow=callback_allow,
         tracing=Tracing(provider, db=db) if provider is not None else None,

@@ -120,6 +120,10 @@ class Settings(BaseSettings):
         default=None, validation_alias=_env("TWILIO_MESSAGING_SERVICE_SID")
     )
     twilio_api_url: str | None = Field(default=None, validation_alias=_env("TWILIO_API_URL"))
+    twilio_whatsapp_from: str | None = Field(default=None, validation_alias=_env("TWILIO_WHATSAPP_FROM"))
+    twilio_whatsapp_content_sid: str | None = Field(
+        default=None, validation_alias=_env("TWILIO_WHATSAPP_CONTENT_SID")
+    )
 
     # OpenTelemetry's own variables (bot.telemetry); the SDK reads the others it knows itself.
     otel_exporter_otlp_endpoint: str | None = Field(
@@ -244,6 +248,11 @@ class Settings(BaseSettings):
     def sms_enabled(self) -> bool:
         """SMS is on when Twilio credentials and a sender are set."""
         return bool(self.twilio_account_sid and self.twilio_auth_token)
+
+    @property
+    def whatsapp_enabled(self) -> bool:
+        """WhatsApp is on when Twilio credentials, a WhatsApp sender and its template are set."""
+        return bool(self.sms_enabled and self.twilio_whatsapp_from and self.twilio_whatsapp_content_sid)
 
 
 def env_name(field: str) -> str:

@@ -48,9 +48,9 @@ class SocketMode:
         handler = AsyncSocketModeHandler(app, self._app_token, logger=logger, web_client=client)
         handler.client.wss_uri = str(opened["url"])
         try:
-            await asyncio.wait_for(handler.connect_async(), CONNECT_SECONDS)
+            await asyncio.wait_for(handler.connect_async(), CONNECT_SECONDS)  # type: ignore[no-untyped-call]
         except TimeoutError as exc:
-            await handler.close_async()
+            await handler.close_async()  # type: ignore[no-untyped-call]
             raise SurfaceUnavailable(
                 "could not open the Slack Socket Mode WebSocket within "
                 f"{CONNECT_SECONDS:.0f} s; check the network (and SLACK_API_URL)"
@@ -61,5 +61,5 @@ class SocketMode:
     async def close(self) -> None:
         """Close the WebSocket and the client's own HTTP session."""
         if self._handler is not None:
-            await self._handler.close_async()
+            await self._handler.close_async()  # type: ignore[no-untyped-call]
         self._handler = None

@@ -144,6 +144,13 @@ class SmsSurface(Wire):
     phone: PhoneNumber
 
 
+class WhatsAppSurface(Wire):
+    """A run triggered by a WhatsApp message from `phone` (E.164, without `whatsapp:`)."""
+
+    type: Literal["whatsapp"]
+    phone: PhoneNumber
+
+
 class DashboardSurface(Wire):
     """The tenant's own authenticated app, deciding through the API on behalf of `userId`."""
 
@@ -179,6 +186,7 @@ class WebWidgetSurface(Wire):
 Surface = Annotated[
     SlackSurface
     | SmsSurface
+    | WhatsAppSurface
     | DashboardSurface
     | ApiSurface
     | ScheduleSurface
