@@ -203,7 +203,7 @@ class TwilioEmulator:
             return _error(400, 21211, f"The 'To' number {to} is not a valid phone number.")
         if sender is None and service is None:
             return _error(400, 21603, "A 'From' phone number is required.")
-        if to.startswith(WHATSAPP) != (sender or WHATSAPP).startswith(WHATSAPP):
+        if sender is not None and to.startswith(WHATSAPP) != sender.startswith(WHATSAPP):
             return _error(400, 63007, "Twilio could not find a Channel with the specified From address")
         content = self._content(form)
         if isinstance(content, JSONResponse):
