@@ -37,6 +37,7 @@ from bot.settings import DEV_SECRET, Settings
 from bot.tenants import TenantKeys
 from surfaces.slack.emulator import SlackEmulator
 from surfaces.sms.emulator import TwilioEmulator
+from surfaces.whatsapp.template import TEMPLATE_ACTIONS, TEMPLATE_BODY
 
 POLICY_FILE = Path(__file__).with_name("sandbox_policy.toml")
 TENANT = "demo"
@@ -133,6 +134,9 @@ def dev_settings(data_dir: Path, public_url: str, slack: SlackEmulator, twilio: 
         twilio_auth_token=TWILIO_TOKEN,
         twilio_from_number=SMS_FROM,
         twilio_api_url=twilio.api_url,
+        # WhatsApp from the same number, with the approval template registered in the emulator.
+        twilio_whatsapp_from=SMS_FROM,
+        twilio_whatsapp_content_sid=twilio.add_template(TEMPLATE_BODY, TEMPLATE_ACTIONS),
     )
 
 
