@@ -289,3 +289,13 @@ def test_a_whatsapp_requester_is_not_the_same_number_texting_by_sms() -> None:
 
     whatsapp = requester_key({"type": "whatsapp", "phone": ALICE})
     assert whatsapp == f"whatsapp:{ALICE}" and whatsapp != requester_key({"type": "sms", "phone": ALICE})
+
+
+def test_the_sdk_builds_the_whatsapp_surface_and_checks_the_number() -> None:
+    from pydantic import ValidationError
+
+    from cosigner import WhatsAppSurface
+
+    assert WhatsAppSurface(phone=ALICE).to_json() == {"type": "whatsapp", "phone": ALICE}
+    with pytest.raises(ValidationError):
+        WhatsAppSurface(phone=WA_ALICE)  # the number alone; Cosigner adds `whatsapp:`
