@@ -88,6 +88,14 @@ def partial_configuration(settings: Settings) -> list[str]:
     if any(twilio.values()) and not all(twilio.values()):
         missing = " and ".join(k for k, v in twilio.items() if not v)
         out.append(f"SMS is off: {missing} is not set")
+    whatsapp = {
+        "TWILIO_WHATSAPP_FROM": settings.twilio_whatsapp_from,
+        "TWILIO_WHATSAPP_CONTENT_SID": settings.twilio_whatsapp_content_sid,
+        **twilio,
+    }
+    if (settings.twilio_whatsapp_from or settings.twilio_whatsapp_content_sid) and not all(whatsapp.values()):
+        missing = " and ".join(k for k, v in whatsapp.items() if not v)
+        out.append(f"WhatsApp is off: {missing} is not set")
     return out
 
 
