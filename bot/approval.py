@@ -27,7 +27,7 @@ from contracts.errors import (
     WrongConversation,
     WrongTenant,
 )
-from contracts.ports import Answer, DashboardRoute, Look, SlackRoute, SmsRoute
+from contracts.ports import Answer, DashboardRoute, Look, SlackRoute, SmsRoute, TeamsRoute
 from storage import approvals as ledger
 from storage import inbound, jobs, operations
 from storage.audit import Event
@@ -98,6 +98,8 @@ def check_reader(rec: Record, a: Answer | Look) -> None:
         orgs = {route.team_id, route.enterprise_id} - {None}
     elif isinstance(route, SmsRoute):
         orgs = {route.from_number, route.messaging_service_sid} - {None}
+    elif isinstance(route, TeamsRoute):
+        orgs = {route.tenant_id}
     else:
         orgs = set()
     if a.org not in orgs and (a.enterprise_id is None or a.enterprise_id not in orgs):
@@ -110,7 +112,7 @@ def check_reader(rec: Record, a: Answer | Look) -> None:
         raise WrongConversation("this answer came through another Slack app")
     if a.conversation != got.conversation:
         raise WrongConversation(f"approval {rec.id} was not posted in this conversation")
-    if isinstance(route, SlackRoute) and a.message_ref not in got.message_refs:
+    if isinstance(route, SlackRoute | TeamsRoute) and a.message_ref not in got.message_refs:
         raise WrongConversation(f"this message is not the card of approval {rec.id}")
     if isinstance(route, SlackRoute):
         clicker_belongs(route, a)

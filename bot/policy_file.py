@@ -28,7 +28,7 @@ from pydantic_core import PydanticCustomError
 
 from bot.durations import parse_duration
 from contracts.enums import ApproverKind, SurfaceType, ToolKind
-from contracts.names import PhoneNumber, SlackId, TenantName, ToolName
+from contracts.names import AadId, PhoneNumber, SlackId, TenantName, ToolName
 
 
 def _say(message: str) -> WrapValidator:
@@ -90,6 +90,10 @@ Phone = Annotated[PhoneNumber, _say('"{input}" is not an E.164 number; write it 
 Slack = Annotated[
     SlackId,
     _say(f'"{{input}}" is not a Slack id (upper case letters and digits, such as "U0ADMIN"); {_NEVER}'),
+]
+Aad = Annotated[
+    AadId,
+    _say(f'"{{input}}" is not a Microsoft Entra id (a GUID such as "72f988bf-86f1-41af-91ab-2d7cd011db47"); {_NEVER}'),
 ]
 Kind = Annotated[
     ToolKind, Field(strict=False), _say('"{input}" is not a kind; use "read", "write" or "danger"')
@@ -266,6 +270,7 @@ class Admins(Table):
     slack: SlackIds = ()
     sms: Phones = ()
     dashboard: Names = ()
+    teams: tuple[Aad, ...] = ()
 
 
 class Headless(Table):
@@ -281,6 +286,7 @@ class TenantPolicy(Table):
     slack_enterprise: Slack | None = None
     sms_from: Annotated[PhoneNumber, _say('must be an E.164 number such as "+15550000001"')] | None = None
     sms_messaging_service: Text | None = None
+    teams_tenant: Aad | None = None
     admins: Admins = Admins()
     admin_channel: Text | None = None
     tools: dict[PolicyToolName, ToolOverride] = {}
