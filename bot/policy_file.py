@@ -129,6 +129,7 @@ PolicyTenantName = Annotated[
 Names = Annotated[tuple[Text, ...], Field(strict=False), _list('["u_42"]')]
 SlackIds = Annotated[tuple[Slack, ...], Field(strict=False), _list('["U0ADMIN"]')]
 Phones = Annotated[tuple[Phone, ...], Field(strict=False), _list('["+15550000002"]')]
+AadIds = Annotated[tuple[Aad, ...], Field(strict=False), _list('["<the person\'s Microsoft Entra object id>"]')]
 Approvers = Annotated[
     tuple[Approver, ...],
     Field(strict=False),
@@ -270,7 +271,7 @@ class Admins(Table):
     slack: SlackIds = ()
     sms: Phones = ()
     dashboard: Names = ()
-    teams: tuple[Aad, ...] = ()
+    teams: AadIds = ()
 
 
 class Headless(Table):

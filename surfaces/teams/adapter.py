@@ -42,6 +42,7 @@ logger = logging.getLogger("cosigner.teams")
 SERVICE_URL = "https://smba.trafficmanager.net/teams/"
 JWKS_URL = "https://login.botframework.com/v1/.well-known/keys"
 LOGIN_URL = "https://login.microsoftonline.com"
+MULTI_TENANT = "botframework.com"  # where a multi-tenant bot gets its tokens
 SEND_TIMEOUT = 10.0  # seconds; a durable job worker calls deliver, so a slow Bot Connector may retry
 MAX_BODY = 256 * 1024
 
@@ -66,8 +67,10 @@ class TeamsConfig:
             problems.append("MICROSOFT_APP_ID must be the bot's app (client) id, a GUID")
         if not self.app_password:
             problems.append("MICROSOFT_APP_PASSWORD is empty")
-        if not _is_guid(self.app_tenant_id):
-            problems.append("MICROSOFT_APP_TENANT_ID must be the bot's home tenant id, a GUID")
+        if not (_is_guid(self.app_tenant_id) or self.app_tenant_id == MULTI_TENANT):
+            problems.append(
+                f"MICROSOFT_APP_TENANT_ID must be the bot's home tenant id (a GUID), or {MULTI_TENANT} for a multi-tenant bot"
+            )
         if problems:
             raise TeamsConfigError("; ".join(problems))
 

@@ -25,7 +25,9 @@ VALUE_LIMIT = 200  # characters of one rendered value on the card; Show the full
 TEXT_LIMIT = 1000
 COMMENT_INPUT = "comment"
 COMMENT_MAX = 2000
-_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|>~<])")
+# What starts markdown in a TextBlock or a fact (emphasis, links, code); newlines are
+# flattened, so list and heading markers can only lead a value, where a fact title precedes.
+_MARKDOWN = re.compile(r"([\\`*_\[\]()~<>#])")
 
 _STATUS_WORDS = {
     ApprovalStatus.APPROVED: "Approved",

@@ -140,10 +140,13 @@ class TeamsEmulator:
     def invoke(self, posted: Posted, verb: str, user: str, **fields: Any) -> dict[str, Any]:
         """The `adaptiveCard/action` invoke a press of `verb` on `posted` sends; `fields`
         override (tenant, conversation, reply_to, approval_id, comment, service_url)."""
-        data: dict[str, Any] = {"approvalId": fields.get("approval_id") or _approval_of(posted.card)}
+        # The buttons of the card as first posted: a stale copy can still be pressed.
+        first = posted.versions[0]["attachments"][0]["content"]
+        data: dict[str, Any] = {"approvalId": fields.get("approval_id") or _approval_of(first)}
         if fields.get("comment") is not None:
             data["comment"] = fields["comment"]
-        tenant = fields.get("tenant", self.tenant_id)
+        shown = posted.versions[0].get("conversation", {}).get("tenantId")
+        tenant = fields.get("tenant", shown or self.tenant_id)
         return {
             "type": "invoke",
             "name": "adaptiveCard/action",
