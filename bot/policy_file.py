@@ -93,7 +93,10 @@ Slack = Annotated[
 ]
 Aad = Annotated[
     AadId,
-    _say(f'"{{input}}" is not a Microsoft Entra id (a GUID such as "72f988bf-86f1-41af-91ab-2d7cd011db47"); {_NEVER}'),
+    _say(
+        f'"{{input}}" is not a Microsoft Entra id (a GUID such as '
+        f'"72f988bf-86f1-41af-91ab-2d7cd011db47"); {_NEVER}'
+    ),
 ]
 Kind = Annotated[
     ToolKind, Field(strict=False), _say('"{input}" is not a kind; use "read", "write" or "danger"')
@@ -129,7 +132,9 @@ PolicyTenantName = Annotated[
 Names = Annotated[tuple[Text, ...], Field(strict=False), _list('["u_42"]')]
 SlackIds = Annotated[tuple[Slack, ...], Field(strict=False), _list('["U0ADMIN"]')]
 Phones = Annotated[tuple[Phone, ...], Field(strict=False), _list('["+15550000002"]')]
-AadIds = Annotated[tuple[Aad, ...], Field(strict=False), _list('["<the person\'s Microsoft Entra object id>"]')]
+AadIds = Annotated[
+    tuple[Aad, ...], Field(strict=False), _list('["<the person\'s Microsoft Entra object id>"]')
+]
 Approvers = Annotated[
     tuple[Approver, ...],
     Field(strict=False),

@@ -122,7 +122,9 @@ class Settings(BaseSettings):
 
     microsoft_app_id: str | None = Field(default=None, validation_alias=_env("MICROSOFT_APP_ID"))
     microsoft_app_password: str | None = Field(default=None, validation_alias=_env("MICROSOFT_APP_PASSWORD"))
-    microsoft_app_tenant_id: str | None = Field(default=None, validation_alias=_env("MICROSOFT_APP_TENANT_ID"))
+    microsoft_app_tenant_id: str | None = Field(
+        default=None, validation_alias=_env("MICROSOFT_APP_TENANT_ID")
+    )
     # The Teams emulator's base URL (Bot Connector, token and JWKS endpoints); dev and tests only.
     teams_api_url: str | None = Field(default=None, validation_alias=_env("TEAMS_API_URL"))
 

@@ -129,7 +129,11 @@ def _tenant(activity: Activity) -> str:
     """The AAD tenant the action happened in; the two places Teams names it must agree."""
     named = activity.conversation.tenant_id if activity.conversation is not None else None
     data = activity.channel_data
-    channel = data.get("tenant", {}).get("id") if isinstance(data, dict) and isinstance(data.get("tenant"), dict) else None
+    channel = (
+        data.get("tenant", {}).get("id")
+        if isinstance(data, dict) and isinstance(data.get("tenant"), dict)
+        else None
+    )
     if named and channel and named != channel:
         raise Malformed("conversation.tenantId and channelData.tenant.id disagree")
     tenant = named or channel

@@ -69,7 +69,8 @@ class TeamsConfig:
             problems.append("MICROSOFT_APP_PASSWORD is empty")
         if not (_is_guid(self.app_tenant_id) or self.app_tenant_id == MULTI_TENANT):
             problems.append(
-                f"MICROSOFT_APP_TENANT_ID must be the bot's home tenant id (a GUID), or {MULTI_TENANT} for a multi-tenant bot"
+                "MICROSOFT_APP_TENANT_ID must be the bot's home tenant id (a GUID), "
+                f"or {MULTI_TENANT} for a multi-tenant bot"
             )
         if problems:
             raise TeamsConfigError("; ".join(problems))
@@ -164,7 +165,8 @@ class TeamsAdapter:
             raise SurfaceUnavailable(f"the teams surface cannot deliver a {route.surface} route")
         if card.handoff is not None or card.preview is not None:
             raise SurfaceUnavailable(
-                "Teams cards show tool calls only; route handoffs and operations to Slack, SMS or the dashboard"
+                "Teams cards show tool calls only; "
+                "route handoffs and operations to Slack, SMS or the dashboard"
             )
         if not route.approvers:
             raise SurfaceUnavailable("no approver to ask in Teams: the policy names none")
@@ -203,7 +205,9 @@ class TeamsAdapter:
     async def messages(self, request: Request) -> Response:
         """Handle one activity: verify its JWT, then answer a card action (or acknowledge)."""
         if self._auth is None:
-            return JSONResponse(SurfaceUnavailable("the Teams surface is not started").body(), status_code=503)
+            return JSONResponse(
+                SurfaceUnavailable("the Teams surface is not started").body(), status_code=503
+            )
         raw = await request.body()
         if len(raw) > MAX_BODY:
             return Response("body too large", status_code=413)

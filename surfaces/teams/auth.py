@@ -37,7 +37,9 @@ REQUIRED_CLAIMS = ("exp", "iss", "aud", "serviceUrl")
 class ConnectorAuth:
     """Checks the Bot Connector's JWT on an inbound activity."""
 
-    def __init__(self, app_id: str, jwks_url: str, http: httpx.AsyncClient, clock: Callable[[], float]) -> None:
+    def __init__(
+        self, app_id: str, jwks_url: str, http: httpx.AsyncClient, clock: Callable[[], float]
+    ) -> None:
         self.app_id = app_id
         self.jwks_url = jwks_url
         self.http = http
@@ -46,7 +48,9 @@ class ConnectorAuth:
         self._fetched_at: float | None = None
         self._lock = asyncio.Lock()
 
-    async def verify(self, authorization: str | None, service_url: str | None, channel_id: str | None) -> Mapping[str, Any]:
+    async def verify(
+        self, authorization: str | None, service_url: str | None, channel_id: str | None
+    ) -> Mapping[str, Any]:
         """The token's claims, or `InvalidSignature` naming what failed (never the token)."""
         if not authorization or not authorization.startswith("Bearer "):
             raise InvalidSignature("no Bot Connector token: the Authorization header must be Bearer <JWT>")
@@ -68,10 +72,17 @@ class ConnectorAuth:
                 audience=self.app_id,
                 issuer=ISSUER,
                 # Time is checked below against the injected clock.
-                options={"verify_exp": False, "verify_nbf": False, "verify_iat": False, "require": list(REQUIRED_CLAIMS)},
+                options={
+                    "verify_exp": False,
+                    "verify_nbf": False,
+                    "verify_iat": False,
+                    "require": list(REQUIRED_CLAIMS),
+                },
             )
         except jwt.InvalidAudienceError as exc:
-            raise InvalidSignature("the Bot Connector token is for another app (aud is not MICROSOFT_APP_ID)") from exc
+            raise InvalidSignature(
+                "the Bot Connector token is for another app (aud is not MICROSOFT_APP_ID)"
+            ) from exc
         except jwt.InvalidIssuerError as exc:
             raise InvalidSignature(f"the Bot Connector token was not issued by {ISSUER}") from exc
         except jwt.PyJWTError as exc:
@@ -150,7 +161,8 @@ class ClientCredentials:
                 response = await self.http.post(self.token_url, data=form)
             except httpx.HTTPError as exc:
                 raise SurfaceUnavailable(
-                    f"could not reach Microsoft Entra ID for a bot token ({type(exc).__name__}); check the network"
+                    "could not reach Microsoft Entra ID for a bot token "
+                    f"({type(exc).__name__}); check the network"
                 ) from exc
             try:
                 body = response.json()
@@ -160,10 +172,15 @@ class ClientCredentials:
             if response.status_code != 200 or not isinstance(access, str):
                 error = body.get("error") if isinstance(body, dict) else None
                 raise SurfaceUnavailable(
-                    f"Microsoft Entra ID issued no bot token (HTTP {response.status_code}, {error or 'no error code'}); "
+                    "Microsoft Entra ID issued no bot token "
+                    f"(HTTP {response.status_code}, {error or 'no error code'}); "
                     "check MICROSOFT_APP_ID, MICROSOFT_APP_PASSWORD and MICROSOFT_APP_TENANT_ID"
                 )
             lifetime = body.get("expires_in", 3600)
-            seconds = float(lifetime) if isinstance(lifetime, int | float | str) and str(lifetime).isdigit() else 3600.0
+            seconds = (
+                float(lifetime)
+                if isinstance(lifetime, int | float | str) and str(lifetime).isdigit()
+                else 3600.0
+            )
             self._token = (access, self.clock() + max(seconds - SKEW, 0.0))
             return access

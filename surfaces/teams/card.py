@@ -68,7 +68,13 @@ def _text(text: str, **extra: Any) -> dict[str, Any]:
 
 
 def _execute(title: str, verb: Verb, approval_id: str, **extra: Any) -> dict[str, Any]:
-    return {"type": "Action.Execute", "title": title, "verb": verb.value, "data": {"approvalId": approval_id}, **extra}
+    return {
+        "type": "Action.Execute",
+        "title": title,
+        "verb": verb.value,
+        "data": {"approvalId": approval_id},
+        **extra,
+    }
 
 
 def _parameters(card: ApprovalCard, full: bool) -> tuple[list[dict[str, Any]], Hidden]:
@@ -99,7 +105,9 @@ def _body(card: ApprovalCard, heading: str, full: bool) -> tuple[list[dict[str, 
     return body, left_out
 
 
-def _envelope(card: ApprovalCard, body: list[dict[str, Any]], actions: list[dict[str, Any]]) -> dict[str, Any]:
+def _envelope(
+    card: ApprovalCard, body: list[dict[str, Any]], actions: list[dict[str, Any]]
+) -> dict[str, Any]:
     out: dict[str, Any] = {"type": "AdaptiveCard", "$schema": SCHEMA, "version": VERSION, "body": body}
     if actions:
         out["actions"] = actions
@@ -163,7 +171,11 @@ def invoke_card(card: dict[str, Any]) -> dict[str, Any]:
 
 def invoke_error(status: int, code: str, message: str) -> dict[str, Any]:
     """The answer to an invoke that decided nothing: Teams shows `message` to the clicker."""
-    return {"statusCode": status, "type": "application/vnd.microsoft.error", "value": {"code": code, "message": message}}
+    return {
+        "statusCode": status,
+        "type": "application/vnd.microsoft.error",
+        "value": {"code": code, "message": message},
+    }
 
 
 def attachment(card: dict[str, Any]) -> dict[str, Any]:

@@ -121,7 +121,9 @@ class TeamsEmulator:
     def jwks(self) -> dict[str, Any]:
         """The published key set: its one RSA key, endorsed for Teams."""
         public = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(self._key.public_key()))
-        return {"keys": [{**public, "kid": KEY_ID, "use": "sig", "alg": "RS256", "endorsements": ["msteams"]}]}
+        return {
+            "keys": [{**public, "kid": KEY_ID, "use": "sig", "alg": "RS256", "endorsements": ["msteams"]}]
+        }
 
     def token_for(self, service_url: str | None = None, **claims: Any) -> str:
         """A Bot Connector JWT as Microsoft signs it; `claims` override (iss, aud, exp…)."""
@@ -190,7 +192,10 @@ class TeamsEmulator:
             return JSONResponse({"error": "invalid_tenant"}, 400)
         if form.get("client_id") != self.app_id or form.get("client_secret") != self.app_password:
             return JSONResponse({"error": "invalid_client"}, 401)
-        if form.get("grant_type") != "client_credentials" or form.get("scope") != "https://api.botframework.com/.default":
+        if (
+            form.get("grant_type") != "client_credentials"
+            or form.get("scope") != "https://api.botframework.com/.default"
+        ):
             return JSONResponse({"error": "invalid_request"}, 400)
         token = f"emu-{secrets.token_urlsafe(16)}"
         self.tokens.add(token)
@@ -200,7 +205,9 @@ class TeamsEmulator:
         if request.headers.get("authorization", "").removeprefix("Bearer ") not in self.tokens:
             return JSONResponse({"error": {"code": "Unauthorized", "message": "token invalid"}}, 401)
         if self._faults:
-            return JSONResponse({"error": {"code": "ServiceError", "message": "unavailable"}}, self._faults.pop(0))
+            return JSONResponse(
+                {"error": {"code": "ServiceError", "message": "unavailable"}}, self._faults.pop(0)
+            )
         if request.path_params["conversation"] in self.missing_conversations:
             return JSONResponse({"error": {"code": "ConversationNotFound", "message": "not found"}}, 404)
         return None

@@ -18,7 +18,14 @@ from cosigner.enums import ApprovalStatus, DeciderKind, SurfaceType
 from cosigner.events import ApprovalEvent
 from cosigner.grants import GrantClaims
 from cosigner.operations import OperationOutcome, OutcomeType, Preview
-from cosigner.surfaces import DashboardSurface, HeadlessSurface, SlackSurface, SmsSurface, Surface, TeamsSurface
+from cosigner.surfaces import (
+    DashboardSurface,
+    HeadlessSurface,
+    SlackSurface,
+    SmsSurface,
+    Surface,
+    TeamsSurface,
+)
 
 __all__ = [
     "ApprovalEvent",

@@ -14,8 +14,8 @@ import pytest
 from surfaces.teams.emulator import TeamsEmulator
 from tests.harness import until
 from tests.surfaces.teams.world import (
-    ADMIN,
     AAD,
+    ADMIN,
     ALICE,
     APP_ID,
     CONVERSATION,
@@ -252,7 +252,12 @@ async def test_a_surface_in_another_entra_tenant_is_refused_at_the_request(db_ki
             "toolCallId": "c1",
             "toolName": "issue_refund",
             "parameters": {},
-            "surface": {"type": "teams", "tenantId": OTHER_AAD, "conversationId": CONVERSATION, "userId": ALICE},
+            "surface": {
+                "type": "teams",
+                "tenantId": OTHER_AAD,
+                "conversationId": CONVERSATION,
+                "userId": ALICE,
+            },
         }
         response = await h.client.post("/v1/approvals", json=body, headers=h.auth(key))
         assert response.status_code == 403

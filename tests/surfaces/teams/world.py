@@ -42,11 +42,17 @@ admins = {{ teams = ["{ADMIN}"] }}
 
 
 @asynccontextmanager
-async def teams_app(db_kind: str = "sqlite", policy: str = POLICY) -> AsyncIterator[tuple[Harness, TeamsEmulator]]:
+async def teams_app(
+    db_kind: str = "sqlite", policy: str = POLICY
+) -> AsyncIterator[tuple[Harness, TeamsEmulator]]:
     """A started app with the Teams surface on an emulator: yields (harness, emulator)."""
     clock = ManualClock()
-    async with TeamsEmulator.running(app_id=APP_ID, app_password=PASSWORD, tenant_id=HOME, clock=clock) as emu:
-        config = TeamsConfig(app_id=APP_ID, app_password=PASSWORD, app_tenant_id=HOME, api_url=emu.api_url, clock=clock)
+    async with TeamsEmulator.running(
+        app_id=APP_ID, app_password=PASSWORD, tenant_id=HOME, clock=clock
+    ) as emu:
+        config = TeamsConfig(
+            app_id=APP_ID, app_password=PASSWORD, app_tenant_id=HOME, api_url=emu.api_url, clock=clock
+        )
 
         def factory(desk: ApprovalDesk) -> TeamsAdapter:
             return TeamsAdapter(config, desk)
@@ -55,15 +61,27 @@ async def teams_app(db_kind: str = "sqlite", policy: str = POLICY) -> AsyncItera
             yield h, emu
 
 
-async def request(h: Harness, key: str, call: str = "call_7", tool: str = "issue_refund", **surface: Any) -> str:
+async def request(
+    h: Harness, key: str, call: str = "call_7", tool: str = "issue_refund", **surface: Any
+) -> str:
     """Ask for approval of a call from Alice's Teams conversation; the approval id."""
     body = {
         "executionId": "run_81",
         "toolCallId": call,
         "toolName": tool,
-        "parameters": {"orderId": "ord_4421", "amountCents": 12900, "note": "**bold** [link](https://x.test)"},
+        "parameters": {
+            "orderId": "ord_4421",
+            "amountCents": 12900,
+            "note": "**bold** [link](https://x.test)",
+        },
         "reason": "Customer says the discount was not applied",
-        "surface": {"type": "teams", "tenantId": AAD, "conversationId": CONVERSATION, "userId": ALICE, **surface},
+        "surface": {
+            "type": "teams",
+            "tenantId": AAD,
+            "conversationId": CONVERSATION,
+            "userId": ALICE,
+            **surface,
+        },
     }
     response = await h.client.post("/v1/approvals", json=body, headers=h.auth(key))
     assert response.status_code == 201, response.text
