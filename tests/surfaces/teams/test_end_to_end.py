@@ -264,3 +264,30 @@ async def test_a_surface_in_another_entra_tenant_is_refused_at_the_request(db_ki
         error = response.json()["error"]
         assert error["code"] == "WRONG_TENANT" and "teams_tenant" in error["message"]
         assert AAD not in error["message"]
+
+
+async def test_approve_for_this_run_covers_only_the_same_requester_and_conversation(db_kind: str) -> None:
+    async with teams_app(db_kind) as (h, emu):
+        key = await h.create_tenant("acme")
+        first = await request(h, key, call="c1", tool="issue_credit")
+        await emu.click(h.client, await posted(h, emu, first), "approve_for_run", ALICE)
+        assert (await state(h, key, first))["status"] == "approved"
+        again = await h.client.post(
+            "/v1/approvals",
+            json={
+                "executionId": "run_81",
+                "toolCallId": "c2",
+                "toolName": "issue_credit",
+                "parameters": {},
+                "surface": {
+                    "type": "teams",
+                    "tenantId": AAD,
+                    "conversationId": CONVERSATION,
+                    "userId": ALICE,
+                },
+            },
+            headers=h.auth(key),
+        )
+        assert again.status_code == 200 and again.json()["decidedBy"]["kind"] == "policy"
+        other = await request(h, key, call="c3", tool="issue_credit", userId=MALLORY)
+        assert (await state(h, key, other))["status"] == "pending"  # Mallory's call needs a person
