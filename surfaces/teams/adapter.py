@@ -40,7 +40,7 @@ from surfaces.teams.card import Verb, attachment, invoke_card, invoke_error, to_
 logger = logging.getLogger("cosigner.teams")
 
 SERVICE_URL = "https://smba.trafficmanager.net/teams/"
-JWKS_URL = "https://login.botframework.com/v1/.well-known/keys"
+OPENID_URL = "https://login.botframework.com/v1/.well-known/openidconfiguration"
 LOGIN_URL = "https://login.microsoftonline.com"
 MULTI_TENANT = "botframework.com"  # where a multi-tenant bot gets its tokens
 SEND_TIMEOUT = 10.0  # seconds; a durable job worker calls deliver, so a slow Bot Connector may retry
@@ -81,9 +81,10 @@ class TeamsConfig:
         return self.api_url.rstrip("/") + "/" if self.api_url else SERVICE_URL
 
     @property
-    def jwks_url(self) -> str:
-        """The JWKS the Bot Connector signs activities with."""
-        return self.api_url.rstrip("/") + "/v1/.well-known/keys" if self.api_url else JWKS_URL
+    def openid_url(self) -> str:
+        """The OpenID configuration naming the JWKS the Bot Connector signs activities with."""
+        base = self.api_url.rstrip("/") if self.api_url else None
+        return f"{base}/v1/.well-known/openidconfiguration" if base else OPENID_URL
 
     @property
     def token_url(self) -> str:
@@ -135,7 +136,7 @@ class TeamsAdapter:
         self._session = aiohttp.ClientSession(
             base_url=self.config.service_url, timeout=aiohttp.ClientTimeout(total=SEND_TIMEOUT)
         )
-        self._auth = ConnectorAuth(self.config.app_id, self.config.jwks_url, self._http, self.config.clock)
+        self._auth = ConnectorAuth(self.config.app_id, self.config.openid_url, self._http, self.config.clock)
         self._credentials = ClientCredentials(
             self.config.token_url, self.config.app_id, self.config.app_password, self._http, self.config.clock
         )
@@ -227,7 +228,8 @@ class TeamsAdapter:
             )
         except InvalidSignature as exc:
             logger.warning("teams activity refused: %s", exc.message)
-            return JSONResponse(exc.body(), status_code=401)
+            # 403, as the Bot Connector expects for a token that does not verify.
+            return JSONResponse(exc.body(), status_code=403)
         try:
             click = parse_click(read_activity(body))
         except NotACardAction:

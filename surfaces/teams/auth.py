@@ -2,8 +2,9 @@
 
 Inbound, every activity carries `Authorization: Bearer <JWT>` signed by the Bot Connector.
 `ConnectorAuth.verify` checks it in full with PyJWT (the library the Agents SDK's own
-`JwtTokenValidator` uses): RS256 against the published JWKS (a key must be endorsed for
-the activity's channel when the JWKS says which), `iss` = `https://api.botframework.com`,
+`JwtTokenValidator` uses): RS256 against the published JWKS, found through the Bot
+Connector's OpenID configuration (a key must be endorsed for the activity's channel when
+the JWKS says which), `iss` = `https://api.botframework.com`,
 `aud` = our app id, `exp`/`nbf` with five minutes' skew against the injected clock, and
 the `serviceUrl` claim equal to the activity's. The SDK's validator picks its JWKS by
 issuer from a fixed table, reads the wall clock and leaves `serviceUrl` unchecked, so it
@@ -38,10 +39,10 @@ class ConnectorAuth:
     """Checks the Bot Connector's JWT on an inbound activity."""
 
     def __init__(
-        self, app_id: str, jwks_url: str, http: httpx.AsyncClient, clock: Callable[[], float]
+        self, app_id: str, openid_url: str, http: httpx.AsyncClient, clock: Callable[[], float]
     ) -> None:
         self.app_id = app_id
-        self.jwks_url = jwks_url
+        self.openid_url = openid_url
         self.http = http
         self.clock = clock
         self._keys: dict[str, tuple[jwt.PyJWK, tuple[str, ...] | None]] = {}
@@ -112,12 +113,20 @@ class ConnectorAuth:
         return found
 
     async def _fetch(self) -> None:
+        # The keys' address is read from the OpenID configuration each time, as Microsoft
+        # asks: it may move.
         try:
-            response = await self.http.get(self.jwks_url)
+            response = await self.http.get(self.openid_url)
+            response.raise_for_status()
+            config = response.json()
+            jwks_uri = config.get("jwks_uri") if isinstance(config, dict) else None
+            if not isinstance(jwks_uri, str):
+                raise InvalidSignature(f"the OpenID configuration at {self.openid_url} names no jwks_uri")
+            response = await self.http.get(jwks_uri)
             response.raise_for_status()
             document = response.json()
         except (httpx.HTTPError, json.JSONDecodeError) as exc:
-            raise InvalidSignature(f"could not read the Bot Connector JWKS at {self.jwks_url}") from exc
+            raise InvalidSignature(f"could not read the Bot Connector's keys from {self.openid_url}") from exc
         keys: dict[str, tuple[jwt.PyJWK, tuple[str, ...] | None]] = {}
         for data in document.get("keys", []) if isinstance(document, dict) else []:
             try:

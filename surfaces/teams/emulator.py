@@ -92,6 +92,7 @@ class TeamsEmulator:
         self.port: int | None = None
         self.app = Starlette(
             routes=[
+                Route("/v1/.well-known/openidconfiguration", self._openid, methods=["GET"]),
                 Route("/v1/.well-known/keys", self._jwks, methods=["GET"]),
                 Route("/{tenant}/oauth2/v2.0/token", self._token, methods=["POST"]),
                 Route("/v3/conversations/{conversation}/activities", self._post, methods=["POST"]),
@@ -181,6 +182,10 @@ class TeamsEmulator:
         return await http.post(path, json=body, headers={"Authorization": f"Bearer {token}"})
 
     # --- handlers ------------------------------------------------------------------------
+
+    async def _openid(self, request: Request) -> JSONResponse:
+        body = {"issuer": ISSUER, "jwks_uri": self.api_url + "v1/.well-known/keys"}
+        return JSONResponse({**body, "id_token_signing_alg_values_supported": ["RS256"]})
 
     async def _jwks(self, request: Request) -> JSONResponse:
         return JSONResponse(self.jwks())

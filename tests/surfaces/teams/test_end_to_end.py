@@ -106,7 +106,7 @@ async def test_a_token_that_does_not_verify_decides_nothing(db_kind: str, forger
             claims["nbf"] = now + claims.pop("nbf_in")
         token = emu.token_for(**claims)
         response = await emu.click(h.client, card, "approve", ALICE, token=token)
-        assert response.status_code == 401
+        assert response.status_code == 403
         assert response.json()["error"]["code"] == "INVALID_SIGNATURE"
         assert (await state(h, key, approval_id))["status"] == "pending"
 
@@ -120,7 +120,7 @@ async def test_a_token_signed_by_another_key_or_none_decides_nothing(db_kind: st
             forged = forger.token_for(emu.api_url)  # same kid, same claims, another key
         for token in (forged, ""):
             response = await emu.click(h.client, card, "approve", ALICE, token=token)
-            assert response.status_code == 401
+            assert response.status_code == 403
         assert (await state(h, key, approval_id))["status"] == "pending"
 
 
