@@ -51,3 +51,10 @@ async def wait_until_async(check: Any) -> Any:
     from tests.harness import until_async
 
     return await until_async(check, seconds=10)
+
+
+async def test_the_page_carries_the_teams_pane(sb: Sandbox, http: httpx.AsyncClient) -> None:
+    page = await http.get("/sandbox")
+    assert 'id="teams-cards"' in page.text and "/sandbox/sandbox_teams.js" in page.text
+    script = await http.get("/sandbox/sandbox_teams.js")
+    assert script.status_code == 200 and "/sandbox/api/teams/click" in script.text
