@@ -111,7 +111,9 @@ def check_reader(rec: Record, a: Answer | Look) -> None:
     if got is None:
         raise WrongConversation(f"approval {rec.id} has not been delivered yet")
     if got.app_id and a.app_id != got.app_id:
-        raise WrongConversation("this answer came through another Slack app")
+        raise WrongConversation(
+            f"this answer came through another {route.surface} app, not the one that showed it"
+        )
     if a.conversation != got.conversation:
         raise WrongConversation(f"approval {rec.id} was not posted in this conversation")
     if isinstance(route, SlackRoute | TeamsRoute) and a.message_ref not in got.message_refs:

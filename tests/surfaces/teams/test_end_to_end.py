@@ -153,6 +153,8 @@ async def test_a_click_from_the_wrong_place_decides_nothing(db_kind: str, place:
         response = await emu.click(h.client, card, "approve", ALICE, **fields)
         answer = response.json()
         assert answer["statusCode"] == 403 and answer["value"]["code"] == code, answer
+        if place == "another bot":
+            assert "another teams app" in answer["value"]["message"]
         assert (await state(h, key, approval_id))["status"] == "pending"
         assert len(card.versions) == 1  # the card stays as it was
 
