@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from bot.policy import Policy, TenantPolicy, ToolRule
 from contracts.enums import ApproverKind, SurfaceType
 from contracts.errors import ApprovalModeUnsupported
-from contracts.ports import DashboardRoute, Route, SlackRoute, SmsRoute
+from contracts.ports import DashboardRoute, Route, SlackRoute, SmsRoute, TeamsRoute
 from contracts.wire import (
     DashboardSurface,
     SlackSurface,
     SmsSurface,
+    TeamsSurface,
     WebWidgetSurface,
     WhatsAppSurface,
 )
@@ -106,6 +107,7 @@ def _need(surface: SurfaceType, enabled: Collection[str], problems: list[str]) -
         SurfaceType.SLACK: "set SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN (or SLACK_CLIENT_ID/SECRET)",
         SurfaceType.SMS: "set TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN and TWILIO_FROM_NUMBER",
         SurfaceType.WHATSAPP: "set TWILIO_WHATSAPP_FROM and TWILIO_WHATSAPP_CONTENT_SID",
+        SurfaceType.TEAMS: "set MICROSOFT_APP_ID, MICROSOFT_APP_PASSWORD and MICROSOFT_APP_TENANT_ID",
     }.get(surface, "")
     problems.append(f"{surface} is not configured on this server ({fix})")
     return False
@@ -156,6 +158,16 @@ def _requester(
             from_number=f"whatsapp:{sms.whatsapp_from}",
             messaging_service_sid=None,
             approvers=(f"whatsapp:{surface.phone}",),
+        )
+    if isinstance(surface, TeamsSurface):
+        if not _need(SurfaceType.TEAMS, enabled, problems):
+            return None
+        return TeamsRoute(
+            surface=SurfaceType.TEAMS,
+            tenant_id=surface.tenantId,
+            conversation_id=surface.conversationId,
+            approvers=(surface.userId,),
+            requester=surface.userId,
         )
     if isinstance(surface, DashboardSurface):
         return DashboardRoute(surface=SurfaceType.DASHBOARD, approvers=(surface.userId,))
@@ -255,6 +267,7 @@ def _with_peers(
                 SurfaceType.SLACK: tpol.admins.slack,
                 SurfaceType.SMS: tpol.admins.sms,
                 SurfaceType.DASHBOARD: tpol.admins.dashboard,
+                SurfaceType.TEAMS: tpol.admins.teams,
             }.get(route.surface, ())
         elif kind is ApproverKind.STAFF and policy.staff is not None:
             extra += {
@@ -284,5 +297,13 @@ def _with_peers(
             from_number=route.from_number,
             messaging_service_sid=route.messaging_service_sid,
             approvers=merged,
+        )
+    if isinstance(route, TeamsRoute):
+        return TeamsRoute(
+            surface=SurfaceType.TEAMS,
+            tenant_id=route.tenant_id,
+            conversation_id=route.conversation_id,
+            approvers=merged,
+            requester=route.requester,
         )
     return DashboardRoute(surface=SurfaceType.DASHBOARD, approvers=merged)

@@ -46,6 +46,7 @@ RULES = {
     "public_url": "must be an absolute http:// or https:// URL, e.g. https://cosigner.example.com",
     "slack_api_url": "must be an absolute http:// or https:// URL",
     "twilio_api_url": "must be an absolute http:// or https:// URL",
+    "teams_api_url": "must be an absolute http:// or https:// URL (the bundled emulator; tests and dev only)",
     "otel_exporter_otlp_endpoint": "must be an absolute http:// or https:// URL, e.g. http://127.0.0.1:4318",
     "otel_exporter_otlp_traces_endpoint": "must be an absolute http:// or https:// URL, "
     "e.g. http://127.0.0.1:4318/v1/traces",
@@ -63,6 +64,7 @@ SECRET_FIELDS = {
     "slack_client_secret",
     "slack_app_token",
     "twilio_auth_token",
+    "microsoft_app_password",
 }
 
 
@@ -125,6 +127,14 @@ class Settings(BaseSettings):
         default=None, validation_alias=_env("TWILIO_WHATSAPP_CONTENT_SID")
     )
 
+    microsoft_app_id: str | None = Field(default=None, validation_alias=_env("MICROSOFT_APP_ID"))
+    microsoft_app_password: str | None = Field(default=None, validation_alias=_env("MICROSOFT_APP_PASSWORD"))
+    microsoft_app_tenant_id: str | None = Field(
+        default=None, validation_alias=_env("MICROSOFT_APP_TENANT_ID")
+    )
+    # The Teams emulator's base URL (Bot Connector, token and JWKS endpoints); dev and tests only.
+    teams_api_url: str | None = Field(default=None, validation_alias=_env("TEAMS_API_URL"))
+
     # OpenTelemetry's own variables (bot.telemetry); the SDK reads the others it knows itself.
     otel_exporter_otlp_endpoint: str | None = Field(
         default=None, validation_alias=_env("OTEL_EXPORTER_OTLP_ENDPOINT")
@@ -167,7 +177,7 @@ class Settings(BaseSettings):
             raise ValueError(RULES["slack_app_token"])
         return value
 
-    @field_validator("slack_api_url", "twilio_api_url")
+    @field_validator("slack_api_url", "twilio_api_url", "teams_api_url")
     @classmethod
     def _api_url(cls, value: str | None) -> str | None:
         if value is not None and not _is_http_url(value):
@@ -243,6 +253,11 @@ class Settings(BaseSettings):
             # The signal's path is appended to the base endpoint, as the specification says.
             return self.otel_exporter_otlp_endpoint.rstrip("/") + "/v1/traces"
         return None
+
+    @property
+    def teams_enabled(self) -> bool:
+        """Teams is on when the bot's app id, its password and its home tenant are set."""
+        return bool(self.microsoft_app_id and self.microsoft_app_password and self.microsoft_app_tenant_id)
 
     @property
     def sms_enabled(self) -> bool:

@@ -24,6 +24,7 @@ from cosigner.surfaces import (
     SlackSurface,
     SmsSurface,
     Surface,
+    TeamsSurface,
     WhatsAppSurface,
 )
 
@@ -45,6 +46,7 @@ __all__ = [
     "SmsSurface",
     "Surface",
     "SurfaceType",
+    "TeamsSurface",
     "WhatsAppSurface",
     "errors",
     "execution",

@@ -49,6 +49,7 @@ class SurfaceType(StrEnum):
     SMS = "sms"
     WHATSAPP = "whatsapp"
     DASHBOARD = "dashboard"
+    TEAMS = "teams"
     API = "api"
     SCHEDULE = "schedule"
     BATCH = "batch"
