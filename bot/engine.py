@@ -39,7 +39,6 @@ from contracts.answers import (
     TimeoutDecider,
 )
 from contracts.denials import Denial
-from contracts.names import fold
 from contracts.digest import digest_of_canonical
 from contracts.enums import ApprovalStatus, AuditEvent, SurfaceType, Verdict
 from contracts.errors import (
@@ -51,6 +50,7 @@ from contracts.errors import (
     InvalidRequest,
     PermissionDenied,
 )
+from contracts.names import fold
 from contracts.ports import DashboardRoute, Delivered, Placed, Route
 from contracts.wire import AdmitRequest, ApprovalRequest, DecisionRequest, ResultReport
 from storage import approvals as ledger
