@@ -40,6 +40,7 @@ from bot.tenants import TenantKeys
 from surfaces.slack.emulator import SlackEmulator
 from surfaces.sms.emulator import TwilioEmulator
 from surfaces.teams.emulator import TeamsEmulator
+from surfaces.whatsapp.template import TEMPLATE_ACTIONS, TEMPLATE_BODY
 
 POLICY_FILE = Path(__file__).with_name("sandbox_policy.toml")
 TENANT = "demo"
@@ -143,6 +144,9 @@ def dev_settings(
         twilio_auth_token=TWILIO_TOKEN,
         twilio_from_number=SMS_FROM,
         twilio_api_url=twilio.api_url,
+        # WhatsApp from the same number, with the approval template registered in the emulator.
+        twilio_whatsapp_from=SMS_FROM,
+        twilio_whatsapp_content_sid=twilio.add_template(TEMPLATE_BODY, TEMPLATE_ACTIONS),
         **(teams_settings(teams) if teams is not None else {}),
     )
 
