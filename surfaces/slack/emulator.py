@@ -29,6 +29,7 @@ from starlette.routing import Route
 
 from surfaces.slack import emulated_methods, interactions
 from surfaces.slack.emulated_methods import OpenedView, Recorded, Workspace
+from surfaces.slack.openid_provider import OpenIdProvider
 
 
 @dataclass
@@ -88,8 +89,10 @@ class SlackEmulator:
         self._task: asyncio.Task[None] | None = None
         self.port: int | None = None
         self.responses: list[dict[str, Any]] = []
+        self.openid = OpenIdProvider(lambda: self.api_url.removesuffix("/api/"), team_id)
         self.app = Starlette(
             routes=[
+                *self.openid.routes(),
                 Route("/api/{method}", self._dispatch, methods=["GET", "POST"]),
                 Route("/hooks/{path:path}", self._hook, methods=["POST"]),
             ]
