@@ -127,14 +127,14 @@ class Inbox:
             log.warning("inbox sign-in refused", extra={"code": type(exc.__cause__).__name__})
             return self.refused(request, None, f"Sign-in refused: {exc}", 401)
         session.sign_in(request, person, self.clock, self.lifetime)
-        return RedirectResponse("/inbox", status_code=303)
+        return RedirectResponse("/inbox/", status_code=303)
 
     async def logout(self, request: Request) -> Response:
         form = await request.form()
         if not session.csrf_ok(request, form.get("csrf")):
             return self.refused(request, None, "This form has expired; reload the page and try again.", 403)
         session.sign_out(request)
-        return RedirectResponse("/inbox", status_code=303)
+        return RedirectResponse("/inbox/", status_code=303)
 
     def who(self, request: Request) -> Person | None:
         return session.signed_in(request, self.clock) if self.signin is not None else None
@@ -194,7 +194,7 @@ class Inbox:
     async def history(self, request: Request) -> Response:
         person = self.who(request)
         if person is None:
-            return RedirectResponse("/inbox", status_code=303)
+            return RedirectResponse("/inbox/", status_code=303)
         q = request.query_params
         tenants = tenants_of(self.engine.policy, person)
         status = q.get("status") or None
@@ -230,7 +230,7 @@ class Inbox:
     async def trail(self, request: Request) -> Response:
         person = self.who(request)
         if person is None:
-            return RedirectResponse("/inbox", status_code=303)
+            return RedirectResponse("/inbox/", status_code=303)
         tenants = tenants_of(self.engine.policy, person)
         aid = request.path_params["approval_id"]
         try:
@@ -247,7 +247,7 @@ class Inbox:
     async def answer(self, request: Request) -> Response:
         person = self.who(request)
         if person is None:
-            return RedirectResponse("/inbox", status_code=303)
+            return RedirectResponse("/inbox/", status_code=303)
         form = await request.form()
         if not session.csrf_ok(request, form.get("csrf")):
             return self.refused(request, person, "This form has expired; reload the page and try again.", 403)
@@ -262,12 +262,12 @@ class Inbox:
             )
         except CosignerError as exc:
             return self.refused(request, person, str(exc), exc.status)
-        return RedirectResponse("/inbox", status_code=303)
+        return RedirectResponse("/inbox/", status_code=303)
 
     async def lift(self, request: Request) -> Response:
         person = self.who(request)
         if person is None:
-            return RedirectResponse("/inbox", status_code=303)
+            return RedirectResponse("/inbox/", status_code=303)
         form = await request.form()
         if not session.csrf_ok(request, form.get("csrf")):
             return self.refused(request, person, "This form has expired; reload the page and try again.", 403)

@@ -200,6 +200,8 @@ class OpenIdProvider:
             "nonce": "nonce-of-another-sign-in" if forgery is Forgery.NONCE else grant.nonce,
             **self._profile(person),
         }
+        if forgery is Forgery.AUDIENCE:
+            claims["azp"] = "another-client"  # a token well formed for someone else
         key = self._key
         if forgery is Forgery.SIGNATURE:
             key = RSAKey.generate_key(2048, parameters={"kid": "emu-1", "use": "sig"})

@@ -3,7 +3,7 @@
   if (!window.EventSource) return;
   var source = new EventSource("/inbox/events");
   source.addEventListener("changed", function () {
-    fetch("/inbox", { credentials: "same-origin" })
+    fetch("/inbox/", { credentials: "same-origin" })
       .then(function (r) { return r.text(); })
       .then(function (html) {
         var fresh = new DOMParser().parseFromString(html, "text/html").getElementById("waiting");
