@@ -29,6 +29,11 @@ class SignIn:
             client_kwargs={"scope": SCOPES, "code_challenge_method": "S256"},
         )
         self.client: Any = oauth.create_client("issuer")
+        # authlib checks only the issuer unless told; the audience must be this client.
+        self.claims_options = {
+            "iss": {"essential": True, "values": [self.issuer]},
+            "aud": {"essential": True, "values": [client_id]},
+        }
 
     async def redirect(self, request: Request, back_to: str) -> Response:
         """Send the browser to the issuer (state, nonce and PKCE verifier kept in the session)."""
@@ -38,7 +43,7 @@ class SignIn:
     async def finish(self, request: Request) -> Person:
         """Exchange the code and verify the ID token; `SignInRefused` names what failed."""
         try:
-            token = await self.client.authorize_access_token(request)
+            token = await self.client.authorize_access_token(request, claims_options=self.claims_options)
         except (OAuthError, JoseError) as exc:
             raise SignInRefused(f"the sign-in could not be verified ({type(exc).__name__}: {exc})") from exc
         # authlib checks the ID token only when the session held a nonce: insist on both.

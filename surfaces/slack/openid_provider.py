@@ -201,7 +201,7 @@ class OpenIdProvider:
             **self._profile(person),
         }
         if forgery is Forgery.AUDIENCE:
-            claims["azp"] = "another-client"  # a token well formed for someone else
+            claims["azp"] = client_id  # claims to be for this client, but its audience is another
         key = self._key
         if forgery is Forgery.SIGNATURE:
             key = RSAKey.generate_key(2048, parameters={"kid": "emu-1", "use": "sig"})
