@@ -75,7 +75,7 @@ def tenants_of(policy: Policy, person: Person) -> dict[str, bool]:
 def dashboard_id(person: Person, rec: Record) -> str:
     """The id this person answers a dashboard request by: the one its route names, if any."""
     approvers = rec.route.approvers if isinstance(rec.route, DashboardRoute) else ()
-    return next((i for i in person.ids if i in approvers), person.ids[0])
+    return next((i for i in person.ids if i in approvers), person.email or person.ids[0])
 
 
 def names_on_slack(person: Person, rec: Record) -> bool:

@@ -240,7 +240,7 @@ class Inbox:
         if rec.tenant not in tenants:
             return self.refused(request, person, f"approval {aid} does not exist", 404)
         rows = await self.engine.audit_trail(rec.tenant, aid)
-        return self.page(request, "trail.html", person=person, item=self.item(rec), events=rows, when=when)
+        return self.page(request, "trail.html", person=person, item=self.item(rec), events=rows)
 
     # --- answering -----------------------------------------------------------------
 
