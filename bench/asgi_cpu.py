@@ -76,6 +76,7 @@ async def main():
     async with cosigner_app(POLICY) as h:
         key = await h.create_tenant("acme")
         auth = [(b"authorization", f"Bearer {key}".encode())]
+        approver = [(b"authorization", f"Bearer {h.approver_of(key)}".encode())]
         app = h.app
         n = [0]
 
@@ -107,7 +108,7 @@ async def main():
                 "POST",
                 f"/v1/approvals/{aid}/decision",
                 b'{"decision":"approve","userId":"u_bench"}',
-                auth,
+                approver,
             )
             assert s == 200, b
             s, b = await poll

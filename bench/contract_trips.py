@@ -83,9 +83,10 @@ approvers = ["requester"]
 class Agent:
     """One agent/person pair on its own keep-alive client."""
 
-    def __init__(self, client: Client, key: str) -> None:
+    def __init__(self, client: Client, key: str, approver: str) -> None:
         self.client = client
         self.headers = {"Authorization": f"Bearer {key}"}
+        self.approver = {"Authorization": f"Bearer {approver}"}
         self.run = secrets.token_hex(4)
         self.n = 0
 
@@ -114,7 +115,7 @@ class Agent:
                 wire.cancel()
             decision = {"decision": "approve", "userId": rt.USER}
             r = await self.client.request(
-                "POST", f"/v1/approvals/{aid}/decision", json=decision, headers=self.headers
+                "POST", f"/v1/approvals/{aid}/decision", json=decision, headers=self.approver
             )
             t_decided = time.perf_counter()
             rt._expect(r, 200, "decision")
@@ -180,7 +181,7 @@ async def bench(args: argparse.Namespace) -> int:
                     for _ in range(c):
                         made = make_client(args.client, server.url, limit=2, timeout=60.0)
                         stack.push_async_callback(made.aclose)
-                        agents.append(Agent(made, server.key))
+                        agents.append(Agent(made, server.key, server.approver))
                     trip = per_agent(agents)
                     await rt.run_phase(c, 0.5, 2 * c, server.pid, trip)
                     before = dict(shop.calls)

@@ -207,6 +207,7 @@ def _expect(r: Resp, status: int, what: str) -> dict[str, Any]:
 class Server:
     url: str
     key: str
+    approver: str  # the approver key: the "person" decides through the tenant app's route
     pid: int
     stderr: Path
     database: str
@@ -334,16 +335,21 @@ async def running_server(
             env["COSIGNER_PUBLIC_URL"] = f"http://127.0.0.1:{port}"
             cosigner(["migrate"], env)
             out = cosigner(["tenants", "create", tenant], env)
-            found = re.search(r"csk_\S+", out)
-            if not found:
-                raise RuntimeError(f"no API key in `cosigner tenants create` output:\n{out}")
+            found, approver = re.search(r"csk_\S+", out), re.search(r"csa_\S+", out)
+            if not found or not approver:
+                raise RuntimeError(f"no API keys in `cosigner tenants create` output:\n{out}")
             key = found.group(0)
             stderr = tmp / "server.stderr"
 
             proc = spawn_server(port, env, stderr, core)
             _live.append(proc)
             server = Server(
-                url=f"http://127.0.0.1:{port}", key=key, pid=proc.pid, stderr=stderr, database=kind
+                url=f"http://127.0.0.1:{port}",
+                key=key,
+                approver=approver.group(0),
+                pid=proc.pid,
+                stderr=stderr,
+                database=kind,
             )
             try:
                 await wait_ready(server, proc)
@@ -384,9 +390,10 @@ async def wait_ready(server: Server, proc: subprocess.Popen[bytes]) -> None:
 class Load:
     """The requests an agent and a person make, on one keep-alive client."""
 
-    def __init__(self, client: Client, key: str) -> None:
+    def __init__(self, client: Client, key: str, approver: str) -> None:
         self.client = client
         self.headers = {"Authorization": f"Bearer {key}"}
+        self.approver = {"Authorization": f"Bearer {approver}"}
         self.run = secrets.token_hex(4)
         self.counter = 0
 
@@ -434,7 +441,7 @@ class Load:
                 "POST",
                 f"/v1/approvals/{approval_id}/decision",
                 json={"decision": "approve", "userId": USER, "comment": "ok"},
-                headers=self.headers,
+                headers=self.approver,
             )
             t_decided = time.perf_counter()
             body = _expect(r, 200, "decision")
@@ -600,9 +607,9 @@ async def bench_database(
 
                 if args.pool == "shared":
                     shared = client(2 * c + 4)
-                    loads = [Load(shared, server.key) for _ in range(c)]
+                    loads = [Load(shared, server.key, server.approver) for _ in range(c)]
                 else:  # one small keep-alive pool per agent/person pair
-                    loads = [Load(client(2), server.key) for _ in range(c)]
+                    loads = [Load(client(2), server.key, server.approver) for _ in range(c)]
                 await wait_quiet(server.pid, args.wait_quiet)
                 # Warm up every connection and the server's caches; not measured.
                 await run_phase(c, 0.5, 2 * c, server.pid, per_worker(loads, Load.round_trip))

@@ -69,7 +69,7 @@ class Person(threading.Thread):
     def __init__(self, server: Server) -> None:
         super().__init__(daemon=True)
         self.inbox: queue.Queue[str | None] = queue.Queue()
-        self.http = httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {server.key}"})
+        self.http = httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {server.approver}"})
 
     def run(self) -> None:
         while (approval_id := self.inbox.get()) is not None:
@@ -244,7 +244,9 @@ def own_work() -> dict[str, float]:
         )
 
     transport = httpx.MockTransport(answer)
-    canned = Server(url="http://cosigner.invalid", key="k", pid=0, stderr=Path(os.devnull), database="")
+    canned = Server(
+        url="http://cosigner.invalid", key="k", approver="a", pid=0, stderr=Path(os.devnull), database=""
+    )
 
     class Nobody(Person):
         def __init__(self) -> None:  # the canned answers need no decision

@@ -23,7 +23,8 @@ from bot.operations import Proposals
 from bot.tenants import TenantKeys
 from bot.tracing import SpanName
 from contracts.answers import AdmitResponse, AuditEvent, AuditTrail, Jwks, ResultRecorded
-from contracts.errors import ApprovalNotFound, CosignerError, InvalidRequest
+from contracts.enums import KeyScope
+from contracts.errors import ApprovalNotFound, CosignerError, InvalidRequest, WrongKeyScope
 from contracts.wire import (
     APPROVAL_ID_PATTERN,
     AdmitRequest,
@@ -39,6 +40,10 @@ log = logging.getLogger("cosigner.api")
 MAX_WAIT = 60
 Handler = Callable[[Request], Awaitable[Response]]
 _APPROVAL_ID = re.compile(APPROVAL_ID_PATTERN)
+# Which key scopes each route takes: an agent asks, an approval app answers, both may read.
+AGENT_ONLY = frozenset({KeyScope.AGENT})
+APPROVER_ONLY = frozenset({KeyScope.APPROVER})
+ANY_SCOPE = frozenset(KeyScope)
 
 
 class JSON(JSONResponse):
@@ -97,28 +102,35 @@ class Api:
     def routes(self) -> list[Route]:
         """The `/v1` routes."""
         w = self._wrap
+        agent, approver, either = AGENT_ONLY, APPROVER_ONLY, ANY_SCOPE
         return [
-            Route("/v1/approvals", w(self.create, "create"), methods=["POST"]),
-            Route("/v1/runs/admit", w(self.admit, "admit"), methods=["POST"]),
-            Route("/v1/approvals/{approval_id}", w(self.get, "get"), methods=["GET"]),
-            Route("/v1/approvals/{approval_id}/events", w(self.events, "events"), methods=["GET"]),
-            Route("/v1/approvals/{approval_id}/cancel", w(self.cancel, "cancel"), methods=["POST"]),
-            Route("/v1/approvals/{approval_id}/result", w(self.result, "result"), methods=["POST"]),
-            Route("/v1/approvals/{approval_id}/audit", w(self.audit, "audit"), methods=["GET"]),
-            Route("/v1/approvals/{approval_id}/decision", w(self.decide, "decision"), methods=["POST"]),
-            Route("/v1/keys", w(self.jwks, "keys", auth=False), methods=["GET"]),
-            *denial_routes(self.engine.denials, w, answer),
+            Route("/v1/approvals", w(self.create, "create", agent), methods=["POST"]),
+            Route("/v1/runs/admit", w(self.admit, "admit", agent), methods=["POST"]),
+            Route("/v1/approvals/{approval_id}", w(self.get, "get", either), methods=["GET"]),
+            Route("/v1/approvals/{approval_id}/events", w(self.events, "events", agent), methods=["GET"]),
+            Route("/v1/approvals/{approval_id}/cancel", w(self.cancel, "cancel", agent), methods=["POST"]),
+            Route("/v1/approvals/{approval_id}/result", w(self.result, "result", agent), methods=["POST"]),
+            Route("/v1/approvals/{approval_id}/audit", w(self.audit, "audit", either), methods=["GET"]),
+            Route(
+                "/v1/approvals/{approval_id}/decision", w(self.decide, "decision", approver), methods=["POST"]
+            ),
+            Route("/v1/keys", w(self.jwks, "keys", either, auth=False), methods=["GET"]),
+            *denial_routes(self.engine.denials, functools.partial(w, scopes=approver), answer),
         ]
 
     def _wrap(
-        self, fn: Callable[[Request, str], Awaitable[Response]], name: str, auth: bool = True
+        self,
+        fn: Callable[[Request, str], Awaitable[Response]],
+        name: str,
+        scopes: frozenset[KeyScope],
+        auth: bool = True,
     ) -> Handler:
         metrics = self.engine.metrics
 
         @functools.wraps(fn)
         async def handler(request: Request) -> Response:
             try:
-                tenant = await self.keys.resolve(request.headers.get("authorization")) if auth else ""
+                tenant = await self._tenant(request, name, scopes) if auth else ""
                 with self.engine.tracing.incoming(request.headers):
                     response = await fn(request, tenant)
             except CosignerError as exc:
@@ -127,6 +139,19 @@ class Api:
             return response
 
         return handler
+
+    async def _tenant(self, request: Request, name: str, scopes: frozenset[KeyScope]) -> str:
+        holder = await self.keys.resolve(request.headers.get("authorization"))
+        if holder.scope not in scopes:
+            (needs,) = scopes  # a route either scope may use never gets here
+            raise WrongKeyScope(
+                f"the {name} route needs an {needs.value} key and this is an "
+                f"{holder.scope.value} key; make one with "
+                f"`cosigner tenants key create {holder.tenant} --scope {needs.value}`",
+                needs=needs.value,
+                scope=holder.scope.value,
+            )
+        return holder.tenant
 
     async def create(self, request: Request, tenant: str) -> Response:
         raw = await read_body(request)

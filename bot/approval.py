@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.bodies import actor_of
+from bot.run_grants import requester_key
 from contracts.answers import DecidedBy, TimeoutDecider
 from contracts.enums import ApprovalMode, ApprovalStatus, AuditEvent, JobKind, SurfaceType, Verdict
 from contracts.errors import (
@@ -27,6 +28,7 @@ from contracts.errors import (
     WrongConversation,
     WrongTenant,
 )
+from contracts.names import fold
 from contracts.ports import Answer, DashboardRoute, Look, SlackRoute, SmsRoute
 from storage import approvals as ledger
 from storage import inbound, jobs, operations
@@ -319,4 +321,4 @@ def queue_after_close(tx: Tx, rec: Record, now: float, run_grant: str | None, ca
     if rec.delivered is not None and rec.settled:
         queue_card_update(tx, rec.id, now)
     if run_grant is not None and rec.status is ApprovalStatus.APPROVED:
-        ledger.grant_for_run(tx, rec, run_grant, now)
+        ledger.grant_for_run(tx, rec, fold(rec.tool_name), requester_key(rec.surface), run_grant, now)

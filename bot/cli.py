@@ -18,7 +18,8 @@ from bot.grants import callback_secret
 from bot.policy import Policy, load_policy, load_policy_file
 from bot.server import ListenError, valid_port
 from bot.settings import Settings, SettingsError, load_settings
-from bot.tenants import TenantKeys
+from bot.tenants import IssuedKey, NewTenant, TenantKeys
+from contracts.enums import KeyScope
 from contracts.errors import CosignerError, PolicyError
 from storage.audit import event_to_json, stream_since, verify_chains
 from storage.audit import events_of as audit_rows
@@ -189,16 +190,22 @@ async def _with_db(fn: Any, *, create: bool = False) -> Any:
         await db.close()
 
 
-def tenants_create(args: argparse.Namespace) -> int:
-    """Create a tenant and print its API key once."""
+def _key_line(k: IssuedKey) -> str:
+    what = {KeyScope.AGENT: "for the agent", KeyScope.APPROVER: "for the approval app; decides"}[k.scope]
+    return f"{k.scope.value} key ({what}; id {k.key_id}): {k.key}"
 
-    async def go(db: Database, settings: Settings) -> str:
+
+def tenants_create(args: argparse.Namespace) -> int:
+    """Create a tenant and print its agent key and approver key once."""
+
+    async def go(db: Database, settings: Settings) -> NewTenant:
         return await TenantKeys(db).create(args.name)
 
-    key = asyncio.run(_with_db(go, create=True))
+    made: NewTenant = asyncio.run(_with_db(go, create=True))
     settings = load_settings()
-    print(f"tenant {args.name} created.")
-    print(f"API key (shown once; only its hash is stored): {key}")
+    print(f"tenant {args.name} created. Each key is shown once; only its hash is stored.")
+    print(_key_line(made.agent))
+    print(_key_line(made.approver))
     if settings.secret:
         print(f"callback signing secret: {callback_secret(settings.secret, args.name)}")
     else:
@@ -207,6 +214,29 @@ def tenants_create(args: argparse.Namespace) -> int:
             f"set it and run `cosigner tenants secret {args.name}`",
             file=sys.stderr,
         )
+    return 0
+
+
+def tenants_key_create(args: argparse.Namespace) -> int:
+    """Add a key of one scope to a tenant and print it once."""
+
+    async def go(db: Database, settings: Settings) -> IssuedKey:
+        return await TenantKeys(db).add_key(args.tenant, KeyScope(args.scope))
+
+    made: IssuedKey = asyncio.run(_with_db(go))
+    print(f"new {_key_line(made)}")
+    print("(shown once; only its hash is stored)")
+    return 0
+
+
+def tenants_key_revoke(args: argparse.Namespace) -> int:
+    """Remove one of a tenant's keys by its id."""
+
+    async def go(db: Database, settings: Settings) -> None:
+        await TenantKeys(db).revoke(args.tenant, args.key_id)
+
+    asyncio.run(_with_db(go))
+    print(f"revoked {args.key_id} of {args.tenant}: refused here at once, on running servers within 30 s")
     return 0
 
 
@@ -227,12 +257,12 @@ def tenants_secret(args: argparse.Namespace) -> int:
 
 
 def tenants_rotate(args: argparse.Namespace) -> int:
-    """Give a tenant a new API key."""
+    """Give a tenant a new agent key, revoking its other agent keys."""
 
     async def go(db: Database, settings: Settings) -> str:
         return await TenantKeys(db).rotate(args.name)
 
-    print(f"new API key for {args.name} (shown once): {asyncio.run(_with_db(go))}")
+    print(f"new agent key for {args.name} (shown once): {asyncio.run(_with_db(go))}")
     return 0
 
 
@@ -358,10 +388,21 @@ def parser() -> argparse.ArgumentParser:
     d.set_defaults(fn=dev)
     sub.add_parser("migrate", help="create or upgrade the database schema").set_defaults(fn=migrate)
     t = sub.add_parser("tenants", help="manage tenants").add_subparsers(dest="action", required=True)
-    tc = t.add_parser("create", help="create a tenant; prints its API key once")
+    tc = t.add_parser("create", help="create a tenant; prints its agent and approver keys once")
     tc.add_argument("name")
     tc.set_defaults(fn=tenants_create)
-    tr = t.add_parser("rotate", help="replace a tenant's API key")
+    k = t.add_parser("key", help="add or revoke a tenant's API keys").add_subparsers(
+        dest="key_action", required=True
+    )
+    kc = k.add_parser("create", help="add a key of one scope; prints it once with its id")
+    kc.add_argument("tenant")
+    kc.add_argument("--scope", required=True, choices=[s.value for s in KeyScope])
+    kc.set_defaults(fn=tenants_key_create)
+    kr = k.add_parser("revoke", help="remove a key by its id (key_…)")
+    kr.add_argument("tenant")
+    kr.add_argument("key_id")
+    kr.set_defaults(fn=tenants_key_revoke)
+    tr = t.add_parser("rotate", help="replace a tenant's agent keys with one new agent key")
     tr.add_argument("name")
     tr.set_defaults(fn=tenants_rotate)
     t.add_parser("list", help="list tenants").set_defaults(fn=tenants_list)

@@ -1,5 +1,6 @@
 """`GET /v1/denials` and `DELETE /v1/denials/{denialId}`: a tenant's own app lists the standing
-denies its approvers set and lifts them (tenant-scoped by the API key, like every route)."""
+denies its approvers set and lifts them (tenant-scoped by the API key, like every route; an
+approver key only: the agent whose calls a deny stops must not be able to lift it)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ Wrap = Callable[[Endpoint, str], Callable[[Request], Awaitable[Response]]]
 
 
 def denial_routes(denials: Denials, wrap: Wrap, reply: Callable[[BaseModel], Response]) -> list[Route]:
-    """The two routes, wrapped by the API's authentication, error and metrics handling, and
+    """The two routes, wrapped by the API's authentication (approver keys), error and metrics handling, and
     answered through its `reply` (a body serialised from its published model)."""
 
     async def listed(request: Request, tenant: str) -> Response:
@@ -26,7 +27,7 @@ def denial_routes(denials: Denials, wrap: Wrap, reply: Callable[[BaseModel], Res
         return reply(DenialList(denials=[to_wire(d) for d in found]))
 
     async def lift(request: Request, tenant: str) -> Response:
-        actor = {"kind": "agent", "tenant": tenant}
+        actor = {"kind": "approver_app", "tenant": tenant}
         lifted = await denials.lift(tenant, request.path_params["denialId"], "api", actor)
         return reply(to_wire(lifted))
 

@@ -16,10 +16,12 @@ from bot.decision import Ruling
 from bot.denials import decider as standing_decider
 from bot.denials import held_against
 from bot.policy import Policy, ToolRule
+from bot.run_grants import requester_key
 from bot.trace_ids import NO_TRACE, ApprovalTrace
 from contracts.answers import DecidedBy, PolicyDecider
 from contracts.enums import ApprovalMode, ApprovalStatus, AuditEvent, JobKind, SurfaceType
 from contracts.errors import ApprovalModeUnsupported, ParametersMismatch, ToolCallCapExceeded
+from contracts.names import fold
 from contracts.ports import DashboardRoute, Route
 from contracts.wire import ApprovalRequest
 from storage import approvals as ledger
@@ -190,7 +192,8 @@ def policy_approval(
     if ruling.threshold is not None:
         return PolicyDecider(rule=ruling.threshold)
     if rule.mode is ApprovalMode.ASK:
-        grant = ledger.run_grant(tx, tenant, req.executionId, req.toolName)
+        requester = requester_key(req.surface.model_dump())
+        grant = ledger.run_grant(tx, tenant, req.executionId, fold(req.toolName), requester)
         if grant is not None:
             return PolicyDecider(rule=f"approved for this run by {grant.granted_by} ({grant.approval_id})")
     return None

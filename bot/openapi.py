@@ -33,7 +33,9 @@ _ANSWERS: list[type[BaseModel]] = [
     denials.Denial,
 ]
 E = errors
-_AUTH = (E.Unauthenticated,)
+# A route one key scope may use also answers KEY_SCOPE; get and audit take either scope.
+_AUTH = (E.Unauthenticated, E.WrongKeyScope)
+_ANY_KEY = (E.Unauthenticated,)
 _ID = (E.ApprovalNotFound,)
 _BODY = (E.InvalidRequest,)
 
@@ -147,7 +149,7 @@ def _paths() -> dict[str, Any]:
                 "Read an approval; with ?wait=N (≤ 60) long-poll until it is decided",
                 "getApproval",
                 {"200": _json(either, "approval_start while pending, else the decision")},
-                (*_BODY, *_AUTH, *_ID),
+                (*_BODY, *_ANY_KEY, *_ID),
                 approval=True,
                 query=[wait],
             )
@@ -191,7 +193,7 @@ def _paths() -> dict[str, Any]:
                 "The approval's hash-chained audit events",
                 "getAudit",
                 {"200": _json(_ref(answers.AuditTrail), "Events, oldest first")},
-                (*_AUTH, *_ID),
+                (*_ANY_KEY, *_ID),
                 approval=True,
             )
         },

@@ -15,6 +15,7 @@ from typing import Any, Literal
 from bot.policy_checks import key_path
 from bot.policy_file import OperationOverride, OperationSection, PolicyFile, TenantPolicy
 from contracts.enums import ApproverKind, ToolKind
+from contracts.names import fold
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,14 +62,16 @@ def operation_rules(
     file: PolicyFile, tenants: Mapping[str, TenantPolicy]
 ) -> tuple[dict[str, OperationRule], dict[str, dict[str, OperationRule]]]:
     """The default rules, and each tenant's, of every operation in the file."""
-    defaults = {n: _merge(n, s, None, key_path("operations", n)) for n, s in file.operations.items()}
+    # Keyed by the folded name: operation names match case-insensitively.
+    defaults = {fold(n): _merge(n, s, None, key_path("operations", n)) for n, s in file.operations.items()}
+    bases = {fold(n): (n, s) for n, s in file.operations.items()}
     per_tenant: dict[str, dict[str, OperationRule]] = {}
     for tn, tenant in tenants.items():
         rules = dict(defaults)
         for name, over in tenant.operations.items():
-            base = file.operations.get(name)
+            base_name, base = bases.get(fold(name), (name, None))
             if base is not None:
-                rules[name] = _merge(name, base, over, key_path("tenants", tn, "operations", name))
+                rules[fold(name)] = _merge(base_name, base, over, key_path("tenants", tn, "operations", name))
         per_tenant[tn] = rules
     return defaults, per_tenant
 

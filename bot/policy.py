@@ -29,6 +29,7 @@ from bot.policy_file import (
 )
 from contracts.enums import ApprovalMode, ApproverKind, SurfaceType, ToolKind
 from contracts.errors import PolicyError
+from contracts.names import fold
 
 __all__ = [
     "Admins",
@@ -145,15 +146,19 @@ def _rule(
 
 
 def _rules(file: PolicyFile, tenant: str, section: TenantPolicy | None) -> dict[str, ToolRule]:
-    overrides = section.tools if section is not None else {}
+    """Every tool's merged rule, keyed by its folded name (`policy check` refuses two names
+    that fold alike, so each key has one section in the file and one in the tenant's)."""
+    overrides = {fold(n): (n, s) for n, s in (section.tools if section is not None else {}).items()}
+    bases = {fold(n): (n, s) for n, s in file.tools.items()}
     gate_all = section.gate_all if section is not None else False
     rules = {}
-    for name in [*file.tools, *overrides]:
-        over = overrides.get(name)
-        source = f"tenants.{tenant}.tools.{name}" if over is not None else f"tools.{name}"
-        rules[name] = _rule(
-            name, file.tools.get(name), over, gate_all, source, f"tenants.{tenant}.tools.{name}"
-        )
+    for key in [*bases, *overrides]:
+        base_name, base = bases.get(key, (None, None))
+        over_name, over = overrides.get(key, (None, None))
+        name = base_name or over_name or key
+        override_path = f"tenants.{tenant}.tools.{over_name or name}"
+        source = override_path if over is not None else f"tools.{name}"
+        rules[key] = _rule(name, base, over, gate_all, source, override_path)
     return rules
 
 
@@ -202,7 +207,7 @@ class Policy:
 
     def rule_for(self, tenant: str, tool: str) -> ToolRule:
         """The merged rule of `[tools.X]` and `[tenants.T.tools.X]`; unknown tools are danger."""
-        rule = self._rules.get(tenant, self._default_rules).get(tool)
+        rule = self._rules.get(tenant, self._default_rules).get(fold(tool))
         if rule is not None:
             return rule
         section = self.tenants.get(tenant)
@@ -211,7 +216,7 @@ class Policy:
 
     def operation_rule(self, tenant: str, name: str) -> OperationRule | None:
         """The merged rule of `[operations.X]` and `[tenants.T.operations.X]`; None if unknown."""
-        return self._tenant_operations.get(tenant, self._operations).get(name)
+        return self._tenant_operations.get(tenant, self._operations).get(fold(name))
 
     def operation_problems(self, environ: Mapping[str, str] | None = None) -> list[str]:
         """Every operation whose `secret_env` names a variable that is not set."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Collection, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -32,6 +32,9 @@ from bot.policy_file import (
 )
 from contracts.enums import ApproverKind
 from contracts.errors import PolicyError
+from contracts.names import fold
+
+T = TypeVar("T")
 
 
 def read_policy(data: dict[str, Any], source: str) -> PolicyFile:
@@ -50,10 +53,11 @@ def read_policy(data: dict[str, Any], source: str) -> PolicyFile:
 
 def cross_check(policy: PolicyFile, tool_names: Collection[str]) -> list[str]:
     """Problems that span sections; `tool_names` are the `[tools.…]` keys, valid or not."""
-    problems: list[str] = []
+    problems: list[str] = _case_clashes(policy)
+    folded_tools = {fold(n) for n in tool_names}
     for tn, tenant in policy.tenants.items():
         for name, override in tenant.tools.items():
-            if name not in tool_names and override.kind is None:
+            if fold(name) not in folded_tools and override.kind is None:
                 problems.append(
                     f"{key_path('tenants', tn, 'tools', name, 'kind')}: missing; there is no "
                     f"[{key_path('tools', name)}], so this "
@@ -76,12 +80,43 @@ def cross_check(policy: PolicyFile, tool_names: Collection[str]) -> list[str]:
             seen[key] = tn
     for tn, tenant in policy.tenants.items():
         for name in tenant.operations:
-            if name not in policy.operations:
+            if fold(name) not in {fold(n) for n in policy.operations}:
                 problems.append(
                     f"{key_path('tenants', tn, 'operations', name)}: there is no "
                     f"[{key_path('operations', name)}]; define the operation there first"
                 )
     return problems + _unreachable_thresholds(policy) + _stacked_handoffs(policy)
+
+
+def _named(table: Mapping[str, T], name: str) -> T | None:
+    """The section of `table` whose name folds like `name` (names match case-insensitively)."""
+    key = fold(name)
+    return next((v for n, v in table.items() if fold(n) == key), None)
+
+
+def _case_clashes(policy: PolicyFile) -> list[str]:
+    """Two sections whose names differ only by case: names match case-insensitively, so both
+    would claim the same calls and one would silently lose."""
+    tables: list[tuple[tuple[str, ...], Collection[str]]] = [
+        (("tools",), policy.tools),
+        (("operations",), policy.operations),
+    ]
+    for tn, tenant in policy.tenants.items():
+        tables += [
+            (("tenants", tn, "tools"), tenant.tools),
+            (("tenants", tn, "operations"), tenant.operations),
+        ]
+    problems: list[str] = []
+    for prefix, names in tables:
+        first: dict[str, str] = {}
+        for name in names:
+            taken = first.setdefault(fold(name), name)
+            if taken != name:
+                problems.append(
+                    f"{key_path(*prefix, name)}: names the same {prefix[-1][:-1]} as "
+                    f"{key_path(*prefix, taken)} (names match case-insensitively); keep one section"
+                )
+    return problems
 
 
 def _stacked_handoffs(policy: PolicyFile) -> list[str]:
@@ -91,7 +126,9 @@ def _stacked_handoffs(policy: PolicyFile) -> list[str]:
         (("tools", n), t, None) for n, t in policy.tools.items()
     ]
     for tn, tenant in policy.tenants.items():
-        sections += [(("tenants", tn, "tools", n), o, policy.tools.get(n)) for n, o in tenant.tools.items()]
+        sections += [
+            (("tenants", tn, "tools", n), o, _named(policy.tools, n)) for n, o in tenant.tools.items()
+        ]
     for path, section, base in sections:
         handoff = section.handoff or (
             base.handoff if base and "handoff" not in section.model_fields_set else None
@@ -164,14 +201,14 @@ def _unreachable_thresholds(policy: PolicyFile) -> list[str]:
         # The tool section's own rule applies to every tenant without an override.
         denies = [tool.deny]
         for tenant in policy.tenants.values():
-            o = tenant.tools.get(name)
+            o = _named(tenant.tools, name)
             if o is not None and "allow_below" not in o.model_fields_set:
                 denies.append(o.deny if "deny" in o.model_fields_set else tool.deny)
         if all(denies):
             problems.append(_deny_wins(key_path("tools", name)))
     for tn, tenant in policy.tenants.items():
         for name, o in tenant.tools.items():
-            base = policy.tools.get(name)
+            base = _named(policy.tools, name)
             deny = o.deny if "deny" in o.model_fields_set else (base.deny if base else False)
             if o.allow_below is not None and deny:
                 problems.append(_deny_wins(key_path("tenants", tn, "tools", name)))

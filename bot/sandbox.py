@@ -140,7 +140,7 @@ async def demo_key(keys: TenantKeys) -> str:
     """A fresh key for the demo tenant: created the first time, rotated on every start."""
     if TENANT in await keys.names():
         return await keys.rotate(TENANT)
-    return await keys.create(TENANT)
+    return (await keys.create(TENANT)).agent.key
 
 
 def _data_dir(path: str | Path) -> Path:

@@ -1,4 +1,8 @@
-"""Tenant API keys: printed once at creation, stored only as a SHA-256 hash.
+"""Tenant API keys: printed once when made, stored only as a SHA-256 hash, each with a scope.
+
+An `agent` key asks (create, read, wait, cancel, result, admit); an `approver` key answers
+(dashboard decisions, standing denies). The agent holds its key, so a key that could do
+both would let it approve itself.
 
 Keys are 256 random bits, so a fast hash is enough (no password stretching is needed for
 secrets nobody chose). Lookups are cached briefly so the hot path does not touch the
@@ -12,14 +16,19 @@ import re
 import secrets
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
+from contracts.enums import KeyScope
 from contracts.errors import InvalidRequest, Unauthenticated
 from contracts.names import TENANT_NAME_PATTERN
 from storage import tenants as store
-from storage.database import Conflict, Database
+from storage.database import Conflict, Database, Tx
+from storage.tenants import KeyHolder
 
 _NAME = re.compile(TENANT_NAME_PATTERN)
 CACHE_SECONDS = 30.0
+# The prefix tells a person holding a key what it is for; the scope itself is the stored row's.
+PREFIX = {KeyScope.AGENT: "csk_", KeyScope.APPROVER: "csa_"}
 
 
 def hash_key(key: str) -> str:
@@ -27,47 +36,107 @@ def hash_key(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
+@dataclass(frozen=True, slots=True)
+class IssuedKey:
+    """A key as made: its id (to revoke it by), its scope, and the key itself (shown once)."""
+
+    key_id: str
+    scope: KeyScope
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class NewTenant:
+    """A tenant's first keys: one agent key and one approver key."""
+
+    agent: IssuedKey
+    approver: IssuedKey
+
+
+def _issue(scope: KeyScope) -> IssuedKey:
+    return IssuedKey(store.new_key_id(), scope, PREFIX[scope] + secrets.token_urlsafe(32))
+
+
 class TenantKeys:
-    """Creates tenants and resolves bearer keys to tenant names."""
+    """Creates tenants and their keys, and resolves bearer keys to who holds them."""
 
     def __init__(self, db: Database, clock: Callable[[], float] = time.time) -> None:
         self.db = db
         self.clock = clock
-        self._cache: dict[str, tuple[str, float]] = {}
+        self._cache: dict[str, tuple[KeyHolder, float]] = {}
 
-    async def create(self, name: str) -> str:
-        """Create a tenant and return its API key (the only time it is shown)."""
+    async def create(self, name: str) -> NewTenant:
+        """Create a tenant with an agent key and an approver key (the only time they are shown)."""
         if not _NAME.fullmatch(name):
             raise InvalidRequest(
                 f"tenant name {name!r} must be lower case letters, digits, - "
                 "or _ (as in the policy's [tenants.NAME])",
                 field="name",
             )
-        key = f"csk_{secrets.token_urlsafe(32)}"
+        made = NewTenant(agent=_issue(KeyScope.AGENT), approver=_issue(KeyScope.APPROVER))
         now = self.clock()
+
+        def write(tx: Tx) -> None:
+            store.insert(tx, name, now)
+            for k in (made.agent, made.approver):
+                store.add_key(tx, name, k.key_id, k.scope, hash_key(k.key), now)
+
         try:
-            await self.db.run_write(lambda tx: store.insert(tx, name, hash_key(key), now))
+            await self.db.run_write(write)
         except Conflict as exc:
             raise InvalidRequest(
-                f"tenant {name!r} already exists; use `cosigner tenants rotate {name}` for a new key",
+                f"tenant {name!r} already exists; add a key with "
+                f"`cosigner tenants key create {name} --scope agent|approver`",
                 field="name",
             ) from exc
-        return key
+        return made
+
+    async def add_key(self, tenant: str, scope: KeyScope) -> IssuedKey:
+        """Give a tenant another key of `scope` (shown once)."""
+        made = _issue(scope)
+        now = self.clock()
+
+        def write(tx: Tx) -> bool:
+            if not store.exists(tx, tenant):
+                return False
+            store.add_key(tx, tenant, made.key_id, scope, hash_key(made.key), now)
+            return True
+
+        if not await self.db.run_write(write):
+            raise InvalidRequest(f"no tenant {tenant!r}; create it with `cosigner tenants create`")
+        return made
+
+    async def revoke(self, tenant: str, key_id: str) -> None:
+        """Remove one key; it stops working here at once and on other replicas within 30 s."""
+        if not await self.db.run_write(lambda tx: store.revoke_key(tx, tenant, key_id)):
+            raise InvalidRequest(
+                f"tenant {tenant!r} has no key {key_id!r}; the id is the key_… printed when the key was made"
+            )
+        self._cache.clear()
 
     async def rotate(self, name: str) -> str:
-        """Replace a tenant's API key; the old one stops working within the cache window."""
-        key = f"csk_{secrets.token_urlsafe(32)}"
-        if not await self.db.run_write(lambda tx: store.replace_key(tx, name, hash_key(key))):
+        """Replace every agent key of a tenant with one new one; the old ones stop within the cache window."""
+        made = _issue(KeyScope.AGENT)
+        now = self.clock()
+
+        def write(tx: Tx) -> bool:
+            if not store.exists(tx, name):
+                return False
+            store.revoke_scope(tx, name, KeyScope.AGENT)
+            store.add_key(tx, name, made.key_id, KeyScope.AGENT, hash_key(made.key), now)
+            return True
+
+        if not await self.db.run_write(write):
             raise InvalidRequest(f"no tenant {name!r}; create it with `cosigner tenants create`")
         self._cache.clear()
-        return key
+        return made.key
 
     async def names(self) -> list[str]:
         """Every tenant name."""
         return await self.db.run_read(store.names)
 
-    async def resolve(self, authorization: str | None) -> str:
-        """The tenant of an `Authorization: Bearer <key>` header, or `Unauthenticated`."""
+    async def resolve(self, authorization: str | None) -> KeyHolder:
+        """Who holds the key of an `Authorization: Bearer <key>` header, or `Unauthenticated`."""
         if not authorization or not authorization.startswith("Bearer "):
             raise Unauthenticated(
                 "send the tenant API key as `Authorization: Bearer <key>`; "
@@ -78,13 +147,14 @@ class TenantKeys:
         hit = self._cache.get(digest)
         if hit is not None and hit[1] > now:
             return hit[0]
-        name = await self.db.run_read(lambda tx: store.name_for(tx, digest))
-        if name is None:
+        holder = await self.db.run_read(lambda tx: store.holder_of(tx, digest))
+        if holder is None:
             raise Unauthenticated(
-                "this API key is not known; check for a copy-paste error or "
-                "create a key with `cosigner tenants create NAME`"
+                "this API key is not known; check for a copy-paste error, or make keys with "
+                "`cosigner tenants create NAME` or "
+                "`cosigner tenants key create TENANT --scope agent|approver`"
             )
         if len(self._cache) > 10000:
             self._cache.clear()
-        self._cache[digest] = (name, now + CACHE_SECONDS)
-        return name
+        self._cache[digest] = (holder, now + CACHE_SECONDS)
+        return holder

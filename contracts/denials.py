@@ -4,7 +4,9 @@ narrow port a surface uses to let a person see and lift their own.
 A standing deny covers exactly one `Scope`: a tool, in a tenant, for requests whose
 approver set is one person and whose run that same requester triggered. It is offered only
 where that scope exists (`scope_of`), so it can never deny on behalf of anyone else, and
-it is matched by equality, so it never widens.
+it is matched by equality, so it never widens. The tool is held in its folded form
+(`contracts.names.fold`): tool names match case-insensitively, so `Issue_credit` is the
+same tool as `issue_credit` and cannot slip past a deny on it.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from contracts.enums import ApprovalMode, SurfaceType
+from contracts.names import fold
 from contracts.ports import Route
 from cosigner.denials import DENIAL_ID_PATTERN, Denial, DenialApprover, DenialList
 
@@ -37,7 +40,7 @@ class Scope:
     """What one standing deny covers; two requests share it only if every field is equal."""
 
     tenant: str
-    tool_name: str
+    tool_name: str  # folded: `issue_credit` for a call of `Issue_Credit` too
     surface: SurfaceType  # where the approver answers
     approver: str  # the one approver: Slack user id, E.164 number or the tenant app's user id
     requester: str  # the run's trigger: `slack:U1`, `sms:+1555…`, `dashboard:u_42`
@@ -66,7 +69,7 @@ def scope_of(
     requester = requester_of(surface)
     if requester is None:
         return None
-    return Scope(tenant, tool_name, SurfaceType(route.surface), route.approvers[0], requester)
+    return Scope(tenant, fold(tool_name), SurfaceType(route.surface), route.approvers[0], requester)
 
 
 @runtime_checkable

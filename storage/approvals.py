@@ -108,13 +108,15 @@ def gated_count(tx: Tx, tenant: str, execution_id: str) -> int:
     return int(tx.execute(_GATED_IN_EXECUTION, {"tenant": tenant, "execution": execution_id}).scalar_one())
 
 
-def run_grant(tx: Tx, tenant: str, execution_id: str, tool: str) -> Any:
-    """The "approve for this run" grant of a tool in an execution, if any."""
+def run_grant(tx: Tx, tenant: str, execution_id: str, tool_key: str, requester: str) -> Any:
+    """The "approve for this run" grant of a tool (its folded name) in an execution, for calls
+    from this requester and conversation, if any."""
     return tx.execute(
         sa.select(run_grants).where(
             run_grants.c.tenant == tenant,
             run_grants.c.execution_id == execution_id,
-            run_grants.c.tool_name == tool,
+            run_grants.c.tool_name == tool_key,
+            run_grants.c.requester == requester,
         )
     ).first()
 
@@ -230,15 +232,17 @@ def insert_ignore(tx: Tx, table: sa.Table, values: Mapping[str, Any]) -> bool:
     return bool(tx.execute(dialect_insert(table).values(**values).on_conflict_do_nothing()).rowcount)
 
 
-def grant_for_run(tx: Tx, rec: Record, granted_by: str, now: float) -> None:
-    """Record "approve for this run": later calls of the tool in the execution need nobody."""
+def grant_for_run(tx: Tx, rec: Record, tool_key: str, requester: str, granted_by: str, now: float) -> None:
+    """Record "approve for this run": later calls of the tool in the execution, from the same
+    requester and conversation, need nobody."""
     insert_ignore(
         tx,
         run_grants,
         {
             "tenant": rec.tenant,
             "execution_id": rec.execution_id,
-            "tool_name": rec.tool_name,
+            "tool_name": tool_key,
+            "requester": requester,
             "approval_id": rec.id,
             "granted_by": granted_by,
             "created_at": now,

@@ -11,8 +11,18 @@ tenants = sa.Table(
     metadata,
     sa.Column("id", sa.String(40), primary_key=True),
     sa.Column("name", sa.String(100), nullable=False, unique=True),
-    sa.Column("api_key_hash", sa.String(80), nullable=False, unique=True),
     sa.Column("created_at", sa.Double, nullable=False),
+)
+
+api_keys = sa.Table(
+    "api_keys",
+    metadata,
+    sa.Column("id", sa.String(40), primary_key=True),  # key_…: names a key to revoke, not a secret
+    sa.Column("tenant", sa.String(100), nullable=False),
+    sa.Column("scope", sa.String(16), nullable=False),  # KeyScope
+    sa.Column("key_hash", sa.String(80), nullable=False, unique=True),
+    sa.Column("created_at", sa.Double, nullable=False),
+    sa.Index("ix_api_keys_tenant", "tenant"),
 )
 
 approvals = sa.Table(
@@ -58,7 +68,8 @@ run_grants = sa.Table(
     metadata,
     sa.Column("tenant", sa.String(100), primary_key=True),
     sa.Column("execution_id", sa.String(200), primary_key=True),
-    sa.Column("tool_name", sa.String(128), primary_key=True),
+    sa.Column("tool_name", sa.String(128), primary_key=True),  # folded (contracts.names.fold)
+    sa.Column("requester", sa.String(320), primary_key=True),  # bot.run_grants.requester_key
     sa.Column("approval_id", sa.String(40), nullable=False),
     sa.Column("granted_by", sa.String(200), nullable=False),
     sa.Column("created_at", sa.Double, nullable=False),

@@ -1,30 +1,64 @@
-"""The tenants store: names and the hashes of their API keys (never the keys)."""
+"""The tenants store: names, and their API keys as scoped rows holding hashes (never the keys)."""
 
 from __future__ import annotations
 
 import secrets
+from dataclasses import dataclass
 
 import sqlalchemy as sa
 
+from contracts.enums import KeyScope
 from storage.database import Tx
-from storage.tables import tenants
+from storage.tables import api_keys, tenants
 
-_BY_HASH = sa.select(tenants.c.name).where(tenants.c.api_key_hash == sa.bindparam("digest"))
+_BY_HASH = sa.select(api_keys.c.tenant, api_keys.c.scope, api_keys.c.id).where(
+    api_keys.c.key_hash == sa.bindparam("digest")
+)
 
 
-def insert(tx: Tx, name: str, key_hash: str, now: float) -> None:
+@dataclass(frozen=True, slots=True)
+class KeyHolder:
+    """Whose a key is and what it may do: its tenant, its scope and its id."""
+
+    tenant: str
+    scope: KeyScope
+    key_id: str
+
+
+def new_key_id() -> str:
+    """A key's public id (what `tenants key revoke` takes); not a secret."""
+    return f"key_{secrets.token_hex(6)}"
+
+
+def insert(tx: Tx, name: str, now: float) -> None:
     """Add a tenant; `storage.database.Conflict` (at commit) when the name is taken."""
+    tx.execute(tenants.insert().values(id=f"ten_{secrets.token_hex(8)}", name=name, created_at=now))
+
+
+def exists(tx: Tx, name: str) -> bool:
+    """Whether there is a tenant of this name."""
+    return tx.execute(sa.select(tenants.c.id).where(tenants.c.name == name)).first() is not None
+
+
+def add_key(tx: Tx, tenant: str, key_id: str, scope: KeyScope, key_hash: str, now: float) -> None:
+    """Store a key's hash under its id and scope."""
     tx.execute(
-        tenants.insert().values(
-            id=f"ten_{secrets.token_hex(8)}", name=name, api_key_hash=key_hash, created_at=now
+        api_keys.insert().values(
+            id=key_id, tenant=tenant, scope=scope.value, key_hash=key_hash, created_at=now
         )
     )
 
 
-def replace_key(tx: Tx, name: str, key_hash: str) -> bool:
-    """Store a tenant's new key hash; False when there is no such tenant."""
-    result = tx.execute(tenants.update().where(tenants.c.name == name).values(api_key_hash=key_hash))
-    return result.rowcount == 1
+def revoke_key(tx: Tx, tenant: str, key_id: str) -> bool:
+    """Delete one of a tenant's keys; False when the tenant has no key of that id."""
+    done = tx.execute(api_keys.delete().where(api_keys.c.tenant == tenant, api_keys.c.id == key_id))
+    return done.rowcount == 1
+
+
+def revoke_scope(tx: Tx, tenant: str, scope: KeyScope) -> int:
+    """Delete every key of a tenant's in one scope; how many there were."""
+    done = tx.execute(api_keys.delete().where(api_keys.c.tenant == tenant, api_keys.c.scope == scope.value))
+    return int(done.rowcount)
 
 
 def names(tx: Tx) -> list[str]:
@@ -32,7 +66,9 @@ def names(tx: Tx) -> list[str]:
     return list(tx.execute(sa.select(tenants.c.name).order_by(tenants.c.name)).scalars())
 
 
-def name_for(tx: Tx, key_hash: str) -> str | None:
-    """The tenant whose key hashes to `key_hash`."""
-    name = tx.execute(_BY_HASH, {"digest": key_hash}).scalar_one_or_none()
-    return name if isinstance(name, str) else None
+def holder_of(tx: Tx, key_hash: str) -> KeyHolder | None:
+    """The tenant, scope and id of the key that hashes to `key_hash`."""
+    row = tx.execute(_BY_HASH, {"digest": key_hash}).first()
+    if row is None:
+        return None
+    return KeyHolder(tenant=row.tenant, scope=KeyScope(row.scope), key_id=row.id)

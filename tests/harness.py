@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +124,9 @@ class ManualClock:
         self.now += seconds
 
 
+_APPROVER_KEYS: dict[str, str] = {}
+
+
 @dataclass
 class Harness:
     """A started app and what tests need from it."""
@@ -132,6 +135,8 @@ class Harness:
     client: httpx.AsyncClient
     parts: Parts
     clock: ManualClock
+    # Shared by every harness of the process: replicas on one database use each other's keys.
+    approver_keys: dict[str, str] = field(default_factory=lambda: _APPROVER_KEYS)
 
     def advance(self, seconds: float) -> None:
         """Move the app's clock forward and wake its expiry sweeper and job worker."""
@@ -176,8 +181,18 @@ class Harness:
         return self.parts.desk
 
     async def create_tenant(self, name: str) -> str:
-        """Create a tenant and return its API key."""
-        return await self.parts.keys.create(name)
+        """Create a tenant and return its agent key (its approver key: `approver_key(name)`)."""
+        made = await self.parts.keys.create(name)
+        self.approver_keys[name] = self.approver_keys[made.agent.key] = made.approver.key
+        return made.agent.key
+
+    def approver_key(self, tenant: str = "acme") -> str:
+        """The approver key `create_tenant` made for a tenant (decisions, standing denies)."""
+        return self.approver_keys[tenant]
+
+    def approver_of(self, agent_key: str) -> str:
+        """The approver key made with this agent key (the same tenant's)."""
+        return self.approver_keys[agent_key]
 
     @staticmethod
     def auth(key: str) -> dict[str, str]:

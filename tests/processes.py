@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -61,11 +62,17 @@ def cosigner(
     )
 
 
-def create_tenant(env: dict[str, str], cwd: Path, name: str) -> str:
-    """`cosigner tenants create NAME`; returns the API key it prints once."""
+def tenant_keys(env: dict[str, str], cwd: Path, name: str) -> tuple[str, str]:
+    """`cosigner tenants create NAME`; returns the agent key and the approver key it prints once."""
     created = cosigner(env, "tenants", "create", name, cwd=cwd)
     assert created.returncode == 0, created.stderr
-    return created.stdout.split("stored): ")[1].split()[0]
+    keys = dict(re.findall(r"^(agent|approver) key \(.*\): (\S+)$", created.stdout, re.M))
+    return keys["agent"], keys["approver"]
+
+
+def create_tenant(env: dict[str, str], cwd: Path, name: str) -> str:
+    """`cosigner tenants create NAME`; returns the agent key it prints once."""
+    return tenant_keys(env, cwd, name)[0]
 
 
 def ready(proc: subprocess.Popen[bytes], port: int) -> bool:

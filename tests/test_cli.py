@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from bot.cli import main
 from bot.grants import callback_secret
 from storage.database import Database
-from storage.tables import audit_events, tenants
+from storage.tables import api_keys, audit_events, tenants
 from tests.harness import cosigner_app
 
 REPO = Path(__file__).resolve().parents[1]
@@ -64,7 +64,7 @@ def populate(path: Path) -> list[str]:
                     h.advance(1.0)  # events at distinct times, for --since
                 r = await h.client.post(
                     f"/v1/approvals/{ids[0]}/decision",
-                    headers=h.auth(key),
+                    headers=h.auth(h.approver_of(key)),
                     json={"decision": "deny", "userId": "u_1"},
                 )
                 assert r.status_code == 200, r.text
@@ -121,21 +121,76 @@ def test_policy_check_of_a_missing_file(
 # --- tenants -----------------------------------------------------------------------------------
 
 
-def test_tenants_create_prints_the_key_once_and_stores_only_its_hash(
+AGENT_LINE = re.compile(r"^agent key \(.*id (key_[0-9a-f]+)\): (csk_[A-Za-z0-9_-]+)$", re.M)
+APPROVER_LINE = re.compile(r"^approver key \(.*id (key_[0-9a-f]+)\): (csa_[A-Za-z0-9_-]+)$", re.M)
+
+
+def key_hashes(path: Path) -> dict[str, tuple[str, str]]:
+    """The stored keys: hash -> (scope, id)."""
+    with sync_engine(path).connect() as conn:
+        return {r.key_hash: (r.scope, r.id) for r in conn.execute(sa.select(api_keys))}
+
+
+def sha(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def scoped_answers(path: Path, agent: str, approver: str) -> dict[str, int]:
+    """What the real API answers each key on the CLI's database: ask, decide, list denies."""
+
+    async def go() -> dict[str, int]:
+        db = Database(f"sqlite+aiosqlite:///{path}")
+        try:
+            async with cosigner_app(db=db) as h:
+                call = {
+                    "executionId": "run_1",
+                    "toolCallId": "c1",
+                    "toolName": "issue_refund",
+                    "parameters": {"orderId": "o1"},
+                    "surface": {"type": "dashboard", "userId": "u_1"},
+                }
+                got: dict[str, int] = {}
+                asked = await h.client.post("/v1/approvals", json=call, headers=h.auth(approver))
+                got["approver asks"] = asked.status_code
+                asked = await h.client.post("/v1/approvals", json=call, headers=h.auth(agent))
+                got["agent asks"] = asked.status_code
+                decision = f"/v1/approvals/{asked.json()['approvalId']}/decision"
+                body = {"decision": "deny", "userId": "u_1"}
+                for who, key in (("agent", agent), ("approver", approver)):
+                    got[f"{who} decides"] = (
+                        await h.client.post(decision, json=body, headers=h.auth(key))
+                    ).status_code
+                    got[f"{who} lists"] = (await h.client.get("/v1/denials", headers=h.auth(key))).status_code
+                return got
+        finally:
+            await db.close()
+
+    result: dict[str, int] = asyncio.run(go())
+    return result
+
+
+def test_tenants_create_prints_a_labelled_agent_key_and_approver_key_once(
     db_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["tenants", "create", "acme"]) == 0
     out = capsys.readouterr().out
-    keys = re.findall(r"csk_[A-Za-z0-9_-]+", out)
-    assert len(keys) == 1, out
-    key = keys[0]
-    assert out.count(key) == 1
+    ((agent_id, agent),) = AGENT_LINE.findall(out)
+    ((approver_id, approver),) = APPROVER_LINE.findall(out)
+    assert out.count(agent) == 1 and out.count(approver) == 1
     assert callback_secret(SECRET, "acme") in out
     with sync_engine(db_path).connect() as conn:
-        rows = conn.execute(sa.select(tenants)).all()
-    assert [r.name for r in rows] == ["acme"]
-    assert rows[0].api_key_hash == hashlib.sha256(key.encode()).hexdigest()
-    assert key.encode() not in db_path.read_bytes(), "the plain key must not be stored"
+        assert [r.name for r in conn.execute(sa.select(tenants))] == ["acme"]
+    assert key_hashes(db_path) == {sha(agent): ("agent", agent_id), sha(approver): ("approver", approver_id)}
+    stored = db_path.read_bytes()
+    assert agent.encode() not in stored and approver.encode() not in stored, "only hashes are stored"
+    assert scoped_answers(db_path, agent, approver) == {
+        "approver asks": 403,
+        "agent asks": 201,
+        "agent decides": 403,
+        "agent lists": 403,
+        "approver decides": 200,
+        "approver lists": 200,
+    }
     assert main(["tenants", "list"]) == 0
     assert capsys.readouterr().out.split() == ["acme"]
 
@@ -145,12 +200,33 @@ def test_tenants_create_twice_fails_clearly(db_path: Path, capsys: pytest.Captur
     first = capsys.readouterr().out
     assert main(["tenants", "create", "acme"]) == 2
     captured = capsys.readouterr()
-    assert "already exists" in captured.err and "acme" in captured.err
-    assert "csk_" not in captured.out
-    with sync_engine(db_path).connect() as conn:
-        hashes = conn.execute(sa.select(tenants.c.api_key_hash)).scalars().all()
-    key = re.findall(r"csk_[A-Za-z0-9_-]+", first)[0]
-    assert hashes == [hashlib.sha256(key.encode()).hexdigest()], "the first key still works"
+    assert "already exists" in captured.err and "tenants key create acme" in captured.err
+    assert "csk_" not in captured.out and "csa_" not in captured.out
+    ((_, agent),) = AGENT_LINE.findall(first)
+    ((_, approver),) = APPROVER_LINE.findall(first)
+    assert set(key_hashes(db_path)) == {sha(agent), sha(approver)}, "the first keys still work"
+
+
+def test_tenants_key_create_adds_a_scoped_key_and_revoke_removes_it(
+    db_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["tenants", "create", "acme"]) == 0
+    ((agent_id, agent),) = AGENT_LINE.findall(capsys.readouterr().out)
+    assert main(["tenants", "key", "create", "acme", "--scope", "approver"]) == 0
+    out = capsys.readouterr().out
+    ((key_id, second),) = re.findall(r"approver key \(.*id (key_[0-9a-f]+)\): (csa_[A-Za-z0-9_-]+)", out)
+    assert out.count(second) == 1 and key_hashes(db_path)[sha(second)] == ("approver", key_id)
+    assert scoped_answers(db_path, agent, second)["approver decides"] == 200
+    assert main(["tenants", "key", "revoke", "acme", key_id]) == 0
+    assert f"revoked {key_id}" in capsys.readouterr().out
+    assert sha(second) not in key_hashes(db_path)
+    assert scoped_answers(db_path, agent, second)["approver decides"] == 401
+    assert main(["tenants", "key", "revoke", "acme", key_id]) == 2
+    assert "has no key" in capsys.readouterr().err
+    assert main(["tenants", "key", "revoke", "globex", agent_id]) == 2, "another tenant's id revokes nothing"
+    assert sha(agent) in key_hashes(db_path)
+    assert main(["tenants", "key", "create", "nobody", "--scope", "agent"]) == 2
+    assert "no tenant 'nobody'" in capsys.readouterr().err
 
 
 def test_tenants_create_rejects_a_bad_name(db_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

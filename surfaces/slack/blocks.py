@@ -66,7 +66,7 @@ def to_blocks(card: ApprovalCard, route: SlackRoute) -> tuple[list[Block], str]:
     """The pending approval card and its escaped notification text."""
     body, left_out = _body(card, route)
     notice = [_notice(left_out)] if left_out else []
-    return [*body, *notice, _buttons(card, left_out)], _fallback(card, "Approval needed")
+    return [*body, *notice, _buttons(card, route, left_out)], _fallback(card, "Approval needed")
 
 
 def to_closed_blocks(card: ApprovalCard, route: SlackRoute) -> tuple[list[Block], str]:
@@ -192,7 +192,7 @@ def _context(card: ApprovalCard, route: SlackRoute) -> list[Block]:
     ]
 
 
-def _buttons(card: ApprovalCard, left_out: Hidden) -> ActionsBlock:
+def _buttons(card: ApprovalCard, route: SlackRoute, left_out: Hidden) -> ActionsBlock:
     confirm = None
     if left_out:
         # Approving what the card does not fully show is a step worth a second look.
@@ -226,7 +226,7 @@ def _buttons(card: ApprovalCard, left_out: Hidden) -> ActionsBlock:
                 "Approve for this run",
                 Verdict.APPROVE_FOR_RUN,
                 card.approval_id,
-                confirm=confirm if left_out else None,
+                confirm=_for_run(card, route, left_out),
             )
         )
     buttons.append(_button("Deny", Verdict.DENY, card.approval_id, "danger"))
@@ -241,6 +241,31 @@ def _buttons(card: ApprovalCard, left_out: Hidden) -> ActionsBlock:
             )
         )
     return ActionsBlock(block_id=f"{BLOCK_PREFIX}{card.approval_id}", elements=buttons)
+
+
+def _for_run(card: ApprovalCard, route: SlackRoute, left_out: Hidden) -> ConfirmObject:
+    """Say whom the run grant covers (only the same requester, in this conversation), and
+    that the card does not show all of this call, within a confirmation's 300 characters."""
+    tool = _inline(card.tool_name, 40)
+    who = mrkdwn.mention(route.requester) or _inline(card.triggered_by, 40)
+    hidden = "Not all of this call is on the card: read *See the full call* first. " if left_out else ""
+    return ConfirmObject(
+        title=PlainTextObject(text="Approve for this run?"),
+        text=md(
+            hidden + f"Later calls of `{tool}` in this run by {who} in this conversation run without "
+            "asking; anyone else, or another conversation, is still asked."
+        ),
+        confirm=PlainTextObject(text="Approve for this run"),
+        deny=PlainTextObject(text="Cancel"),
+    )
+
+
+def _inline(text: str, limit: int) -> str:
+    """Escape a name for use inside a sentence, cut with an ellipsis to `limit` chars."""
+    escaped = mrkdwn.escape(text)
+    if len(escaped) <= limit:
+        return escaped
+    return mrkdwn.truncate(escaped, limit - 1)[0] + "…"
 
 
 def _always_deny(card: ApprovalCard) -> ButtonElement:

@@ -33,6 +33,7 @@ class Person:
     def __init__(self, target: Target) -> None:
         self.target = target
         self.client = target.client()
+        self.app = target.approver()
 
     def pending(self, approval_id: str) -> Decision:
         """The approval as the approver sees it."""
@@ -51,11 +52,11 @@ class Person:
 
     def approve(self, approval_id: str) -> Decision:
         """Press approve."""
-        return self.client.decide(approval_id, decision="approve", user_id=USER)
+        return self.app.decide(approval_id, decision="approve", user_id=USER)
 
     def deny(self, approval_id: str, comment: str) -> Decision:
         """Press deny with a comment."""
-        return self.client.decide(approval_id, decision="deny", user_id=USER, comment=comment)
+        return self.app.decide(approval_id, decision="deny", user_id=USER, comment=comment)
 
     def expire(self, approval_id: str) -> None:
         """Let the approval run out (the server's clock moves; nobody sleeps)."""
@@ -99,8 +100,8 @@ def run_script(script: Path, env: dict[str, str], *args: str) -> str:
     """Run a resume script in a fresh Python process and return its stdout."""
     done = subprocess.run(
         [sys.executable, str(script), *args],
-        # This checkout's server and SDK, not an SDK the interpreter has installed elsewhere.
-        env={**os.environ, "PYTHONPATH": os.pathsep.join((str(ROOT), str(ROOT / "sdk" / "python"))), **env},
+        # This tree's server and SDK, not whichever copy is installed in the environment.
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "sdk" / "python")]), **env},
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -74,7 +74,7 @@ async def main() -> dict[str, Any]:
         callbacks = receiver(env.client, asyncio.get_running_loop())
         url = f"http://127.0.0.1:{callbacks.server_address[1]}/cosigner"
         activities = CosignerActivities(client, surface).activities
-        person = Cosigner()
+        person = Cosigner(api_key=os.environ["COSIGNER_APPROVER_KEY"])
         async with Worker(
             env.client, task_queue="refunds", workflows=[Refund], activities=[*activities, issue_refund]
         ):

@@ -22,6 +22,7 @@ def recipe(inprocess: Target) -> dict[str, Any]:
     env = {
         "COSIGNER_URL": inprocess.url,
         "COSIGNER_API_KEY": inprocess.acme,
+        "COSIGNER_APPROVER_KEY": inprocess.acme_approver,
         "CALLBACK_SECRET": callback_secret(TEST_SECRET, "acme"),
     }
     printed = run_script(Path(__file__).with_name("temporal_run.py"), env)

@@ -53,7 +53,7 @@ async def test_a_secret_in_a_reported_error_never_reaches_the_audit(db_kind: str
         aid = (await h.client.post("/v1/approvals", headers=h.auth(key), json=call())).json()["approvalId"]
         await h.client.post(
             f"/v1/approvals/{aid}/decision",
-            headers=h.auth(key),
+            headers=h.auth(h.approver_of(key)),
             json={"decision": "approve", "userId": "u_1"},
         )
         r = await h.client.post(
@@ -104,7 +104,9 @@ async def test_a_nul_character_is_a_400_naming_the_field_not_a_500(db_kind: str)
             "approvalId"
         ]
         raw = json.dumps({"decision": "approve", "userId": "u_1", "comment": "ok\u0000"}).encode()
-        r = await h.client.post(f"/v1/approvals/{aid}/decision", headers=h.auth(key), content=raw)
+        r = await h.client.post(
+            f"/v1/approvals/{aid}/decision", headers=h.auth(h.approver_of(key)), content=raw
+        )
         assert r.status_code == 400, r.text
         assert r.json()["error"]["field"] == "comment"
         got = await h.client.get(f"/v1/approvals/{aid}", headers=h.auth(key))

@@ -165,13 +165,13 @@ async def test_headless_surfaces_fail_closed_unless_routed(db_kind: str) -> None
         aid = routed.json()["approvalId"]
         wrong = await h.client.post(
             f"/v1/approvals/{aid}/decision",
-            headers=h.auth(acme),
+            headers=h.auth(h.approver_key("acme")),
             json={"decision": "approve", "userId": "u_1"},
         )
         assert wrong.json()["error"]["code"] == "NOT_AN_APPROVER"
         ok = await h.client.post(
             f"/v1/approvals/{aid}/decision",
-            headers=h.auth(acme),
+            headers=h.auth(h.approver_key("acme")),
             json={"decision": "approve", "userId": "u_admin"},
         )
         assert ok.json()["status"] == "approved"
@@ -220,7 +220,8 @@ async def test_tenant_isolation(db_kind: str) -> None:
             ("POST", f"/v1/approvals/{aid}/cancel", None),
             ("POST", f"/v1/approvals/{aid}/decision", {"decision": "approve", "userId": "u_1"}),
         ):
-            r = await h.client.request(method, path, json=body, headers=h.auth(globex))
+            other = h.approver_key("globex") if path.endswith("/decision") else globex
+            r = await h.client.request(method, path, json=body, headers=h.auth(other))
             assert r.status_code == 404, (path, r.text)
             assert r.json()["error"]["code"] == "APPROVAL_NOT_FOUND"
         same_ids = await h.client.post("/v1/approvals", headers=h.auth(globex), json=call())
@@ -289,7 +290,7 @@ async def test_long_poll_is_woken_by_the_decision(db_kind: str) -> None:
         assert not poll.done()
         await h.client.post(
             f"/v1/approvals/{aid}/decision",
-            headers=h.auth(key),
+            headers=h.auth(h.approver_of(key)),
             json={"decision": "deny", "userId": "u_1", "comment": "no"},
         )
         r = await asyncio.wait_for(poll, 30)
@@ -318,7 +319,7 @@ async def test_server_sent_events(db_kind: str) -> None:
         await h.waiters(1)
         await h.client.post(
             f"/v1/approvals/{aid}/decision",
-            headers=h.auth(key),
+            headers=h.auth(h.approver_of(key)),
             json={"decision": "approve", "userId": "u_1"},
         )
         events = await asyncio.wait_for(task, 5)
@@ -333,7 +334,7 @@ async def test_grant_verifies_offline_against_published_key(db_kind: str) -> Non
         aid = (await start(h, key, params=params))["approvalId"]
         r = await h.client.post(
             f"/v1/approvals/{aid}/decision",
-            headers=h.auth(key),
+            headers=h.auth(h.approver_of(key)),
             json={"decision": "approve", "userId": "u_1"},
         )
         jwks = (await h.client.get("/v1/keys")).json()
@@ -357,7 +358,9 @@ async def test_cancel_result_and_audit_trail(db_kind: str) -> None:
         again = await h.client.post(f"/v1/approvals/{a1}/cancel", headers=h.auth(key))
         assert (again.status_code, again.json()["error"]["code"]) == (409, "ALREADY_DECIDED")
         late = await h.client.post(
-            f"/v1/approvals/{a1}/decision", headers=h.auth(key), json={"decision": "approve", "userId": "u_1"}
+            f"/v1/approvals/{a1}/decision",
+            headers=h.auth(h.approver_of(key)),
+            json={"decision": "approve", "userId": "u_1"},
         )
         assert late.json()["error"]["code"] == "ALREADY_DECIDED"
         a2 = (await start(h, key, call_id="c2"))["approvalId"]
@@ -366,7 +369,9 @@ async def test_cancel_result_and_audit_trail(db_kind: str) -> None:
         )
         assert no_result.status_code == 409, "a pending call has not run"
         await h.client.post(
-            f"/v1/approvals/{a2}/decision", headers=h.auth(key), json={"decision": "approve", "userId": "u_1"}
+            f"/v1/approvals/{a2}/decision",
+            headers=h.auth(h.approver_of(key)),
+            json={"decision": "approve", "userId": "u_1"},
         )
         r = await h.client.post(
             f"/v1/approvals/{a2}/result",
@@ -392,7 +397,7 @@ async def test_refused_decisions_are_audited(db_kind: str) -> None:
         aid = (await start(h, key))["approvalId"]
         r = await h.client.post(
             f"/v1/approvals/{aid}/decision",
-            headers=h.auth(key),
+            headers=h.auth(h.approver_of(key)),
             json={"decision": "approve", "userId": "u_intruder"},
         )
         assert (r.status_code, r.json()["error"]["code"]) == (403, "NOT_AN_APPROVER")
@@ -419,7 +424,7 @@ async def test_expiry_means_deny_and_late_answers_change_nothing(db_kind: str) -
         assert r.json()["decidedBy"] == {"kind": "timeout"}
         late = await h.client.post(
             f"/v1/approvals/{aid}/decision",
-            headers=h.auth(key),
+            headers=h.auth(h.approver_of(key)),
             json={"decision": "approve", "userId": "u_1"},
         )
         assert (late.status_code, late.json()["error"]["code"]) == (409, "APPROVAL_EXPIRED")
@@ -434,7 +439,7 @@ async def test_answer_arriving_after_expires_at_expires_instead(db_kind: str) ->
         h.advance(1.1)
         late = await h.client.post(
             f"/v1/approvals/{aid}/decision",
-            headers=h.auth(key),
+            headers=h.auth(h.approver_of(key)),
             json={"decision": "approve", "userId": "u_1"},
         )
         assert late.json()["error"]["code"] == "APPROVAL_EXPIRED"

@@ -17,7 +17,7 @@ async def always_deny(h: Harness, key: str, approval_id: str, user: str = "u_1")
     return await h.client.post(
         f"/v1/approvals/{approval_id}/decision",
         json={"decision": "always_deny", "userId": user},
-        headers=h.auth(key),
+        headers=h.auth(h.approver_of(key)),
     )
 
 
@@ -28,7 +28,7 @@ async def set_one(h: Harness, key: str) -> dict[str, Any]:
     assert r.status_code == 200, r.text
     assert r.json()["status"] == "denied" and r.json()["grant"] is None
     assert r.json()["decidedBy"] == {"kind": "person", "surface": "dashboard", "userId": "u_1"}
-    (denial,) = (await h.client.get("/v1/denials", headers=h.auth(key))).json()["denials"]
+    (denial,) = (await h.client.get("/v1/denials", headers=h.auth(h.approver_of(key)))).json()["denials"]
     assert denial["toolName"] == "issue_refund" and denial["requester"] == "dashboard:u_1"
     assert denial["approver"] == {"surface": "dashboard", "userId": "u_1", "teamId": None}
     assert denial["approvalId"] == first["approvalId"] and denial["liftedAt"] is None
@@ -72,7 +72,9 @@ async def test_it_never_widens_to_another_requester_tool_or_tenant(db_kind: str)
         await start(h, acme, call_id="c2", surface=U2)  # another requester: asked as before
         await start(h, acme, call_id="c3", surface=U1, tool="issue_credit")  # another tool
         await start(h, globex, call_id="c4", surface=U1)  # the same user id in another tenant
-        assert (await h.client.get("/v1/denials", headers=h.auth(globex))).json() == {"denials": []}
+        assert (await h.client.get("/v1/denials", headers=h.auth(h.approver_key("globex")))).json() == {
+            "denials": []
+        }
 
 
 async def test_it_never_turns_into_an_approval(db_kind: str) -> None:
@@ -90,28 +92,33 @@ async def test_it_never_turns_into_an_approval(db_kind: str) -> None:
 
 async def test_lifting_it_restores_the_request(db_kind: str) -> None:
     async with cosigner_app(database_kind=db_kind) as h:
-        acme, globex = await h.create_tenant("acme"), await h.create_tenant("globex")
+        acme = await h.create_tenant("acme")
+        await h.create_tenant("globex")
         denial = await set_one(h, acme)
         refused = call(call_id="c2", surface=U1)
         assert (await h.client.post("/v1/approvals", json=refused, headers=h.auth(acme))).status_code == 403
         url = f"/v1/denials/{denial['denialId']}"
-        other = await h.client.delete(url, headers=h.auth(globex))
+        other = await h.client.delete(url, headers=h.auth(h.approver_key("globex")))
         assert other.status_code == 404 and other.json()["error"]["code"] == "DENIAL_NOT_FOUND"
-        lifted = await h.client.delete(url, headers=h.auth(acme))
+        scoped = await h.client.delete(url, headers=h.auth(acme))
+        assert scoped.status_code == 403 and scoped.json()["error"]["code"] == "KEY_SCOPE"
+        lifted = await h.client.delete(url, headers=h.auth(h.approver_key("acme")))
         assert lifted.status_code == 200, lifted.text
         assert lifted.json()["liftedBy"] == "api" and lifted.json()["liftedAt"]
-        again = await h.client.delete(url, headers=h.auth(acme))
+        again = await h.client.delete(url, headers=h.auth(h.approver_key("acme")))
         assert again.status_code == 200 and again.json()["liftedAt"] == lifted.json()["liftedAt"]
         # The call it refused stays refused (the same call, the same answer), saying it was lifted.
         replayed = await h.client.post("/v1/approvals", json=refused, headers=h.auth(acme))
         assert replayed.status_code == 403 and "lifted since" in replayed.json()["error"]["message"]
-        assert (await h.client.get("/v1/denials", headers=h.auth(acme))).json() == {"denials": []}
+        assert (await h.client.get("/v1/denials", headers=h.auth(h.approver_key("acme")))).json() == {
+            "denials": []
+        }
         asked = await start(h, acme, call_id="c3", surface=U1)
         assert asked["status"] == "pending"
         first = denial["approvalId"]
         events = (await h.client.get(f"/v1/approvals/{first}/audit", headers=h.auth(acme))).json()["events"]
         assert [e["event"] for e in events][-1] == "standing_deny_lifted"
-        assert events[-1]["actor"] == {"kind": "agent", "tenant": "acme"}
+        assert events[-1]["actor"] == {"kind": "approver_app", "tenant": "acme"}
 
 
 async def test_outsiders_cannot_set_it(db_kind: str) -> None:
@@ -122,7 +129,9 @@ async def test_outsiders_cannot_set_it(db_kind: str) -> None:
         assert stranger.status_code == 403 and stranger.json()["error"]["code"] == "NOT_AN_APPROVER"
         foreign = await always_deny(h, globex, pending)
         assert foreign.status_code == 404 and foreign.json()["error"]["code"] == "APPROVAL_NOT_FOUND"
-        assert (await h.client.get("/v1/denials", headers=h.auth(acme))).json() == {"denials": []}
+        assert (await h.client.get("/v1/denials", headers=h.auth(h.approver_key("acme")))).json() == {
+            "denials": []
+        }
         assert (await h.client.get(f"/v1/approvals/{pending}", headers=h.auth(acme))).json()["status"] == (
             "pending"
         )
@@ -143,7 +152,9 @@ async def test_not_offered_where_the_approver_is_not_one_person_for_one_requeste
         for aid in (shared, headless):
             got = await h.client.get(f"/v1/approvals/{aid}", headers=h.auth(key))
             assert got.json()["status"] == "pending"
-        assert (await h.client.get("/v1/denials", headers=h.auth(key))).json() == {"denials": []}
+        assert (await h.client.get("/v1/denials", headers=h.auth(h.approver_of(key)))).json() == {
+            "denials": []
+        }
 
 
 async def test_admission_reports_it() -> None:
@@ -180,7 +191,7 @@ async def test_a_single_admin_denies_only_for_the_requester_whose_run_it_was(db_
         assert (await always_deny(h, key, u1, user="u_1")).json()["error"]["code"] == "NOT_AN_APPROVER"
         r = await always_deny(h, key, u1, user="u_admin")
         assert r.status_code == 200 and r.json()["status"] == "denied"
-        (denial,) = (await h.client.get("/v1/denials", headers=h.auth(key))).json()["denials"]
+        (denial,) = (await h.client.get("/v1/denials", headers=h.auth(h.approver_of(key)))).json()["denials"]
         assert denial["approver"]["userId"] == "u_admin" and denial["requester"] == "dashboard:u_1"
         refused = await h.client.post(
             "/v1/approvals", json=call(call_id="c2", surface=U1), headers=h.auth(key)
@@ -196,7 +207,7 @@ async def test_one_standing_deny_per_scope_and_a_new_one_after_a_lift(db_kind: s
         second = (await start(h, key, call_id="c2", surface=U1))["approvalId"]  # asked before the deny
         assert (await always_deny(h, key, first)).status_code == 200
         assert (await always_deny(h, key, second)).json()["status"] == "denied"
-        (denial,) = (await h.client.get("/v1/denials", headers=h.auth(key))).json()["denials"]
+        (denial,) = (await h.client.get("/v1/denials", headers=h.auth(h.approver_of(key)))).json()["denials"]
         assert denial["approvalId"] == first
         events = (await h.client.get(f"/v1/approvals/{second}/audit", headers=h.auth(key))).json()["events"]
         assert events[-1]["event"] == "standing_deny_set"
@@ -208,8 +219,8 @@ async def test_one_standing_deny_per_scope_and_a_new_one_after_a_lift(db_kind: s
         }
         # A replayed answer on a closed request sets nothing.
         assert (await always_deny(h, key, first)).json()["error"]["code"] == "ALREADY_DECIDED"
-        await h.client.delete(f"/v1/denials/{denial['denialId']}", headers=h.auth(key))
+        await h.client.delete(f"/v1/denials/{denial['denialId']}", headers=h.auth(h.approver_of(key)))
         third = (await start(h, key, call_id="c3", surface=U1))["approvalId"]
         assert (await always_deny(h, key, third)).status_code == 200
-        (renewed,) = (await h.client.get("/v1/denials", headers=h.auth(key))).json()["denials"]
+        (renewed,) = (await h.client.get("/v1/denials", headers=h.auth(h.approver_of(key)))).json()["denials"]
         assert renewed["denialId"] != denial["denialId"] and renewed["approvalId"] == third

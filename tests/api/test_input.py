@@ -60,7 +60,8 @@ async def test_duplicate_keys_are_refused_on_every_json_route(db_kind: str) -> N
             (f"/v1/approvals/{aid}/cancel", '{"x": 1, "x": 2}'),
             (f"/v1/approvals/{aid}/result", '{"result": {"a": [{"b": 1, "b": 2}]}}'),
         ):
-            r = await h.client.post(path, content=body.encode(), headers=auth)
+            holder = h.approver_of(key) if path.endswith("/decision") else key
+            r = await h.client.post(path, content=body.encode(), headers={**auth, **h.auth(holder)})
             refused(r, "body")
             assert "appears twice" in r.json()["error"]["message"], path
         assert await rows(h) == before, "nothing is written for a refused body"
@@ -138,7 +139,8 @@ async def test_no_value_is_coerced_to_another_json_type(
             aid = (await start(h, key))["approvalId"]
             path = f"/v1/approvals/{aid}/{route}"
         before = await rows(h)
-        r = await h.client.post(path, json=with_value(body, field, value), headers=h.auth(key))
+        holder = h.approver_of(key) if route == "decision" else key
+        r = await h.client.post(path, json=with_value(body, field, value), headers=h.auth(holder))
         refused(r, field)
         assert await rows(h) == before
 
@@ -167,8 +169,9 @@ async def test_malformed_ids_are_not_found_on_every_route(db_kind: str) -> None:
                 ("POST", "/result", {"outcome": "succeeded"}),
                 ("POST", "/decision", {"decision": "approve", "userId": "u_1"}),
             ):
+                holder = h.approver_of(key) if suffix == "/decision" else key
                 r = await h.client.request(
-                    method, f"/v1/approvals/{bad}{suffix}", json=body, headers=h.auth(key)
+                    method, f"/v1/approvals/{bad}{suffix}", json=body, headers=h.auth(holder)
                 )
                 assert r.status_code == 404, (bad, suffix, r.text)
                 assert r.json()["error"]["code"] == "APPROVAL_NOT_FOUND"

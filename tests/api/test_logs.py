@@ -39,7 +39,7 @@ async def test_logs_never_carry_parameters(db_kind: str) -> None:
             aid = r.json()["approvalId"]
             await h.client.post(
                 f"/v1/approvals/{aid}/decision",
-                headers=h.auth(key),
+                headers=h.auth(h.approver_of(key)),
                 json={"decision": "approve", "userId": "u_1", "comment": f"ok {PLAIN_VALUE}"},
             )
             await h.client.post(

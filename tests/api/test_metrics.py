@@ -38,7 +38,7 @@ async def test_waiters_counts_each_waiting_connection(db_kind: str) -> None:
         for path, verdict in ((aid, "deny"), (other, "approve")):
             r = await h.client.post(
                 f"/v1/approvals/{path}/decision",
-                headers=h.auth(key),
+                headers=h.auth(h.approver_of(key)),
                 json={"decision": verdict, "userId": "u_1"},
             )
             assert r.status_code == 200, r.text
@@ -70,7 +70,7 @@ async def test_request_and_approval_counters_add_up_over_repeated_calls(db_kind:
         for aid in ids[:2]:
             r = await h.client.post(
                 f"/v1/approvals/{aid}/decision",
-                headers=h.auth(key),
+                headers=h.auth(h.approver_of(key)),
                 json={"decision": "approve", "userId": "u_1"},
             )
             assert r.status_code == 200, r.text

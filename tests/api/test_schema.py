@@ -106,6 +106,8 @@ async def exercise(h: Harness, c: Conformance) -> None:
     result = f"/v1/approvals/{aid}/result"
     c.check(item + "/result", await post(result, json={"result": 1}, headers=a))
     decision = f"/v1/approvals/{aid}/decision"
+    c.check(item + "/decision", await post(decision, json={"decision": "deny", "userId": "u_1"}, headers=a))
+    a, g = h.auth(h.approver_key("acme")), h.auth(h.approver_key("globex"))
     for body in ({"decision": "maybe", "userId": "u_1"}, {"decision": "approve", "userId": "u_other"}):
         c.check(item + "/decision", await post(decision, json=body, headers=a))
     c.check(
@@ -113,6 +115,10 @@ async def exercise(h: Harness, c: Conformance) -> None:
     )
     c.check(item + "/decision", await post(decision, json={"decision": "deny", "userId": "u_1"}, headers=a))
     c.check(item + "/decision", await post(decision, json={"decision": "deny", "userId": "u_1"}, headers=g))
+    c.check(item + "/result", await post(result, json={"result": 1}, headers=a))
+    c.check(item + "/events", await get(f"/v1/approvals/{aid}/events", headers=a))
+    c.check(item + "/cancel", await post(f"/v1/approvals/{aid}/cancel", headers=a))
+    a, g = h.auth(acme), h.auth(globex)
     c.check(item, r := await get(f"/v1/approvals/{aid}", headers=a))
     assert r.json()["traceId"] == "4bf92f3577b34da6a3ce929d0e0e4736"
     c.check(item + "/events", await get(f"/v1/approvals/{aid}/events", headers=a))
@@ -141,20 +147,22 @@ async def exercise(h: Harness, c: Conformance) -> None:
 
 async def exercise_denials(h: Harness, c: Conformance, acme: str, globex: str) -> None:
     """Always deny from the dashboard, the refusal it causes, listing and lifting."""
-    a, g = h.auth(acme), h.auth(globex)
+    a, g = h.auth(h.approver_of(acme)), h.auth(h.approver_of(globex))
     pending = (await start(h, acme, call_id="den1", execution="run_den"))["approvalId"]
     decision = f"/v1/approvals/{pending}/decision"
     always = {"decision": "always_deny", "userId": "u_1"}
     c.check("/v1/approvals/{approvalId}/decision", await h.client.post(decision, json=always, headers=a))
-    refused = await h.client.post("/v1/approvals", json=call(call_id="den2", execution="run_den"), headers=a)
+    refused = await h.client.post(
+        "/v1/approvals", json=call(call_id="den2", execution="run_den"), headers=h.auth(acme)
+    )
     assert refused.status_code == 403 and refused.json()["error"]["denial"]
     c.check("/v1/approvals", refused)
-    for headers in (a, {}):
+    for headers in (a, {}, h.auth(acme)):
         c.check("/v1/denials", await h.client.get("/v1/denials", headers=headers))
     listed = (await h.client.get("/v1/denials", headers=a)).json()["denials"]
     one = "/v1/denials/{denialId}"
     lift = f"/v1/denials/{listed[0]['denialId']}"
-    for headers in (g, {}, a, a):
+    for headers in (g, {}, h.auth(acme), a, a):
         c.check(one, await h.client.delete(lift, headers=headers))
     c.check(one, await h.client.delete("/v1/denials/den_nope", headers=a))
     admit = {
@@ -164,7 +172,7 @@ async def exercise_denials(h: Harness, c: Conformance, acme: str, globex: str) -
     }
     again = (await start(h, acme, call_id="den3", execution="run_den"))["approvalId"]
     await h.client.post(f"/v1/approvals/{again}/decision", json=always, headers=a)
-    c.check("/v1/runs/admit", r := await h.client.post("/v1/runs/admit", json=admit, headers=a))
+    c.check("/v1/runs/admit", r := await h.client.post("/v1/runs/admit", json=admit, headers=h.auth(acme)))
     assert r.json()["standingDenies"]
 
 
@@ -181,7 +189,8 @@ async def exercise_operations(c: Conformance) -> None:
             )
             c.check("/v1/approvals/{approvalId}", await h.client.get(f"/v1/approvals/{aid}", headers=a))
             body = {"decision": "approve", "userId": "u_1"}
-            r = await h.client.post(f"/v1/approvals/{aid}/decision", json=body, headers=a)
+            approver = h.auth(h.approver_key("acme"))
+            r = await h.client.post(f"/v1/approvals/{aid}/decision", json=body, headers=approver)
             c.check("/v1/approvals/{approvalId}/decision", r)
             r = await h.client.get(f"/v1/approvals/{aid}?wait=10", headers=a)
             assert r.json()["outcome"]["type"] == "succeeded"
@@ -283,6 +292,7 @@ async def test_handoff_answers_conform_to_the_published_schema(monkeypatch: Any)
             doc = (await h.client.get("/openapi.json")).json()
             c = Conformance(doc)
             a = h.auth(await h.create_tenant("acme"))
+            approver = h.auth(h.approver_key("acme"))
             item = "/v1/approvals/{approvalId}"
             surface = {"type": "dashboard", "userId": "u_42"}
             ids = []
@@ -294,18 +304,18 @@ async def test_handoff_answers_conform_to_the_published_schema(monkeypatch: Any)
                 ids.append(created.json()["approvalId"])
             c.check(item, await h.client.get(f"/v1/approvals/{ids[0]}", headers=a))
             done = {"decision": "done", "userId": "u_42"}
-            failed = await h.client.post(f"/v1/approvals/{ids[0]}/decision", json=done, headers=a)
+            failed = await h.client.post(f"/v1/approvals/{ids[0]}/decision", json=done, headers=approver)
             assert failed.json()["code"] == "HANDOFF_FAILED"
             c.check(item + "/decision", failed)
             shop.publish("chg_1")
-            completed = await h.client.post(f"/v1/approvals/{ids[1]}/decision", json=done, headers=a)
+            completed = await h.client.post(f"/v1/approvals/{ids[1]}/decision", json=done, headers=approver)
             assert completed.json()["receipt"]
             c.check(item + "/decision", completed)
             c.check(item + "/events", await h.client.get(f"/v1/approvals/{ids[1]}/events", headers=a))
             cancel = {"decision": "cancel", "userId": "u_42"}
             c.check(
                 item + "/decision",
-                await h.client.post(f"/v1/approvals/{ids[2]}/decision", json=cancel, headers=a),
+                await h.client.post(f"/v1/approvals/{ids[2]}/decision", json=cancel, headers=approver),
             )
             h.advance(301)
             expired = await h.client.get(f"/v1/approvals/{ids[3]}?wait=5", headers=a)
@@ -313,7 +323,7 @@ async def test_handoff_answers_conform_to_the_published_schema(monkeypatch: Any)
             c.check(item, expired)
             c.check(
                 item + "/decision",
-                await h.client.post(f"/v1/approvals/{ids[3]}/decision", json=done, headers=a),
+                await h.client.post(f"/v1/approvals/{ids[3]}/decision", json=done, headers=approver),
             )
 
 

@@ -22,7 +22,7 @@ async def test_dashboard_round_trip(db_kind: str) -> None:
         aid = body["approvalId"]
         r = await h.client.post(
             f"/v1/approvals/{aid}/decision",
-            headers=h.auth(key),
+            headers=h.auth(h.approver_of(key)),
             json={"decision": "approve", "userId": "u_1"},
         )
         assert r.status_code == 200, r.text

@@ -41,7 +41,7 @@ async def populate(h: Harness) -> dict[str, str]:
     full = started["approvalId"]
     r = await h.client.post(
         f"/v1/approvals/{full}/decision",
-        headers=h.auth(key),
+        headers=h.auth(h.approver_of(key)),
         json={"decision": "approve", "userId": "u_1", "comment": "ok, Zoë 日本"},
     )
     assert r.status_code == 200, r.text

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from bot.cli import main
+from contracts.enums import KeyScope
 from storage.database import Database
 from tests.harness import cosigner_app
 
@@ -57,7 +58,7 @@ async def set_one(h: Any) -> str:
     decided = await h.client.post(
         f"/v1/approvals/{r.json()['approvalId']}/decision",
         json={"decision": "always_deny", "userId": "u_1"},
-        headers=h.auth(key),
+        headers=h.auth(h.approver_of(key)),
     )
     assert decided.status_code == 200, decided.text
     return str(key)
@@ -87,7 +88,8 @@ def test_the_operator_lists_and_lifts_a_standing_deny(
     async def asked_again(h: Any) -> None:
         r = await h.client.post("/v1/approvals", json=call("c2"), headers=h.auth(key))
         assert r.status_code == 201, r.text
-        listed = (await h.client.get("/v1/denials", headers=h.auth(key))).json()
+        approver = (await h.parts.keys.add_key("acme", KeyScope.APPROVER)).key
+        listed = (await h.client.get("/v1/denials", headers=h.auth(approver))).json()
         assert listed == {"denials": []}
 
     serve(db_path, asked_again)

@@ -62,7 +62,7 @@ async def test_of_many_concurrent_decisions_exactly_one_wins(db_kind: str) -> No
                 *(
                     h.client.post(
                         f"/v1/approvals/{aid}/decision",
-                        headers=h.auth(key),
+                        headers=h.auth(h.approver_of(key)),
                         json={"decision": v, "userId": "u_1"},
                     )
                     for v in verdicts
@@ -96,7 +96,7 @@ async def test_decision_racing_cancel_and_expiry(db_kind: str) -> None:
             *(
                 h.client.post(
                     f"/v1/approvals/{aid}/decision",
-                    headers=h.auth(key),
+                    headers=h.auth(h.approver_of(key)),
                     json={"decision": "approve", "userId": "u_1"},
                 )
                 for _ in range(5)
@@ -152,7 +152,7 @@ async def test_two_replicas_agree_on_one_decision_and_wake_each_others_long_poll
             *(
                 (a if i % 2 else b).client.post(
                     f"/v1/approvals/{aid}/decision",
-                    headers=a.auth(key),
+                    headers=a.auth(a.approver_of(key)),
                     json={"decision": "approve", "userId": "u_1"},
                 )
                 for i in range(20)
@@ -221,7 +221,7 @@ async def test_callbacks_are_signed_retried_and_audited(db_kind: str) -> None:
             aid = await create(h, key, callbackUrl=receiver.url)
             await h.client.post(
                 f"/v1/approvals/{aid}/decision",
-                headers=h.auth(key),
+                headers=h.auth(h.approver_of(key)),
                 json={"decision": "approve", "userId": "u_1"},
             )
             # backoff between attempts is on the app's clock: move it on until all three ran
@@ -259,7 +259,7 @@ async def test_restart_expires_what_expired_while_down_and_delivers_the_outbox(d
                 decided = await create(h, key, call_id="d1", callbackUrl=receiver.url)
                 await h.client.post(
                     f"/v1/approvals/{decided}/decision",
-                    headers=h.auth(key),
+                    headers=h.auth(h.approver_of(key)),
                     json={"decision": "deny", "userId": "u_1"},
                 )
                 doomed = await create(h, key, call_id="d2", timeoutSeconds=1, callbackUrl=receiver.url)

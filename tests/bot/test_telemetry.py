@@ -49,7 +49,7 @@ async def approve_one(**settings: str) -> dict[str, str]:
         decided = await h.client.post(
             f"/v1/approvals/{created.json()['approvalId']}/decision",
             json={"decision": "approve", "userId": USER},
-            headers=h.auth(key),
+            headers=h.auth(h.approver_of(key)),
         )
         assert h.engine.tracing.enabled is bool(settings)
         return dict(decided.json())

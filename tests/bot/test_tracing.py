@@ -73,7 +73,7 @@ async def decide(h: Harness, key: str, approval_id: str, decision: str, **header
     r = await h.client.post(
         f"/v1/approvals/{approval_id}/decision",
         json={"decision": decision, "userId": USER, "comment": f"ok {CANARY}"},
-        headers={**h.auth(key), **headers},
+        headers={**h.auth(h.approver_of(key)), **headers},
     )
     return dict(r.json())
 

@@ -114,7 +114,7 @@ async def test_the_approval_span_is_exported_by_whichever_process_closes_it(
             decided = await h.client.post(
                 f"/v1/approvals/{approval_id}/decision",
                 json={"decision": "approve", "userId": USER},
-                headers=h.auth(key),
+                headers=h.auth(h.approver_of(key)),
             )
             assert decided.json()["traceId"] == AGENT_TRACE
         second.shutdown()

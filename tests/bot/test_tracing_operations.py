@@ -79,7 +79,7 @@ async def test_an_approved_operation_is_prepared_then_executed_under_its_approva
             r = await h.client.post(
                 f"/v1/approvals/{aid}/decision",
                 json={"decision": "approve", "userId": "u_1"},
-                headers=h.auth(key),
+                headers=h.auth(h.approver_of(key)),
             )
             assert r.status_code == 200, r.text
             (execute,) = await until(lambda: spans(receiver, provider, "cosigner.execute"))
@@ -122,7 +122,7 @@ async def test_a_reconciled_operation_asks_status_under_its_approval(
             await h.client.post(
                 f"/v1/approvals/{aid}/decision",
                 json={"decision": "approve", "userId": "u_1"},
-                headers=h.auth(key),
+                headers=h.auth(h.approver_of(key)),
             )
             await h.advance_until(lambda: len(spans(receiver, provider, "cosigner.status")) >= 2)
     approval = receiver.one("cosigner.approval")
@@ -147,7 +147,7 @@ async def test_a_lost_execute_is_an_error_span_then_status_and_execute_again(
             await h.client.post(
                 f"/v1/approvals/{aid}/decision",
                 json={"decision": "approve", "userId": "u_1"},
-                headers=h.auth(key),
+                headers=h.auth(h.approver_of(key)),
             )
             await h.advance_until(lambda: len(spans(receiver, provider, "cosigner.execute")) >= 2)
     approval = receiver.one("cosigner.approval")
@@ -200,7 +200,7 @@ async def test_a_handoffs_expect_check_is_a_client_span_under_its_approval(
             r = await h.client.post(
                 f"/v1/approvals/{aid}/decision",
                 json={"decision": "done", "userId": "u_1"},
-                headers=h.auth(key),
+                headers=h.auth(h.approver_of(key)),
             )
             assert r.json()["status"] == ("completed" if published else "failed"), r.text
             (expect,) = await until(lambda: spans(receiver, provider, "cosigner.expect"))

@@ -53,7 +53,7 @@ async def decide(h: Harness, key: str, approval_id: str, decision: str, user: st
     return await h.client.post(
         f"/v1/approvals/{approval_id}/decision",
         json={"decision": decision, "userId": user},
-        headers=h.auth(key),
+        headers=h.auth(h.approver_of(key)),
     )
 
 

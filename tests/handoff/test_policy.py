@@ -110,10 +110,11 @@ def test_an_unset_secret_env_is_refused_by_policy_check_and_serve(
     assert "COSIGNER_TEST_UNSET_SECRET is not set" in capsys.readouterr().err
     monkeypatch.setenv("COSIGNER_TEST_UNSET_SECRET", "s3cret")
     assert main(["policy", "check", str(file)]) == 0
+    repo = Path(__file__).resolve().parents[2]
     env = {
         "PATH": "/usr/bin:/bin",
-        # The checkout under test, not whatever SDK the interpreter has installed.
-        "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
+        # This tree's server and SDK, not whichever copy is installed in the environment.
+        "PYTHONPATH": os.pathsep.join([str(repo), str(repo / "sdk" / "python")]),
         "COSIGNER_SECRET": "serve-secret-" + "q" * 32,
         "COSIGNER_POLICY": str(file),
         "COSIGNER_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 's.db'}",

@@ -31,15 +31,17 @@ def _secret(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-async def world() -> AsyncIterator[tuple[Harness, Any, AsyncCosigner]]:
+async def world() -> AsyncIterator[tuple[Harness, Any, AsyncCosigner, AsyncCosigner]]:
     clock = ManualClock()
     async with expect_server(clock) as (shop, url):
         async with cosigner_app(handoff_policy(url, TENANT), clock=clock, callback_allow=LOOPBACK) as h:
             key = await h.create_tenant("acme")
             transport = httpx.ASGITransport(app=h.app)
             client = AsyncCosigner(url=BASE_URL, api_key=key, transport=transport)
-            yield h, shop, client
+            app = AsyncCosigner(url=BASE_URL, api_key=h.approver_of(key), transport=transport)
+            yield h, shop, client, app
             await client.aclose()
+            await app.aclose()
 
 
 async def ask(client: AsyncCosigner, call: str) -> Any:
@@ -62,11 +64,11 @@ def check_gate(decision: Any) -> None:
 
 
 async def test_each_outcome_as_the_sdk_sees_it(world: Any) -> None:
-    h, shop, client = world
+    h, shop, client, app = world
     pending = await ask(client, "c1")
     assert pending.pending and pending.reason and pending.steps[2] == "Press Publish"
     assert pending.parameters == {"changeId": "chg_1", "ownerPin": "[REDACTED]"}
-    failed = await client.decide(pending, decision="done", user_id="u_42")
+    failed = await app.decide(pending, decision="done", user_id="u_42")
     assert (failed.status.value, failed.code, failed.detail) == (
         "failed",
         "HANDOFF_FAILED",
@@ -76,12 +78,12 @@ async def test_each_outcome_as_the_sdk_sees_it(world: Any) -> None:
         check_gate(failed)
 
     shop.publish("chg_1")
-    done = await client.decide(await ask(client, "c2"), decision="done", user_id="u_42")
+    done = await app.decide(await ask(client, "c2"), decision="done", user_id="u_42")
     assert done.completed and not done.approved and done.grant is None
     assert done.receipt is not None and done.receipt.detail == "change chg_1 is live"
     check_gate(done)  # completed: the gate lets the body run
 
-    cancelled = await client.decide(await ask(client, "c3"), decision="cancel", user_id="u_42")
+    cancelled = await app.decide(await ask(client, "c3"), decision="cancel", user_id="u_42")
     with pytest.raises(errors.HandoffCancelled):
         check_gate(cancelled)
 
@@ -93,11 +95,11 @@ async def test_each_outcome_as_the_sdk_sees_it(world: Any) -> None:
         check_gate(expired)
     assert caught.value.decision is expired
     with pytest.raises(errors.ApprovalExpired):
-        await client.decide(late, decision="done", user_id="u_42")
+        await app.decide(late, decision="done", user_id="u_42")
 
 
 async def test_the_stream_starts_with_handoff_start(world: Any) -> None:
-    h, shop, client = world
+    h, shop, client, app = world
     pending = await ask(client, "c1")
     events: list[Any] = []
 
@@ -108,7 +110,7 @@ async def test_the_stream_starts_with_handoff_start(world: Any) -> None:
     task = asyncio.create_task(read())
     await h.waiters(1)
     shop.publish("chg_1")
-    await client.decide(pending, decision="done", user_id="u_42")
+    await app.decide(pending, decision="done", user_id="u_42")
     await asyncio.wait_for(task, 10)
     assert [e.event for e in events] == ["handoff_start", "approval_decided"]
     assert events[0].decision.steps and events[1].decision.completed

@@ -48,7 +48,9 @@ async def propose(h: Harness, key: str, body: dict[str, Any]) -> Any:
 async def decide(h: Harness, key: str, aid: str, decision: str = "approve") -> Any:
     """A dashboard answer by u_1."""
     return await h.client.post(
-        f"/v1/approvals/{aid}/decision", json={"decision": decision, "userId": "u_1"}, headers=h.auth(key)
+        f"/v1/approvals/{aid}/decision",
+        json={"decision": decision, "userId": "u_1"},
+        headers=h.auth(h.approver_of(key)),
     )
 
 

@@ -67,7 +67,8 @@ def test_export_into_a_closed_pipe_is_not_an_error(tmp_path: Path) -> None:
     full = {
         **{k: v for k, v in os.environ.items() if not k.startswith("COSIGNER_")},
         "COSIGNER_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'c.db'}",
-        "PYTHONPATH": str(REPO),
+        # The SDK of this tree too, not whichever copy is installed in the environment.
+        "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "sdk" / "python")]),
     }
     out = subprocess.run(
         ["bash", "-c", script], env=full, cwd=tmp_path, capture_output=True, text=True, timeout=60

@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 import httpx
 
 from tests.harness import until
-from tests.processes import cosigner_env, create_tenant, free_port, serving
+from tests.processes import cosigner_env, free_port, serving, tenant_keys
 
 SECRET = "crash-test-secret-" + "k" * 32
 POLICY = """
@@ -73,7 +73,7 @@ def test_sigkill_mid_flight_loses_nothing(tmp_path: Path) -> None:
     env["COSIGNER_CALLBACK_ALLOW"] = "127.0.0.1"  # the callback receiver is on loopback
     start = float(int(time.time()))
     env["COSIGNER_TEST_CLOCK"] = str(start)
-    key = create_tenant(env, tmp_path, "acme")
+    key, approver = tenant_keys(env, tmp_path, "acme")
     auth = {"Authorization": f"Bearer {key}"}
     port = free_port()
     url = f"http://127.0.0.1:{port}"
@@ -107,7 +107,11 @@ def test_sigkill_mid_flight_loses_nothing(tmp_path: Path) -> None:
                 if i % 2:
                     untouched.add(aid)
                     continue
-                r = api.post(f"/v1/approvals/{aid}/decision", json={"decision": "approve", "userId": "u_1"})
+                r = api.post(
+                    f"/v1/approvals/{aid}/decision",
+                    json={"decision": "approve", "userId": "u_1"},
+                    headers={"Authorization": f"Bearer {approver}"},
+                )
                 assert r.status_code == 200
                 approved.add(aid)
             expiring = {ask(f"exp_{i}", timeout=60) for i in range(3)}

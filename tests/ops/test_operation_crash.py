@@ -12,7 +12,7 @@ import httpx
 
 from tests.operations.application import SECRET, SECRET_ENV, contract_application, policy_for
 from tests.operations.test_lifecycle import proposal
-from tests.processes import cosigner_env, create_tenant, free_port, serving
+from tests.processes import cosigner_env, free_port, serving, tenant_keys
 
 SERVER_SECRET = "operation-crash-secret-" + "k" * 32
 
@@ -22,7 +22,7 @@ def test_sigkill_while_executing_executes_once(tmp_path: Path) -> None:
         app.shop.hold_execute = threading.Event()  # the refund happens; its answer never comes
         env = cosigner_env(tmp_path, policy_for(app.url, execute_timeout="2s"), SERVER_SECRET)
         env.update({SECRET_ENV: SECRET, "COSIGNER_CALLBACK_ALLOW": "127.0.0.1"})
-        key = create_tenant(env, tmp_path, "acme")
+        key, approver = tenant_keys(env, tmp_path, "acme")
         port = free_port()
         auth = {"Authorization": f"Bearer {key}"}
         with (
@@ -32,7 +32,11 @@ def test_sigkill_while_executing_executes_once(tmp_path: Path) -> None:
             r = api.post("/v1/approvals", json=proposal())
             assert r.status_code == 201, r.text
             aid = r.json()["approvalId"]
-            r = api.post(f"/v1/approvals/{aid}/decision", json={"decision": "approve", "userId": "u_1"})
+            r = api.post(
+                f"/v1/approvals/{aid}/decision",
+                json={"decision": "approve", "userId": "u_1"},
+                headers={"Authorization": f"Bearer {approver}"},
+            )
             assert r.status_code == 200
             deadline = time.monotonic() + 20
             while app.shop.calls["execute"] < 1:

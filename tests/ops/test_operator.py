@@ -59,7 +59,7 @@ def test_serve_refuses_bad_configuration_clearly(case: str, tmp_path: Path) -> N
 
 
 @pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[str, str, dict[str, str]]]:
+def served(tmp_path: Path) -> Iterator[tuple[str, str, str, dict[str, str]]]:
     """README "Running it for real": policy, tenant, `cosigner serve` on a fresh SQLite file."""
     policy = tmp_path / "policy.toml"
     policy.write_text((REPO / "policy.example.toml").read_text())
@@ -68,16 +68,19 @@ def served(tmp_path: Path) -> Iterator[tuple[str, str, dict[str, str]]]:
     assert checked.returncode == 0 and "OK" in checked.stdout, checked
     created = cosigner(env, "tenants", "create", "acme", cwd=tmp_path)
     assert created.returncode == 0, created
-    key = re.search(r"API key[^:]*: (csk_\S+)", created.stdout)
-    assert key and "callback signing secret: whsec_" in created.stdout, created.stdout
+    key = re.search(r"^agent key[^:]*: (csk_\S+)", created.stdout, re.M)
+    approver = re.search(r"^approver key[^:]*: (csa_\S+)", created.stdout, re.M)
+    assert key and approver and "callback signing secret: whsec_" in created.stdout, created.stdout
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     with serving(env, tmp_path, port, tmp_path / "serve.log", terminate=True):
-        yield url, key.group(1), env
+        yield url, key.group(1), approver.group(1), env
 
 
-def test_the_readme_flow_on_a_real_server(served: tuple[str, str, dict[str, str]], tmp_path: Path) -> None:
-    url, key, env = served
+def test_the_readme_flow_on_a_real_server(
+    served: tuple[str, str, str, dict[str, str]], tmp_path: Path
+) -> None:
+    url, key, approver, env = served
     ready = httpx.get(f"{url}/readyz").json()
     assert ready == {"status": "ready", "database": "sqlite", "surfaces": ["dashboard"]}
     auth = {"Authorization": f"Bearer {key}"}
@@ -107,6 +110,11 @@ def test_the_readme_flow_on_a_real_server(served: tuple[str, str, dict[str, str]
     r = httpx.get(f"{url}/v1/approvals/{apv}?wait=61", headers=auth)
     assert r.status_code == 400 and r.json()["error"]["code"] == "INVALID_REQUEST"
 
+    r = httpx.post(
+        f"{url}/v1/approvals/{apv}/decision", headers=auth, json={"decision": "approve", "userId": "u_42"}
+    )
+    assert r.status_code == 403 and r.json()["error"]["code"] == "KEY_SCOPE", r.text
+    auth = {"Authorization": f"Bearer {approver}"}
     r = httpx.post(
         f"{url}/v1/approvals/{apv}/decision",
         headers=auth,

@@ -139,19 +139,20 @@ def operator_env(fresh_database: str, tmp_path: Path) -> dict[str, str]:
 
 
 @pytest.fixture
-def tenant(operator_env: dict[str, str]) -> tuple[str, str]:
-    """`cosigner migrate`, then `cosigner tenants create acme`: (API key, callback secret)."""
+def tenant(operator_env: dict[str, str]) -> tuple[str, str, str]:
+    """`cosigner migrate`, then `cosigner tenants create acme`: (agent key, callback secret, approver key)."""
     assert "database is at revision" in _cosigner(operator_env, "migrate")
     out = _cosigner(operator_env, "tenants", "create", "acme")
-    key = re.search(r"API key[^:]*: (\S+)", out)
+    key = re.search(r"^agent key[^:]*: (\S+)", out, re.M)
+    approver = re.search(r"^approver key[^:]*: (\S+)", out, re.M)
     secret = re.search(r"callback signing secret: (\S+)", out)
-    assert key and secret, out
-    return key.group(1), secret.group(1)
+    assert key and secret and approver, out
+    return key.group(1), secret.group(1), approver.group(1)
 
 
 @pytest.fixture
 def servers(
-    operator_env: dict[str, str], tenant: tuple[str, str], tmp_path: Path
+    operator_env: dict[str, str], tenant: tuple[str, str, str], tmp_path: Path
 ) -> Iterator[list[tuple[str, subprocess.Popen[bytes], Path]]]:
     """Two `cosigner serve` processes on the same database and one stepped clock (both start
     at START and are moved together by `_advance`): (url, process, log); always stopped."""
@@ -255,9 +256,9 @@ async def _jobs_left(database_url: str) -> int:
 
 
 async def test_two_serve_processes_agree(
-    tenant: tuple[str, str], replicas: list[str], operator_env: dict[str, str]
+    tenant: tuple[str, str, str], replicas: list[str], operator_env: dict[str, str]
 ) -> None:
-    api_key, callback_secret = tenant
+    api_key, callback_secret, approver_key = tenant
     auth = {"Authorization": f"Bearer {api_key}"}
     a, b = replicas
     database_url = operator_env["COSIGNER_DATABASE_URL"]
@@ -284,6 +285,7 @@ async def test_two_serve_processes_agree(
                 resp = await client.post(
                     f"{url}/v1/approvals/{approval_id}/decision",
                     json={"decision": "approve", "userId": "u_42", "comment": f"#{i}"},
+                    headers={"Authorization": f"Bearer {approver_key}"},
                 )
                 return url, resp
 

@@ -10,7 +10,7 @@ import httpx
 from tests.bot.test_tracing import AGENT_SPAN, AGENT_TRACE, TRACEPARENT, USER, request
 from tests.harness import DEFAULT_POLICY, TEST_SECRET
 from tests.otlp import OtlpReceiver
-from tests.processes import cosigner_env, create_tenant, free_port, serving
+from tests.processes import cosigner_env, free_port, serving, tenant_keys
 
 
 def test_serve_exports_over_otlp_and_flushes_on_sigterm(tmp_path: Path) -> None:
@@ -19,7 +19,7 @@ def test_serve_exports_over_otlp_and_flushes_on_sigterm(tmp_path: Path) -> None:
         for k, v in cosigner_env(tmp_path, DEFAULT_POLICY, TEST_SECRET).items()
         if not k.startswith("OTEL_")
     }
-    key = create_tenant(env, tmp_path, "acme")
+    key, approver = tenant_keys(env, tmp_path, "acme")
     port = free_port()
     with OtlpReceiver() as rx:
         # Batches wait ten minutes: only the shutdown can send these spans.
@@ -33,7 +33,7 @@ def test_serve_exports_over_otlp_and_flushes_on_sigterm(tmp_path: Path) -> None:
             decided = httpx.post(
                 f"{url}/v1/approvals/{approval_id}/decision",
                 json={"decision": "approve", "userId": USER},
-                headers=auth,
+                headers={"Authorization": f"Bearer {approver}"},
             )
             assert decided.json()["traceId"] == AGENT_TRACE
             assert rx.spans == [], "nothing sent before the batch is due"

@@ -23,7 +23,7 @@ import pytest
 from cosigner import Cosigner, DashboardSurface
 from tests.harness import DEFAULT_POLICY, TEST_SECRET
 from tests.loopback import LiveServer, loopback_server
-from tests.processes import cosigner_env, create_tenant, free_port, serving
+from tests.processes import cosigner_env, create_tenant, free_port, serving, tenant_keys
 
 USER = "u_1"
 SURFACE = DashboardSurface(user_id=USER)
@@ -36,6 +36,7 @@ class Target:
     url: str
     acme: str
     globex: str
+    acme_approver: str
     live: LiveServer | None = None
 
     @property
@@ -59,6 +60,10 @@ class Target:
         """A blocking SDK client for `acme` (or the given key)."""
         return Cosigner(url=self.url, api_key=key or self.acme, **options)
 
+    def approver(self, **options: Any) -> Cosigner:
+        """A blocking SDK client with `acme`'s approver key: the tenant's app deciding."""
+        return Cosigner(url=self.url, api_key=self.acme_approver, **options)
+
 
 @pytest.fixture(scope="module")
 def live() -> Iterator[LiveServer]:
@@ -73,7 +78,7 @@ def inprocess(live: LiveServer) -> Target:
     """The in-process target."""
     acme = live.call(live.harness.create_tenant("acme"))
     globex = live.call(live.harness.create_tenant("globex"))
-    return Target(live.url, acme, globex, live)
+    return Target(live.url, acme, globex, live.harness.approver_key("acme"), live)
 
 
 @pytest.fixture(scope="module")
@@ -81,10 +86,10 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
     """A real `cosigner serve` subprocess on a fresh SQLite file."""
     tmp: Path = tmp_path_factory.mktemp("serve")
     env = cosigner_env(tmp, DEFAULT_POLICY, TEST_SECRET)
-    acme, globex = create_tenant(env, tmp, "acme"), create_tenant(env, tmp, "globex")
+    (acme, acme_approver), globex = tenant_keys(env, tmp, "acme"), create_tenant(env, tmp, "globex")
     port = free_port()
     with serving(env, tmp, port):
-        yield Target(f"http://127.0.0.1:{port}", acme, globex)
+        yield Target(f"http://127.0.0.1:{port}", acme, globex, acme_approver)
 
 
 @pytest.fixture(params=["inprocess", "serve"])

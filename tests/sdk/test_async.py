@@ -29,8 +29,9 @@ class Clients:
 
     h: Harness
     agent: AsyncCosigner
-    person: AsyncCosigner
+    person: AsyncCosigner  # the tenant app, with the approver key
     transport: AsyncPolling
+    finder: AsyncCosigner  # a second agent-key client: asks again to find a pending call, streams it
 
 
 @pytest.fixture
@@ -40,9 +41,10 @@ async def clients() -> AsyncIterator[Clients]:
         transport = AsyncPolling(h.app)
         async with (
             AsyncCosigner(url=BASE_URL, api_key=key, transport=transport) as agent,
-            AsyncCosigner(url=BASE_URL, api_key=key, transport=AsyncPolling(h.app)) as person,
+            AsyncCosigner(url=BASE_URL, api_key=h.approver_of(key), transport=AsyncPolling(h.app)) as person,
+            AsyncCosigner(url=BASE_URL, api_key=key, transport=AsyncPolling(h.app)) as finder,
         ):
-            yield Clients(h, agent, person, transport)
+            yield Clients(h, agent, person, transport, finder)
 
 
 async def ask(client: AsyncCosigner, call: str = "c1", wait: bool = False, **extra: object) -> Decision:
@@ -61,11 +63,11 @@ async def test_policy_allow_and_its_grant(clients: Clients) -> None:
 async def test_a_person_decides_while_the_agent_waits_and_streams(clients: Clients) -> None:
     waiting = asyncio.create_task(ask(clients.agent, wait=True))
     await clients.transport.polling.wait()
-    handle = await ask(clients.person)
+    handle = await ask(clients.finder)
     events = []
 
     async def follow() -> None:
-        async for event in clients.person.stream(handle):
+        async for event in clients.finder.stream(handle):
             events.append(event.event)
 
     streaming = asyncio.create_task(follow())

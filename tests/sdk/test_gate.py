@@ -43,7 +43,11 @@ def test_an_approved_call_runs_and_its_result_is_audited(inprocess: Target, run_
 def test_a_denied_call_never_runs_and_carries_the_comment(inprocess: Target, run_id: str) -> None:
     ran: list[int] = []
     polling = Polling()
-    with inprocess.client(transport=polling) as agent, inprocess.client() as person:
+    with (
+        inprocess.client(transport=polling) as agent,
+        inprocess.client() as finder,
+        inprocess.approver() as person,
+    ):
 
         @agent.gate(surface=SURFACE)
         def issue_refund(order_id: str, amount_cents: int) -> None:
@@ -55,7 +59,7 @@ def test_a_denied_call_never_runs_and_carries_the_comment(inprocess: Target, run
 
         failing = in_background(run)  # type: ignore[arg-type]
         assert polling.polling.wait(30)
-        handle = person.request_approval(
+        handle = finder.request_approval(
             execution_id=run_id,
             tool_call_id="call_1",
             tool_name="issue_refund",
@@ -119,7 +123,11 @@ def test_arguments_changed_while_waiting_are_refused_by_the_digest(inprocess: Ta
     ran: list[dict[str, Any]] = []
     order = {"orderId": "ord_1", "amountCents": 12900}
     polling = Polling()
-    with inprocess.client(transport=polling) as agent, inprocess.client() as person:
+    with (
+        inprocess.client(transport=polling) as agent,
+        inprocess.client() as finder,
+        inprocess.approver() as person,
+    ):
 
         @agent.gate(surface=SURFACE, tool_name="issue_refund", execution_id=run_id)
         def refund(order: dict[str, Any]) -> None:
@@ -131,7 +139,7 @@ def test_arguments_changed_while_waiting_are_refused_by_the_digest(inprocess: Ta
 
         failing = in_background(run)  # type: ignore[arg-type]
         assert polling.polling.wait(30)
-        handle = person.request_approval(
+        handle = finder.request_approval(
             execution_id=run_id,
             tool_call_id="call_t",
             tool_name="issue_refund",
@@ -197,7 +205,8 @@ async def test_async_gate_runs_only_the_approved_call() -> None:
         ran: list[int] = []
         async with (
             AsyncCosigner(url=BASE_URL, api_key=key, transport=transport) as agent,
-            AsyncCosigner(url=BASE_URL, api_key=key, transport=AsyncPolling(h.app)) as person,
+            AsyncCosigner(url=BASE_URL, api_key=h.approver_of(key), transport=AsyncPolling(h.app)) as person,
+            AsyncCosigner(url=BASE_URL, api_key=key, transport=AsyncPolling(h.app)) as finder,
         ):
 
             @agent.gate(surface=SURFACE, execution_id="run_async")
@@ -208,7 +217,7 @@ async def test_async_gate_runs_only_the_approved_call() -> None:
             async def decide(call: str, verdict: str) -> None:
                 await transport.polling.wait()
                 transport.polling.clear()
-                handle = await person.request_approval(
+                handle = await finder.request_approval(
                     execution_id="run_async",
                     tool_call_id=call,
                     tool_name="issue_refund",

@@ -39,7 +39,7 @@ def approval_of(result: CallToolResult) -> str:
 
 async def decide(target: Target, approval_id: str, verdict: str, comment: str | None = None) -> None:
     """A person answers on the dashboard."""
-    async with AsyncCosigner(url=target.url, api_key=target.acme) as dashboard:
+    async with AsyncCosigner(url=target.url, api_key=target.acme_approver) as dashboard:
         await dashboard.decide(approval_id, decision=verdict, user_id=USER, comment=comment)  # type: ignore[arg-type]
 
 

@@ -55,7 +55,8 @@ def test_the_agent_proposes_and_learns_the_outcome(world: tuple[LiveServer, Appl
             pending.preview is not None and pending.preview.title == "Refund the missing discount on ord_4421"
         )
         assert pending.arguments_digest is not None and pending.outcome is None
-        client.decide(pending, decision="approve", user_id="u_1")
+        with Cosigner(url=live.url, api_key=live.harness.approver_of(key)) as dashboard:
+            dashboard.decide(pending, decision="approve", user_id="u_1")
         decision = client.wait(pending)
     assert decision.approved and decision.settled
     assert decision.outcome is not None and decision.outcome.type is OutcomeType.SUCCEEDED
@@ -124,7 +125,9 @@ def test_the_async_client_waits_for_the_outcome(world: tuple[LiveServer, Applica
                     if audit.status_code == 201:
                         aid = audit.json()["approvalId"]
                         await api.post(
-                            f"/v1/approvals/{aid}/decision", json={"decision": "approve", "userId": "u_1"}
+                            f"/v1/approvals/{aid}/decision",
+                            json={"decision": "approve", "userId": "u_1"},
+                            headers={"Authorization": f"Bearer {live.harness.approver_of(key)}"},
                         )
                         break
             decision = await ask

@@ -60,7 +60,7 @@ def test_policy_allow_returns_an_approved_decision_with_a_grant(target: Target, 
 def test_a_person_decides_with_a_comment_while_the_agent_waits(
     target: Target, run_id: str, verdict: str
 ) -> None:
-    with target.client() as agent, target.client() as dashboard:
+    with target.client() as agent, target.client() as again, target.approver() as dashboard:
         waiting = in_background(
             lambda: agent.request_approval(
                 execution_id=run_id,
@@ -71,7 +71,7 @@ def test_a_person_decides_with_a_comment_while_the_agent_waits(
                 reason="customer asked",
             )
         )
-        handle = ask(dashboard, run_id, reason="customer asked")  # the same call: the same approval
+        handle = ask(again, run_id, reason="customer asked")  # the same call: the same approval
         assert handle.pending and handle.parameters == REFUND and handle.expires_at is not None
         dashboard.decide(handle, decision=verdict, user_id=USER, comment=f"{verdict}: checked")  # type: ignore[arg-type]
         d = waiting.result(timeout=30)
@@ -121,7 +121,7 @@ def test_a_standing_deny_raises_permission_denied(target: Target, run_id: str) -
 
 
 def test_always_deny_refuses_the_next_call_naming_who_set_it(target: Target, run_id: str) -> None:
-    with target.client() as agent, target.client() as dashboard:
+    with target.client() as agent, target.approver() as dashboard:
         first = ask(agent, run_id)
         denied = dashboard.decide(first, decision="always_deny", user_id=USER)
         assert denied.status is ApprovalStatus.DENIED and not denied.approved and denied.grant is None
@@ -135,7 +135,8 @@ def test_always_deny_refuses_the_next_call_naming_who_set_it(target: Target, run
     )
     assert denial.approvalId == first.approval_id and denial.liftedAt is None
     lifted = httpx.delete(
-        f"{target.url}/v1/denials/{denial.denialId}", headers={"Authorization": f"Bearer {target.acme}"}
+        f"{target.url}/v1/denials/{denial.denialId}",
+        headers={"Authorization": f"Bearer {target.acme_approver}"},
     )
     assert lifted.status_code == 200
 
@@ -172,9 +173,9 @@ def test_same_ids_other_parameters_is_a_mismatch_and_same_ones_resume(target: Ta
         with pytest.raises(ParametersMismatch) as caught:
             ask(client, run_id, parameters={**REFUND, "amountCents": 99999})
     # An agent that crashed while waiting starts again and asks the same call: it resumes.
-    with target.client() as restarted:
+    with target.client() as restarted, target.approver() as dashboard:
         again = ask(restarted, run_id)
-        restarted.decide(again, decision="approve", user_id=USER)
+        dashboard.decide(again, decision="approve", user_id=USER)
         resumed = restarted.request_approval(
             execution_id=run_id,
             tool_call_id="call_1",
@@ -207,7 +208,8 @@ def test_stream_yields_start_then_decision(target: Target, run_id: str) -> None:
 
         streaming = in_background(follow)
         assert started.wait(30)
-        client.decide(handle, decision="approve", user_id=USER)
+        with target.approver() as dashboard:
+            dashboard.decide(handle, decision="approve", user_id=USER)
         d = streaming.result(timeout=30)
     assert seen == ["approval_start", "approval_decided"] and d.approved
 

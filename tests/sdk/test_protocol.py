@@ -113,13 +113,15 @@ async def test_the_sdk_models_accept_every_documented_response() -> None:
                 assert sorted(m.value for m in sdk_type) == sorted(schema["enum"]), name
         adapters = _schemas(doc)
         auth = h.auth(key)
+        approver = h.auth(h.approver_of(key))  # the tenant app: decisions and standing denies
         call = {"executionId": "run_api", "surface": SURFACE.to_json(), "parameters": {"orderId": "o"}}
 
         async def post(path: str, body: dict[str, Any] | None = None) -> httpx.Response:
-            return await h.client.post(path, json=body, headers=auth)
+            app = path.endswith("/decision")
+            return await h.client.post(path, json=body, headers=approver if app else auth)
 
         async def get(path: str) -> httpx.Response:
-            return await h.client.get(path, headers=auth)
+            return await h.client.get(path, headers=approver if path.startswith("/v1/denials") else auth)
 
         pending = await post("/v1/approvals", {**call, "toolCallId": "a", "toolName": "issue_refund"})
         aid = pending.json()["approvalId"]
@@ -175,7 +177,7 @@ async def test_the_sdk_models_accept_every_documented_response() -> None:
         listed = await get("/v1/denials")
         calls.append(("GET", "/v1/denials", listed))
         lift = f"/v1/denials/{listed.json()['denials'][0]['denialId']}"
-        calls.append(("DELETE", "/v1/denials/{denialId}", await h.client.delete(lift, headers=auth)))
+        calls.append(("DELETE", "/v1/denials/{denialId}", await h.client.delete(lift, headers=approver)))
         stream = await get(f"/v1/approvals/{aid}/events")
         events = [line[6:] for line in stream.text.splitlines() if line.startswith("data: ")]
     seen = set()

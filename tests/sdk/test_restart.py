@@ -9,7 +9,7 @@ import httpx
 
 from cosigner import Cosigner
 from tests.harness import DEFAULT_POLICY, TEST_SECRET
-from tests.processes import cosigner_env, create_tenant, free_port, serving
+from tests.processes import cosigner_env, free_port, serving, tenant_keys
 from tests.sdk.conftest import SURFACE, USER, Polling
 from tests.sdk.test_outcomes import in_background
 
@@ -26,7 +26,7 @@ class _CountingPolls(Polling):
 
 def test_waiting_survives_a_server_restart(tmp_path: Path) -> None:
     env = cosigner_env(tmp_path, DEFAULT_POLICY, TEST_SECRET)
-    key = create_tenant(env, tmp_path, "acme")
+    key, approver = tenant_keys(env, tmp_path, "acme")
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     transport = _CountingPolls()
@@ -45,7 +45,7 @@ def test_waiting_survives_a_server_restart(tmp_path: Path) -> None:
             proc.send_signal(signal.SIGKILL)  # mid long-poll
             proc.wait(timeout=10)
         assert not waiting.done()
-        with serving(env, tmp_path, port), Cosigner(url=url, api_key=key) as person:
+        with serving(env, tmp_path, port), Cosigner(url=url, api_key=approver) as person:
             person.decide(handle, decision="approve", user_id=USER, comment="after the restart")
             d = waiting.result(timeout=60)
     assert d.approved and d.comment == "after the restart" and d.approval_id == handle.approval_id

@@ -65,7 +65,8 @@ def test_the_blocking_client_puts_the_approval_under_the_current_span(
     with Cosigner(url=live.url, api_key=key) as client:
         with agent_tracer.start_as_current_span("agent.tool_call") as span:
             approval_id = ask(client, "call_sync")
-            client.decide(approval_id, decision="approve", user_id=USER)
+            with Cosigner(url=live.url, api_key=live.harness.approver_of(key)) as dashboard:
+                dashboard.decide(approval_id, decision="approve", user_id=USER)
         outside = ask(client, "call_outside")
     here = span.get_span_context()
     rec = live.call(live.harness.engine.record(approval_id))

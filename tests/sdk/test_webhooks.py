@@ -49,7 +49,8 @@ def callback(inprocess: Target) -> Iterator[tuple[bytes, dict[str, str]]]:
                 callback_url=f"http://127.0.0.1:{receiver.server_address[1]}/hook",
                 wait=False,
             )
-            client.decide(handle, decision="approve", user_id=USER, comment="ok")
+        with inprocess.approver() as dashboard:
+            dashboard.decide(handle, decision="approve", user_id=USER, comment="ok")
         assert _Receiver.arrived.wait(30)
         yield _Receiver.got[0]
     finally:

@@ -20,7 +20,7 @@ import httpx
 
 from cosigner import _gate, _http
 from cosigner.decision import Decision, parse_approval
-from cosigner.errors import CosignerError
+from cosigner.errors import CosignerError, WrongKeyScope
 from cosigner.events import DECIDED, ApprovalEvent, EventParser
 from cosigner.grants import GrantClaims, GrantRefused
 from cosigner.keys import KEYS_PATH, KeyCache
@@ -218,9 +218,19 @@ def decide(
     user_id: str,
     comment: str | None,
 ) -> Flow[Decision]:
-    """`POST /v1/approvals/{id}/decision` (dashboard surface)."""
+    """`POST /v1/approvals/{id}/decision` (dashboard surface); needs an approver key."""
     body = _http.decision_body(decision, user_id, comment)
-    response = yield from send(config, "POST", path_of(approval, "/decision"), content=body, idempotent=False)
+    try:
+        response = yield from send(
+            config, "POST", path_of(approval, "/decision"), content=body, idempotent=False
+        )
+    except WrongKeyScope as exc:
+        # The agent's own key may not decide: that is what keeps an agent from approving itself.
+        raise WrongKeyScope(
+            "decide needs an approver key (`cosigner tenants key create TENANT --scope approver`), "
+            "held by the approval app, not the agent; this client was made with an agent key",
+            **exc.details,
+        ) from exc
     return parse_approval(response.content)
 
 

@@ -198,7 +198,11 @@ class AsyncCosigner(Shell):
         user_id: str,
         comment: str | None = None,
     ) -> Decision:
-        """Answer a `dashboard` request on behalf of the tenant app's signed-in `user_id`."""
+        """Answer a `dashboard` request on behalf of the tenant app's signed-in `user_id` (approver key only).
+
+        A client made with an agent key gets `WrongKeyScope` (`KEY_SCOPE`): the agent may ask,
+        never answer; the approval app holds an approver key.
+        """
         return await drive_async(_core.decide(self.config, approval, decision, user_id, comment), self._send)
 
     async def audit(self, approval: str | Decision) -> list[dict[str, Any]]:

@@ -132,6 +132,13 @@ class AddressClass(StrEnum):
     RESERVED = "reserved"
 
 
+class KeyScope(StrEnum):
+    """What a tenant API key may do: an agent's calls, or an approval app's decisions."""
+
+    AGENT = "agent"  # create, read, wait, cancel, report results, admit runs
+    APPROVER = "approver"  # decide dashboard requests, list and lift standing denies
+
+
 class ErrorCode(StrEnum):
     """Every error code an API caller or approver can see."""
 
@@ -156,3 +163,4 @@ class ErrorCode(StrEnum):
     HANDOFF_FAILED = "HANDOFF_FAILED"
     HANDOFF_CANCELLED = "HANDOFF_CANCELLED"
     HANDOFF_TIMEOUT = "HANDOFF_TIMEOUT"
+    KEY_SCOPE = "KEY_SCOPE"

@@ -13,6 +13,7 @@ error body, so a code, its HTTP status and its class are defined here and nowher
     ├── NotAnApprover             403  the answering person may not decide this request
     ├── WrongConversation         403  the answer came from somewhere the request was not shown
     ├── WrongTenant               403  the answer came from another tenant's workspace or number
+    ├── WrongKeyScope             403  a key used outside its scope; `details["needs"]` names the one needed
     ├── ApprovalNotFound          404  no such approval for this tenant
     ├── DenialNotFound            404  no such standing deny for this tenant
     ├── ParametersMismatch        409  same executionId + toolCallId, other call (or arguments changed)
@@ -73,6 +74,7 @@ __all__ = [
     "ToolCallCapExceeded",
     "Unauthenticated",
     "WrongConversation",
+    "WrongKeyScope",
     "WrongTenant",
     "error_for",
 ]
@@ -164,6 +166,13 @@ class WrongTenant(CosignerError):
     """The answer came from another tenant's workspace, enterprise or number."""
 
     code = ErrorCode.WRONG_TENANT
+    status = 403
+
+
+class WrongKeyScope(CosignerError):
+    """A key used outside its scope; `details["needs"]` names the scope the route needs."""
+
+    code = ErrorCode.KEY_SCOPE
     status = 403
 
 
@@ -275,6 +284,7 @@ BY_CODE: dict[str, type[CosignerError]] = {
         NotAnApprover,
         WrongConversation,
         WrongTenant,
+        WrongKeyScope,
         ApprovalNotFound,
         DenialNotFound,
         ParametersMismatch,

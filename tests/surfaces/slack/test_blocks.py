@@ -111,7 +111,9 @@ def test_ask_mode_offers_approve_for_this_run(make_card: Any, make_route: Any) -
         "cosigner.full_call",
     ]
     assert buttons[1]["text"]["text"] == "Approve for this run"
-    assert all("confirm" not in b for b in buttons)
+    # Only the run grant asks first, naming whom it covers; a write tool's Approve does not.
+    assert [b["action_id"] for b in buttons if "confirm" in b] == ["cosigner.approve_for_run"]
+    assert "in this conversation" in buttons[1]["confirm"]["text"]["text"]
     assert sum(1 for b in buttons if b.get("style") == "primary") == 1
 
 
@@ -348,3 +350,22 @@ def test_a_huge_call_stays_within_slack_limits_and_says_what_is_left(make_card: 
     assert "more fields: see the full call" in flat
     notice, _ = _notice_and_confirm(data)
     assert "400 values cut" in notice
+
+
+def test_the_run_grant_confirmation_fits_slack_with_the_longest_names_and_a_cut_call(
+    make_card: Any, make_route: Any
+) -> None:
+    """Whom the run grant covers and what the card cut both fit in one 300-character
+    confirmation, however long the tool name and the requester (slack_sdk refuses more)."""
+    card = make_card(
+        kind=ToolKind.WRITE,
+        mode=ApprovalMode.ASK,
+        tool_name="t" * 128,
+        triggered_by="api:" + "x" * 300,
+        parameters={f"field{i}": "v" * 900 for i in range(12)},
+    )
+    run_wide = _buttons(card, make_route(requester=None))[1]
+    text = run_wide["confirm"]["text"]["text"]
+    assert run_wide["action_id"] == "cosigner.approve_for_run"
+    assert len(text) <= 300
+    assert "Not all of this call is on the card" in text and "is still asked" in text

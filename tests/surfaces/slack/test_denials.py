@@ -171,7 +171,9 @@ async def test_outsiders_can_neither_set_nor_see_nor_lift_it(slack: Any) -> None
     assert (await h.client.get(f"/v1/approvals/{pending}", headers=h.auth(acme))).json()[
         "status"
     ] == "pending"
-    assert (await h.client.get("/v1/denials", headers=h.auth(acme))).json() == {"denials": []}
+    assert (await h.client.get("/v1/denials", headers=h.auth(h.approver_key("acme")))).json() == {
+        "denials": []
+    }
 
     await always_deny(h, emu, card)
     mine = (await command(h)).json()
@@ -179,7 +181,10 @@ async def test_outsiders_can_neither_set_nor_see_nor_lift_it(slack: Any) -> None
     assert (await lift(h, emu, mine, user="U9")).status_code == 200
     refused = await until(lambda: emu.responses)
     assert "DENIAL_NOT_FOUND" in json.dumps(refused[-1]["blocks"])
-    assert len((await h.client.get("/v1/denials", headers=h.auth(acme))).json()["denials"]) == 1
+    assert (
+        len((await h.client.get("/v1/denials", headers=h.auth(h.approver_key("acme")))).json()["denials"])
+        == 1
+    )
     forged = await command(h, secret="not-the-secret")
     assert forged.status_code == 401
 

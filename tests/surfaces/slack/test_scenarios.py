@@ -203,3 +203,71 @@ async def test_approve_for_this_run_covers_later_calls_of_that_tool_only(world: 
     (danger,) = [m for m in posts if "issue_refund" in json.dumps(m.blocks[:1])]
     danger_actions = [e["action_id"] for b in danger.blocks if b["type"] == "actions" for e in b["elements"]]
     assert "cosigner.approve_for_run" not in danger_actions
+
+
+ESCAPES = {
+    "another person in the channel": {"type": "slack", "teamId": "T0ACME", "channelId": "C1", "userId": "U2"},
+    "the same person in another channel": {
+        "type": "slack",
+        "teamId": "T0ACME",
+        "channelId": "C2",
+        "userId": "U1",
+    },
+    "the same person in a thread": {
+        "type": "slack",
+        "teamId": "T0ACME",
+        "channelId": "C1",
+        "threadTs": "1700.1",
+        "userId": "U1",
+    },
+    "a dashboard user": {"type": "dashboard", "userId": "mallory"},
+    "a phone number": {"type": "sms", "phone": "+15550009999"},
+}
+
+
+@pytest.mark.parametrize("escape", list(ESCAPES))
+async def test_approve_for_this_run_covers_only_the_same_requester_in_the_same_conversation(
+    world: Any, escape: str
+) -> None:
+    h, emu, key = world
+    first = await ask(h, key, tool="issue_credit", call_id="c1")
+    card = await card_of(emu)
+    await h.delivered(first)
+    await forged_click(h, emu, card, action="cosigner.approve_for_run", user="U1")
+    assert await status(h, key, first) == "approved"
+
+    def later(call_id: str, surface: dict[str, Any], tool: str = "issue_credit") -> dict[str, Any]:
+        return {
+            "executionId": "run_1",
+            "toolCallId": call_id,
+            "toolName": tool,
+            "parameters": {"amountCents": 1},
+            "surface": surface,
+        }
+
+    other = await h.client.post("/v1/approvals", headers=h.auth(key), json=later("c2", ESCAPES[escape]))
+    assert other.status_code != 200, f"{escape}: approved by a grant nobody gave them: {other.text}"
+    if other.status_code == 201:
+        assert other.json()["status"] == "pending"
+    # The requester who was approved, in the conversation where they were, still is: in any case.
+    same = {"type": "slack", "teamId": "T0ACME", "channelId": "C1", "userId": "U1"}
+    again = await h.client.post("/v1/approvals", headers=h.auth(key), json=later("c3", same, "Issue_Credit"))
+    assert again.status_code == 200, again.text
+    assert "approved for this run by slack:U1" in again.json()["decidedBy"]["rule"]
+    assert again.json()["toolName"] == "Issue_Credit"
+
+
+async def test_the_approve_for_this_run_confirmation_names_who_it_covers(world: Any) -> None:
+    h, emu, key = world
+    await ask(h, key, tool="issue_credit", call_id="c1")
+    card = await card_of(emu)
+    (button,) = [
+        e
+        for b in card.blocks
+        if b["type"] == "actions"
+        for e in b["elements"]
+        if e["action_id"] == "cosigner.approve_for_run"
+    ]
+    text = button["confirm"]["text"]["text"]
+    assert "issue_credit" in text and "<@U1>" in text and "in this conversation" in text
+    assert "without asking" in text

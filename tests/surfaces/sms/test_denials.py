@@ -121,7 +121,9 @@ async def test_never_denies_and_refuses_later_requests_without_a_text(world: Any
     await texted(h, emu, globex, "c4")
     assert [t.to for t in emu.sent[texts:] if "approve issue_refund?" in t.body] == [BOB, ALICE]
 
-    lifted = await h.client.delete(f"/v1/denials/{denial['denialId']}", headers=h.auth(acme))
+    lifted = await h.client.delete(
+        f"/v1/denials/{denial['denialId']}", headers=h.auth(h.approver_key("acme"))
+    )
     assert lifted.status_code == 200
     await texted(h, emu, acme, "c5")
 
@@ -132,12 +134,17 @@ async def test_never_needs_the_code_when_several_are_pending(world: Any) -> None
     first, second = await texted(h, emu, acme, "c1"), await texted(h, emu, acme, "c2")
     ambiguous = await phone.text(ALICE, BOT, "NEVER")
     assert "reply YES, NO or NEVER (always deny) followed by the code" in ambiguous.text
-    assert (await h.client.get("/v1/denials", headers=h.auth(acme))).json() == {"denials": []}
+    assert (await h.client.get("/v1/denials", headers=h.auth(h.approver_key("acme")))).json() == {
+        "denials": []
+    }
     await phone.text(ALICE, BOT, f"NEVER {second['shortCode']}")
     assert await status(h, acme, second["approvalId"]) == "denied"
     pending = await h.client.get(f"/v1/approvals/{first['approvalId']}", headers=h.auth(acme))
     assert pending.json()["status"] == "pending"  # already asked: a standing deny acts on later requests
-    assert len((await h.client.get("/v1/denials", headers=h.auth(acme))).json()["denials"]) == 1
+    assert (
+        len((await h.client.get("/v1/denials", headers=h.auth(h.approver_key("acme")))).json()["denials"])
+        == 1
+    )
 
 
 async def test_outsiders_and_forgers_set_nothing(world: Any) -> None:
@@ -151,7 +158,9 @@ async def test_outsiders_and_forgers_set_nothing(world: Any) -> None:
     assert (await h.client.get(f"/v1/approvals/{first['approvalId']}", headers=h.auth(acme))).json()[
         "status"
     ] == "pending"
-    assert (await h.client.get("/v1/denials", headers=h.auth(acme))).json() == {"denials": []}
+    assert (await h.client.get("/v1/denials", headers=h.auth(h.approver_key("acme")))).json() == {
+        "denials": []
+    }
 
 
 async def test_it_survives_a_restart(db_kind: str) -> None:

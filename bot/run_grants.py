@@ -1,0 +1,34 @@
+"""Who an "Approve for this run" covers: the same requester, in the same conversation.
+
+A run grant lets later calls of one tool in one execution pass without a person, so it must
+not reach further than the person who was asked meant: Alice approving Bob's run in #support
+does not approve what Mallory, another channel or another phone sends under the same
+execution id. The grant is keyed by tenant, execution, folded tool name and this key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from contracts.enums import SurfaceType
+
+
+def requester_key(surface: Mapping[str, Any]) -> str:
+    """The requester and conversation of a call, from its surface, as one comparable string.
+
+    Slack: workspace (and org), channel, thread and user; SMS: the phone number; dashboard:
+    the tenant app's user id. A surface without a person is keyed by its type alone (there is
+    nobody more specific to name, and a person-triggered call never matches it).
+    """
+    kind = str(surface.get("type", ""))
+    if kind == SurfaceType.SLACK:
+        parts = [surface.get(k) or "" for k in ("enterpriseId", "teamId", "channelId", "threadTs", "userId")]
+        return "slack:" + "/".join(str(p) for p in parts)
+    if kind == SurfaceType.SMS:
+        return f"sms:{surface.get('phone', '')}"
+    if kind == SurfaceType.DASHBOARD:
+        return f"dashboard:{surface.get('userId', '')}"
+    if kind == SurfaceType.WEB_WIDGET:
+        return f"web_widget:{surface.get('tokenKind', '')}"
+    return kind
