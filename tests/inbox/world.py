@@ -8,10 +8,13 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+import asyncio
+
 import httpx
+import uvicorn
 
 from surfaces.slack.emulator import SlackEmulator
-from tests.harness import DEFAULT_POLICY, Harness, cosigner_app
+from tests.harness import DEFAULT_POLICY, Harness, cosigner_app, until
 
 CLIENT_ID, CLIENT_SECRET = "inbox-client", "inbox-client-secret"
 PUBLIC_URL = "http://127.0.0.1:8000"
@@ -61,7 +64,26 @@ class World:
 
 
 @asynccontextmanager
-async def inbox_world(policy: str = DEFAULT_POLICY, **settings: Any) -> AsyncIterator[World]:
+async def served(app: Any, port: int) -> AsyncIterator[str]:
+    """Serve an app under uvicorn on 127.0.0.1:`port` in this event loop, for a real browser."""
+    config = uvicorn.Config(
+        app, port=port, log_config=None, log_level="warning", lifespan="off", ws="none", timeout_graceful_shutdown=5
+    )
+    server = uvicorn.Server(config)
+    server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+    task = asyncio.create_task(server.serve())
+    await until(lambda: server.started or task.done(), 10)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await task
+
+
+@asynccontextmanager
+async def inbox_world(
+    policy: str = DEFAULT_POLICY, public_url: str = PUBLIC_URL, **settings: Any
+) -> AsyncIterator[World]:
     """The emulator with Ada (acme's Slack admin), Bob (acme) and Gus (globex), and an app
     whose inbox signs in through it."""
     async with SlackEmulator.running(team_id="T0ACME") as emu:
@@ -74,8 +96,8 @@ async def inbox_world(policy: str = DEFAULT_POLICY, **settings: Any) -> AsyncIte
             oidc_issuer=emu.openid.issuer,
             oidc_client_id=CLIENT_ID,
             oidc_client_secret=CLIENT_SECRET,
-            public_url=PUBLIC_URL,
+            public_url=public_url,
             **settings,
         ) as h:
-            h.client.base_url = httpx.URL(PUBLIC_URL)
+            h.client.base_url = httpx.URL(public_url)
             yield World(h, emu)
