@@ -6,6 +6,8 @@ from collections.abc import Collection
 
 import sqlalchemy as sa
 
+from contracts.enums import SurfaceType
+from contracts.ports import Placed
 from storage.database import Tx
 from storage.records import Record
 from storage.tables import approvals
@@ -34,3 +36,13 @@ def listed(
         q = q.where(approvals.c.created_at >= since)
     q = q.order_by(approvals.c.created_at.desc()).limit(limit)
     return [Record.from_row(r) for r in tx.execute(q)]
+
+
+def naming(tx: Tx, tenant: str, surface: SurfaceType, person: str, limit: int = 200) -> list[Placed]:
+    """Pending requests of `tenant` routed to `surface` that name `person` as an approver."""
+    found = []
+    for rec in listed(tx, [tenant], pending=True, limit=limit):
+        placed = rec.placed()
+        if placed is not None and placed.route.surface == surface and person in placed.route.approvers:
+            found.append(placed)
+    return found

@@ -30,6 +30,7 @@ from contracts.ports import ApprovalCard, ApprovalDesk, Delivered, Route, SlackR
 from surfaces.slack.blocks import to_blocks, to_closed_blocks
 from surfaces.slack.clicks import Clicks
 from surfaces.slack.commands import Commands
+from surfaces.slack.home import HOME_EVENT, Pending
 from surfaces.slack.handoff_blocks import to_closed_handoff_blocks, to_handoff_blocks
 from surfaces.slack.installs import INSTALL_PATH, REDIRECT_PATH, Installs
 from surfaces.slack.pacing import ChannelPacer
@@ -149,6 +150,7 @@ class SlackAdapter:
             request_verification_enabled=False,
         )
         self._commands.register(app)  # before the clicks' catch-all listener
+        Pending(self._desk).register(app)
         self._clicks.register(app)
         self._handler = AsyncSlackRequestHandler(app)
 
@@ -251,8 +253,8 @@ class SlackAdapter:
                 status_code=401,
             )
         kind = event_type(body)
-        if kind is not None:
-            # Cosigner acts on no event, but a non-2xx makes Slack retry and, in the end,
+        if kind is not None and kind != HOME_EVENT:
+            # Cosigner acts on no event but the Home tab's, but a non-2xx makes Slack retry and, in the end,
             # turn the endpoint off; so every signed event is acknowledged.
             logger.info(
                 "Acknowledged a Slack event (%s) and ignored it; Cosigner needs no event "

@@ -89,6 +89,7 @@ class SlackEmulator:
         self._task: asyncio.Task[None] | None = None
         self.port: int | None = None
         self.responses: list[dict[str, Any]] = []
+        self.home_tabs: dict[str, dict[str, Any]] = {}  # views.publish: the latest Home tab per user
         self.openid = OpenIdProvider(lambda: self.api_url.removesuffix("/api/"), team_id)
         self.app = Starlette(
             routes=[
