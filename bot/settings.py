@@ -113,9 +113,7 @@ class Settings(BaseSettings):
     # The inbox's OpenID Connect sign-in (bot.inbox); all three or none.
     oidc_issuer: str | None = Field(default=None, validation_alias=_env("COSIGNER_OIDC_ISSUER"))
     oidc_client_id: str | None = Field(default=None, validation_alias=_env("COSIGNER_OIDC_CLIENT_ID"))
-    oidc_client_secret: str | None = Field(
-        default=None, validation_alias=_env("COSIGNER_OIDC_CLIENT_SECRET")
-    )
+    oidc_client_secret: str | None = Field(default=None, validation_alias=_env("COSIGNER_OIDC_CLIENT_SECRET"))
     inbox_session_seconds: int = Field(
         default=8 * 3600, ge=60, le=30 * 86400, validation_alias=_env("COSIGNER_INBOX_SESSION_SECONDS")
     )

@@ -1,4 +1,4 @@
-"""What a surface may ask about the requests waiting for one person (Slack's Home tab, `/cosigner pending`)."""
+"""What a surface may ask about the requests waiting for one person (Home tab, `/cosigner pending`)."""
 
 from __future__ import annotations
 

@@ -39,7 +39,8 @@ def signed_in_event(person: Person, decider: PersonDecider) -> Callable[[Tx, Rec
 
 
 def both(
-    first: Callable[[Tx, Record, float], list[Event]], second: Callable[[Tx, Record, float], list[Event]] | None
+    first: Callable[[Tx, Record, float], list[Event]],
+    second: Callable[[Tx, Record, float], list[Event]] | None,
 ) -> Callable[[Tx, Record, float], list[Event]]:
     """Two closing steps in order."""
     return first if second is None else (lambda tx, rec, now: [*first(tx, rec, now), *second(tx, rec, now)])

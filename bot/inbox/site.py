@@ -31,7 +31,7 @@ from bot.inbox import answering, session
 from bot.inbox.people import Person, SignInRefused, names_on_slack, tenants_of
 from bot.inbox.signin import SignIn
 from bot.settings import Settings
-from contracts.enums import ApprovalStatus, SurfaceType, Verdict
+from contracts.enums import ApprovalStatus, SurfaceType
 from contracts.errors import CosignerError, DenialNotFound
 from contracts.ports import DashboardRoute, SlackRoute
 from storage import inbox as listing
@@ -146,7 +146,9 @@ class Inbox:
         tenants = tenants_of(self.engine.policy, person)
         recs = await self.engine.db.run_read(lambda tx: listing.listed(tx, tenants, pending=True, limit=200))
         mine = [
-            r for r in recs if isinstance(r.route, DashboardRoute) and set(person.ids) & set(r.route.approvers)
+            r
+            for r in recs
+            if isinstance(r.route, DashboardRoute) and set(person.ids) & set(r.route.approvers)
         ]
         elsewhere = [r for r in recs if names_on_slack(person, r)]
         return mine, elsewhere

@@ -30,8 +30,8 @@ from contracts.ports import ApprovalCard, ApprovalDesk, Delivered, Route, SlackR
 from surfaces.slack.blocks import to_blocks, to_closed_blocks
 from surfaces.slack.clicks import Clicks
 from surfaces.slack.commands import Commands
-from surfaces.slack.home import HOME_EVENT, Pending
 from surfaces.slack.handoff_blocks import to_closed_handoff_blocks, to_handoff_blocks
+from surfaces.slack.home import HOME_EVENT, Pending
 from surfaces.slack.installs import INSTALL_PATH, REDIRECT_PATH, Installs
 from surfaces.slack.pacing import ChannelPacer
 from surfaces.slack.parse import event_type

@@ -3,8 +3,9 @@
 `/cosigner` (any text, or `denials`) answers with an ephemeral list, visible only to the
 person who typed it, of their own standing denies in the workspace's tenant, each with a
 **Lift** button; `/cosigner pending` lists the requests waiting for them (as the Home tab
-does, `surfaces.slack.home`), `/cosigner help` what the command does. A click lifts it through the `DenialDesk` (which finds only the clicker's
-own) and replaces the list. Nobody can see or lift another person's standing deny here.
+does, `surfaces.slack.home`), `/cosigner help` what the command does. A Lift click lifts
+through the `DenialDesk` (which finds only the clicker's own) and replaces the list. Nobody
+can see or lift another person's standing deny here.
 """
 
 from __future__ import annotations

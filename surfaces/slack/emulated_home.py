@@ -31,4 +31,7 @@ def permalink(emu: SlackEmulator, args: dict[str, Any], token: str | None) -> di
     if emu.latest(str(channel), str(ts)) is None:
         raise SlackError("message_not_found")
     stamp = str(ts).replace(".", "")
-    return {"channel": channel, "permalink": f"https://emulated.slack.com/archives/{channel}/p{stamp}?team={ws.team_id}"}
+    return {
+        "channel": channel,
+        "permalink": f"https://emulated.slack.com/archives/{channel}/p{stamp}?team={ws.team_id}",
+    }

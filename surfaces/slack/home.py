@@ -45,7 +45,9 @@ def pending_blocks(placed: Sequence[Placed], links: Links, now: datetime, *, tit
     if title:
         blocks.append(HeaderBlock(text=PlainTextObject(text="Waiting for you")))
     if not placed:
-        blocks.append(SectionBlock(text=md("Nothing waits for you. New requests appear here and in their channel.")))
+        blocks.append(
+            SectionBlock(text=md("Nothing waits for you. New requests appear here and in their channel."))
+        )
         return blocks
     for p in placed[:MAX_LISTED]:
         card = p.card
@@ -58,7 +60,9 @@ def pending_blocks(placed: Sequence[Placed], links: Links, now: datetime, *, tit
         blocks.append(SectionBlock(text=md(line)))
     if len(placed) > MAX_LISTED:
         blocks.append(ContextBlock(elements=[md(f"and {len(placed) - MAX_LISTED} more")]))
-    blocks.append(ContextBlock(elements=[md("Answer on the card: an answer counts only where it was asked.")]))
+    blocks.append(
+        ContextBlock(elements=[md("Answer on the card: an answer counts only where it was asked.")])
+    )
     return blocks
 
 
@@ -87,7 +91,9 @@ class Pending:
         self._pending = desk if isinstance(desk, PendingDesk) else None
         self._clock = clock
 
-    async def listed(self, client: AsyncWebClient, user: str, orgs: Sequence[str], *, title: bool) -> list[Block]:
+    async def listed(
+        self, client: AsyncWebClient, user: str, orgs: Sequence[str], *, title: bool
+    ) -> list[Block]:
         """The blocks listing what waits for `user` in the tenant of `orgs`."""
         tenant = next(
             (t for o in orgs if (t := self._desk.tenant_for_org(SurfaceType.SLACK, o)) is not None), None
@@ -105,7 +111,8 @@ class Pending:
                 return
             orgs = [o for o in (body.get("team_id"), body.get("enterprise_id")) if isinstance(o, str) and o]
             blocks = await self.listed(client, event["user"], orgs, title=True)
-            await client.views_publish(user_id=event["user"], view={"type": "home", "blocks": as_dicts(blocks)})
+            await client.views_publish(
+                user_id=event["user"], view={"type": "home", "blocks": as_dicts(blocks)}
+            )
 
         app.event("app_home_opened")(on_home)
-

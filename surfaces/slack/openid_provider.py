@@ -165,7 +165,9 @@ class OpenIdProvider:
             form.setdefault("client_id", cid)
             form.setdefault("client_secret", secret)
         cid = form.get("client_id", "")
-        if cid not in self.clients or not secrets.compare_digest(self.clients[cid], form.get("client_secret", "")):
+        if cid not in self.clients or not secrets.compare_digest(
+            self.clients[cid], form.get("client_secret", "")
+        ):
             return JSONResponse({"ok": False, "error": "invalid_client"}, 401)
         grant = self._codes.pop(form.get("code", ""), None)
         if grant is None or grant.client_id != cid or grant.redirect_uri != form.get("redirect_uri"):

@@ -39,6 +39,8 @@ SCOPES: dict[str, str | None] = {
     "views.open": None,
     "views.update": None,
     "oauth.v2.access": None,
+    "views.publish": None,
+    "chat.getPermalink": None,
 }
 
 # Scopes for features rather than Web API methods: `commands` lets the app receive `/cosigner`.

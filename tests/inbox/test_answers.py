@@ -40,7 +40,9 @@ async def post_answer(
     return await client.post(f"/inbox/approvals/{aid}/answer", data=form)
 
 
-async def test_approve_in_the_inbox_reaches_the_waiting_agent_with_a_grant_and_the_issuer_is_audited() -> None:
+async def test_approve_in_the_inbox_reaches_the_waiting_agent_with_a_grant_and_the_issuer_is_audited() -> (
+    None
+):
     async with inbox_world(POLICY_BY_EMAIL) as w:
         key = await w.h.create_tenant("acme")
         aid = await w.ask(key, "ada@acme.example")

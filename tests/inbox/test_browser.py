@@ -79,7 +79,9 @@ async def test_an_approver_answers_in_the_inbox_and_others_are_refused(chromium:
             await ada.screenshot(path=shot(tmp_path, "waiting"), full_page=True)
 
             # The agent waits; Approve reaches it with a grant.
-            waiting = asyncio.create_task(w.h.client.get(f"/v1/approvals/{refund}?wait=30", headers=w.h.auth(acme)))
+            waiting = asyncio.create_task(
+                w.h.client.get(f"/v1/approvals/{refund}?wait=30", headers=w.h.auth(acme))
+            )
             await w.h.waiters()
             await ada.locator(f".card:has(#{refund})").get_by_role("button", name="Approve").click()
             decided = (await waiting).json()

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
-
-import asyncio
 
 import httpx
 import uvicorn
@@ -67,7 +66,13 @@ class World:
 async def served(app: Any, port: int) -> AsyncIterator[str]:
     """Serve an app under uvicorn on 127.0.0.1:`port` in this event loop, for a real browser."""
     config = uvicorn.Config(
-        app, port=port, log_config=None, log_level="warning", lifespan="off", ws="none", timeout_graceful_shutdown=5
+        app,
+        port=port,
+        log_config=None,
+        log_level="warning",
+        lifespan="off",
+        ws="none",
+        timeout_graceful_shutdown=5,
     )
     server = uvicorn.Server(config)
     server.install_signal_handlers = lambda: None  # type: ignore[method-assign]

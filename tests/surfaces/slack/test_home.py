@@ -44,7 +44,7 @@ async def pending_command(h: Harness, user: str, text: str = "pending") -> Any:
 
 async def test_the_home_tab_lists_the_persons_pending_requests_with_links(slack: Any) -> None:
     h, emu, acme, _ = slack
-    aid, card = await card_for(h, emu, acme, "c1", user="U1")
+    _, card = await card_for(h, emu, acme, "c1", user="U1")
     assert (await open_home(h, "U1")).status_code == 200
     home = json.dumps(emu.home_tabs["U1"])
     assert "issue_refund" in home and "acme" in home
