@@ -90,6 +90,14 @@ def partial_configuration(settings: Settings) -> list[str]:
     if any(twilio.values()) and not all(twilio.values()):
         missing = " and ".join(k for k, v in twilio.items() if not v)
         out.append(f"SMS is off: {missing} is not set")
+    teams = {
+        "MICROSOFT_APP_ID": settings.microsoft_app_id,
+        "MICROSOFT_APP_PASSWORD": settings.microsoft_app_password,
+        "MICROSOFT_APP_TENANT_ID": settings.microsoft_app_tenant_id,
+    }
+    if any(teams.values()) and not all(teams.values()):
+        missing = " and ".join(k for k, v in teams.items() if not v)
+        out.append(f"Teams is off: {missing} is not set")
     return out
 
 
@@ -102,8 +110,10 @@ def slack_install_stores(settings: Settings, db: Database) -> SlackInstallStores
     )
 
 
-def default_surfaces(settings: Settings, installs: SlackInstallStores | None) -> list[SurfaceFactory]:
-    """Slack and SMS factories for whatever the settings configure."""
+def default_surfaces(
+    settings: Settings, installs: SlackInstallStores | None, clock: Callable[[], float] = time.time
+) -> list[SurfaceFactory]:
+    """Slack, SMS and Teams factories for whatever the settings configure."""
     factories: list[SurfaceFactory] = []
     if settings.slack_enabled:
         from surfaces.slack import SlackAdapter, SlackConfig
@@ -134,6 +144,20 @@ def default_surfaces(settings: Settings, installs: SlackInstallStores | None) ->
         except SmsConfigError as exc:
             raise ConfigurationError(str(exc)) from exc
         factories.append(lambda desk: SmsAdapter(sms, desk))
+    if settings.teams_enabled:
+        from surfaces.teams import TeamsAdapter, TeamsConfig, TeamsConfigError
+
+        try:
+            teams = TeamsConfig(
+                app_id=settings.microsoft_app_id or "",
+                app_password=settings.microsoft_app_password or "",
+                app_tenant_id=settings.microsoft_app_tenant_id or "",
+                api_url=settings.teams_api_url,
+                clock=clock,
+            )
+        except TeamsConfigError as exc:
+            raise ConfigurationError(str(exc)) from exc
+        factories.append(lambda desk: TeamsAdapter(teams, desk))
     return factories
 
 
@@ -191,7 +215,7 @@ def build_app(
     desk = Desk(engine)
     adapters: dict[str, SurfaceAdapter] = {}
     installs = slack_install_stores(settings, db) if surfaces is None else None
-    for factory in default_surfaces(settings, installs) if surfaces is None else surfaces:
+    for factory in default_surfaces(settings, installs, clock) if surfaces is None else surfaces:
         adapter = factory(desk)
         adapters[adapter.name] = adapter
     engine.surfaces |= set(adapters)

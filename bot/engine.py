@@ -50,6 +50,7 @@ from contracts.errors import (
     InvalidRequest,
     PermissionDenied,
 )
+from contracts.names import fold
 from contracts.ports import DashboardRoute, Delivered, Placed, Route
 from contracts.wire import AdmitRequest, ApprovalRequest, DecisionRequest, ResultReport
 from storage import approvals as ledger
@@ -322,7 +323,13 @@ class Engine:
 
     def _shadow_differs(self, rec: Record, shadow: Mapping[str, Any]) -> None:
         """Log and count a shadow difference, once per request (a replayed call is not new)."""
-        self.metrics.shadow_difference(rec.tool_name, shadow["from"], shadow["to"])
+        # The label names only tools a policy names: an agent sends any name it likes, and
+        # each new label value would be a new time series kept for good.
+        assert self.shadow is not None
+        known = self.policy.knows(rec.tenant, rec.tool_name) or self.shadow.knows(rec.tenant, rec.tool_name)
+        self.metrics.shadow_difference(
+            fold(rec.tool_name) if known else "(unnamed)", shadow["from"], shadow["to"]
+        )
         log.warning(
             "the shadow policy decides this request differently",
             extra={

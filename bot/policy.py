@@ -196,6 +196,7 @@ class Policy:
                 (SurfaceType.SLACK, t.slack_enterprise),
                 (SurfaceType.SMS, t.sms_from),
                 (SurfaceType.SMS, t.sms_messaging_service),
+                (SurfaceType.TEAMS, t.teams_tenant),
             ):
                 if org is not None:
                     self._orgs[(surface, org)] = n
@@ -204,6 +205,10 @@ class Policy:
         """The tenant's section, or an empty one: a tenant without a section gets defaults."""
         found = self.tenants.get(name)
         return found if found is not None else TenantPolicy().named(name)
+
+    def knows(self, tenant: str, tool: str) -> bool:
+        """Whether a section of the policy names this tool (in any case) for this tenant."""
+        return fold(tool) in self._rules.get(tenant, self._default_rules)
 
     def rule_for(self, tenant: str, tool: str) -> ToolRule:
         """The merged rule of `[tools.X]` and `[tenants.T.tools.X]`; unknown tools are danger."""

@@ -27,7 +27,7 @@ from surfaces.sms.caller import TwilioCaller
 from surfaces.sms.emulator import TwilioEmulator
 
 STATIC = Path(__file__).with_name("static")
-ASSETS = {"sandbox.js": "text/javascript", "sandbox.css": "text/css"}
+ASSETS = {"sandbox.js": "text/javascript", "sandbox.css": "text/css", "sandbox_teams.js": "text/javascript"}
 DEMO_PHONE = "+15550100200"  # the requester's phone in examples/agent.py
 CHANNELS = {"C0DEMO": "support", "C0ADMINS": "cosigner-admins"}
 ACTIVITY_KEPT = 50

@@ -45,6 +45,7 @@ RULES = {
     "public_url": "must be an absolute http:// or https:// URL, e.g. https://cosigner.example.com",
     "slack_api_url": "must be an absolute http:// or https:// URL",
     "twilio_api_url": "must be an absolute http:// or https:// URL",
+    "teams_api_url": "must be an absolute http:// or https:// URL (the bundled emulator; tests and dev only)",
     "otel_exporter_otlp_endpoint": "must be an absolute http:// or https:// URL, e.g. http://127.0.0.1:4318",
     "otel_exporter_otlp_traces_endpoint": "must be an absolute http:// or https:// URL, "
     "e.g. http://127.0.0.1:4318/v1/traces",
@@ -61,6 +62,7 @@ SECRET_FIELDS = {
     "slack_bot_token",
     "slack_client_secret",
     "twilio_auth_token",
+    "microsoft_app_password",
 }
 
 
@@ -126,6 +128,14 @@ class Settings(BaseSettings):
     )
     twilio_api_url: str | None = Field(default=None, validation_alias=_env("TWILIO_API_URL"))
 
+    microsoft_app_id: str | None = Field(default=None, validation_alias=_env("MICROSOFT_APP_ID"))
+    microsoft_app_password: str | None = Field(default=None, validation_alias=_env("MICROSOFT_APP_PASSWORD"))
+    microsoft_app_tenant_id: str | None = Field(
+        default=None, validation_alias=_env("MICROSOFT_APP_TENANT_ID")
+    )
+    # The Teams emulator's base URL (Bot Connector, token and JWKS endpoints); dev and tests only.
+    teams_api_url: str | None = Field(default=None, validation_alias=_env("TEAMS_API_URL"))
+
     # OpenTelemetry's own variables (bot.telemetry); the SDK reads the others it knows itself.
     otel_exporter_otlp_endpoint: str | None = Field(
         default=None, validation_alias=_env("OTEL_EXPORTER_OTLP_ENDPOINT")
@@ -161,7 +171,7 @@ class Settings(BaseSettings):
             raise ValueError(RULES["slack_bot_token"])
         return value
 
-    @field_validator("slack_api_url", "twilio_api_url", "oidc_issuer")
+    @field_validator("slack_api_url", "twilio_api_url", "teams_api_url", "oidc_issuer")
     @classmethod
     def _api_url(cls, value: str | None) -> str | None:
         if value is not None and not _is_http_url(value):
@@ -239,6 +249,11 @@ class Settings(BaseSettings):
             # The signal's path is appended to the base endpoint, as the specification says.
             return self.otel_exporter_otlp_endpoint.rstrip("/") + "/v1/traces"
         return None
+
+    @property
+    def teams_enabled(self) -> bool:
+        """Teams is on when the bot's app id, its password and its home tenant are set."""
+        return bool(self.microsoft_app_id and self.microsoft_app_password and self.microsoft_app_tenant_id)
 
     @property
     def sms_enabled(self) -> bool:

@@ -83,6 +83,17 @@ class SmsRoute:
 
 
 @dataclass(frozen=True)
+class TeamsRoute:
+    """Which Teams conversation gets the card, in which AAD tenant, and who may click it."""
+
+    surface: Literal[SurfaceType.TEAMS]
+    tenant_id: str  # the Microsoft Entra (AAD) tenant id the clicks must come from
+    conversation_id: str
+    approvers: tuple[str, ...]  # AAD object ids
+    requester: str | None = None  # AAD object id of who triggered the run
+
+
+@dataclass(frozen=True)
 class DashboardRoute:
     """The tenant's app decides through `POST /v1/approvals/{id}/decision`."""
 
@@ -90,7 +101,7 @@ class DashboardRoute:
     approvers: tuple[str, ...]  # the tenant app's user ids
 
 
-Route = SlackRoute | SmsRoute | DashboardRoute
+Route = SlackRoute | SmsRoute | TeamsRoute | DashboardRoute
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ async def test_a_change_of_case_gets_the_tools_rule_and_keeps_the_name_as_sent()
         read = await h.client.post(
             "/v1/approvals", json=call("Lookup_Order", params={"orderId": "o1"}), headers=h.auth(key)
         )
-        assert read.status_code == 200 and read.json()["decidedBy"]["rule"].startswith("tools.lookup_order:")
+        assert read.status_code == 200 and read.json()["decidedBy"]["rule"].startswith("tools.lookup_order.")
         assert read.json()["toolName"] == "Lookup_Order"
         asked = await h.client.post(
             "/v1/approvals", json=call("ISSUE_CREDIT", call_id="c2", surface=DASHBOARD), headers=h.auth(key)

@@ -79,3 +79,17 @@ async def test_without_a_shadow_nothing_is_counted_or_recorded() -> None:
         r = await h.client.post("/v1/approvals", headers=h.auth(key), json=call("issue_refund", "c1"))
         assert r.status_code == 201
         assert "cosigner_policy_shadow_differences_total{" not in (await h.client.get("/metrics")).text
+
+
+async def test_tools_no_policy_names_share_one_label() -> None:
+    """An agent picks its tool names: each may not become a new time series in /metrics."""
+    shadow = DEFAULT_POLICY.replace('[tenants.acme.headless]\nroute = "tenant_admins"\n', "")
+    assert shadow != DEFAULT_POLICY  # the shadow refuses headless runs the live policy routes
+    async with cosigner_app(shadow_toml=shadow) as h:
+        key = await h.create_tenant("acme")
+        for i in range(3):
+            body = call(f"made_up_{i}", f"c{i}") | {"surface": {"type": "api"}}
+            await h.client.post("/v1/approvals", headers=h.auth(key), json=body)
+        metrics = (await h.client.get("/metrics")).text
+        assert "made_up" not in metrics
+        assert 'tool="(unnamed)"} 3.0' in metrics, metrics

@@ -29,7 +29,7 @@ async def test_a_standing_deny_refuses_before_the_application_is_asked_to_prepar
             r = await h.client.post(
                 f"/v1/approvals/{first.json()['approvalId']}/decision",
                 json={"decision": "always_deny", "userId": "u_1"},
-                headers=h.auth(key),
+                headers=h.auth(h.approver_of(key)),
             )
             assert r.status_code == 200, r.text
             assert app.shop.calls["prepare"] == 1

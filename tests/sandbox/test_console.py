@@ -73,7 +73,7 @@ async def test_dev_prints_each_request_answer_and_decision_and_says_goodbye(tmp_
     lines = [line.split("  ", 1)[1] for line in printed]  # without the time
     assert [line for line in lines if line.startswith(("created", "answered", "decided"))][:5] == [
         f"created  {read_id}  demo  lookup_order: asked by slack:U0ALICE, approved at once by "
-        "the policy (tools.lookup_order: read → none)",
+        "the policy (tools.lookup_order.kind: read → none)",
         f"created  {credit_id}  demo  issue_credit: asked by slack:U0ALICE, waiting for a person on slack",
         f"answered {credit_id}  demo  issue_credit: slack:U0MALLORY answered approved, "
         "refused (NOT_AN_APPROVER)",

@@ -18,7 +18,14 @@ from cosigner.enums import ApprovalStatus, DeciderKind, SurfaceType
 from cosigner.events import ApprovalEvent
 from cosigner.grants import GrantClaims
 from cosigner.operations import OperationOutcome, OutcomeType, Preview
-from cosigner.surfaces import DashboardSurface, HeadlessSurface, SlackSurface, SmsSurface, Surface
+from cosigner.surfaces import (
+    DashboardSurface,
+    HeadlessSurface,
+    SlackSurface,
+    SmsSurface,
+    Surface,
+    TeamsSurface,
+)
 
 __all__ = [
     "ApprovalEvent",
@@ -38,6 +45,7 @@ __all__ = [
     "SmsSurface",
     "Surface",
     "SurfaceType",
+    "TeamsSurface",
     "errors",
     "execution",
     "parameters_digest",

@@ -48,6 +48,7 @@ class SurfaceType(StrEnum):
     SLACK = "slack"
     SMS = "sms"
     DASHBOARD = "dashboard"
+    TEAMS = "teams"
     API = "api"
     SCHEDULE = "schedule"
     BATCH = "batch"
