@@ -23,9 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.harness import Harness  # noqa: E402
-from tests.inbox.test_answers import POLICY_BY_EMAIL  # noqa: E402
-from tests.inbox.world import World, inbox_world  # noqa: E402
+from tests.harness import Harness
+from tests.inbox.test_answers import POLICY_BY_EMAIL
+from tests.inbox.world import World, inbox_world
 
 CSRF = re.compile(r'name="csrf" value="([^"]+)"')
 
