@@ -90,6 +90,7 @@ class SlackAdapter:
             )
         self.config = config
         self._desk = desk
+        self._home = Pending(desk)
         self._verifier = SignatureVerifier(config.signing_secret)
         self._pacer = ChannelPacer(rate=1.0, burst=3)
         self._clicks = Clicks(desk)
@@ -150,13 +151,14 @@ class SlackAdapter:
             request_verification_enabled=False,
         )
         self._commands.register(app)  # before the clicks' catch-all listener
-        Pending(self._desk).register(app)
+        self._home.register(app)
         self._clicks.register(app)
         self._handler = AsyncSlackRequestHandler(app)
 
     async def stop(self) -> None:
         """Let follow-up tasks finish, then close the HTTP session."""
         await self._clicks.drain()
+        await self._home.drain()
         if self._session is not None:
             await self._session.close()
         self._session = self._client = self._handler = None
@@ -182,6 +184,7 @@ class SlackAdapter:
                 unfurl_links=False,
                 unfurl_media=False,
             )
+        self._home.refresh_soon(client, slack_route, {card.approval_id: (posted["channel"], posted["ts"])})
         return Delivered(
             surface=SurfaceType.SLACK,
             conversation=posted["channel"],
@@ -203,6 +206,7 @@ class SlackAdapter:
                 text=text,
                 blocks=blocks,
             )
+        self._home.refresh_soon(client, slack_route)
 
     async def _client_for(self, route: SlackRoute) -> tuple[AsyncWebClient, str | None]:
         if self._client is None or self._session is None:

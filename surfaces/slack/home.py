@@ -8,6 +8,7 @@ are given on the cards themselves: an answer counts only where the request was a
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -20,13 +21,14 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from contracts.enums import SurfaceType
 from contracts.pending import PendingDesk
-from contracts.ports import ApprovalDesk, Placed
+from contracts.ports import ApprovalDesk, Placed, SlackRoute
 from surfaces.slack import mrkdwn
 from surfaces.slack.blocks import as_dicts, md
 
 logger = logging.getLogger("cosigner.slack.home")
 HOME_EVENT = "event_callback/app_home_opened"  # as `parse.event_type` names it
 MAX_LISTED = 40  # a Home tab holds 100 blocks; two per request and a header
+MAX_REFRESHED = 20  # approvers whose Home tab a new or closed card republishes
 Links = Mapping[str, str]
 
 
@@ -66,15 +68,20 @@ def pending_blocks(placed: Sequence[Placed], links: Links, now: datetime, *, tit
     return blocks
 
 
-async def permalinks(client: AsyncWebClient, placed: Sequence[Placed]) -> dict[str, str]:
-    """The permalink of each delivered card; a card Slack cannot link is listed without one."""
+async def permalinks(
+    client: AsyncWebClient, placed: Sequence[Placed], posted: Mapping[str, tuple[str, str]] | None = None
+) -> dict[str, str]:
+    """The permalink of each delivered card (`posted`: cards whose receipt is not stored yet);
+    a card Slack cannot link is listed without one."""
     links: dict[str, str] = {}
     for p in placed[:MAX_LISTED]:
         got = p.delivered
-        if got is None or not got.message_refs:
+        where = (got.conversation, got.message_refs[0]) if got and got.message_refs else None
+        where = where or (posted or {}).get(p.card.approval_id)
+        if where is None:
             continue
         try:
-            answer = await client.chat_getPermalink(channel=got.conversation, message_ts=got.message_refs[0])
+            answer = await client.chat_getPermalink(channel=where[0], message_ts=where[1])
         except SlackApiError as exc:
             logger.warning("chat.getPermalink failed", extra={"code": str(exc.response.get("error"))})
             continue
@@ -90,9 +97,29 @@ class Pending:
         self._desk = desk
         self._pending = desk if isinstance(desk, PendingDesk) else None
         self._clock = clock
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def refresh_soon(
+        self, client: AsyncWebClient, route: SlackRoute, posted: Mapping[str, tuple[str, str]] | None = None
+    ) -> None:
+        """`refresh` on its own task, so a delivery's receipt is stored without waiting for it."""
+        task = asyncio.create_task(self.refresh(client, route, posted))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def drain(self) -> None:
+        """Wait for the refreshes still running (at shutdown)."""
+        while self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
 
     async def listed(
-        self, client: AsyncWebClient, user: str, orgs: Sequence[str], *, title: bool
+        self,
+        client: AsyncWebClient,
+        user: str,
+        orgs: Sequence[str],
+        *,
+        title: bool,
+        posted: Mapping[str, tuple[str, str]] | None = None,
     ) -> list[Block]:
         """The blocks listing what waits for `user` in the tenant of `orgs`."""
         tenant = next(
@@ -101,7 +128,22 @@ class Pending:
         if tenant is None or self._pending is None:
             return [SectionBlock(text=md("This workspace is not connected to a Cosigner tenant."))]
         placed = await self._pending.pending_of(tenant, SurfaceType.SLACK, user)
-        return pending_blocks(placed, await permalinks(client, placed), self._clock(), title=title)
+        return pending_blocks(placed, await permalinks(client, placed, posted), self._clock(), title=title)
+
+    async def refresh(
+        self, client: AsyncWebClient, route: SlackRoute, posted: Mapping[str, tuple[str, str]] | None = None
+    ) -> None:
+        """Republish the Home tab of a route's approvers, after a card was posted or closed.
+
+        Best effort: the card is what counts, so a failure here is logged and never fails
+        the delivery or the update."""
+        orgs = [o for o in (route.team_id, route.enterprise_id) if o]
+        for user in route.approvers[:MAX_REFRESHED]:
+            try:
+                blocks = await self.listed(client, user, orgs, title=True, posted=posted)
+                await client.views_publish(user_id=user, view={"type": "home", "blocks": as_dicts(blocks)})
+            except Exception as exc:
+                logger.warning("Refreshing a Home tab failed", extra={"code": type(exc).__name__})
 
     def register(self, app: AsyncApp) -> None:
         """Publish the Home tab whenever a person opens it."""

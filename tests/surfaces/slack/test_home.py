@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 import yaml
 
 from surfaces.slack.interactions import send_signed_event, signed_headers
-from tests.harness import Harness
+from tests.harness import Harness, until
 from tests.surfaces.slack.test_denials import APP_ID, SECRET, card_for, slack
 
 __all__ = ["slack"]  # the fixture, shared with the standing-deny tests
@@ -54,6 +54,20 @@ async def test_the_home_tab_lists_the_persons_pending_requests_with_links(slack:
     assert "issue_refund" not in json.dumps(emu.home_tabs["U9"])
     assert (await open_home(h, "U2", secret="not-the-secret")).status_code == 401
     assert "U2" not in emu.home_tabs
+
+
+async def test_a_new_card_and_its_decision_refresh_the_approvers_home_tab(slack: Any) -> None:
+    h, emu, acme, _ = slack
+    aid, card = await card_for(h, emu, acme, "c1", user="U1")
+    await h.delivered(aid)
+    # Published when the card was posted, without the person opening the tab, and linked.
+    home = json.dumps(await until(lambda: emu.home_tabs.get("U1")))
+    assert "issue_refund" in home and f"p{card.ts.replace('.', '')}" in home
+    press = await emu.click(
+        h.client, channel=card.channel, ts=card.ts, action_id="cosigner.approve", user="U1", secret=SECRET
+    )
+    assert press.status_code == 200
+    await until(lambda: "Nothing waits for you" in json.dumps(emu.home_tabs["U1"]))
 
 
 async def test_cosigner_pending_answers_with_the_same_list_and_help_says_what_it_does(slack: Any) -> None:
