@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 from authlib.integrations.starlette_client import OAuth, OAuthError
 from joserfc.errors import JoseError
 from starlette.requests import Request
@@ -13,6 +14,18 @@ from starlette.responses import Response
 from bot.inbox.people import Person, SignInRefused, person_from_claims
 
 SCOPES = "openid email profile"
+# authlib talks to the issuer with httpx2 where it is installed, else httpx: either's errors.
+try:
+    import httpx2
+
+    HTTP_ERRORS: tuple[type[Exception], ...] = (httpx.HTTPError, httpx2.HTTPError)
+except ImportError:
+    HTTP_ERRORS = (httpx.HTTPError,)
+
+
+def unreachable(issuer: str) -> str:
+    """What to check when the issuer does not answer."""
+    return f"the issuer {issuer} could not be reached; check COSIGNER_OIDC_ISSUER and try again"
 
 
 class SignIn:
@@ -37,7 +50,10 @@ class SignIn:
 
     async def redirect(self, request: Request, back_to: str) -> Response:
         """Send the browser to the issuer (state, nonce and PKCE verifier kept in the session)."""
-        response: Response = await self.client.authorize_redirect(request, back_to)
+        try:
+            response: Response = await self.client.authorize_redirect(request, back_to)
+        except HTTP_ERRORS as exc:
+            raise SignInRefused(unreachable(self.issuer)) from exc
         return response
 
     async def finish(self, request: Request) -> Person:
@@ -46,6 +62,8 @@ class SignIn:
             token = await self.client.authorize_access_token(request, claims_options=self.claims_options)
         except (OAuthError, JoseError) as exc:
             raise SignInRefused(f"the sign-in could not be verified ({type(exc).__name__}: {exc})") from exc
+        except HTTP_ERRORS as exc:
+            raise SignInRefused(unreachable(self.issuer)) from exc
         # authlib checks the ID token only when the session held a nonce: insist on both.
         claims = token.get("userinfo")
         if not claims or "id_token" not in token:

@@ -55,7 +55,7 @@ def not_configured_message() -> str:
     )
 
 
-def csp(issuer: str | None) -> str:
+def csp() -> str:
     """Scripts, styles and forms from this origin only; nothing may frame the inbox."""
     return (
         "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -101,7 +101,7 @@ class Inbox:
 
     def headers(self) -> dict[str, str]:
         return {
-            "Content-Security-Policy": csp(self.settings.oidc_issuer),
+            "Content-Security-Policy": csp(),
             "X-Content-Type-Options": "nosniff",
             "Referrer-Policy": "same-origin",
             "Cache-Control": "no-store",
@@ -116,7 +116,10 @@ class Inbox:
         if self.signin is None:
             return self.page(request, "off.html", 503, message=not_configured_message())
         back_to = f"{self.settings.public_url.rstrip('/')}/inbox/callback"
-        return await self.signin.redirect(request, back_to)
+        try:
+            return await self.signin.redirect(request, back_to)
+        except SignInRefused as exc:
+            return self.refused(request, None, f"Sign-in is unavailable: {exc}", 502)
 
     async def callback(self, request: Request) -> Response:
         if self.signin is None:

@@ -68,3 +68,10 @@ async def test_without_sign_in_configured_the_inbox_says_how_to_configure_it() -
         assert "COSIGNER_OIDC_ISSUER" in page.text and "COSIGNER_OIDC_CLIENT_SECRET" in page.text
         assert (await h.client.get("/inbox/login")).status_code == 503
         assert "set-cookie" not in (await h.client.get("/healthz")).headers
+
+
+async def test_an_unreachable_issuer_is_named_not_a_server_error() -> None:
+    async with inbox_world() as w:
+        await w.emu.stop()
+        page = await w.h.client.get("/inbox/login")
+        assert page.status_code == 502 and "could not be reached" in page.text
