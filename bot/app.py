@@ -294,7 +294,7 @@ def build_app(
         Route("/metrics", metrics_route),
         Route("/openapi.json", openapi_route),
         *Api(engine, keys, Proposals(engine, contracts)).routes(),
-        inbox_mount(engine, settings, clock),
+        inbox_mount(engine, settings, clock, adapters),
     ]
     for adapter in adapters.values():
         routes.extend(adapter.routes())

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -33,7 +33,8 @@ from bot.inbox.signin import SignIn
 from bot.settings import Settings
 from contracts.enums import ApprovalStatus, SurfaceType
 from contracts.errors import CosignerError, DenialNotFound
-from contracts.ports import DashboardRoute, SlackRoute
+from contracts.pending import Permalinks
+from contracts.ports import DashboardRoute
 from storage import inbox as listing
 from storage.records import Record
 
@@ -82,8 +83,16 @@ def left(seconds: float) -> str:
 class Inbox:
     """The inbox routes over one engine, with the settings' sign-in and the app's clock."""
 
-    def __init__(self, engine: Engine, settings: Settings, clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        settings: Settings,
+        clock: Callable[[], float],
+        surfaces: Mapping[str, object] | None = None,
+    ) -> None:
         self.engine, self.settings, self.clock = engine, settings, clock
+        # Surfaces that can link to their cards (Slack: chat.getPermalink).
+        self.linkers = {n: s for n, s in (surfaces or {}).items() if isinstance(s, Permalinks)}
         self.signin: SignIn | None = None
         if settings.oidc_enabled:
             self.signin = SignIn(
@@ -156,12 +165,18 @@ class Inbox:
         elsewhere = [r for r in recs if names_on_slack(person, r)]
         return mine, elsewhere
 
-    def item(self, rec: Record) -> dict[str, Any]:
+    async def link(self, rec: Record) -> str | None:
+        """Where the request was asked, as its surface links to it."""
+        linker = self.linkers.get(rec.route.surface) if rec.route is not None else None
+        if linker is None or rec.route is None or rec.delivered is None:
+            return None
+        try:
+            return await linker.permalink(rec.route, rec.delivered)
+        except CosignerError:
+            return None
+
+    def item(self, rec: Record, link: str | None = None) -> dict[str, Any]:
         card = rec.card()
-        link = None
-        if isinstance(rec.route, SlackRoute) and rec.delivered and rec.delivered.message_refs:
-            ts = rec.delivered.message_refs[0].replace(".", "")
-            link = f"https://slack.com/archives/{rec.delivered.conversation}/p{ts}"
         return {
             "id": rec.id,
             "tenant": rec.tenant,
@@ -193,7 +208,7 @@ class Inbox:
             person=person,
             tenants=tenants_of(self.engine.policy, person),
             mine=[self.item(r) for r in mine],
-            elsewhere=[self.item(r) for r in elsewhere],
+            elsewhere=[self.item(r, await self.link(r)) for r in elsewhere],
         )
 
     async def history(self, request: Request) -> Response:
@@ -330,9 +345,14 @@ def secure_cookie(public_url: str) -> bool:
     return urlsplit(public_url).hostname not in LOOPBACK
 
 
-def inbox_mount(engine: Engine, settings: Settings, clock: Callable[[], float]) -> Mount:
+def inbox_mount(
+    engine: Engine,
+    settings: Settings,
+    clock: Callable[[], float],
+    surfaces: Mapping[str, object] | None = None,
+) -> Mount:
     """`/inbox` with its own signed session cookie; nothing outside it sees the cookie."""
-    inbox = Inbox(engine, settings, clock)
+    inbox = Inbox(engine, settings, clock, surfaces)
     app = Starlette(
         routes=[
             Route("/", inbox.home, methods=["GET"]),

@@ -16,6 +16,7 @@ import aiohttp
 from slack_bolt.adapter.starlette.async_handler import AsyncSlackRequestHandler
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.authorization.async_authorize import AsyncInstallationStoreAuthorize
+from slack_sdk.errors import SlackApiError
 from slack_sdk.oauth.installation_store.async_installation_store import AsyncInstallationStore
 from slack_sdk.oauth.state_store.async_state_store import AsyncOAuthStateStore
 from slack_sdk.signature import SignatureVerifier
@@ -207,6 +208,20 @@ class SlackAdapter:
                 blocks=blocks,
             )
         self._home.refresh_soon(client, slack_route)
+
+    async def permalink(self, route: Route, delivered: Delivered) -> str | None:
+        """A link to a delivered card (`contracts.pending.Permalinks`); None if Slack gives none."""
+        if not delivered.message_refs:
+            return None
+        client, _ = await self._client_for(_slack(route))
+        try:
+            answer = await client.chat_getPermalink(
+                channel=delivered.conversation, message_ts=delivered.message_refs[0]
+            )
+        except SlackApiError:
+            return None
+        link = answer.get("permalink")
+        return link if isinstance(link, str) else None
 
     async def _client_for(self, route: SlackRoute) -> tuple[AsyncWebClient, str | None]:
         if self._client is None or self._session is None:

@@ -149,3 +149,30 @@ async def test_always_deny_sets_a_standing_deny_the_person_can_lift() -> None:
         r = await w.h.client.post(denial.group(0), data={"csrf": csrf_of(history)})
         assert r.status_code == 303
         assert "No standing denies" in (await w.h.client.get("/inbox/history")).text
+
+
+async def test_a_slack_request_naming_the_person_is_listed_read_only_with_its_permalink() -> None:
+    async with inbox_world(POLICY_BY_EMAIL, slack=True) as w:
+        key = await w.h.create_tenant("acme")
+        r = await w.h.client.post(
+            "/v1/approvals",
+            headers=w.h.auth(key),
+            json={
+                "executionId": "run_s",
+                "toolCallId": "s1",
+                "toolName": "issue_refund",
+                "parameters": {"amountCents": 12900},
+                "surface": {"type": "slack", "teamId": "T0ACME", "channelId": "C1", "userId": "U0ADMIN"},
+            },
+        )
+        aid = r.json()["approvalId"]
+        got = await w.h.delivered(aid)
+        await w.sign_in(w.h.client, "U0ADMIN")
+        page = (await w.h.client.get("/inbox/")).text
+        readonly = page.split("Asked of you in Slack")[1]
+        assert aid in readonly
+        assert f"archives/{got.conversation}/p{got.message_refs[0].replace('.', '')}" in readonly
+        assert "chat.getPermalink" in [m for m, _ in w.emu.calls]
+        # Answering it here is refused: it was asked in Slack.
+        refused = await post_answer(w, w.h.client, aid, "approve")
+        assert refused.status_code == 403 and "only dashboard requests" in refused.text

@@ -17,6 +17,7 @@ from tests.harness import DEFAULT_POLICY, Harness, cosigner_app, until
 
 CLIENT_ID, CLIENT_SECRET = "inbox-client", "inbox-client-secret"
 PUBLIC_URL = "http://127.0.0.1:8000"
+SLACK_SECRET = "inbox-slack-signing-secret"
 
 
 @dataclass
@@ -87,7 +88,7 @@ async def served(app: Any, port: int) -> AsyncIterator[str]:
 
 @asynccontextmanager
 async def inbox_world(
-    policy: str = DEFAULT_POLICY, public_url: str = PUBLIC_URL, **settings: Any
+    policy: str = DEFAULT_POLICY, public_url: str = PUBLIC_URL, *, slack: bool = False, **settings: Any
 ) -> AsyncIterator[World]:
     """The emulator with Ada (acme's Slack admin), Bob (acme) and Gus (globex), and an app
     whose inbox signs in through it."""
@@ -96,8 +97,17 @@ async def inbox_world(
         emu.openid.add_person("U0ADMIN", "Ada Admin", "ada@acme.example")
         emu.openid.add_person("U0BOB", "Bob Builder", "bob@acme.example")
         emu.openid.add_person("U0GUS", "Gus Globex", "gus@globex.example", team_id="T0GLOBEX")
+        surfaces: list[Any] = []
+        if slack:  # the Slack surface too, posting to the same emulator
+            from surfaces.slack import SlackAdapter, SlackConfig
+
+            config = SlackConfig(
+                signing_secret=SLACK_SECRET, bot_token="xoxb-acme", api_url=emu.api_url, app_id=emu.app_id
+            )
+            surfaces.append(lambda desk: SlackAdapter(config, desk))
         async with cosigner_app(
             policy,
+            surfaces=surfaces,
             oidc_issuer=emu.openid.issuer,
             oidc_client_id=CLIENT_ID,
             oidc_client_secret=CLIENT_SECRET,
