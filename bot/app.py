@@ -76,7 +76,7 @@ def partial_configuration(settings: Settings) -> list[str]:
     """Warnings for a surface that is half configured and therefore off."""
     out = []
     slack = {
-        "SLACK_SIGNING_SECRET": settings.slack_signing_secret,
+        "SLACK_SIGNING_SECRET or SLACK_APP_TOKEN": settings.slack_signing_secret or settings.slack_app_token,
         "SLACK_BOT_TOKEN or SLACK_CLIENT_ID/SLACK_CLIENT_SECRET": settings.slack_bot_token
         or (settings.slack_client_id and settings.slack_client_secret),
     }
@@ -90,6 +90,14 @@ def partial_configuration(settings: Settings) -> list[str]:
     if any(twilio.values()) and not all(twilio.values()):
         missing = " and ".join(k for k, v in twilio.items() if not v)
         out.append(f"SMS is off: {missing} is not set")
+    whatsapp = {
+        "TWILIO_WHATSAPP_FROM": settings.twilio_whatsapp_from,
+        "TWILIO_WHATSAPP_CONTENT_SID": settings.twilio_whatsapp_content_sid,
+        **twilio,
+    }
+    if (settings.twilio_whatsapp_from or settings.twilio_whatsapp_content_sid) and not all(whatsapp.values()):
+        missing = " and ".join(k for k, v in whatsapp.items() if not v)
+        out.append(f"WhatsApp is off: {missing} is not set")
     teams = {
         "MICROSOFT_APP_ID": settings.microsoft_app_id,
         "MICROSOFT_APP_PASSWORD": settings.microsoft_app_password,
@@ -127,6 +135,7 @@ def default_surfaces(
             app_id=settings.slack_app_id,
             installations=installs.installations if installs else None,
             oauth_states=installs.states if installs else None,
+            app_token=settings.slack_app_token,
         )
         factories.append(lambda desk: SlackAdapter(config, desk))
     if settings.sms_enabled:
@@ -144,6 +153,16 @@ def default_surfaces(
         except SmsConfigError as exc:
             raise ConfigurationError(str(exc)) from exc
         factories.append(lambda desk: SmsAdapter(sms, desk))
+        if settings.whatsapp_enabled:
+            from surfaces.whatsapp import WhatsAppAdapter, WhatsAppConfig, WhatsAppConfigError
+
+            try:
+                whatsapp = WhatsAppConfig(
+                    sms, settings.twilio_whatsapp_from or "", settings.twilio_whatsapp_content_sid or ""
+                )
+            except WhatsAppConfigError as exc:
+                raise ConfigurationError(str(exc)) from exc
+            factories.append(lambda desk: WhatsAppAdapter(whatsapp, desk))
     if settings.teams_enabled:
         from surfaces.teams import TeamsAdapter, TeamsConfig, TeamsConfigError
 
@@ -205,7 +224,9 @@ def build_app(
         GrantSigner(settings.secret),
         metrics=metrics,
         notifier=notifier,
-        sms_sender=SmsSender(settings.twilio_from_number, settings.twilio_messaging_service_sid),
+        sms_sender=SmsSender(
+            settings.twilio_from_number, settings.twilio_messaging_service_sid, settings.twilio_whatsapp_from
+        ),
         clock=clock,
         callback_allow=callback_allow,
         tracing=Tracing(provider, db=db) if provider is not None else None,

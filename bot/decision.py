@@ -118,7 +118,7 @@ def where(route: Route) -> str:
     if isinstance(route, SlackRoute):
         return f"slack {route.team_id}/{route.channel_id}"
     if isinstance(route, SmsRoute):
-        return f"sms {route.from_number or route.messaging_service_sid}"
+        return f"{route.surface} {route.from_number or route.messaging_service_sid}"
     if isinstance(route, TeamsRoute):
         return f"teams {route.tenant_id}/{route.conversation_id}"
     return "dashboard"

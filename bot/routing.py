@@ -21,6 +21,7 @@ from contracts.wire import (
     SmsSurface,
     TeamsSurface,
     WebWidgetSurface,
+    WhatsAppSurface,
 )
 
 HEADLESS = {SurfaceType.API, SurfaceType.SCHEDULE, SurfaceType.BATCH}
@@ -32,6 +33,7 @@ class SmsSender:
 
     from_number: str | None = None
     messaging_service_sid: str | None = None
+    whatsapp_from: str | None = None  # E.164; WhatsApp requests are sent from this number
 
 
 def is_headless(surface: object) -> bool:
@@ -104,6 +106,7 @@ def _need(surface: SurfaceType, enabled: Collection[str], problems: list[str]) -
     fix = {
         SurfaceType.SLACK: "set SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN (or SLACK_CLIENT_ID/SECRET)",
         SurfaceType.SMS: "set TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN and TWILIO_FROM_NUMBER",
+        SurfaceType.WHATSAPP: "set TWILIO_WHATSAPP_FROM and TWILIO_WHATSAPP_CONTENT_SID",
         SurfaceType.TEAMS: "set MICROSOFT_APP_ID, MICROSOFT_APP_PASSWORD and MICROSOFT_APP_TENANT_ID",
     }.get(surface, "")
     problems.append(f"{surface} is not configured on this server ({fix})")
@@ -147,6 +150,15 @@ def _requester(
         if route is None:
             problems.append(f"tenants.{tpol.name}.sms_from is not set and no TWILIO_FROM_NUMBER")
         return route
+    if isinstance(surface, WhatsAppSurface):
+        if not _need(SurfaceType.WHATSAPP, enabled, problems) or not sms.whatsapp_from:
+            return None
+        return SmsRoute(
+            surface=SurfaceType.WHATSAPP,
+            from_number=f"whatsapp:{sms.whatsapp_from}",
+            messaging_service_sid=None,
+            approvers=(f"whatsapp:{surface.phone}",),
+        )
     if isinstance(surface, TeamsSurface):
         if not _need(SurfaceType.TEAMS, enabled, problems):
             return None
@@ -256,7 +268,7 @@ def _with_peers(
                 SurfaceType.SMS: tpol.admins.sms,
                 SurfaceType.DASHBOARD: tpol.admins.dashboard,
                 SurfaceType.TEAMS: tpol.admins.teams,
-            }[route.surface]
+            }.get(route.surface, ())
         elif kind is ApproverKind.STAFF and policy.staff is not None:
             extra += {
                 SurfaceType.SLACK: policy.staff.users,
@@ -266,7 +278,7 @@ def _with_peers(
         elif kind is ApproverKind.REQUESTER and route.surface == getattr(surface, "type", None):
             ident = getattr(surface, "userId", None) or getattr(surface, "phone", None)
             if ident:
-                extra.append(ident)
+                extra.append(f"whatsapp:{ident}" if route.surface is SurfaceType.WHATSAPP else ident)
     merged = tuple(dict.fromkeys([*route.approvers, *extra]))
     if isinstance(route, SlackRoute):
         return SlackRoute(
@@ -281,7 +293,7 @@ def _with_peers(
         )
     if isinstance(route, SmsRoute):
         return SmsRoute(
-            surface=SurfaceType.SMS,
+            surface=route.surface,
             from_number=route.from_number,
             messaging_service_sid=route.messaging_service_sid,
             approvers=merged,

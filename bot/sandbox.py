@@ -40,6 +40,7 @@ from bot.tenants import TenantKeys
 from surfaces.slack.emulator import SlackEmulator
 from surfaces.sms.emulator import TwilioEmulator
 from surfaces.teams.emulator import TeamsEmulator
+from surfaces.whatsapp.template import TEMPLATE_ACTIONS, TEMPLATE_BODY
 
 POLICY_FILE = Path(__file__).with_name("sandbox_policy.toml")
 TENANT = "demo"
@@ -158,6 +159,9 @@ def dev_settings(
         oidc_issuer=slack.openid.issuer,
         oidc_client_id=OIDC_CLIENT_ID,
         oidc_client_secret=OIDC_CLIENT_SECRET,
+        # WhatsApp from the same number, with the approval template registered in the emulator.
+        twilio_whatsapp_from=SMS_FROM,
+        twilio_whatsapp_content_sid=twilio.add_template(TEMPLATE_BODY, TEMPLATE_ACTIONS),
         **(teams_settings(teams) if teams is not None else {}),
     )
 

@@ -74,9 +74,13 @@ class SlackRoute:
 
 @dataclass(frozen=True)
 class SmsRoute:
-    """Which numbers receive the text and from which number or Messaging Service."""
+    """Which numbers receive the text and from which number or Messaging Service.
 
-    surface: Literal[SurfaceType.SMS]
+    WhatsApp goes through the same Twilio messaging: its routes are these too, with
+    `surface` WHATSAPP and every number written `whatsapp:+E164`, as Twilio writes them.
+    """
+
+    surface: Literal[SurfaceType.SMS, SurfaceType.WHATSAPP]
     from_number: str | None
     messaging_service_sid: str | None
     approvers: tuple[str, ...]  # E.164 numbers; each gets the text

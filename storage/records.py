@@ -55,7 +55,7 @@ def route_from_json(text: str | None) -> Route | None:
     if d["surface"] is SurfaceType.SLACK:
         d["approver_teams"] = tuple(d["approver_teams"])
         return SlackRoute(**d)
-    if d["surface"] is SurfaceType.SMS:
+    if d["surface"] in (SurfaceType.SMS, SurfaceType.WHATSAPP):
         return SmsRoute(**d)
     if d["surface"] is SurfaceType.TEAMS:
         return TeamsRoute(**d)

@@ -25,6 +25,7 @@ from cosigner.surfaces import (
     SmsSurface,
     Surface,
     TeamsSurface,
+    WhatsAppSurface,
 )
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "Surface",
     "SurfaceType",
     "TeamsSurface",
+    "WhatsAppSurface",
     "errors",
     "execution",
     "parameters_digest",

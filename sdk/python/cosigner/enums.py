@@ -47,6 +47,7 @@ class SurfaceType(StrEnum):
 
     SLACK = "slack"
     SMS = "sms"
+    WHATSAPP = "whatsapp"
     DASHBOARD = "dashboard"
     TEAMS = "teams"
     API = "api"

@@ -144,6 +144,13 @@ class SmsSurface(Wire):
     phone: PhoneNumber
 
 
+class WhatsAppSurface(Wire):
+    """A run triggered by a WhatsApp message from `phone` (E.164, without `whatsapp:`)."""
+
+    type: Literal["whatsapp"]
+    phone: PhoneNumber
+
+
 class TeamsSurface(Wire):
     """A run triggered in a Microsoft Teams conversation by `userId` (the AAD object id)."""
 
@@ -188,6 +195,7 @@ class WebWidgetSurface(Wire):
 Surface = Annotated[
     SlackSurface
     | SmsSurface
+    | WhatsAppSurface
     | DashboardSurface
     | TeamsSurface
     | ApiSurface
