@@ -27,6 +27,8 @@ from bot.desk import Desk
 from bot.egress import parse_allow_list
 from bot.engine import Engine
 from bot.grants import GrantSigner
+from bot.inbox import inbox_mount
+from bot.inbox.site import not_configured_message
 from bot.metrics import Metrics
 from bot.notifier import Notifier
 from bot.openapi import openapi
@@ -313,6 +315,7 @@ def build_app(
         Route("/metrics", metrics_route),
         Route("/openapi.json", openapi_route),
         *Api(engine, keys, Proposals(engine, contracts)).routes(),
+        inbox_mount(engine, settings, clock, adapters),
     ]
     for adapter in adapters.values():
         routes.extend(adapter.routes())
@@ -378,6 +381,8 @@ def announce(app: Any, port: int) -> None:
     )
     for warning in partial_configuration(parts.settings):
         log.warning(warning)
+    if not parts.settings.oidc_enabled:
+        log.info(not_configured_message())
 
 
 def parts_of(app: Any) -> Parts:

@@ -122,6 +122,18 @@ def demo_applications(public_url: str) -> tuple[Policy, list[BaseRoute]]:
     return policy, routes
 
 
+OIDC_CLIENT_ID, OIDC_CLIENT_SECRET = "cosigner-dev-inbox", "cosigner-dev-inbox-secret"
+
+
+def sign_in_with_slack(slack: SlackEmulator) -> None:
+    """The emulated "Sign in with Slack" for the inbox: the sandbox's people may sign in."""
+    from bot.sandbox_page import PEOPLE
+
+    slack.openid.register_client(OIDC_CLIENT_ID, OIDC_CLIENT_SECRET)
+    for p in PEOPLE:
+        slack.openid.add_person(p.user_id, p.name, f"{p.name.lower()}@demo.example", p.team_id)
+
+
 def dev_settings(
     data_dir: Path,
     public_url: str,
@@ -144,6 +156,9 @@ def dev_settings(
         twilio_auth_token=TWILIO_TOKEN,
         twilio_from_number=SMS_FROM,
         twilio_api_url=twilio.api_url,
+        oidc_issuer=slack.openid.issuer,
+        oidc_client_id=OIDC_CLIENT_ID,
+        oidc_client_secret=OIDC_CLIENT_SECRET,
         # WhatsApp from the same number, with the approval template registered in the emulator.
         twilio_whatsapp_from=SMS_FROM,
         twilio_whatsapp_content_sid=twilio.add_template(TEMPLATE_BODY, TEMPLATE_ACTIONS),
@@ -217,6 +232,7 @@ async def sandbox(
             TeamsEmulator.running(app_id=APP_ID, app_password=APP_PASSWORD, tenant_id=HOME_TENANT) as teams,
             httpx.AsyncClient(base_url=public_url, timeout=30) as loop_http,
         ):
+            sign_in_with_slack(slack)
             settings = dev_settings(data, public_url, slack, twilio, teams)
             page = SandboxPage(
                 slack,
@@ -279,6 +295,7 @@ def banner(sb: Sandbox, host: str) -> str:
         "Cosigner sandbox is running: SQLite, emulated Slack and Twilio, the sample policy.",
         "",
         f"  Sandbox (a Slack channel and a phone):  {u}/sandbox",
+        f"  Inbox (sign in with the emulated Slack): {u}/inbox/",
         f"  Agent API:                              {u}/v1/approvals",
         f"  API description:                        {u}/openapi.json",
         f"  Policy:                                 {POLICY_FILE}",

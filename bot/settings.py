@@ -115,6 +115,14 @@ class Settings(BaseSettings):
     slack_api_url: str | None = Field(default=None, validation_alias=_env("SLACK_API_URL"))
     slack_app_token: str | None = Field(default=None, validation_alias=_env("SLACK_APP_TOKEN"))
 
+    # The inbox's OpenID Connect sign-in (bot.inbox); all three or none.
+    oidc_issuer: str | None = Field(default=None, validation_alias=_env("COSIGNER_OIDC_ISSUER"))
+    oidc_client_id: str | None = Field(default=None, validation_alias=_env("COSIGNER_OIDC_CLIENT_ID"))
+    oidc_client_secret: str | None = Field(default=None, validation_alias=_env("COSIGNER_OIDC_CLIENT_SECRET"))
+    inbox_session_seconds: int = Field(
+        default=8 * 3600, ge=60, le=30 * 86400, validation_alias=_env("COSIGNER_INBOX_SESSION_SECONDS")
+    )
+
     twilio_account_sid: str | None = Field(default=None, validation_alias=_env("TWILIO_ACCOUNT_SID"))
     twilio_auth_token: str | None = Field(default=None, validation_alias=_env("TWILIO_AUTH_TOKEN"))
     twilio_from_number: str | None = Field(default=None, validation_alias=_env("TWILIO_FROM_NUMBER"))
@@ -177,7 +185,7 @@ class Settings(BaseSettings):
             raise ValueError(RULES["slack_app_token"])
         return value
 
-    @field_validator("slack_api_url", "twilio_api_url", "teams_api_url")
+    @field_validator("slack_api_url", "twilio_api_url", "teams_api_url", "oidc_issuer")
     @classmethod
     def _api_url(cls, value: str | None) -> str | None:
         if value is not None and not _is_http_url(value):
@@ -232,6 +240,11 @@ class Settings(BaseSettings):
                 "because Slack or SMS is on and calls it"
             )
         return self
+
+    @property
+    def oidc_enabled(self) -> bool:
+        """The inbox's sign-in is on when the issuer, client id and client secret are all set."""
+        return bool(self.oidc_issuer and self.oidc_client_id and self.oidc_client_secret)
 
     @property
     def slack_enabled(self) -> bool:

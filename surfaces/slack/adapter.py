@@ -17,6 +17,7 @@ import aiohttp
 from slack_bolt.adapter.starlette.async_handler import AsyncSlackRequestHandler
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.authorization.async_authorize import AsyncInstallationStoreAuthorize
+from slack_sdk.errors import SlackApiError
 from slack_sdk.oauth.installation_store.async_installation_store import AsyncInstallationStore
 from slack_sdk.oauth.state_store.async_state_store import AsyncOAuthStateStore
 from slack_sdk.signature import SignatureVerifier
@@ -32,6 +33,7 @@ from surfaces.slack.blocks import to_blocks, to_closed_blocks
 from surfaces.slack.clicks import Clicks
 from surfaces.slack.commands import Commands
 from surfaces.slack.handoff_blocks import to_closed_handoff_blocks, to_handoff_blocks
+from surfaces.slack.home import HOME_EVENT, Pending
 from surfaces.slack.installs import INSTALL_PATH, REDIRECT_PATH, Installs
 from surfaces.slack.pacing import ChannelPacer
 from surfaces.slack.parse import event_type
@@ -95,6 +97,7 @@ class SlackAdapter:
             )
         self.config = config
         self._desk = desk
+        self._home = Pending(desk)
         # None under Socket Mode alone: `/slack/events` is then not served at all.
         self._verifier = SignatureVerifier(config.signing_secret) if config.signing_secret.strip() else None
         self._pacer = ChannelPacer(rate=1.0, burst=3)
@@ -165,6 +168,7 @@ class SlackAdapter:
             request_verification_enabled=False,
         )
         self._commands.register(app)  # before the clicks' catch-all listener
+        self._home.register(app)
         self._clicks.register(app)
         self._handler = AsyncSlackRequestHandler(app)
         if self._socket is not None:
@@ -179,6 +183,7 @@ class SlackAdapter:
         if self._socket is not None:
             await self._socket.close()
         await self._clicks.drain()
+        await self._home.drain()
         if self._session is not None:
             await self._session.close()
         self._session = self._client = self._handler = None
@@ -204,6 +209,7 @@ class SlackAdapter:
                 unfurl_links=False,
                 unfurl_media=False,
             )
+        self._home.refresh_soon(client, slack_route, {card.approval_id: (posted["channel"], posted["ts"])})
         return Delivered(
             surface=SurfaceType.SLACK,
             conversation=posted["channel"],
@@ -225,6 +231,21 @@ class SlackAdapter:
                 text=text,
                 blocks=blocks,
             )
+        self._home.refresh_soon(client, slack_route)
+
+    async def permalink(self, route: Route, delivered: Delivered) -> str | None:
+        """A link to a delivered card (`contracts.pending.Permalinks`); None if Slack gives none."""
+        if not delivered.message_refs:
+            return None
+        client, _ = await self._client_for(_slack(route))
+        try:
+            answer = await client.chat_getPermalink(
+                channel=delivered.conversation, message_ts=delivered.message_refs[0]
+            )
+        except SlackApiError:
+            return None
+        link = answer.get("permalink")
+        return link if isinstance(link, str) else None
 
     async def _client_for(self, route: SlackRoute) -> tuple[AsyncWebClient, str | None]:
         if self._client is None or self._session is None:
@@ -275,8 +296,8 @@ class SlackAdapter:
                 status_code=401,
             )
         kind = event_type(body)
-        if kind is not None:
-            # Cosigner acts on no event, but a non-2xx makes Slack retry and, in the end,
+        if kind is not None and kind != HOME_EVENT:
+            # Cosigner acts on no event but the Home tab's, but a non-2xx makes Slack retry and, in the end,
             # turn the endpoint off; so every signed event is acknowledged.
             logger.info(
                 "Acknowledged a Slack event (%s) and ignored it; Cosigner needs no event "

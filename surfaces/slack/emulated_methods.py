@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from surfaces.slack import emulated_home
+
 if TYPE_CHECKING:
     from surfaces.slack.emulator import SlackEmulator
 
@@ -72,6 +74,8 @@ def table(emu: SlackEmulator) -> dict[str, Handler]:
         "views.open": open_view,
         "views.update": update_view,
         "oauth.v2.access": oauth_access,
+        "views.publish": emulated_home.publish_view,
+        "chat.getPermalink": emulated_home.permalink,
         "apps.connections.open": open_connection,
     }
 

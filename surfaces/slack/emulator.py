@@ -35,6 +35,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from surfaces.slack import emulated_methods, interactions
 from surfaces.slack.emulated_methods import OpenedView, Recorded, Workspace
+from surfaces.slack.openid_provider import OpenIdProvider
 
 
 @dataclass
@@ -101,12 +102,15 @@ class SlackEmulator:
         self._task: asyncio.Task[None] | None = None
         self.port: int | None = None
         self.responses: list[dict[str, Any]] = []
+        self.home_tabs: dict[str, dict[str, Any]] = {}  # views.publish: the latest Home tab per user
+        self.openid = OpenIdProvider(lambda: self.api_url.removesuffix("/api/"), team_id)
         self._tickets: set[str] = set()
         self._sockets: list[WebSocket] = []
         self._connected = asyncio.Event()
         self._acks: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self.app = Starlette(
             routes=[
+                *self.openid.routes(),
                 Route("/api/{method}", self._dispatch, methods=["GET", "POST"]),
                 Route("/hooks/{path:path}", self._hook, methods=["POST"]),
                 WebSocketRoute("/socket-mode/{ticket}", self._socket),

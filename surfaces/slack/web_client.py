@@ -39,6 +39,8 @@ SCOPES: dict[str, str | None] = {
     "views.open": None,
     "views.update": None,
     "oauth.v2.access": None,
+    "views.publish": None,
+    "chat.getPermalink": None,
     # Called with the app-level token (SLACK_APP_TOKEN), whose scope is connections:write.
     "apps.connections.open": None,
 }
