@@ -28,6 +28,8 @@ from bot.egress import parse_allow_list
 from bot.engine import Engine
 from bot.grants import GrantSigner
 from bot.handoff import Handoffs
+from bot.inbox import inbox_mount
+from bot.inbox.site import not_configured_message
 from bot.metrics import Metrics
 from bot.notifier import Notifier
 from bot.openapi import openapi
@@ -75,7 +77,7 @@ def partial_configuration(settings: Settings) -> list[str]:
     """Warnings for a surface that is half configured and therefore off."""
     out = []
     slack = {
-        "SLACK_SIGNING_SECRET": settings.slack_signing_secret,
+        "SLACK_SIGNING_SECRET or SLACK_APP_TOKEN": settings.slack_signing_secret or settings.slack_app_token,
         "SLACK_BOT_TOKEN or SLACK_CLIENT_ID/SLACK_CLIENT_SECRET": settings.slack_bot_token
         or (settings.slack_client_id and settings.slack_client_secret),
     }
@@ -89,6 +91,22 @@ def partial_configuration(settings: Settings) -> list[str]:
     if any(twilio.values()) and not all(twilio.values()):
         missing = " and ".join(k for k, v in twilio.items() if not v)
         out.append(f"SMS is off: {missing} is not set")
+    whatsapp = {
+        "TWILIO_WHATSAPP_FROM": settings.twilio_whatsapp_from,
+        "TWILIO_WHATSAPP_CONTENT_SID": settings.twilio_whatsapp_content_sid,
+        **twilio,
+    }
+    if (settings.twilio_whatsapp_from or settings.twilio_whatsapp_content_sid) and not all(whatsapp.values()):
+        missing = " and ".join(k for k, v in whatsapp.items() if not v)
+        out.append(f"WhatsApp is off: {missing} is not set")
+    teams = {
+        "MICROSOFT_APP_ID": settings.microsoft_app_id,
+        "MICROSOFT_APP_PASSWORD": settings.microsoft_app_password,
+        "MICROSOFT_APP_TENANT_ID": settings.microsoft_app_tenant_id,
+    }
+    if any(teams.values()) and not all(teams.values()):
+        missing = " and ".join(k for k, v in teams.items() if not v)
+        out.append(f"Teams is off: {missing} is not set")
     return out
 
 
@@ -101,8 +119,10 @@ def slack_install_stores(settings: Settings, db: Database) -> SlackInstallStores
     )
 
 
-def default_surfaces(settings: Settings, installs: SlackInstallStores | None) -> list[SurfaceFactory]:
-    """Slack and SMS factories for whatever the settings configure."""
+def default_surfaces(
+    settings: Settings, installs: SlackInstallStores | None, clock: Callable[[], float] = time.time
+) -> list[SurfaceFactory]:
+    """Slack, SMS and Teams factories for whatever the settings configure."""
     factories: list[SurfaceFactory] = []
     if settings.slack_enabled:
         from surfaces.slack import SlackAdapter, SlackConfig
@@ -116,6 +136,7 @@ def default_surfaces(settings: Settings, installs: SlackInstallStores | None) ->
             app_id=settings.slack_app_id,
             installations=installs.installations if installs else None,
             oauth_states=installs.states if installs else None,
+            app_token=settings.slack_app_token,
         )
         factories.append(lambda desk: SlackAdapter(config, desk))
     if settings.sms_enabled:
@@ -133,6 +154,30 @@ def default_surfaces(settings: Settings, installs: SlackInstallStores | None) ->
         except SmsConfigError as exc:
             raise ConfigurationError(str(exc)) from exc
         factories.append(lambda desk: SmsAdapter(sms, desk))
+        if settings.whatsapp_enabled:
+            from surfaces.whatsapp import WhatsAppAdapter, WhatsAppConfig, WhatsAppConfigError
+
+            try:
+                whatsapp = WhatsAppConfig(
+                    sms, settings.twilio_whatsapp_from or "", settings.twilio_whatsapp_content_sid or ""
+                )
+            except WhatsAppConfigError as exc:
+                raise ConfigurationError(str(exc)) from exc
+            factories.append(lambda desk: WhatsAppAdapter(whatsapp, desk))
+    if settings.teams_enabled:
+        from surfaces.teams import TeamsAdapter, TeamsConfig, TeamsConfigError
+
+        try:
+            teams = TeamsConfig(
+                app_id=settings.microsoft_app_id or "",
+                app_password=settings.microsoft_app_password or "",
+                app_tenant_id=settings.microsoft_app_tenant_id or "",
+                api_url=settings.teams_api_url,
+                clock=clock,
+            )
+        except TeamsConfigError as exc:
+            raise ConfigurationError(str(exc)) from exc
+        factories.append(lambda desk: TeamsAdapter(teams, desk))
     return factories
 
 
@@ -181,7 +226,9 @@ def build_app(
         GrantSigner(settings.secret),
         metrics=metrics,
         notifier=notifier,
-        sms_sender=SmsSender(settings.twilio_from_number, settings.twilio_messaging_service_sid),
+        sms_sender=SmsSender(
+            settings.twilio_from_number, settings.twilio_messaging_service_sid, settings.twilio_whatsapp_from
+        ),
         clock=clock,
         callback_allow=callback_allow,
         tracing=Tracing(provider, db=db) if provider is not None else None,
@@ -193,7 +240,7 @@ def build_app(
     desk = Desk(engine)
     adapters: dict[str, SurfaceAdapter] = {}
     installs = slack_install_stores(settings, db) if surfaces is None else None
-    for factory in default_surfaces(settings, installs) if surfaces is None else surfaces:
+    for factory in default_surfaces(settings, installs, clock) if surfaces is None else surfaces:
         adapter = factory(desk)
         adapters[adapter.name] = adapter
     engine.surfaces |= set(adapters)
@@ -275,6 +322,7 @@ def build_app(
         Route("/metrics", metrics_route),
         Route("/openapi.json", openapi_route),
         *Api(engine, keys, Proposals(engine, contracts)).routes(),
+        inbox_mount(engine, settings, clock, adapters),
     ]
     for adapter in adapters.values():
         routes.extend(adapter.routes())
@@ -340,6 +388,8 @@ def announce(app: Any, port: int) -> None:
     )
     for warning in partial_configuration(parts.settings):
         log.warning(warning)
+    if not parts.settings.oidc_enabled:
+        log.info(not_configured_message())
 
 
 def parts_of(app: Any) -> Parts:

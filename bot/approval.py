@@ -28,7 +28,7 @@ from contracts.errors import (
     WrongTenant,
 )
 from contracts.names import fold
-from contracts.ports import Answer, DashboardRoute, Look, SlackRoute, SmsRoute
+from contracts.ports import Answer, DashboardRoute, Look, SlackRoute, SmsRoute, TeamsRoute
 from storage import answers, jobs, operations
 from storage import approvals as ledger
 from storage.audit import Event
@@ -100,6 +100,8 @@ def check_reader(rec: Record, a: Answer | Look) -> None:
         orgs = {route.team_id, route.enterprise_id} - {None}
     elif isinstance(route, SmsRoute):
         orgs = {route.from_number, route.messaging_service_sid} - {None}
+    elif isinstance(route, TeamsRoute):
+        orgs = {route.tenant_id}
     else:
         orgs = set()
     if a.org not in orgs and (a.enterprise_id is None or a.enterprise_id not in orgs):
@@ -109,10 +111,12 @@ def check_reader(rec: Record, a: Answer | Look) -> None:
     if got is None:
         raise WrongConversation(f"approval {rec.id} has not been delivered yet")
     if got.app_id and a.app_id != got.app_id:
-        raise WrongConversation("this answer came through another Slack app")
+        raise WrongConversation(
+            f"this answer came through another {route.surface} app, not the one that showed it"
+        )
     if a.conversation != got.conversation:
         raise WrongConversation(f"approval {rec.id} was not posted in this conversation")
-    if isinstance(route, SlackRoute) and a.message_ref not in got.message_refs:
+    if isinstance(route, SlackRoute | TeamsRoute) and a.message_ref not in got.message_refs:
         raise WrongConversation(f"this message is not the card of approval {rec.id}")
     if isinstance(route, SlackRoute):
         clicker_belongs(route, a)

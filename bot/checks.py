@@ -72,10 +72,17 @@ def json_limits(parameters: Any, field: str = "parameters") -> bytes:
 
 
 def surface_belongs(policy: Policy, tenant: str, surface: Any) -> None:
-    """A Slack surface must name the tenant's own workspace (and org, if any)."""
+    """A Slack surface must name the tenant's own workspace (and org, if any); a Teams
+    surface the tenant's own Microsoft Entra tenant."""
+    tpol = policy.tenant(tenant)
+    if surface.type == SurfaceType.TEAMS and surface.tenantId != tpol.teams_tenant:
+        raise WrongTenant(
+            f"surface.tenantId {surface.tenantId} is not the Microsoft Entra tenant of tenant "
+            f'{tenant}; set teams_tenant = "{surface.tenantId}" in [tenants.{tenant}] if it is',
+            field="surface.tenantId",
+        )
     if surface.type != SurfaceType.SLACK:
         return
-    tpol = policy.tenant(tenant)
     # The enterprise id is not decoration: the route accepts clicks from every workspace
     # of that org and may post with its org-wide install. So it must be this tenant's
     # own org, even when the team id alone would pass.

@@ -20,7 +20,7 @@ from bot.redaction import REDACTED, redact
 from bot.routing import SmsSender, is_headless, route_for
 from contracts.enums import ApprovalMode, ApproverKind, SurfaceType, ToolKind
 from contracts.errors import ApprovalModeUnsupported
-from contracts.ports import Route, SlackRoute, SmsRoute
+from contracts.ports import Route, SlackRoute, SmsRoute, TeamsRoute
 
 RUN_TIME = "(at run time)"
 
@@ -118,7 +118,9 @@ def where(route: Route) -> str:
     if isinstance(route, SlackRoute):
         return f"slack {route.team_id}/{route.channel_id}"
     if isinstance(route, SmsRoute):
-        return f"sms {route.from_number or route.messaging_service_sid}"
+        return f"{route.surface} {route.from_number or route.messaging_service_sid}"
+    if isinstance(route, TeamsRoute):
+        return f"teams {route.tenant_id}/{route.conversation_id}"
     return "dashboard"
 
 

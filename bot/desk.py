@@ -20,6 +20,7 @@ from contracts.errors import ApprovalNotFound
 from contracts.ports import Answer, ApprovalCard, Delivered, Look, Placed
 from storage import approvals as ledger
 from storage import inbound, sms_state
+from storage import inbox as pending
 from storage.database import Tx
 
 T = TypeVar("T")
@@ -99,6 +100,10 @@ class Desk:
     async def lift_own(self, tenant: str, surface: SurfaceType, person: str, denial_id: str) -> Denial:
         """Lift a standing deny that `person` set; anyone else's is not found."""
         return await self.engine.denials.lift_own(tenant, surface, person, denial_id)
+
+    async def pending_of(self, tenant: str, surface: SurfaceType, person: str) -> Sequence[Placed]:
+        """Pending requests of `tenant` on `surface` naming `person` (contracts.pending.PendingDesk)."""
+        return await self.engine.db.run_read(lambda tx: pending.naming(tx, tenant, surface, person))
 
     # --- what SMS needs besides -------------------------------------------------
 

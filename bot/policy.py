@@ -190,6 +190,7 @@ class Policy:
                 (SurfaceType.SLACK, t.slack_enterprise),
                 (SurfaceType.SMS, t.sms_from),
                 (SurfaceType.SMS, t.sms_messaging_service),
+                (SurfaceType.TEAMS, t.teams_tenant),
             ):
                 if org is not None:
                     self._orgs[(surface, org)] = n

@@ -28,7 +28,7 @@ from pydantic_core import PydanticCustomError
 
 from bot.durations import parse_duration
 from contracts.enums import ApproverKind, SurfaceType, ToolKind
-from contracts.names import PhoneNumber, SlackId, TenantName, ToolName
+from contracts.names import AadId, PhoneNumber, SlackId, TenantName, ToolName
 
 
 def _say(message: str) -> WrapValidator:
@@ -91,6 +91,13 @@ Slack = Annotated[
     SlackId,
     _say(f'"{{input}}" is not a Slack id (upper case letters and digits, such as "U0ADMIN"); {_NEVER}'),
 ]
+Aad = Annotated[
+    AadId,
+    _say(
+        f'"{{input}}" is not a Microsoft Entra id (a GUID such as '
+        f'"72f988bf-86f1-41af-91ab-2d7cd011db47"); {_NEVER}'
+    ),
+]
 Kind = Annotated[
     ToolKind, Field(strict=False), _say('"{input}" is not a kind; use "read", "write" or "danger"')
 ]
@@ -125,6 +132,9 @@ PolicyTenantName = Annotated[
 Names = Annotated[tuple[Text, ...], Field(strict=False), _list('["u_42"]')]
 SlackIds = Annotated[tuple[Slack, ...], Field(strict=False), _list('["U0ADMIN"]')]
 Phones = Annotated[tuple[Phone, ...], Field(strict=False), _list('["+15550000002"]')]
+AadIds = Annotated[
+    tuple[Aad, ...], Field(strict=False), _list('["<the person\'s Microsoft Entra object id>"]')
+]
 Approvers = Annotated[
     tuple[Approver, ...],
     Field(strict=False),
@@ -266,6 +276,7 @@ class Admins(Table):
     slack: SlackIds = ()
     sms: Phones = ()
     dashboard: Names = ()
+    teams: AadIds = ()
 
 
 class Headless(Table):
@@ -281,6 +292,7 @@ class TenantPolicy(Table):
     slack_enterprise: Slack | None = None
     sms_from: Annotated[PhoneNumber, _say('must be an E.164 number such as "+15550000001"')] | None = None
     sms_messaging_service: Text | None = None
+    teams_tenant: Aad | None = None
     admins: Admins = Admins()
     admin_channel: Text | None = None
     tools: dict[PolicyToolName, ToolOverride] = {}

@@ -14,12 +14,14 @@ from dataclasses import dataclass
 from bot.policy import Policy, TenantPolicy, ToolRule
 from contracts.enums import ApproverKind, SurfaceType
 from contracts.errors import ApprovalModeUnsupported
-from contracts.ports import DashboardRoute, Route, SlackRoute, SmsRoute
+from contracts.ports import DashboardRoute, Route, SlackRoute, SmsRoute, TeamsRoute
 from contracts.wire import (
     DashboardSurface,
     SlackSurface,
     SmsSurface,
+    TeamsSurface,
     WebWidgetSurface,
+    WhatsAppSurface,
 )
 
 HEADLESS = {SurfaceType.API, SurfaceType.SCHEDULE, SurfaceType.BATCH}
@@ -31,6 +33,7 @@ class SmsSender:
 
     from_number: str | None = None
     messaging_service_sid: str | None = None
+    whatsapp_from: str | None = None  # E.164; WhatsApp requests are sent from this number
 
 
 def is_headless(surface: object) -> bool:
@@ -103,6 +106,8 @@ def _need(surface: SurfaceType, enabled: Collection[str], problems: list[str]) -
     fix = {
         SurfaceType.SLACK: "set SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN (or SLACK_CLIENT_ID/SECRET)",
         SurfaceType.SMS: "set TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN and TWILIO_FROM_NUMBER",
+        SurfaceType.WHATSAPP: "set TWILIO_WHATSAPP_FROM and TWILIO_WHATSAPP_CONTENT_SID",
+        SurfaceType.TEAMS: "set MICROSOFT_APP_ID, MICROSOFT_APP_PASSWORD and MICROSOFT_APP_TENANT_ID",
     }.get(surface, "")
     problems.append(f"{surface} is not configured on this server ({fix})")
     return False
@@ -145,6 +150,25 @@ def _requester(
         if route is None:
             problems.append(f"tenants.{tpol.name}.sms_from is not set and no TWILIO_FROM_NUMBER")
         return route
+    if isinstance(surface, WhatsAppSurface):
+        if not _need(SurfaceType.WHATSAPP, enabled, problems) or not sms.whatsapp_from:
+            return None
+        return SmsRoute(
+            surface=SurfaceType.WHATSAPP,
+            from_number=f"whatsapp:{sms.whatsapp_from}",
+            messaging_service_sid=None,
+            approvers=(f"whatsapp:{surface.phone}",),
+        )
+    if isinstance(surface, TeamsSurface):
+        if not _need(SurfaceType.TEAMS, enabled, problems):
+            return None
+        return TeamsRoute(
+            surface=SurfaceType.TEAMS,
+            tenant_id=surface.tenantId,
+            conversation_id=surface.conversationId,
+            approvers=(surface.userId,),
+            requester=surface.userId,
+        )
     if isinstance(surface, DashboardSurface):
         return DashboardRoute(surface=SurfaceType.DASHBOARD, approvers=(surface.userId,))
     problems.append("the requester cannot be asked on this surface (no signed-in user)")
@@ -243,17 +267,18 @@ def _with_peers(
                 SurfaceType.SLACK: tpol.admins.slack,
                 SurfaceType.SMS: tpol.admins.sms,
                 SurfaceType.DASHBOARD: tpol.admins.dashboard,
-            }[route.surface]
+                SurfaceType.TEAMS: tpol.admins.teams,
+            }.get(route.surface, ())
         elif kind is ApproverKind.STAFF and policy.staff is not None:
             extra += {
                 SurfaceType.SLACK: policy.staff.users,
                 SurfaceType.SMS: policy.staff.sms,
                 SurfaceType.DASHBOARD: policy.staff.dashboard,
-            }[route.surface]
+            }.get(route.surface, ())
         elif kind is ApproverKind.REQUESTER and route.surface == getattr(surface, "type", None):
             ident = getattr(surface, "userId", None) or getattr(surface, "phone", None)
             if ident:
-                extra.append(ident)
+                extra.append(f"whatsapp:{ident}" if route.surface is SurfaceType.WHATSAPP else ident)
     merged = tuple(dict.fromkeys([*route.approvers, *extra]))
     if isinstance(route, SlackRoute):
         return SlackRoute(
@@ -268,9 +293,17 @@ def _with_peers(
         )
     if isinstance(route, SmsRoute):
         return SmsRoute(
-            surface=SurfaceType.SMS,
+            surface=route.surface,
             from_number=route.from_number,
             messaging_service_sid=route.messaging_service_sid,
             approvers=merged,
+        )
+    if isinstance(route, TeamsRoute):
+        return TeamsRoute(
+            surface=SurfaceType.TEAMS,
+            tenant_id=route.tenant_id,
+            conversation_id=route.conversation_id,
+            approvers=merged,
+            requester=route.requester,
         )
     return DashboardRoute(surface=SurfaceType.DASHBOARD, approvers=merged)

@@ -17,16 +17,21 @@ from contracts.enums import SurfaceType
 def requester_key(surface: Mapping[str, Any]) -> str:
     """The requester and conversation of a call, from its surface, as one comparable string.
 
-    Slack: workspace (and org), channel, thread and user; SMS: the phone number; dashboard:
-    the tenant app's user id. A surface without a person is keyed by its type alone (there is
-    nobody more specific to name, and a person-triggered call never matches it).
+    Slack: workspace (and org), channel, thread and user; SMS and WhatsApp: the phone number
+    (each under its own surface); Teams: the Microsoft Entra tenant, conversation and user;
+    dashboard: the tenant app's user id. A surface without a person is keyed by its type
+    alone (there is nobody more specific to name, and a person-triggered call never matches
+    it).
     """
     kind = str(surface.get("type", ""))
     if kind == SurfaceType.SLACK:
         parts = [surface.get(k) or "" for k in ("enterpriseId", "teamId", "channelId", "threadTs", "userId")]
         return "slack:" + "/".join(str(p) for p in parts)
-    if kind == SurfaceType.SMS:
-        return f"sms:{surface.get('phone', '')}"
+    if kind in (SurfaceType.SMS, SurfaceType.WHATSAPP):
+        return f"{kind}:{surface.get('phone', '')}"
+    if kind == SurfaceType.TEAMS:
+        parts = [surface.get(k) or "" for k in ("tenantId", "conversationId", "userId")]
+        return "teams:" + "/".join(str(p) for p in parts)
     if kind == SurfaceType.DASHBOARD:
         return f"dashboard:{surface.get('userId', '')}"
     if kind == SurfaceType.WEB_WIDGET:

@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import httpx
 import uvicorn
@@ -32,11 +33,14 @@ from bot.egress import LOOPBACK_ALLOW
 from bot.grants import GrantSigner, callback_secret
 from bot.policy import Policy, load_policy
 from bot.sandbox_page import SandboxPage
+from bot.sandbox_teams import APP_ID, APP_PASSWORD, HOME_TENANT, TeamsPane
 from bot.server import ListenError, Server, bind
 from bot.settings import DEV_SECRET, Settings
 from bot.tenants import TenantKeys
 from surfaces.slack.emulator import SlackEmulator
 from surfaces.sms.emulator import TwilioEmulator
+from surfaces.teams.emulator import TeamsEmulator
+from surfaces.whatsapp.template import TEMPLATE_ACTIONS, TEMPLATE_BODY
 
 POLICY_FILE = Path(__file__).with_name("sandbox_policy.toml")
 TENANT = "demo"
@@ -71,6 +75,7 @@ class Sandbox:
     twilio: TwilioEmulator
     app: Starlette
     served: asyncio.Task[None]
+    teams: TeamsEmulator | None = None
 
 
 def _example(name: str, path: Path) -> ModuleType:
@@ -117,7 +122,25 @@ def demo_applications(public_url: str) -> tuple[Policy, list[BaseRoute]]:
     return policy, routes
 
 
-def dev_settings(data_dir: Path, public_url: str, slack: SlackEmulator, twilio: TwilioEmulator) -> Settings:
+OIDC_CLIENT_ID, OIDC_CLIENT_SECRET = "cosigner-dev-inbox", "cosigner-dev-inbox-secret"
+
+
+def sign_in_with_slack(slack: SlackEmulator) -> None:
+    """The emulated "Sign in with Slack" for the inbox: the sandbox's people may sign in."""
+    from bot.sandbox_page import PEOPLE
+
+    slack.openid.register_client(OIDC_CLIENT_ID, OIDC_CLIENT_SECRET)
+    for p in PEOPLE:
+        slack.openid.add_person(p.user_id, p.name, f"{p.name.lower()}@demo.example", p.team_id)
+
+
+def dev_settings(
+    data_dir: Path,
+    public_url: str,
+    slack: SlackEmulator,
+    twilio: TwilioEmulator,
+    teams: TeamsEmulator | None = None,
+) -> Settings:
     """Settings built in code, so the sandbox ignores whatever the environment holds."""
     return Settings(
         database_url=f"sqlite+aiosqlite:///{(data_dir / 'cosigner.db').resolve()}",
@@ -133,7 +156,24 @@ def dev_settings(data_dir: Path, public_url: str, slack: SlackEmulator, twilio: 
         twilio_auth_token=TWILIO_TOKEN,
         twilio_from_number=SMS_FROM,
         twilio_api_url=twilio.api_url,
+        oidc_issuer=slack.openid.issuer,
+        oidc_client_id=OIDC_CLIENT_ID,
+        oidc_client_secret=OIDC_CLIENT_SECRET,
+        # WhatsApp from the same number, with the approval template registered in the emulator.
+        twilio_whatsapp_from=SMS_FROM,
+        twilio_whatsapp_content_sid=twilio.add_template(TEMPLATE_BODY, TEMPLATE_ACTIONS),
+        **(teams_settings(teams) if teams is not None else {}),
     )
+
+
+def teams_settings(teams: TeamsEmulator) -> dict[str, Any]:
+    """The Teams variables pointing at the emulator (`TEAMS_API_URL` is for dev and tests only)."""
+    return {
+        "microsoft_app_id": APP_ID,
+        "microsoft_app_password": APP_PASSWORD,
+        "microsoft_app_tenant_id": HOME_TENANT,
+        "teams_api_url": teams.api_url,
+    }
 
 
 async def demo_key(keys: TenantKeys) -> str:
@@ -189,9 +229,11 @@ async def sandbox(
         async with (
             SlackEmulator.running(team_id=SLACK_TEAM, app_id=SLACK_APP_ID) as slack,
             TwilioEmulator.running(TWILIO_SID, TWILIO_TOKEN) as twilio,
+            TeamsEmulator.running(app_id=APP_ID, app_password=APP_PASSWORD, tenant_id=HOME_TENANT) as teams,
             httpx.AsyncClient(base_url=public_url, timeout=30) as loop_http,
         ):
-            settings = dev_settings(data, public_url, slack, twilio)
+            sign_in_with_slack(slack)
+            settings = dev_settings(data, public_url, slack, twilio, teams)
             page = SandboxPage(
                 slack,
                 twilio,
@@ -204,7 +246,8 @@ async def sandbox(
             if not os.environ.get(EXPECT_SECRET_ENV):
                 os.environ[EXPECT_SECRET_ENV] = DEV_EXPECT_SECRET
             policy, demos = demo_applications(public_url)
-            app = build_app(settings, policy=policy, extra_routes=[*page.routes(), *demos])
+            pane = TeamsPane(teams, loop_http)
+            app = build_app(settings, policy=policy, extra_routes=[*page.routes(), *pane.routes(), *demos])
             async with app.router.lifespan_context(app):
                 key = await demo_key(parts_of(app).keys)
                 key_file = _write_key(data, key)
@@ -233,6 +276,7 @@ async def sandbox(
                         key_file=key_file,
                         slack=slack,
                         twilio=twilio,
+                        teams=teams,
                         app=app,
                         served=served,
                     )
@@ -251,6 +295,7 @@ def banner(sb: Sandbox, host: str) -> str:
         "Cosigner sandbox is running: SQLite, emulated Slack and Twilio, the sample policy.",
         "",
         f"  Sandbox (a Slack channel and a phone):  {u}/sandbox",
+        f"  Inbox (sign in with the emulated Slack): {u}/inbox/",
         f"  Agent API:                              {u}/v1/approvals",
         f"  API description:                        {u}/openapi.json",
         f"  Policy:                                 {POLICY_FILE}",

@@ -27,8 +27,9 @@ from surfaces.sms.caller import TwilioCaller
 from surfaces.sms.emulator import TwilioEmulator
 
 STATIC = Path(__file__).with_name("static")
-ASSETS = {"sandbox.js": "text/javascript", "sandbox.css": "text/css"}
+ASSETS = {"sandbox.js": "text/javascript", "sandbox.css": "text/css", "sandbox_teams.js": "text/javascript"}
 DEMO_PHONE = "+15550100200"  # the requester's phone in examples/agent.py
+WHATSAPP = "whatsapp:"
 CHANNELS = {"C0DEMO": "support", "C0ADMINS": "cosigner-admins"}
 ACTIVITY_KEPT = 50
 
@@ -95,6 +96,7 @@ class SandboxPage:
             Route("/sandbox/api/view-click", self._json(self.view_click), methods=["POST"]),
             Route("/sandbox/api/close", self._json(self.close), methods=["POST"]),
             Route("/sandbox/api/text", self._json(self.text), methods=["POST"]),
+            Route("/sandbox/api/tap", self._json(self.tap), methods=["POST"]),
         ]
 
     async def page(self, request: Request) -> Response:
@@ -144,7 +146,8 @@ class SandboxPage:
             for v in self.slack.views
             if v.id not in self.closed_views
         ]
-        phones = sorted({DEMO_PHONE, *(t["phone"] for t in self.phone_log)})
+        # The same phone twice: by SMS, and on WhatsApp (`whatsapp:` numbers).
+        phones = sorted({DEMO_PHONE, WHATSAPP + DEMO_PHONE, *(t["phone"] for t in self.phone_log)})
         return JSONResponse(
             {
                 "team": self.slack.team_id,
@@ -248,8 +251,30 @@ class SandboxPage:
             raise PageError("body must be the text to send (1 to 1600 characters)")
         self._sync_texts()
         self.phone_log.append({"phone": phone, "dir": "out", "body": words, "at": time.time()})
-        response = await self.caller.text(phone, self.sms_number, words)
-        self._log(f"inbound SMS from {phone}", "/sms/inbound", response.status_code)
+        if phone.startswith(WHATSAPP):
+            path = "/whatsapp/inbound"
+            response = await self.caller.text(phone, WHATSAPP + self.sms_number, words, path=path)
+        else:
+            path = "/sms/inbound"
+            response = await self.caller.text(phone, self.sms_number, words)
+        return self._replied(phone, f"inbound message from {phone}", path, response)
+
+    async def tap(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Tap a quick-reply button of a WhatsApp message, as a signed Twilio webhook."""
+        sid, title = _text(body, "sid"), _text(body, "title")
+        sent = next((t for t in self.twilio.sent if t.sid == sid), None)
+        payload = next((p for t, p in sent.buttons if t == title), None) if sent else None
+        if sent is None or payload is None:
+            raise PageError(f"no WhatsApp message {sid} with a button {title!r}", status=404)
+        self._sync_texts()
+        self.phone_log.append({"phone": sent.to, "dir": "out", "body": title, "at": time.time()})
+        response = await self.caller.tap(
+            sent.to, sent.from_ or "", title=title, payload=payload, replied_to=sent.sid
+        )
+        return self._replied(sent.to, f"WhatsApp tap from {sent.to}", "/whatsapp/inbound", response)
+
+    def _replied(self, phone: str, what: str, path: str, response: httpx.Response) -> dict[str, Any]:
+        self._log(what, path, response.status_code)
         replies = _twiml_messages(response.text) if response.status_code == 200 else []
         for reply in replies:
             self.phone_log.append({"phone": phone, "dir": "in", "body": reply, "at": time.time()})
@@ -258,7 +283,10 @@ class SandboxPage:
     def _sync_texts(self) -> None:
         # Texts Cosigner sent through the Twilio emulator, appended in the order they arrived.
         for sent in self.twilio.sent[self._texts_seen :]:
-            self.phone_log.append({"phone": sent.to, "dir": "in", "body": sent.body, "at": time.time()})
+            text = {"phone": sent.to, "dir": "in", "body": sent.body, "at": time.time()}
+            if sent.buttons:
+                text |= {"sid": sent.sid, "buttons": [title for title, _ in sent.buttons]}
+            self.phone_log.append(text)
         self._texts_seen = len(self.twilio.sent)
 
     def _log(self, what: str, route: str, status: int) -> None:

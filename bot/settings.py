@@ -42,9 +42,11 @@ RULES = {
     "sqlite_synchronous": f"must be one of {', '.join(SqliteSync)}",
     "secret": f"must be at least {MIN_SECRET_BYTES} bytes; make one with {MAKE_SECRET}",
     "slack_bot_token": "must be a bot token, starting with xoxb-",
+    "slack_app_token": "must be an app-level token, starting with xapp- (Socket Mode)",
     "public_url": "must be an absolute http:// or https:// URL, e.g. https://cosigner.example.com",
     "slack_api_url": "must be an absolute http:// or https:// URL",
     "twilio_api_url": "must be an absolute http:// or https:// URL",
+    "teams_api_url": "must be an absolute http:// or https:// URL (the bundled emulator; tests and dev only)",
     "otel_exporter_otlp_endpoint": "must be an absolute http:// or https:// URL, e.g. http://127.0.0.1:4318",
     "otel_exporter_otlp_traces_endpoint": "must be an absolute http:// or https:// URL, "
     "e.g. http://127.0.0.1:4318/v1/traces",
@@ -60,7 +62,9 @@ SECRET_FIELDS = {
     "slack_signing_secret",
     "slack_bot_token",
     "slack_client_secret",
+    "slack_app_token",
     "twilio_auth_token",
+    "microsoft_app_password",
 }
 
 
@@ -109,6 +113,15 @@ class Settings(BaseSettings):
     slack_client_secret: str | None = Field(default=None, validation_alias=_env("SLACK_CLIENT_SECRET"))
     slack_app_id: str | None = Field(default=None, validation_alias=_env("SLACK_APP_ID"))
     slack_api_url: str | None = Field(default=None, validation_alias=_env("SLACK_API_URL"))
+    slack_app_token: str | None = Field(default=None, validation_alias=_env("SLACK_APP_TOKEN"))
+
+    # The inbox's OpenID Connect sign-in (bot.inbox); all three or none.
+    oidc_issuer: str | None = Field(default=None, validation_alias=_env("COSIGNER_OIDC_ISSUER"))
+    oidc_client_id: str | None = Field(default=None, validation_alias=_env("COSIGNER_OIDC_CLIENT_ID"))
+    oidc_client_secret: str | None = Field(default=None, validation_alias=_env("COSIGNER_OIDC_CLIENT_SECRET"))
+    inbox_session_seconds: int = Field(
+        default=8 * 3600, ge=60, le=30 * 86400, validation_alias=_env("COSIGNER_INBOX_SESSION_SECONDS")
+    )
 
     twilio_account_sid: str | None = Field(default=None, validation_alias=_env("TWILIO_ACCOUNT_SID"))
     twilio_auth_token: str | None = Field(default=None, validation_alias=_env("TWILIO_AUTH_TOKEN"))
@@ -117,6 +130,18 @@ class Settings(BaseSettings):
         default=None, validation_alias=_env("TWILIO_MESSAGING_SERVICE_SID")
     )
     twilio_api_url: str | None = Field(default=None, validation_alias=_env("TWILIO_API_URL"))
+    twilio_whatsapp_from: str | None = Field(default=None, validation_alias=_env("TWILIO_WHATSAPP_FROM"))
+    twilio_whatsapp_content_sid: str | None = Field(
+        default=None, validation_alias=_env("TWILIO_WHATSAPP_CONTENT_SID")
+    )
+
+    microsoft_app_id: str | None = Field(default=None, validation_alias=_env("MICROSOFT_APP_ID"))
+    microsoft_app_password: str | None = Field(default=None, validation_alias=_env("MICROSOFT_APP_PASSWORD"))
+    microsoft_app_tenant_id: str | None = Field(
+        default=None, validation_alias=_env("MICROSOFT_APP_TENANT_ID")
+    )
+    # The Teams emulator's base URL (Bot Connector, token and JWKS endpoints); dev and tests only.
+    teams_api_url: str | None = Field(default=None, validation_alias=_env("TEAMS_API_URL"))
 
     # OpenTelemetry's own variables (bot.telemetry); the SDK reads the others it knows itself.
     otel_exporter_otlp_endpoint: str | None = Field(
@@ -153,7 +178,14 @@ class Settings(BaseSettings):
             raise ValueError(RULES["slack_bot_token"])
         return value
 
-    @field_validator("slack_api_url", "twilio_api_url")
+    @field_validator("slack_app_token")
+    @classmethod
+    def _app_token(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith("xapp-"):
+            raise ValueError(RULES["slack_app_token"])
+        return value
+
+    @field_validator("slack_api_url", "twilio_api_url", "teams_api_url", "oidc_issuer")
     @classmethod
     def _api_url(cls, value: str | None) -> str | None:
         if value is not None and not _is_http_url(value):
@@ -200,7 +232,9 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _public_url(self) -> Settings:
         # Slack and Twilio call this URL, and Twilio signs it: with either on it must be real.
-        if (self.slack_enabled or self.sms_enabled) and not _is_http_url(self.public_url):
+        # Slack over Socket Mode alone (no signing secret, no OAuth installs) calls nothing.
+        slack_calls = self.slack_enabled and bool(self.slack_signing_secret or self.slack_client_id)
+        if (slack_calls or self.sms_enabled) and not _is_http_url(self.public_url):
             raise ValueError(
                 f"COSIGNER_PUBLIC_URL {RULES['public_url']} (it is {self.public_url!r}), "
                 "because Slack or SMS is on and calls it"
@@ -208,10 +242,16 @@ class Settings(BaseSettings):
         return self
 
     @property
+    def oidc_enabled(self) -> bool:
+        """The inbox's sign-in is on when the issuer, client id and client secret are all set."""
+        return bool(self.oidc_issuer and self.oidc_client_id and self.oidc_client_secret)
+
+    @property
     def slack_enabled(self) -> bool:
-        """Slack is on when a signing secret and a token or OAuth client are set."""
+        """Slack is on when a signing secret (or a Socket Mode app token) and a token or
+        OAuth client are set."""
         return bool(
-            self.slack_signing_secret
+            (self.slack_signing_secret or self.slack_app_token)
             and (self.slack_bot_token or (self.slack_client_id and self.slack_client_secret))
         )
 
@@ -228,9 +268,19 @@ class Settings(BaseSettings):
         return None
 
     @property
+    def teams_enabled(self) -> bool:
+        """Teams is on when the bot's app id, its password and its home tenant are set."""
+        return bool(self.microsoft_app_id and self.microsoft_app_password and self.microsoft_app_tenant_id)
+
+    @property
     def sms_enabled(self) -> bool:
         """SMS is on when Twilio credentials and a sender are set."""
         return bool(self.twilio_account_sid and self.twilio_auth_token)
+
+    @property
+    def whatsapp_enabled(self) -> bool:
+        """WhatsApp is on when Twilio credentials, a WhatsApp sender and its template are set."""
+        return bool(self.sms_enabled and self.twilio_whatsapp_from and self.twilio_whatsapp_content_sid)
 
 
 def env_name(field: str) -> str:

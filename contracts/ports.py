@@ -74,12 +74,27 @@ class SlackRoute:
 
 @dataclass(frozen=True)
 class SmsRoute:
-    """Which numbers receive the text and from which number or Messaging Service."""
+    """Which numbers receive the text and from which number or Messaging Service.
 
-    surface: Literal[SurfaceType.SMS]
+    WhatsApp goes through the same Twilio messaging: its routes are these too, with
+    `surface` WHATSAPP and every number written `whatsapp:+E164`, as Twilio writes them.
+    """
+
+    surface: Literal[SurfaceType.SMS, SurfaceType.WHATSAPP]
     from_number: str | None
     messaging_service_sid: str | None
     approvers: tuple[str, ...]  # E.164 numbers; each gets the text
+
+
+@dataclass(frozen=True)
+class TeamsRoute:
+    """Which Teams conversation gets the card, in which AAD tenant, and who may click it."""
+
+    surface: Literal[SurfaceType.TEAMS]
+    tenant_id: str  # the Microsoft Entra (AAD) tenant id the clicks must come from
+    conversation_id: str
+    approvers: tuple[str, ...]  # AAD object ids
+    requester: str | None = None  # AAD object id of who triggered the run
 
 
 @dataclass(frozen=True)
@@ -90,7 +105,7 @@ class DashboardRoute:
     approvers: tuple[str, ...]  # the tenant app's user ids
 
 
-Route = SlackRoute | SmsRoute | DashboardRoute
+Route = SlackRoute | SmsRoute | TeamsRoute | DashboardRoute
 
 
 @dataclass(frozen=True)

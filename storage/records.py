@@ -20,6 +20,7 @@ from contracts.ports import (
     Route,
     SlackRoute,
     SmsRoute,
+    TeamsRoute,
 )
 from storage.operations import OperationRecord
 
@@ -54,8 +55,10 @@ def route_from_json(text: str | None) -> Route | None:
     if d["surface"] is SurfaceType.SLACK:
         d["approver_teams"] = tuple(d["approver_teams"])
         return SlackRoute(**d)
-    if d["surface"] is SurfaceType.SMS:
+    if d["surface"] in (SurfaceType.SMS, SurfaceType.WHATSAPP):
         return SmsRoute(**d)
+    if d["surface"] is SurfaceType.TEAMS:
+        return TeamsRoute(**d)
     return DashboardRoute(**d)
 
 
@@ -98,6 +101,8 @@ def delivery_key(route: Route) -> str:
         return f"slack:{route.channel_id}"
     if isinstance(route, SmsRoute):
         return f"sms:{route.from_number or route.messaging_service_sid}"
+    if isinstance(route, TeamsRoute):
+        return f"teams:{route.conversation_id}"
     return "dashboard"
 
 

@@ -319,7 +319,16 @@ function renderPhone(data) {
   document.getElementById("phone-bot").textContent = data.phone.bot;
   const box = document.getElementById("texts");
   const texts = data.phone.texts.filter((t) => t.phone === state.phone);
-  box.replaceChildren(...texts.map((t) => el("div", "bubble " + t.dir, t.body)));
+  box.replaceChildren(...texts.map((t) => {
+    const bubble = el("div", "bubble " + t.dir, t.body);
+    // A WhatsApp template's quick replies: a tap is posted as Twilio would post it.
+    for (const title of t.buttons || []) {
+      const button = el("button", "quick-reply", title);
+      button.addEventListener("click", async () => { await api("tap", { sid: t.sid, title }); poll(); });
+      bubble.append(el("br"), button);
+    }
+    return bubble;
+  }));
   box.scrollTop = box.scrollHeight;
 }
 

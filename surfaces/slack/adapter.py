@@ -3,7 +3,8 @@
 Inbound requests are served by Bolt behind one Starlette route per path; outbound calls go
 through `web_client` (retries, error translation) and `pacing` (about one post per second
 per channel). One workspace runs on `SLACK_BOT_TOKEN`; many run on OAuth installs kept in
-the installation store the config carries.
+the installation store the config carries. With an app-level token (`SLACK_APP_TOKEN`) the
+same Bolt app also takes clicks over Socket Mode (`socket_mode.py`), with no public URL.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import aiohttp
 from slack_bolt.adapter.starlette.async_handler import AsyncSlackRequestHandler
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.authorization.async_authorize import AsyncInstallationStoreAuthorize
+from slack_sdk.errors import SlackApiError
 from slack_sdk.oauth.installation_store.async_installation_store import AsyncInstallationStore
 from slack_sdk.oauth.state_store.async_state_store import AsyncOAuthStateStore
 from slack_sdk.signature import SignatureVerifier
@@ -31,9 +33,11 @@ from surfaces.slack.blocks import to_blocks, to_closed_blocks
 from surfaces.slack.clicks import Clicks
 from surfaces.slack.commands import Commands
 from surfaces.slack.handoff_blocks import to_closed_handoff_blocks, to_handoff_blocks
+from surfaces.slack.home import HOME_EVENT, Pending
 from surfaces.slack.installs import INSTALL_PATH, REDIRECT_PATH, Installs
 from surfaces.slack.pacing import ChannelPacer
 from surfaces.slack.parse import event_type
+from surfaces.slack.socket_mode import SocketMode
 from surfaces.slack.web_client import (
     SCOPES,
     TIMEOUT_SECONDS,
@@ -68,6 +72,8 @@ class SlackConfig:
     # Where OAuth installs are kept; required when client_id and client_secret are set.
     installations: AsyncInstallationStore | None = None
     oauth_states: AsyncOAuthStateStore | None = None
+    # An app-level token (xapp-…): clicks then arrive over Socket Mode, not POST /slack/events.
+    app_token: str | None = None
 
     @property
     def multi_workspace(self) -> bool:
@@ -81,15 +87,19 @@ class SlackAdapter:
     name = "slack"
 
     def __init__(self, config: SlackConfig, desk: ApprovalDesk) -> None:
-        if not config.signing_secret.strip():
-            raise SlackConfigError("SLACK_SIGNING_SECRET is required for the Slack surface")
+        if not config.signing_secret.strip() and not config.app_token:
+            raise SlackConfigError(
+                "set SLACK_SIGNING_SECRET (requests to /slack/events) or SLACK_APP_TOKEN (Socket Mode)"
+            )
         if not config.multi_workspace and not config.bot_token:
             raise SlackConfigError(
                 "set SLACK_BOT_TOKEN (one workspace) or SLACK_CLIENT_ID and SLACK_CLIENT_SECRET"
             )
         self.config = config
         self._desk = desk
-        self._verifier = SignatureVerifier(config.signing_secret)
+        self._home = Pending(desk)
+        # None under Socket Mode alone: `/slack/events` is then not served at all.
+        self._verifier = SignatureVerifier(config.signing_secret) if config.signing_secret.strip() else None
         self._pacer = ChannelPacer(rate=1.0, burst=3)
         self._clicks = Clicks(desk)
         self._commands = Commands(desk)
@@ -111,14 +121,23 @@ class SlackAdapter:
         self._session: aiohttp.ClientSession | None = None
         self._client: AsyncWebClient | None = None
         self._handler: AsyncSlackRequestHandler | None = None
+        self._socket: SocketMode | None = None
+        if config.app_token is not None:
+            try:
+                self._socket = SocketMode(config.app_token)
+            except ValueError as exc:
+                raise SlackConfigError(str(exc)) from exc
 
     def routes(self) -> list[Any]:
-        """`POST /slack/events`, `GET /slack/install`, `GET /slack/oauth_redirect`."""
-        return [
-            StarletteRoute(EVENTS_PATH, self._events, methods=["POST"]),
+        """`POST /slack/events` (when a signing secret is set), and the two OAuth routes."""
+        routes = [
             StarletteRoute(INSTALL_PATH, self._oauth, methods=["GET"]),
             StarletteRoute(REDIRECT_PATH, self._oauth, methods=["GET"]),
         ]
+        if self.config.signing_secret.strip():
+            # Without a secret nothing could be verified: the route is not served at all.
+            routes.insert(0, StarletteRoute(EVENTS_PATH, self._events, methods=["POST"]))
+        return routes
 
     async def start(self) -> None:
         """Open the HTTP session and the Bolt app inside the running loop."""
@@ -149,12 +168,22 @@ class SlackAdapter:
             request_verification_enabled=False,
         )
         self._commands.register(app)  # before the clicks' catch-all listener
+        self._home.register(app)
         self._clicks.register(app)
         self._handler = AsyncSlackRequestHandler(app)
+        if self._socket is not None:
+            try:
+                await self._socket.open(app, self._client)
+            except SurfaceUnavailable:
+                await self.stop()
+                raise
 
     async def stop(self) -> None:
-        """Let follow-up tasks finish, then close the HTTP session."""
+        """Close Socket Mode, let follow-up tasks finish, then close the HTTP session."""
+        if self._socket is not None:
+            await self._socket.close()
         await self._clicks.drain()
+        await self._home.drain()
         if self._session is not None:
             await self._session.close()
         self._session = self._client = self._handler = None
@@ -180,6 +209,7 @@ class SlackAdapter:
                 unfurl_links=False,
                 unfurl_media=False,
             )
+        self._home.refresh_soon(client, slack_route, {card.approval_id: (posted["channel"], posted["ts"])})
         return Delivered(
             surface=SurfaceType.SLACK,
             conversation=posted["channel"],
@@ -201,6 +231,21 @@ class SlackAdapter:
                 text=text,
                 blocks=blocks,
             )
+        self._home.refresh_soon(client, slack_route)
+
+    async def permalink(self, route: Route, delivered: Delivered) -> str | None:
+        """A link to a delivered card (`contracts.pending.Permalinks`); None if Slack gives none."""
+        if not delivered.message_refs:
+            return None
+        client, _ = await self._client_for(_slack(route))
+        try:
+            answer = await client.chat_getPermalink(
+                channel=delivered.conversation, message_ts=delivered.message_refs[0]
+            )
+        except SlackApiError:
+            return None
+        link = answer.get("permalink")
+        return link if isinstance(link, str) else None
 
     async def _client_for(self, route: SlackRoute) -> tuple[AsyncWebClient, str | None]:
         if self._client is None or self._session is None:
@@ -251,8 +296,8 @@ class SlackAdapter:
                 status_code=401,
             )
         kind = event_type(body)
-        if kind is not None:
-            # Cosigner acts on no event, but a non-2xx makes Slack retry and, in the end,
+        if kind is not None and kind != HOME_EVENT:
+            # Cosigner acts on no event but the Home tab's, but a non-2xx makes Slack retry and, in the end,
             # turn the endpoint off; so every signed event is acknowledged.
             logger.info(
                 "Acknowledged a Slack event (%s) and ignored it; Cosigner needs no event "
@@ -278,6 +323,8 @@ class SlackAdapter:
         # timestamp and logs the raw body on failure.
         timestamp = request.headers.get("x-slack-request-timestamp")
         signature = request.headers.get("x-slack-signature")
+        if self._verifier is None:
+            return False
         try:
             return self._verifier.is_valid(body, timestamp, signature)
         except (ValueError, TypeError, OverflowError):

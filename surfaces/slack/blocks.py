@@ -65,7 +65,7 @@ def md(text: str) -> MarkdownTextObject:
 def to_blocks(card: ApprovalCard, route: SlackRoute) -> tuple[list[Block], str]:
     """The pending approval card and its escaped notification text."""
     body, left_out = _body(card, route)
-    notice = [_notice(left_out)] if left_out else []
+    notice = [notice_block(left_out)] if left_out else []
     return [*body, *notice, _buttons(card, route, left_out)], _fallback(card, "Approval needed")
 
 
@@ -115,7 +115,8 @@ def _fenced_section(label: str, lines: list[str], index: int) -> SectionBlock:
     return SectionBlock(block_id=block_id, text=md(label + "```\n" + "\n".join(lines) + "\n```"))
 
 
-def _notice(left_out: Hidden) -> Block:
+def notice_block(left_out: Hidden) -> Block:
+    """Above the buttons: what of the call the card does not show (masked spans, cut values)."""
     return SectionBlock(
         block_id=f"{BLOCK_PREFIX}hidden",
         text=md(f":warning: *{mrkdwn.fit(left_out.notice(), 500)}*"),

@@ -2,8 +2,10 @@
 
 `/cosigner` (any text, or `denials`) answers with an ephemeral list, visible only to the
 person who typed it, of their own standing denies in the workspace's tenant, each with a
-**Lift** button. A click lifts it through the `DenialDesk` (which finds only the clicker's
-own) and replaces the list. Nobody can see or lift another person's standing deny here.
+**Lift** button; `/cosigner pending` lists the requests waiting for them (as the Home tab
+does, `surfaces.slack.home`), `/cosigner help` what the command does. A Lift click lifts
+through the `DenialDesk` (which finds only the clicker's own) and replaces the list. Nobody
+can see or lift another person's standing deny here.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.models.blocks import Block, ButtonElement, ContextBlock, PlainTextObject, SectionBlock
+from slack_sdk.web.async_client import AsyncWebClient
 
 from contracts.denials import Denial, DenialDesk
 from contracts.enums import SurfaceType
@@ -22,6 +25,7 @@ from contracts.errors import CosignerError, InvalidRequest
 from contracts.ports import ApprovalDesk
 from surfaces.slack import mrkdwn
 from surfaces.slack.blocks import ACTION_PREFIX, as_dicts, md
+from surfaces.slack.home import Pending
 
 logger = logging.getLogger("cosigner.slack.commands")
 
@@ -31,6 +35,11 @@ MAX_LISTED = 40  # a message holds 50 blocks
 _SLACK_ID = re.compile(r"^[A-Z0-9]{2,64}$")
 _DENIAL_ID = re.compile(r"^den_[A-Za-z0-9_-]{20}$")
 Ack = Callable[..., Awaitable[Any]]
+HELP = (
+    "*/cosigner pending*: the requests waiting for you, with a link to each card.\n"
+    "*/cosigner denials* (or just */cosigner*): your standing denies (Always deny), to lift.\n"
+    "*/cosigner help*: this text. The Home tab of the Cosigner app lists what waits for you too."
+)
 
 
 def denial_blocks(denials: Sequence[Denial], note: str | None = None) -> tuple[list[Block], str]:
@@ -85,12 +94,19 @@ class Commands:
         self._desk = desk
         # A desk without standing denies (a test double) gets a polite answer, not a crash.
         self._denials = desk if isinstance(desk, DenialDesk) else None
+        self._home = Pending(desk)
 
     def register(self, app: AsyncApp) -> None:
         """Attach the command and the Lift button listeners."""
 
-        async def on_command(ack: Ack, body: dict[str, Any]) -> None:
-            blocks, text = await self._list(body)
+        async def on_command(ack: Ack, body: dict[str, Any], client: AsyncWebClient) -> None:
+            word = str(body.get("text") or "").strip().lower()
+            if word == "help":
+                blocks, text = _said(HELP)
+            elif word == "pending":
+                blocks, text = await self._waiting(body, client)
+            else:
+                blocks, text = await self._list(body)
             await ack(response_type="ephemeral", text=text, blocks=as_dicts(blocks))
 
         async def on_lift(ack: Ack, body: dict[str, Any], respond: Callable[..., Awaitable[Any]]) -> None:
@@ -105,6 +121,14 @@ class Commands:
 
         app.command(COMMAND)(on_command)
         app.action(LIFT_ACTION)(on_lift)
+
+    async def _waiting(self, body: Mapping[str, Any], client: AsyncWebClient) -> tuple[list[Block], str]:
+        try:
+            user, orgs = who_typed(body)
+        except CosignerError as error:
+            return _said(f"Cosigner could not read this command: {error.message}")
+        blocks = await self._home.listed(client, user, orgs, title=False)
+        return blocks, "The requests waiting for you."
 
     def _tenant(self, orgs: Sequence[str]) -> str | None:
         for org in orgs:

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from surfaces.slack import emulated_home
+
 if TYPE_CHECKING:
     from surfaces.slack.emulator import SlackEmulator
 
@@ -72,6 +74,9 @@ def table(emu: SlackEmulator) -> dict[str, Handler]:
         "views.open": open_view,
         "views.update": update_view,
         "oauth.v2.access": oauth_access,
+        "views.publish": emulated_home.publish_view,
+        "chat.getPermalink": emulated_home.permalink,
+        "apps.connections.open": open_connection,
     }
 
     def bind(fn: Callable[[SlackEmulator, dict[str, Any], str | None], dict[str, Any]]) -> Handler:
@@ -306,3 +311,13 @@ def _shown(emu: SlackEmulator, message: Recorded) -> dict[str, Any]:
         "blocks": message.blocks,
         "team": message.team_id,
     }
+
+
+def open_connection(emu: SlackEmulator, args: dict[str, Any], token: str | None) -> dict[str, Any]:
+    """`apps.connections.open`: a one-time Socket Mode WebSocket URL for an app-level token."""
+    if token is None or not token.startswith("xapp-"):
+        # Slack answers a bot or user token here with `not_allowed_token_type`.
+        raise SlackError("not_allowed_token_type" if token else "not_authed")
+    if token not in emu.app_tokens:
+        raise SlackError("invalid_auth")
+    return {"url": emu.socket_url()}

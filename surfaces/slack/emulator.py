@@ -4,6 +4,10 @@ It answers the methods Cosigner calls with Slack's response and error shapes, re
 message, ephemeral and modal, and can be told to fail (`fail_next`) the way Slack does:
 429 with `Retry-After`, 5xx, `{"ok": false, "error": ...}`, or slow answers. Point the real
 `AsyncWebClient(base_url=emu.api_url)` at it.
+
+It also plays Slack's Socket Mode: `apps.connections.open` hands an app-level token
+(`xapp-…`, see `app_tokens`) a WebSocket URL on the same port, and `socket_click` sends a
+click there as an `interactive` envelope and waits for its acknowledgement.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import itertools
 import json
 import socket
 import time
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,10 +30,12 @@ import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse
-from starlette.routing import Route
+from starlette.routing import Route, WebSocketRoute
+from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from surfaces.slack import emulated_methods, interactions
 from surfaces.slack.emulated_methods import OpenedView, Recorded, Workspace
+from surfaces.slack.openid_provider import OpenIdProvider
 
 
 @dataclass
@@ -40,6 +47,11 @@ class Fault:
     retry_after: int | None = None
     times: int = 1
     delay: float = 0.0
+
+
+# Slack drops an envelope that is not acknowledged within 3 seconds (and retries it).
+SOCKET_ACK_SECONDS = 3.0
+APP_TOKEN = "xapp-1-A0EMU-1-emulated"  # the app-level token the emulator accepts by default
 
 
 @dataclass
@@ -70,8 +82,10 @@ class SlackEmulator:
         bot_user_id: str = "U0BOT",
         client_id: str | None = None,
         client_secret: str | None = None,
+        app_tokens: tuple[str, ...] = (APP_TOKEN,),
     ) -> None:
         self.team_id, self.enterprise_id, self.app_id = team_id, enterprise_id, app_id
+        self.app_tokens = set(app_tokens)
         self.bot_user_id, self.client_id, self.client_secret = bot_user_id, client_id, client_secret
         self.workspaces: dict[str, Workspace] = {}
         self.missing_channels: set[str] = set()
@@ -88,10 +102,18 @@ class SlackEmulator:
         self._task: asyncio.Task[None] | None = None
         self.port: int | None = None
         self.responses: list[dict[str, Any]] = []
+        self.home_tabs: dict[str, dict[str, Any]] = {}  # views.publish: the latest Home tab per user
+        self.openid = OpenIdProvider(lambda: self.api_url.removesuffix("/api/"), team_id)
+        self._tickets: set[str] = set()
+        self._sockets: list[WebSocket] = []
+        self._connected = asyncio.Event()
+        self._acks: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self.app = Starlette(
             routes=[
+                *self.openid.routes(),
                 Route("/api/{method}", self._dispatch, methods=["GET", "POST"]),
                 Route("/hooks/{path:path}", self._hook, methods=["POST"]),
+                WebSocketRoute("/socket-mode/{ticket}", self._socket),
             ]
         )
         self._methods = emulated_methods.table(self)
@@ -202,6 +224,84 @@ class SlackEmulator:
         """Submit an opened modal with a really signed request (`interactions.submit_view`)."""
         return await interactions.submit_view(self, http, **options)
 
+    # --- Socket Mode ---------------------------------------------------------------------
+
+    def socket_url(self) -> str:
+        """A one-time `ws://` URL, as `apps.connections.open` returns (`wss://` at Slack)."""
+        ticket = uuid.uuid4().hex
+        self._tickets.add(ticket)
+        return self.api_url.replace("http://", "ws://").replace("/api/", f"/socket-mode/{ticket}")
+
+    @property
+    def socket_connections(self) -> int:
+        """How many Socket Mode connections are open now."""
+        return len(self._sockets)
+
+    async def wait_connected(self, seconds: float = 5.0) -> None:
+        """Wait until an app holds a Socket Mode connection."""
+        await asyncio.wait_for(self._connected.wait(), seconds)
+
+    async def push(
+        self, payload: dict[str, Any], *, kind: str = "interactive", seconds: float = SOCKET_ACK_SECONDS
+    ) -> dict[str, Any]:
+        """Send one envelope over Socket Mode and return its acknowledgement.
+
+        Raises `TimeoutError` when the app does not acknowledge in time (Slack would then
+        show the user an error and retry), `LookupError` when no app is connected.
+        """
+        if not self._sockets:
+            raise LookupError("no app holds a Socket Mode connection to the emulator")
+        envelope_id = str(uuid.uuid4())
+        waiter: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._acks[envelope_id] = waiter
+        envelope = {
+            "envelope_id": envelope_id,
+            "type": kind,
+            "payload": payload,
+            "accepts_response_payload": kind != "events_api",
+            "retry_attempt": 0,
+            "retry_reason": "",
+        }
+        try:
+            await self._sockets[-1].send_text(json.dumps(envelope))
+            return await asyncio.wait_for(waiter, seconds)
+        finally:
+            self._acks.pop(envelope_id, None)
+
+    async def socket_click(self, *, channel: str, ts: str, action_id: str, **fields: Any) -> dict[str, Any]:
+        """Click a button on a recorded message through Socket Mode; returns the ack."""
+        payload = interactions.click_payload(self, channel=channel, ts=ts, action_id=action_id, **fields)
+        return await self.push(payload)
+
+    async def _socket(self, websocket: WebSocket) -> None:
+        ticket = websocket.path_params["ticket"]
+        if ticket not in self._tickets:
+            await websocket.close(code=4001)  # a URL not issued, or used already
+            return
+        self._tickets.discard(ticket)
+        await websocket.accept()
+        self._sockets.append(websocket)
+        self._connected.set()
+        hello = {
+            "type": "hello",
+            "num_connections": len(self._sockets),
+            "connection_info": {"app_id": self.app_id},
+            "debug_info": {"host": "emulated", "approximate_connection_time": 18060},
+        }
+        try:
+            await websocket.send_text(json.dumps(hello))
+            while True:
+                ack = json.loads(await websocket.receive_text())
+                waiter = self._acks.get(ack.get("envelope_id", "")) if isinstance(ack, dict) else None
+                if waiter is not None and not waiter.done():
+                    waiter.set_result(ack)
+        except WebSocketDisconnect:
+            pass
+        finally:
+            self._sockets.remove(websocket)
+            if not self._sockets:
+                self._connected.clear()
+
     # --- serving -------------------------------------------------------------------------
 
     @classmethod
@@ -223,7 +323,12 @@ class SlackEmulator:
         self.port = sock.getsockname()[1]
         # log_config=None: uvicorn's own logging setup would replace the handlers `bot.logs` set.
         config = uvicorn.Config(
-            self.app, log_config=None, log_level="warning", access_log=False, lifespan="off", ws="none"
+            self.app,
+            log_config=None,
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            ws="websockets-sansio",
         )
         self._server = _QuietServer(config)
         self._task = asyncio.create_task(self._server.serve(sockets=[sock]))
@@ -235,6 +340,9 @@ class SlackEmulator:
 
     async def stop(self) -> None:
         """Stop serving and release the port."""
+        for websocket in list(self._sockets):
+            with contextlib.suppress(RuntimeError, WebSocketDisconnect):
+                await websocket.close(code=1001)
         if self._server is not None and self._task is not None:
             self._server.should_exit = True
             await self._task

@@ -8,8 +8,6 @@ length-fitted by `mrkdwn`, as on approval cards.
 
 from __future__ import annotations
 
-import json
-
 from slack_sdk.models.blocks import (
     ActionsBlock,
     Block,
@@ -24,7 +22,9 @@ from slack_sdk.models.blocks import (
 from contracts.enums import ApprovalStatus, Verdict
 from contracts.handoff import HandoffCard
 from contracts.ports import ApprovalCard, Outcome, SlackRoute
+from contracts.shown import Hidden
 from surfaces.slack import mrkdwn
+from surfaces.slack.blocks import FULL_CALL_ACTION, notice_block, parameter_sections
 
 SECTION_LIMIT = 3000
 ACTION_PREFIX = "cosigner."  # as on approval cards, so one parser reads both
@@ -46,13 +46,15 @@ def _md(text: str) -> MarkdownTextObject:
 
 def to_handoff_blocks(card: ApprovalCard, route: SlackRoute) -> tuple[list[Block], str]:
     """The pending handoff card (Done / Cancel) and its escaped notification text."""
-    return [*_body(card, route), _buttons(card)], _fallback(card, "Your action needed")
+    body, left_out = _body(card, route)
+    notice = [notice_block(left_out)] if left_out else []
+    return [*body, *notice, _buttons(card)], _fallback(card, "Your action needed")
 
 
 def to_closed_handoff_blocks(card: ApprovalCard, route: SlackRoute) -> tuple[list[Block], str]:
     """The same card with its buttons gone and the outcome (and what the application said) shown."""
     word = _WORDS.get(card.status, card.status.value.capitalize())
-    return [*_body(card, route), *_outcome(card, word)], _fallback(card, word)
+    return [*_body(card, route)[0], *_outcome(card, word)], _fallback(card, word)
 
 
 def _handoff(card: ApprovalCard) -> HandoffCard:
@@ -61,15 +63,15 @@ def _handoff(card: ApprovalCard) -> HandoffCard:
     return card.handoff
 
 
-def _body(card: ApprovalCard, route: SlackRoute) -> list[Block]:
+def _body(card: ApprovalCard, route: SlackRoute) -> tuple[list[Block], Hidden]:
     handoff = _handoff(card)
     steps = "\n".join(
         f"{i}. {mrkdwn.fit(step, 280)}" for i, step in enumerate(handoff.steps[:MAX_STEPS_SHOWN], 1)
     )
     if len(handoff.steps) > MAX_STEPS_SHOWN:
         steps += f"\n… and {len(handoff.steps) - MAX_STEPS_SHOWN} more"
-    params = json.dumps(card.parameters, indent=2, ensure_ascii=False, default=str)
-    label = "*Parameters* (redacted as shown to you)\n"
+    # Every parameter, as on approval cards: masked in place, cut to a fixed length, said.
+    params, left_out = parameter_sections(card)
     who = ", ".join(mrkdwn.mention(a) or mrkdwn.fit(a, 80) for a in route.approvers[:10]) or "nobody"
     claim = mrkdwn.fit(card.reason, 1000) if card.reason else "_none given_"
     ids = mrkdwn.fit(f"{card.short_code} · run {card.execution_id} · call {card.tool_call_id}", 600)
@@ -77,10 +79,7 @@ def _body(card: ApprovalCard, route: SlackRoute) -> list[Block]:
         HeaderBlock(text=PlainTextObject(text=f"Handoff: {card.tool_name}"[:150], emoji=False)),
         SectionBlock(text=_md(f"*Why a person must do this*\n{mrkdwn.fit(handoff.reason, 2000)}")),
         SectionBlock(block_id=f"{BLOCK_PREFIX}steps", text=_md(f"*Steps*\n{steps}")),
-        SectionBlock(
-            block_id=f"{BLOCK_PREFIX}params",
-            text=_md(label + mrkdwn.fenced(params, SECTION_LIMIT - len(label))),
-        ),
+        *params,
         SectionBlock(
             fields=[
                 _md(f"*Who must do it*\n{who}"),
@@ -97,7 +96,7 @@ def _body(card: ApprovalCard, route: SlackRoute) -> list[Block]:
                 _md(f"*Policy:* {mrkdwn.fit(card.policy_rule, 1000)} · {ids}"),
             ]
         ),
-    ]
+    ], left_out
 
 
 def _buttons(card: ApprovalCard) -> ActionsBlock:
@@ -115,6 +114,11 @@ def _buttons(card: ApprovalCard) -> ActionsBlock:
                 action_id=f"{ACTION_PREFIX}{Verdict.CANCEL.value}",
                 value=card.approval_id,
                 style="danger",
+            ),
+            ButtonElement(
+                text=PlainTextObject(text="See the full call"),
+                action_id=FULL_CALL_ACTION,
+                value=card.approval_id,
             ),
         ],
     )

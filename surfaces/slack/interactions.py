@@ -152,6 +152,14 @@ async def click(
     **fields: Any,
 ) -> httpx.Response:
     """Click the button `action_id` on the message the emulator holds at (channel, ts)."""
+    payload = click_payload(emu, channel=channel, ts=ts, action_id=action_id, **fields)
+    return await send_signed(http, url, payload, secret=secret, timestamp=timestamp, signature=signature)
+
+
+def click_payload(
+    emu: SlackEmulator, *, channel: str, ts: str, action_id: str, **fields: Any
+) -> dict[str, Any]:
+    """The `block_actions` payload of a click on a recorded message (HTTP or Socket Mode)."""
     message = emu.latest(channel, ts)
     if message is None:
         raise LookupError(f"the emulator holds no message at {channel}/{ts}")
@@ -163,8 +171,7 @@ async def click(
     fields.setdefault("channel", channel)
     fields.setdefault("ts", ts)
     fields.setdefault("response_url", emu.response_url)
-    payload = block_actions_payload(action=button, blocks=message.blocks, trigger_id=trigger, **fields)
-    return await send_signed(http, url, payload, secret=secret, timestamp=timestamp, signature=signature)
+    return block_actions_payload(action=button, blocks=message.blocks, trigger_id=trigger, **fields)
 
 
 async def click_in_view(

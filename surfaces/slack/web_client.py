@@ -39,6 +39,10 @@ SCOPES: dict[str, str | None] = {
     "views.open": None,
     "views.update": None,
     "oauth.v2.access": None,
+    "views.publish": None,
+    "chat.getPermalink": None,
+    # Called with the app-level token (SLACK_APP_TOKEN), whose scope is connections:write.
+    "apps.connections.open": None,
 }
 
 # Scopes for features rather than Web API methods: `commands` lets the app receive `/cosigner`.
@@ -54,6 +58,7 @@ _FIXES = {
     "account_inactive": "reinstall the app via /slack/install",
     "missing_scope": "add the scopes in manifest.yml to the app and reinstall it",
     "ratelimited": "Slack kept rate-limiting after retries; try again later",
+    "not_allowed_token_type": "SLACK_APP_TOKEN must be an app-level token (xapp-…, scope connections:write)",
     "message_not_found": "the card was deleted in Slack; nothing to update",
 }
 

@@ -39,8 +39,9 @@ class TwilioCaller:
         signed_url: str | None = None,
         token: str | None = None,
         signature: str | None = _UNSET,
+        path: str = "/sms/inbound",
     ) -> httpx.Response:
-        """Deliver an inbound text from `from_` to `to` to `POST /sms/inbound`."""
+        """Deliver an inbound text from `from_` to `to` to `POST /sms/inbound` (or `path`)."""
         sid = message_sid or "SM" + secrets.token_hex(16)
         params = {
             "ToCountry": "US",
@@ -60,7 +61,7 @@ class TwilioCaller:
         if messaging_service_sid:
             params["MessagingServiceSid"] = messaging_service_sid
         return await self.post(
-            "/sms/inbound",
+            path,
             _merge(params, override),
             signed_url=signed_url,
             token=token,
@@ -79,8 +80,9 @@ class TwilioCaller:
         signed_url: str | None = None,
         token: str | None = None,
         signature: str | None = _UNSET,
+        path: str = "/sms/status",
     ) -> httpx.Response:
-        """Deliver a status callback for `message_sid` to `POST /sms/status`."""
+        """Deliver a status callback for `message_sid` to `POST /sms/status` (or `path`)."""
         params = {
             "SmsSid": message_sid,
             "SmsStatus": status,
@@ -95,12 +97,54 @@ class TwilioCaller:
         if error_code:
             params["ErrorCode"] = error_code
         return await self.post(
-            "/sms/status",
+            path,
             _merge(params, override),
             signed_url=signed_url,
             token=token,
             signature=signature,
         )
+
+    async def tap(
+        self,
+        from_: str,
+        to: str,
+        *,
+        title: str,
+        payload: str,
+        replied_to: str | None,
+        message_sid: str | None = None,
+        override: Mapping[str, str | None] | None = None,
+        signature: str | None = _UNSET,
+    ) -> httpx.Response:
+        """A WhatsApp quick-reply tap, as Twilio posts it to `POST /whatsapp/inbound`.
+
+        `from_` and `to` are `whatsapp:+E164`; the button's title arrives as `Body` and
+        `ButtonText`, its id as `ButtonPayload`, and the message it answers as
+        `OriginalRepliedMessageSid`.
+        """
+        sid = message_sid or "SM" + secrets.token_hex(16)
+        params = {
+            "SmsMessageSid": sid,
+            "NumMedia": "0",
+            "ProfileName": "Approver",
+            "MessageType": "button",
+            "SmsSid": sid,
+            "WaId": from_.removeprefix("whatsapp:+"),
+            "SmsStatus": "received",
+            "Body": title,
+            "ButtonText": title,
+            "ButtonPayload": payload,
+            "To": to,
+            "NumSegments": "1",
+            "ReferralNumMedia": "0",
+            "MessageSid": sid,
+            "AccountSid": self.account_sid,
+            "From": from_,
+            "ApiVersion": "2010-04-01",
+        }
+        if replied_to is not None:
+            params["OriginalRepliedMessageSid"] = replied_to
+        return await self.post("/whatsapp/inbound", _merge(params, override), signature=signature)
 
     async def post(
         self,

@@ -4,6 +4,11 @@ It serves `POST /2010-04-01/Accounts/{AccountSid}/Messages.json` the way Twilio 
 (Basic auth, form fields, JSON resource or JSON error), records every text it accepts,
 and can be told to refuse the next request or to treat a number as opted out. Point the
 real twilio client at `emu.api_url`.
+
+WhatsApp goes through the same endpoint with `whatsapp:+E164` numbers: a Content API
+template registered with `add_template` is sent by `ContentSid` and `ContentVariables`,
+and the text is recorded as the phone shows it, with its quick-reply buttons
+(`SentText.buttons`, each a title and the payload a tap sends back).
 """
 
 from __future__ import annotations
@@ -11,6 +16,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import json
+import re
 import secrets
 import socket
 from collections.abc import AsyncIterator, Iterator
@@ -29,6 +36,17 @@ from starlette.routing import Route
 from surfaces.sms.text import segments
 
 E164_DIGITS = range(7, 16)
+WHATSAPP = "whatsapp:"
+_VARIABLE = re.compile(r"\{\{([A-Za-z0-9_]{1,16})\}\}")
+
+
+@dataclass(frozen=True)
+class Template:
+    """A `twilio/quick-reply` Content API template: a body and buttons, with `{{n}}` variables."""
+
+    sid: str
+    body: str
+    actions: tuple[tuple[str, str], ...]  # (title, id) of each quick-reply button
 
 
 @dataclass
@@ -42,6 +60,9 @@ class SentText:
     body: str
     status_callback: str | None
     status: str
+    content_sid: str | None = None
+    content_variables: dict[str, str] | None = None
+    buttons: tuple[tuple[str, str], ...] = ()  # WhatsApp quick replies: (title, payload)
 
 
 @dataclass(frozen=True)
@@ -84,6 +105,7 @@ class TwilioEmulator:
         self.auth_token = auth_token
         self.sent: list[SentText] = []
         self.opted_out: set[str] = set()
+        self.templates: dict[str, Template] = {}
         self.requests = 0
         self._failures: list[_Failure] = []
         self.api_url = ""
@@ -137,6 +159,12 @@ class TwilioEmulator:
         """Refuse the next create request with this HTTP status and Twilio error code."""
         self._failures.append(_Failure(status, code, message or "Injected failure"))
 
+    def add_template(self, body: str, actions: list[tuple[str, str]]) -> str:
+        """Register a quick-reply template (as the Content API would) and return its `HX…` SID."""
+        sid = "HX" + secrets.token_hex(16)
+        self.templates[sid] = Template(sid, body, tuple(actions))
+        return sid
+
     def texts_to(self, number: str) -> list[SentText]:
         """Every accepted text addressed to `number`, oldest first."""
         return [text for text in self.sent if text.to == number]
@@ -171,10 +199,17 @@ class TwilioEmulator:
         body = form.get("Body", "")
         if not to:
             return _error(400, 21604, "A 'To' phone number is required.")
-        if not _is_e164(to):
+        if not _is_e164(to.removeprefix(WHATSAPP)):
             return _error(400, 21211, f"The 'To' number {to} is not a valid phone number.")
         if sender is None and service is None:
             return _error(400, 21603, "A 'From' phone number is required.")
+        if sender is not None and to.startswith(WHATSAPP) != sender.startswith(WHATSAPP):
+            return _error(400, 63007, "Twilio could not find a Channel with the specified From address")
+        content = self._content(form)
+        if isinstance(content, JSONResponse):
+            return content
+        sid_of_content, variables, rendered, buttons = content
+        body = rendered or body
         if not body:
             return _error(400, 21602, "Message body is required.")
         if to in self.opted_out:
@@ -188,9 +223,35 @@ class TwilioEmulator:
             body=body,
             status_callback=form.get("StatusCallback") or None,
             status=status,
+            content_sid=sid_of_content,
+            content_variables=variables,
+            buttons=buttons,
         )
         self.sent.append(text)
         return JSONResponse(self._resource(text), status_code=201)
+
+    def _content(
+        self, form: dict[str, str]
+    ) -> tuple[str | None, dict[str, str] | None, str, tuple[tuple[str, str], ...]] | JSONResponse:
+        """A template's rendered body and buttons, or Twilio's error for a bad ContentSid."""
+        sid = form.get("ContentSid") or None
+        if sid is None:
+            return None, None, "", ()
+        template = self.templates.get(sid)
+        if template is None:
+            return _error(400, 21655, f"The ContentSid {sid} is invalid")
+        try:
+            variables = json.loads(form.get("ContentVariables") or "{}")
+        except ValueError:
+            return _error(400, 21656, "The ContentVariables Parameter is invalid")
+        if not isinstance(variables, dict) or not all(isinstance(v, str) for v in variables.values()):
+            return _error(400, 21656, "The ContentVariables Parameter is invalid")
+
+        def fill(text: str) -> str:
+            return _VARIABLE.sub(lambda m: str(variables.get(m.group(1), m.group(0))), text)
+
+        buttons = tuple((fill(title), fill(ident)) for title, ident in template.actions)
+        return sid, variables, fill(template.body), buttons
 
     def _resource(self, text: SentText) -> dict[str, Any]:
         now = format_datetime(datetime.now(UTC))

@@ -93,9 +93,10 @@ async def read_signed_form(
 class SmsWebhooks:
     """The handlers behind `POST /sms/inbound` and `POST /sms/status`."""
 
-    def __init__(self, config: SmsConfig, desk: SmsDesk) -> None:
+    def __init__(self, config: SmsConfig, desk: SmsDesk, surface: SurfaceType = SurfaceType.SMS) -> None:
         self.config = config
         self.desk = desk
+        self.surface = surface  # WhatsApp reads typed answers exactly as SMS does
 
     async def inbound(self, request: Request) -> Response:
         """Handle a text from an approver: STOP/START/HELP, an exact answer, or help."""
@@ -164,7 +165,7 @@ class SmsWebhooks:
 
         answer = Answer(
             approval_id=target.card.approval_id,
-            surface=SurfaceType.SMS,
+            surface=self.surface,
             verdict=Verdict.CANCEL
             if target.card.handoff and reply.verdict is Verdict.DENY
             else reply.verdict,

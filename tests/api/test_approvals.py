@@ -492,6 +492,13 @@ def test_half_configured_surfaces_are_named() -> None:
     warnings = partial_configuration(make_settings(slack_signing_secret="s", twilio_auth_token="t"))
     assert any("Slack is off" in w and "SLACK_BOT_TOKEN" in w for w in warnings)
     assert any("SMS is off" in w and "TWILIO_ACCOUNT_SID" in w for w in warnings)
+    assert not any("WhatsApp" in w for w in warnings)
+    half = partial_configuration(
+        make_settings(
+            twilio_account_sid="AC" + "0" * 32, twilio_auth_token="t", twilio_whatsapp_from="+15550000001"
+        )
+    )
+    assert half == ["WhatsApp is off: TWILIO_WHATSAPP_CONTENT_SID is not set"]
 
 
 async def test_result_reports_are_refused_for_other_tenants_and_unrun_calls(db_kind: str) -> None:

@@ -24,6 +24,7 @@ from tests.handoff_world import (
     handoff_request,
 )
 from tests.harness import Harness, ManualClock, cosigner_app, until
+from tests.surfaces.slack.test_full_call import modal_text
 
 SECRET = "handoff-signing-secret"
 APP_ID = "A0COSIGNER"
@@ -118,7 +119,7 @@ async def test_the_card_offers_done_and_cancel_only(world: Any) -> None:
     _, card = await posted_card(h, emu, key)
     flat = json.dumps(card.blocks, ensure_ascii=False)
     actions = [e["action_id"] for b in card.blocks if b["type"] == "actions" for e in b["elements"]]
-    assert actions == ["cosigner.done", "cosigner.cancel"]
+    assert actions == ["cosigner.done", "cosigner.cancel", "cosigner.full_call"]
     assert "Approve" not in flat and "Deny" not in flat and "for this run" not in flat
     assert "Publishing needs the verification code" in flat
     assert "1. Open Settings → Publishing" in flat and "3. Press Publish" in flat
@@ -196,3 +197,30 @@ async def test_two_done_clicks_at_once_make_one_check(world: Any) -> None:
     notes = await until(lambda: len(emu.ephemerals) == 2 and emu.ephemerals)
     assert all("ALREADY_DECIDED" in (n.text or "") for n in notes)
     assert len(shop.calls) == 1
+
+
+async def test_a_long_value_cannot_hide_a_field_of_a_handoff(world: Any) -> None:
+    """A handoff card shows every field as an approval card does: a long value is cut and
+    said, the next field stays on the card, and See the full call shows the rest."""
+    h, emu, _, key = world
+    body = handoff_request(SURFACE, "call_long")
+    body["parameters"] = {"changeId": "chg_1", "note": "n" * 3500, "ownerPin": "482910"}
+    response = await h.client.post("/v1/approvals", json=body, headers=h.auth(key))
+    assert response.status_code == 201, response.text
+    aid = response.json()["approvalId"]
+    (card,) = await until(
+        lambda: [m for m in emu.messages if m.method == "chat.postMessage" and aid in json.dumps(m.blocks)]
+    )
+    await delivered(h, aid)
+    flat = json.dumps(card.blocks, ensure_ascii=False)
+    assert '\\"changeId\\": \\"chg_1\\"' in flat and '\\"ownerPin\\": \\"[REDACTED]\\"' in flat
+    assert "482910" not in flat
+    assert "1 value cut: see the full call" in flat
+    opened = await emu.click(
+        h.client, channel=card.channel, ts=card.ts, action_id="cosigner.full_call", secret=SECRET, user="U1"
+    )
+    assert opened.status_code == 200
+    view = (await until(lambda: emu.views))[-1].view
+    assert '"note": "' + "n" * 3500 + '"' in modal_text(view), "the modal shows the value whole"
+    assert "482910" not in json.dumps(view)
+    assert (await h.client.get(f"/v1/approvals/{aid}", headers=h.auth(key))).json()["status"] == "pending"

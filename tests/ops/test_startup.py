@@ -31,6 +31,10 @@ BAD_SETTINGS = {
         {**SLACK_ON, "SLACK_BOT_TOKEN": "xoxp-" + HIDDEN},
         ["SLACK_BOT_TOKEN", "xoxb-"],
     ),
+    "app_token": (
+        {"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_APP_TOKEN": "xoxb-" + HIDDEN},
+        ["SLACK_APP_TOKEN", "xapp-"],
+    ),
     "short_secret": ({"COSIGNER_SECRET": HIDDEN}, ["COSIGNER_SECRET", "at least 32 bytes"]),
     "slack_url": (
         {**SLACK_ON, "COSIGNER_PUBLIC_URL": "cosigner.example.com"},

@@ -162,6 +162,25 @@ async def test_a_phone_reply_decides_an_sms_request(
     assert bodies[:3] == [texts[0]["body"], "maybe", maybe.json()["replies"][0]]
 
 
+async def test_the_phone_switched_to_whatsapp_taps_approve(
+    sb: Sandbox, http: httpx.AsyncClient, wait_until: Any
+) -> None:
+    approval = await ask(
+        http, "send_email", {"to": "c@example.com"}, surface={"type": "whatsapp", "phone": PHONE}
+    )
+    await wait_until(lambda: sb.twilio.texts_to(f"whatsapp:{PHONE}"))
+    shown = await state(http)
+    assert f"whatsapp:{PHONE}" in shown["phone"]["numbers"]
+    (text,) = [t for t in shown["phone"]["texts"] if t["phone"] == f"whatsapp:{PHONE}"]
+    assert "send_email" in text["body"] and text["buttons"] == ["Approve", "Deny"]
+    r = await http.post("/sandbox/api/tap", json={"sid": text["sid"], "title": "Approve"})
+    assert r.json()["status"] == 200
+    decision = (await http.get(f"/v1/approvals/{approval}?wait=10")).json()
+    assert decision["status"] == "approved" and decision["decidedBy"]["surface"] == "whatsapp"
+    missing = await http.post("/sandbox/api/tap", json={"sid": "SMnope", "title": "Approve"})
+    assert missing.status_code == 404
+
+
 async def test_the_api_takes_json_only_and_names_bad_fields(sb: Sandbox, http: httpx.AsyncClient) -> None:
     form = await http.post("/sandbox/api/click", data={"as": "requester"})
     assert form.status_code == 415

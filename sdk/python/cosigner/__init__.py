@@ -18,7 +18,15 @@ from cosigner.enums import ApprovalStatus, DeciderKind, SurfaceType
 from cosigner.events import ApprovalEvent
 from cosigner.grants import GrantClaims
 from cosigner.operations import OperationOutcome, OutcomeType, Preview
-from cosigner.surfaces import DashboardSurface, HeadlessSurface, SlackSurface, SmsSurface, Surface
+from cosigner.surfaces import (
+    DashboardSurface,
+    HeadlessSurface,
+    SlackSurface,
+    SmsSurface,
+    Surface,
+    TeamsSurface,
+    WhatsAppSurface,
+)
 
 __all__ = [
     "ApprovalEvent",
@@ -38,6 +46,8 @@ __all__ = [
     "SmsSurface",
     "Surface",
     "SurfaceType",
+    "TeamsSurface",
+    "WhatsAppSurface",
     "errors",
     "execution",
     "parameters_digest",

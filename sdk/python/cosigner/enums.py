@@ -47,7 +47,9 @@ class SurfaceType(StrEnum):
 
     SLACK = "slack"
     SMS = "sms"
+    WHATSAPP = "whatsapp"
     DASHBOARD = "dashboard"
+    TEAMS = "teams"
     API = "api"
     SCHEDULE = "schedule"
     BATCH = "batch"
@@ -99,6 +101,7 @@ class AuditEvent(StrEnum):
     SMS_STATUS = "sms_status"
     STANDING_DENY_SET = "standing_deny_set"
     STANDING_DENY_LIFTED = "standing_deny_lifted"
+    SIGNED_IN = "signed_in"  # an inbox answer: the OpenID issuer and subject of who answered
     PREPARED = "prepared"  # the application's contract, frozen under its digest
     CLAIMED = "claimed"  # the approved operation is now executing, once
     EXECUTE_SENT = "execute_sent"

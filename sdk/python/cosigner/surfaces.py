@@ -14,7 +14,15 @@ from pydantic import TypeAdapter
 from cosigner import wire
 from cosigner.enums import SurfaceType
 
-__all__ = ["DashboardSurface", "HeadlessSurface", "SlackSurface", "SmsSurface", "Surface"]
+__all__ = [
+    "DashboardSurface",
+    "HeadlessSurface",
+    "SlackSurface",
+    "SmsSurface",
+    "Surface",
+    "TeamsSurface",
+    "WhatsAppSurface",
+]
 
 _WIRE: TypeAdapter[Any] = TypeAdapter(wire.Surface)
 HEADLESS = (SurfaceType.API, SurfaceType.SCHEDULE, SurfaceType.BATCH, SurfaceType.WEB_WIDGET)
@@ -76,6 +84,37 @@ class SmsSurface(_Surface):
 
 
 @dataclass(frozen=True)
+class WhatsAppSurface(_Surface):
+    """A run triggered by a WhatsApp message from `phone` (E.164, without `whatsapp:`)."""
+
+    phone: str
+    _model: Any = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._check({"type": SurfaceType.WHATSAPP.value, "phone": self.phone})
+
+
+@dataclass(frozen=True)
+class TeamsSurface(_Surface):
+    """A run triggered in a Microsoft Teams conversation by `user_id` (the AAD object id)."""
+
+    tenant_id: str
+    conversation_id: str
+    user_id: str
+    _model: Any = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._check(
+            {
+                "type": SurfaceType.TEAMS.value,
+                "tenantId": self.tenant_id,
+                "conversationId": self.conversation_id,
+                "userId": self.user_id,
+            }
+        )
+
+
+@dataclass(frozen=True)
 class DashboardSurface(_Surface):
     """The tenant's own app, deciding through the API on behalf of its signed-in `user_id`."""
 
@@ -109,5 +148,5 @@ class HeadlessSurface(_Surface):
         self._check(body)
 
 
-Surface = SlackSurface | SmsSurface | DashboardSurface | HeadlessSurface
+Surface = SlackSurface | SmsSurface | WhatsAppSurface | TeamsSurface | DashboardSurface | HeadlessSurface
 """Any of the SDK's surfaces."""

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, HttpUrl, PlainSerializer, WithJsonSchema
 
-from cosigner.names import PhoneNumber, SlackId, ToolName
+from cosigner.names import AadId, PhoneNumber, SlackId, ToolName
 
 APPROVAL_ID_PATTERN = r"^apv_[A-Za-z0-9_-]{20}$"
 """The shape of every approval id (`apv_` and 15 random bytes in URL-safe base64)."""
@@ -144,6 +144,22 @@ class SmsSurface(Wire):
     phone: PhoneNumber
 
 
+class WhatsAppSurface(Wire):
+    """A run triggered by a WhatsApp message from `phone` (E.164, without `whatsapp:`)."""
+
+    type: Literal["whatsapp"]
+    phone: PhoneNumber
+
+
+class TeamsSurface(Wire):
+    """A run triggered in a Microsoft Teams conversation by `userId` (the AAD object id)."""
+
+    type: Literal["teams"]
+    tenantId: AadId
+    conversationId: str = Field(min_length=1, max_length=400)
+    userId: AadId
+
+
 class DashboardSurface(Wire):
     """The tenant's own authenticated app, deciding through the API on behalf of `userId`."""
 
@@ -179,7 +195,9 @@ class WebWidgetSurface(Wire):
 Surface = Annotated[
     SlackSurface
     | SmsSurface
+    | WhatsAppSurface
     | DashboardSurface
+    | TeamsSurface
     | ApiSurface
     | ScheduleSurface
     | BatchSurface

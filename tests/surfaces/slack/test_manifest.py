@@ -33,7 +33,8 @@ def test_manifest_has_the_required_sections() -> None:
     assert settings["socket_mode_enabled"] is False
     assert settings["token_rotation_enabled"] is False
     assert isinstance(settings["org_deploy_enabled"], bool)
-    assert "event_subscriptions" not in settings  # no events are handled
+    # The one event handled: the Home tab's (surfaces/slack/home.py).
+    assert settings["event_subscriptions"]["bot_events"] == ["app_home_opened"]
 
 
 def test_every_web_api_call_in_the_code_has_its_scope_listed() -> None:

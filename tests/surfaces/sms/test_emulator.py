@@ -106,3 +106,39 @@ async def test_two_emulators_get_their_own_ports(kit: Any) -> None:
     ):
         assert one.api_url != two.api_url
         assert one.api_url.startswith("http://127.0.0.1:")
+
+
+async def test_a_whatsapp_template_is_rendered_with_its_quick_replies(
+    client: Client, emu: TwilioEmulator, kit: Any
+) -> None:
+    sid = emu.add_template("Hello {{1}}, please answer.", [("Yes", "y:{{2}}"), ("No", "n:{{2}}")])
+    message = await client.messages.create_async(
+        to=f"whatsapp:{kit.alice}",
+        from_=f"whatsapp:{kit.bot}",
+        content_sid=sid,
+        content_variables='{"1": "Alice", "2": "apv_1"}',
+    )
+    assert message.body == "Hello Alice, please answer."
+    [sent] = emu.sent
+    assert sent.content_sid == sid and sent.buttons == (("Yes", "y:apv_1"), ("No", "n:apv_1"))
+
+
+@pytest.mark.parametrize(
+    ("fields", "code"),
+    [
+        ({"content_sid": "HX" + "0" * 32}, 21655),
+        ({"content_sid": "known", "content_variables": "not json"}, 21656),
+        ({"body": "hi", "from_": "+15550000001"}, 63007),
+    ],
+)
+async def test_whatsapp_mistakes_get_twilios_errors(
+    client: Client, emu: TwilioEmulator, kit: Any, fields: dict[str, str], code: int
+) -> None:
+    known = emu.add_template("Hi {{1}}.", [])
+    if fields.get("content_sid") == "known":
+        fields = {**fields, "content_sid": known}
+    with pytest.raises(TwilioRestException) as caught:
+        await client.messages.create_async(
+            **{"to": f"whatsapp:{kit.alice}", "from_": f"whatsapp:{kit.bot}", **fields}
+        )
+    assert caught.value.code == code

@@ -1,0 +1,382 @@
+"""The inbox's pages and forms: sign-in, the list, an answer, history, standing denies, events.
+
+Every page is rendered on the server and every form works without JavaScript; a small
+script listens to `/inbox/events` and reloads the list when what waits changes. Every POST
+carries the session's CSRF token, and every response a Content-Security-Policy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator, Callable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.sessions import SessionMiddleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from bot.engine import Engine
+from bot.inbox import answering, session
+from bot.inbox.people import Person, SignInRefused, names_on_slack, tenants_of
+from bot.inbox.signin import SignIn
+from bot.settings import Settings
+from contracts.enums import ApprovalStatus, SurfaceType
+from contracts.errors import CosignerError, DenialNotFound
+from contracts.pending import Permalinks
+from contracts.ports import DashboardRoute
+from storage import inbox as listing
+from storage.records import Record
+
+log = logging.getLogger("cosigner.inbox")
+HERE = Path(__file__).parent
+COOKIE = "cosigner_inbox"
+EVENTS_POLL = 2.0  # seconds between looks at what waits, for the live list
+FORM_VERDICTS = {v.value: v for v in answering.VERDICTS}
+LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
+_pages = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]))
+
+
+def not_configured_message() -> str:
+    """What `/inbox` and `serve` say when no sign-in is configured."""
+    return (
+        "the inbox is off: set COSIGNER_OIDC_ISSUER, COSIGNER_OIDC_CLIENT_ID and "
+        "COSIGNER_OIDC_CLIENT_SECRET (an OpenID Connect client whose redirect URI is "
+        "COSIGNER_PUBLIC_URL/inbox/callback) to let approvers sign in"
+    )
+
+
+def csp() -> str:
+    """Scripts, styles and forms from this origin only; nothing may frame the inbox."""
+    return (
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; "
+        "object-src 'none'"
+    )
+
+
+def when(seconds: float | None) -> str:
+    """A UTC time for people."""
+    if seconds is None:
+        return ""
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def left(seconds: float) -> str:
+    """Time left, roughly."""
+    if seconds <= 0:
+        return "expiring"
+    minutes = int(seconds // 60)
+    return f"{minutes // 60}h {minutes % 60}m" if minutes >= 60 else f"{minutes}m {int(seconds % 60)}s"
+
+
+class Inbox:
+    """The inbox routes over one engine, with the settings' sign-in and the app's clock."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        settings: Settings,
+        clock: Callable[[], float],
+        surfaces: Mapping[str, object] | None = None,
+    ) -> None:
+        self.engine, self.settings, self.clock = engine, settings, clock
+        # Surfaces that can link to their cards (Slack: chat.getPermalink).
+        self.linkers = {n: s for n, s in (surfaces or {}).items() if isinstance(s, Permalinks)}
+        self.signin: SignIn | None = None
+        if settings.oidc_enabled:
+            self.signin = SignIn(
+                settings.oidc_issuer or "", settings.oidc_client_id or "", settings.oidc_client_secret or ""
+            )
+        self.lifetime = float(settings.inbox_session_seconds)
+
+    # --- rendering ---------------------------------------------------------------
+
+    def page(self, request: Request, name: str, status: int = 200, **values: Any) -> Response:
+        body = _pages.get_template(name).render(
+            csrf=session.csrf_token(request) if "session" in request.scope else "", when=when, **values
+        )
+        return HTMLResponse(body, status_code=status, headers=self.headers())
+
+    def headers(self) -> dict[str, str]:
+        return {
+            "Content-Security-Policy": csp(),
+            "X-Content-Type-Options": "nosniff",
+            "Referrer-Policy": "same-origin",
+            "Cache-Control": "no-store",
+        }
+
+    def refused(self, request: Request, person: Person | None, message: str, status: int) -> Response:
+        return self.page(request, "refused.html", status, person=person, message=message)
+
+    # --- sign-in -----------------------------------------------------------------
+
+    async def login(self, request: Request) -> Response:
+        if self.signin is None:
+            return self.page(request, "off.html", 503, message=not_configured_message())
+        back_to = f"{self.settings.public_url.rstrip('/')}/inbox/callback"
+        try:
+            return await self.signin.redirect(request, back_to)
+        except SignInRefused as exc:
+            return self.refused(request, None, f"Sign-in is unavailable: {exc}", 502)
+
+    async def callback(self, request: Request) -> Response:
+        if self.signin is None:
+            return self.page(request, "off.html", 503, message=not_configured_message())
+        try:
+            person = await self.signin.finish(request)
+        except SignInRefused as exc:
+            log.warning("inbox sign-in refused", extra={"code": type(exc.__cause__).__name__})
+            return self.refused(request, None, f"Sign-in refused: {exc}", 401)
+        session.sign_in(request, person, self.clock, self.lifetime)
+        return RedirectResponse("/inbox/", status_code=303)
+
+    async def logout(self, request: Request) -> Response:
+        form = await request.form()
+        if not session.csrf_ok(request, form.get("csrf")):
+            return self.refused(request, None, "This form has expired; reload the page and try again.", 403)
+        session.sign_out(request)
+        return RedirectResponse("/inbox/", status_code=303)
+
+    def who(self, request: Request) -> Person | None:
+        return session.signed_in(request, self.clock) if self.signin is not None else None
+
+    # --- what the person sees ------------------------------------------------------
+
+    async def waiting(self, person: Person) -> tuple[list[Record], list[Record]]:
+        """Dashboard requests this person may answer, and Slack requests that name them."""
+        tenants = tenants_of(self.engine.policy, person)
+        recs = await self.engine.db.run_read(lambda tx: listing.listed(tx, tenants, pending=True, limit=200))
+        mine = [
+            r
+            for r in recs
+            if isinstance(r.route, DashboardRoute) and set(person.ids) & set(r.route.approvers)
+        ]
+        elsewhere = [r for r in recs if names_on_slack(person, r)]
+        return mine, elsewhere
+
+    async def link(self, rec: Record) -> str | None:
+        """Where the request was asked, as its surface links to it."""
+        linker = self.linkers.get(rec.route.surface) if rec.route is not None else None
+        if linker is None or rec.route is None or rec.delivered is None:
+            return None
+        try:
+            return await linker.permalink(rec.route, rec.delivered)
+        except CosignerError:
+            return None
+
+    def item(self, rec: Record, link: str | None = None) -> dict[str, Any]:
+        card = rec.card()
+        return {
+            "id": rec.id,
+            "tenant": rec.tenant,
+            "tool": card.tool_name,
+            "call": json.dumps(dict(card.parameters), indent=2, sort_keys=True, ensure_ascii=False),
+            "reason": card.reason,
+            "triggered_by": card.triggered_by,
+            "policy": card.policy_rule,
+            "left": left(rec.expires_at - self.clock()),
+            "created": when(rec.created_at),
+            "status": rec.status.value,
+            "decided": when(rec.decided_at),
+            "comment": rec.comment,
+            "always_deny": card.offers_always_deny,
+            "slack_link": link,
+            "handoff": card.handoff is not None,
+        }
+
+    async def home(self, request: Request) -> Response:
+        if self.signin is None:
+            return self.page(request, "off.html", 200, message=not_configured_message())
+        person = self.who(request)
+        if person is None:
+            return self.page(request, "signin.html", 200, issuer=self.signin.issuer)
+        mine, elsewhere = await self.waiting(person)
+        return self.page(
+            request,
+            "inbox.html",
+            person=person,
+            tenants=tenants_of(self.engine.policy, person),
+            mine=[self.item(r) for r in mine],
+            elsewhere=[self.item(r, await self.link(r)) for r in elsewhere],
+        )
+
+    async def history(self, request: Request) -> Response:
+        person = self.who(request)
+        if person is None:
+            return RedirectResponse("/inbox/", status_code=303)
+        q = request.query_params
+        tenants = tenants_of(self.engine.policy, person)
+        status = q.get("status") or None
+        if status not in {None, *(s.value for s in ApprovalStatus if s is not ApprovalStatus.PENDING)}:
+            return self.refused(request, person, f"unknown status {status!r}; pick one from the list", 400)
+        since = None
+        if q.get("since"):
+            try:
+                since = datetime.strptime(q["since"], "%Y-%m-%d").replace(tzinfo=UTC).timestamp()
+            except ValueError:
+                return self.refused(request, person, "the date must read YYYY-MM-DD, e.g. 2026-12-01", 400)
+        tool = q.get("tool") or None
+        recs = await self.engine.db.run_read(
+            lambda tx: listing.listed(tx, tenants, pending=False, tool=tool, status=status, since=since)
+        )
+        own = {f"{SurfaceType.DASHBOARD.value}:{i}" for i in person.ids}
+        denials = [
+            d
+            for name, admin in tenants.items()
+            for d in await self.engine.denials.listed(name)
+            if admin or f"{d.scope.surface.value}:{d.scope.approver}" in own
+        ]
+        return self.page(
+            request,
+            "history.html",
+            person=person,
+            items=[self.item(r) for r in recs],
+            filters={"tool": tool or "", "status": status or "", "since": q.get("since", "")},
+            statuses=[s.value for s in ApprovalStatus if s is not ApprovalStatus.PENDING],
+            denials=denials,
+        )
+
+    async def trail(self, request: Request) -> Response:
+        person = self.who(request)
+        if person is None:
+            return RedirectResponse("/inbox/", status_code=303)
+        tenants = tenants_of(self.engine.policy, person)
+        aid = request.path_params["approval_id"]
+        try:
+            rec = await self.engine.record(aid, None)
+        except CosignerError:
+            return self.refused(request, person, f"approval {aid} does not exist", 404)
+        if rec.tenant not in tenants:
+            return self.refused(request, person, f"approval {aid} does not exist", 404)
+        rows = await self.engine.audit_trail(rec.tenant, aid)
+        return self.page(request, "trail.html", person=person, item=self.item(rec), events=rows)
+
+    # --- answering -----------------------------------------------------------------
+
+    async def answer(self, request: Request) -> Response:
+        person = self.who(request)
+        if person is None:
+            return RedirectResponse("/inbox/", status_code=303)
+        form = await request.form()
+        if not session.csrf_ok(request, form.get("csrf")):
+            return self.refused(request, person, "This form has expired; reload the page and try again.", 403)
+        verdict = FORM_VERDICTS.get(str(form.get("decision", "")))
+        if verdict is None:
+            return self.refused(request, person, "answer approve, deny or always_deny", 400)
+        comment = str(form.get("comment", "")).strip()[:2000] or None
+        tenants = set(tenants_of(self.engine.policy, person))
+        try:
+            await answering.answer(
+                self.engine, person, tenants, request.path_params["approval_id"], verdict, comment
+            )
+        except CosignerError as exc:
+            return self.refused(request, person, str(exc), exc.status)
+        return RedirectResponse("/inbox/", status_code=303)
+
+    async def lift(self, request: Request) -> Response:
+        person = self.who(request)
+        if person is None:
+            return RedirectResponse("/inbox/", status_code=303)
+        form = await request.form()
+        if not session.csrf_ok(request, form.get("csrf")):
+            return self.refused(request, person, "This form has expired; reload the page and try again.", 403)
+        denial_id = request.path_params["denial_id"]
+        actor = {"kind": "person", "surface": SurfaceType.DASHBOARD.value, "userId": person.ids[0]}
+        by = f"{SurfaceType.DASHBOARD.value}:{person.ids[0]}"
+        denials = self.engine.denials
+        for tenant, admin in tenants_of(self.engine.policy, person).items():
+            try:
+                if admin:  # a tenant admin may lift any of the tenant's standing denies
+                    await denials.lift(tenant, denial_id, by, actor)
+                    break
+                for own in person.ids:
+                    with contextlib.suppress(DenialNotFound):
+                        await denials.lift_own(tenant, SurfaceType.DASHBOARD, own, denial_id)
+                        break
+                else:
+                    continue
+                break
+            except DenialNotFound:
+                continue
+            except CosignerError as exc:
+                return self.refused(request, person, str(exc), exc.status)
+        else:
+            return self.refused(request, person, f"no standing deny {denial_id} that you may lift", 404)
+        return RedirectResponse("/inbox/history", status_code=303)
+
+    # --- live updates ----------------------------------------------------------------
+
+    async def events(self, request: Request) -> Response:
+        person = self.who(request)
+        if person is None:
+            return self.refused(request, None, "sign in first", 401)
+        return StreamingResponse(
+            self._changes(request, person), media_type="text/event-stream", headers=self.headers()
+        )
+
+    async def _changes(self, request: Request, person: Person) -> AsyncIterator[str]:
+        # Polls its own list: a new request is a row another replica may have written.
+        seen: tuple[str, ...] | None = None
+        while not await request.is_disconnected():
+            mine, elsewhere = await self.waiting(person)
+            now = tuple(r.id for r in [*mine, *elsewhere])
+            if now != seen:
+                if seen is not None:
+                    yield f"event: changed\ndata: {json.dumps({'waiting': len(now)})}\n\n"
+                seen = now
+            else:
+                yield ": keep-alive\n\n"
+            await asyncio.sleep(EVENTS_POLL)
+
+
+def secure_cookie(public_url: str) -> bool:
+    """The cookie is Secure unless Cosigner is reached over loopback (local development)."""
+    return urlsplit(public_url).hostname not in LOOPBACK
+
+
+def inbox_mount(
+    engine: Engine,
+    settings: Settings,
+    clock: Callable[[], float],
+    surfaces: Mapping[str, object] | None = None,
+) -> Mount:
+    """`/inbox` with its own signed session cookie; nothing outside it sees the cookie."""
+    inbox = Inbox(engine, settings, clock, surfaces)
+    app = Starlette(
+        routes=[
+            Route("/", inbox.home, methods=["GET"]),
+            Route("/login", inbox.login, methods=["GET"]),
+            Route("/callback", inbox.callback, methods=["GET"]),
+            Route("/logout", inbox.logout, methods=["POST"]),
+            Route("/history", inbox.history, methods=["GET"]),
+            Route("/events", inbox.events, methods=["GET"]),
+            Route("/approvals/{approval_id}", inbox.trail, methods=["GET"]),
+            Route("/approvals/{approval_id}/answer", inbox.answer, methods=["POST"]),
+            Route("/denials/{denial_id}/lift", inbox.lift, methods=["POST"]),
+            Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
+        ],
+        middleware=[
+            Middleware(
+                SessionMiddleware,
+                secret_key=f"inbox-session:{settings.secret}",
+                session_cookie=COOKIE,
+                max_age=settings.inbox_session_seconds,
+                path="/inbox",
+                same_site="lax",
+                https_only=secure_cookie(settings.public_url),
+            )
+        ],
+    )
+    app.state.inbox = inbox
+    return Mount("/inbox", app=app)

@@ -1,0 +1,15 @@
+// Live list: reload the waiting section when the server says what waits has changed.
+(function () {
+  if (!window.EventSource) return;
+  var source = new EventSource("/inbox/events");
+  source.addEventListener("changed", function () {
+    fetch("/inbox/", { credentials: "same-origin" })
+      .then(function (r) { return r.text(); })
+      .then(function (html) {
+        var fresh = new DOMParser().parseFromString(html, "text/html").getElementById("waiting");
+        var here = document.getElementById("waiting");
+        var typing = here && here.contains(document.activeElement) && document.activeElement.value;
+        if (fresh && here && !typing) here.replaceWith(fresh);
+      });
+  });
+})();

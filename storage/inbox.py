@@ -1,0 +1,48 @@
+"""What the inbox lists: a set of tenants' pending or decided approvals, newest first."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+import sqlalchemy as sa
+
+from contracts.enums import SurfaceType
+from contracts.ports import Placed
+from storage.database import Tx
+from storage.records import Record
+from storage.tables import approvals
+
+
+def listed(
+    tx: Tx,
+    tenants: Collection[str],
+    *,
+    pending: bool,
+    tool: str | None = None,
+    status: str | None = None,
+    since: float | None = None,
+    limit: int = 100,
+) -> list[Record]:
+    """Approvals of `tenants`, pending or decided, filtered by tool, status and creation time."""
+    if not tenants:
+        return []
+    q = sa.select(approvals).where(approvals.c.tenant.in_(sorted(tenants)))
+    q = q.where(approvals.c.status == "pending") if pending else q.where(approvals.c.status != "pending")
+    if tool:
+        q = q.where(approvals.c.tool_name == tool)
+    if status:
+        q = q.where(approvals.c.status == status)
+    if since is not None:
+        q = q.where(approvals.c.created_at >= since)
+    q = q.order_by(approvals.c.created_at.desc()).limit(limit)
+    return [Record.from_row(r) for r in tx.execute(q)]
+
+
+def naming(tx: Tx, tenant: str, surface: SurfaceType, person: str, limit: int = 200) -> list[Placed]:
+    """Pending requests of `tenant` routed to `surface` that name `person` as an approver."""
+    found = []
+    for rec in listed(tx, [tenant], pending=True, limit=limit):
+        placed = rec.placed()
+        if placed is not None and placed.route.surface == surface and person in placed.route.approvers:
+            found.append(placed)
+    return found

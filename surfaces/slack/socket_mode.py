@@ -1,0 +1,65 @@
+"""Slack over Socket Mode: clicks arrive on a WebSocket the bot opens, so no public URL.
+
+Bolt's `AsyncSocketModeHandler` (on slack_sdk's aiohttp Socket Mode client) dispatches each
+envelope to the same Bolt app, listeners and answer checks as `POST /slack/events`, and
+acknowledges it with what the listener answered, so a click is acknowledged only after its
+decision is committed (the app runs with `process_before_response`). Envelopes carry no
+HTTP signature: the conversation, message, tenant and approver checks are what protect them,
+and the socket itself is opened with the app-level token only Slack and the operator hold.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.web.async_client import AsyncWebClient
+
+from contracts.errors import SurfaceUnavailable
+from surfaces.slack.web_client import translated
+
+logger = logging.getLogger("cosigner.slack.socket_mode")
+APP_TOKEN_PREFIX = "xapp-"
+CONNECT_SECONDS = 10.0  # slack_sdk retries a failed connect forever; start-up must not hang
+
+
+class SocketMode:
+    """One Socket Mode connection for a Bolt app, opened by `open` and closed by `close`."""
+
+    def __init__(self, app_token: str) -> None:
+        if not app_token.startswith(APP_TOKEN_PREFIX):
+            raise ValueError(
+                "SLACK_APP_TOKEN must be an app-level token starting with xapp- "
+                "(Basic Information → App-Level Tokens, scope connections:write)"
+            )
+        self._app_token = app_token
+        self._handler: AsyncSocketModeHandler | None = None
+
+    async def open(self, app: AsyncApp, client: AsyncWebClient) -> None:
+        """Ask Slack for a WebSocket URL and connect; raises `SurfaceUnavailable` if it cannot."""
+        if self._handler is not None:
+            return
+        # The first URL is asked for here, so a wrong token or an unreachable Slack is one
+        # clear error at start-up rather than the client's endless retry loop.
+        async with translated("apps.connections.open", "Socket Mode"):
+            opened = await client.apps_connections_open(app_token=self._app_token)
+        handler = AsyncSocketModeHandler(app, self._app_token, logger=logger, web_client=client)
+        handler.client.wss_uri = str(opened["url"])
+        try:
+            await asyncio.wait_for(handler.connect_async(), CONNECT_SECONDS)  # type: ignore[no-untyped-call]
+        except TimeoutError as exc:
+            await handler.close_async()  # type: ignore[no-untyped-call]
+            raise SurfaceUnavailable(
+                "could not open the Slack Socket Mode WebSocket within "
+                f"{CONNECT_SECONDS:.0f} s; check the network (and SLACK_API_URL)"
+            ) from exc
+        self._handler = handler
+        logger.info("Slack Socket Mode connected")
+
+    async def close(self) -> None:
+        """Close the WebSocket and the client's own HTTP session."""
+        if self._handler is not None:
+            await self._handler.close_async()  # type: ignore[no-untyped-call]
+        self._handler = None

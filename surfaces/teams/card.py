@@ -1,0 +1,183 @@
+"""Adaptive Cards for approvals: the pending card with `Action.Execute` buttons, and the closed one.
+
+What the Slack card shows, in Adaptive Card elements (schema 1.5, which Teams renders): the
+tool and every parameter (sorted by name, each value cut to `VALUE_LIMIT` characters, with a
+notice when anything is masked or cut), who triggered the run, the agent's reason labelled
+as its unverified claim, the policy and the expiry. Everything an agent or tenant controls
+is escaped (`escape`), so it reads as text, never as markdown or a link. The buttons carry
+only the approval id and a verb; the deny comment is an `Input.Text` sent with the deny.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from typing import Any
+
+from contracts.enums import ApprovalMode, ApprovalStatus, Verdict
+from contracts.ports import ApprovalCard
+from contracts.shown import Hidden, fields, hidden
+
+SCHEMA = "http://adaptivecards.io/schemas/adaptive-card.json"
+VERSION = "1.5"
+CONTENT_TYPE = "application/vnd.microsoft.card.adaptive"
+VALUE_LIMIT = 200  # characters of one rendered value on the card; Show the full call has the rest
+TEXT_LIMIT = 1000
+COMMENT_INPUT = "comment"
+COMMENT_MAX = 2000
+# What starts markdown in a TextBlock or a fact (emphasis, links, code); newlines are
+# flattened, so list and heading markers can only lead a value, where a fact title precedes.
+_MARKDOWN = re.compile(r"([\\`*_\[\]()~<>#])")
+
+_STATUS_WORDS = {
+    ApprovalStatus.APPROVED: "Approved",
+    ApprovalStatus.DENIED: "Denied",
+    ApprovalStatus.EXPIRED: "Expired",
+    ApprovalStatus.CANCELLED: "Cancelled",
+    ApprovalStatus.COMPLETED: "Completed",
+    ApprovalStatus.FAILED: "Failed",
+    ApprovalStatus.PENDING: "Pending",
+}
+
+
+class Verb(StrEnum):
+    """The `Action.Execute` verbs a card sends; `refresh` and `full_call` decide nothing."""
+
+    APPROVE = "approve"
+    APPROVE_FOR_RUN = "approve_for_run"
+    DENY = "deny"
+    REFRESH = "refresh"
+    FULL_CALL = "full_call"
+
+
+VERDICTS = {
+    Verb.APPROVE: Verdict.APPROVE,
+    Verb.APPROVE_FOR_RUN: Verdict.APPROVE_FOR_RUN,
+    Verb.DENY: Verdict.DENY,
+}
+
+
+def escape(text: str, limit: int = TEXT_LIMIT) -> str:
+    """Agent- or tenant-controlled text cut to `limit` characters, with markdown escaped."""
+    cut = text if len(text) <= limit else text[:limit] + "…"
+    return _MARKDOWN.sub(r"\\\1", cut.replace("\r", " ").replace("\n", " "))
+
+
+def _text(text: str, **extra: Any) -> dict[str, Any]:
+    return {"type": "TextBlock", "text": text, "wrap": True, **extra}
+
+
+def _execute(title: str, verb: Verb, approval_id: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "type": "Action.Execute",
+        "title": title,
+        "verb": verb.value,
+        "data": {"approvalId": approval_id},
+        **extra,
+    }
+
+
+def _parameters(card: ApprovalCard, full: bool) -> tuple[list[dict[str, Any]], Hidden]:
+    shown = fields(card.parameters)
+    left_out = hidden(shown, VALUE_LIMIT) if not full else Hidden(masked=hidden(shown, VALUE_LIMIT).masked)
+    facts = []
+    for f in shown:
+        value, dropped = (f.text, 0) if full else f.cut(VALUE_LIMIT)
+        note = f"… [+{dropped:,} chars cut]" if dropped else ""
+        facts.append({"title": escape(f.name, 80), "value": escape(value, len(value)) + note})
+    if not facts:
+        return [_text("Parameters: (none)")], left_out
+    label = _text("**Parameters** (redacted as shown to you; the decision binds to exactly this call)")
+    return [label, {"type": "FactSet", "facts": facts}], left_out
+
+
+def _body(card: ApprovalCard, heading: str, full: bool) -> tuple[list[dict[str, Any]], Hidden]:
+    params, left_out = _parameters(card, full)
+    body: list[dict[str, Any]] = [
+        _text(f"{heading}: {escape(card.tool_name, 128)}", size="Large", weight="Bolder"),
+        *params,
+        _text(f"Triggered by: {escape(card.triggered_by, 200)}", isSubtle=True),
+    ]
+    if card.reason:
+        body.append(_text(f"Agent's reason (its claim, not verified): {escape(card.reason)}", isSubtle=True))
+    expires = card.expires_at.strftime("%Y-%m-%d %H:%M:%S UTC")
+    body.append(_text(f"Policy: {escape(card.policy_rule, 300)} · expires {expires}", isSubtle=True))
+    return body, left_out
+
+
+def _envelope(
+    card: ApprovalCard, body: list[dict[str, Any]], actions: list[dict[str, Any]]
+) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "AdaptiveCard", "$schema": SCHEMA, "version": VERSION, "body": body}
+    if actions:
+        out["actions"] = actions
+    return out
+
+
+def to_card(card: ApprovalCard, approvers: tuple[str, ...], *, full: bool = False) -> dict[str, Any]:
+    """The pending card: the call, a comment box, Approve / Deny (and Approve for this run in
+    mode ask); `full` shows every value uncut (the answer to Show the full call)."""
+    body, left_out = _body(card, "Approval needed", full)
+    if left_out:
+        body.append(_text(f"⚠ **{left_out.notice('press Show the full call')}**", color="Warning"))
+    body.append(
+        {
+            "type": "Input.Text",
+            "id": COMMENT_INPUT,
+            "label": "Comment (optional; the agent sees it)",
+            "isMultiline": True,
+            "maxLength": COMMENT_MAX,
+        }
+    )
+    actions = [_execute("Approve", Verb.APPROVE, card.approval_id, style="positive")]
+    if card.mode is ApprovalMode.ASK:
+        actions.append(_execute("Approve for this run", Verb.APPROVE_FOR_RUN, card.approval_id))
+    actions.append(_execute("Deny", Verb.DENY, card.approval_id, style="destructive"))
+    if left_out.cut:
+        actions.append(_execute("Show the full call", Verb.FULL_CALL, card.approval_id))
+    out = _envelope(card, body, actions)
+    # Teams asks for the current card whenever an approver opens the conversation, so a
+    # copy that missed its update still shows the outcome.
+    out["refresh"] = {
+        "action": _execute("Refresh", Verb.REFRESH, card.approval_id),
+        "userIds": list(approvers[:60]),
+    }
+    return out
+
+
+def to_closed_card(card: ApprovalCard) -> dict[str, Any]:
+    """The card once closed: the outcome, by whom and when, and no buttons."""
+    word = _STATUS_WORDS.get(card.status, card.status.value.capitalize())
+    body, _ = _body(card, word, False)
+    outcome = card.outcome
+    if outcome is not None:
+        when = outcome.decided_at.strftime("%Y-%m-%d %H:%M:%S UTC")
+        if outcome.decider_kind == "person":
+            who = f"by {escape(outcome.decider or 'someone', 200)} on {outcome.surface or 'a surface'}"
+        elif outcome.decider_kind == "timeout":
+            who = "because nobody answered in time (expiry means deny)"
+        else:
+            who = f"by {outcome.decider_kind} {escape(outcome.decider or '', 200)}".rstrip()
+        body.append(_text(f"**{word}** {who} at {when}", weight="Bolder"))
+        if outcome.comment:
+            body.append(_text(f"Comment: {escape(outcome.comment)}"))
+    return _envelope(card, body, [])
+
+
+def invoke_card(card: dict[str, Any]) -> dict[str, Any]:
+    """The answer to an `adaptiveCard/action` invoke that replaces the card the clicker sees."""
+    return {"statusCode": 200, "type": CONTENT_TYPE, "value": card}
+
+
+def invoke_error(status: int, code: str, message: str) -> dict[str, Any]:
+    """The answer to an invoke that decided nothing: Teams shows `message` to the clicker."""
+    return {
+        "statusCode": status,
+        "type": "application/vnd.microsoft.error",
+        "value": {"code": code, "message": message},
+    }
+
+
+def attachment(card: dict[str, Any]) -> dict[str, Any]:
+    """An Adaptive Card as a message attachment."""
+    return {"contentType": CONTENT_TYPE, "content": card}

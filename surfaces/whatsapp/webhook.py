@@ -1,0 +1,88 @@
+"""Twilio's WhatsApp webhooks: quick-reply taps, typed answers and delivery statuses.
+
+Every request is verified first, exactly as for SMS (`X-Twilio-Signature` over the public
+URL and every field). A typed message is read by the SMS reader: exact `YES` / `NO`, with
+the short code when the number has more than one request pending. A tap (`ButtonPayload`)
+counts only when its nonce is the one sent to the tapping number for that approval, and
+when it answers the message that carried it (`OriginalRepliedMessageSid`); then it goes
+through the same answer checks as every surface.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from typing import TYPE_CHECKING
+
+from starlette.datastructures import ImmutableMultiDict
+from starlette.responses import Response
+
+from contracts.enums import ApprovalStatus, SurfaceType
+from contracts.errors import CosignerError
+from contracts.ports import Answer, SmsDesk
+from surfaces.sms.text import closed_text, help_text, refusal_text
+from surfaces.sms.webhook import SmsWebhooks, twiml
+from surfaces.whatsapp.template import Tap, nonce_key, parse_tap
+
+if TYPE_CHECKING:
+    from surfaces.sms.adapter import SmsConfig
+
+logger = logging.getLogger("cosigner.whatsapp")
+NOT_YOURS = "This button was not sent to this number for this request; it decides nothing."
+
+
+class WhatsAppWebhooks(SmsWebhooks):
+    """`POST /whatsapp/inbound` and `POST /whatsapp/status`: SMS's handlers, plus taps."""
+
+    def __init__(self, config: SmsConfig, desk: SmsDesk) -> None:
+        super().__init__(config, desk, SurfaceType.WHATSAPP)
+
+    async def _handle(
+        self, form: ImmutableMultiDict[str, str], message_sid: str, sender: str, to: str
+    ) -> tuple[Response, bool]:
+        """A tap is checked here; anything typed is read exactly as an SMS reply."""
+        button = form.get("ButtonPayload")
+        if button is None:
+            return await super()._handle(form, message_sid, sender, to)
+        tap = parse_tap(button)
+        if tap is None:
+            return twiml(help_text()), False
+        refusal = await self._foreign(tap, sender, to, form.get("OriginalRepliedMessageSid"))
+        if refusal is not None:
+            logger.info("whatsapp tap refused approval=%s: %s", tap.approval_id, refusal)
+            return twiml(NOT_YOURS), False
+        answer = Answer(
+            approval_id=tap.approval_id,
+            surface=SurfaceType.WHATSAPP,
+            verdict=tap.verdict,
+            actor=sender,
+            org=to,
+            actor_org=None,
+            conversation=to,
+            message_id=message_sid,
+        )
+        try:
+            await self.desk.answer(answer)
+        except CosignerError as exc:
+            logger.info("whatsapp tap refused approval=%s code=%s", tap.approval_id, exc.code)
+            placed = await self.desk.placed(tap.approval_id)
+            if placed is not None and placed.card.status is not ApprovalStatus.PENDING:
+                return twiml(closed_text(placed.card)), True
+            return twiml(refusal_text(exc.message)), True
+        logger.info("whatsapp tap handled approval=%s verdict=%s", tap.approval_id, tap.verdict)
+        return twiml(), True  # the engine's show_outcome tells every approver
+
+    async def _foreign(self, tap: Tap, sender: str, to: str, replied: str | None) -> str | None:
+        """Why a tap is not this number's answer to this request, or None when it is."""
+        placed = await self.desk.placed(tap.approval_id)
+        if placed is None or placed.delivered is None or placed.route.surface is not SurfaceType.WHATSAPP:
+            return "no WhatsApp request with this id was sent"
+        if placed.delivered.conversation != to:
+            return "the tap was sent to another sender number"
+        expected = placed.delivered.extra.get(nonce_key(sender))
+        if expected is None or not secrets.compare_digest(expected, tap.nonce):
+            return "the nonce was not sent to this number"
+        sent = await self.desk.sent_sid(tap.approval_id, sender)
+        if replied is not None and sent is not None and replied != sent:
+            return "the tap answers another message"
+        return None
