@@ -288,6 +288,14 @@ async def test_the_gateway_command_over_http_says_where_it_listens_once_it_serve
         line = (await asyncio.wait_for(process.stderr.readline(), timeout=60)).decode().rstrip("\n")
         prefix = f"cosigner-mcp-gateway: upstream {upstream}, Cosigner at {inprocess.url}, listening on "
         assert line.startswith(prefix + "http://127.0.0.1:") and line.endswith("/mcp"), line
+        # Already listening when it says so: with the gateway stopped right after the line,
+        # a connection still lands in its backlog instead of being refused.
+        process.send_signal(signal.SIGSTOP)
+        try:
+            port = int(line.rsplit(":", 1)[1].removesuffix("/mcp"))
+            socket.create_connection(("127.0.0.1", port), timeout=5).close()
+        finally:
+            process.send_signal(signal.SIGCONT)
         async with Client(line.removeprefix(prefix)) as agent:  # the address it names is the one it serves
             tools = [t.name for t in (await agent.list_tools()).tools]
         assert tools == ["lookup_order", "issue_refund", "send_email"]

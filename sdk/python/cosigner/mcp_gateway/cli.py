@@ -126,6 +126,9 @@ async def run(
         server = gateway.server
         if args.transport == "http":
             listener = listener or listen(args.host, args.port)
+            # Listening before the line says so: an agent that connects as soon as it reads
+            # it waits in the backlog until uvicorn accepts, instead of being refused.
+            listener.listen(2048)
         print(started(args, cosigner.config.url, listener), file=sys.stderr, flush=True)
         try:
             if args.transport == "stdio":
