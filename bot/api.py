@@ -17,8 +17,9 @@ from starlette.routing import Route
 
 from bot.bodies import Start, decision_body, start_body
 from bot.decoding import decode_json, parse, read_body
-from bot.denial_routes import denial_routes
+from bot.denial_routes import denial_handlers
 from bot.engine import Engine
+from bot.openapi import ANY_SCOPE, ENDPOINTS
 from bot.operations import Proposals
 from bot.tenants import TenantKeys
 from bot.tracing import SpanName
@@ -41,9 +42,6 @@ MAX_WAIT = 60
 Handler = Callable[[Request], Awaitable[Response]]
 _APPROVAL_ID = re.compile(APPROVAL_ID_PATTERN)
 # Which key scopes each route takes: an agent asks, an approval app answers, both may read.
-AGENT_ONLY = frozenset({KeyScope.AGENT})
-APPROVER_ONLY = frozenset({KeyScope.APPROVER})
-ANY_SCOPE = frozenset(KeyScope)
 
 
 class JSON(JSONResponse):
@@ -100,22 +98,26 @@ class Api:
         self.proposals = proposals
 
     def routes(self) -> list[Route]:
-        """The `/v1` routes."""
-        w = self._wrap
-        agent, approver, either = AGENT_ONLY, APPROVER_ONLY, ANY_SCOPE
+        """The `/v1` routes, one per entry of the route table (`bot.openapi.ENDPOINTS`)."""
+        handlers: dict[str, Callable[[Request, str], Awaitable[Response]]] = {
+            "create": self.create,
+            "admit": self.admit,
+            "get": self.get,
+            "events": self.events,
+            "cancel": self.cancel,
+            "result": self.result,
+            "audit": self.audit,
+            "decision": self.decide,
+            "keys": self.jwks,
+            **denial_handlers(self.engine.denials, answer),
+        }
         return [
-            Route("/v1/approvals", w(self.create, "create", agent), methods=["POST"]),
-            Route("/v1/runs/admit", w(self.admit, "admit", agent), methods=["POST"]),
-            Route("/v1/approvals/{approval_id}", w(self.get, "get", either), methods=["GET"]),
-            Route("/v1/approvals/{approval_id}/events", w(self.events, "events", agent), methods=["GET"]),
-            Route("/v1/approvals/{approval_id}/cancel", w(self.cancel, "cancel", agent), methods=["POST"]),
-            Route("/v1/approvals/{approval_id}/result", w(self.result, "result", agent), methods=["POST"]),
-            Route("/v1/approvals/{approval_id}/audit", w(self.audit, "audit", either), methods=["GET"]),
             Route(
-                "/v1/approvals/{approval_id}/decision", w(self.decide, "decision", approver), methods=["POST"]
-            ),
-            Route("/v1/keys", w(self.jwks, "keys", either, auth=False), methods=["GET"]),
-            *denial_routes(self.engine.denials, functools.partial(w, scopes=approver), answer),
+                e.path,
+                self._wrap(handlers[e.name], e.name, e.scopes or ANY_SCOPE, auth=bool(e.scopes)),
+                methods=[e.method.upper()],
+            )
+            for e in ENDPOINTS
         ]
 
     def _wrap(

@@ -27,6 +27,7 @@ from bot.desk import Desk
 from bot.egress import parse_allow_list
 from bot.engine import Engine
 from bot.grants import GrantSigner
+from bot.handoff import Handoffs
 from bot.inbox import inbox_mount
 from bot.inbox.site import not_configured_message
 from bot.metrics import Metrics
@@ -218,6 +219,7 @@ def build_app(
     metrics = Metrics()
     notifier = Notifier(metrics.replica_wakeups.inc)
     provider = tracer_provider or otlp_provider(settings)
+    seal = TokenSeal(settings.secret)
     engine = Engine(
         db,
         policy,
@@ -230,8 +232,10 @@ def build_app(
         clock=clock,
         callback_allow=callback_allow,
         tracing=Tracing(provider, db=db) if provider is not None else None,
-        seal=TokenSeal(settings.secret),
+        seal=seal,
+        handoffs=Handoffs(seal),
         shadow=shadow,
+        executes=run_workers,
     )
     desk = Desk(engine)
     adapters: dict[str, SurfaceAdapter] = {}
@@ -255,6 +259,7 @@ def build_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        executing: set[asyncio.Task[None]] = set()
         if should_migrate:
             await db.migrate()
         elif await db.revision() is None:
@@ -270,15 +275,17 @@ def build_app(
             sweeper = ExpirySweeper(engine)
             parts.tasks = [
                 asyncio.create_task(worker.run(parts.stop)),
+                asyncio.create_task(worker.execute_approved(parts.stop)),
                 asyncio.create_task(sweeper.run(parts.stop)),
             ]
+            executing = worker.executing
         try:
             yield
         finally:
             parts.stop.set()
             engine.jobs_wakeup.set()
             engine.expiry_wakeup.set()
-            running = [*parts.tasks, *engine.executing]
+            running = [*parts.tasks, *executing]
             for task in running:
                 task.cancel()
             for task in running:

@@ -10,9 +10,8 @@ and the card update, records a run grant, and (on PostgreSQL) notifies the other
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 from bot.bodies import actor_of
 from bot.run_grants import requester_key
@@ -30,11 +29,12 @@ from contracts.errors import (
 )
 from contracts.names import fold
 from contracts.ports import Answer, DashboardRoute, Look, SlackRoute, SmsRoute, TeamsRoute
+from storage import answers, jobs, operations
 from storage import approvals as ledger
-from storage import inbound, jobs, operations
 from storage.audit import Event
 from storage.database import Tx
-from storage.records import Record
+from storage.jobs import Queued
+from storage.records import Changes, Decided, Record
 
 # --- states -------------------------------------------------------------------
 
@@ -192,7 +192,7 @@ class Closing:
     inbound: tuple[SurfaceType, str] | None = None
     # More to record in the same transaction when it closes as asked (a standing deny).
     also: Callable[[Tx, Record, float], list[Event]] | None = None
-    changes: Mapping[str, Any] | None = None  # more columns written with the status (a handoff's check)
+    changes: Changes | None = None  # more written with the status (a handoff's check)
 
 
 EXECUTE_GRACE = 5.0
@@ -221,6 +221,51 @@ def refused(decided_by: DecidedBy, exc: CosignerError, wanted: ApprovalStatus) -
     )
 
 
+@dataclass(frozen=True)
+class Refused:
+    """The answer may not decide: `error` says why; `audited` when the refusal may go on the
+    audit record (a check that failed, or a closed approval)."""
+
+    error: CosignerError
+    audited: bool = True
+
+
+@dataclass(frozen=True)
+class Transition:
+    """The answer decides: to what and by whom; `refusal` is raised after it commits (a late
+    answer, which expires the approval instead)."""
+
+    to: ApprovalStatus
+    decided_by: DecidedBy
+    comment: str | None
+    refusal: CosignerError | None = None
+
+
+def decide(rec: Record, c: Closing, now: float) -> Refused | Transition:
+    """What an answer does to the approval as loaded at `now`; pure (besides `c.check`)."""
+    try:
+        if c.check is not None:
+            c.check(rec)
+        if rec.closed:
+            raise closed_error(rec)
+    except CosignerError as exc:
+        return Refused(exc)
+    to, decided_by, comment = c.to, c.decided_by, c.comment
+    refusal: CosignerError | None = None
+    if rec.expires_at <= now and to is not ApprovalStatus.EXPIRED:
+        # A late answer never decides: the approval expires now instead.
+        refusal = ApprovalExpired(
+            f"approval {rec.id} expired before this answer; expiry means deny and nothing was done",
+            status=ApprovalStatus.EXPIRED.value,
+        )
+        to, decided_by, comment = ApprovalStatus.EXPIRED, TimeoutDecider(), None
+    if to is ApprovalStatus.DENIED and rec.mode is ApprovalMode.HANDOFF:
+        to = ApprovalStatus.FAILED  # a handoff is never denied: failing closed fails it
+    if not allowed(rec.status, to):
+        return Refused(closed_error(rec), audited=False)
+    return Transition(to, decided_by, comment, refusal)
+
+
 def close(
     tx: Tx,
     approval_id: str,
@@ -237,66 +282,62 @@ def close(
     claims its `execute` job and counts the first `execute` as sent, in this transaction:
     one write fewer per operation than claiming it afterwards, with the same guarantees (if
     the caller dies before sending, the job's next attempt asks `status` first)."""
-    rec = ledger.load(tx, approval_id, lock=True)
-    if rec is None or (c.tenant is not None and rec.tenant != c.tenant):
+    loaded = answers.load(tx, approval_id, clock, c.inbound)
+    if loaded is None or (c.tenant is not None and loaded.record.tenant != c.tenant):
         raise ApprovalNotFound(f"no approval {approval_id} for this caller")
-    now = clock()  # read once the row is locked: the expiry check is against this instant
-    if c.inbound is not None and not inbound.record(tx, *c.inbound, now):
+    rec, now = loaded.record, loaded.now
+    if not loaded.first:
         return Closed(rec, None, False)
-    try:
-        if c.check is not None:
-            c.check(rec)
-        if rec.closed:
-            raise closed_error(rec)
-    except CosignerError as exc:
-        if not c.audit_refusal:
-            raise
-        return Closed(ledger.append(tx, rec, now, [refused(c.decided_by, exc, c.to)]), exc, False)
-    to, decided_by, comment = c.to, c.decided_by, c.comment
-    refusal: CosignerError | None = None
-    events: list[Event] = []
-    if rec.expires_at <= now and to is not ApprovalStatus.EXPIRED:
-        # A late answer never decides: the approval expires now instead.
-        refusal = ApprovalExpired(
-            f"approval {rec.id} expired before this answer; expiry means deny and nothing was done",
-            status=ApprovalStatus.EXPIRED.value,
+    answer = decide(rec, c, now)
+    if isinstance(answer, Refused):
+        if not (c.audit_refusal and answer.audited):
+            raise answer.error
+        return Closed(
+            ledger.append(tx, rec, now, [refused(c.decided_by, answer.error, c.to)]), answer.error, False
         )
-        events.append(refused(decided_by, refusal, to))
-        to, decided_by, comment = ApprovalStatus.EXPIRED, TimeoutDecider(), None
-    if to is ApprovalStatus.DENIED and rec.mode is ApprovalMode.HANDOFF:
-        to = ApprovalStatus.FAILED  # a handoff is never denied: failing closed fails it
-    if not allowed(rec.status, to):
-        raise closed_error(rec)
+    to, decided_by, comment, refusal = answer.to, answer.decided_by, answer.comment, answer.refusal
+    events: list[Event] = [] if refusal is None else [refused(c.decided_by, refusal, c.to)]
     events.append(Event(to.value, actor_of(decided_by), {"comment": comment}))
-    changes = {
-        "status": to.value,
-        "decided_at": now,
-        "decided_by": stored(decided_by),
-        "comment": comment,
-        **(c.changes or {}),
-    }
+    changes = replace(c.changes or Changes(), decided=Decided(to, now, decided_by, comment))
     if c.also is not None and to is c.to:
         events += c.also(tx, rec, now)
+    claim = None
     if rec.operation is not None and to is ApprovalStatus.APPROVED:
         # The claim pending → executing is this same conditional UPDATE: one answer wins it.
         if send_execute:
-            changes["operation"], claim_events = operations.claimed_and_sending(rec.operation, rec.id)
+            executing, claim_events = operations.claimed_and_sending(rec.operation, rec.id)
             events += claim_events
-        else:
-            changes["operation"], claim = operations.claimed(rec.operation)
-            events.append(claim)
-    rec = ledger.append(tx, rec, now, events, changes, only_pending=True)
-    execute: jobs.Job | None = None
-    if rec.operation is not None and rec.status is ApprovalStatus.APPROVED:
-        # An approved operation asks for its execution; the rest waits for its outcome.
-        if send_execute:
             lock = now + rec.operation.execute_timeout + EXECUTE_GRACE
-            execute = jobs.queue_claimed(tx, JobKind.EXECUTE, rec.id, now, now + callback_window, lock)
+            claim = answers.Claim(now, now + callback_window, lock)
         else:
-            queue_execution(tx, rec.id, now, callback_window)
-    queue_after_close(tx, rec, now, c.run_grant, callback_window)
-    ledger.notify_closed(tx, schema, rec.id)
+            executing, event = operations.claim(rec.operation)
+            events.append(event)
+        changes = replace(changes, operation=executing)
+    after = replace(rec, status=to, operation=changes.operation or rec.operation)
+    grant = None
+    if c.run_grant is not None and to is ApprovalStatus.APPROVED:
+        grant = answers.Grant(fold(rec.tool_name), requester_key(rec.surface), c.run_grant)
+    queued = jobs_after(after, now, callback_window, executes_itself=send_execute)
+    rec, execute = answers.write(
+        tx, rec, now, events, changes, queued=queued, claim=claim, grant=grant, schema=schema
+    )
     return Closed(rec, refusal, True, execute)
+
+
+def jobs_after(
+    rec: Record, now: float, callback_window: float, *, executes_itself: bool = False
+) -> list[Queued]:
+    """The jobs a closing queues for the approval as it will stand: an approved operation's
+    `execute` (unless the closing caller sends it), then once settled the callback and the
+    card update."""
+    queued: list[Queued] = []
+    if rec.operation is not None and rec.status is ApprovalStatus.APPROVED and not executes_itself:
+        queued.append(Queued(JobKind.EXECUTE, now, now + callback_window))
+    if rec.callback_url and rec.settled:
+        queued.append(Queued(JobKind.CALLBACK, now, now + callback_window, {"delivery": new_id("dlv")}))
+    if rec.delivered is not None and rec.settled:
+        queued.append(Queued(JobKind.SHOW, now, now + CARD_UPDATE_WINDOW))
+    return queued
 
 
 # --- what a transition queues ---------------------------------------------------

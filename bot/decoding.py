@@ -9,7 +9,6 @@ wrong JSON type.
 from __future__ import annotations
 
 import json
-import math
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -18,45 +17,24 @@ from starlette.requests import Request
 from bot.redaction import redact
 from contracts.enums import SurfaceType
 from contracts.errors import InvalidRequest
+from cosigner import strict_json
 
 MAX_BODY = 1024 * 1024
 M = TypeVar("M", bound=BaseModel)
 
 
-class AmbiguousJson(ValueError):
-    """A JSON text that parsers read differently: a repeated key, or a non-finite number."""
-
-
-def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            shown = redact(key[:64])
-            raise AmbiguousJson(f'the key "{shown}" appears twice in one JSON object; send each key once')
-        out[key] = value
-    return out
-
-
-def _no_constant(name: str) -> Any:
-    raise AmbiguousJson(f"{name} is not a JSON number; send a finite number")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise AmbiguousJson("a number is too large for a 64-bit float; send a smaller one")
-    return value
+def _show_key(key: str) -> str:
+    return f'the key "{redact(key[:64])}"'
 
 
 def decode_json(raw: bytes) -> Any:
-    """The JSON value of `raw`; raises InvalidRequest (field `body`) if it is not plain JSON."""
-    try:
-        return json.loads(
-            raw, object_pairs_hook=_unique_object, parse_constant=_no_constant, parse_float=_finite_float
-        )
-    except AmbiguousJson as exc:
-        raise InvalidRequest(str(exc), field="body") from exc
-    except (ValueError, RecursionError) as exc:
+    """The JSON value of `raw`; raises InvalidRequest (field `body`) if it is not plain JSON
+    (`cosigner.strict_json`, the reader the MCP gateway uses too)."""
+    reading = strict_json.read(raw, show_key=_show_key)
+    if reading.ambiguous:
+        raise InvalidRequest(reading.problems[0], field="body")
+    exc = reading.error
+    if exc is not None:
         # JSONDecodeError says where (never quoting input); other errors may quote bytes.
         where = (
             f" ({exc.msg} at line {exc.lineno} column {exc.colno})"
@@ -66,6 +44,7 @@ def decode_json(raw: bytes) -> Any:
         raise InvalidRequest(
             f"body is not valid JSON{where}; send a JSON object as application/json", field="body"
         ) from exc
+    return reading.value
 
 
 def field_path(loc: tuple[Any, ...]) -> str:

@@ -9,18 +9,17 @@ from collections.abc import Awaitable, Callable
 from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
 
 from bot.denials import Denials, to_wire
 from contracts.denials import DenialList
 
 Endpoint = Callable[[Request, str], Awaitable[Response]]
-Wrap = Callable[[Endpoint, str], Callable[[Request], Awaitable[Response]]]
 
 
-def denial_routes(denials: Denials, wrap: Wrap, reply: Callable[[BaseModel], Response]) -> list[Route]:
-    """The two routes, wrapped by the API's authentication (approver keys), error and metrics handling, and
-    answered through its `reply` (a body serialised from its published model)."""
+def denial_handlers(denials: Denials, reply: Callable[[BaseModel], Response]) -> dict[str, Endpoint]:
+    """The two handlers by their names in the route table (`bot.openapi.ENDPOINTS`, which gives
+    them approver keys), answered through the API's `reply` (a body serialised from its
+    published model)."""
 
     async def listed(request: Request, tenant: str) -> Response:
         found = await denials.listed(tenant)
@@ -31,7 +30,4 @@ def denial_routes(denials: Denials, wrap: Wrap, reply: Callable[[BaseModel], Res
         lifted = await denials.lift(tenant, request.path_params["denialId"], "api", actor)
         return reply(to_wire(lifted))
 
-    return [
-        Route("/v1/denials", wrap(listed, "denials"), methods=["GET"]),
-        Route("/v1/denials/{denialId}", wrap(lift, "denial_lift"), methods=["DELETE"]),
-    ]
+    return {"denials": listed, "denial_lift": lift}

@@ -11,8 +11,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Coroutine, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
 
 from bot import approval, denials, trail
 from bot.activity import Activity, Answer, Step
@@ -22,8 +22,7 @@ from bot.checks import callback_allowed, json_limits, surface_belongs
 from bot.decision import Ruling, decide, differences
 from bot.egress import AllowList
 from bot.grants import GrantSigner
-from bot.handoff import DONE_WAIT, press_done, sealed_context, state_for
-from bot.intake import create_tx
+from bot.intake import Call, Intake, create_tx
 from bot.metrics import Metrics
 from bot.notifier import Notifier
 from bot.policy import Policy, ToolRule
@@ -50,10 +49,12 @@ from contracts.errors import (
     InvalidRequest,
     PermissionDenied,
 )
+from contracts.handoff import HandoffState
 from contracts.names import fold
-from contracts.ports import DashboardRoute, Delivered, Placed, Route
+from contracts.ports import ApprovalCard, DashboardRoute, Delivered, Placed
 from contracts.wire import AdmitRequest, ApprovalRequest, DecisionRequest, ResultReport
 from storage import approvals as ledger
+from storage.audit import AuditRow
 from storage.database import Conflict, Database
 from storage.jobs import Job
 from storage.operations import OperationRecord
@@ -69,6 +70,28 @@ DASHBOARD_VERDICTS = {
     Verdict.ALWAYS_DENY: ApprovalStatus.DENIED,
     Verdict.CANCEL: ApprovalStatus.CANCELLED,
 }
+
+
+class HandoffKind(Protocol):
+    """The handoff request kind, plugged in at construction (`bot.handoff.Handoffs`)."""
+
+    done_wait: float
+
+    def state(self, tenant: str, req: ApprovalRequest, rule: ToolRule) -> HandoffState | None:
+        """A new handoff's state (None: the rule is not a handoff's)."""
+        ...
+
+    async def press_done(
+        self,
+        engine: Engine,
+        approval_id: str,
+        decider: PersonDecider,
+        check: Callable[[Record], None],
+        *,
+        tenant: str,
+    ) -> ApprovalCard:
+        """Done pressed on the dashboard."""
+        ...
 
 
 class Engine:
@@ -88,7 +111,9 @@ class Engine:
         callback_allow: AllowList | None = None,
         tracing: Tracing | None = None,
         seal: TokenSeal | None = None,
+        handoffs: HandoffKind | None = None,
         shadow: Policy | None = None,
+        executes: bool = False,
     ) -> None:
         self.db = db
         self.policy = policy
@@ -102,17 +127,19 @@ class Engine:
         self.denials = denials.Denials(db, clock)
         self.tracing = tracing or Tracing()
         self.seal = seal  # seals a handoff's parameters until its check
+        self.handoffs = handoffs
         self.shadow = shadow  # decided alongside, acts on nothing (COSIGNER_POLICY_SHADOW)
         self.jobs_wakeup = asyncio.Event()
         self.expiry_wakeup = asyncio.Event()
         # How often a waiter re-reads on its own, in case a notification from another
         # replica was lost; push is the normal path.
         self.recheck_seconds = RECHECK_SECONDS
-        # Set by the job worker: carry out an approved operation now (`bot.execution`).
-        # Sends an approved operation's `execute` now: its job claimed by `close` already,
-        # or (None) claimed by the hook itself.
-        self.execute_now: Callable[[str, tuple[Job, Record] | None], Coroutine[Any, Any, None]] | None = None
-        self.executing: set[asyncio.Task[None]] = set()
+        # With `executes` (a job worker runs in this process), an approved operation is sent
+        # at once: `close` claims its job, and the worker takes it from `to_execute` (its
+        # claimed job, or None when the worker must claim it). Without, the job waits for a
+        # worker's poll.
+        self.executes = executes
+        self.to_execute: asyncio.Queue[tuple[str, tuple[Job, Record] | None]] = asyncio.Queue()
 
     @property
     def grant_ttl(self) -> float:
@@ -228,36 +255,29 @@ class Engine:
         shown = redact(req.parameters, rule.redact)
         handoff = None
         if rule.handoff is not None:
-            if self.seal is None:
+            if self.handoffs is None:
                 raise InvalidRequest("handoffs need COSIGNER_SECRET on this server")
-            context = sealed_context(tenant, req.executionId, req.toolCallId)
-            handoff = state_for(rule, req.parameters, self.seal, context)
+            handoff = self.handoffs.state(tenant, req, rule)
         ruling = self._decide(self.policy, tenant, req, rule)
-        route: Route | ApprovalModeUnsupported | None = ruling.route
         # Only gated tool calls have a shadow: an operation's rule is handed in by its caller.
         shadow = None if self.shadow is None or own_rule else self._shadowed(tenant, req, ruling)
-        trace = self.tracing.begin()
+        it = Intake(
+            self.policy,
+            tenant,
+            req,
+            rule,
+            Call.of(self.policy, tenant, req, rule, dig, ruling),
+            shown,
+            contract,
+            approval_id,
+            self.tracing.begin(),
+            handoff,
+            shadow,
+            ruling.label,
+        )
         for _attempt in range(3):
             try:
-                created = await self.db.run_write(
-                    lambda tx: create_tx(
-                        tx,
-                        self.policy,
-                        self.clock(),
-                        tenant,
-                        req,
-                        rule,
-                        dig,
-                        shown,
-                        route,
-                        contract,
-                        approval_id,
-                        trace,
-                        ruling=ruling,
-                        handoff=handoff,
-                        shadow=shadow,
-                    )
-                )
+                created = await self.db.run_write(lambda tx: create_tx(tx, it, self.clock()))
                 break
             except Conflict:
                 continue  # a concurrent create of the same call won; read its result
@@ -366,7 +386,7 @@ class Engine:
                 self.clock,
                 schema=self.db.schema,
                 callback_window=self.policy.defaults.callback_retry_window,
-                send_execute=self.execute_now is not None,
+                send_execute=self.executes,
             )
         )
         self.tracing.after_close(closing, done, started)
@@ -409,12 +429,10 @@ class Engine:
         # An approved operation is carried out at once; its job is the fallback.
         if rec.operation is None or rec.status is not ApprovalStatus.APPROVED:
             return
-        if self.execute_now is None:
+        if not self.executes:
             self.jobs_wakeup.set()
             return
-        task = asyncio.create_task(self.execute_now(rec.id, None if claimed is None else (claimed, rec)))
-        self.executing.add(task)
-        task.add_done_callback(self.executing.discard)
+        self.to_execute.put_nowait((rec.id, None if claimed is None else (claimed, rec)))
 
     async def expire(self, approval_id: str) -> bool:
         """Close a pending approval whose time is up; False if it was not due or closed."""
@@ -457,8 +475,10 @@ class Engine:
             approval.check_verdict(rec, verdict)
 
         if verdict is Verdict.DONE:
-            await press_done(self, approval_id, person, check, tenant=tenant)
-            return await self.wait(tenant, approval_id, DONE_WAIT)
+            if self.handoffs is None:
+                raise InvalidRequest("handoffs need COSIGNER_SECRET on this server")
+            await self.handoffs.press_done(self, approval_id, person, check, tenant=tenant)
+            return await self.wait(tenant, approval_id, self.handoffs.done_wait)
         to = DASHBOARD_VERDICTS[verdict]
         checked: denials.Check = check
         standing = None
@@ -513,7 +533,7 @@ class Engine:
         """Append a surface or worker event to the approval's audit chain (redacted)."""
         await self.db.run_write(lambda tx: trail.record_note(tx, approval_id, event, data, self.clock))
 
-    async def audit_trail(self, tenant: str | None, approval_id: str) -> list[Any]:
+    async def audit_trail(self, tenant: str | None, approval_id: str) -> list[AuditRow]:
         """Every audit row of one approval, oldest first."""
         await self.record(approval_id, tenant)
         return await self.db.run_read(lambda tx: ledger.events_of(tx, approval_id))

@@ -37,7 +37,7 @@ from storage import jobs, operations
 from storage.database import Tx
 from storage.jobs import Job
 from storage.operations import arguments_context
-from storage.records import Record, iso
+from storage.records import Changes, Record, iso
 from storage.sealing import SealError
 
 log = logging.getLogger("cosigner.jobs")
@@ -55,8 +55,8 @@ def mark_sent(tx: Tx, approval_id: str, now: float, job_id: int, until: float) -
     if rec is None or rec.operation is None or rec.operation.state is not OperationState.EXECUTING:
         return None
     jobs.relock(tx, job_id, until)
-    column, event = operations.sending(rec.operation, rec.id)
-    return ledger.append(tx, rec, now, [event], {"operation": column})
+    counted, event = operations.sending(rec.operation, rec.id)
+    return ledger.append(tx, rec, now, [event], Changes(operation=counted))
 
 
 def claim_to_send(tx: Tx, approval_id: str, now: float) -> tuple[Job, Record] | None:
@@ -69,8 +69,8 @@ def claim_to_send(tx: Tx, approval_id: str, now: float) -> tuple[Job, Record] | 
     job = jobs.claim_one(tx, approval_id, JobKind.EXECUTE, now, op.execute_timeout + EXECUTE_GRACE)
     if job is None:
         return None
-    column, event = operations.sending(op, rec.id)
-    return job, ledger.append(tx, rec, now, [event], {"operation": column})
+    counted, event = operations.sending(op, rec.id)
+    return job, ledger.append(tx, rec, now, [event], Changes(operation=counted))
 
 
 def settle(
@@ -93,8 +93,8 @@ def settle(
         return None
     if op.state is OperationState.RECONCILING and not outcome.final:
         return None  # still reconciling: nothing new to tell
-    column, audit = operations.settled(op, outcome, event)
-    rec = ledger.append(tx, rec, now, [audit], {"operation": column})
+    stored, audit = operations.settled(op, outcome, event)
+    rec = ledger.append(tx, rec, now, [audit], Changes(operation=stored))
     if rec.callback_url:
         queue_callback(tx, rec.id, now, window)
     if rec.delivered is not None:
@@ -110,8 +110,8 @@ def execute_again(tx: Tx, approval_id: str, now: float, window: float) -> None:
     rec = ledger.load(tx, approval_id, lock=True)
     if rec is None or rec.operation is None or rec.operation.state is not OperationState.RECONCILING:
         return
-    column = replace(rec.operation, state=OperationState.EXECUTING).to_json()
-    ledger.append(tx, rec, now, [], {"operation": column})
+    executing = replace(rec.operation, state=OperationState.EXECUTING)
+    ledger.append(tx, rec, now, [], Changes(operation=executing))
     queue_execution(tx, rec.id, now, window)
 
 

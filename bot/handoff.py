@@ -29,15 +29,16 @@ from bot.tracing import SpanName, expect_outcome
 from bot.transport import Egress, EgressFailed
 from contracts.answers import PersonDecider, decider_from_json
 from contracts.enums import ApprovalStatus, AuditEvent, JobKind, SurfaceType
-from contracts.errors import AlreadyDecided, ApprovalNotFound, CosignerError
+from contracts.errors import AlreadyDecided, ApprovalNotFound, CosignerError, InvalidRequest
 from contracts.handoff import DETAIL_MAX, UNVERIFIED, ExpectAnswer, ExpectCall, HandoffReceipt, HandoffState
 from contracts.ports import ApprovalCard
+from contracts.wire import ApprovalRequest
 from storage import approvals as ledger
 from storage import inbound, jobs
 from storage.audit import Event
 from storage.database import Tx
 from storage.jobs import Job
-from storage.records import Record, ts
+from storage.records import Changes, Record, ts
 from storage.sealing import TokenSeal
 
 if TYPE_CHECKING:
@@ -60,8 +61,10 @@ def sealed_context(tenant: str, execution_id: str, tool_call_id: str) -> str:
     return f"handoff parameters|{tenant}|{execution_id}|{tool_call_id}"
 
 
-def state_for(rule: ToolRule, parameters: dict[str, Any], seal: TokenSeal, context: str) -> str | None:
-    """A new handoff's stored JSON (None for a tool without a handoff): the policy's reason,
+def state_for(
+    rule: ToolRule, parameters: dict[str, Any], seal: TokenSeal, context: str
+) -> HandoffState | None:
+    """A new handoff's state (None for a tool without a handoff): the policy's reason,
     steps and `expect` target as they are now, and the parameters sealed for the check."""
     if rule.handoff is None:
         return None
@@ -72,7 +75,7 @@ def state_for(rule: ToolRule, parameters: dict[str, Any], seal: TokenSeal, conte
         secret_env=rule.handoff.expect.secret_env,
         sealed=seal.seal(json.dumps(parameters, separators=(",", ":")), context),
     )
-    return state.model_dump_json()
+    return state
 
 
 @dataclass(frozen=True)
@@ -120,7 +123,7 @@ def claim(
     assert rec.handoff is not None
     delivery = new_id("dlv")
     state = rec.handoff.model_copy(update={"done_by": stored(decider), "done_at": now, "delivery": delivery})
-    changes = {"handoff": state.model_dump_json(), "expires_at": max(rec.expires_at, now + CHECK_WINDOW)}
+    changes = Changes(handoff=state, expires_at=max(rec.expires_at, now + CHECK_WINDOW))
     event = Event(AuditEvent.HANDOFF_DONE, actor_of(decider), {"delivery": delivery})
     rec = ledger.append(tx, rec, now, [event], changes, only_pending=True)
     jobs.queue(tx, JobKind.VERIFY, rec.id, {"delivery": delivery}, now, now + CHECK_WINDOW)
@@ -165,6 +168,30 @@ async def press_done(
     return claimed.record.card()
 
 
+class Handoffs:
+    """The handoff request kind as the engine is given it: a new handoff's state, and Done."""
+
+    done_wait: float = DONE_WAIT
+
+    def __init__(self, seal: TokenSeal | None) -> None:
+        self.seal = seal
+
+    def state(self, tenant: str, req: ApprovalRequest, rule: ToolRule) -> HandoffState | None:
+        """A new handoff's state, its parameters sealed for this call (None: not a handoff)."""
+        if rule.handoff is None:
+            return None
+        if self.seal is None:
+            raise InvalidRequest("handoffs need COSIGNER_SECRET on this server")
+        context = sealed_context(tenant, req.executionId, req.toolCallId)
+        return state_for(rule, req.parameters, self.seal, context)
+
+    async def press_done(
+        self, engine: Engine, approval_id: str, decider: PersonDecider, check: Check, *, tenant: str
+    ) -> ApprovalCard:
+        """Done pressed on the dashboard: claim the check (`press_done`)."""
+        return await press_done(engine, approval_id, decider, check, tenant=tenant)
+
+
 async def verify(engine: Engine, http: Egress, job: Job) -> None:
     """The `verify` job: ask `expect` once and close the handoff completed or failed."""
     rec = await engine.record(job.approval_id)
@@ -180,9 +207,7 @@ async def verify(engine: Engine, http: Egress, job: Job) -> None:
         outcome,
         decided_by,
         check=lambda current: _same_claim(current, state.delivery),
-        changes={
-            "handoff": state.model_copy(update={"receipt": receipt, "detail": detail}).model_dump_json()
-        },
+        changes=Changes(handoff=state.model_copy(update={"receipt": receipt, "detail": detail})),
     )
     try:
         await engine.close(rec.id, closing)

@@ -1,43 +1,115 @@
-"""Taking a request in: one transaction that replays an earlier call or inserts the approval.
+"""Taking a request in: load → decide → write, inside one transaction.
 
-Whether a call is denied, approved by policy or routed to a person is decided here; what
-happens to a pending approval after that is `bot.approval`.
+`question` says what the call is decided on; `storage.intake.load` reads it in one call as a
+typed `Snapshot`; `decide` (pure: no database, no clock) turns call and snapshot into a
+`Replay`, a `Refuse` or an `Admit`; `storage.intake.write` stores an admitted call in one
+call. What happens to a pending approval after that is `bot.approval`.
 """
 
 from __future__ import annotations
 
-import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bot.approval import new_id, queue_callback, queue_execution, stored
+from bot.approval import new_id
 from bot.bodies import actor_of
 from bot.decision import Ruling
 from bot.denials import decider as standing_decider
-from bot.denials import held_against
 from bot.policy import Policy, ToolRule
 from bot.run_grants import requester_key
 from bot.trace_ids import NO_TRACE, ApprovalTrace
 from contracts.answers import DecidedBy, PolicyDecider
+from contracts.denials import scope_of
 from contracts.enums import ApprovalMode, ApprovalStatus, AuditEvent, JobKind, SurfaceType
-from contracts.errors import ApprovalModeUnsupported, ParametersMismatch, ToolCallCapExceeded
+from contracts.errors import (
+    ApprovalModeUnsupported,
+    CosignerError,
+    ParametersMismatch,
+    ToolCallCapExceeded,
+)
+from contracts.handoff import HandoffState
 from contracts.names import fold
 from contracts.ports import DashboardRoute, Route
 from contracts.wire import ApprovalRequest
-from storage import approvals as ledger
-from storage import jobs, operations
+from storage import intake as store
+from storage import operations
 from storage.audit import Event
 from storage.database import Tx
 from storage.denials import StandingDeny
+from storage.jobs import Queued
 from storage.operations import OperationRecord
-from storage.records import Record, delivery_key, route_fields, route_to_json
+from storage.records import Record, route_fields
 
 DELIVERY_WINDOW = 120.0
 
 
 @dataclass(frozen=True)
+class Call:
+    """What the intake decision reads of one call: its ids, digest and what the policy said."""
+
+    tool_name: str
+    digest: str
+    execution_id: str
+    tool_call_id: str
+    mode: ApprovalMode
+    kind: str
+    deny: bool
+    rule_path: str  # the key path of the rule that decided (`Ruling.decided_by`)
+    threshold: str | None  # decidedBy.rule when a threshold lets the call through
+    routed: Route | ApprovalModeUnsupported | None
+    cap: int  # max gated calls in one execution
+
+    @classmethod
+    def of(
+        cls, policy: Policy, tenant: str, req: ApprovalRequest, rule: ToolRule, dig: str, ruling: Ruling
+    ) -> Call:
+        """The decision's inputs for this request under `rule`, as `bot.decision.decide` ruled."""
+        return cls(
+            tool_name=req.toolName,
+            digest=dig,
+            execution_id=req.executionId,
+            tool_call_id=req.toolCallId,
+            mode=rule.mode,
+            kind=rule.kind.value,
+            deny=rule.deny,
+            rule_path=ruling.decided_by,
+            threshold=ruling.threshold,
+            routed=ruling.route,
+            cap=policy.max_gated_calls(tenant),
+        )
+
+
+@dataclass(frozen=True)
+class Replay:
+    """The call was made before with the same parameters: answer with what it got then."""
+
+    record: Record
+
+
+@dataclass(frozen=True)
+class Refuse:
+    """The call is refused and nothing is stored."""
+
+    error: CosignerError
+
+
+@dataclass(frozen=True)
+class Admit:
+    """Store the call: closed by policy or a standing deny, or pending on `route`."""
+
+    status: ApprovalStatus
+    decided_by: DecidedBy | None
+    route: Route | None
+    standing: StandingDeny | None = None  # the standing deny that refused it
+
+
+Outcome = Replay | Refuse | Admit
+
+
+@dataclass(frozen=True)
 class Created:
-    """What `_create_tx` decided, for the caller to answer with."""
+    """What the intake transaction did, for the caller to answer with."""
 
     record: Record
     replay: bool
@@ -45,155 +117,162 @@ class Created:
     standing: StandingDeny | None = None  # the standing deny that refused it
 
 
-def create_tx(
-    tx: Tx,
-    policy: Policy,
-    now: float,
-    tenant: str,
-    req: ApprovalRequest,
-    rule: ToolRule,
-    dig: str,
-    shown: dict[str, Any],
-    routed: Route | ApprovalModeUnsupported | None,
-    contract: OperationRecord | None = None,
-    approval_id: str | None = None,
-    trace: ApprovalTrace = NO_TRACE,
-    *,
-    ruling: Ruling,
-    handoff: str | None = None,
-    shadow: dict[str, Any] | None = None,
-) -> Created:
-    """Insert the approval (or find the one this call made before) and queue its first jobs;
-    `contract` is an operation's, prepared by its application for `approval_id`. `ruling` is
-    what `bot.decision.decide` made of the call; `shadow` what a shadow policy would change."""
-    row = ledger.made_before(tx, tenant, req.executionId, req.toolCallId)
-    if row is not None:
-        rec = Record.from_row(row)
-        if rec.digest != dig or rec.tool_name != req.toolName:
-            raise ParametersMismatch(
-                f"executionId {req.executionId} + toolCallId {req.toolCallId} was "
-                f"already used for {rec.tool_name} with other parameters "
-                f"({rec.digest}); use a new toolCallId for a different call",
-                approvalId=rec.id,
-            )
-        return Created(rec, replay=True)
-    mode = rule.mode
-    route = None if isinstance(routed, ApprovalModeUnsupported) else routed
-    decided_by: DecidedBy | None = None
-    status = ApprovalStatus.PENDING
-    # Before any approval by policy: a person's standing no is never turned into a yes.
-    standing = (
-        None if rule.deny else held_against(tx, tenant, req.toolName, mode, routed, req.surface.model_dump())
+def question(tenant: str, call: Call, surface: Mapping[str, Any]) -> store.Question:
+    """What `decide` needs of the database for `call`, and nothing it will not read."""
+    route = call.routed if isinstance(call.routed, Route) else None
+    scope = (
+        None if call.deny or route is None else scope_of(tenant, call.tool_name, call.mode, route, surface)
     )
-    if rule.deny:
-        decided_by = PolicyDecider(rule=ruling.decided_by)
-        status = ApprovalStatus.DENIED
-    elif mode is ApprovalMode.NONE:
+    asks = not call.deny and call.mode is not ApprovalMode.NONE
+    grant = None
+    if asks and call.threshold is None and call.mode is ApprovalMode.ASK:
+        grant = (fold(call.tool_name), requester_key(surface))
+    return store.Question(tenant, call.execution_id, call.tool_call_id, count=asks, grant=grant, scope=scope)
+
+
+def decide(call: Call, snap: store.Snapshot) -> Outcome:
+    """Replay, refuse, or admit the call (closed by policy or pending with its route); pure."""
+    earlier = snap.earlier
+    if earlier is not None:
+        if earlier.digest != call.digest or earlier.tool_name != call.tool_name:
+            return Refuse(
+                ParametersMismatch(
+                    f"executionId {call.execution_id} + toolCallId {call.tool_call_id} was "
+                    f"already used for {earlier.tool_name} with other parameters "
+                    f"({earlier.digest}); use a new toolCallId for a different call",
+                    approvalId=earlier.id,
+                )
+            )
+        return Replay(earlier)
+    if call.deny:
+        return Admit(ApprovalStatus.DENIED, PolicyDecider(rule=call.rule_path), None)
+    if call.mode is ApprovalMode.NONE:
         # The key path that decided first, then what it means: "tools.lookup_order.kind: read → none".
-        decided_by = PolicyDecider(rule=f"{ruling.decided_by}: {rule.kind.value} → {mode.value}")
-        status = ApprovalStatus.APPROVED
-    elif standing is not None:
-        decided_by, status = standing_decider(standing), ApprovalStatus.DENIED
-    else:
-        cap = policy.max_gated_calls(tenant)
-        used = ledger.gated_count(tx, tenant, req.executionId)
-        if used >= cap:
-            raise ToolCallCapExceeded(
-                f"execution {req.executionId} has made {used} gated calls; the cap is {cap} "
+        by = PolicyDecider(rule=f"{call.rule_path}: {call.kind} → {call.mode.value}")
+        return Admit(ApprovalStatus.APPROVED, by, None, snap.standing)
+    # Before any approval by policy: a person's standing no is never turned into a yes.
+    if snap.standing is not None:
+        return Admit(ApprovalStatus.DENIED, standing_decider(snap.standing), None, snap.standing)
+    if snap.gated >= call.cap:
+        return Refuse(
+            ToolCallCapExceeded(
+                f"execution {call.execution_id} has made {snap.gated} gated calls; the cap is {call.cap} "
                 "(max_gated_calls_per_execution). Start a new execution or raise the cap "
                 "in the policy.",
-                limit=cap,
+                limit=call.cap,
             )
-        decided_by = policy_approval(tx, tenant, req, rule, ruling)
-        if decided_by is not None:
-            status, route = ApprovalStatus.APPROVED, None
-        elif isinstance(routed, ApprovalModeUnsupported):
-            raise routed
-    if status is not ApprovalStatus.PENDING:
-        route = None
-    timeout = policy.timeout_for(
+        )
+    if call.threshold is not None:
+        return Admit(ApprovalStatus.APPROVED, PolicyDecider(rule=call.threshold), None)
+    if call.mode is ApprovalMode.ASK and snap.grant is not None:
+        grant = snap.grant
+        by = PolicyDecider(rule=f"approved for this run by {grant.granted_by} ({grant.approval_id})")
+        return Admit(ApprovalStatus.APPROVED, by, None)
+    if isinstance(call.routed, ApprovalModeUnsupported):
+        return Refuse(call.routed)
+    return Admit(ApprovalStatus.PENDING, None, call.routed)
+
+
+@dataclass(frozen=True)
+class Intake:
+    """One request as the intake transaction stores it, besides what `Call` decides on."""
+
+    policy: Policy
+    tenant: str
+    req: ApprovalRequest
+    rule: ToolRule
+    call: Call
+    shown: dict[str, Any]
+    contract: OperationRecord | None = None
+    approval_id: str | None = None
+    trace: ApprovalTrace = NO_TRACE
+    handoff: HandoffState | None = None
+    shadow: dict[str, Any] | None = None
+    label: str = ""  # the decision in a word or two (`Ruling.label`), for the audit record
+
+
+def create_tx(tx: Tx, it: Intake, now: float) -> Created:
+    """Load what the call is decided on, decide, and store the outcome: two storage calls."""
+    snap = store.load(tx, question(it.tenant, it.call, it.req.surface.model_dump()))
+    outcome = decide(it.call, snap)
+    if isinstance(outcome, Replay):
+        return Created(outcome.record, replay=True)
+    if isinstance(outcome, Refuse):
+        raise outcome.error
+    rec = store.write(tx, new_approval(it, outcome, now))
+    return Created(rec, replay=False, denied_by_policy=it.call.deny, standing=outcome.standing)
+
+
+def new_approval(it: Intake, admit: Admit, now: float) -> store.NewApproval:
+    """The admitted call as storage takes it: its audit events and first jobs included."""
+    req, rule, route = it.req, it.rule, admit.route
+    status, decided_by = admit.status, admit.decided_by
+    timeout = it.policy.timeout_for(
         rule, route.surface if route else SurfaceType(req.surface.type), req.timeoutSeconds
     )
-    approval_id = approval_id or new_id("apv")
+    approval_id = it.approval_id or new_id("apv")
     events = [
         Event(
             AuditEvent.REQUESTED,
-            {"kind": "agent", "tenant": tenant},
+            {"kind": "agent", "tenant": it.tenant},
             {
                 "executionId": req.executionId,
                 "toolCallId": req.toolCallId,
                 "toolName": req.toolName,
-                "parameters": shown,
-                "parametersDigest": dig,
+                "parameters": it.shown,
+                "parametersDigest": it.call.digest,
                 "reason": req.reason,
                 "surface": req.surface.model_dump(mode="json"),
                 "policy": rule.describe(),
-                "mode": mode.value,
+                "mode": rule.mode.value,
                 "route": route_fields(route) if route else None,
-                "traceId": trace.trace_id,
-                "rule": ruling.decided_by,
-                "decision": ruling.label,
-                **({"shadow": shadow} if shadow is not None else {}),
+                "traceId": it.trace.trace_id,
+                "rule": it.call.rule_path,
+                "decision": it.label,
+                **({"shadow": it.shadow} if it.shadow is not None else {}),
             },
         )
     ]
+    contract = it.contract
     executing = contract is not None and status is ApprovalStatus.APPROVED
     if contract is not None:
         events.append(operations.prepared_event(contract))
     if decided_by is not None:
         events.append(Event(status.value, actor_of(decided_by), {"comment": None}))
-    operation = contract.to_json() if contract is not None else None
     if contract is not None and executing:
-        operation, claim = operations.claimed(contract)
+        contract, claim = operations.claim(contract)
         events.append(claim)
-    values = {
-        "id": approval_id,
-        "tenant": tenant,
-        "execution_id": req.executionId,
-        "tool_call_id": req.toolCallId,
-        "tool_name": req.toolName,
-        "kind": rule.kind.value,
-        "mode": mode.value,
-        "status": status.value,
-        "parameters": json.dumps(shown, separators=(",", ":")),
-        "parameters_digest": dig,
-        "reason": req.reason,
-        "surface": req.surface.model_dump_json(),
-        "route": route_to_json(route) if route else None,
-        "delivered": None,
-        "delivery_key": delivery_key(route) if route else None,
-        "short_code": ledger.short_code(tx, route) if route else "0000",
-        "policy_rule": rule.describe(),
-        "callback_url": str(req.callbackUrl) if req.callbackUrl else None,
-        "created_at": now,
-        "expires_at": now + timeout,
-        "decided_at": None if decided_by is None else now,
-        "decided_by": stored(decided_by) if decided_by else None,
-        "comment": None,
-        **trace.columns(),
-        "operation": operation,
-        "handoff": handoff,
-    }
-    rec = ledger.insert_approval(tx, values, events)
+    window = it.policy.defaults.callback_retry_window
+    queued: list[Queued] = []
     if route is not None and not isinstance(route, DashboardRoute):
-        jobs.queue(tx, JobKind.DELIVER, approval_id, {}, now, now + DELIVERY_WINDOW)
+        queued.append(Queued(JobKind.DELIVER, now, now + DELIVERY_WINDOW))
     if executing:
-        queue_execution(tx, approval_id, now, policy.defaults.callback_retry_window)
-    elif decided_by is not None and values["callback_url"]:
-        queue_callback(tx, approval_id, now, policy.defaults.callback_retry_window)
-    return Created(rec, replay=False, denied_by_policy=rule.deny, standing=standing)
-
-
-def policy_approval(
-    tx: Tx, tenant: str, req: ApprovalRequest, rule: ToolRule, ruling: Ruling
-) -> DecidedBy | None:
-    """Approve by policy: below a threshold (as `ruling` found), or an earlier 'approve for
-    this run'."""
-    if ruling.threshold is not None:
-        return PolicyDecider(rule=ruling.threshold)
-    if rule.mode is ApprovalMode.ASK:
-        requester = requester_key(req.surface.model_dump())
-        grant = ledger.run_grant(tx, tenant, req.executionId, fold(req.toolName), requester)
-        if grant is not None:
-            return PolicyDecider(rule=f"approved for this run by {grant.granted_by} ({grant.approval_id})")
-    return None
+        queued.append(Queued(JobKind.EXECUTE, now, now + window))
+    elif decided_by is not None and req.callbackUrl:
+        queued.append(Queued(JobKind.CALLBACK, now, now + window, {"delivery": new_id("dlv")}))
+    return store.NewApproval(
+        id=approval_id,
+        tenant=it.tenant,
+        execution_id=req.executionId,
+        tool_call_id=req.toolCallId,
+        tool_name=req.toolName,
+        kind=rule.kind,
+        mode=rule.mode,
+        status=status,
+        parameters=it.shown,
+        digest=it.call.digest,
+        reason=req.reason,
+        surface=req.surface.model_dump(mode="json"),
+        route=route,
+        policy_rule=rule.describe(),
+        callback_url=str(req.callbackUrl) if req.callbackUrl else None,
+        created_at=now,
+        expires_at=now + timeout,
+        decided_by=decided_by,
+        trace_id=it.trace.trace_id,
+        trace_context=it.trace.context,
+        operation=contract,
+        handoff=it.handoff,
+        events=events,
+        jobs=queued,
+    )

@@ -1,8 +1,12 @@
-"""`/openapi.json`, generated from the request models in `contracts.wire` and the answer
-models in `contracts.answers`: the same models parse every request and build every body."""
+"""The agent API's route table, and `/openapi.json` built from it.
+
+Each `Endpoint` carries its path, method, key scopes and the models it takes and answers
+(`contracts.wire`, `contracts.answers`); `bot.api` serves `ENDPOINTS` and `openapi` documents
+them, so a route cannot be served undocumented or documented unserved."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cache
 from typing import Any, Literal
 
@@ -10,6 +14,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from contracts import answers, denials, errors, handoff, wire
+from contracts.enums import KeyScope
 from contracts.errors import CosignerError
 
 _REQUESTS: list[type[BaseModel]] = [
@@ -93,158 +98,212 @@ def _operation(
     return op
 
 
+@dataclass(frozen=True)
+class Endpoint:
+    """One route of the agent API: where it is served, who may call it, and what it takes and
+    answers; the server's routes and `/openapi.json` are both built from `ENDPOINTS`."""
+
+    path: str  # as the server matches it (`{approval_id}`)
+    method: Literal["get", "post", "delete"]
+    name: str  # the handler, and the route's label in metrics
+    scopes: frozenset[KeyScope]  # empty: no key needed
+    summary: str
+    operation_id: str
+    ok: dict[str, Any]
+    errors: tuple[type[CosignerError], ...]
+    body: dict[str, Any] | None = None
+    query: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def doc_path(self) -> str:
+        """The path as the document names it (`{approvalId}`)."""
+        return self.path.replace("{approval_id}", "{approvalId}")
+
+    def document(self) -> dict[str, Any]:
+        """The endpoint's OpenAPI operation object."""
+        op = _operation(
+            self.summary,
+            self.operation_id,
+            self.ok,
+            self.errors,
+            body=self.body,
+            approval="{approvalId}" in self.doc_path,
+            query=list(self.query),
+        )
+        if "{denialId}" in self.path:
+            denial = {"name": "denialId", "in": "path", "required": True, "schema": {"type": "string"}}
+            op["parameters"] = [denial]
+        if not self.scopes:
+            op["security"] = []
+        return op
+
+
+AGENT_ONLY = frozenset({KeyScope.AGENT})
+APPROVER_ONLY = frozenset({KeyScope.APPROVER})
+ANY_SCOPE = frozenset(KeyScope)
+PUBLIC: frozenset[KeyScope] = frozenset()
+
+_START = {"oneOf": [_ref(answers.ApprovalStart), _ref(handoff.HandoffStart)]}
+_DECISION = _ref(answers.Decision)
+_EITHER = {"oneOf": [*_START["oneOf"], _DECISION]}
+_WAIT = {
+    "name": "wait",
+    "in": "query",
+    "required": False,
+    "schema": {"type": "integer", "minimum": 0, "maximum": 60},
+}
+_CLOSED = (E.AlreadyDecided, E.ApprovalExpired)
+
+ENDPOINTS: tuple[Endpoint, ...] = (
+    Endpoint(
+        "/v1/approvals",
+        "post",
+        "create",
+        AGENT_ONLY,
+        "Ask before a gated tool call, or propose an operation its application carries out",
+        "createApproval",
+        {
+            "201": _json(_START, "A person must decide (a handoff: do a step)"),
+            "200": _json(_DECISION, "Decided by policy, or an earlier proposal's outcome"),
+        },
+        (
+            *_BODY,
+            *_AUTH,
+            E.PermissionDenied,
+            E.WrongTenant,
+            E.ParametersMismatch,
+            E.ApprovalModeUnsupported,
+            E.ToolCallCapExceeded,
+            E.OperationRejected,
+            E.OperationUnavailable,
+        ),
+        body={
+            "required": True,
+            "content": {
+                "application/json": {
+                    "schema": {"oneOf": [_ref(wire.ApprovalRequest), _ref(wire.OperationRequest)]}
+                }
+            },
+        },
+    ),
+    Endpoint(
+        "/v1/runs/admit",
+        "post",
+        "admit",
+        AGENT_ONLY,
+        "Check a run can host the approvals it may need",
+        "admitRun",
+        {"200": _json(_ref(answers.AdmitResponse), "The run may start")},
+        (*_BODY, *_AUTH, E.WrongTenant, E.ApprovalModeUnsupported),
+        body=_body(wire.AdmitRequest),
+    ),
+    Endpoint(
+        "/v1/approvals/{approval_id}",
+        "get",
+        "get",
+        ANY_SCOPE,
+        "Read an approval; with ?wait=N (≤ 60) long-poll until it is decided",
+        "getApproval",
+        {"200": _json(_EITHER, "approval_start while pending, else the decision")},
+        (*_BODY, *_ANY_KEY, *_ID),
+        query=(_WAIT,),
+    ),
+    Endpoint(
+        "/v1/approvals/{approval_id}/events",
+        "get",
+        "events",
+        AGENT_ONLY,
+        "Server-sent events: approval_start, then approval_decided",
+        "streamApproval",
+        {
+            "200": {
+                "description": "text/event-stream; each event's data is one of these",
+                "content": {"text/event-stream": {"schema": _EITHER}},
+            }
+        },
+        (*_AUTH, *_ID),
+    ),
+    Endpoint(
+        "/v1/approvals/{approval_id}/cancel",
+        "post",
+        "cancel",
+        AGENT_ONLY,
+        "Withdraw a pending request",
+        "cancelApproval",
+        {"200": _json(_DECISION, "Cancelled")},
+        (*_BODY, *_AUTH, *_ID, *_CLOSED),
+        body=_body(wire.CancelRequest, required=False),
+    ),
+    Endpoint(
+        "/v1/approvals/{approval_id}/result",
+        "post",
+        "result",
+        AGENT_ONLY,
+        "Report what the executed call returned (goes on the audit record)",
+        "reportResult",
+        {"200": _json(_ref(answers.ResultRecorded), "Recorded")},
+        (*_BODY, *_AUTH, *_ID, E.AlreadyDecided, E.ApprovalPending),
+        body=_body(wire.ResultReport),
+    ),
+    Endpoint(
+        "/v1/approvals/{approval_id}/audit",
+        "get",
+        "audit",
+        ANY_SCOPE,
+        "The approval's hash-chained audit events",
+        "getAudit",
+        {"200": _json(_ref(answers.AuditTrail), "Events, oldest first")},
+        (*_ANY_KEY, *_ID),
+    ),
+    Endpoint(
+        "/v1/approvals/{approval_id}/decision",
+        "post",
+        "decision",
+        APPROVER_ONLY,
+        "Decide a dashboard request on behalf of a signed-in user",
+        "decideApproval",
+        {"200": _json(_EITHER, "Decided; a handoff's done: its outcome once checked")},
+        (*_BODY, *_AUTH, E.NotAnApprover, E.WrongConversation, *_ID, *_CLOSED),
+        body=_body(wire.DecisionRequest),
+    ),
+    Endpoint(
+        "/v1/keys",
+        "get",
+        "keys",
+        PUBLIC,
+        "JWKS with the public key that signs grants",
+        "getKeys",
+        {"200": _json(_ref(answers.Jwks), "JWKS")},
+        (),
+    ),
+    Endpoint(
+        "/v1/denials",
+        "get",
+        "denials",
+        APPROVER_ONLY,
+        "The standing denies (Always deny) in force for this tenant, newest first",
+        "listDenials",
+        {"200": _json(_ref(denials.DenialList), "Standing denies in force")},
+        _AUTH,
+    ),
+    Endpoint(
+        "/v1/denials/{denialId}",
+        "delete",
+        "denial_lift",
+        APPROVER_ONLY,
+        "Lift a standing deny: later requests it covered are asked again",
+        "liftDenial",
+        {"200": _json(_ref(denials.Denial), "Lifted (again: the first lift stands)")},
+        (*_AUTH, E.DenialNotFound),
+    ),
+)
+
+
 def _paths() -> dict[str, Any]:
-    start = {"oneOf": [_ref(answers.ApprovalStart), _ref(handoff.HandoffStart)]}
-    decision = _ref(answers.Decision)
-    either = {"oneOf": [*start["oneOf"], decision]}
-    wait = {
-        "name": "wait",
-        "in": "query",
-        "required": False,
-        "schema": {"type": "integer", "minimum": 0, "maximum": 60},
-    }
-    closed = (E.AlreadyDecided, E.ApprovalExpired)
-    post: Literal["post"] = "post"
-    return {
-        "/v1/approvals": {
-            post: _operation(
-                "Ask before a gated tool call, or propose an operation its application carries out",
-                "createApproval",
-                {
-                    "201": _json(start, "A person must decide (a handoff: do a step)"),
-                    "200": _json(decision, "Decided by policy, or an earlier proposal's outcome"),
-                },
-                (
-                    *_BODY,
-                    *_AUTH,
-                    E.PermissionDenied,
-                    E.WrongTenant,
-                    E.ParametersMismatch,
-                    E.ApprovalModeUnsupported,
-                    E.ToolCallCapExceeded,
-                    E.OperationRejected,
-                    E.OperationUnavailable,
-                ),
-                body={
-                    "required": True,
-                    "content": {
-                        "application/json": {
-                            "schema": {"oneOf": [_ref(wire.ApprovalRequest), _ref(wire.OperationRequest)]}
-                        }
-                    },
-                },
-            )
-        },
-        "/v1/runs/admit": {
-            post: _operation(
-                "Check a run can host the approvals it may need",
-                "admitRun",
-                {"200": _json(_ref(answers.AdmitResponse), "The run may start")},
-                (*_BODY, *_AUTH, E.WrongTenant, E.ApprovalModeUnsupported),
-                body=_body(wire.AdmitRequest),
-            )
-        },
-        "/v1/approvals/{approvalId}": {
-            "get": _operation(
-                "Read an approval; with ?wait=N (≤ 60) long-poll until it is decided",
-                "getApproval",
-                {"200": _json(either, "approval_start while pending, else the decision")},
-                (*_BODY, *_ANY_KEY, *_ID),
-                approval=True,
-                query=[wait],
-            )
-        },
-        "/v1/approvals/{approvalId}/events": {
-            "get": _operation(
-                "Server-sent events: approval_start, then approval_decided",
-                "streamApproval",
-                {
-                    "200": {
-                        "description": "text/event-stream; each event's data is one of these",
-                        "content": {"text/event-stream": {"schema": either}},
-                    }
-                },
-                (*_AUTH, *_ID),
-                approval=True,
-            )
-        },
-        "/v1/approvals/{approvalId}/cancel": {
-            post: _operation(
-                "Withdraw a pending request",
-                "cancelApproval",
-                {"200": _json(decision, "Cancelled")},
-                (*_BODY, *_AUTH, *_ID, *closed),
-                body=_body(wire.CancelRequest, required=False),
-                approval=True,
-            )
-        },
-        "/v1/approvals/{approvalId}/result": {
-            post: _operation(
-                "Report what the executed call returned (goes on the audit record)",
-                "reportResult",
-                {"200": _json(_ref(answers.ResultRecorded), "Recorded")},
-                (*_BODY, *_AUTH, *_ID, E.AlreadyDecided, E.ApprovalPending),
-                body=_body(wire.ResultReport),
-                approval=True,
-            )
-        },
-        "/v1/approvals/{approvalId}/audit": {
-            "get": _operation(
-                "The approval's hash-chained audit events",
-                "getAudit",
-                {"200": _json(_ref(answers.AuditTrail), "Events, oldest first")},
-                (*_ANY_KEY, *_ID),
-                approval=True,
-            )
-        },
-        "/v1/approvals/{approvalId}/decision": {
-            post: _operation(
-                "Decide a dashboard request on behalf of a signed-in user",
-                "decideApproval",
-                {"200": _json(either, "Decided; a handoff's done: its outcome once checked")},
-                (*_BODY, *_AUTH, E.NotAnApprover, E.WrongConversation, *_ID, *closed),
-                body=_body(wire.DecisionRequest),
-                approval=True,
-            )
-        },
-        "/v1/denials": {
-            "get": _operation(
-                "The standing denies (Always deny) in force for this tenant, newest first",
-                "listDenials",
-                {"200": _json(_ref(denials.DenialList), "Standing denies in force")},
-                _AUTH,
-            )
-        },
-        "/v1/denials/{denialId}": {
-            "delete": {
-                **_operation(
-                    "Lift a standing deny: later requests it covered are asked again",
-                    "liftDenial",
-                    {"200": _json(_ref(denials.Denial), "Lifted (again: the first lift stands)")},
-                    (*_AUTH, E.DenialNotFound),
-                ),
-                "parameters": [
-                    {
-                        "name": "denialId",
-                        "in": "path",
-                        "required": True,
-                        "schema": {"type": "string"},
-                    }
-                ],
-            }
-        },
-        "/v1/keys": {
-            "get": {
-                **_operation(
-                    "JWKS with the public key that signs grants",
-                    "getKeys",
-                    {"200": _json(_ref(answers.Jwks), "JWKS")},
-                    (),
-                ),
-                "security": [],
-            }
-        },
-    }
+    paths: dict[str, Any] = {}
+    for endpoint in ENDPOINTS:
+        paths.setdefault(endpoint.doc_path, {})[endpoint.method] = endpoint.document()
+    return paths
 
 
 @cache

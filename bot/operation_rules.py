@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from bot.policy_checks import key_path
 from bot.policy_file import OperationOverride, OperationSection, PolicyFile, TenantPolicy
+from bot.policy_merge import Layers
 from contracts.enums import ApproverKind, ToolKind
 from contracts.names import fold
 
@@ -37,10 +38,11 @@ class OperationRule:
 
 
 def _merge(name: str, base: OperationSection, over: OperationOverride | None, source: str) -> OperationRule:
+    layers = Layers((over, source), (base, key_path("operations", name)))
+
     def pick(key: str) -> Any:
-        if over is not None and key in over.model_fields_set and getattr(over, key) is not None:
-            return getattr(over, key)
-        return getattr(base, key)
+        # An operation section's own defaults (its model's) stand where neither sets the key.
+        return layers.pick(key, getattr(base, key))
 
     return OperationRule(
         name=name,
@@ -49,7 +51,7 @@ def _merge(name: str, base: OperationSection, over: OperationOverride | None, so
         kind=pick("kind"),
         confirm=pick("confirm"),
         approvers=tuple(pick("approvers")),
-        redact=base.redact + (over.redact if over else ()),
+        redact=layers.joined("redact"),
         timeout=pick("timeout"),
         execute_timeout=pick("execute_timeout"),
         prepare_timeout=pick("prepare_timeout"),

@@ -170,7 +170,7 @@ class Proposals:
 
     async def _made_before(self, tenant: str, req: OperationRequest) -> bool:
         found = await self.engine.db.run_read(
-            lambda tx: ledger.made_before(tx, tenant, req.executionId, req.toolCallId)
+            lambda tx: ledger.load_call(tx, tenant, req.executionId, req.toolCallId)
         )
         return found is not None
 

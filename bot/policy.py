@@ -13,7 +13,7 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from bot.operation_rules import OperationRule, missing_secrets, operation_rules
 from bot.policy_checks import handoff_secrets, read_policy
@@ -27,6 +27,7 @@ from bot.policy_file import (
     TenantPolicy,
     ToolSection,
 )
+from bot.policy_merge import Layers
 from contracts.enums import ApprovalMode, ApproverKind, SurfaceType, ToolKind
 from contracts.errors import PolicyError
 from contracts.names import fold
@@ -112,15 +113,8 @@ def _rule(
 ) -> ToolRule:
     """Merge a tool section with a tenant's override of it, key by key."""
 
-    origins: dict[str, str] = {}
-
-    def pick(key: str, default: Any) -> Any:
-        for section, path in ((override, override_path), (base, f"tools.{name}")):
-            if section is not None and key in section.model_fields_set:
-                origins[key] = path
-                return getattr(section, key)
-        return default
-
+    layers = Layers((override, override_path), (base, f"tools.{name}"))
+    pick = layers.pick
     kind: ToolKind = pick("kind", None) or ToolKind.DANGER
     confirm: Confirm = pick("confirm", None)
     allow = pick("allow_below", None)
@@ -132,7 +126,7 @@ def _rule(
         confirm=confirm,
         approvers=pick("approvers", (ApproverKind.REQUESTER,)),
         # Redaction adds up: a tenant can hide more, never less.
-        redact=(base.redact if base else ()) + (override.redact if override else ()),
+        redact=layers.joined("redact"),
         timeout=timeout if timeout is not None or handoff is None else handoff.timeout,
         deny=pick("deny", False),
         deny_reason=pick("deny_reason", None),
@@ -141,7 +135,7 @@ def _rule(
         source=source,
         mode=mode_of(kind, confirm, gate_all, handoff is not None),
         handoff=handoff,
-        origins=tuple(origins.items()),
+        origins=tuple(layers.origins.items()),
     )
 
 

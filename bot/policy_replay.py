@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from bot.decision import decide
 from bot.policy import Policy
 from bot.policy_cases import ENABLED, surface_of
+from storage.audit import Requested
 
 EXAMPLES = 3
 
@@ -102,7 +103,7 @@ def recorded_label(data: dict[str, Any]) -> str:
 _RUNS_UNASKED = "none"
 
 
-async def replay(rows: AsyncIterator[Any], policy: Policy, examples: int = EXAMPLES) -> Replay:
+async def replay(rows: AsyncIterator[Requested], policy: Policy, examples: int = EXAMPLES) -> Replay:
     """Decide every recorded request again under `policy`; count what changes."""
     found = Replay()
     async for row in rows:

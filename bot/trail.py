@@ -20,7 +20,7 @@ from contracts.wire import ResultReport
 from storage import approvals as ledger
 from storage.audit import Event
 from storage.database import Tx
-from storage.records import delivered_to_json
+from storage.records import Changes
 
 Clock = Callable[[], float]
 
@@ -41,7 +41,7 @@ def record_delivery(tx: Tx, approval_id: str, receipt: Delivered, clock: Clock) 
         rec,
         now,
         [Event(AuditEvent.DELIVERED, {"kind": "system"}, seen)],
-        {"delivered": delivered_to_json(receipt)},
+        Changes(delivered=receipt),
     )
     if rec.closed:
         queue_card_update(tx, rec.id, now)

@@ -53,7 +53,17 @@ class JobWorker:
         self.secret = secret
         contracts = contracts or ContractClient(http, engine.clock)
         self.execution = Execution(engine, contracts, self._finish, self._retry)
-        engine.execute_now = self.execution.start
+        self.executing: set[asyncio.Task[None]] = set()
+
+    async def execute_approved(self, stop: asyncio.Event) -> None:
+        """Send each operation the engine approved (`Engine.to_execute`) at once, each in its
+        own task, until `stop` is set; a job left unsent is the poll's, after its hold ends."""
+        queue = self.engine.to_execute
+        while not stop.is_set():
+            approval_id, claimed = await queue.get()
+            task = asyncio.create_task(self.execution.start(approval_id, claimed))
+            self.executing.add(task)
+            task.add_done_callback(self.executing.discard)
 
     async def run(self, stop: asyncio.Event, poll: float = 1.0) -> None:
         """Work until `stop` is set; sleep until woken or `poll` seconds pass."""

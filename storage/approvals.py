@@ -21,12 +21,12 @@ import sqlalchemy as sa
 
 from contracts.enums import ApprovalMode, ApprovalStatus
 from contracts.errors import AlreadyDecided
-from contracts.ports import SmsRoute
-from storage.audit import Event, chain_rows
+from contracts.ports import Route, SmsRoute
+from storage.audit import AuditRow, Event, chain_rows
 from storage.database import Tx
 from storage.direct import Direct
 from storage.notify import channel_for
-from storage.records import Record, delivery_key
+from storage.records import Changes, Record, delivery_key
 from storage.tables import approvals, audit_events, flags, run_grants
 
 _BY_ID = sa.select(approvals).where(approvals.c.id == sa.bindparam("id"))
@@ -97,9 +97,16 @@ def head(tx: Tx, approval_id: str, *, lock: bool = False) -> Head | None:
     )
 
 
-def made_before(tx: Tx, tenant: str, execution_id: str, tool_call_id: str) -> Any:
-    """The approval row of this call (tenant, execution, tool call id), if it was made before."""
+def row_of_call(tx: Tx, tenant: str, execution_id: str, tool_call_id: str) -> Any:
+    """The raw approvals row of this call (tenant, execution, tool call id), as the driver
+    returns it; `load_call` is the typed read."""
     return _MADE_BEFORE.first(tx, {"tenant": tenant, "execution": execution_id, "call": tool_call_id})
+
+
+def load_call(tx: Tx, tenant: str, execution_id: str, tool_call_id: str) -> Record | None:
+    """The approval of this call (tenant, execution, tool call id), if it was made before."""
+    row = row_of_call(tx, tenant, execution_id, tool_call_id)
+    return Record.from_row(row) if row is not None else None
 
 
 def gated_count(tx: Tx, tenant: str, execution_id: str) -> int:
@@ -108,20 +115,7 @@ def gated_count(tx: Tx, tenant: str, execution_id: str) -> int:
     return int(tx.execute(_GATED_IN_EXECUTION, {"tenant": tenant, "execution": execution_id}).scalar_one())
 
 
-def run_grant(tx: Tx, tenant: str, execution_id: str, tool_key: str, requester: str) -> Any:
-    """The "approve for this run" grant of a tool (its folded name) in an execution, for calls
-    from this requester and conversation, if any."""
-    return tx.execute(
-        sa.select(run_grants).where(
-            run_grants.c.tenant == tenant,
-            run_grants.c.execution_id == execution_id,
-            run_grants.c.tool_name == tool_key,
-            run_grants.c.requester == requester,
-        )
-    ).first()
-
-
-def short_code(tx: Tx, route: Any) -> str:
+def short_code(tx: Tx, route: Route) -> str:
     """Four digits; for SMS, unused among the number's pending requests (replies name it)."""
     if not isinstance(route, SmsRoute):
         return f"{secrets.randbelow(9000) + 1000}"
@@ -160,7 +154,7 @@ def append(
     rec: Record,
     now: float,
     events: list[Event],
-    changes: Mapping[str, Any] | None = None,
+    changes: Changes | None = None,
     *,
     only_pending: bool = False,
 ) -> Record:
@@ -170,7 +164,8 @@ def append(
     fails loudly instead of forking the chain; with `only_pending` it also requires the
     approval to be pending, which is what makes exactly one decision win.
     """
-    values = _chain(tx, rec.id, rec.tenant, rec.audit_seq, rec.audit_head, now, events, changes, only_pending)
+    columns = changes.columns() if changes is not None else None
+    values = _chain(tx, rec.id, rec.tenant, rec.audit_seq, rec.audit_head, now, events, columns, only_pending)
     return rec.replace(**values)
 
 
@@ -298,15 +293,12 @@ def next_expiry(tx: Tx) -> float | None:
     return float(value) if value is not None else None
 
 
-def events_of(tx: Tx, approval_id: str) -> list[Any]:
+def events_of(tx: Tx, approval_id: str) -> list[AuditRow]:
     """An approval's audit rows, oldest first."""
-    return list(
-        tx.execute(
-            sa.select(audit_events)
-            .where(audit_events.c.approval_id == approval_id)
-            .order_by(audit_events.c.seq)
-        )
+    rows = tx.execute(
+        sa.select(audit_events).where(audit_events.c.approval_id == approval_id).order_by(audit_events.c.seq)
     )
+    return [AuditRow.from_row(r) for r in rows]
 
 
 def get_flag(tx: Tx, namespace: str, key: str) -> str | None:

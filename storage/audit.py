@@ -196,7 +196,37 @@ def _parsed(text: str) -> Any:
         return {"unparseable": text}
 
 
-def event_to_json(row: Any) -> dict[str, Any]:
+@dataclass(frozen=True)
+class AuditRow:
+    """One stored link of an approval's audit chain, as read back (JSON text as stored)."""
+
+    approval_id: str
+    tenant: str
+    seq: int
+    at: float
+    event: str
+    actor: str
+    data: str
+    prev_hash: str
+    hash: str
+
+    @classmethod
+    def from_row(cls, row: Any) -> AuditRow:
+        """Build from a row of the audit_events table."""
+        return cls(
+            row.approval_id,
+            row.tenant,
+            row.seq,
+            row.at,
+            row.event,
+            row.actor,
+            row.data,
+            row.prev_hash,
+            row.hash,
+        )
+
+
+def event_to_json(row: AuditRow) -> dict[str, Any]:
     """An audit row as exported (JSONL) and shown by the API."""
     return {
         "approvalId": row.approval_id,
@@ -211,15 +241,15 @@ def event_to_json(row: Any) -> dict[str, Any]:
     }
 
 
-async def events_of(conn: AsyncConnection, approval_id: str) -> list[Any]:
+async def events_of(conn: AsyncConnection, approval_id: str) -> list[AuditRow]:
     """One approval's audit rows, oldest first."""
     result = await conn.execute(
         sa.select(audit_events).where(audit_events.c.approval_id == approval_id).order_by(audit_events.c.seq)
     )
-    return list(result.all())
+    return [AuditRow.from_row(r) for r in result]
 
 
-async def stream_since(conn: AsyncConnection, since: float) -> AsyncIterator[Any]:
+async def stream_since(conn: AsyncConnection, since: float) -> AsyncIterator[AuditRow]:
     """Every audit row at or after `since`, in time order, without loading them all."""
     result = await conn.stream(
         sa.select(audit_events)
@@ -227,10 +257,21 @@ async def stream_since(conn: AsyncConnection, since: float) -> AsyncIterator[Any
         .order_by(audit_events.c.at, audit_events.c.id)
     )
     async for row in result:
-        yield row
+        yield AuditRow.from_row(row)
 
 
-async def stream_requests(conn: AsyncConnection, since: float) -> AsyncIterator[Any]:
+@dataclass(frozen=True)
+class Requested:
+    """A `requested` audit event, as policy replay reads it: which approval, whose, when, and
+    its data (JSON text as stored)."""
+
+    approval_id: str
+    tenant: str
+    at: float
+    data: str
+
+
+async def stream_requests(conn: AsyncConnection, since: float) -> AsyncIterator[Requested]:
     """Every `requested` audit row at or after `since`, oldest first, without loading them all."""
     result = await conn.stream(
         sa.select(audit_events.c.approval_id, audit_events.c.tenant, audit_events.c.at, audit_events.c.data)
@@ -239,4 +280,4 @@ async def stream_requests(conn: AsyncConnection, since: float) -> AsyncIterator[
         .execution_options(yield_per=500)
     )
     async for row in result:
-        yield row
+        yield Requested(row.approval_id, row.tenant, row.at, row.data)

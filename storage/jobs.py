@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import sqlalchemy as sa
@@ -30,6 +30,16 @@ class Job:
     payload: Mapping[str, Any]
     attempts: int
     deadline_at: float
+
+
+@dataclass(frozen=True)
+class Queued:
+    """A job to add with a new approval: its kind, when it is due, until when it is tried."""
+
+    kind: JobKind
+    due: float
+    deadline: float
+    payload: Mapping[str, Any] = field(default_factory=dict)
 
 
 def queue(

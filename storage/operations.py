@@ -85,32 +85,34 @@ def _claim_event(op: OperationRecord) -> Event:
     return Event(AuditEvent.CLAIMED, {"kind": "system"}, {"argumentsDigest": op.arguments_digest})
 
 
-def claimed(op: OperationRecord) -> tuple[str, Event]:
-    """The column value and audit event of an approved operation that is now executing."""
-    return replace(op, state=OperationState.EXECUTING).to_json(), _claim_event(op)
+def claim(op: OperationRecord) -> tuple[OperationRecord, Event]:
+    """An approved operation that is now executing, and the audit event saying so."""
+    return replace(op, state=OperationState.EXECUTING), _claim_event(op)
 
 
-def claimed_and_sending(op: OperationRecord, attempt_key: str) -> tuple[str, list[Event]]:
-    """`claimed` and the first `sending` in one step: the approving replica sends at once."""
-    column, sent = sending(replace(op, state=OperationState.EXECUTING), attempt_key)
-    return column, [_claim_event(op), sent]
+def claimed_and_sending(op: OperationRecord, attempt_key: str) -> tuple[OperationRecord, list[Event]]:
+    """`claim` and the first `sending` in one step: the approving replica sends at once."""
+    counted, sent = sending(replace(op, state=OperationState.EXECUTING), attempt_key)
+    return counted, [_claim_event(op), sent]
 
 
-def sending(op: OperationRecord, attempt_key: str) -> tuple[str, Event]:
+def sending(op: OperationRecord, attempt_key: str) -> tuple[OperationRecord, Event]:
     """Count an `execute` about to leave: a later attempt must ask `status` first."""
     return (
-        replace(op, sent=op.sent + 1).to_json(),
+        replace(op, sent=op.sent + 1),
         Event(
             AuditEvent.EXECUTE_SENT, {"kind": "system"}, {"send": op.sent + 1, "idempotencyKey": attempt_key}
         ),
     )
 
 
-def settled(op: OperationRecord, outcome: OperationOutcome, event: AuditEvent) -> tuple[str, Event]:
+def settled(
+    op: OperationRecord, outcome: OperationOutcome, event: AuditEvent
+) -> tuple[OperationRecord, Event]:
     """Store the application's outcome: final, or `reconciling` while it settles."""
     state = OperationState.DONE if outcome.final else OperationState.RECONCILING
     shown = outcome.model_dump(mode="json")
     return (
-        replace(op, state=state, outcome=shown).to_json(),
+        replace(op, state=state, outcome=shown),
         Event(event, {"kind": "application", "operation": op.name}, {"outcome": shown}),
     )

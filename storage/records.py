@@ -118,6 +118,49 @@ def _decider(by: DecidedBy | None) -> str | None:
 
 
 @dataclass(frozen=True)
+class Decided:
+    """A decision as an append writes it: the new status, when, by whom, with what comment."""
+
+    status: ApprovalStatus
+    at: float
+    by: DecidedBy
+    comment: str | None
+
+
+@dataclass(frozen=True)
+class Changes:
+    """What an append changes besides the audit chain, typed; a field left None is unchanged.
+    Storage turns it into columns (`columns`); nothing above storage builds a column."""
+
+    decided: Decided | None = None
+    operation: OperationRecord | None = None
+    handoff: HandoffState | None = None
+    expires_at: float | None = None
+    delivered: Delivered | None = None
+
+    def columns(self) -> dict[str, Any]:
+        """The approvals table's columns for these changes."""
+        out: dict[str, Any] = {}
+        if self.decided is not None:
+            d = self.decided
+            out |= {
+                "status": d.status.value,
+                "decided_at": d.at,
+                "decided_by": d.by.model_dump_json(exclude_none=True),
+                "comment": d.comment,
+            }
+        if self.handoff is not None:
+            out["handoff"] = self.handoff.model_dump_json()
+        if self.expires_at is not None:
+            out["expires_at"] = self.expires_at
+        if self.operation is not None:
+            out["operation"] = self.operation.to_json()
+        if self.delivered is not None:
+            out["delivered"] = delivered_to_json(self.delivered)
+        return out
+
+
+@dataclass(frozen=True)
 class Record:
     """One approval as stored."""
 

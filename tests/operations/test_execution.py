@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from bot.execution import Execution
 from tests.harness import Harness, cosigner_app, until, until_async
 from tests.operations.application import SECRET, SECRET_ENV, contract_application, policy_for
 from tests.operations.test_lifecycle import decide, proposal, propose
@@ -139,7 +140,7 @@ async def _settled(h: Harness, key: str, aid: str) -> None:
 
 
 async def test_the_approval_counts_its_execute_so_a_sender_lost_before_sending_is_covered_by_status(
-    db_kind: str,
+    db_kind: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Approving claims the `execute` job and counts the first `execute` as sent in the
     # approval's own transaction. Here the replica that approved never sends it (it died
@@ -148,10 +149,10 @@ async def test_the_approval_counts_its_execute_so_a_sender_lost_before_sending_i
     with contract_application() as app:
         async with cosigner_app(policy_for(app.url), database_kind=db_kind, callback_allow=ALLOW) as h:
 
-            async def died_before_sending(approval_id: str, claimed: object = None) -> None:
+            async def died_before_sending(self: Execution, approval_id: str, claimed: object = None) -> None:
                 return None
 
-            h.parts.engine.execute_now = died_before_sending
+            monkeypatch.setattr(Execution, "start", died_before_sending)
             key = await h.create_tenant("acme")
             aid = await started(h, key)
             kinds = [e["event"] for e in await events(h, key, aid)]

@@ -128,7 +128,7 @@ async def test_unreachable_application_is_unavailable_and_keeps_nothing() -> Non
         key = await h.create_tenant("acme")
         r = await propose(h, key, proposal())
         assert r.status_code == 503 and r.json()["error"]["code"] == "OPERATION_UNAVAILABLE"
-        row = await h.engine.db.run_read(lambda tx: ledger.made_before(tx, "acme", "run_1", "c1"))
+        row = await h.engine.db.run_read(lambda tx: ledger.load_call(tx, "acme", "run_1", "c1"))
         assert row is None
 
 

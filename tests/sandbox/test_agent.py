@@ -100,7 +100,11 @@ async def test_the_agent_names_the_fix_when_nothing_listens(sb: Sandbox) -> None
 async def _press_done(http: httpx.AsyncClient) -> None:
     card = (await cards(http))["Handoff: publish_changes"]
     buttons = [e["action_id"] for b in card["blocks"] if b["type"] == "actions" for e in b["elements"]]
-    assert buttons == ["cosigner.done", "cosigner.cancel"]
+    assert buttons == [
+        "cosigner.done",
+        "cosigner.cancel",
+        "cosigner.full_call",
+    ]  # See the full call, as on approval cards
     await until_delivered(http, card)
     r = await http.post(
         "/sandbox/api/click",

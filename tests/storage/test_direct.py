@@ -9,10 +9,13 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from contracts.answers import PolicyDecider
+from contracts.enums import ApprovalStatus
 from storage import approvals as ledger
 from storage.audit import GENESIS, Event
 from storage.database import Conflict
 from storage.direct import Direct
+from storage.records import Changes, Decided
 from storage.tables import approvals, audit_events
 from tests.harness import database
 
@@ -61,7 +64,7 @@ async def test_rows_written_and_read_directly_match_sqlalchemys(db_kind: str) ->
         assert rec.created_at == 1000
 
         def read(tx: Connection) -> tuple[Any, Any, Any, list[Any]]:
-            direct = ledger.made_before(tx, "acme", "run_1", "call_apv_1")
+            direct = ledger.row_of_call(tx, "acme", "run_1", "call_apv_1")
             loaded = ledger.load(tx, "apv_1")
             return direct, loaded, through_sqlalchemy(tx, "apv_1"), ledger.events_of(tx, "apv_1")
 
@@ -70,7 +73,7 @@ async def test_rows_written_and_read_directly_match_sqlalchemys(db_kind: str) ->
         assert type(direct.created_at) is float and direct.created_at == 1000.0
         assert loaded == rec.replace(created_at=1000.0)
         assert [(r.seq, r.event, r.prev_hash) for r in rows] == [(1, "requested", GENESIS)]
-        assert await db.run_read(lambda tx: ledger.made_before(tx, "acme", "run_1", "nope")) is None
+        assert await db.run_read(lambda tx: ledger.row_of_call(tx, "acme", "run_1", "nope")) is None
         assert await db.run_read(lambda tx: ledger.load(tx, "apv_nope")) is None
 
         # The conditional UPDATE: it changes the row only while it is pending and unchanged.
@@ -81,7 +84,7 @@ async def test_rows_written_and_read_directly_match_sqlalchemys(db_kind: str) ->
                 loaded,
                 now,
                 [Event("approved", {"kind": "policy"}, {})],
-                {"status": "approved"},
+                Changes(decided=Decided(ApprovalStatus.APPROVED, now, PolicyDecider(rule="tools.t"), None)),
                 only_pending=True,
             )
         )
@@ -94,7 +97,7 @@ async def test_rows_written_and_read_directly_match_sqlalchemys(db_kind: str) ->
                     loaded,
                     now,
                     [Event("denied", {"kind": "policy"}, {})],
-                    {"status": "denied"},
+                    Changes(decided=Decided(ApprovalStatus.DENIED, now, PolicyDecider(rule="tools.t"), None)),
                     only_pending=True,
                 )
             )

@@ -1,9 +1,7 @@
 """Refuse a JSON-RPC message that two JSON parsers could read differently.
 
-A repeated key (`{"name": "lookup_order", ..., "name": "issue_refund"}`) is read as its
-last value by Python and most parsers and as its first by others; `NaN`, `Infinity` and a
-number too large for a 64-bit float are not JSON at all to some. The gateway checks a call
-against the policy as it parsed it, so a message like that is refused, never resolved by
+What counts as ambiguous is `cosigner.strict_json`, the reader the server uses too. The
+gateway checks a call against the policy as it parsed it, so a message like that is refused, never resolved by
 picking one reading: it is answered with a JSON-RPC error (`-32600`, naming the fix) and
 goes no further. Text that is not JSON is left to the `mcp` SDK, which drops it.
 """
@@ -11,57 +9,31 @@ goes no further. Text that is not JSON is left to the `mcp` SDK, which drops it.
 from __future__ import annotations
 
 import json
-import math
-import re
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from typing import Any, Protocol
+
+from cosigner import strict_json
 
 __all__ = ["GuardedLines", "guard_http", "refusal"]
 
 INVALID_REQUEST = -32600
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,63}")
 
 
 def refusal(text: str | bytes) -> dict[str, Any] | None:
     """The JSON-RPC error answering `text` if it is ambiguous JSON, else None."""
-    problems: list[str] = []
-    top_repeated: set[str] = set()
-
-    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        repeated = set()
-        for key, value in items:
-            if key in out:
-                repeated.add(key)
-                shown = f'the key "{key}"' if _NAME.fullmatch(key) else "a key"
-                problems.append(f"{shown} appears twice in one JSON object; send each key once")
-            out[key] = value
-        top_repeated.clear()
-        top_repeated.update(repeated)  # the last object decoded is the outermost
-        return out
-
-    def constant(name: str) -> None:
-        problems.append(f"{name} is not a JSON number; send a finite number")
-
-    def number(digits: str) -> float:
-        value = float(digits)
-        if not math.isfinite(value):
-            problems.append("a number is too large for a 64-bit float; send a smaller one")
-        return value
-
-    try:
-        message = json.loads(text, object_pairs_hook=pairs, parse_constant=constant, parse_float=number)
-    except (ValueError, RecursionError):
+    reading = strict_json.read(text)
+    if reading.error is not None:
         return None  # not JSON: the SDK's own parser refuses it
-    if not problems:
+    if not reading.ambiguous:
         return None
-    request_id = message.get("id") if isinstance(message, dict) and "id" not in top_repeated else None
+    message = reading.value
+    request_id = message.get("id") if isinstance(message, dict) and "id" not in reading.top_repeated else None
     if not isinstance(request_id, (str, int)) or isinstance(request_id, bool):
         request_id = None
     return {
         "jsonrpc": "2.0",
         "id": request_id,
-        "error": {"code": INVALID_REQUEST, "message": f"refused: {problems[0]}"},
+        "error": {"code": INVALID_REQUEST, "message": f"refused: {reading.problems[0]}"},
     }
 
 

@@ -1,0 +1,89 @@
+"""Closing an approval, the storage side: one locked read before the decision, one write after.
+
+`load` locks the approval's row, reads the clock once it holds the lock, and records the
+surface message that carried the answer (a copy of a handled message changes nothing);
+`write` applies the transition in one conditional UPDATE with its audit events, claims or
+queues the jobs it asks for, records an "approve for this run" grant, and (PostgreSQL)
+notifies the other replicas. Both run inside the same write transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from contracts.enums import ApprovalStatus, JobKind, SurfaceType
+from storage import approvals as ledger
+from storage import inbound, jobs
+from storage.audit import Event
+from storage.database import Tx
+from storage.jobs import Job, Queued
+from storage.records import Changes, Record
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """The approval as locked, the instant read under the lock, and whether the message
+    that carried the answer is new (False: it was handled before)."""
+
+    record: Record
+    now: float
+    first: bool = True
+
+
+@dataclass(frozen=True)
+class Grant:
+    """An "approve for this run" to record: the folded tool name, the requester key, who."""
+
+    tool_key: str
+    requester: str
+    granted_by: str
+
+
+@dataclass(frozen=True)
+class Claim:
+    """An `execute` job the closing caller sends itself: due, deadline, held until."""
+
+    due: float
+    deadline: float
+    locked_until: float
+
+
+def load(
+    tx: Tx, approval_id: str, clock: Callable[[], float], message: tuple[SurfaceType, str] | None = None
+) -> Loaded | None:
+    """Lock and read the approval, then the clock; record `message` (None: no approval)."""
+    rec = ledger.load(tx, approval_id, lock=True)
+    if rec is None:
+        return None
+    now = clock()  # read once the row is locked: the expiry check is against this instant
+    first = message is None or inbound.record(tx, *message, now)
+    return Loaded(rec, now, first)
+
+
+def write(
+    tx: Tx,
+    rec: Record,
+    now: float,
+    events: list[Event],
+    changes: Changes,
+    *,
+    queued: Sequence[Queued] = (),
+    claim: Claim | None = None,
+    grant: Grant | None = None,
+    schema: str | None,
+) -> tuple[Record, Job | None]:
+    """Apply the transition (only while pending), its jobs and grant; the record as it now
+    stands and the `execute` job claimed for the caller, if one was asked for."""
+    rec = ledger.append(tx, rec, now, events, changes, only_pending=True)
+    execute = None
+    if claim is not None:
+        execute = jobs.queue_claimed(
+            tx, JobKind.EXECUTE, rec.id, claim.due, claim.deadline, claim.locked_until
+        )
+    for job in queued:
+        jobs.queue(tx, job.kind, rec.id, job.payload, job.due, job.deadline)
+    if grant is not None and rec.status is ApprovalStatus.APPROVED:
+        ledger.grant_for_run(tx, rec, grant.tool_key, grant.requester, grant.granted_by, now)
+    ledger.notify_closed(tx, schema, rec.id)
+    return rec, execute

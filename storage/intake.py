@@ -1,0 +1,161 @@
+"""Taking a request in, the storage side: one read of what a new call is decided on, one write
+of what was decided.
+
+`load` answers, in one call, every question the decision asks of the database (the earlier
+call with these ids, the execution's count of gated calls, the run grant, the standing deny);
+`write` stores the new approval, builds its row (JSON columns, delivery key, short code),
+chains its first audit events and queues its first jobs. Both run inside the same write
+transaction (`Database.run_write`), so a concurrent create of the same call conflicts instead
+of inserting twice.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlalchemy as sa
+
+from contracts.answers import DecidedBy
+from contracts.denials import Scope
+from contracts.enums import ApprovalMode, ApprovalStatus, ToolKind
+from contracts.handoff import HandoffState
+from contracts.ports import Route
+from storage import approvals as ledger
+from storage import denials, jobs
+from storage.audit import Event
+from storage.database import Tx
+from storage.denials import StandingDeny
+from storage.operations import OperationRecord
+from storage.records import Record, delivery_key, route_to_json
+from storage.tables import run_grants
+
+_RUN_GRANT = sa.select(run_grants.c.approval_id, run_grants.c.granted_by).where(
+    run_grants.c.tenant == sa.bindparam("tenant"),
+    run_grants.c.execution_id == sa.bindparam("execution"),
+    run_grants.c.tool_name == sa.bindparam("tool"),
+    run_grants.c.requester == sa.bindparam("requester"),
+)
+
+
+@dataclass(frozen=True)
+class RunGrant:
+    """An "approve for this run" in force: which approval gave it, and who."""
+
+    approval_id: str
+    granted_by: str
+
+
+@dataclass(frozen=True)
+class Question:
+    """What to load for one call: its ids, and which of the optional answers the rule needs.
+
+    `count` asks for the execution's gated calls (not for a call that needs nobody),
+    `grant` for the run grant of (folded tool name, requester key), `scope` for the standing
+    deny in force where the call would be asked.
+    """
+
+    tenant: str
+    execution_id: str
+    tool_call_id: str
+    count: bool = False
+    grant: tuple[str, str] | None = None
+    scope: Scope | None = None
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Everything a new call is decided on, as the database had it in this transaction."""
+
+    earlier: Record | None = None
+    gated: int = 0
+    grant: RunGrant | None = None
+    standing: StandingDeny | None = None
+
+
+@dataclass(frozen=True)
+class NewApproval:
+    """A new approval as decided, before storage gives it its row, short code and chain."""
+
+    id: str
+    tenant: str
+    execution_id: str
+    tool_call_id: str
+    tool_name: str
+    kind: ToolKind
+    mode: ApprovalMode
+    status: ApprovalStatus
+    parameters: dict[str, Any]
+    digest: str
+    reason: str | None
+    surface: dict[str, Any]
+    route: Route | None
+    policy_rule: str
+    callback_url: str | None
+    created_at: float
+    expires_at: float
+    decided_by: DecidedBy | None
+    trace_id: str | None = None
+    trace_context: str | None = None
+    operation: OperationRecord | None = None
+    handoff: HandoffState | None = None
+    events: Sequence[Event] = ()
+    jobs: Sequence[jobs.Queued] = field(default_factory=tuple)
+
+
+def load(tx: Tx, q: Question) -> Snapshot:
+    """Read, in this transaction, what the call is decided on; an earlier call ends the read
+    (it is replayed, nothing else matters)."""
+    earlier = ledger.load_call(tx, q.tenant, q.execution_id, q.tool_call_id)
+    if earlier is not None:
+        return Snapshot(earlier=earlier)
+    standing = denials.in_force(tx, q.scope) if q.scope is not None else None
+    gated = ledger.gated_count(tx, q.tenant, q.execution_id) if q.count and standing is None else 0
+    grant = None
+    if q.grant is not None and standing is None:
+        tool, requester = q.grant
+        params = {"tenant": q.tenant, "execution": q.execution_id, "tool": tool, "requester": requester}
+        row = tx.execute(_RUN_GRANT, params).first()
+        grant = RunGrant(row.approval_id, row.granted_by) if row is not None else None
+    return Snapshot(gated=gated, grant=grant, standing=standing)
+
+
+def write(tx: Tx, new: NewApproval) -> Record:
+    """Insert the approval with its first audit events and queue its first jobs; return it as
+    stored."""
+    route = new.route
+    values = {
+        "id": new.id,
+        "tenant": new.tenant,
+        "execution_id": new.execution_id,
+        "tool_call_id": new.tool_call_id,
+        "tool_name": new.tool_name,
+        "kind": new.kind.value,
+        "mode": new.mode.value,
+        "status": new.status.value,
+        "parameters": json.dumps(new.parameters, separators=(",", ":")),
+        "parameters_digest": new.digest,
+        "reason": new.reason,
+        "surface": json.dumps(new.surface, separators=(",", ":"), ensure_ascii=False),
+        "route": route_to_json(route) if route else None,
+        "delivered": None,
+        "delivery_key": delivery_key(route) if route else None,
+        "short_code": ledger.short_code(tx, route) if route else "0000",
+        "policy_rule": new.policy_rule,
+        "callback_url": new.callback_url,
+        "created_at": new.created_at,
+        "expires_at": new.expires_at,
+        "decided_at": None if new.decided_by is None else new.created_at,
+        "decided_by": new.decided_by.model_dump_json(exclude_none=True) if new.decided_by else None,
+        "comment": None,
+        "trace_id": new.trace_id,
+        "trace_context": new.trace_context,
+        "operation": new.operation.to_json() if new.operation is not None else None,
+        "handoff": new.handoff.model_dump_json() if new.handoff is not None else None,
+    }
+    rec = ledger.insert_approval(tx, values, list(new.events))
+    for job in new.jobs:
+        jobs.queue(tx, job.kind, new.id, job.payload, job.due, job.deadline)
+    return rec
