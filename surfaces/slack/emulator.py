@@ -17,22 +17,21 @@ import base64
 import contextlib
 import itertools
 import json
-import socket
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl
 
 import httpx
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from surfaces.loopback import LoopbackServer
 from surfaces.slack import emulated_methods, interactions
 from surfaces.slack.emulated_methods import OpenedView, Recorded, Workspace
 from surfaces.slack.openid_provider import OpenIdProvider
@@ -63,13 +62,6 @@ class _State:
     latest: dict[tuple[str, str], Recorded] = field(default_factory=dict)
 
 
-class _QuietServer(uvicorn.Server):
-    # The host process (pytest, `cosigner dev`) owns SIGINT/SIGTERM, not this server.
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
 class SlackEmulator:
     """A fake Slack Web API with Slack's shapes, faults and a record of what it was sent."""
 
@@ -98,8 +90,7 @@ class SlackEmulator:
         self._seq = itertools.count(1)
         self._last_ts = 0.0
         self._state = _State()
-        self._server: uvicorn.Server | None = None
-        self._task: asyncio.Task[None] | None = None
+        self._loopback: LoopbackServer | None = None
         self.port: int | None = None
         self.responses: list[dict[str, Any]] = []
         self.home_tabs: dict[str, dict[str, Any]] = {}  # views.publish: the latest Home tab per user
@@ -317,36 +308,17 @@ class SlackEmulator:
 
     async def start(self) -> None:
         """Bind a free loopback port (port 0) and serve until `stop()`."""
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
-        self.port = sock.getsockname()[1]
-        # log_config=None: uvicorn's own logging setup would replace the handlers `bot.logs` set.
-        config = uvicorn.Config(
-            self.app,
-            log_config=None,
-            log_level="warning",
-            access_log=False,
-            lifespan="off",
-            ws="websockets-sansio",
-        )
-        self._server = _QuietServer(config)
-        self._task = asyncio.create_task(self._server.serve(sockets=[sock]))
-        while not self._server.started:
-            if self._task.done():
-                await self._task
-                raise RuntimeError("the Slack emulator stopped while starting")
-            await asyncio.sleep(0.005)
+        self._loopback = LoopbackServer(self.app, "Slack emulator", ws="websockets-sansio")
+        self.port = await self._loopback.start()
 
     async def stop(self) -> None:
         """Stop serving and release the port."""
         for websocket in list(self._sockets):
             with contextlib.suppress(RuntimeError, WebSocketDisconnect):
                 await websocket.close(code=1001)
-        if self._server is not None and self._task is not None:
-            self._server.should_exit = True
-            await self._task
-        self._server = self._task = None
+        if self._loopback is not None:
+            await self._loopback.stop()
+        self._loopback = None
 
     @property
     def response_url(self) -> str:

@@ -13,26 +13,24 @@ and the text is recorded as the phone shows it, with its quick-reply buttons
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import contextlib
 import json
 import re
 import secrets
-import socket
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import format_datetime
 from typing import Any
 from urllib.parse import parse_qsl
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from surfaces.loopback import LoopbackServer
 from surfaces.sms.text import segments
 
 E164_DIGITS = range(7, 16)
@@ -70,14 +68,6 @@ class _Failure:
     status: int
     code: int | None
     message: str
-
-
-class _QuietServer(uvicorn.Server):
-    # uvicorn.Server.serve() takes over SIGINT/SIGTERM; inside `cosigner dev` that would
-    # steal Ctrl-C from the main server, so the emulator leaves signals alone.
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
 
 
 def _error(status: int, code: int | None, message: str) -> JSONResponse:
@@ -124,28 +114,13 @@ class TwilioEmulator:
     async def running(cls, account_sid: str, auth_token: str) -> AsyncIterator[TwilioEmulator]:
         """Serve an emulator on 127.0.0.1 at a free port (port 0) for the block's duration."""
         emulator = cls(account_sid, auth_token)
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-        # log_config=None: uvicorn's own logging setup would replace the handlers `bot.logs` set.
-        config = uvicorn.Config(
-            emulator.app, log_config=None, log_level="warning", access_log=False, lifespan="off"
-        )
-        server = _QuietServer(config)
-        task = asyncio.create_task(server.serve(sockets=[sock]))
+        server = LoopbackServer(emulator.app, "Twilio emulator")
+        port = await server.start()
         try:
-            while not server.started:
-                if task.done():
-                    task.result()  # re-raise why uvicorn could not start
-                    raise RuntimeError("the Twilio emulator stopped before it started")
-                await asyncio.sleep(0.01)
             emulator.api_url = f"http://127.0.0.1:{port}"
             yield emulator
         finally:
-            server.should_exit = True
-            await task
-            sock.close()
+            await server.stop()
 
     def opt_out(self, number: str) -> None:
         """Treat `number` as having texted STOP: sends to it fail with error 21610."""

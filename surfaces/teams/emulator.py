@@ -10,26 +10,24 @@ Bot Connector does. Point Cosigner at it with `TEAMS_API_URL`.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import itertools
 import json
 import secrets
-import socket
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 import jwt
-import uvicorn
 from cryptography.hazmat.primitives.asymmetric import rsa
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from surfaces.loopback import LoopbackServer
 from surfaces.teams.auth import ISSUER
 
 KEY_ID = "cosigner-emulator"
@@ -60,13 +58,6 @@ class Posted:
         return [a["verb"] for a in self.card.get("actions", []) if a.get("type") == "Action.Execute"]
 
 
-class _QuietServer(uvicorn.Server):
-    # The host process (pytest, `cosigner dev`) owns SIGINT/SIGTERM, not this server.
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
 class TeamsEmulator:
     """A fake Bot Connector with Microsoft's shapes and signatures, and a record of what it was sent."""
 
@@ -87,8 +78,7 @@ class TeamsEmulator:
         self.missing_conversations: set[str] = set()
         self._faults: list[int] = []
         self._seq = itertools.count(1)
-        self._server: uvicorn.Server | None = None
-        self._task: asyncio.Task[None] | None = None
+        self._loopback: LoopbackServer | None = None
         self.port: int | None = None
         self.app = Starlette(
             routes=[
@@ -252,28 +242,14 @@ class TeamsEmulator:
 
     async def start(self) -> None:
         """Bind a free loopback port (port 0) and serve until `stop()`."""
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
-        self.port = sock.getsockname()[1]
-        # log_config=None: uvicorn's own logging setup would replace the handlers `bot.logs` set.
-        config = uvicorn.Config(
-            self.app, log_config=None, log_level="warning", access_log=False, lifespan="off", ws="none"
-        )
-        self._server = _QuietServer(config)
-        self._task = asyncio.create_task(self._server.serve(sockets=[sock]))
-        while not self._server.started:
-            if self._task.done():
-                await self._task
-                raise RuntimeError("the Teams emulator stopped while starting")
-            await asyncio.sleep(0.005)
+        self._loopback = LoopbackServer(self.app, "Teams emulator")
+        self.port = await self._loopback.start()
 
     async def stop(self) -> None:
         """Stop serving and release the port."""
-        if self._server is not None and self._task is not None:
-            self._server.should_exit = True
-            await self._task
-        self._server = self._task = None
+        if self._loopback is not None:
+            await self._loopback.stop()
+        self._loopback = None
 
 
 def _approval_of(card: dict[str, Any]) -> str:
