@@ -16,6 +16,7 @@ from typing import Any
 from bot.checks import ambiguous, lookup
 from bot.durations import format_duration
 from bot.policy import Policy, ToolRule
+from bot.quorum import check_route
 from bot.redaction import REDACTED, redact
 from bot.routing import SmsSender, is_headless, route_for
 from contracts.enums import ApprovalMode, ApproverKind, SurfaceType, ToolKind
@@ -52,7 +53,8 @@ class Ruling:
     threshold: str | None  # decidedBy.rule when allow_below lets the call through
     timeout: float | None
     kinds: tuple[ApproverKind, ...] = ()  # who the route asks: the tool's approvers or headless
-    quorum: int = 1  # one answer decides: this policy format has no quorum
+    quorum: int = 1  # distinct approvers who must approve (the rule's `quorum`)
+    separate_duties: bool = False  # the requester never counts toward the quorum
 
     @property
     def runs_unasked(self) -> bool:
@@ -101,6 +103,7 @@ class Ruling:
             "timeoutSeconds": self.timeout,
             "redact": list(self.rule.redact),
             "quorum": self.quorum,
+            "separateDuties": self.separate_duties,
             "steps": [{"path": s.path, "says": s.says} for s in self.steps],
         }
 
@@ -163,6 +166,11 @@ def decide(
             route = route_for(policy, tenant, rule, surface, enabled, sms or SmsSender())
         except ApprovalModeUnsupported as exc:
             route = exc  # refused only if no threshold decides the call
+        if isinstance(route, Route) and (rule.quorum > 1 or rule.separate_duties):
+            short = check_route(
+                route, _fields(surface), rule.quorum, rule.separate_duties, rule.origin("quorum"), rule.name
+            )
+            route = short or route
         step, kinds = _route_step(policy, tenant, rule, surface, route)
         if threshold is None:
             steps.append(step)
@@ -183,12 +191,15 @@ def decide(
                     if rule.mode is ApprovalMode.ASK
                     else ""
                 )
-                + "; one answer decides (no quorum, no escalation)",
+                + "; "
+                + _quorum_says(rule),
             )
         )
     decided_by = rule.origin("allow_below") if threshold is not None else mode_path
     mode = ApprovalMode.NONE if threshold is not None else rule.mode
     return ruling(
+        quorum=rule.quorum,
+        separate_duties=rule.separate_duties,
         mode=mode,
         deny=False,
         decided_by=decided_by,
@@ -197,6 +208,19 @@ def decide(
         timeout=timeout,
         kinds=() if threshold is not None else kinds,
     )
+
+
+def _fields(surface: object) -> Mapping[str, Any]:
+    dump = getattr(surface, "model_dump", None)
+    return dump(mode="json") if callable(dump) else {}
+
+
+def _quorum_says(rule: ToolRule) -> str:
+    if rule.quorum <= 1:
+        apart = "; the requester's own Approve never counts" if rule.separate_duties else ""
+        return f"one answer decides{apart}"
+    apart = ", never the requester" if rule.separate_duties else ""
+    return f"{rule.quorum} distinct approvers must approve{apart} (quorum); one Deny vetoes"
 
 
 def _found(rule: ToolRule, tool: str) -> Step:

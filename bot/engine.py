@@ -404,6 +404,13 @@ class Engine:
             )
         if done.changed:
             self._closed(done.record, done.execute)
+        elif done.counted:
+            log.info(
+                "approval counted",
+                extra={"approval_id": approval_id, "tenant": done.record.tenant, "status": "pending"},
+            )
+            if done.record.delivered is not None:
+                self.jobs_wakeup.set()  # the card shows the progress
         if done.refusal is not None:
             raise done.refusal
         return done.record

@@ -35,6 +35,9 @@ class OperationRule:
     prepare_timeout: float
     deny: bool
     source: str
+    quorum: int = 1
+    separate_duties: bool = False
+    origins: tuple[tuple[str, str], ...] = ()
 
 
 def _merge(name: str, base: OperationSection, over: OperationOverride | None, source: str) -> OperationRule:
@@ -44,6 +47,8 @@ def _merge(name: str, base: OperationSection, over: OperationOverride | None, so
         # An operation section's own defaults (its model's) stand where neither sets the key.
         return layers.pick(key, getattr(base, key))
 
+    quorum = layers.pick("quorum", 1)
+    separate = layers.pick("separate_duties", None)
     return OperationRule(
         name=name,
         url=pick("url"),
@@ -57,6 +62,9 @@ def _merge(name: str, base: OperationSection, over: OperationOverride | None, so
         prepare_timeout=pick("prepare_timeout"),
         deny=over.deny if over is not None else False,
         source=source,
+        quorum=quorum,
+        separate_duties=separate if separate is not None else quorum > 1,
+        origins=tuple(layers.origins.items()),
     )
 
 

@@ -58,6 +58,10 @@ def tool_rule(engine: Engine, tenant: str, rule: OperationRule) -> ToolRule:
         gate_all=gate_all,
         source=rule.source,
         mode=mode_of(rule.kind, rule.confirm, gate_all),
+        quorum=rule.quorum,
+        separate_duties=rule.separate_duties,
+        # Only the quorum keys' paths: the other keys' origins name tool sections.
+        origins=tuple((k, path) for k, path in rule.origins if k in ("quorum", "separate_duties")),
     )
 
 

@@ -213,6 +213,8 @@ class ToolSection(Table):
     allow_below: AllowBelow | None = None
     description: Text | None = None
     handoff: HandoffSection | None = None
+    quorum: Count | None = None
+    separate_duties: Flag | None = None
 
 
 class ToolOverride(ToolSection):
@@ -253,6 +255,8 @@ class OperationSection(Table):
     execute_timeout: Duration = 30.0
     prepare_timeout: Duration = 10.0
     description: Text | None = None
+    quorum: Count | None = None
+    separate_duties: Flag | None = None
 
 
 class OperationOverride(Table):
@@ -268,6 +272,8 @@ class OperationOverride(Table):
     execute_timeout: Duration | None = None
     prepare_timeout: Duration | None = None
     deny: Flag = False
+    quorum: Count | None = None
+    separate_duties: Flag | None = None
 
 
 class Admins(Table):

@@ -204,7 +204,8 @@ class Tracing:
         if self.tracer is None:
             return
         rec = done.record
-        if isinstance(closing.decided_by, PersonDecider) and (done.changed or done.refusal is not None):
+        answered = done.changed or done.counted or done.refusal is not None
+        if isinstance(closing.decided_by, PersonDecider) and answered:
             self._answer(rec, closing, done, started)
         if done.changed:
             self.closed(rec)

@@ -13,6 +13,7 @@ from contracts.enums import ApprovalMode, ApprovalStatus, DeciderKind, SurfaceTy
 from contracts.handoff import HandoffState
 from contracts.ports import (
     ApprovalCard,
+    ApprovalVote,
     DashboardRoute,
     Delivered,
     Outcome,
@@ -23,6 +24,7 @@ from contracts.ports import (
     TeamsRoute,
 )
 from storage.operations import OperationRecord
+from storage.votes import Vote
 
 
 def ts(seconds: float) -> datetime:
@@ -192,6 +194,9 @@ class Record:
     trace_context: str | None = None
     operation: OperationRecord | None = None
     handoff: HandoffState | None = None
+    quorum: int = 1  # distinct approvers who must approve
+    separate_duties: bool = False  # the requester's own Approve never counts
+    votes: tuple[Vote, ...] = ()  # the approvals counted so far (quorum above 1 only)
 
     @classmethod
     def from_row(cls, row: Any) -> Record:
@@ -225,6 +230,8 @@ class Record:
             trace_context=row.trace_context,
             operation=OperationRecord.from_json(getattr(row, "operation", None)),
             handoff=handoff_from_json(getattr(row, "handoff", None)),
+            quorum=getattr(row, "quorum", None) or 1,
+            separate_duties=bool(getattr(row, "separate_duties", False)),
         )
 
     def replace(self, **columns: Any) -> Record:
@@ -258,6 +265,16 @@ class Record:
             return False
         op = self.operation
         return op is None or self.status is not ApprovalStatus.APPROVED or op.outcome is not None
+
+    def approvals(self) -> tuple[Vote, ...]:
+        """Every Approve that counts, oldest first: the votes toward a quorum above 1, or
+        the one person who approved a request of quorum 1."""
+        if self.votes or self.quorum > 1:
+            return self.votes
+        by = self.decided_by
+        if self.status is ApprovalStatus.APPROVED and isinstance(by, PersonDecider) and self.decided_at:
+            return (Vote(by.userId, by.surface, self.decided_at),)
+        return ()
 
     def triggered_by(self) -> str:
         """Who or what started the run, for cards: `slack:U1`, `sms:+1555…`, `schedule`."""
@@ -300,6 +317,9 @@ class Record:
             preview=self.operation.preview_model if self.operation else None,
             result=self.operation.outcome_model if self.operation else None,
             handoff=self.handoff.card() if self.handoff is not None else None,
+            quorum=self.quorum,
+            separate_duties=self.separate_duties,
+            approvals=tuple(ApprovalVote(v.by, v.surface, ts(v.at)) for v in self.approvals()),
         )
 
     def placed(self) -> Placed | None:

@@ -110,6 +110,7 @@ class AuditEvent(StrEnum):
     RECONCILED = "reconciled"
     HANDOFF_DONE = "handoff_done"  # Done was pressed; the check against `expect` is queued
     HANDOFF_CHECK = "handoff_check"  # what the `expect` endpoint answered
+    APPROVAL_COUNTED = "approval_counted"  # one approver's Approve toward a quorum above 1
 
 
 class OperationState(StrEnum):
