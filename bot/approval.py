@@ -272,8 +272,8 @@ Answered = Refused | Transition | Counted | Unchanged
 def requester_refused(rec: Record) -> NotAnApprover:
     """Separation of duties: whoever asked must not be the one who approves."""
     return NotAnApprover(
-        f"you triggered the run that asks for approval {rec.id}; with separate_duties the "
-        "requester's own Approve never counts: another approver must approve"
+        "the requester's own Approve never counts (separate_duties): another approver must "
+        f"approve; you triggered the run that asks for approval {rec.id}"
     )
 
 
