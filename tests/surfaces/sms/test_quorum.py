@@ -95,7 +95,7 @@ async def test_each_yes_is_answered_with_the_progress_until_the_quorum_is_met(db
 
 
 async def test_one_no_vetoes_after_a_yes(db_kind: str) -> None:
-    async with sms_app(db_kind) as (h, emu, phone):
+    async with sms_app(db_kind) as (h, _, phone):
         key = await h.create_tenant("acme")
         start = await request(h, key, "+15550000099")
         await h.delivered(start["approvalId"], every_message=True)
