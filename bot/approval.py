@@ -358,9 +358,11 @@ def close(
             ledger.append(tx, rec, now, [refused(c.decided_by, answer.error, c.to)]), answer.error, False
         )
     if isinstance(answer, Counted):
-        event = counted_event(c.decided_by, answer.comment, answer.count, answer.quorum)
+        counted = [counted_event(c.decided_by, answer.comment, answer.count, answer.quorum)]
+        if c.also is not None:
+            counted += c.also(tx, rec, now)  # who vouched for the person (an inbox answer)
         show = rec.delivered is not None
-        return Closed(answers.count(tx, rec, now, event, answer.vote, show=show), None, False, counted=True)
+        return Closed(answers.count(tx, rec, now, counted, answer.vote, show=show), None, False, counted=True)
     to, decided_by, comment, refusal = answer.to, answer.decided_by, answer.comment, answer.refusal
     events: list[Event] = [] if refusal is None else [refused(c.decided_by, refusal, c.to)]
     data: dict[str, object] = {"comment": comment}

@@ -62,10 +62,10 @@ def load(
     return Loaded(rec, now, first)
 
 
-def count(tx: Tx, rec: Record, now: float, event: Event, vote: Vote, *, show: bool) -> Record:
-    """Count one Approve toward the quorum (the approval stays pending): its audit event, its
+def count(tx: Tx, rec: Record, now: float, events: list[Event], vote: Vote, *, show: bool) -> Record:
+    """Count one Approve toward the quorum (the approval stays pending): its audit events, its
     row, and (`show`) a card update so the surface shows the progress."""
-    rec = ledger.append(tx, rec, now, [event], None, only_pending=True)
+    rec = ledger.append(tx, rec, now, events, None, only_pending=True)
     votes.add(tx, rec.id, vote)
     if show:
         jobs.queue(tx, JobKind.SHOW, rec.id, {}, now, now + SHOW_WINDOW)
