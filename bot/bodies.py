@@ -44,8 +44,9 @@ def contract_claims(rec: Record) -> dict[str, str]:
 
 
 def approvals_of(rec: Record) -> list[ApprovalGiven]:
-    """Every Approve that counts so far, as the wire shows it."""
-    return [ApprovalGiven(by=v.by, surface=v.surface, at=ts(v.at)) for v in rec.approvals()]
+    """Every Approve counted toward a quorum above 1, as the wire shows it (none for a request
+    one answer decides: `decidedBy` names its approver, and the body keeps its older shape)."""
+    return [ApprovalGiven(by=v.by, surface=v.surface, at=ts(v.at)) for v in rec.votes]
 
 
 def quorum_claims(rec: Record) -> dict[str, object]:

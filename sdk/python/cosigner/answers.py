@@ -39,8 +39,15 @@ class ApprovalGiven(Wire):
     at: Timestamp
 
 
-_QUORUM_DOC = "How many distinct approvers must approve (the policy's `quorum`; 1 unless set)."
-_APPROVALS_DOC = "Every Approve counted so far, oldest first; one entry per approver."
+_QUORUM_DOC = (
+    "How many distinct approvers must approve (the policy's `quorum`); sent only above 1, so a "
+    "request one answer decides keeps the shape older SDKs read."
+)
+_APPROVALS_DOC = "Every Approve counted so far, oldest first; one entry per approver (sent with `quorum`)."
+
+
+def _one(value: Any) -> bool:
+    return value == 1
 
 
 class ApprovalStart(Wire):
@@ -58,8 +65,10 @@ class ApprovalStart(Wire):
     expiresAt: Timestamp
     status: ApprovalStatus
     shortCode: str | None = None
-    quorum: int = Field(default=1, ge=1, description=_QUORUM_DOC)
-    approvals: list[ApprovalGiven] = Field(default_factory=list, description=_APPROVALS_DOC)
+    quorum: int = Field(default=1, ge=1, exclude_if=_one, description=_QUORUM_DOC)
+    approvals: list[ApprovalGiven] = Field(
+        default_factory=list, exclude_if=_empty, description=_APPROVALS_DOC
+    )
     operation: str | None = Field(default=None, exclude_if=_absent)
     preview: Preview | None = Field(default=None, exclude_if=_absent, description="What the person approves.")
     argumentsDigest: str | None = Field(default=None, exclude_if=_absent)
@@ -124,9 +133,10 @@ class Decision(Wire):
     comment: str | None
     parametersDigest: str
     grant: str | None = Field(description="A compact JWS; only when approved.")
-    quorum: int = Field(default=1, ge=1, description=_QUORUM_DOC)
+    quorum: int = Field(default=1, ge=1, exclude_if=_one, description=_QUORUM_DOC)
     approvals: list[ApprovalGiven] = Field(
         default_factory=list,
+        exclude_if=_empty,
         description=_APPROVALS_DOC + " Approved: the approvers who made the quorum; denied: who had "
         "approved before the veto.",
     )
