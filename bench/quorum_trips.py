@@ -149,8 +149,8 @@ async def bench_database(kind: str, args: argparse.Namespace, cores: tuple[int |
                     stack.push_async_callback(made.aclose)
                     agents.append(Agent(made, server.key, server.approver))
                 trips: dict[str, rt.Op] = {
-                    "single": lambda i: agents[i].trip(SINGLE, (REQUESTER,)),
-                    "quorum": lambda i: agents[i].trip(QUORUM, ADMINS),
+                    "single": lambda i, agents=agents: agents[i].trip(SINGLE, (REQUESTER,)),
+                    "quorum": lambda i, agents=agents: agents[i].trip(QUORUM, ADMINS),
                 }
                 rates = {}
                 for name, trip in trips.items():

@@ -47,7 +47,7 @@ _APPROVALS_DOC = "Every Approve counted so far, oldest first; one entry per appr
 
 
 def _one(value: Any) -> bool:
-    return value == 1
+    return bool(value == 1)
 
 
 class ApprovalStart(Wire):
