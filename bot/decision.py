@@ -174,6 +174,8 @@ def decide(
         step, kinds = _route_step(policy, tenant, rule, surface, route)
         if threshold is None:
             steps.append(step)
+    if threshold is None and (rule.quorum > 1 or rule.separate_duties):
+        steps.append(_quorum_step(rule))
     timeout = None
     if threshold is None and surface is not None and not isinstance(route, ApprovalModeUnsupported):
         on = route.surface if route is not None else SurfaceType(getattr(surface, "type", "api"))
@@ -217,10 +219,17 @@ def _fields(surface: object) -> Mapping[str, Any]:
 
 def _quorum_says(rule: ToolRule) -> str:
     if rule.quorum <= 1:
-        apart = "; the requester's own Approve never counts" if rule.separate_duties else ""
-        return f"one answer decides{apart}"
-    apart = ", never the requester" if rule.separate_duties else ""
-    return f"{rule.quorum} distinct approvers must approve{apart} (quorum); one Deny vetoes"
+        return "one answer decides"
+    return "each approver's Approve is counted once, as it comes"
+
+
+def _quorum_step(rule: ToolRule) -> Step:
+    """Who must approve: a quorum of distinct approvers, and whether the requester counts."""
+    apart = ", never the requester (separate_duties)" if rule.separate_duties else ""
+    if rule.quorum > 1:
+        says = f"{rule.quorum} distinct approvers must approve{apart}; one Deny vetoes"
+        return Step(rule.origin("quorum"), says)
+    return Step(rule.origin("separate_duties"), "true: one approver decides, never the requester")
 
 
 def _found(rule: ToolRule, tool: str) -> Step:

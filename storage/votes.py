@@ -14,15 +14,18 @@ import sqlalchemy as sa
 
 from contracts.enums import SurfaceType
 from storage.database import Tx
+from storage.direct import Direct
 from storage.tables import approval_votes
 
-_OF = (
+# Every answer to a quorum and every read of one run these: straight to the driver on SQLite.
+_OF = Direct(
     sa.select(
         approval_votes.c.approval_id, approval_votes.c.approver, approval_votes.c.surface, approval_votes.c.at
     )
     .where(approval_votes.c.approval_id == sa.bindparam("id"))
     .order_by(approval_votes.c.at, approval_votes.c.approver)
 )
+_ADD = Direct(approval_votes.insert(), ("approval_id", "approver", "surface", "at"))
 _OF_MANY = (
     sa.select(
         approval_votes.c.approval_id, approval_votes.c.approver, approval_votes.c.surface, approval_votes.c.at
@@ -43,7 +46,7 @@ class Vote:
 
 def of(tx: Tx, approval_id: str) -> tuple[Vote, ...]:
     """The approvals counted for one request, oldest first."""
-    rows = tx.execute(_OF, {"id": approval_id}).all()
+    rows = _OF.all(tx, {"id": approval_id})
     return tuple(Vote(r.approver, SurfaceType(r.surface), r.at) for r in rows)
 
 
@@ -59,7 +62,6 @@ def of_many(tx: Tx, approval_ids: Collection[str]) -> dict[str, tuple[Vote, ...]
 
 def add(tx: Tx, approval_id: str, vote: Vote) -> None:
     """Count one approver's Approve (the caller holds the approval's lock)."""
-    tx.execute(
-        approval_votes.insert(),
-        {"approval_id": approval_id, "approver": vote.by, "surface": vote.surface.value, "at": vote.at},
+    _ADD.rowcount(
+        tx, {"approval_id": approval_id, "approver": vote.by, "surface": vote.surface.value, "at": vote.at}
     )

@@ -61,7 +61,11 @@ def test_the_ruling_carries_the_quorum_and_refuses_a_route_too_small_for_it() ->
     ruling = decide(policy, "acme", "delete_account", {}, ann, enabled=("slack",))
     assert ruling.quorum == 2 and ruling.separate_duties and isinstance(ruling.route, Route)
     assert ruling.to_json()["quorum"] == 2
-    assert any("2 distinct approvers must approve, never the requester" in s.says for s in ruling.steps)
+    assert any(
+        s.path == "tools.delete_account.quorum"
+        and s.says == "2 distinct approvers must approve, never the requester (separate_duties); one Deny vetoes"
+        for s in ruling.steps
+    )
     three = load_policy(
         BASE.replace("quorum = 2\n\n[tools.issue_refund]", "quorum = 3\n\n[tools.issue_refund]")
     )
