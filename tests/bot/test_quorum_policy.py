@@ -63,7 +63,8 @@ def test_the_ruling_carries_the_quorum_and_refuses_a_route_too_small_for_it() ->
     assert ruling.to_json()["quorum"] == 2
     assert any(
         s.path == "tools.delete_account.quorum"
-        and s.says == "2 distinct approvers must approve, never the requester (separate_duties); one Deny vetoes"
+        and s.says
+        == "2 distinct approvers must approve, never the requester (separate_duties); one Deny vetoes"
         for s in ruling.steps
     )
     three = load_policy(
