@@ -28,9 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from bot.approval import Closed, Closing
-from bot.telemetry import tracer_provider
-from bot.tracing import Tracing
+from bot.approvals.lifecycle import Closed, Closing
+from bot.observability.telemetry import tracer_provider
+from bot.observability.tracing import Tracing
 from contracts.answers import PersonDecider
 from contracts.enums import ApprovalMode, ApprovalStatus, SurfaceType, ToolKind
 from contracts.ports import DashboardRoute

@@ -26,10 +26,10 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import create_async_engine
 from starlette.applications import Starlette
 
-from bot.app import Parts, SurfaceFactory, build_app, parts_of
-from bot.desk import Desk
-from bot.engine import Engine
-from bot.policy import load_policy
+from bot.approvals.desk import Desk
+from bot.approvals.engine import Engine
+from bot.http.app import Parts, SurfaceFactory, build_app, parts_of
+from bot.policy.rules import load_policy
 from bot.settings import Settings
 from contracts.ports import Delivered
 from storage.database import Database

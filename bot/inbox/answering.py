@@ -1,4 +1,4 @@
-"""An inbox answer: the dashboard surface's checks (`bot.approval`), for the signed-in person.
+"""An inbox answer: the dashboard surface's checks (`bot.approvals.lifecycle`), for the signed-in person.
 
 The tenant is checked first (a request of a tenant the person does not belong to is "not
 found", never answered), then the same `check_dashboard` and `check_verdict` the decision
@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from bot import approval, denials
-from bot.approval import Closing
-from bot.engine import Engine
+from bot.approvals import denials
+from bot.approvals import lifecycle as approval
+from bot.approvals.engine import Engine
+from bot.approvals.lifecycle import Closing
 from bot.inbox.people import Person, dashboard_id
 from contracts.answers import PersonDecider
 from contracts.enums import ApprovalStatus, AuditEvent, SurfaceType, Verdict

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from bot.grants import callback_secret
+from bot.approvals.grants import callback_secret
 from cosigner.webhooks import verify_request
 from tests.handoff_world import (
     EXPECT_SECRET,

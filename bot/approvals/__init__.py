@@ -1,0 +1,3 @@
+"""Approvals: the engine, one approval's life (intake, answers, close), its bodies, grants,
+trail, standing denies, and the desk surfaces answer through.
+"""

@@ -1,0 +1,3 @@
+"""Egress: where outbound requests may go (URL and address checks) and the pinned client they
+leave through.
+"""

@@ -1,0 +1,1 @@
+"""Handoffs: Done claimed once, then checked against the application's `expect` URL."""

@@ -1,0 +1,1 @@
+"""Test support that runs inside a real server: the stepped clock. Never on in production."""

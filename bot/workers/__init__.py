@@ -1,0 +1,1 @@
+"""Background work: the job outbox's worker and the expiry sweep."""
