@@ -13,11 +13,10 @@ from typing import Any, TypeVar
 from bot.approvals import denials
 from bot.approvals.engine import Engine
 from bot.approvals.lifecycle import Closing, check_answer, check_reader
-from bot.handoffs import lifecycle as handoff
 from contracts.answers import PersonDecider
 from contracts.denials import Denial
 from contracts.enums import ApprovalStatus, AuditEvent, SurfaceType, Verdict
-from contracts.errors import ApprovalNotFound
+from contracts.errors import ApprovalNotFound, InvalidRequest
 from contracts.ports import Answer, ApprovalCard, Delivered, Look, Placed
 from storage import approvals as ledger
 from storage import inbound, sms_state
@@ -49,12 +48,14 @@ class Desk:
         team = (answer.actor_org or answer.org) if surface is SurfaceType.SLACK else None
         actor = PersonDecider(surface=surface, userId=answer.actor, teamId=team or None)
         if answer.verdict is Verdict.DONE:
-            return await handoff.press_done(
+            if self.engine.handoffs is None:
+                raise InvalidRequest("handoffs need COSIGNER_SECRET on this server")
+            return await self.engine.handoffs.press_done(
                 self.engine,
                 answer.approval_id,
                 actor,
                 lambda rec: check_answer(rec, answer),
-                inbound_of(answer),
+                message=inbound_of(answer),
             )
         # Only the two approving verdicts approve; cancel cancels; any other (deny, always
         # deny) denies.

@@ -21,15 +21,21 @@ from bot.approvals.grants import GrantSigner
 from bot.approvals.intake import Call, Intake, create_tx
 from bot.approvals.lifecycle import Closing
 from bot.approvals.notifier import Notifier
-from bot.egress.urls import AllowList
+from bot.egress import AllowList
+from bot.observability import Answered, Metrics, Tracing
 from bot.observability.activity import Activity, Answer, Step
-from bot.observability.metrics import Metrics
-from bot.observability.tracing import Tracing
-from bot.policy.checks import callback_allowed, json_limits, surface_belongs
-from bot.policy.decision import Ruling, decide, differences
-from bot.policy.redaction import redact
-from bot.policy.routing import SmsSender
-from bot.policy.rules import Policy, ToolRule
+from bot.policy import (
+    Policy,
+    Ruling,
+    SmsSender,
+    ToolRule,
+    callback_allowed,
+    decide,
+    differences,
+    json_limits,
+    redact,
+    surface_belongs,
+)
 from contracts.answers import (
     AgentDecider,
     Decision,
@@ -89,9 +95,10 @@ class HandoffKind(Protocol):
         decider: PersonDecider,
         check: Callable[[Record], None],
         *,
-        tenant: str,
+        tenant: str | None = None,
+        message: tuple[SurfaceType, str] | None = None,
     ) -> ApprovalCard:
-        """Done pressed on the dashboard."""
+        """Done pressed: on the dashboard (`tenant`), or on a surface (`message` carried it)."""
         ...
 
 
@@ -390,7 +397,9 @@ class Engine:
                 send_execute=self.executes,
             )
         )
-        self.tracing.after_close(closing, done, started)
+        self.tracing.after_close(
+            done.record, Answered(closing.decided_by, closing.to, done.refusal, done.changed), started
+        )
         if isinstance(closing.decided_by, PersonDecider) and log.isEnabledFor(logging.DEBUG):
             refused = str(done.refusal.code) if done.refusal is not None else None
             log.debug(

@@ -16,9 +16,8 @@ from bot.approvals.bodies import actor_of
 from bot.approvals.denials import decider as standing_decider
 from bot.approvals.lifecycle import new_id
 from bot.approvals.run_grants import requester_key
-from bot.observability.trace_ids import NO_TRACE, ApprovalTrace
-from bot.policy.decision import Ruling
-from bot.policy.rules import Policy, ToolRule
+from bot.observability import NO_TRACE, ApprovalTrace
+from bot.policy import Policy, Ruling, ToolRule
 from contracts.answers import DecidedBy, PolicyDecider
 from contracts.denials import scope_of
 from contracts.enums import ApprovalMode, ApprovalStatus, AuditEvent, JobKind, SurfaceType

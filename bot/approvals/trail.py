@@ -11,8 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from bot.approvals.lifecycle import queue_card_update
-from bot.policy.redaction import redact
-from bot.policy.rules import Policy
+from bot.policy import Policy, redact
 from contracts.enums import ApprovalStatus, AuditEvent
 from contracts.errors import AlreadyDecided, ApprovalNotFound, ApprovalPending
 from contracts.ports import Delivered

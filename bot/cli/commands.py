@@ -13,12 +13,11 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from bot.approvals.grants import callback_secret
+from bot.approvals import callback_secret
 from bot.cli import denials as denial_cli
 from bot.cli import policy as policy_cli
-from bot.http.server import ListenError, valid_port
-from bot.http.tenants import IssuedKey, NewTenant, TenantKeys
-from bot.policy.rules import Policy, load_policy, load_policy_file
+from bot.http import IssuedKey, ListenError, NewTenant, TenantKeys, valid_port
+from bot.policy import Policy, load_policy, load_policy_file
 from bot.settings import Settings, SettingsError, load_settings
 from contracts.enums import KeyScope
 from contracts.errors import CosignerError, PolicyError
@@ -73,9 +72,8 @@ def serve(args: argparse.Namespace) -> int:
     """Run the server."""
     import uvicorn
 
-    from bot.http.app import announce, build_app
-    from bot.http.server import Server, bind
-    from bot.observability.logs import configure
+    from bot.http import Server, announce, bind, build_app
+    from bot.observability import configure
 
     settings = load_settings()
     configure(settings.log_level)
@@ -93,7 +91,7 @@ def serve(args: argparse.Namespace) -> int:
     clock: Callable[[], float] = time.time
     extra_routes: list[BaseRoute] = []
     if settings.test_clock is not None:
-        from bot.testing.stepped_clock import SteppedClock, is_loopback
+        from bot.testing import SteppedClock, is_loopback
 
         if not is_loopback(args.host):
             raise UsageError(
@@ -132,7 +130,7 @@ def serve(args: argparse.Namespace) -> int:
 
 def dev(args: argparse.Namespace) -> int:
     """Run the sandbox: SQLite, the bundled emulators, a sample policy, a demo tenant."""
-    from bot.dev.sandbox import run_dev
+    from bot.dev import run_dev
 
     return int(run_dev(host=args.host, port=args.port, data_dir=args.data))
 
@@ -161,7 +159,7 @@ async def _require_schema(db: Database) -> None:
         return
     current, newest = await db.revision(), head_revision()
     if current != newest:
-        from bot.http.app import ConfigurationError
+        from bot.http import ConfigurationError
 
         found = "no schema" if current is None else f"schema revision {current}"
         raise ConfigurationError(
@@ -467,7 +465,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     except Exception as exc:
-        from bot.http.app import ConfigurationError
+        from bot.http import ConfigurationError
 
         if isinstance(exc, ConfigurationError):
             print(f"error: {exc}", file=sys.stderr)

@@ -9,8 +9,8 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
-from bot.approvals.denials import Denials, setter
-from bot.http.tenants import TenantKeys
+from bot.approvals import Denials, setter
+from bot.http import TenantKeys
 from storage.database import Database
 from storage.denials import StandingDeny
 from storage.records import iso

@@ -12,11 +12,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bot.policy.cases import ENABLED, CaseFileError, junit, load_cases, parse_surface, run_cases
-from bot.policy.decision import decide
-from bot.policy.durations import parse_duration
-from bot.policy.replay import EXAMPLES, replay
-from bot.policy.rules import Policy, load_policy_file
+from bot.policy import (
+    ENABLED,
+    EXAMPLES,
+    CaseFileError,
+    Policy,
+    decide,
+    junit,
+    load_cases,
+    load_policy_file,
+    parse_duration,
+    parse_surface,
+    replay,
+    run_cases,
+)
 from bot.settings import load_settings
 from storage.audit import stream_requests
 from storage.database import Database, head_revision, missing_sqlite_file, safe_url

@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from bot.http.decoding import decode_json, read_body
+from bot.http import decode_json, read_body
 from contracts.errors import InvalidRequest
 from surfaces.slack.emulator import SlackEmulator
 from surfaces.sms.caller import TwilioCaller

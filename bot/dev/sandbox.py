@@ -28,14 +28,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 
-from bot.approvals.grants import GrantSigner, callback_secret
+from bot.approvals import GrantSigner, callback_secret
 from bot.dev.page import SandboxPage
 from bot.dev.teams import APP_ID, APP_PASSWORD, HOME_TENANT, TeamsPane
-from bot.egress.urls import LOOPBACK_ALLOW
-from bot.http.app import build_app, parts_of
-from bot.http.server import ListenError, Server, bind
-from bot.http.tenants import TenantKeys
-from bot.policy.rules import Policy, load_policy
+from bot.egress import LOOPBACK_ALLOW
+from bot.http import ListenError, Server, TenantKeys, bind, build_app, parts_of
+from bot.policy import Policy, load_policy
 from bot.settings import DEV_SECRET, Settings
 from surfaces.slack.emulator import SlackEmulator
 from surfaces.sms.emulator import TwilioEmulator
@@ -363,7 +361,7 @@ async def _serve(host: str, port: int, data_dir: str) -> int:
 
 def run_dev(host: str, port: int, data_dir: str) -> int:
     """Run the sandbox until Ctrl-C; the exit code for `cosigner dev`."""
-    from bot.observability.logs import configure
+    from bot.observability import configure
 
     configure(readable=True)
     try:

@@ -20,13 +20,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from bot.approvals.bodies import actor_of
-from bot.approvals.lifecycle import Closing, closed_error, new_id, refused, stored
-from bot.egress.transport import Egress, EgressFailed
-from bot.egress.urls import EgressRefused
-from bot.observability.tracing import SpanName, expect_outcome
-from bot.policy.redaction import redact
-from bot.policy.rules import ToolRule
+from bot.approvals import Closing, actor_of, closed_error, new_id, refused, stored
+from bot.egress import Egress, EgressFailed, EgressRefused
+from bot.observability import SpanName, expect_outcome
+from bot.policy import ToolRule, redact
 from contracts.answers import PersonDecider, decider_from_json
 from contracts.enums import ApprovalStatus, AuditEvent, JobKind, SurfaceType
 from contracts.errors import AlreadyDecided, ApprovalNotFound, CosignerError, InvalidRequest
@@ -42,7 +39,7 @@ from storage.records import Changes, Record, ts
 from storage.sealing import TokenSeal
 
 if TYPE_CHECKING:
-    from bot.approvals.engine import Engine
+    from bot.approvals import Engine
 
 log = logging.getLogger("cosigner.handoff")
 
@@ -186,10 +183,17 @@ class Handoffs:
         return state_for(rule, req.parameters, self.seal, context)
 
     async def press_done(
-        self, engine: Engine, approval_id: str, decider: PersonDecider, check: Check, *, tenant: str
+        self,
+        engine: Engine,
+        approval_id: str,
+        decider: PersonDecider,
+        check: Check,
+        *,
+        tenant: str | None = None,
+        message: tuple[SurfaceType, str] | None = None,
     ) -> ApprovalCard:
-        """Done pressed on the dashboard: claim the check (`press_done`)."""
-        return await press_done(engine, approval_id, decider, check, tenant=tenant)
+        """Done pressed on the dashboard or a surface: claim the check (`press_done`)."""
+        return await press_done(engine, approval_id, decider, check, message, tenant=tenant)
 
 
 async def verify(engine: Engine, http: Egress, job: Job) -> None:

@@ -15,14 +15,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from bot.approvals.bodies import Start, decision_body, start_body
-from bot.approvals.engine import Engine
+from bot.approvals import Engine, Start, decision_body, start_body
 from bot.http.decoding import decode_json, parse, read_body
 from bot.http.denial_routes import denial_handlers
 from bot.http.openapi import ANY_SCOPE, ENDPOINTS
 from bot.http.tenants import TenantKeys
-from bot.observability.tracing import SpanName
-from bot.operations.proposals import Proposals
+from bot.observability import SpanName
+from bot.operations import Proposals
 from contracts.answers import AdmitResponse, AuditEvent, AuditTrail, Jwks, ResultRecorded
 from contracts.enums import KeyScope
 from contracts.errors import ApprovalNotFound, CosignerError, InvalidRequest, WrongKeyScope

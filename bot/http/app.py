@@ -21,27 +21,18 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from bot.approvals.desk import Desk
-from bot.approvals.engine import Engine
-from bot.approvals.grants import GrantSigner
-from bot.approvals.notifier import Notifier
-from bot.egress.transport import Egress, callback_client
-from bot.egress.urls import parse_allow_list
-from bot.handoffs.lifecycle import Handoffs
+from bot.approvals import Desk, Engine, GrantSigner, Notifier
+from bot.egress import Egress, callback_client, parse_allow_list
+from bot.handoffs import Handoffs
 from bot.http.api import JSON, Api
 from bot.http.openapi import openapi
 from bot.http.tenants import TenantKeys
-from bot.inbox import inbox_mount
-from bot.inbox.site import not_configured_message
-from bot.observability.metrics import Metrics
-from bot.observability.telemetry import otlp_provider
-from bot.observability.tracing import Tracing
-from bot.operations.contract_client import ContractClient
-from bot.operations.proposals import Proposals
-from bot.policy.routing import SmsSender
-from bot.policy.rules import Policy
+from bot.inbox import inbox_mount, not_configured_message
+from bot.observability import Metrics, Tracing, otlp_provider
+from bot.operations import ContractClient, Proposals
+from bot.policy import Policy, SmsSender
 from bot.settings import Settings
-from bot.workers.jobs import ExpirySweeper, JobWorker
+from bot.workers import ExpirySweeper, JobWorker
 from contracts.answers import ErrorBody
 from contracts.enums import ErrorCode
 from contracts.errors import CosignerError

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 
-from bot.policy.redaction import redact
+from bot.policy import redact
 from contracts.enums import SurfaceType
 from contracts.errors import InvalidRequest
 from cosigner import strict_json

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import Response
 
-from bot.approvals.denials import Denials, to_wire
+from bot.approvals import Denials, to_wire
 from contracts.denials import DenialList
 
 Endpoint = Callable[[Request, str], Awaitable[Response]]

@@ -5,6 +5,6 @@ history and standing denies, answered through the same checks as every surface.
 middleware lives inside the mount, so no other route sees a cookie.
 """
 
-from bot.inbox.site import inbox_mount
+from bot.inbox.site import inbox_mount, not_configured_message
 
-__all__ = ["inbox_mount"]
+__all__ = ["inbox_mount", "not_configured_message"]

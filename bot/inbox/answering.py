@@ -9,10 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from bot.approvals import denials
+from bot.approvals import Closing, Engine, denials
 from bot.approvals import lifecycle as approval
-from bot.approvals.engine import Engine
-from bot.approvals.lifecycle import Closing
 from bot.inbox.people import Person, dashboard_id
 from contracts.answers import PersonDecider
 from contracts.enums import ApprovalStatus, AuditEvent, SurfaceType, Verdict

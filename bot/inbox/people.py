@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bot.policy.rules import Policy
+from bot.policy import Policy
 from contracts.ports import DashboardRoute, SlackRoute
 from storage.records import Record
 

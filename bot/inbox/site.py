@@ -26,7 +26,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response, Stream
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from bot.approvals.engine import Engine
+from bot.approvals import Engine
 from bot.inbox import answering, session
 from bot.inbox.people import Person, SignInRefused, names_on_slack, tenants_of
 from bot.inbox.signin import SignIn

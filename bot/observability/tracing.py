@@ -21,8 +21,9 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -33,15 +34,12 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 from opentelemetry.util.types import AttributeValue
 
 from bot.observability.trace_ids import NO_TRACE, ApprovalIds, ApprovalTrace, StoredTrace
-from contracts.answers import PersonDecider, SystemDecider
+from contracts.answers import DecidedBy, PersonDecider, SystemDecider
 from contracts.enums import ApprovalStatus, ErrorCode
 from contracts.errors import CosignerError
 from storage import approvals as ledger
 from storage.database import Database
 from storage.records import Record
-
-if TYPE_CHECKING:
-    from bot.approvals.lifecycle import Closed, Closing
 
 log = logging.getLogger("cosigner.tracing")
 T = TypeVar("T")
@@ -110,6 +108,17 @@ def approval_attributes(rec: Record) -> dict[str, AttributeValue]:
     if isinstance(rec.decided_by, SystemDecider):
         attrs["error.type"] = rec.decided_by.code
     return attrs
+
+
+@dataclass(frozen=True, slots=True)
+class Answered:
+    """What a close did, as its spans tell it: who answered, the status asked for, a refusal,
+    and whether the approval closed."""
+
+    decided_by: DecidedBy
+    wanted: ApprovalStatus
+    refusal: CosignerError | None
+    changed: bool
 
 
 class Tracing:
@@ -199,18 +208,17 @@ class Tracing:
         """Now in nanoseconds when tracing, else 0 (the no-op path reads no clock)."""
         return time.time_ns() if self.tracer is not None else 0
 
-    def after_close(self, closing: Closing, done: Closed, started: int) -> None:
+    def after_close(self, rec: Record, answer: Answered, started: int) -> None:
         """A person's answer as a child span (accepted, or refused with its code), and the
-        approval span once it closed."""
+        approval span once it closed (`rec` as it now stands)."""
         if self.tracer is None:
             return
-        rec = done.record
-        if isinstance(closing.decided_by, PersonDecider) and (done.changed or done.refusal is not None):
-            self._answer(rec, closing, done, started)
-        if done.changed:
+        if isinstance(answer.decided_by, PersonDecider) and (answer.changed or answer.refusal is not None):
+            self._answer(rec, answer.decided_by, answer, started)
+        if answer.changed:
             self.closed(rec)
 
-    def _answer(self, rec: Record, closing: Closing, done: Closed, started: int) -> None:
+    def _answer(self, rec: Record, person: PersonDecider, answer: Answered, started: int) -> None:
         assert self.tracer is not None
         stored = StoredTrace.of(rec)
         if stored is None or not stored.sampled:
@@ -221,18 +229,17 @@ class Tracing:
             SpanName.ANSWER.value, context=stored.under(), links=links, start_time=started
         )
         if span.is_recording():
-            assert isinstance(closing.decided_by, PersonDecider)
-            accepted = done.refusal is None
+            accepted = answer.refusal is None
             span.set_attributes(
                 {
                     "cosigner.approval.id": rec.id,
-                    "cosigner.surface": closing.decided_by.surface.value,
-                    "cosigner.answer.wanted": closing.to.value,
+                    "cosigner.surface": person.surface.value,
+                    "cosigner.answer.wanted": answer.wanted.value,
                     "cosigner.answer.accepted": accepted,
                 }
             )
-            if done.refusal is not None:
-                span.set_attribute("error.type", str(done.refusal.code))
+            if answer.refusal is not None:
+                span.set_attribute("error.type", str(answer.refusal.code))
         span.end()
 
     async def run(

@@ -14,9 +14,8 @@ from collections.abc import Callable, Mapping
 
 from pydantic import BaseModel, ValidationError
 
-from bot.approvals.lifecycle import new_id
-from bot.egress.transport import Answer, Egress, EgressFailed, Unreached
-from bot.egress.urls import EgressRefused
+from bot.approvals import new_id
+from bot.egress import Answer, Egress, EgressFailed, EgressRefused, Unreached
 from contracts.enums import ErrorCode
 from contracts.operations import (
     ExecuteCall,

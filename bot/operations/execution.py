@@ -17,9 +17,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
-from bot.approvals.engine import Engine
-from bot.approvals.lifecycle import EXECUTE_GRACE, queue_callback, queue_card_update, queue_execution
-from bot.observability.tracing import SpanName, outcome_type
+from bot.approvals import EXECUTE_GRACE, Engine, queue_callback, queue_card_update, queue_execution
+from bot.observability import SpanName, outcome_type
 from bot.operations.contract_client import ApplicationFailed, ContractClient
 from contracts.answers import Decision
 from contracts.enums import AuditEvent, JobKind, OperationState

@@ -14,16 +14,19 @@ from __future__ import annotations
 import json
 import logging
 
-from bot.approvals.bodies import Start
-from bot.approvals.engine import Engine
-from bot.approvals.lifecycle import new_id
-from bot.observability.tracing import SpanName, answered
+from bot.approvals import Engine, Start, new_id
+from bot.observability import SpanName, answered
 from bot.operations.contract_client import ApplicationFailed, ContractClient, PrepareCall, Rejected
-from bot.policy.checks import callback_allowed, json_limits, surface_belongs
-from bot.policy.operation_rules import OperationRule
-from bot.policy.redaction import redact
-from bot.policy.routing import route_for
-from bot.policy.rules import ToolRule, mode_of
+from bot.policy import (
+    OperationRule,
+    ToolRule,
+    callback_allowed,
+    json_limits,
+    mode_of,
+    redact,
+    route_for,
+    surface_belongs,
+)
 from contracts.answers import Decision
 from contracts.enums import ApprovalMode, SurfaceType
 from contracts.errors import (

@@ -7,7 +7,7 @@ import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
-from bot.egress.urls import AllowList, EgressRefused, check_url
+from bot.egress import AllowList, EgressRefused, check_url
 from bot.policy.redaction import measure
 from bot.policy.rules import Policy
 from contracts.digest import CanonicalFormError, canonical_json

@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from bot.http.app import parts_of
+from bot.http import parts_of
 
 log = logging.getLogger("cosigner.clock")
 LOOPBACK_NAMES = {"localhost"}

@@ -11,14 +11,11 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 
-from bot.approvals.engine import Engine
-from bot.approvals.grants import callback_secret
-from bot.egress.transport import Egress, EgressFailed
-from bot.egress.urls import EgressRefused
+from bot.approvals import Engine, callback_secret
+from bot.egress import Egress, EgressFailed, EgressRefused
 from bot.handoffs import lifecycle as handoff
-from bot.observability.tracing import SpanName, delivery_outcome, http_outcome
-from bot.operations.contract_client import ContractClient
-from bot.operations.execution import Execution
+from bot.observability import SpanName, delivery_outcome, http_outcome
+from bot.operations import ContractClient, Execution
 from contracts.enums import AuditEvent, ErrorCode, JobKind
 from contracts.errors import CosignerError, SurfaceUnavailable
 from contracts.ports import SurfaceAdapter
