@@ -141,8 +141,7 @@ class Harness:
     def advance(self, seconds: float) -> None:
         """Move the app's clock forward and wake its expiry sweeper and job worker."""
         self.clock.advance(seconds)
-        self.parts.engine.expiry_wakeup.set()
-        self.parts.engine.jobs_wakeup.set()
+        self.parts.wakeups.all()
 
     async def advance_until(self, check: Callable[[], Any], step: float = 1.0, polls: int = 500) -> Any:
         """Move time forward by `step` per poll until `check()` is truthy (retries, backoff)."""

@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     from bot.approvals.bodies import Start, actor_of, decision_body, start_body
     from bot.approvals.denials import Denials, setter, to_wire
     from bot.approvals.desk import Desk
-    from bot.approvals.engine import Engine, HandoffKind
+    from bot.approvals.engine import Engine, HandoffKind, Wakeups
     from bot.approvals.grants import GrantSigner, callback_secret
     from bot.approvals.lifecycle import (
         EXECUTE_GRACE,
@@ -35,6 +35,7 @@ __all__ = [
     "HandoffKind",
     "Notifier",
     "Start",
+    "Wakeups",
     "actor_of",
     "callback_secret",
     "closed_error",
@@ -56,7 +57,7 @@ __getattr__ = lazy_exports(
         "bot.approvals.bodies": ["Start", "actor_of", "decision_body", "start_body"],
         "bot.approvals.denials": ["Denials", "setter", "to_wire"],
         "bot.approvals.desk": ["Desk"],
-        "bot.approvals.engine": ["Engine", "HandoffKind"],
+        "bot.approvals.engine": ["Engine", "HandoffKind", "Wakeups"],
         "bot.approvals.grants": ["GrantSigner", "callback_secret"],
         "bot.approvals.lifecycle": [
             "EXECUTE_GRACE",

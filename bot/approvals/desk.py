@@ -11,8 +11,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from bot.approvals import denials
-from bot.approvals.engine import Engine
+from bot.approvals.denials import Denials
+from bot.approvals.engine import Engine, HandoffKind
 from bot.approvals.lifecycle import Closing, check_answer, check_reader
+from bot.policy import Policy
 from contracts.answers import PersonDecider
 from contracts.denials import Denial
 from contracts.enums import ApprovalStatus, AuditEvent, SurfaceType, Verdict
@@ -21,7 +23,7 @@ from contracts.ports import Answer, ApprovalCard, Delivered, Look, Placed
 from storage import approvals as ledger
 from storage import inbound, sms_state
 from storage import inbox as pending
-from storage.database import Tx
+from storage.database import Database, Tx
 
 T = TypeVar("T")
 CLOSING_VERDICTS = {
@@ -39,8 +41,22 @@ def inbound_of(answer: Answer) -> tuple[SurfaceType, str] | None:
 class Desk:
     """Answers from surfaces, delivery lookups, and the SMS surface's own state."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        db: Database,
+        clock: Callable[[], float],
+        policy: Policy,
+        denials: Denials,
+        handoffs: HandoffKind | None,
+    ) -> None:
         self.engine = engine
+        self.db = db
+        self.clock = clock
+        self.policy = policy
+        self.denials = denials
+        self.handoffs = handoffs
 
     async def answer(self, answer: Answer) -> ApprovalCard:
         """Check an answer from Slack or SMS and apply it; refusals are audited."""
@@ -48,9 +64,9 @@ class Desk:
         team = (answer.actor_org or answer.org) if surface is SurfaceType.SLACK else None
         actor = PersonDecider(surface=surface, userId=answer.actor, teamId=team or None)
         if answer.verdict is Verdict.DONE:
-            if self.engine.handoffs is None:
+            if self.handoffs is None:
                 raise InvalidRequest("handoffs need COSIGNER_SECRET on this server")
-            return await self.engine.handoffs.press_done(
+            return await self.handoffs.press_done(
                 self.engine,
                 answer.approval_id,
                 actor,
@@ -82,7 +98,7 @@ class Desk:
 
     def tenant_for_org(self, surface: SurfaceType, org: str) -> str | None:
         """The tenant whose policy names this Slack team/enterprise or SMS number."""
-        return self.engine.policy.tenant_for_org(surface, org)
+        return self.policy.tenant_for_org(surface, org)
 
     async def full_call(self, look: Look) -> ApprovalCard:
         """The whole call (redacted, never cut) for an approver where it was shown."""
@@ -97,15 +113,15 @@ class Desk:
 
     async def denials_of(self, tenant: str, surface: SurfaceType, person: str) -> Sequence[Denial]:
         """The standing denies in force that `person` set on `surface` in `tenant`."""
-        return await self.engine.denials.denials_of(tenant, surface, person)
+        return await self.denials.denials_of(tenant, surface, person)
 
     async def lift_own(self, tenant: str, surface: SurfaceType, person: str, denial_id: str) -> Denial:
         """Lift a standing deny that `person` set; anyone else's is not found."""
-        return await self.engine.denials.lift_own(tenant, surface, person, denial_id)
+        return await self.denials.lift_own(tenant, surface, person, denial_id)
 
     async def pending_of(self, tenant: str, surface: SurfaceType, person: str) -> Sequence[Placed]:
         """Pending requests of `tenant` on `surface` naming `person` (contracts.pending.PendingDesk)."""
-        return await self.engine.db.run_read(lambda tx: pending.naming(tx, tenant, surface, person))
+        return await self.db.run_read(lambda tx: pending.naming(tx, tenant, surface, person))
 
     # --- what SMS needs besides -------------------------------------------------
 
@@ -186,8 +202,8 @@ class Desk:
         return await self._write(lambda tx, now: sms_state.first_outcome(tx, approval_id, number, now))
 
     async def _read(self, step: Callable[[Tx], T]) -> T:
-        return await self.engine.db.run_read(step)
+        return await self.db.run_read(step)
 
     async def _write(self, step: Callable[[Tx, float], T]) -> T:
-        now = self.engine.clock()
-        return await self.engine.db.run_write(lambda tx: step(tx, now))
+        now = self.clock()
+        return await self.db.run_write(lambda tx: step(tx, now))

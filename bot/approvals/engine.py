@@ -11,12 +11,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping
 from typing import Any, Protocol
 
-from bot.approvals import denials, trail
+from bot.approvals import denials as standing
 from bot.approvals import lifecycle as approval
+from bot.approvals import trail
 from bot.approvals.bodies import Start, decision_body, start_body
+from bot.approvals.denials import Denials
 from bot.approvals.grants import GrantSigner
 from bot.approvals.intake import Call, Intake, create_tx
 from bot.approvals.lifecycle import Closing
@@ -79,6 +81,21 @@ DASHBOARD_VERDICTS = {
 }
 
 
+class Wakeups:
+    """The events that wake the background workers: `jobs` when work was queued, `expiry`
+    when an approval's deadline may have moved. Made once by the app and handed to the
+    engine and to whatever queues or runs that work."""
+
+    def __init__(self) -> None:
+        self.jobs = asyncio.Event()
+        self.expiry = asyncio.Event()
+
+    def all(self) -> None:
+        """Wake both (time moved, or the app stops)."""
+        self.jobs.set()
+        self.expiry.set()
+
+
 class HandoffKind(Protocol):
     """The handoff request kind, plugged in at construction (`bot.handoffs.lifecycle.Handoffs`)."""
 
@@ -114,7 +131,7 @@ class Engine:
         metrics: Metrics,
         sms_sender: SmsSender | None = None,
         notifier: Notifier | None = None,
-        surfaces: Sequence[str] = (),
+        surfaces: Collection[str] | None = None,
         clock: Callable[[], float] = time.time,
         callback_allow: AllowList | None = None,
         tracing: Tracing | None = None,
@@ -122,23 +139,26 @@ class Engine:
         handoffs: HandoffKind | None = None,
         shadow: Policy | None = None,
         executes: bool = False,
+        denials: Denials | None = None,
+        wakeups: Wakeups | None = None,
     ) -> None:
         self.db = db
         self.policy = policy
         self.signer = signer
         self.metrics = metrics
         self.sms_sender = sms_sender or SmsSender()
-        self.surfaces = set(surfaces) | {SurfaceType.DASHBOARD}
+        # Where requests may be routed (the dashboard and the app's surfaces), read at each
+        # request: the app's own set, which its surface adapters join once built.
+        self.surfaces = surfaces if surfaces is not None else {SurfaceType.DASHBOARD}
         self.clock = clock
         self.callback_allow = callback_allow or AllowList()
         self.notifier = notifier or Notifier()
-        self.denials = denials.Denials(db, clock)
+        self.denials = denials or Denials(db, clock)
         self.tracing = tracing or Tracing()
         self.seal = seal  # seals a handoff's parameters until its check
         self.handoffs = handoffs
         self.shadow = shadow  # decided alongside, acts on nothing (COSIGNER_POLICY_SHADOW)
-        self.jobs_wakeup = asyncio.Event()
-        self.expiry_wakeup = asyncio.Event()
+        self.wakeups = wakeups or Wakeups()
         # How often a waiter re-reads on its own, in case a notification from another
         # replica was lost; push is the normal path.
         self.recheck_seconds = RECHECK_SECONDS
@@ -148,6 +168,11 @@ class Engine:
         # worker's poll.
         self.executes = executes
         self.to_execute: asyncio.Queue[tuple[str, tuple[Job, Record] | None]] = asyncio.Queue()
+
+    async def approved(self) -> tuple[str, tuple[Job, Record] | None]:
+        """The next operation approved here to send at once (with `executes`): its approval id
+        and the `execute` job `close` claimed for it (None: the worker must claim it)."""
+        return await self.to_execute.get()
 
     @property
     def grant_ttl(self) -> float:
@@ -312,7 +337,7 @@ class Engine:
         )
         to_deliver = rec.route is not None and not isinstance(rec.route, DashboardRoute)
         if to_deliver or (rec.closed and rec.callback_url):
-            self.jobs_wakeup.set()
+            self.wakeups.jobs.set()
         self._execute(rec)
         if created.denied_by_policy:
             raise PermissionDenied(
@@ -321,7 +346,7 @@ class Engine:
                 approvalId=rec.id,
             )
         if created.standing is not None:
-            raise denials.refusal(created.standing, rec.id)
+            raise standing.refusal(created.standing, rec.id)
         if not rec.closed:
             return 201, start_body(rec)
         return 200, decision_body(rec, self.signer, self.grant_ttl)
@@ -432,7 +457,7 @@ class Engine:
         if rec.settled:  # an approved operation's waiters are told once its outcome is stored
             self.notifier.publish(rec.id, rec)
         if rec.callback_url or rec.delivered is not None:
-            self.jobs_wakeup.set()
+            self.wakeups.jobs.set()
         self._execute(rec, execute)
 
     def _execute(self, rec: Record, claimed: Job | None = None) -> None:
@@ -440,7 +465,7 @@ class Engine:
         if rec.operation is None or rec.status is not ApprovalStatus.APPROVED:
             return
         if not self.executes:
-            self.jobs_wakeup.set()
+            self.wakeups.jobs.set()
             return
         self.to_execute.put_nowait((rec.id, None if claimed is None else (claimed, rec)))
 
@@ -490,10 +515,10 @@ class Engine:
             await self.handoffs.press_done(self, approval_id, person, check, tenant=tenant)
             return await self.wait(tenant, approval_id, self.handoffs.done_wait)
         to = DASHBOARD_VERDICTS[verdict]
-        checked: denials.Check = check
-        standing = None
+        checked: standing.Check = check
+        setting = None
         if verdict is Verdict.ALWAYS_DENY:
-            checked, standing = denials.checked(check, req.userId), denials.setting(req.userId, None)
+            checked, setting = standing.checked(check, req.userId), standing.setting(req.userId, None)
         closing = Closing(
             to,
             person,
@@ -501,7 +526,7 @@ class Engine:
             tenant=tenant,
             audit_refusal=True,
             check=checked,
-            also=standing,
+            also=setting,
         )
         return await self.close(approval_id, closing)
 
@@ -537,7 +562,7 @@ class Engine:
     async def delivered(self, approval_id: str, receipt: Delivered) -> None:
         """Store a delivery receipt; if the approval closed meanwhile, queue the card update."""
         if await self.db.run_write(lambda tx: trail.record_delivery(tx, approval_id, receipt, self.clock)):
-            self.jobs_wakeup.set()
+            self.wakeups.jobs.set()
 
     async def note(self, approval_id: str, event: AuditEvent, data: Mapping[str, Any]) -> None:
         """Append a surface or worker event to the approval's audit chain (redacted)."""

@@ -20,9 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from bot.approvals import Closing, actor_of, closed_error, new_id, refused, stored
+from bot.approvals import Closing, Wakeups, actor_of, closed_error, new_id, refused, stored
 from bot.egress import Egress, EgressFailed, EgressRefused
-from bot.observability import SpanName, expect_outcome
+from bot.observability import SpanName, Tracing, expect_outcome
 from bot.policy import ToolRule, redact
 from contracts.answers import PersonDecider, decider_from_json
 from contracts.enums import ApprovalStatus, AuditEvent, JobKind, SurfaceType
@@ -33,7 +33,7 @@ from contracts.wire import ApprovalRequest
 from storage import approvals as ledger
 from storage import inbound, jobs
 from storage.audit import Event
-from storage.database import Tx
+from storage.database import Database, Tx
 from storage.jobs import Job
 from storage.records import Changes, Record, ts
 from storage.sealing import TokenSeal
@@ -127,51 +127,29 @@ def claim(
     return Claimed(rec)
 
 
-async def press_done(
-    engine: Engine,
-    approval_id: str,
-    decider: PersonDecider,
-    check: Check,
-    message: tuple[SurfaceType, str] | None = None,
-    *,
-    tenant: str | None = None,
-) -> ApprovalCard:
-    """Claim a handoff's check for the person who pressed Done; refusals are audited, then raised."""
-    claimed = await engine.db.run_write(
-        lambda tx: claim(tx, approval_id, decider, check, engine.clock(), tenant=tenant, message=message)
-    )
-    if claimed.late:
-        # A Done after the time is up never counts: the one transition expires the handoff
-        # now and refuses this answer with APPROVAL_EXPIRED.
-        # It closes as failed, never completed, should it not be late after all.
-        def still_late(rec: Record) -> None:
-            check(rec)
-            if rec.expires_at > engine.clock():
-                raise AlreadyDecided(f"Done was already pressed for {rec.id}; it is being checked")
-
-        closing = Closing(
-            ApprovalStatus.FAILED,
-            decider,
-            tenant=tenant,
-            check=still_late,
-            audit_refusal=True,
-            inbound=message,
-        )
-        return (await engine.close(approval_id, closing)).card()
-    if claimed.refusal is not None:
-        raise claimed.refusal
-    engine.jobs_wakeup.set()
-    assert claimed.record is not None
-    return claimed.record.card()
-
-
 class Handoffs:
-    """The handoff request kind as the engine is given it: a new handoff's state, and Done."""
+    """The handoff request kind as the engine is given it: a new handoff's state, Done
+    pressed, and the `verify` job that checks it.
+
+    The engine passes itself to `press_done` and `verify` for what changes an approval
+    (`close`, `record`, `note`); everything else is given here at construction."""
 
     done_wait: float = DONE_WAIT
 
-    def __init__(self, seal: TokenSeal | None) -> None:
+    def __init__(
+        self,
+        seal: TokenSeal | None,
+        *,
+        db: Database,
+        clock: Callable[[], float],
+        tracing: Tracing,
+        wakeups: Wakeups,
+    ) -> None:
         self.seal = seal
+        self.db = db
+        self.clock = clock
+        self.tracing = tracing
+        self.wakeups = wakeups
 
     def state(self, tenant: str, req: ApprovalRequest, rule: ToolRule) -> HandoffState | None:
         """A new handoff's state, its parameters sealed for this call (None: not a handoff)."""
@@ -192,93 +170,117 @@ class Handoffs:
         tenant: str | None = None,
         message: tuple[SurfaceType, str] | None = None,
     ) -> ApprovalCard:
-        """Done pressed on the dashboard or a surface: claim the check (`press_done`)."""
-        return await press_done(engine, approval_id, decider, check, message, tenant=tenant)
+        """Claim a handoff's check for the person who pressed Done (on the dashboard, or on a
+        surface whose `message` carried it); refusals are audited, then raised."""
+        claimed = await self.db.run_write(
+            lambda tx: claim(tx, approval_id, decider, check, self.clock(), tenant=tenant, message=message)
+        )
+        if claimed.late:
+            # A Done after the time is up never counts: the one transition expires the handoff
+            # now and refuses this answer with APPROVAL_EXPIRED.
+            # It closes as failed, never completed, should it not be late after all.
+            def still_late(rec: Record) -> None:
+                check(rec)
+                if rec.expires_at > self.clock():
+                    raise AlreadyDecided(f"Done was already pressed for {rec.id}; it is being checked")
 
+            closing = Closing(
+                ApprovalStatus.FAILED,
+                decider,
+                tenant=tenant,
+                check=still_late,
+                audit_refusal=True,
+                inbound=message,
+            )
+            return (await engine.close(approval_id, closing)).card()
+        if claimed.refusal is not None:
+            raise claimed.refusal
+        self.wakeups.jobs.set()
+        assert claimed.record is not None
+        return claimed.record.card()
 
-async def verify(engine: Engine, http: Egress, job: Job) -> None:
-    """The `verify` job: ask `expect` once and close the handoff completed or failed."""
-    rec = await engine.record(job.approval_id)
-    state = rec.handoff
-    if rec.closed or state is None or state.delivery != job.payload.get("delivery"):
-        return
-    asking = _ask(engine, http, rec, state, job.payload["delivery"])
-    checked = await engine.tracing.run(rec, SpanName.EXPECT, asking, result=expect_outcome)
-    outcome, detail, receipt, note = checked
-    await engine.note(rec.id, AuditEvent.HANDOFF_CHECK, note)
-    decided_by = decider_from_json(state.done_by or "")
-    closing = Closing(
-        outcome,
-        decided_by,
-        check=lambda current: _same_claim(current, state.delivery),
-        changes=Changes(handoff=state.model_copy(update={"receipt": receipt, "detail": detail})),
-    )
-    try:
-        await engine.close(rec.id, closing)
-    except CosignerError as exc:
-        log.info("handoff check not applied", extra={"approval_id": rec.id, "code": str(exc.code)})
+    async def verify(self, engine: Engine, http: Egress, job: Job) -> None:
+        """The `verify` job: ask `expect` once and close the handoff completed or failed."""
+        rec = await engine.record(job.approval_id)
+        state = rec.handoff
+        if rec.closed or state is None or state.delivery != job.payload.get("delivery"):
+            return
+        asking = self._ask(http, rec, state, job.payload["delivery"])
+        checked = await self.tracing.run(rec, SpanName.EXPECT, asking, result=expect_outcome)
+        outcome, detail, receipt, note = checked
+        await engine.note(rec.id, AuditEvent.HANDOFF_CHECK, note)
+        decided_by = decider_from_json(state.done_by or "")
+        closing = Closing(
+            outcome,
+            decided_by,
+            check=lambda current: _same_claim(current, state.delivery),
+            changes=Changes(handoff=state.model_copy(update={"receipt": receipt, "detail": detail})),
+        )
+        try:
+            await engine.close(rec.id, closing)
+        except CosignerError as exc:
+            log.info("handoff check not applied", extra={"approval_id": rec.id, "code": str(exc.code)})
+
+    async def _ask(
+        self, http: Egress, rec: Record, state: HandoffState, delivery: str
+    ) -> tuple[ApprovalStatus, str | None, HandoffReceipt | None, dict[str, Any]]:
+        """(status, detail, receipt, audit note) of one signed call to `expect`; fails closed."""
+        note: dict[str, Any] = {"delivery": delivery, "status": None, "done": None, "error": None}
+        secret = os.environ.get(state.secret_env)
+        try:
+            if not secret:
+                raise _Unverified(f"{state.secret_env} is not set")
+            if self.seal is None:
+                raise _Unverified("no key to open the parameters with")
+            context = sealed_context(rec.tenant, rec.execution_id, rec.tool_call_id)
+            parameters = json.loads(self.seal.open(state.sealed, context))
+            call = ExpectCall(
+                approvalId=rec.id,
+                tenant=rec.tenant,
+                executionId=rec.execution_id,
+                toolCallId=rec.tool_call_id,
+                toolName=rec.tool_name,
+                parameters=parameters,
+            )
+            response = await http.post_signed(
+                state.url,
+                call.model_dump_json().encode(),
+                secret=secret,
+                delivery=delivery,
+                at=self.clock(),
+                user_agent="cosigner-expect/1",
+                timeout=CHECK_TIMEOUT,
+            )
+            note["status"] = response.status_code
+            if response.status_code != 200:
+                raise _Unverified(f"HTTP {response.status_code}")
+            answer = ExpectAnswer.model_validate_json(response.content)
+        except Exception as exc:
+            if isinstance(exc, EgressFailed):
+                note["error"] = exc.reason  # the network failure's name (Unreached, Lost)
+            elif isinstance(exc, (_Unverified, EgressRefused)):
+                note["error"] = str(exc)
+            else:
+                note["error"] = type(exc).__name__
+            return ApprovalStatus.FAILED, UNVERIFIED, None, note
+        # The application's words go to the card, the agent and the record: a credential in
+        # them is redacted like one in the agent's reason.
+        detail = str(redact(answer.detail[:DETAIL_MAX])) if answer.detail else None
+        note |= {"done": answer.done, "detail": detail}
+        if not answer.done:
+            return ApprovalStatus.FAILED, detail or "the application says the step was not done", None, note
+        receipt = HandoffReceipt(
+            checkedAt=ts(self.clock()),
+            delivery=delivery,
+            responseDigest="sha256:" + hashlib.sha256(response.content).hexdigest(),
+            detail=detail,
+        )
+        return ApprovalStatus.COMPLETED, None, receipt, note
 
 
 def _same_claim(rec: Record, delivery: str | None) -> None:
     if rec.handoff is None or rec.handoff.delivery != delivery:
         raise AlreadyDecided(f"approval {rec.id} was claimed by another Done")
-
-
-async def _ask(
-    engine: Engine, http: Egress, rec: Record, state: HandoffState, delivery: str
-) -> tuple[ApprovalStatus, str | None, HandoffReceipt | None, dict[str, Any]]:
-    """(status, detail, receipt, audit note) of one signed call to `expect`; fails closed."""
-    note: dict[str, Any] = {"delivery": delivery, "status": None, "done": None, "error": None}
-    secret = os.environ.get(state.secret_env)
-    try:
-        if not secret:
-            raise _Unverified(f"{state.secret_env} is not set")
-        if engine.seal is None:
-            raise _Unverified("no key to open the parameters with")
-        context = sealed_context(rec.tenant, rec.execution_id, rec.tool_call_id)
-        parameters = json.loads(engine.seal.open(state.sealed, context))
-        call = ExpectCall(
-            approvalId=rec.id,
-            tenant=rec.tenant,
-            executionId=rec.execution_id,
-            toolCallId=rec.tool_call_id,
-            toolName=rec.tool_name,
-            parameters=parameters,
-        )
-        response = await http.post_signed(
-            state.url,
-            call.model_dump_json().encode(),
-            secret=secret,
-            delivery=delivery,
-            at=engine.clock(),
-            user_agent="cosigner-expect/1",
-            timeout=CHECK_TIMEOUT,
-        )
-        note["status"] = response.status_code
-        if response.status_code != 200:
-            raise _Unverified(f"HTTP {response.status_code}")
-        answer = ExpectAnswer.model_validate_json(response.content)
-    except Exception as exc:
-        if isinstance(exc, EgressFailed):
-            note["error"] = exc.reason  # the network failure's name (Unreached, Lost)
-        elif isinstance(exc, (_Unverified, EgressRefused)):
-            note["error"] = str(exc)
-        else:
-            note["error"] = type(exc).__name__
-        return ApprovalStatus.FAILED, UNVERIFIED, None, note
-    # The application's words go to the card, the agent and the record: a credential in them
-    # is redacted like one in the agent's reason.
-    detail = str(redact(answer.detail[:DETAIL_MAX])) if answer.detail else None
-    note |= {"done": answer.done, "detail": detail}
-    if not answer.done:
-        return ApprovalStatus.FAILED, detail or "the application says the step was not done", None, note
-    receipt = HandoffReceipt(
-        checkedAt=ts(engine.clock()),
-        delivery=delivery,
-        responseDigest="sha256:" + hashlib.sha256(response.content).hexdigest(),
-        detail=detail,
-    )
-    return ApprovalStatus.COMPLETED, None, receipt, note
 
 
 class _Unverified(Exception):

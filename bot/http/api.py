@@ -15,12 +15,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from bot.approvals import Engine, Start, decision_body, start_body
+from bot.approvals import Denials, Engine, GrantSigner, Start, decision_body, start_body
 from bot.http.decoding import decode_json, parse, read_body
 from bot.http.denial_routes import denial_handlers
 from bot.http.openapi import ANY_SCOPE, ENDPOINTS
 from bot.http.tenants import TenantKeys
-from bot.observability import SpanName
+from bot.observability import Metrics, SpanName, Tracing
 from bot.operations import Proposals
 from contracts.answers import AdmitResponse, AuditEvent, AuditTrail, Jwks, ResultRecorded
 from contracts.enums import KeyScope
@@ -91,8 +91,22 @@ def sse(event: str, model: BaseModel) -> str:
 class Api:
     """Routes for agents: create, admit, read, wait, stream, cancel, result, audit, decide."""
 
-    def __init__(self, engine: Engine, keys: TenantKeys, proposals: Proposals) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        keys: TenantKeys,
+        proposals: Proposals,
+        *,
+        denials: Denials,
+        metrics: Metrics,
+        tracing: Tracing,
+        signer: GrantSigner,
+    ) -> None:
         self.engine = engine
+        self.denials = denials
+        self.metrics = metrics
+        self.tracing = tracing
+        self.signer = signer
         self.keys = keys
         self.proposals = proposals
 
@@ -108,7 +122,7 @@ class Api:
             "audit": self.audit,
             "decision": self.decide,
             "keys": self.jwks,
-            **denial_handlers(self.engine.denials, answer),
+            **denial_handlers(self.denials, answer),
         }
         return [
             Route(
@@ -126,13 +140,13 @@ class Api:
         scopes: frozenset[KeyScope],
         auth: bool = True,
     ) -> Handler:
-        metrics = self.engine.metrics
+        metrics = self.metrics
 
         @functools.wraps(fn)
         async def handler(request: Request) -> Response:
             try:
                 tenant = await self._tenant(request, name, scopes) if auth else ""
-                with self.engine.tracing.incoming(request.headers):
+                with self.tracing.incoming(request.headers):
                     response = await fn(request, tenant)
             except CosignerError as exc:
                 response = error_response(exc)
@@ -166,7 +180,7 @@ class Api:
     async def admit(self, request: Request, tenant: str) -> Response:
         req = await parse(request, AdmitRequest)
         admit = self.engine.admit(tenant, req)
-        held = await self.engine.tracing.run(None, SpanName.ADMIT, admit, execution_id=req.executionId)
+        held = await self.tracing.run(None, SpanName.ADMIT, admit, execution_id=req.executionId)
         return answer(AdmitResponse(standingDenies=held))
 
     async def get(self, request: Request, tenant: str) -> Response:
@@ -178,7 +192,7 @@ class Api:
         if raw is None:
             rec = await self.engine.record(aid, tenant)
         else:
-            with self.engine.metrics.waiting.track_inprogress():
+            with self.metrics.waiting.track_inprogress():
                 rec = await self.engine.wait(tenant, aid, int(raw))
         return answer(self.engine.body(rec))
 
@@ -192,14 +206,12 @@ class Api:
 
     async def _stream(self, tenant: str, aid: str, start: Start) -> AsyncIterator[str]:
         # The whole stream counts as one waiting connection, keep-alives included.
-        with self.engine.metrics.waiting.track_inprogress():
+        with self.metrics.waiting.track_inprogress():
             yield sse(start.type, start)
             while True:
                 rec = await self.engine.wait(tenant, aid, 15)
                 if rec.settled:
-                    yield sse(
-                        "approval_decided", decision_body(rec, self.engine.signer, self.engine.grant_ttl)
-                    )
+                    yield sse("approval_decided", decision_body(rec, self.signer, self.engine.grant_ttl))
                     return
                 yield ": keep-alive\n\n"
                 await asyncio.sleep(0)
@@ -229,5 +241,5 @@ class Api:
         return answer(self.engine.body(rec))
 
     async def jwks(self, request: Request, tenant: str) -> Response:
-        keys = Jwks.model_validate(self.engine.signer.jwks())
+        keys = Jwks.model_validate(self.signer.jwks())
         return answer(keys, headers={"Cache-Control": "max-age=300"})

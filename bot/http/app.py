@@ -21,7 +21,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from bot.approvals import Desk, Engine, GrantSigner, Notifier
+from bot.approvals import Denials, Desk, Engine, GrantSigner, Notifier, Wakeups
 from bot.egress import Egress, callback_client, parse_allow_list
 from bot.handoffs import Handoffs
 from bot.http.api import JSON, Api
@@ -29,12 +29,12 @@ from bot.http.openapi import openapi
 from bot.http.tenants import TenantKeys
 from bot.inbox import inbox_mount, not_configured_message
 from bot.observability import Metrics, Tracing, otlp_provider
-from bot.operations import ContractClient, Proposals
+from bot.operations import ContractClient, Execution, Proposals
 from bot.policy import Policy, SmsSender
 from bot.settings import Settings
 from bot.workers import ExpirySweeper, JobWorker
 from contracts.answers import ErrorBody
-from contracts.enums import ErrorCode
+from contracts.enums import ErrorCode, SurfaceType
 from contracts.errors import CosignerError
 from contracts.ports import SurfaceAdapter
 from storage.database import Database
@@ -60,6 +60,8 @@ class Parts:
     keys: TenantKeys
     surfaces: dict[str, SurfaceAdapter]
     http: Egress
+    wakeups: Wakeups  # the background workers' (tests and the stepped clock move time)
+    enabled: set[str]  # the surfaces requests may be routed to, the dashboard included
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
     stop: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -207,34 +209,45 @@ def build_app(
         pool_size=settings.database_pool_size,
         sqlite_synchronous=settings.sqlite_sync,
     )
+    # Each part gets what it uses here, at construction; none reads another's attributes.
     metrics = Metrics()
     notifier = Notifier(metrics.replica_wakeups.inc)
     provider = tracer_provider or otlp_provider(settings)
+    tracing = Tracing(provider, db=db) if provider is not None else Tracing()
     seal = TokenSeal(settings.secret)
+    signer = GrantSigner(settings.secret)
+    sms_sender = SmsSender(
+        settings.twilio_from_number, settings.twilio_messaging_service_sid, settings.twilio_whatsapp_from
+    )
+    denials = Denials(db, clock)
+    wakeups = Wakeups()
+    enabled: set[str] = {SurfaceType.DASHBOARD}  # the surface adapters join once built, below
+    handoffs = Handoffs(seal, db=db, clock=clock, tracing=tracing, wakeups=wakeups)
     engine = Engine(
         db,
         policy,
-        GrantSigner(settings.secret),
+        signer,
         metrics=metrics,
         notifier=notifier,
-        sms_sender=SmsSender(
-            settings.twilio_from_number, settings.twilio_messaging_service_sid, settings.twilio_whatsapp_from
-        ),
+        sms_sender=sms_sender,
+        surfaces=enabled,
         clock=clock,
         callback_allow=callback_allow,
-        tracing=Tracing(provider, db=db) if provider is not None else None,
+        tracing=tracing,
         seal=seal,
-        handoffs=Handoffs(seal),
+        handoffs=handoffs,
         shadow=shadow,
         executes=run_workers,
+        denials=denials,
+        wakeups=wakeups,
     )
-    desk = Desk(engine)
+    desk = Desk(engine, db=db, clock=clock, policy=policy, denials=denials, handoffs=handoffs)
     adapters: dict[str, SurfaceAdapter] = {}
     installs = slack_install_stores(settings, db) if surfaces is None else None
     for factory in default_surfaces(settings, installs, clock) if surfaces is None else surfaces:
         adapter = factory(desk)
         adapters[adapter.name] = adapter
-    engine.surfaces |= set(adapters)
+    enabled.update(adapters)
     keys = TenantKeys(db, clock)
     parts = Parts(
         settings=settings,
@@ -244,6 +257,8 @@ def build_app(
         keys=keys,
         surfaces=adapters,
         http=http or callback_client(callback_allow),
+        wakeups=wakeups,
+        enabled=enabled,
     )
     should_migrate = db.is_sqlite if migrate is None else migrate
     contracts = ContractClient(parts.http, clock)
@@ -262,8 +277,33 @@ def build_app(
         for adapter in adapters.values():
             await adapter.start()
         if run_workers:
-            worker = JobWorker(engine, adapters, parts.http, settings.secret or "", contracts)
-            sweeper = ExpirySweeper(engine)
+            worker = JobWorker(
+                engine,
+                adapters,
+                parts.http,
+                settings.secret or "",
+                contracts,
+                db=db,
+                clock=clock,
+                metrics=metrics,
+                tracing=tracing,
+                wakeups=wakeups,
+                handoffs=handoffs,
+                execution=lambda finish, retry: Execution(
+                    engine,
+                    contracts,
+                    finish,
+                    retry,
+                    db=db,
+                    clock=clock,
+                    policy=policy,
+                    seal=seal,
+                    tracing=tracing,
+                    notifier=notifier,
+                    wakeups=wakeups,
+                ),
+            )
+            sweeper = ExpirySweeper(engine, clock=clock, wakeups=wakeups)
             parts.tasks = [
                 asyncio.create_task(worker.run(parts.stop)),
                 asyncio.create_task(worker.execute_approved(parts.stop)),
@@ -274,8 +314,7 @@ def build_app(
             yield
         finally:
             parts.stop.set()
-            engine.jobs_wakeup.set()
-            engine.expiry_wakeup.set()
+            wakeups.all()
             running = [*parts.tasks, *executing]
             for task in running:
                 task.cancel()
@@ -299,7 +338,7 @@ def build_app(
             await db.ping()
         except Exception:
             return JSON({"status": "unavailable", "database": "unreachable"}, status_code=503)
-        return JSON({"status": "ready", "database": db.dialect, "surfaces": sorted(engine.surfaces)})
+        return JSON({"status": "ready", "database": db.dialect, "surfaces": sorted(enabled)})
 
     async def metrics_route(request: Request) -> Response:
         return PlainTextResponse(metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
@@ -312,8 +351,27 @@ def build_app(
         Route("/readyz", readyz),
         Route("/metrics", metrics_route),
         Route("/openapi.json", openapi_route),
-        *Api(engine, keys, Proposals(engine, contracts)).routes(),
-        inbox_mount(engine, settings, clock, adapters),
+        *Api(
+            engine,
+            keys,
+            Proposals(
+                engine,
+                contracts,
+                db=db,
+                policy=policy,
+                denials=denials,
+                tracing=tracing,
+                seal=seal,
+                callback_allow=callback_allow,
+                surfaces=enabled,
+                sms_sender=sms_sender,
+            ),
+            denials=denials,
+            metrics=metrics,
+            tracing=tracing,
+            signer=signer,
+        ).routes(),
+        inbox_mount(engine, settings, clock, adapters, db=db, policy=policy, denials=denials),
     ]
     for adapter in adapters.values():
         routes.extend(adapter.routes())
@@ -374,7 +432,7 @@ def announce(app: Any, port: int) -> None:
                 if parts.db.sqlite_synchronous
                 else {}
             ),
-            "surfaces": sorted(parts.engine.surfaces),
+            "surfaces": sorted(parts.enabled),
         },
     )
     for warning in partial_configuration(parts.settings):

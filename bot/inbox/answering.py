@@ -17,7 +17,7 @@ from contracts.enums import ApprovalStatus, AuditEvent, SurfaceType, Verdict
 from contracts.errors import ApprovalNotFound
 from storage import approvals as ledger
 from storage.audit import Event
-from storage.database import Tx
+from storage.database import Database, Tx
 from storage.records import Record
 
 VERDICTS = {
@@ -47,6 +47,7 @@ def both(
 
 async def answer(
     engine: Engine,
+    db: Database,
     person: Person,
     tenants: set[str],
     approval_id: str,
@@ -54,7 +55,7 @@ async def answer(
     comment: str | None,
 ) -> Record:
     """Apply a signed-in person's answer; refusals are audited and raised as `CosignerError`."""
-    rec = await engine.db.run_read(lambda tx: ledger.load(tx, approval_id))
+    rec = await db.run_read(lambda tx: ledger.load(tx, approval_id))
     if rec is None or rec.tenant not in tenants:
         raise ApprovalNotFound(f"approval {approval_id} does not exist")
     user = dashboard_id(person, rec)

@@ -17,9 +17,18 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
-from bot.approvals import EXECUTE_GRACE, Engine, queue_callback, queue_card_update, queue_execution
-from bot.observability import SpanName, outcome_type
+from bot.approvals import (
+    EXECUTE_GRACE,
+    Engine,
+    Notifier,
+    Wakeups,
+    queue_callback,
+    queue_card_update,
+    queue_execution,
+)
+from bot.observability import SpanName, Tracing, outcome_type
 from bot.operations.contract_client import ApplicationFailed, ContractClient
+from bot.policy import Policy
 from contracts.answers import Decision
 from contracts.enums import AuditEvent, JobKind, OperationState
 from contracts.operations import (
@@ -33,11 +42,11 @@ from contracts.operations import (
 )
 from storage import approvals as ledger
 from storage import jobs, operations
-from storage.database import Tx
+from storage.database import Database, Tx
 from storage.jobs import Job
 from storage.operations import arguments_context
 from storage.records import Changes, Record, iso
-from storage.sealing import SealError
+from storage.sealing import SealError, TokenSeal
 
 log = logging.getLogger("cosigner.jobs")
 
@@ -117,15 +126,32 @@ def execute_again(tx: Tx, approval_id: str, now: float, window: float) -> None:
 class Execution:
     """The `execute` and `reconcile` job handlers; the job worker finishes and retries jobs."""
 
-    def __init__(self, engine: Engine, client: ContractClient, finish: Finish, retry: Retry) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        client: ContractClient,
+        finish: Finish,
+        retry: Retry,
+        *,
+        db: Database,
+        clock: Callable[[], float],
+        policy: Policy,
+        seal: TokenSeal | None,
+        tracing: Tracing,
+        notifier: Notifier,
+        wakeups: Wakeups,
+    ) -> None:
         self.engine = engine
         self.client = client
         self.finish = finish
         self.retry = retry
-
-    @property
-    def _window(self) -> float:
-        return self.engine.policy.defaults.callback_retry_window
+        self.db = db
+        self.clock = clock
+        self.seal = seal
+        self.tracing = tracing
+        self.notifier = notifier
+        self.wakeups = wakeups
+        self._window = policy.defaults.callback_retry_window
 
     async def execute(self, job: Job) -> None:
         """Send `execute` once; after a lost answer, ask `status` before anything else."""
@@ -135,17 +161,17 @@ class Execution:
             await self.finish(job.id)
             return
         if op.sent:
-            until = self.engine.clock() + STATUS_TIMEOUT + EXECUTE_GRACE
-            await self.engine.db.run_write(lambda tx: jobs.relock(tx, job.id, until))
+            until = self.clock() + STATUS_TIMEOUT + EXECUTE_GRACE
+            await self.db.run_write(lambda tx: jobs.relock(tx, job.id, until))
             answer = await self._status(job, rec)
             if answer is None or isinstance(answer, InProgress):
                 return
             if not isinstance(answer, NotStarted):
                 await self._settle(job, rec.id, outcome_of(answer), AuditEvent.OUTCOME)
                 return
-        now = self.engine.clock()
+        now = self.clock()
         until = now + op.execute_timeout + EXECUTE_GRACE
-        sent = await self.engine.db.run_write(lambda tx: mark_sent(tx, rec.id, now, job.id, until))
+        sent = await self.db.run_write(lambda tx: mark_sent(tx, rec.id, now, job.id, until))
         if sent is None:
             await self.finish(job.id)
             return
@@ -155,11 +181,11 @@ class Execution:
         """POST `execute` (already counted as sent) and store the outcome it answers."""
         op = rec.operation
         assert op is not None
-        if self.engine.seal is None:
+        if self.seal is None:
             await self.retry(job, "no COSIGNER_SECRET to open the arguments with")
             return
         try:
-            opened = self.engine.seal.open(op.sealed_arguments, arguments_context(rec.tenant, rec.id))
+            opened = self.seal.open(op.sealed_arguments, arguments_context(rec.tenant, rec.id))
         except SealError as exc:
             await self.retry(job, str(exc))
             return
@@ -177,7 +203,7 @@ class Execution:
         )
         try:
             execute = self.client.execute(op.url, op.secret_env, call, op.execute_timeout)
-            final = await self.engine.tracing.run(
+            final = await self.tracing.run(
                 rec, SpanName.EXECUTE, execute, operation=op.name, result=outcome_type
             )
         except ApplicationFailed as exc:
@@ -193,10 +219,10 @@ class Execution:
         if claimed is not None:
             job, rec = claimed
         else:
-            now = self.engine.clock()
-            claimed = await self.engine.db.run_write(lambda tx: claim_to_send(tx, approval_id, now))
+            now = self.clock()
+            claimed = await self.db.run_write(lambda tx: claim_to_send(tx, approval_id, now))
             if claimed is None:
-                self.engine.jobs_wakeup.set()  # sent before, or taken: the worker's attempt decides
+                self.wakeups.jobs.set()  # sent before, or taken: the worker's attempt decides
                 return
             job, rec = claimed
         try:
@@ -216,10 +242,10 @@ class Execution:
         if answer is None:
             return
         if isinstance(answer, NotStarted):
-            now = self.engine.clock()
-            await self.engine.db.run_write(lambda tx: execute_again(tx, rec.id, now, self._window))
+            now = self.clock()
+            await self.db.run_write(lambda tx: execute_again(tx, rec.id, now, self._window))
             await self.finish(job.id)
-            self.engine.jobs_wakeup.set()
+            self.wakeups.jobs.set()
             return
         if isinstance(answer, InProgress) or not outcome_of(answer).final:
             await self.retry(job, "still reconciling")
@@ -233,7 +259,7 @@ class Execution:
         call = StatusCall(operation=op.name, tenant=rec.tenant, proposalId=rec.id, idempotencyKey=rec.id)
         try:
             status = self.client.status(op.url, op.secret_env, call, STATUS_TIMEOUT)
-            answer = await self.engine.tracing.run(
+            answer = await self.tracing.run(
                 rec, SpanName.STATUS, status, operation=op.name, result=outcome_type
             )
         except ApplicationFailed as exc:
@@ -245,14 +271,14 @@ class Execution:
         return answer
 
     async def _settle(self, job: Job, approval_id: str, outcome: OperationOutcome, event: AuditEvent) -> None:
-        now = self.engine.clock()
-        db = self.engine.db
+        now = self.clock()
+        db = self.db
         rec = await db.run_write(
             lambda tx: settle(
                 tx, job.id, approval_id, outcome, event, now, schema=db.schema, window=self._window
             )
         )
         if rec is not None:
-            self.engine.notifier.publish(rec.id, rec)
+            self.notifier.publish(rec.id, rec)
             if rec.callback_url or rec.delivered is not None or not outcome.final:
-                self.engine.jobs_wakeup.set()  # only when it queued work: a wake-up costs a claim
+                self.wakeups.jobs.set()  # only when it queued work: a wake-up costs a claim

@@ -13,12 +13,16 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Collection
 
-from bot.approvals import Engine, Start, new_id
-from bot.observability import SpanName, answered
+from bot.approvals import Denials, Engine, Start, new_id
+from bot.egress import AllowList
+from bot.observability import SpanName, Tracing, answered
 from bot.operations.contract_client import ApplicationFailed, ContractClient, PrepareCall, Rejected
 from bot.policy import (
     OperationRule,
+    Policy,
+    SmsSender,
     ToolRule,
     callback_allowed,
     json_limits,
@@ -39,14 +43,16 @@ from contracts.errors import (
 from contracts.operations import arguments_digest
 from contracts.wire import ApprovalRequest, OperationRequest
 from storage import approvals as ledger
+from storage.database import Database
 from storage.operations import OperationRecord, arguments_context
+from storage.sealing import TokenSeal
 
 log = logging.getLogger("cosigner.operations")
 
 
-def tool_rule(engine: Engine, tenant: str, rule: OperationRule) -> ToolRule:
+def tool_rule(policy: Policy, tenant: str, rule: OperationRule) -> ToolRule:
     """The operation's approval rule in the form routing and intake read for tools."""
-    section = engine.policy.tenants.get(tenant)
+    section = policy.tenants.get(tenant)
     gate_all = section.gate_all if section is not None else False
     return ToolRule(
         name=rule.name,
@@ -81,14 +87,36 @@ def as_call(req: OperationRequest, timeout: int | None) -> ApprovalRequest:
 class Proposals:
     """Takes operation proposals in: policy, replay, `prepare`, then the approval."""
 
-    def __init__(self, engine: Engine, client: ContractClient) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        client: ContractClient,
+        *,
+        db: Database,
+        policy: Policy,
+        denials: Denials,
+        tracing: Tracing,
+        seal: TokenSeal | None,
+        callback_allow: AllowList,
+        surfaces: Collection[str],
+        sms_sender: SmsSender,
+    ) -> None:
+        """`surfaces` are the ones this server can reach (the engine's, dashboard included)."""
         self.engine = engine
         self.client = client
+        self.db = db
+        self.policy = policy
+        self.denials = denials
+        self.tracing = tracing
+        self.seal = seal
+        self.callback_allow = callback_allow
+        self.surfaces = surfaces
+        self.sms_sender = sms_sender
 
     async def propose(self, tenant: str, req: OperationRequest) -> tuple[int, Start | Decision]:
         """Handle a proposal; returns (HTTP status, body) like `Engine.create`."""
         engine = self.engine
-        rule = engine.policy.operation_rule(tenant, req.operation)
+        rule = self.policy.operation_rule(tenant, req.operation)
         if rule is None:
             raise PermissionDenied(
                 f"there is no operation {req.operation} in the policy; the operator adds "
@@ -96,10 +124,10 @@ class Proposals:
                 policy=f"operations.{req.operation}",
             )
         json_limits(req.request, "request")
-        surface_belongs(engine.policy, tenant, req.surface)
+        surface_belongs(self.policy, tenant, req.surface)
         if req.callbackUrl is not None:
-            callback_allowed(str(req.callbackUrl), engine.callback_allow)
-        approval_rule = tool_rule(engine, tenant, rule)
+            callback_allowed(str(req.callbackUrl), self.callback_allow)
+        approval_rule = tool_rule(self.policy, tenant, rule)
         call = as_call(req, req.timeoutSeconds)
         if rule.deny or await self._made_before(tenant, req) or await self._held(tenant, approval_rule, req):
             # A replay (or a 409 for another request), the policy's deny and a person's standing
@@ -118,7 +146,7 @@ class Proposals:
         try:
             # Its parent is the request's context: the approval span does not exist yet, and
             # is not exported at all when the application refuses.
-            prepared = await engine.tracing.run(
+            prepared = await self.tracing.run(
                 None,
                 SpanName.PREPARE,
                 self.client.prepare(rule.url, rule.secret_env, prepare, rule.prepare_timeout),
@@ -148,11 +176,11 @@ class Proposals:
                 reference=approval_id,
             ) from None
         json_limits(prepared.arguments, "arguments")
-        if engine.seal is None:
+        if self.seal is None:
             raise InvalidRequest("operations need COSIGNER_SECRET on this server (it seals their arguments)")
         contract = OperationRecord(
             name=req.operation,
-            sealed_arguments=engine.seal.seal(
+            sealed_arguments=self.seal.seal(
                 json.dumps(prepared.arguments, separators=(",", ":")), arguments_context(tenant, approval_id)
             ),
             preview=prepared.preview.model_dump(mode="json"),
@@ -163,7 +191,7 @@ class Proposals:
         )
         if prepared.expiresInSeconds is not None:
             # The application's contract holds only so long: the approval must not outlive it.
-            policy_timeout = engine.policy.timeout_for(
+            policy_timeout = self.policy.timeout_for(
                 approval_rule, SurfaceType(req.surface.type), req.timeoutSeconds
             )
             call = as_call(req, int(min(policy_timeout, prepared.expiresInSeconds)))
@@ -172,19 +200,18 @@ class Proposals:
         )
 
     async def _made_before(self, tenant: str, req: OperationRequest) -> bool:
-        found = await self.engine.db.run_read(
+        found = await self.db.run_read(
             lambda tx: ledger.load_call(tx, tenant, req.executionId, req.toolCallId)
         )
         return found is not None
 
     async def _held(self, tenant: str, rule: ToolRule, req: OperationRequest) -> bool:
         """True if a person's standing deny covers this proposal where it would be asked."""
-        engine = self.engine
         if rule.mode is ApprovalMode.NONE:
             return False  # decided by policy before any standing deny, as intake does
         try:
-            route = route_for(engine.policy, tenant, rule, req.surface, engine.surfaces, engine.sms_sender)
+            route = route_for(self.policy, tenant, rule, req.surface, self.surfaces, self.sms_sender)
         except ApprovalModeUnsupported:
             return False
-        held = await engine.denials.held(tenant, req.operation, rule.mode, route, req.surface.model_dump())
+        held = await self.denials.held(tenant, req.operation, rule.mode, route, req.surface.model_dump())
         return held is not None

@@ -68,9 +68,7 @@ class SteppedClock:
             ):
                 return _refused(400, "advanceSeconds must be a positive number; the clock never goes back")
             now = self.advance(float(seconds))
-            engine = parts_of(request.app).engine
-            engine.expiry_wakeup.set()
-            engine.jobs_wakeup.set()
+            parts_of(request.app).wakeups.all()
             log.warning(f"test clock advanced by {float(seconds)} s")
             return JSONResponse({"now": now})
 

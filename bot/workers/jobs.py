@@ -11,15 +11,16 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 
-from bot.approvals import Engine, callback_secret
+from bot.approvals import Engine, Wakeups, callback_secret
 from bot.egress import Egress, EgressFailed, EgressRefused
-from bot.handoffs import lifecycle as handoff
-from bot.observability import SpanName, delivery_outcome, http_outcome
-from bot.operations import ContractClient, Execution
+from bot.handoffs import Handoffs
+from bot.observability import Metrics, SpanName, Tracing, delivery_outcome, http_outcome
+from bot.operations import ContractClient, Execution, Finish, Retry
 from contracts.enums import AuditEvent, ErrorCode, JobKind
 from contracts.errors import CosignerError, SurfaceUnavailable
 from contracts.ports import SurfaceAdapter
 from storage import jobs
+from storage.database import Database
 from storage.jobs import Job
 
 log = logging.getLogger("cosigner.jobs")
@@ -42,22 +43,36 @@ class JobWorker:
         surfaces: Mapping[str, SurfaceAdapter],
         http: Egress,
         secret: str,
-        contracts: ContractClient | None = None,
+        contracts: ContractClient,
+        *,
+        db: Database,
+        clock: Callable[[], float],
+        metrics: Metrics,
+        tracing: Tracing,
+        wakeups: Wakeups,
+        handoffs: Handoffs,
+        execution: Callable[[Finish, Retry], Execution],
     ) -> None:
+        """`execution` builds the operations' job handlers around this worker's finish and
+        retry."""
         self.engine = engine
         self.surfaces = surfaces
         self.http = http
         self.secret = secret
-        contracts = contracts or ContractClient(http, engine.clock)
-        self.execution = Execution(engine, contracts, self._finish, self._retry)
+        self.db = db
+        self.clock = clock
+        self.metrics = metrics
+        self.tracing = tracing
+        self.wakeups = wakeups
+        self.handoffs = handoffs
+        self.execution = execution(self._finish, self._retry)
         self.executing: set[asyncio.Task[None]] = set()
 
     async def execute_approved(self, stop: asyncio.Event) -> None:
-        """Send each operation the engine approved (`Engine.to_execute`) at once, each in its
+        """Send each operation the engine approved (`Engine.approved`) at once, each in its
         own task, until `stop` is set; a job left unsent is the poll's, after its hold ends."""
-        queue = self.engine.to_execute
         while not stop.is_set():
-            approval_id, claimed = await queue.get()
+            approval_id, claimed = await self.engine.approved()
             task = asyncio.create_task(self.execution.start(approval_id, claimed))
             self.executing.add(task)
             task.add_done_callback(self.executing.discard)
@@ -71,9 +86,9 @@ class JobWorker:
                 log.exception("job batch failed; retrying")
                 done = 0
             if done == 0:
-                self.engine.jobs_wakeup.clear()
+                self.wakeups.jobs.clear()
                 try:
-                    await asyncio.wait_for(self.engine.jobs_wakeup.wait(), poll)
+                    await asyncio.wait_for(self.wakeups.jobs.wait(), poll)
                 except TimeoutError:
                     pass
 
@@ -85,15 +100,15 @@ class JobWorker:
         return len(claimed)
 
     async def _claim(self) -> list[Job]:
-        now = self.engine.clock()
-        return await self.engine.db.run_write(lambda tx: jobs.claim(tx, now, LOCK_SECONDS, BATCH))
+        now = self.clock()
+        return await self.db.run_write(lambda tx: jobs.claim(tx, now, LOCK_SECONDS, BATCH))
 
     async def _finish(self, job_id: int, error: str | None = None, retry_at: float | None = None) -> None:
-        now = self.engine.clock()
+        now = self.clock()
         if retry_at is None:
-            await self.engine.db.run_write(lambda tx: jobs.finish(tx, job_id, now, error))
+            await self.db.run_write(lambda tx: jobs.finish(tx, job_id, now, error))
         else:
-            await self.engine.db.run_write(lambda tx: jobs.reschedule(tx, job_id, retry_at, error or ""))
+            await self.db.run_write(lambda tx: jobs.reschedule(tx, job_id, retry_at, error or ""))
 
     async def _run(self, job: Job) -> None:
         kind = job.kind
@@ -107,17 +122,17 @@ class JobWorker:
         }
         try:
             await handlers[kind](job)
-            self.engine.metrics.jobs.labels(kind.value, "ran").inc()
+            self.metrics.jobs.labels(kind.value, "ran").inc()
         except Exception as exc:  # a job must never take the worker down
             log.exception("job failed", extra={"approval_id": job.approval_id, "job": kind})
             await self._retry(job, f"{type(exc).__name__}")
 
     async def _retry(self, job: Job, error: str) -> bool:
         """Schedule another attempt; False when the job's deadline has passed."""
-        retry_at = self.engine.clock() + backoff(job.attempts)
+        retry_at = self.clock() + backoff(job.attempts)
         if retry_at > job.deadline_at:
             await self._finish(job.id, f"gave up: {error}")
-            self.engine.metrics.jobs.labels(job.kind.value, "abandoned").inc()
+            self.metrics.jobs.labels(job.kind.value, "abandoned").inc()
             return False
         await self._finish(job.id, error, retry_at)
         return True
@@ -136,7 +151,7 @@ class JobWorker:
             return
         try:
             delivery = adapter.deliver(placed.card, placed.route)
-            receipt = await self.engine.tracing.run(
+            receipt = await self.tracing.run(
                 job.approval_id, SpanName.DELIVER, delivery, surface=adapter.name, result=delivery_outcome
             )
         except SurfaceUnavailable as exc:
@@ -163,7 +178,7 @@ class JobWorker:
             return
         try:
             showing = adapter.show_outcome(placed.card, placed.route, placed.delivered)
-            await self.engine.tracing.run(job.approval_id, SpanName.SHOW, showing, surface=adapter.name)
+            await self.tracing.run(job.approval_id, SpanName.SHOW, showing, surface=adapter.name)
         except Exception as exc:
             await self._retry(job, type(exc).__name__)
             return
@@ -171,7 +186,7 @@ class JobWorker:
 
     async def _verify(self, job: Job) -> None:
         # One attempt: a check that fails closes the handoff failed, it is not retried.
-        await handoff.verify(self.engine, self.http, job)
+        await self.handoffs.verify(self.engine, self.http, job)
         await self._finish(job.id)
 
     async def _callback(self, job: Job) -> None:
@@ -189,10 +204,10 @@ class JobWorker:
                 body,
                 secret=callback_secret(self.secret, rec.tenant),
                 delivery=payload["delivery"],
-                at=self.engine.clock(),
+                at=self.clock(),
                 user_agent="cosigner-callback/1",
             )
-            response = await self.engine.tracing.run(
+            response = await self.tracing.run(
                 rec, SpanName.CALLBACK, post, attempt=job.attempts, result=http_outcome
             )
             status = response.status_code
@@ -233,14 +248,18 @@ class JobWorker:
             {"delivery": delivery, "attempt": job.attempts, "reason": reason},
         )
         await self._finish(job.id, "refused by the egress rules")
-        self.engine.metrics.jobs.labels(JobKind.CALLBACK.value, "refused").inc()
+        self.metrics.jobs.labels(JobKind.CALLBACK.value, "refused").inc()
 
 
 class ExpirySweeper:
     """Expires pending approvals at their time, and at start those that expired while down."""
 
-    def __init__(self, engine: Engine, max_sleep: float = 1.0) -> None:
+    def __init__(
+        self, engine: Engine, *, clock: Callable[[], float], wakeups: Wakeups, max_sleep: float = 1.0
+    ) -> None:
         self.engine = engine
+        self.clock = clock
+        self.wakeups = wakeups
         self.max_sleep = max_sleep
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -251,13 +270,13 @@ class ExpirySweeper:
                 await self.engine.expire_due()
                 nxt = await self.engine.next_expiry()
                 if nxt is not None:
-                    delay = min(max(nxt - self.engine.clock(), 0.0), self.max_sleep)
+                    delay = min(max(nxt - self.clock(), 0.0), self.max_sleep)
             except CosignerError:
                 pass
             except Exception:
                 log.exception("expiry sweep failed; retrying")
-            self.engine.expiry_wakeup.clear()
+            self.wakeups.expiry.clear()
             try:
-                await asyncio.wait_for(self.engine.expiry_wakeup.wait(), delay)
+                await asyncio.wait_for(self.wakeups.expiry.wait(), delay)
             except TimeoutError:
                 pass
