@@ -26,10 +26,10 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import create_async_engine
 from starlette.applications import Starlette
 
-from bot.app import Parts, SurfaceFactory, build_app, parts_of
-from bot.desk import Desk
-from bot.engine import Engine
-from bot.policy import load_policy
+from bot.approvals.desk import Desk
+from bot.approvals.engine import Engine
+from bot.http.app import Parts, SurfaceFactory, build_app, parts_of
+from bot.policy.rules import load_policy
 from bot.settings import Settings
 from contracts.ports import Delivered
 from storage.database import Database
@@ -141,8 +141,7 @@ class Harness:
     def advance(self, seconds: float) -> None:
         """Move the app's clock forward and wake its expiry sweeper and job worker."""
         self.clock.advance(seconds)
-        self.parts.engine.expiry_wakeup.set()
-        self.parts.engine.jobs_wakeup.set()
+        self.parts.wakeups.all()
 
     async def advance_until(self, check: Callable[[], Any], step: float = 1.0, polls: int = 500) -> Any:
         """Move time forward by `step` per poll until `check()` is truthy (retries, backoff)."""

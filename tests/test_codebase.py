@@ -43,7 +43,7 @@ def loaded_by(statement: str) -> list[str]:
     probe = (
         f"{statement}; import sys; "
         "print(' '.join(sorted(m for m in sys.modules if 'emulator' in m or 'sandbox' in m "
-        "or m.split('.')[0] == 'uvicorn')))"
+        "or m.split('.')[:2] in (['bot', 'dev'], ['bot', 'testing']) or m.split('.')[0] == 'uvicorn')))"
     )
     result = run(sys.executable, "-c", probe)
     assert result.returncode == 0, result.stderr
@@ -51,11 +51,11 @@ def loaded_by(statement: str) -> list[str]:
 
 
 def test_the_app_and_its_surfaces_load_no_emulator_sandbox_or_server() -> None:
-    assert loaded_by("import bot.app, surfaces.slack, surfaces.sms") == []
+    assert loaded_by("import bot.http.app, surfaces.slack, surfaces.sms") == []
 
 
 def test_the_cli_loads_uvicorn_to_serve_and_nothing_dev_only() -> None:
-    loaded = loaded_by("import bot.cli, bot.app, surfaces.slack, surfaces.sms")
+    loaded = loaded_by("import bot.cli, bot.http.app, surfaces.slack, surfaces.sms")
     assert "uvicorn" in loaded  # `cosigner serve` runs it
     assert [m for m in loaded if m.split(".")[0] != "uvicorn"] == []
 

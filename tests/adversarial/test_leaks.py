@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from bot.redaction import REDACTED, redact
+from bot.policy.redaction import REDACTED, redact
 from tests.harness import cosigner_app
 
 STRIPE = "sk_live_abcdefgh12345678"

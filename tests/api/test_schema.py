@@ -243,7 +243,7 @@ async def test_a_wrong_method_names_the_allowed_ones() -> None:
 
 @pytest.mark.parametrize("model", ["ApprovalRequest", "OperationRequest"])
 def test_the_schema_states_the_callback_url_schemes_the_api_accepts(model: str) -> None:
-    from bot.openapi import openapi
+    from bot.http.openapi import openapi
     from contracts import wire
 
     doc = openapi()
@@ -339,7 +339,7 @@ async def test_handoff_answers_conform_to_the_published_schema(monkeypatch: Any)
 def test_the_schema_states_that_free_text_holds_no_nul(model: str, field: str) -> None:
     # The API refuses U+0000 in free text (PostgreSQL cannot store it); a schema that let it
     # through had a client built from it send a valid-looking value that was refused.
-    from bot.openapi import openapi
+    from bot.http.openapi import openapi
     from contracts import wire
 
     schema = Conformance(openapi()).validator(f"/components/schemas/{model}/properties/{field}")

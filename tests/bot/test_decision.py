@@ -7,8 +7,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from bot.decision import decide, differences
-from bot.policy import load_policy
+from bot.policy.decision import decide, differences
+from bot.policy.rules import load_policy
 from contracts.wire import DashboardSurface, ScheduleSurface, SlackSurface
 from storage.tables import audit_events
 from tests.harness import DEFAULT_POLICY, Harness, cosigner_app

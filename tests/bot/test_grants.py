@@ -16,7 +16,7 @@ from joserfc.errors import BadSignatureError
 from joserfc.jwk import KeySet
 from jwt.utils import base64url_decode, base64url_encode
 
-from bot.grants import GrantSigner
+from bot.approvals.grants import GrantSigner
 from contracts.digest import canonical_json, parameters_digest
 from contracts.grants import (
     GRANT_TYPE,

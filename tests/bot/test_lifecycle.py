@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from bot.grants import callback_secret
+from bot.approvals.grants import callback_secret
 from cosigner.errors import InvalidSignature
 from cosigner.webhooks import verify_request
 from storage.database import Database

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.durations import format_duration, parse_duration
-from bot.policy import Policy, Threshold, load_policy, load_policy_file
+from bot.policy.durations import format_duration, parse_duration
+from bot.policy.rules import Policy, Threshold, load_policy, load_policy_file
 from contracts.enums import ApprovalMode, ApproverKind, ToolKind
 from contracts.errors import PolicyError
 
@@ -686,7 +686,7 @@ def test_policy_example_loads() -> None:
 
 
 def test_description_and_display_name_must_be_text() -> None:
-    from bot.policy import load_policy
+    from bot.policy.rules import load_policy
     from contracts.errors import PolicyError
 
     with pytest.raises(PolicyError) as err:
@@ -784,7 +784,7 @@ def test_policy_tool_names_are_the_names_the_api_accepts(name: str) -> None:
     "name", ["acme", "a-1_b", "Acme", "acme.corp", "-acme", "a" * 63, "a" * 64, "acme\n"]
 )
 async def test_policy_tenant_names_are_the_names_tenants_create_accepts(name: str, tmp_path: Path) -> None:
-    from bot.tenants import TenantKeys
+    from bot.http.tenants import TenantKeys
     from contracts.errors import InvalidRequest
     from storage.database import Database
 

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
+from bot.observability.tracing import Tracing
 from bot.settings import SettingsError, load_settings
-from bot.tracing import Tracing
 from tests.bot.test_tracing import AGENT_TRACE, TRACEPARENT, USER, request
 from tests.harness import TEST_SECRET, cosigner_app
 from tests.otlp import OtlpReceiver
@@ -110,5 +110,5 @@ def test_the_variables_are_read_and_checked(monkeypatch: pytest.MonkeyPatch) -> 
 
 def test_a_provider_that_cannot_keep_the_approval_span_ids_is_refused() -> None:
     provider = TracerProvider(shutdown_on_exit=False)
-    with pytest.raises(ValueError, match=r"id_generator=bot.trace_ids.ApprovalIds\(\)"):
+    with pytest.raises(ValueError, match=r"id_generator=bot.observability.trace_ids.ApprovalIds\(\)"):
         Tracing(provider)

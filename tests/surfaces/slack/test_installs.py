@@ -13,8 +13,8 @@ import pytest
 import sqlalchemy as sa
 from starlette.applications import Starlette
 
-from bot.app import build_app, parts_of
-from bot.policy import load_policy
+from bot.http.app import build_app, parts_of
+from bot.policy.rules import load_policy
 from contracts.errors import SurfaceUnavailable
 from storage.database import Database
 from storage.sealing import TokenSeal

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.app import ConfigurationError, build_app, partial_configuration, parts_of
+from bot.http.app import ConfigurationError, build_app, partial_configuration, parts_of
 from bot.settings import Settings
 from tests.harness import TEST_SECRET, load_policy
 from tests.surfaces.teams.world import APP_ID, HOME, POLICY
