@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypeVar
 
 import httpx
 import sqlalchemy as sa
@@ -31,6 +31,7 @@ from bot.desk import Desk
 from bot.engine import Engine
 from bot.policy import load_policy
 from bot.settings import Settings
+from bot.transport import Egress
 from contracts.ports import Delivered
 from storage.database import Database
 
@@ -214,7 +215,7 @@ async def cosigner_app(
     db: Database | None = None,
     database_kind: str = "sqlite",
     surfaces: Sequence[SurfaceFactory] = (),
-    http: httpx.AsyncClient | None = None,
+    http: Egress | None = None,
     run_workers: bool = True,
     clock: ManualClock | None = None,
     tracer_provider: Any = None,
@@ -252,7 +253,12 @@ async def _maybe_db(db: Database | None, kind: str) -> AsyncIterator[Database]:
         yield fresh
 
 
-async def until(check: Callable[[], Any], seconds: float = 5.0, interval: float = 0.02) -> Any:
+T = TypeVar("T")
+
+
+async def until(
+    check: Callable[[], T | Literal[False] | None], seconds: float = 5.0, interval: float = 0.02
+) -> T:
     """The first truthy value of `check()`, polled every `interval` until `seconds` pass."""
     deadline = time.monotonic() + seconds
     while not (found := check()):
@@ -263,8 +269,8 @@ async def until(check: Callable[[], Any], seconds: float = 5.0, interval: float 
 
 
 async def until_async(
-    check: Callable[[], Awaitable[Any]], seconds: float = 5.0, interval: float = 0.02
-) -> Any:
+    check: Callable[[], Awaitable[T | Literal[False] | None]], seconds: float = 5.0, interval: float = 0.02
+) -> T:
     """The first truthy value of `await check()`, polled like `until`."""
     deadline = time.monotonic() + seconds
     while not (found := await check()):

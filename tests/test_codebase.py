@@ -26,7 +26,7 @@ def test_imports_keep_to_the_floors() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_every_package_is_mypy_strict_clean() -> None:
+def test_every_package_its_tests_and_the_benchmarks_are_mypy_strict_clean() -> None:
     result = run(sys.executable, "-m", "mypy")
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -122,7 +122,9 @@ def test_the_sdk_floor_forbids_the_server_and_every_library_only_the_server_need
     assert modules and modules | server <= forbidden, sorted(modules | server - forbidden)
 
 
-def test_mypy_and_the_import_floors_cover_the_same_packages() -> None:
+def test_mypy_covers_the_import_floors_the_tests_and_the_benchmarks() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    assert set(project["tool"]["mypy"]["packages"]) == set(project["tool"]["importlinter"]["root_packages"])
+    checked = {Path(path).name for path in project["tool"]["mypy"]["files"]}
+    assert checked == set(project["tool"]["importlinter"]["root_packages"]) | {"tests", "bench"}
+    assert all((ROOT / path).is_dir() for path in project["tool"]["mypy"]["files"])
     assert project["tool"]["mypy"]["strict"] is True and project["tool"]["mypy"]["mypy_path"] == "sdk/python"

@@ -17,6 +17,7 @@ import pytest
 
 import bot.approval
 import bot.engine
+import bot.intake
 from storage.database import Tx
 from tests.api.test_approvals import call
 from tests.harness import cosigner_app
@@ -62,7 +63,7 @@ async def test_create_crosses_into_storage_twice_load_then_write(
     async with cosigner_app() as h:
         key = await h.create_tenant("acme")
         found: list[str] = []
-        monkeypatch.setattr(bot.engine, "create_tx", crossings_of(bot.engine.create_tx, found))
+        monkeypatch.setattr(bot.engine, "create_tx", crossings_of(bot.intake.create_tx, found))
         r = await h.client.post("/v1/approvals", json=body, headers=h.auth(key))
         assert r.status_code == status, r.text
         assert found == ["storage.intake.load", "storage.intake.write"]
