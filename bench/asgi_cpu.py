@@ -19,6 +19,9 @@ import json
 import os
 import sys
 import time
+from collections.abc import Sequence
+
+from starlette.types import ASGIApp, Message, Scope
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from tests.harness import cosigner_app
@@ -45,9 +48,11 @@ admins = { dashboard = ["u_admin_1", "u_admin_2"] }
 APPROVERS = {"wire_money": ("u_bench",), "close_account": ("u_admin_1", "u_admin_2")}
 
 
-async def call(app, method, path, body=b"", headers=()):
+async def call(
+    app: ASGIApp, method: str, path: str, body: bytes = b"", headers: Sequence[tuple[bytes, bytes]] = ()
+) -> tuple[int, bytes]:
     q = path.split("?", 1)
-    scope = {
+    scope: Scope = {
         "type": "http",
         "asgi": {"version": "3.0"},
         "http_version": "1.1",
@@ -68,17 +73,18 @@ async def call(app, method, path, body=b"", headers=()):
     }
     sent = False
 
-    async def receive():
+    async def receive() -> Message:
         nonlocal sent
         if not sent:
             sent = True
             return {"type": "http.request", "body": body, "more_body": False}
         await asyncio.Event().wait()
+        return {"type": "http.disconnect"}
 
-    out = {}
-    chunks = []
+    out: dict[str, int] = {}
+    chunks: list[bytes] = []
 
-    async def send(msg):
+    async def send(msg: Message) -> None:
         if msg["type"] == "http.response.start":
             out["status"] = msg["status"]
         elif msg["type"] == "http.response.body":
@@ -88,7 +94,7 @@ async def call(app, method, path, body=b"", headers=()):
     return out["status"], b"".join(chunks)
 
 
-async def main():
+async def main() -> None:
     async with cosigner_app(POLICY) as h:
         key = await h.create_tenant("acme")
         auth = [(b"authorization", f"Bearer {key}".encode())]
@@ -96,7 +102,7 @@ async def main():
         app = h.app
         n = [0]
 
-        async def rt(tool="wire_money"):
+        async def rt(tool: str = "wire_money") -> None:
             n[0] += 1
             i = n[0]
             body = json.dumps(
@@ -134,7 +140,7 @@ async def main():
         for _ in range(100):
             await rt()
             await rt("close_account")
-        cpu = {"wire_money": [], "close_account": []}
+        cpu: dict[str, list[float]] = {"wire_money": [], "close_account": []}
         for _ in range(int(sys.argv[1]) if len(sys.argv) > 1 else 8):
             for tool, runs in cpu.items():
                 t0 = time.process_time()

@@ -130,6 +130,11 @@ class Agent:
         return t_end - t0, max(0.0, t_end - t_decided)
 
 
+def trips_of(agents: list[Agent], tool: str, approvers: tuple[str, ...]) -> rt.Op:
+    """Worker i runs round trips of `tool` as agent i."""
+    return lambda i: agents[i].trip(tool, approvers)
+
+
 async def bench_database(kind: str, args: argparse.Namespace, cores: tuple[int | None, int | None]) -> bool:
     """Both round trips at every level on one server; True when none failed."""
     ok = True
@@ -149,8 +154,8 @@ async def bench_database(kind: str, args: argparse.Namespace, cores: tuple[int |
                     stack.push_async_callback(made.aclose)
                     agents.append(Agent(made, server.key, server.approver))
                 trips: dict[str, rt.Op] = {
-                    "single": lambda i, agents=agents: agents[i].trip(SINGLE, (REQUESTER,)),
-                    "quorum": lambda i, agents=agents: agents[i].trip(QUORUM, ADMINS),
+                    "single": trips_of(agents, SINGLE, (REQUESTER,)),
+                    "quorum": trips_of(agents, QUORUM, ADMINS),
                 }
                 rates = {}
                 for name, trip in trips.items():

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot.decision import decide
-from bot.policy import load_policy
+from bot.policy import decide, load_policy
 from contracts.enums import ApproverKind
 from contracts.errors import ApprovalModeUnsupported
 from contracts.ports import Route
