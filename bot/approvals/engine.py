@@ -442,7 +442,9 @@ class Engine:
         if done.changed:
             self._closed(done.record, done.execute)
         elif done.counted:
-            log.info(
+            # Each counted Approve is on the audit chain; the log says so only at DEBUG, as
+            # it does for every answer, and at INFO once the approval closes.
+            log.debug(
                 "approval counted",
                 extra={"approval_id": approval_id, "tenant": done.record.tenant, "status": "pending"},
             )
