@@ -16,6 +16,7 @@ from bot.approval import new_id
 from bot.bodies import actor_of
 from bot.decision import Ruling
 from bot.denials import decider as standing_decider
+from bot.follow_up_plan import Plan
 from bot.policy import Policy, ToolRule
 from bot.run_grants import requester_key
 from bot.trace_ids import NO_TRACE, ApprovalTrace
@@ -189,6 +190,7 @@ class Intake:
     handoff: HandoffState | None = None
     shadow: dict[str, Any] | None = None
     label: str = ""  # the decision in a word or two (`Ruling.label`), for the audit record
+    follow_ups: Plan | None = None  # the reminder and escalations, queued with a pending request
 
 
 def create_tx(tx: Tx, it: Intake, now: float) -> Created:
@@ -246,6 +248,8 @@ def new_approval(it: Intake, admit: Admit, now: float) -> store.NewApproval:
     queued: list[Queued] = []
     if route is not None and not isinstance(route, DashboardRoute):
         queued.append(Queued(JobKind.DELIVER, now, now + DELIVERY_WINDOW))
+    if it.follow_ups is not None and status is ApprovalStatus.PENDING:
+        queued += it.follow_ups.jobs(now, now + timeout)
     if executing:
         queued.append(Queued(JobKind.EXECUTE, now, now + window))
     elif decided_by is not None and req.callbackUrl:

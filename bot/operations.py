@@ -20,7 +20,7 @@ from bot.checks import callback_allowed, json_limits, surface_belongs
 from bot.contract_client import ApplicationFailed, ContractClient, PrepareCall, Rejected
 from bot.engine import Engine
 from bot.operation_rules import OperationRule
-from bot.policy import ToolRule, mode_of
+from bot.policy import ToolRule, operation_tool_rule
 from bot.redaction import redact
 from bot.routing import route_for
 from bot.tracing import SpanName, answered
@@ -44,21 +44,7 @@ log = logging.getLogger("cosigner.operations")
 def tool_rule(engine: Engine, tenant: str, rule: OperationRule) -> ToolRule:
     """The operation's approval rule in the form routing and intake read for tools."""
     section = engine.policy.tenants.get(tenant)
-    gate_all = section.gate_all if section is not None else False
-    return ToolRule(
-        name=rule.name,
-        kind=rule.kind,
-        confirm=rule.confirm,
-        approvers=rule.approvers,
-        redact=rule.redact,
-        timeout=rule.timeout,
-        deny=rule.deny,
-        deny_reason=None,
-        allow_below=None,
-        gate_all=gate_all,
-        source=rule.source,
-        mode=mode_of(rule.kind, rule.confirm, gate_all),
-    )
+    return operation_tool_rule(rule, section.gate_all if section is not None else False)
 
 
 def as_call(req: OperationRequest, timeout: int | None) -> ApprovalRequest:

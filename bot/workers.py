@@ -16,6 +16,7 @@ from bot.contract_client import ContractClient
 from bot.egress import EgressRefused
 from bot.engine import Engine
 from bot.execution import Execution
+from bot.follow_ups import FollowUps
 from bot.grants import callback_secret
 from bot.tracing import SpanName, delivery_outcome, http_outcome
 from bot.transport import Egress, EgressFailed
@@ -53,6 +54,7 @@ class JobWorker:
         self.secret = secret
         contracts = contracts or ContractClient(http, engine.clock)
         self.execution = Execution(engine, contracts, self._finish, self._retry)
+        self.follow_ups = FollowUps(engine, surfaces, self._finish)
         self.executing: set[asyncio.Task[None]] = set()
 
     async def execute_approved(self, stop: asyncio.Event) -> None:
@@ -107,6 +109,8 @@ class JobWorker:
             JobKind.EXECUTE: self.execution.execute,
             JobKind.RECONCILE: self.execution.reconcile,
             JobKind.VERIFY: self._verify,
+            JobKind.REMIND: self.follow_ups.remind,
+            JobKind.ESCALATE: self.follow_ups.escalate,
         }
         try:
             await handlers[kind](job)
@@ -157,16 +161,20 @@ class JobWorker:
 
     async def _show(self, job: Job) -> None:
         placed = await self.engine.placed(job.approval_id)
-        if placed is None or placed.delivered is None:
+        escalated = placed is not None and bool(placed.card.escalations)
+        if placed is None or (placed.delivered is None and not escalated):
             await self._finish(job.id)
             return
         adapter = self.surfaces.get(placed.route.surface)
-        if adapter is None:
+        if adapter is None and not escalated:
             await self._finish(job.id, "surface not configured")
             return
         try:
-            showing = adapter.show_outcome(placed.card, placed.route, placed.delivered)
-            await self.engine.tracing.run(job.approval_id, SpanName.SHOW, showing, surface=adapter.name)
+            if adapter is not None and placed.delivered is not None:
+                showing = adapter.show_outcome(placed.card, placed.route, placed.delivered)
+                await self.engine.tracing.run(job.approval_id, SpanName.SHOW, showing, surface=adapter.name)
+            if escalated:
+                await self.follow_ups.show_outcomes(job.approval_id)
         except Exception as exc:
             await self._retry(job, type(exc).__name__)
             return
