@@ -104,18 +104,24 @@ def check_reader(rec: Record, a: Answer | Look) -> None:
 
     Once the request was escalated, the approvers of each route it was escalated to may
     answer where it was delivered to them (and only there), as if it had been asked there."""
-    try:
-        check_at(rec.id, rec.route, rec.delivered, a)
-    except CosignerError:
-        for e in rec.escalated:
-            if e.route.surface != a.surface:
-                continue
-            try:
-                check_at(rec.id, e.route, e.delivered, a)
-            except CosignerError:
-                continue
-            return
-        raise
+    places = [(rec.route, rec.delivered), *((e.route, e.delivered) for e in rec.escalated)]
+    refusals: list[tuple[bool, CosignerError]] = []
+    for route, got in places:
+        try:
+            check_at(rec.id, route, got, a)
+        except CosignerError as exc:
+            refusals.append((_shown_there(route, got, a), exc))
+            continue
+        return
+    # The refusal of the card or text the answer came from says why; else the request's own.
+    raise next((exc for there, exc in refusals if there), refusals[0][1])
+
+
+def _shown_there(route: Route | None, got: Delivered | None, a: Answer | Look) -> bool:
+    """Whether the answer came from where this route's card or text was shown."""
+    if route is None or got is None or route.surface != a.surface or a.conversation != got.conversation:
+        return False
+    return not isinstance(route, SlackRoute | TeamsRoute) or a.message_ref in got.message_refs
 
 
 def check_at(approval_id: str, route: Route | None, got: Delivered | None, a: Answer | Look) -> None:
