@@ -101,7 +101,10 @@ def _asked(approvers: tuple[ApproverKind, ...], section: TenantPolicy | None) ->
 
 def _timing(policy: Policy, rule: FollowUpRule) -> list[str]:
     """Each follow-up must come before the shortest timeout the request can have."""
-    limit, where = _shortest_timeout(policy, rule)
+    shortest = _shortest_timeout(policy, rule)
+    if shortest is None:
+        return []  # nobody can be asked here: the request is refused when it arrives
+    limit, where = shortest
     timed = [(rule.remind_path, rule.remind_after)] if rule.remind_after is not None else []
     timed += [(f"{rule.escalate_path}[{i}].after", s.after) for i, s in enumerate(rule.escalate)]
     return [
@@ -113,7 +116,7 @@ def _timing(policy: Policy, rule: FollowUpRule) -> list[str]:
     ]
 
 
-def _shortest_timeout(policy: Policy, rule: FollowUpRule) -> tuple[float, str]:
+def _shortest_timeout(policy: Policy, rule: FollowUpRule) -> tuple[float, str] | None:
     """The shortest timeout a request of this rule can get from the policy, and where it is set."""
     if rule.timeout is not None:
         return rule.timeout, rule.timeout_path
@@ -125,7 +128,7 @@ def _shortest_timeout(policy: Policy, rule: FollowUpRule) -> tuple[float, str]:
         key = own.get(surface)
         path = f"defaults.{key}" if key and getattr(d, key) else "defaults.timeout"
         found.append((d.timeout_on(surface), f"{path}, on {surface.value}"))
-    return min(found, default=(d.timeout, "defaults.timeout"))
+    return min(found, default=None)
 
 
 def _surfaces(policy: Policy, rule: FollowUpRule) -> set[SurfaceType]:

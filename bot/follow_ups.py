@@ -67,16 +67,16 @@ class FollowUps:
         who = still_to_answer(rec)
         adapter = self.surfaces.get(rec.route.surface)
         sent, why = False, None
-        if rec.delivered is None:
+        if not isinstance(adapter, FollowUpSurface):
+            why = f"{rec.route.surface.value} has no way to reach the approvers; this record is the reminder"
+        elif rec.delivered is None:
             why = "the request has no delivered card or text to remind about"
-        elif isinstance(adapter, FollowUpSurface):
+        else:
             try:
                 await adapter.remind(rec.card(), rec.route, rec.delivered, who)
                 sent = True
             except SurfaceUnavailable as exc:
                 why = exc.message
-        else:
-            why = f"{rec.route.surface.value} has no way to reach the approvers; this record is the reminder"
         data = {"surface": rec.route.surface.value, "approvers": list(who), "sent": sent, "why": why}
         event = Event(AuditEvent.REMINDED, SYSTEM, data)
         await self.engine.db.run_write(lambda tx: store.remind(tx, rec.id, self.engine.clock, event))
