@@ -386,6 +386,14 @@ class Record:
             escalations=tuple(EscalationNote(e.to, ts(e.at)) for e in self.escalated),
         )
 
+    def approvers_on(self, surface: SurfaceType) -> tuple[str, ...]:
+        """Everyone who may answer on `surface`: the route's approvers there, and those of each
+        route the request was escalated to there."""
+        routes = [self.route, *(e.route for e in self.escalated)]
+        return tuple(
+            dict.fromkeys(a for r in routes if r is not None and r.surface == surface for a in r.approvers)
+        )
+
     @property
     def escalated(self) -> tuple[Escalation, ...]:
         """The escalation steps taken so far, oldest first."""

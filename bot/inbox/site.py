@@ -34,7 +34,6 @@ from bot.settings import Settings
 from contracts.enums import ApprovalStatus, SurfaceType
 from contracts.errors import CosignerError, DenialNotFound
 from contracts.pending import Permalinks
-from contracts.ports import DashboardRoute
 from storage import inbox as listing
 from storage.records import Record
 
@@ -157,11 +156,8 @@ class Inbox:
         """Dashboard requests this person may answer, and Slack requests that name them."""
         tenants = tenants_of(self.engine.policy, person)
         recs = await self.engine.db.run_read(lambda tx: listing.listed(tx, tenants, pending=True, limit=200))
-        mine = [
-            r
-            for r in recs
-            if isinstance(r.route, DashboardRoute) and set(person.ids) & set(r.route.approvers)
-        ]
+        # Requests asked on the dashboard, or escalated to it, that name this person.
+        mine = [r for r in recs if set(person.ids) & set(r.approvers_on(SurfaceType.DASHBOARD))]
         elsewhere = [r for r in recs if names_on_slack(person, r)]
         return mine, elsewhere
 

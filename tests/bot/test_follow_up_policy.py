@@ -108,7 +108,8 @@ escalate = [{ after = "10m", to = "tenant_admins" }]
             "defaults.timeout, on",
         ),
         (
-            'timeout = "1h"\nescalate = [{ after = "30m", to = "staff" }, { after = "10m", to = "tenant_admins" }]',
+            'timeout = "1h"\nescalate = [{ after = "30m", to = "staff" },\n'
+            '  { after = "10m", to = "tenant_admins" }]',
             "tools.t.escalate[1].after",
             "not after the step before it",
             "30m",
@@ -120,7 +121,8 @@ escalate = [{ after = "10m", to = "tenant_admins" }]
             "escalate[0]",
         ),
         (
-            'timeout = "1h"\napprovers = ["tenant_admins"]\nescalate = [{ after = "10m", to = "tenant_admins" }]',
+            'timeout = "1h"\napprovers = ["tenant_admins"]\n'
+            'escalate = [{ after = "10m", to = "tenant_admins" }]',
             "tools.t.escalate[0].to",
             "asked of tenant_admins already",
             "",
