@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 
 from bot.engine import Engine
 from contracts.enums import ApprovalStatus, ApproverKind, AuditEvent, JobKind
@@ -113,8 +114,10 @@ class FollowUps:
         if adapter is None:
             await self._failed(job, taken.record, step, f"{route.surface.value} is not configured")
             return
+        # Always deny belongs to the request's one approver (`bot.denials`): not offered here.
+        card = replace(taken.record.card(), offers_always_deny=False)
         try:
-            delivered = await adapter.deliver(taken.record.card(), route)
+            delivered = await adapter.deliver(card, route)
         except SurfaceUnavailable as exc:
             # The request stays pending with its own approvers: a step that cannot be
             # delivered takes nothing away from them.

@@ -137,7 +137,11 @@ async def test_remind_then_escalate_then_an_admin_approves_on_the_escalated_card
 
     h.advance(5 * MINUTE)  # 10 minutes: the admin channel gets the card too
     (escalated,) = await until(lambda: cards(emu, "C0ADMINS"))
-    assert [b for b in escalated.blocks if b["type"] == "actions"], "the escalated card has buttons"
+    buttons = [e["action_id"] for b in escalated.blocks if b["type"] == "actions" for e in b["elements"]]
+    assert "cosigner.approve" in buttons and "cosigner.deny" in buttons
+    # Always deny is the requester's own (their one approver's); the admins are not offered it.
+    originals = [e["action_id"] for b in card.blocks if b["type"] == "actions" for e in b["elements"]]
+    assert "cosigner.always_deny" in originals and "cosigner.always_deny" not in buttons
     updated = await until(
         lambda: (m := emu.latest(card.channel, card.ts)) and m.method == "chat.update" and m
     )
