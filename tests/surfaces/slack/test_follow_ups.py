@@ -22,7 +22,16 @@ from storage.tables import jobs
 from surfaces.slack import SlackAdapter, SlackConfig
 from surfaces.slack.emulated_methods import Recorded
 from surfaces.slack.emulator import SlackEmulator
-from tests.harness import Harness, ManualClock, cosigner_app, database, postgres_url, until, until_async
+from tests.harness import (
+    Harness,
+    ManualClock,
+    cosigner_app,
+    database,
+    postgres_url,
+    press,
+    until,
+    until_async,
+)
 
 SECRET = "follow-ups-signing-secret"
 APP_ID = "A0COSIGNER"
@@ -175,6 +184,15 @@ async def test_remind_then_escalate_then_an_admin_approves_on_the_escalated_card
         )
         assert "*Approved* by <@U0ADMIN>" in json.dumps(closed.blocks)
 
+    # A click on the escalated card after the decision is refused like any late click.
+    before = len(emu.ephemerals)
+    late = await press(
+        h.client, escalated, secret=SECRET, app_id=APP_ID, user="U0ADMIN", team="T0ACME", user_team="T0ACME"
+    )
+    assert late.status_code == 200
+    (told,) = await until(lambda: emu.ephemerals[before:])
+    assert told.text is not None and "ALREADY_DECIDED" in told.text
+
     h.advance(25 * MINUTE)  # past the staff step: the request is closed, so nothing goes out
     await until_async(lambda: _outbox_empty(h))
     assert cards(emu, "C0STAFF") == []
@@ -205,6 +223,25 @@ async def test_an_escalated_request_that_nobody_answers_expires_and_every_card_s
     assert last is not None
     flat = json.dumps(last.blocks)
     assert "Escalated to tenant admins at" in flat and "Escalated to staff at" in flat
+
+
+async def test_a_cancel_after_the_escalation_closes_every_card(world: Any) -> None:
+    h, emu, key = world
+    approval_id = await ask(h, key)
+    (card,) = await until(lambda: cards(emu, "C1"))
+    h.advance(10 * MINUTE)
+    (admins,) = await until(lambda: cards(emu, "C0ADMINS"))
+    response = await h.client.post(f"/v1/approvals/{approval_id}/cancel", headers=h.auth(key))
+    assert response.status_code == 200 and response.json()["status"] == "cancelled"
+    for where in (card, admins):
+        await until(
+            lambda w=where: (
+                (m := emu.latest(w.channel, w.ts))
+                and m.method == "chat.update"
+                and "Cancelled" in json.dumps(m.blocks)
+                and not [b for b in m.blocks if b["type"] == "actions"]
+            )
+        )
 
 
 async def test_staff_answer_from_their_own_workspace_once_escalated(world: Any) -> None:
