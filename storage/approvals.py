@@ -27,7 +27,7 @@ from storage.database import Tx
 from storage.direct import Direct
 from storage.notify import channel_for
 from storage.records import Changes, Record, delivery_key
-from storage.tables import approvals, audit_events, flags, run_grants
+from storage.tables import approvals, audit_events, escalations, flags, run_grants
 
 _BY_ID = sa.select(approvals).where(approvals.c.id == sa.bindparam("id"))
 _BY_CALL = sa.select(approvals).where(
@@ -265,8 +265,11 @@ def set_receipt_if_pending(tx: Tx, approval_id: str, receipt: str) -> None:
 
 
 def by_delivery(tx: Tx, key: str, *, pending: bool, limit: int) -> list[Record]:
-    """Approvals delivered at `key` (e.g. `sms:+1555…`), newest first."""
-    q = sa.select(approvals).where(approvals.c.delivery_key == key)
+    """Approvals delivered at `key` (e.g. `sms:+1555…`), or escalated to it, newest first."""
+    escalated = sa.select(escalations.c.approval_id).where(escalations.c.delivery_key == key)
+    q = sa.select(approvals).where(
+        sa.or_(approvals.c.delivery_key == key, approvals.c.id.in_(escalated.scalar_subquery()))
+    )
     if pending:
         q = q.where(approvals.c.status == "pending")
     q = q.order_by(approvals.c.created_at.desc()).limit(limit)

@@ -43,6 +43,6 @@ def naming(tx: Tx, tenant: str, surface: SurfaceType, person: str, limit: int = 
     found = []
     for rec in listed(tx, [tenant], pending=True, limit=limit):
         placed = rec.placed()
-        if placed is not None and placed.route.surface == surface and person in placed.route.approvers:
+        if placed is not None and person in rec.approvers_on(surface):
             found.append(placed)
     return found

@@ -307,6 +307,7 @@ class Engine:
             handoff,
             shadow,
             ruling.label,
+            follow_ups=ruling.follow_ups,
         )
         for _attempt in range(3):
             try:
@@ -456,7 +457,7 @@ class Engine:
         )
         if rec.settled:  # an approved operation's waiters are told once its outcome is stored
             self.notifier.publish(rec.id, rec)
-        if rec.callback_url or rec.delivered is not None:
+        if rec.callback_url or rec.delivered is not None or rec.escalated:
             self.wakeups.jobs.set()
         self._execute(rec, execute)
 

@@ -23,9 +23,9 @@ from bot.policy import (
     load_policy_file,
     parse_duration,
     parse_surface,
-    replay,
     run_cases,
 )
+from bot.policy.replay import replay
 from bot.settings import load_settings
 from storage.audit import stream_requests
 from storage.database import Database, head_revision, missing_sqlite_file, safe_url

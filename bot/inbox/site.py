@@ -30,12 +30,11 @@ from bot.approvals import Denials, Engine
 from bot.inbox import answering, session
 from bot.inbox.people import Person, SignInRefused, names_on_slack, tenants_of
 from bot.inbox.signin import SignIn
-from bot.policy import Policy
+from bot.policy.rules import Policy
 from bot.settings import Settings
 from contracts.enums import ApprovalStatus, SurfaceType
 from contracts.errors import CosignerError, DenialNotFound
 from contracts.pending import Permalinks
-from contracts.ports import DashboardRoute
 from storage import inbox as listing
 from storage.database import Database
 from storage.records import Record
@@ -164,11 +163,8 @@ class Inbox:
         """Dashboard requests this person may answer, and Slack requests that name them."""
         tenants = tenants_of(self.policy, person)
         recs = await self.db.run_read(lambda tx: listing.listed(tx, tenants, pending=True, limit=200))
-        mine = [
-            r
-            for r in recs
-            if isinstance(r.route, DashboardRoute) and set(person.ids) & set(r.route.approvers)
-        ]
+        # Requests asked on the dashboard, or escalated to it, that name this person.
+        mine = [r for r in recs if set(person.ids) & set(r.approvers_on(SurfaceType.DASHBOARD))]
         elsewhere = [r for r in recs if names_on_slack(person, r)]
         return mine, elsewhere
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from bot.policy.merge import Layers
-from bot.policy.schema import OperationOverride, OperationSection, PolicyFile, TenantPolicy
+from bot.policy.schema import EscalateStep, OperationOverride, OperationSection, PolicyFile, TenantPolicy
 from bot.policy.validation import key_path
 from contracts.enums import ApproverKind, ToolKind
 from contracts.names import fold
@@ -35,6 +35,10 @@ class OperationRule:
     prepare_timeout: float
     deny: bool
     source: str
+    remind_after: float | None = None
+    escalate: tuple[EscalateStep, ...] = ()
+    # Which section set each follow-up key (`remind_after`, `escalate`), as for tools.
+    origins: tuple[tuple[str, str], ...] = ()
 
 
 def _merge(name: str, base: OperationSection, over: OperationOverride | None, source: str) -> OperationRule:
@@ -57,6 +61,11 @@ def _merge(name: str, base: OperationSection, over: OperationOverride | None, so
         prepare_timeout=pick("prepare_timeout"),
         deny=over.deny if over is not None else False,
         source=source,
+        remind_after=pick("remind_after"),
+        escalate=tuple(pick("escalate") or ()),
+        origins=tuple(
+            (k, v) for k, v in layers.origins.items() if k in ("remind_after", "escalate", "timeout")
+        ),
     )
 
 

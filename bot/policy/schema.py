@@ -200,6 +200,21 @@ class HandoffSection(Table):
     timeout: Duration = 300.0
 
 
+class EscalateStep(Table):
+    """One `escalate` step: while the request is still pending `after` it was asked, it is
+    also delivered to the route `to`, whose approvers may then answer there."""
+
+    after: Duration
+    to: Route
+
+
+EscalateSteps = Annotated[
+    tuple[EscalateStep, ...],
+    Field(strict=False),
+    _list('[{ after = "10m", to = "tenant_admins" }]'),
+]
+
+
 class ToolSection(Table):
     """`[tools.NAME]`; the tenant override `[tenants.T.tools.NAME]` uses the same keys."""
 
@@ -213,6 +228,8 @@ class ToolSection(Table):
     allow_below: AllowBelow | None = None
     description: Text | None = None
     handoff: HandoffSection | None = None
+    remind_after: Duration | None = None
+    escalate: EscalateSteps = ()
 
 
 class ToolOverride(ToolSection):
@@ -253,6 +270,8 @@ class OperationSection(Table):
     execute_timeout: Duration = 30.0
     prepare_timeout: Duration = 10.0
     description: Text | None = None
+    remind_after: Duration | None = None
+    escalate: EscalateSteps = ()
 
 
 class OperationOverride(Table):
@@ -268,6 +287,8 @@ class OperationOverride(Table):
     execute_timeout: Duration | None = None
     prepare_timeout: Duration | None = None
     deny: Flag = False
+    remind_after: Duration | None = None
+    escalate: EscalateSteps | None = None
 
 
 class Admins(Table):
