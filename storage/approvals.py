@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import SimpleNamespace
 from typing import Any
 
@@ -22,6 +22,7 @@ import sqlalchemy as sa
 from contracts.enums import ApprovalMode, ApprovalStatus
 from contracts.errors import AlreadyDecided
 from contracts.ports import Route, SmsRoute
+from storage import votes
 from storage.audit import AuditRow, Event, chain_rows
 from storage.database import Tx
 from storage.direct import Direct
@@ -54,9 +55,17 @@ _INSERT_APPROVAL: dict[tuple[str, ...], Direct] = {}
 
 
 def load(tx: Tx, approval_id: str, *, lock: bool = False) -> Record | None:
-    """One approval; `lock` takes the row lock on PostgreSQL (SQLite has one writer)."""
+    """One approval, with the approvals counted so far; `lock` takes the row lock on
+    PostgreSQL (SQLite has one writer)."""
     row = _LOAD.first(tx, {"id": approval_id}, _LOAD_LOCKED if lock else None)
-    return Record.from_row(row) if row else None
+    return with_votes(tx, Record.from_row(row)) if row else None
+
+
+def with_votes(tx: Tx, rec: Record) -> Record:
+    """The record with its counted approvals (read only for a quorum above 1)."""
+    if rec.quorum <= 1:
+        return rec
+    return replace(rec, votes=votes.of(tx, rec.id))
 
 
 @dataclass(frozen=True)
@@ -106,7 +115,7 @@ def row_of_call(tx: Tx, tenant: str, execution_id: str, tool_call_id: str) -> An
 def load_call(tx: Tx, tenant: str, execution_id: str, tool_call_id: str) -> Record | None:
     """The approval of this call (tenant, execution, tool call id), if it was made before."""
     row = row_of_call(tx, tenant, execution_id, tool_call_id)
-    return Record.from_row(row) if row is not None else None
+    return with_votes(tx, Record.from_row(row)) if row is not None else None
 
 
 def gated_count(tx: Tx, tenant: str, execution_id: str) -> int:

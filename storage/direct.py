@@ -104,6 +104,21 @@ class Direct:
         args = [compiled.args(r) for r in rows]
         self._cursor(tx, compiled, lambda c: c.executemany(compiled.sql, args), args).close()
 
+    def all(self, tx: Connection, params: Mapping[str, Any]) -> list[Any]:
+        """Every row a SELECT returns (attributes by column name)."""
+        if tx.dialect.name != "sqlite":
+            return list(tx.execute(self.stmt, dict(params)).all())
+        compiled = self._for(tx)
+        args = compiled.args(params)
+        cursor = self._cursor(tx, compiled, lambda c: c.execute(compiled.sql, args), args)
+        try:
+            rows = cursor.fetchall()
+        finally:
+            cursor.close()
+        if any(p is not None for p in compiled.result):
+            rows = [[v if p is None else p(v) for v, p in zip(r, compiled.result, strict=True)] for r in rows]
+        return [compiled.row(*r) for r in rows]
+
     def first(self, tx: Connection, params: Mapping[str, Any], stmt: sa.Executable | None = None) -> Any:
         """The first row a SELECT returns (attributes by column name), or None; `stmt` is the
         statement to run instead on other databases (e.g. with a row lock)."""

@@ -101,6 +101,8 @@ class NewApproval:
     trace_context: str | None = None
     operation: OperationRecord | None = None
     handoff: HandoffState | None = None
+    quorum: int = 1
+    separate_duties: bool = False
     events: Sequence[Event] = ()
     jobs: Sequence[jobs.Queued] = field(default_factory=tuple)
 
@@ -154,6 +156,8 @@ def write(tx: Tx, new: NewApproval) -> Record:
         "trace_context": new.trace_context,
         "operation": new.operation.to_json() if new.operation is not None else None,
         "handoff": new.handoff.model_dump_json() if new.handoff is not None else None,
+        "quorum": new.quorum,
+        "separate_duties": new.separate_duties,
     }
     rec = ledger.insert_approval(tx, values, list(new.events))
     for job in new.jobs:

@@ -424,7 +424,9 @@ class Engine:
             )
         )
         self.tracing.after_close(
-            done.record, Answered(closing.decided_by, closing.to, done.refusal, done.changed), started
+            done.record,
+            Answered(closing.decided_by, closing.to, done.refusal, done.changed, done.counted),
+            started,
         )
         if isinstance(closing.decided_by, PersonDecider) and log.isEnabledFor(logging.DEBUG):
             refused = str(done.refusal.code) if done.refusal is not None else None
@@ -440,6 +442,15 @@ class Engine:
             )
         if done.changed:
             self._closed(done.record, done.execute)
+        elif done.counted:
+            # Each counted Approve is on the audit chain; the log says so only at DEBUG, as
+            # it does for every answer, and at INFO once the approval closes.
+            log.debug(
+                "approval counted",
+                extra={"approval_id": approval_id, "tenant": done.record.tenant, "status": "pending"},
+            )
+            if done.record.delivered is not None:
+                self.wakeups.jobs.set()  # the card shows the progress
         if done.refusal is not None:
             raise done.refusal
         return done.record

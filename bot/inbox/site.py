@@ -178,8 +178,9 @@ class Inbox:
         except CosignerError:
             return None
 
-    def item(self, rec: Record, link: str | None = None) -> dict[str, Any]:
+    def item(self, rec: Record, link: str | None = None, person: Person | None = None) -> dict[str, Any]:
         card = rec.card()
+        mine = set(person.ids) if person is not None else set()
         return {
             "id": rec.id,
             "tenant": rec.tenant,
@@ -196,6 +197,13 @@ class Inbox:
             "always_deny": card.offers_always_deny,
             "slack_link": link,
             "handoff": card.handoff is not None,
+            "quorum": card.quorum,
+            "separate_duties": card.separate_duties,
+            "progress": card.progress(),
+            "approvals": [
+                {"by": v.by, "surface": v.surface.value, "at": when(v.at.timestamp())} for v in card.approvals
+            ],
+            "you_approved": any(v.by in mine for v in card.approvals if v.surface is SurfaceType.DASHBOARD),
         }
 
     async def home(self, request: Request) -> Response:
@@ -210,7 +218,7 @@ class Inbox:
             "inbox.html",
             person=person,
             tenants=tenants_of(self.policy, person),
-            mine=[self.item(r) for r in mine],
+            mine=[self.item(r, person=person) for r in mine],
             elsewhere=[self.item(r, await self.link(r)) for r in elsewhere],
         )
 

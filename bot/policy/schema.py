@@ -230,6 +230,8 @@ class ToolSection(Table):
     handoff: HandoffSection | None = None
     remind_after: Duration | None = None
     escalate: EscalateSteps = ()
+    quorum: Count | None = None
+    separate_duties: Flag | None = None
 
 
 class ToolOverride(ToolSection):
@@ -272,6 +274,8 @@ class OperationSection(Table):
     description: Text | None = None
     remind_after: Duration | None = None
     escalate: EscalateSteps = ()
+    quorum: Count | None = None
+    separate_duties: Flag | None = None
 
 
 class OperationOverride(Table):
@@ -289,6 +293,8 @@ class OperationOverride(Table):
     deny: Flag = False
     remind_after: Duration | None = None
     escalate: EscalateSteps | None = None
+    quorum: Count | None = None
+    separate_duties: Flag | None = None
 
 
 class Admins(Table):

@@ -47,8 +47,11 @@ Finish = Callable[..., Awaitable[None]]
 
 def still_to_answer(rec: Record) -> tuple[str, ...]:
     """The approvers of the request's own route who have not answered: all of them while
-    one answer decides."""
-    return rec.route.approvers if rec.route is not None else ()
+    one answer decides; under a quorum, those whose Approve is not counted yet."""
+    if rec.route is None:
+        return ()
+    counted = {v.by for v in rec.votes}
+    return tuple(a for a in rec.route.approvers if a not in counted)
 
 
 class FollowUps:
