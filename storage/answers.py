@@ -18,6 +18,7 @@ from storage import inbound, jobs
 from storage.audit import Event
 from storage.database import Tx
 from storage.jobs import Job, Queued
+from storage.notify import channel_for
 from storage.records import Changes, Record
 
 
@@ -75,7 +76,8 @@ def write(
 ) -> tuple[Record, Job | None]:
     """Apply the transition (only while pending), its jobs and grant; the record as it now
     stands and the `execute` job claimed for the caller, if one was asked for."""
-    rec = ledger.append(tx, rec, now, events, changes, only_pending=True)
+    # The NOTIFY goes with the UPDATE (PostgreSQL sends it at commit, after the jobs below).
+    rec = ledger.append(tx, rec, now, events, changes, only_pending=True, notify=channel_for(schema))
     execute = None
     if claim is not None:
         execute = jobs.queue_claimed(
@@ -85,5 +87,4 @@ def write(
         jobs.queue(tx, job.kind, rec.id, job.payload, job.due, job.deadline)
     if grant is not None and rec.status is ApprovalStatus.APPROVED:
         ledger.grant_for_run(tx, rec, grant.tool_key, grant.requester, grant.granted_by, now)
-    ledger.notify_closed(tx, schema, rec.id)
     return rec, execute

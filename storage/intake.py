@@ -28,15 +28,18 @@ from storage import denials, jobs
 from storage.audit import Event
 from storage.database import Tx
 from storage.denials import StandingDeny
+from storage.direct import Direct
 from storage.operations import OperationRecord
 from storage.records import Record, delivery_key, route_to_json
 from storage.tables import run_grants
 
-_RUN_GRANT = sa.select(run_grants.c.approval_id, run_grants.c.granted_by).where(
-    run_grants.c.tenant == sa.bindparam("tenant"),
-    run_grants.c.execution_id == sa.bindparam("execution"),
-    run_grants.c.tool_name == sa.bindparam("tool"),
-    run_grants.c.requester == sa.bindparam("requester"),
+_RUN_GRANT = Direct(
+    sa.select(run_grants.c.approval_id, run_grants.c.granted_by).where(
+        run_grants.c.tenant == sa.bindparam("tenant"),
+        run_grants.c.execution_id == sa.bindparam("execution"),
+        run_grants.c.tool_name == sa.bindparam("tool"),
+        run_grants.c.requester == sa.bindparam("requester"),
+    )
 )
 
 
@@ -117,7 +120,7 @@ def load(tx: Tx, q: Question) -> Snapshot:
     if q.grant is not None and standing is None:
         tool, requester = q.grant
         params = {"tenant": q.tenant, "execution": q.execution_id, "tool": tool, "requester": requester}
-        row = tx.execute(_RUN_GRANT, params).first()
+        row = _RUN_GRANT.first(tx, params)
         grant = RunGrant(row.approval_id, row.granted_by) if row is not None else None
     return Snapshot(gated=gated, grant=grant, standing=standing)
 
