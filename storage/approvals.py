@@ -11,8 +11,9 @@ directly (`storage.direct`). The differences between SQLite and PostgreSQL (row 
 
 from __future__ import annotations
 
+import json
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
@@ -26,9 +27,10 @@ from contracts.ports import Route, SmsRoute
 from storage.audit import AuditRow, Event, chain_rows
 from storage.database import Tx
 from storage.direct import Direct
+from storage.jobs import Queued, queue
 from storage.notify import channel_for
 from storage.records import Changes, Record, delivery_key
-from storage.tables import approvals, audit_events, flags, run_grants
+from storage.tables import approvals, audit_events, flags, jobs, run_grants
 
 _BY_ID = sa.select(approvals).where(approvals.c.id == sa.bindparam("id"))
 _BY_CALL = sa.select(approvals).where(
@@ -138,23 +140,29 @@ def short_code(tx: Tx, route: Route) -> str:
     return f"{secrets.randbelow(900000) + 100000}"
 
 
-def insert_approval(tx: Tx, values: Mapping[str, Any], events: list[Event]) -> Record:
-    """Insert a new approval with the first links of its audit chain; return it as stored."""
+def insert_approval(
+    tx: Tx, values: Mapping[str, Any], events: list[Event], queued: Sequence[Queued] = ()
+) -> Record:
+    """Insert a new approval with the first links of its audit chain and its first jobs;
+    return it as stored. On PostgreSQL this is one statement, so it needs no transaction
+    around it (`Database.run_write(single_write=True)`)."""
     rows, seq, head = chain_rows(values["id"], values["tenant"], 0, "0" * 64, values["created_at"], events)
     stored = {**values, "audit_seq": seq, "audit_head": head}
     columns = tuple(stored)
     if tx.dialect.name == "postgresql":
-        # One statement: the approval and its audit rows (a duplicate call fails it whole).
+        # One statement: the approval, its audit rows, its jobs (a duplicate call fails it whole).
         made = _INSERT_WITH_EVENTS.get(columns)
         if made is None:
-            made = _INSERT_WITH_EVENTS[columns] = Direct(_insert_with_events(columns))
-        made.rowcount(tx, {**stored, **_event_arrays(rows)})
+            made = _INSERT_WITH_EVENTS[columns] = Direct(_insert_with_events(columns), writes=True)
+        made.rowcount(tx, {**stored, **_event_arrays(rows), **_job_arrays(queued)})
         return Record.from_row(SimpleNamespace(**stored))
     insert = _INSERT_APPROVAL.get(columns)
     if insert is None:
         insert = _INSERT_APPROVAL[columns] = Direct(approvals.insert(), columns)
     insert.rowcount(tx, stored)
     _INSERT_EVENTS.many(tx, rows)
+    for job in queued:
+        queue(tx, job.kind, values["id"], job.payload, job.due, job.deadline)
     return Record.from_row(SimpleNamespace(**stored))
 
 
@@ -222,7 +230,9 @@ def _chain(
         key = (columns, only_pending, notify is not None)
         stmt = _CHAINS.get(key)
         if stmt is None:
-            stmt = _CHAINS[key] = Direct(_update_with_events(columns, only_pending, notify is not None))
+            stmt = _CHAINS[key] = Direct(
+                _update_with_events(columns, only_pending, notify is not None), writes=True
+            )
         if notify is not None:
             params["channel"] = notify
         if stmt.scalar(tx, params | _event_arrays(rows)) != 1:
@@ -244,8 +254,23 @@ _CHAINS: dict[tuple[tuple[str, ...], bool, bool], Direct] = {}
 _INSERT_WITH_EVENTS: dict[tuple[str, ...], Direct] = {}
 
 
+_JOB_ARRAYS = {
+    c: sa.bindparam(f"job_{c}", type_=postgresql.ARRAY(jobs.c[c].type))
+    for c in ("kind", "payload", "due_at", "deadline_at")
+}
+
+
 def _event_arrays(rows: list[dict[str, Any]]) -> dict[str, list[Any]]:
     return {f"ev_{c}": [r[c] for r in rows] for c in _EVENT_COLUMNS}
+
+
+def _job_arrays(queued: Sequence[Queued]) -> dict[str, list[Any]]:
+    return {
+        "job_kind": [j.kind.value for j in queued],
+        "job_payload": [json.dumps(dict(j.payload)) for j in queued],
+        "job_due_at": [j.due for j in queued],
+        "job_deadline_at": [j.deadline for j in queued],
+    }
 
 
 def _events_from_arrays(only_after: Any = None) -> sa.Insert:
@@ -258,7 +283,17 @@ def _events_from_arrays(only_after: Any = None) -> sa.Insert:
 
 def _insert_with_events(columns: tuple[str, ...]) -> sa.Insert:
     made = approvals.insert().values({c: sa.bindparam(c) for c in columns}).cte("made")
-    return _events_from_arrays().add_cte(made)
+    due = sa.func.unnest(*_JOB_ARRAYS.values()).table_valued(*_JOB_ARRAYS).render_derived()
+    queued = jobs.insert().from_select(
+        ["approval_id", "kind", "payload", "due_at", "deadline_at", "attempts", "locked_until"],
+        sa.select(
+            sa.bindparam("id", type_=approvals.c.id.type),
+            *(due.c[c] for c in _JOB_ARRAYS),
+            sa.literal(0, sa.Integer),
+            sa.literal(0.0, sa.Double),
+        ),
+    )
+    return _events_from_arrays().add_cte(made).add_cte(queued.cte("queued"))
 
 
 def _update_with_events(columns: tuple[str, ...], only_pending: bool, notify: bool) -> sa.Select[Any]:

@@ -126,14 +126,37 @@ def _count(status: str | None) -> int:
 # --- statements ------------------------------------------------------------------------------
 
 
+# `Connection.info` key of a step that runs without a transaction (`Database.run_write` with
+# `single_write`): how many writes it has sent, so a second one is refused before it is sent.
+SINGLE_WRITE = "cosigner_single_write"
+
+
+class SecondWrite(RuntimeError):
+    """A step run without a transaction tried a second write (a programming error)."""
+
+
+def _count_write(tx: Connection) -> None:
+    info = tx.info
+    sent = info.get(SINGLE_WRITE)
+    if sent is None:
+        return
+    if sent:
+        raise SecondWrite("a second write in a step run with single_write=True; run it in a transaction")
+    info[SINGLE_WRITE] = 1
+
+
 class Direct:
     """A statement run on the driver (SQLite, asyncpg), through SQLAlchemy elsewhere.
 
-    `column_keys` are an INSERT's columns (each execution must give exactly those)."""
+    `column_keys` are an INSERT's columns (each execution must give exactly those);
+    `writes` marks a statement that changes rows (inferred for INSERT, UPDATE, DELETE)."""
 
-    def __init__(self, stmt: sa.Executable, column_keys: Sequence[str] | None = None) -> None:
+    def __init__(
+        self, stmt: sa.Executable, column_keys: Sequence[str] | None = None, *, writes: bool | None = None
+    ) -> None:
         self.stmt = stmt
         self.column_keys = tuple(column_keys) if column_keys is not None else None
+        self.writes = isinstance(stmt, sa.sql.dml.UpdateBase) if writes is None else writes
         self._compiled: dict[int, _Compiled] = {}
 
     def _for(self, tx: Connection) -> _Compiled:
@@ -160,6 +183,8 @@ class Direct:
 
     def rowcount(self, tx: Connection, params: Mapping[str, Any]) -> int:
         """Execute once; the number of rows it changed."""
+        if self.writes:
+            _count_write(tx)
         fast = _fast(tx)
         if fast is None:
             return int(tx.execute(self.stmt, dict(params)).rowcount)
@@ -175,6 +200,8 @@ class Direct:
 
     def many(self, tx: Connection, rows: Iterable[Mapping[str, Any]]) -> None:
         """Execute once per row of parameters."""
+        if self.writes:
+            _count_write(tx)
         fast = _fast(tx)
         if fast is None:
             tx.execute(self.stmt, [dict(r) for r in rows])
@@ -191,6 +218,8 @@ class Direct:
 
     def first(self, tx: Connection, params: Mapping[str, Any]) -> Any:
         """The first row a SELECT (or a RETURNING) gives (attributes by column name), or None."""
+        if self.writes:
+            _count_write(tx)
         fast = _fast(tx)
         if fast is None:
             return tx.execute(self.stmt, dict(params)).first()

@@ -158,7 +158,4 @@ def write(tx: Tx, new: NewApproval) -> Record:
         "operation": new.operation.to_json() if new.operation is not None else None,
         "handoff": new.handoff.model_dump_json() if new.handoff is not None else None,
     }
-    rec = ledger.insert_approval(tx, values, list(new.events))
-    for job in new.jobs:
-        jobs.queue(tx, job.kind, new.id, job.payload, job.due, job.deadline)
-    return rec
+    return ledger.insert_approval(tx, values, list(new.events), new.jobs)
