@@ -38,7 +38,7 @@ _BY_CALL = sa.select(approvals).where(
     approvals.c.execution_id == sa.bindparam("execution"),
     approvals.c.tool_call_id == sa.bindparam("call"),
 )
-_GATED_IN_EXECUTION = (
+GATED_IN_EXECUTION = (
     sa.select(sa.func.count())
     .select_from(approvals)
     .where(
@@ -52,7 +52,7 @@ _EVENT_COLUMNS = ("approval_id", "tenant", "seq", "at", "event", "actor", "data"
 _LOAD = Direct(_BY_ID)
 _LOAD_LOCKED = Direct(_BY_ID.with_for_update())  # SQLite has no row locks and writes no FOR UPDATE
 _MADE_BEFORE = Direct(_BY_CALL)
-_GATED = Direct(_GATED_IN_EXECUTION)
+_GATED = Direct(GATED_IN_EXECUTION)
 _INSERT_EVENTS = Direct(audit_events.insert(), _EVENT_COLUMNS)
 _INSERT_APPROVAL: dict[tuple[str, ...], Direct] = {}
 
