@@ -330,13 +330,21 @@ def _update(columns: tuple[str, ...], only_pending: bool) -> Direct:
     return stmt
 
 
+_IGNORING: dict[tuple[str, str, tuple[str, ...]], Direct] = {}
+
+
 def insert_ignore(tx: Tx, table: sa.Table, values: Mapping[str, Any]) -> bool:
     """INSERT … ON CONFLICT DO NOTHING on either database; True when a row was inserted."""
-    if tx.dialect.name == "sqlite":
-        from sqlalchemy.dialects.sqlite import insert as dialect_insert
-    else:
-        from sqlalchemy.dialects.postgresql import insert as dialect_insert  # type: ignore[assignment]
-    return bool(tx.execute(dialect_insert(table).values(**values).on_conflict_do_nothing()).rowcount)
+    key = (tx.dialect.name, table.name, tuple(values))
+    stmt = _IGNORING.get(key)
+    if stmt is None:
+        if tx.dialect.name == "sqlite":
+            from sqlalchemy.dialects.sqlite import insert as dialect_insert
+        else:
+            from sqlalchemy.dialects.postgresql import insert as dialect_insert  # type: ignore[assignment]
+        insert = dialect_insert(table).values({c: sa.bindparam(c) for c in values}).on_conflict_do_nothing()
+        stmt = _IGNORING[key] = Direct(insert)
+    return stmt.rowcount(tx, values) > 0
 
 
 def grant_for_run(tx: Tx, rec: Record, tool_key: str, requester: str, granted_by: str, now: float) -> None:
