@@ -58,8 +58,32 @@ class Replica:
     server: rt.Server
 
 
+async def connections(admin_dsn: str, url: str) -> tuple[int, int]:
+    """(connections to the bench database, of them LISTEN connections), from pg_stat_activity."""
+    import asyncpg
+
+    name = url.rsplit("/", 1)[1]
+    admin = await asyncpg.connect(admin_dsn, timeout=10)
+    try:
+        row = await admin.fetchrow(
+            "SELECT count(*), count(*) FILTER (WHERE query LIKE 'LISTEN %') "
+            "FROM pg_stat_activity WHERE datname = $1",
+            name,
+        )
+    finally:
+        await admin.close()
+    return int(row[0]), int(row[1])
+
+
+@dataclass
+class Replicas:
+    a: Replica
+    b: Replica
+    url: str  # the database both serve
+
+
 @contextlib.asynccontextmanager
-async def two_replicas(admin_dsn: str, log_level: str) -> AsyncIterator[tuple[Replica, Replica]]:
+async def two_replicas(admin_dsn: str, log_level: str) -> AsyncIterator[Replicas]:
     """Migrate a fresh database, create a tenant, start replicas A and B on it."""
     cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_setaffinity") else []
     with tempfile.TemporaryDirectory(prefix="cosigner-replicas-") as tmp_name:
@@ -105,7 +129,7 @@ async def two_replicas(admin_dsn: str, log_level: str) -> AsyncIterator[tuple[Re
                     )
                     await rt.wait_ready(server, proc)
                     replicas.append(Replica(name, server))
-                yield replicas[0], replicas[1]
+                yield Replicas(replicas[0], replicas[1], url)
             finally:
                 for proc in procs:
                     rt._stop_process(proc)
@@ -247,8 +271,8 @@ async def main_async(args: argparse.Namespace) -> int:
     cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_setaffinity") else []
     print(rt.machine())
     failed = False
-    async with two_replicas(args.pg_admin, args.server_log_level) as reps:
-        a, b = reps
+    async with two_replicas(args.pg_admin, args.server_log_level) as pair:
+        a, b = reps = (pair.a, pair.b)
         if len(cores) > 1:
             os.sched_setaffinity(0, {cores[1]})
         print(f"replica A pid {a.server.pid}, replica B pid {b.server.pid}; {args.seconds:g} s per phase")
@@ -284,6 +308,8 @@ async def main_async(args: argparse.Namespace) -> int:
                     for err, n in p.result.errors.most_common(5):
                         print(f"      {n} x {err}")
                     failed = failed or p.result.error_count > 0
+                total, _listening = await connections(args.pg_admin, pair.url)
+                print(f"      connections to the database after the level (both replicas' pools): {total}")
                 single_ms = phases[0].cpu_ms["A"]
                 worst = max(phases[1].cpu_ms.values())
                 print(
@@ -298,6 +324,12 @@ async def main_async(args: argparse.Namespace) -> int:
                 stack.push_async_callback(clients[r.name].aclose)
             outcomes = await race(reps, args.race, clients)
         print(f"race: {args.race} approvals x {DECIDERS} concurrent decisions over A and B: {dict(outcomes)}")
+        total, listening = await connections(args.pg_admin, pair.url)
+        print(
+            f"connections to the database now: {total}, of them LISTEN: {listening} "
+            "(one per replica expected)"
+        )
+        failed = failed or listening != 2
         failed = failed or outcomes["exactly one winner"] != args.race
     return 1 if failed else 0
 
