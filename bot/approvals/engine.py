@@ -311,7 +311,10 @@ class Engine:
         )
         for _attempt in range(3):
             try:
-                created = await self.db.run_write(lambda tx: create_tx(tx, it, self.clock()))
+                # Reads, then one write (storage.intake.write): no transaction needed.
+                created = await self.db.run_write(
+                    lambda tx: create_tx(tx, it, self.clock()), single_write=True
+                )
                 break
             except Conflict:
                 continue  # a concurrent create of the same call won; read its result
