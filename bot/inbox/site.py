@@ -28,7 +28,7 @@ from starlette.staticfiles import StaticFiles
 
 from bot.engine import Engine
 from bot.inbox import answering, session
-from bot.inbox.people import Person, SignInRefused, names_on_slack, tenants_of
+from bot.inbox.people import Person, SignInRefused, names_on_slack, tenants_of, texted_to
 from bot.inbox.signin import SignIn
 from bot.settings import Settings
 from contracts.enums import ApprovalStatus, SurfaceType
@@ -154,15 +154,25 @@ class Inbox:
     # --- what the person sees ------------------------------------------------------
 
     async def waiting(self, person: Person) -> tuple[list[Record], list[Record]]:
-        """Dashboard requests this person may answer, and Slack requests that name them."""
+        """Dashboard requests this person may answer, and the Slack, SMS and WhatsApp
+        requests that name them (read-only: an answer counts only where it was asked)."""
         tenants = tenants_of(self.engine.policy, person)
-        recs = await self.engine.db.run_read(lambda tx: listing.listed(tx, tenants, pending=True, limit=200))
+
+        def read(tx: Any) -> tuple[list[Record], list[Record]]:
+            listed = listing.listed(tx, tenants, pending=True, limit=200)
+            # A text names a number in any tenant: its requester need not be a tenant's admin.
+            return listed, listing.texted(tx, person.numbers)
+
+        recs, texts = await self.engine.db.run_read(read)
         mine = [
             r
             for r in recs
             if isinstance(r.route, DashboardRoute) and set(person.ids) & set(r.route.approvers)
         ]
         elsewhere = [r for r in recs if names_on_slack(person, r)]
+        seen = {r.id for r in elsewhere}
+        elsewhere += [r for r in texts if texted_to(person, r) and r.id not in seen]
+        elsewhere.sort(key=lambda r: r.created_at, reverse=True)
         return mine, elsewhere
 
     async def link(self, rec: Record) -> str | None:
@@ -192,6 +202,8 @@ class Inbox:
             "comment": rec.comment,
             "always_deny": card.offers_always_deny,
             "slack_link": link,
+            "asked_on": rec.route.surface.value if rec.route is not None else None,
+            "code": rec.short_code,
             "handoff": card.handoff is not None,
         }
 
