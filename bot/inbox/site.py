@@ -41,7 +41,7 @@ from storage.records import Record
 log = logging.getLogger("cosigner.inbox")
 HERE = Path(__file__).parent
 COOKIE = "cosigner_inbox"
-EVENTS_POLL = 2.0  # seconds between looks at what waits, for the live list
+HEARTBEAT = 15.0  # seconds of quiet after which the live list's stream says it is alive
 FORM_VERDICTS = {v.value: v for v in answering.VERDICTS}
 LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
 _pages = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]))
@@ -99,6 +99,7 @@ class Inbox:
                 settings.oidc_issuer or "", settings.oidc_client_id or "", settings.oidc_client_secret or ""
             )
         self.lifetime = float(settings.inbox_session_seconds)
+        self.heartbeat = HEARTBEAT
 
     # --- rendering ---------------------------------------------------------------
 
@@ -338,18 +339,26 @@ class Inbox:
         )
 
     async def _changes(self, request: Request, person: Person) -> AsyncIterator[str]:
-        # Polls its own list: a new request is a row another replica may have written.
-        seen: tuple[str, ...] | None = None
+        # Woken by the engine's notifier when a request is created here or closes here or on
+        # another replica; the heartbeat keeps proxies from closing an idle stream and
+        # re-reads the list, which also catches a request created on another replica.
+        notifier = self.engine.notifier
+        change = notifier.changes()  # before each read, so a change during it is not missed
+        seen = await self._waiting_ids(person)
+        yield "retry: 5000\n\n"
         while not await request.is_disconnected():
-            mine, elsewhere = await self.waiting(person)
-            now = tuple(r.id for r in [*mine, *elsewhere])
+            done, _ = await asyncio.wait({change}, timeout=self.heartbeat)
+            if not done:
+                yield ": heartbeat\n\n"
+            change = notifier.changes()
+            now = await self._waiting_ids(person)
             if now != seen:
-                if seen is not None:
-                    yield f"event: changed\ndata: {json.dumps({'waiting': len(now)})}\n\n"
-                seen = now
-            else:
-                yield ": keep-alive\n\n"
-            await asyncio.sleep(EVENTS_POLL)
+                yield f"event: changed\ndata: {json.dumps({'waiting': len(now)})}\n\n"
+            seen = now
+
+    async def _waiting_ids(self, person: Person) -> tuple[str, ...]:
+        mine, elsewhere = await self.waiting(person)
+        return tuple(r.id for r in [*mine, *elsewhere])
 
 
 def secure_cookie(public_url: str) -> bool:
