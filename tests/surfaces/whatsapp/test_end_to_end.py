@@ -131,6 +131,17 @@ async def test_a_forged_signature_decides_nothing(world: World) -> None:
     assert (await status(h, key, approval_id))["status"] == "pending"
 
 
+async def refusals(h: Harness, key: str, approval_id: str) -> list[tuple[str, str, str]]:
+    """The refused answers on the approval's audit record: (code, who, surface)."""
+    trail = await h.client.get(f"/v1/approvals/{approval_id}/audit", headers=h.auth(key))
+    assert trail.status_code == 200, trail.text
+    return [
+        (e["data"]["code"], e["actor"].get("userId", ""), e["actor"].get("surface", ""))
+        for e in trail.json()["events"]
+        if e["event"] == "decision_refused"
+    ]
+
+
 async def test_a_forwarded_tap_from_another_number_decides_nothing(world: World) -> None:
     h, emu, phone, key = world
     approval_id = await request(h, key)
@@ -140,6 +151,7 @@ async def test_a_forwarded_tap_from_another_number_decides_nothing(world: World)
     )
     assert "decides nothing" in response.text
     assert (await status(h, key, approval_id))["status"] == "pending"
+    assert await refusals(h, key, approval_id) == [("NOT_AN_APPROVER", WA_MALLORY, "whatsapp")]
 
 
 async def test_a_tap_sent_to_another_sender_number_decides_nothing(world: World) -> None:
@@ -155,6 +167,7 @@ async def test_a_tap_sent_to_another_sender_number_decides_nothing(world: World)
     )
     assert "decides nothing" in response.text
     assert (await status(h, key, approval_id))["status"] == "pending"
+    assert await refusals(h, key, approval_id) == [("WRONG_TENANT", WA_ALICE, "whatsapp")]
 
 
 async def test_a_made_up_nonce_or_another_requests_button_decides_nothing(world: World) -> None:
@@ -172,6 +185,8 @@ async def test_a_made_up_nonce_or_another_requests_button_decides_nothing(world:
     assert "decides nothing" in r1.text and "decides nothing" in r2.text
     assert (await status(h, key, first))["status"] == "pending"
     assert (await status(h, key, second))["status"] == "pending"
+    assert await refusals(h, key, first) == [("WRONG_CONVERSATION", WA_ALICE, "whatsapp")]
+    assert await refusals(h, key, second) == [("WRONG_CONVERSATION", WA_ALICE, "whatsapp")]
 
 
 async def test_a_tap_on_another_message_decides_nothing(world: World) -> None:
@@ -183,6 +198,10 @@ async def test_a_tap_on_another_message_decides_nothing(world: World) -> None:
     )
     assert "decides nothing" in response.text
     assert (await status(h, key, approval_id))["status"] == "pending"
+    [(code, who, _)] = await refusals(h, key, approval_id)
+    assert (code, who) == ("WRONG_CONVERSATION", WA_ALICE)
+    trail = (await h.client.get(f"/v1/approvals/{approval_id}/audit", headers=h.auth(key))).json()
+    assert "answers another message" in json.dumps(trail)
 
 
 async def test_a_replayed_tap_does_not_decide_twice(world: World) -> None:
@@ -204,6 +223,7 @@ async def test_a_replayed_tap_does_not_decide_twice(world: World) -> None:
     assert first.status_code == again.status_code == 200
     assert "already approved" in deny_late.text
     assert await status(h, key, approval_id) == decided
+    assert await refusals(h, key, approval_id) == [("ALREADY_DECIDED", WA_ALICE, "whatsapp")]
 
 
 async def test_a_late_tap_is_refused_and_the_approver_is_told_it_expired(world: World) -> None:
