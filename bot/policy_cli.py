@@ -15,7 +15,15 @@ from typing import Any
 from bot.decision import decide
 from bot.durations import parse_duration
 from bot.policy import Policy, load_policy_file
-from bot.policy_cases import ENABLED, CaseFileError, junit, load_cases, parse_surface, run_cases
+from bot.policy_cases import (
+    ENABLED,
+    CaseFileError,
+    assumed_sender,
+    junit,
+    load_cases,
+    parse_surface,
+    run_cases,
+)
 from bot.policy_replay import EXAMPLES, replay
 from bot.settings import load_settings
 from storage.audit import stream_requests
@@ -39,7 +47,9 @@ def explain(args: argparse.Namespace, usage_error: type[Exception]) -> int:
         surface = parse_surface(args.surface) if args.surface else None
     except ValueError as exc:
         raise usage_error(f"--{exc}") from exc
-    ruling = decide(_policy(args.policy), args.tenant, args.tool, params, surface, enabled=ENABLED)
+    ruling = decide(
+        _policy(args.policy), args.tenant, args.tool, params, surface, enabled=ENABLED, sms=assumed_sender()
+    )
     print(json.dumps(ruling.to_json(), indent=2) if args.json else ruling.explain())
     return 0
 

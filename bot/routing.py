@@ -151,7 +151,10 @@ def _requester(
             problems.append(f"tenants.{tpol.name}.sms_from is not set and no TWILIO_FROM_NUMBER")
         return route
     if isinstance(surface, WhatsAppSurface):
-        if not _need(SurfaceType.WHATSAPP, enabled, problems) or not sms.whatsapp_from:
+        if not _need(SurfaceType.WHATSAPP, enabled, problems):
+            return None
+        if not sms.whatsapp_from:
+            problems.append("no WhatsApp sender: set TWILIO_WHATSAPP_FROM")
             return None
         return SmsRoute(
             surface=SurfaceType.WHATSAPP,
