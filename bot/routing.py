@@ -123,6 +123,22 @@ def _sms_route(tpol: TenantPolicy, numbers: tuple[str, ...], sms: SmsSender) -> 
     )
 
 
+def _whatsapp_route(
+    tpol: TenantPolicy, numbers: tuple[str, ...], sms: SmsSender, problems: list[str]
+) -> SmsRoute | None:
+    """WhatsApp messages from the tenant's own sender, else the operator's, to `numbers`."""
+    sender = tpol.whatsapp_from or sms.whatsapp_from
+    if not sender:
+        problems.append(f"no WhatsApp sender: set tenants.{tpol.name}.whatsapp_from or TWILIO_WHATSAPP_FROM")
+        return None
+    return SmsRoute(
+        surface=SurfaceType.WHATSAPP,
+        from_number=f"whatsapp:{sender}",
+        messaging_service_sid=None,
+        approvers=tuple(f"whatsapp:{n}" for n in numbers),
+    )
+
+
 def _requester(
     tpol: TenantPolicy, surface: object, enabled: Collection[str], sms: SmsSender, problems: list[str]
 ) -> Route | None:
@@ -153,15 +169,7 @@ def _requester(
     if isinstance(surface, WhatsAppSurface):
         if not _need(SurfaceType.WHATSAPP, enabled, problems):
             return None
-        if not sms.whatsapp_from:
-            problems.append("no WhatsApp sender: set TWILIO_WHATSAPP_FROM")
-            return None
-        return SmsRoute(
-            surface=SurfaceType.WHATSAPP,
-            from_number=f"whatsapp:{sms.whatsapp_from}",
-            messaging_service_sid=None,
-            approvers=(f"whatsapp:{surface.phone}",),
-        )
+        return _whatsapp_route(tpol, (surface.phone,), sms, problems)
     if isinstance(surface, TeamsSurface):
         if not _need(SurfaceType.TEAMS, enabled, problems):
             return None
@@ -183,7 +191,7 @@ def _admins(
 ) -> Route | None:
     a = tpol.admins
     trigger = getattr(surface, "type", "")
-    order = [SurfaceType.SLACK, SurfaceType.SMS, SurfaceType.DASHBOARD]
+    order = [SurfaceType.SLACK, SurfaceType.SMS, SurfaceType.WHATSAPP, SurfaceType.DASHBOARD]
     if trigger in order:
         order.remove(SurfaceType(trigger))
         order.insert(0, SurfaceType(trigger))
@@ -209,6 +217,10 @@ def _admins(
                 )
         if name is SurfaceType.SMS and a.sms and _need(SurfaceType.SMS, enabled, problems):
             route = _sms_route(tpol, a.sms, sms)
+            if route is not None:
+                return route
+        if name is SurfaceType.WHATSAPP and a.whatsapp and _need(SurfaceType.WHATSAPP, enabled, problems):
+            route = _whatsapp_route(tpol, a.whatsapp, sms, problems)
             if route is not None:
                 return route
         if name is SurfaceType.DASHBOARD and a.dashboard:
@@ -269,6 +281,7 @@ def _with_peers(
             extra += {
                 SurfaceType.SLACK: tpol.admins.slack,
                 SurfaceType.SMS: tpol.admins.sms,
+                SurfaceType.WHATSAPP: tuple(f"whatsapp:{n}" for n in tpol.admins.whatsapp),
                 SurfaceType.DASHBOARD: tpol.admins.dashboard,
                 SurfaceType.TEAMS: tpol.admins.teams,
             }.get(route.surface, ())

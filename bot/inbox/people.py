@@ -93,7 +93,7 @@ def tenants_of(policy: Policy, person: Person) -> dict[str, bool]:
                 and person.slack_team == tenant.slack_team
                 and person.slack_user in tenant.admins.slack
             )
-            or (person.phone is not None and person.phone in tenant.admins.sms)
+            or (person.phone is not None and person.phone in (*tenant.admins.sms, *tenant.admins.whatsapp))
         )
         member = admin or (person.slack_team is not None and person.slack_team == tenant.slack_team)
         if member:

@@ -199,7 +199,7 @@ def test_cases_may_come_from_teams_and_whatsapp(
     # Without a WhatsApp sender the case is refused, and the reason names the variable.
     monkeypatch.delenv("TWILIO_WHATSAPP_FROM")
     code, out, _ = run(capsys, "policy", "test", str(policy), str(cases))
-    assert code == 1 and "set TWILIO_WHATSAPP_FROM" in out
+    assert code == 1 and "set tenants.acme.whatsapp_from or TWILIO_WHATSAPP_FROM" in out
 
 
 def test_a_malformed_teams_surface_names_its_form(

@@ -41,13 +41,13 @@ World = tuple[Harness, TwilioEmulator, TwilioCaller, str]
 
 
 @asynccontextmanager
-async def whatsapp_app(db_kind: str) -> AsyncIterator[World]:
+async def whatsapp_app(db_kind: str, policy: str = POLICY) -> AsyncIterator[World]:
     async with TwilioEmulator.running(ACCOUNT, TOKEN) as emu:
         content_sid = emu.add_template(TEMPLATE_BODY, TEMPLATE_ACTIONS)
         config = WhatsAppConfig(SmsConfig(ACCOUNT, TOKEN, None, None, emu.api_url, PUBLIC), BOT, content_sid)
         surfaces = [lambda desk: WhatsAppAdapter(config, desk)]
         async with cosigner_app(
-            POLICY, surfaces=surfaces, database_kind=db_kind, twilio_whatsapp_from=BOT
+            policy, surfaces=surfaces, database_kind=db_kind, twilio_whatsapp_from=BOT
         ) as h:
             phone = TwilioCaller(h.client, public_url=PUBLIC, account_sid=ACCOUNT, auth_token=TOKEN)
             yield h, emu, phone, await h.create_tenant("acme")
@@ -319,3 +319,53 @@ def test_the_sdk_builds_the_whatsapp_surface_and_checks_the_number() -> None:
     assert WhatsAppSurface(phone=ALICE).to_json() == {"type": "whatsapp", "phone": ALICE}
     with pytest.raises(ValidationError):
         WhatsAppSurface(phone=WA_ALICE)  # the number alone; Cosigner adds `whatsapp:`
+
+
+OWN = "+15550000010"
+OWN_SENDER_POLICY = f"""
+[defaults]
+timeout = "5m"
+
+[tools.issue_refund]
+kind = "danger"
+approvers = ["tenant_admins"]
+
+[tenants.acme]
+whatsapp_from = "{OWN}"
+admins = {{ whatsapp = ["{ALICE}"] }}
+
+[tenants.acme.headless]
+route = "tenant_admins"
+"""
+
+
+async def test_a_tenants_own_sender_messages_its_whatsapp_admins(db_kind: str) -> None:
+    async with whatsapp_app(db_kind, OWN_SENDER_POLICY) as (h, emu, phone, key):
+        response = await h.client.post(
+            "/v1/approvals",
+            headers=h.auth(key),
+            json={
+                "executionId": "run_1",
+                "toolCallId": "c1",
+                "toolName": "issue_refund",
+                "parameters": {"orderId": "ord_4421"},
+                "surface": {"type": "api"},
+            },
+        )
+        assert response.status_code == 201, response.text
+        approval_id = response.json()["approvalId"]
+        await h.delivered(approval_id, every_message=True)
+        sent = emu.sent[0]
+        assert (sent.from_, sent.to) == (f"whatsapp:{OWN}", WA_ALICE)
+        # A tap that reached the operator's sender is not an answer to this message.
+        wrong = await phone.tap(
+            WA_ALICE, WA_BOT, title="Approve", payload=button(sent, "Approve"), replied_to=sent.sid
+        )
+        assert "decides nothing" in wrong.text
+        assert (await status(h, key, approval_id))["status"] == "pending"
+        right = await phone.tap(
+            WA_ALICE, f"whatsapp:{OWN}", title="Approve", payload=button(sent, "Approve"), replied_to=sent.sid
+        )
+        assert right.status_code == 200
+        decided = await status(h, key, approval_id)
+        assert decided["status"] == "approved" and decided["decidedBy"]["userId"] == WA_ALICE
