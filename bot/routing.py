@@ -25,6 +25,10 @@ from contracts.wire import (
 )
 
 HEADLESS = {SurfaceType.API, SurfaceType.SCHEDULE, SurfaceType.BATCH}
+# Where a handoff's Done / Cancel can be shown and pressed. A Teams card and a WhatsApp
+# template offer Approve / Deny only, so a handoff is never routed there: it goes to the
+# next approver kind that can be reached, or is refused before any row is written.
+HANDOFF_SURFACES = {SurfaceType.SLACK, SurfaceType.SMS, SurfaceType.DASHBOARD}
 
 
 @dataclass(frozen=True)
@@ -73,6 +77,12 @@ def route_for(
     problems: list[str] = []
     for kind in kinds:
         route = _route_one(policy, tpol, kind, surface, enabled, sms, problems)
+        if route is not None and rule.handoff is not None and route.surface not in HANDOFF_SURFACES:
+            problems.append(
+                f"{kind.value} would be asked on {route.surface}, where a handoff's Done and Cancel "
+                "cannot be pressed yet (route handoffs to Slack, SMS or the dashboard)"
+            )
+            continue
         if route is not None:
             return _with_peers(policy, tpol, route, kinds, surface)
     raise ApprovalModeUnsupported(
