@@ -2,7 +2,9 @@
 
 Everything the page does goes through the real front doors: a button press becomes the
 signed `block_actions` request Slack would send to `/slack/events`, a modal submit the
-signed `view_submission`, and a phone reply the signed Twilio webhook to `/sms/inbound`.
+signed `view_submission`, opening Cosigner's Home tab the signed `app_home_opened` event
+(the tab shows what Cosigner then publishes with `views.publish`), and a phone reply the
+signed Twilio webhook to `/sms/inbound`.
 The page only chooses who is clicking, so refusals come from the real checks. Mounted by
 `cosigner dev` only: these routes let anyone on the machine answer as anyone.
 """
@@ -97,6 +99,7 @@ class SandboxPage:
             Route("/sandbox/api/close", self._json(self.close), methods=["POST"]),
             Route("/sandbox/api/text", self._json(self.text), methods=["POST"]),
             Route("/sandbox/api/tap", self._json(self.tap), methods=["POST"]),
+            Route("/sandbox/api/home", self._json(self.home), methods=["POST"]),
         ]
 
     async def page(self, request: Request) -> Response:
@@ -156,6 +159,7 @@ class SandboxPage:
                 "messages": messages,
                 "ephemerals": ephemerals,
                 "views": views,
+                "homes": self.slack.home_tabs,
                 "phone": {"bot": self.sms_number, "numbers": phones, "texts": self.phone_log},
                 "activity": self.activity,
             },
@@ -182,6 +186,15 @@ class SandboxPage:
         self._log(
             f"block_actions {action} as {who.user_id} ({who.team_id})", "/slack/events", response.status_code
         )
+        return {"status": response.status_code}
+
+    async def home(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Open Cosigner's Home tab as `as`: the signed `app_home_opened` event Slack sends."""
+        who = _person(body.get("as"))
+        response = await self.slack.open_home(
+            self.http, user=who.user_id, team=who.team_id, secret=self.slack_secret
+        )
+        self._log(f"app_home_opened as {who.user_id} ({who.team_id})", "/slack/events", response.status_code)
         return {"status": response.status_code}
 
     async def view_click(self, body: dict[str, Any]) -> dict[str, Any]:

@@ -244,6 +244,28 @@ async def send_signed_event(
     return await http.post(url, content=body, headers=headers)
 
 
+async def open_home(
+    emu: SlackEmulator,
+    http: httpx.AsyncClient,
+    *,
+    user: str,
+    team: str,
+    secret: str,
+    url: str = "/slack/events",
+) -> httpx.Response:
+    """Open the app's Home tab as `user`: the signed `app_home_opened` event Slack sends."""
+    emu.home_opens += 1
+    payload = {
+        "type": "event_callback",
+        "team_id": team,
+        "api_app_id": emu.app_id,
+        "event_id": f"EvHOME{emu.home_opens:06d}",
+        "event_time": int(time.time()),
+        "event": {"type": "app_home_opened", "user": user, "channel": emu.dm_channel(user), "tab": "home"},
+    }
+    return await send_signed_event(http, url, payload, secret=secret)
+
+
 def _grid(enterprise: str | None) -> dict[str, str]:
     # A workspace of an Enterprise Grid org names its org inside `team`.
     return {"enterprise_id": enterprise, "enterprise_name": "Emulated org"} if enterprise else {}

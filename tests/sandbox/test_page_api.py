@@ -266,3 +266,22 @@ async def test_see_the_full_call_opens_a_paged_modal_on_the_page(
 
     (view,) = await until_async(turned)
     assert "Page 2 of" in json.dumps(view)
+
+
+async def test_the_home_tab_opens_as_the_chosen_person_and_lists_what_waits(
+    sb: Sandbox, http: httpx.AsyncClient
+) -> None:
+    await ask(http, "issue_refund", {"orderId": "ord_1", "amountCents": 9000, "cardToken": "tok_x"})
+    card = await card_of(http, "issue_refund")
+    r = await http.post("/sandbox/api/home", json={"as": "requester"})
+    assert r.status_code == 200 and r.json() == {"status": 200}
+    home = json.dumps((await state(http))["homes"]["U0ALICE"])
+    assert "Waiting for you" in home and "issue_refund" in home
+    assert f"archives/{card['channel']}/p{card['ts'].replace('.', '')}" in home
+    # Mallory is not an approver: her Home tab lists nothing; the event is logged as sent.
+    await http.post("/sandbox/api/home", json={"as": "outsider"})
+    page = await state(http)
+    assert "issue_refund" not in json.dumps(page["homes"]["U0MALLORY"])
+    assert any(a["what"].startswith("app_home_opened as U0MALLORY") for a in page["activity"])
+    bad = await http.post("/sandbox/api/home", json={"as": "nobody"})
+    assert bad.status_code == 400
