@@ -46,8 +46,8 @@ async def ask(w: World, key: str, surface: dict[str, Any], call: str) -> str:
     return aid
 
 
-async def test_requests_texted_to_the_verified_number_are_listed_read_only() -> None:
-    async with inbox_world(POLICY, texts=True) as w:
+async def test_requests_texted_to_the_verified_number_are_listed_read_only(db_kind: str) -> None:
+    async with inbox_world(POLICY, texts=True, database_kind=db_kind) as w:
         w.emu.openid.add_person("U0ADA2", "Ada Phone", "ada@phone.example", phone="+1 (555) 000-0002")
         acme, globex = await w.h.create_tenant("acme"), await w.h.create_tenant("globex")
         by_sms = await ask(w, acme, {"type": "sms", "phone": ADA_PHONE}, "s1")
