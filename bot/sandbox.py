@@ -130,12 +130,15 @@ OIDC_CLIENT_ID, OIDC_CLIENT_SECRET = "cosigner-dev-inbox", "cosigner-dev-inbox-s
 
 
 def sign_in_with_slack(slack: SlackEmulator) -> None:
-    """The emulated "Sign in with Slack" for the inbox: the sandbox's people may sign in."""
-    from bot.sandbox_page import PEOPLE
+    """The emulated "Sign in with Slack" for the inbox: the sandbox's people may sign in. Alice,
+    the requester, also has the sandbox phone's number (the `phone` scope), so the inbox lists
+    what is texted to it."""
+    from bot.sandbox_page import DEMO_PHONE, PEOPLE
 
     slack.openid.register_client(OIDC_CLIENT_ID, OIDC_CLIENT_SECRET)
     for p in PEOPLE:
-        slack.openid.add_person(p.user_id, p.name, f"{p.name.lower()}@demo.example", p.team_id)
+        phone = DEMO_PHONE if p.key == "requester" else None
+        slack.openid.add_person(p.user_id, p.name, f"{p.name.lower()}@demo.example", p.team_id, phone=phone)
 
 
 def dev_settings(
