@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from bot.policy import load_policy
-from bot.routing import SmsSender, route_for
+from bot.policy.routing import SmsSender, route_for
 from contracts.enums import SurfaceType
 from contracts.errors import ApprovalModeUnsupported
 from contracts.ports import DashboardRoute

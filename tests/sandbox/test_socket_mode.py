@@ -12,8 +12,8 @@ from typing import Any
 import httpx
 import pytest
 
-from bot.cli import parser
-from bot.sandbox import Sandbox, banner, sandbox
+from bot.cli.commands import parser
+from bot.dev.sandbox import Sandbox, banner, sandbox
 from tests.sandbox.conftest import until
 from tests.sandbox.test_page_api import ask, card_of, click, state
 

@@ -15,14 +15,15 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.hazmat.primitives.serialization import pkcs12
 from cryptography.x509.oid import NameOID
 
-from bot.app import ConfigurationError, build_app, partial_configuration, parts_of
+from bot.http.app import ConfigurationError, build_app, partial_configuration, parts_of
+from bot.policy import load_policy
 from bot.settings import Settings
 from contracts.errors import SurfaceUnavailable
 from surfaces.teams import CertificateError, ClientCertificate, TeamsConfig, TeamsConfigError
 from surfaces.teams.auth import ClientCredentials
 from surfaces.teams.certificate import ASSERTION_TYPE
 from surfaces.teams.emulator import TeamsEmulator
-from tests.harness import TEST_SECRET, ManualClock, load_policy
+from tests.harness import TEST_SECRET, ManualClock
 from tests.surfaces.teams.world import APP_ID, HOME, PASSWORD, POLICY, posted, request, teams_app
 
 PFX_PASSWORD = "pfx-pass"
