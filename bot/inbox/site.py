@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -44,6 +44,7 @@ log = logging.getLogger("cosigner.inbox")
 HERE = Path(__file__).parent
 COOKIE = "cosigner_inbox"
 HEARTBEAT = 15.0  # seconds of quiet after which the live list's stream says it is alive
+MIN_INTERVAL = 1.0  # seconds between two reads of one stream's list: a burst is read once
 FORM_VERDICTS = {v.value: v for v in answering.VERDICTS}
 LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
 _pages = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]))
@@ -109,6 +110,8 @@ class Inbox:
             )
         self.lifetime = float(settings.inbox_session_seconds)
         self.heartbeat = HEARTBEAT
+        self.min_interval = MIN_INTERVAL
+        self.pause: Callable[[float], Awaitable[None]] = asyncio.sleep
 
     # --- rendering ---------------------------------------------------------------
 
@@ -351,16 +354,20 @@ class Inbox:
         # Woken by the engine's notifier when a request is created here or closes here or on
         # another replica; the heartbeat keeps proxies from closing an idle stream and
         # re-reads the list, which also catches a request created on another replica.
-        notifier = self.notifier
+        # A busy server changes many times a second: one stream reads at most once per
+        # `min_interval`, and what changed meanwhile is in that read.
+        notifier, loop = self.notifier, asyncio.get_running_loop()
         change = notifier.changes()  # before each read, so a change during it is not missed
-        seen = await self._waiting_ids(person)
+        seen, read_at = await self._waiting_ids(person), loop.time()
         yield "retry: 5000\n\n"
         while not await request.is_disconnected():
             done, _ = await asyncio.wait({change}, timeout=self.heartbeat)
             if not done:
                 yield ": heartbeat\n\n"
+            elif (wait := read_at + self.min_interval - loop.time()) > 0:
+                await self.pause(wait)
             change = notifier.changes()
-            now = await self._waiting_ids(person)
+            now, read_at = await self._waiting_ids(person), loop.time()
             if now != seen:
                 yield f"event: changed\ndata: {json.dumps({'waiting': len(now)})}\n\n"
             seen = now

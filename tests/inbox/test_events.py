@@ -46,7 +46,7 @@ async def next_event(stream: AsyncIterator[str]) -> str:
 async def test_a_new_request_and_a_decision_wake_the_stream_at_once() -> None:
     async with inbox_world(POLICY_BY_EMAIL) as w:
         inbox = inbox_of(w)
-        inbox.heartbeat = QUIET
+        inbox.heartbeat, inbox.min_interval = QUIET, 0
         key = await w.h.create_tenant("acme")
         reads = 0
         waiting = inbox.waiting
@@ -88,6 +88,46 @@ async def test_a_quiet_stream_sends_a_heartbeat_and_reads_again() -> None:
         assert await next_event(stream) == "retry: 5000\n\n"
         assert [await next_event(stream) for _ in range(3)] == [": heartbeat\n\n"] * 3
         await stream.aclose()  # type: ignore[attr-defined]
+
+
+async def test_a_burst_of_changes_is_read_once_after_the_minimum_interval() -> None:
+    async with inbox_world(POLICY_BY_EMAIL) as w:
+        inbox = inbox_of(w)
+        inbox.heartbeat, inbox.min_interval = QUIET, QUIET  # the next read waits for the pause
+        paused: list[float] = []
+        resume = asyncio.Event()
+
+        async def pause(seconds: float) -> None:  # the test decides when the interval is over
+            paused.append(seconds)
+            await resume.wait()
+
+        inbox.pause = pause
+        key = await w.h.create_tenant("acme")
+        reads = 0
+        waiting = inbox.waiting
+
+        async def counted(person: Person) -> Any:
+            nonlocal reads
+            reads += 1
+            return await waiting(person)
+
+        inbox.waiting = counted  # type: ignore[method-assign]
+        stream = inbox._changes(open_request(), ADA)
+        assert await next_event(stream) == "retry: 5000\n\n"
+        pending = asyncio.ensure_future(next_event(stream))
+        for call in ("b1", "b2", "b3"):  # three creates while the stream waits out its interval
+            await w.ask(key, "ada@acme.example", call=call)
+        await asyncio.wait_for(_until(lambda: paused), 30)
+        assert reads == 1 and len(paused) == 1 and 0 < paused[0] <= QUIET
+        resume.set()
+        assert await pending == 'event: changed\ndata: {"waiting": 3}\n\n'
+        assert reads == 2  # one read for the burst
+        await stream.aclose()  # type: ignore[attr-defined]
+
+
+async def _until(check: Any) -> None:
+    while not check():
+        await asyncio.sleep(0)
 
 
 async def test_the_notifier_shares_one_change_among_watchers() -> None:
