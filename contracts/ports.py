@@ -190,6 +190,10 @@ class Answer:
     # it as seen in the answer's own transaction, so a failed
     # attempt leaves no mark and a redelivery of an applied one changes nothing.
     message_id: str | None = None
+    # Why the surface could not tie the answer to a message sent to this person (a WhatsApp
+    # tap whose one-time nonce was not sent to this number, or that replies to another
+    # message): the desk refuses it, and the refusal goes on the audit record.
+    mismatch: str | None = None
 
 
 @dataclass(frozen=True)

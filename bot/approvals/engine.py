@@ -339,6 +339,8 @@ class Engine:
                 "activity": Activity(Step.CREATED, rec),
             },
         )
+        if not rec.closed:
+            self.notifier.changed()  # the inbox's live lists
         to_deliver = rec.route is not None and not isinstance(rec.route, DashboardRoute)
         if to_deliver or (rec.closed and rec.callback_url):
             self.wakeups.jobs.set()
@@ -471,6 +473,8 @@ class Engine:
         )
         if rec.settled:  # an approved operation's waiters are told once its outcome is stored
             self.notifier.publish(rec.id, rec)
+        else:
+            self.notifier.changed()  # no longer pending: the inbox's live lists
         if rec.callback_url or rec.delivered is not None or rec.escalated:
             self.wakeups.jobs.set()
         self._execute(rec, execute)

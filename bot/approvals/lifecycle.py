@@ -96,8 +96,13 @@ def closed_error(rec: Record) -> CosignerError:
 
 
 def check_answer(rec: Record, a: Answer) -> None:
-    """Tenant, conversation, app, message, approver (and Slack Connect) — in that order."""
+    """Tenant, conversation, app, message, approver (and Slack Connect) — in that order; then
+    what the surface found wrong with the message that carried the answer."""
     check_reader(rec, a)
+    if a.mismatch is not None:
+        raise WrongConversation(
+            f"this answer does not come from a message of approval {rec.id}: {a.mismatch}"
+        )
     check_verdict(rec, a.verdict)
 
 

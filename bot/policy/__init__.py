@@ -7,7 +7,15 @@ from typing import TYPE_CHECKING
 from bot import lazy_exports
 
 if TYPE_CHECKING:
-    from bot.policy.cases import ENABLED, CaseFileError, junit, load_cases, parse_surface, run_cases
+    from bot.policy.cases import (
+        ENABLED,
+        CaseFileError,
+        assumed_sender,
+        junit,
+        load_cases,
+        parse_surface,
+        run_cases,
+    )
     from bot.policy.checks import callback_allowed, json_limits, surface_belongs
     from bot.policy.decision import Ruling, decide, differences
     from bot.policy.durations import format_duration, parse_duration
@@ -27,6 +35,7 @@ __all__ = [
     "Ruling",
     "SmsSender",
     "ToolRule",
+    "assumed_sender",
     "callback_allowed",
     "decide",
     "differences",
@@ -49,7 +58,15 @@ __getattr__ = lazy_exports(
     __name__,
     __all__,
     {
-        "bot.policy.cases": ["ENABLED", "CaseFileError", "junit", "load_cases", "parse_surface", "run_cases"],
+        "bot.policy.cases": [
+            "ENABLED",
+            "CaseFileError",
+            "assumed_sender",
+            "junit",
+            "load_cases",
+            "parse_surface",
+            "run_cases",
+        ],
         "bot.policy.checks": ["callback_allowed", "json_limits", "surface_belongs"],
         "bot.policy.decision": ["Ruling", "decide", "differences"],
         "bot.policy.durations": ["format_duration", "parse_duration"],

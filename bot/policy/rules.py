@@ -204,6 +204,7 @@ class Policy:
                 (SurfaceType.SLACK, t.slack_enterprise),
                 (SurfaceType.SMS, t.sms_from),
                 (SurfaceType.SMS, t.sms_messaging_service),
+                (SurfaceType.WHATSAPP, t.whatsapp_from and f"whatsapp:{t.whatsapp_from}"),
                 (SurfaceType.TEAMS, t.teams_tenant),
             ):
                 if org is not None:
@@ -316,7 +317,8 @@ class Policy:
         return self.defaults.timeout_on(surface), "defaults.timeout"
 
     def tenant_for_org(self, surface: SurfaceType, org: str) -> str | None:
-        """The tenant whose section names this Slack team/enterprise or SMS number/service."""
+        """The tenant whose section names this Slack team/enterprise, SMS number/service,
+        WhatsApp sender (`whatsapp:+1555…`) or Entra tenant."""
         return self._orgs.get((surface, org))
 
 

@@ -302,6 +302,7 @@ class Admins(Table):
 
     slack: SlackIds = ()
     sms: Phones = ()
+    whatsapp: Phones = ()  # E.164, without `whatsapp:`: the numbers WhatsApp requests go to
     dashboard: Names = ()
     teams: AadIds = ()
 
@@ -319,6 +320,10 @@ class TenantPolicy(Table):
     slack_enterprise: Slack | None = None
     sms_from: Annotated[PhoneNumber, _say('must be an E.164 number such as "+15550000001"')] | None = None
     sms_messaging_service: Text | None = None
+    whatsapp_from: (
+        Annotated[PhoneNumber, _say('must be an E.164 number such as "+15550000001", without "whatsapp:"')]
+        | None
+    ) = None
     teams_tenant: Aad | None = None
     admins: Admins = Admins()
     admin_channel: Text | None = None
