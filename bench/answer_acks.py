@@ -126,7 +126,7 @@ async def run(clicks: int, db_url: str) -> list[str]:
             settings,
             policy=load_policy(POLICY),
             db=db,
-            surfaces=[slack_factory, whatsapp_factory],  # type: ignore[list-item]
+            surfaces=[slack_factory, whatsapp_factory],
             migrate=False,
         )
         async with app.router.lifespan_context(app):

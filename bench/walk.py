@@ -50,7 +50,7 @@ def modules_run(found: set[str]) -> Iterator[None]:
         yield
     finally:
         sys.setprofile(None)
-        threading.setprofile(None)  # type: ignore[arg-type]
+        threading.setprofile(None)
         tracing.clear()
 
 

@@ -36,7 +36,7 @@ async def prepared(url: str) -> str:
     db = Database(url)
     try:
         await db.migrate()
-        return await TenantKeys(db).create("acme")
+        return (await TenantKeys(db).create("acme")).agent.key
     finally:
         await db.close()
 

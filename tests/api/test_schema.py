@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 from jsonschema import Draft202012Validator
-from referencing import Registry, Resource
+from referencing import Registry
 from referencing.jsonschema import DRAFT202012
 
 from tests.api.test_approvals import call, start
@@ -25,9 +25,7 @@ class Conformance:
 
     def __init__(self, doc: dict[str, Any]) -> None:
         self.doc = doc
-        self.registry: Registry[Any] = Registry().with_resource(
-            ROOT, Resource(contents=doc, specification=DRAFT202012)
-        )
+        self.registry: Registry[Any] = Registry().with_resource(ROOT, DRAFT202012.create_resource(doc))
         self.seen: set[tuple[str, str, str]] = set()
 
     def validator(self, pointer: str) -> Draft202012Validator:

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 import bot.approvals.engine
+import bot.approvals.intake
 import bot.approvals.lifecycle
 from storage.database import Tx
 from tests.api.test_approvals import call
@@ -63,7 +64,7 @@ async def test_create_crosses_into_storage_twice_load_then_write(
         key = await h.create_tenant("acme")
         found: list[str] = []
         monkeypatch.setattr(
-            bot.approvals.engine, "create_tx", crossings_of(bot.approvals.engine.create_tx, found)
+            bot.approvals.engine, "create_tx", crossings_of(bot.approvals.intake.create_tx, found)
         )
         r = await h.client.post("/v1/approvals", json=body, headers=h.auth(key))
         assert r.status_code == status, r.text

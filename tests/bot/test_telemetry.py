@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
@@ -39,7 +40,7 @@ def receiver() -> Iterator[OtlpReceiver]:
         yield rx
 
 
-async def approve_one(**settings: str) -> dict[str, str]:
+async def approve_one(**settings: Any) -> dict[str, str]:
     """Create and approve one approval (with a traceparent) in an app with these settings."""
     async with cosigner_app(**settings) as h:
         key = await h.create_tenant("acme")

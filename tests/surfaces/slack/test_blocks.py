@@ -90,7 +90,8 @@ def _buttons(card: Any, route: Any) -> list[dict[str, Any]]:
     data = as_dicts(to_blocks(card, route)[0])
     actions = [b for b in data if b["type"] == "actions"]
     assert len(actions) == 1
-    return actions[0]["elements"]
+    elements: list[dict[str, Any]] = actions[0]["elements"]
+    return elements
 
 
 def test_danger_card_confirms_approve_and_offers_no_run_wide_approval(

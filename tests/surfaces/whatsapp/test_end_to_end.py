@@ -255,7 +255,8 @@ async def test_a_refused_template_fails_the_request_closed(world: World) -> None
     approval_id = response.json()["approvalId"]
 
     async def closed() -> bool:
-        return (await status(h, key, approval_id))["status"] != "pending"
+        state: str = (await status(h, key, approval_id))["status"]
+        return state != "pending"
 
     from tests.harness import until_async
 
