@@ -166,7 +166,7 @@ def test_every_library_the_sdk_imports_is_declared() -> None:
 
 def test_every_bot_package_exports_what_its_all_names_and_loads_it_only_when_asked() -> None:
     probe = (
-        "import importlib, pathlib\n"
+        "import importlib, pathlib, pkgutil\n"
         "packages = sorted(p.name for p in pathlib.Path('bot').iterdir() if (p / '__init__.py').is_file())\n"
         "for name in packages:\n"
         "    package = importlib.import_module('bot.' + name)\n"
@@ -174,6 +174,9 @@ def test_every_bot_package_exports_what_its_all_names_and_loads_it_only_when_ask
         "    assert exported, f'bot.{name} has no __all__'\n"
         "    for attr in exported:\n"
         "        getattr(package, attr)\n"
+        "    modules = {m.name for m in pkgutil.iter_modules(package.__path__)}\n"
+        "    clash = sorted(set(exported) & modules)\n"
+        "    assert not clash, f'bot.{name} exports {clash}, also names of its modules'\n"
         "print(len(packages))\n"
     )
     result = run(sys.executable, "-c", probe)

@@ -14,7 +14,6 @@ from typing import Any
 
 from bot.policy import (
     ENABLED,
-    EXAMPLES,
     CaseFileError,
     Policy,
     decide,
@@ -23,9 +22,11 @@ from bot.policy import (
     load_policy_file,
     parse_duration,
     parse_surface,
-    replay,
     run_cases,
 )
+
+# `replay` is also the name of its module, which shadows a package-level name once loaded.
+from bot.policy.replay import EXAMPLES, replay
 from bot.settings import load_settings
 from storage.audit import stream_requests
 from storage.database import Database, head_revision, missing_sqlite_file, safe_url
