@@ -428,11 +428,9 @@ class Engine:
                 send_execute=self.executes,
             )
         )
-        self.tracing.after_close(
-            done.record,
-            Answered(closing.decided_by, closing.to, done.refusal, done.changed, done.counted),
-            started,
-        )
+        if self.tracing.enabled:  # the answer's span and the approval's, when spans are exported
+            answered = Answered(closing.decided_by, closing.to, done.refusal, done.changed, done.counted)
+            self.tracing.after_close(done.record, answered, started)
         if isinstance(closing.decided_by, PersonDecider) and log.isEnabledFor(logging.DEBUG):
             refused = str(done.refusal.code) if done.refusal is not None else None
             log.debug(

@@ -21,13 +21,11 @@ if TYPE_CHECKING:
     from bot.policy.durations import format_duration, parse_duration
     from bot.policy.operation_rules import OperationRule
     from bot.policy.redaction import REDACTED, redact
-    from bot.policy.replay import EXAMPLES
     from bot.policy.routing import SmsSender, route_for
     from bot.policy.rules import Policy, ToolRule, load_policy, load_policy_file, mode_of, operation_tool_rule
 
 __all__ = [
     "ENABLED",
-    "EXAMPLES",
     "REDACTED",
     "CaseFileError",
     "OperationRule",
@@ -72,7 +70,6 @@ __getattr__ = lazy_exports(
         "bot.policy.durations": ["format_duration", "parse_duration"],
         "bot.policy.operation_rules": ["OperationRule"],
         "bot.policy.redaction": ["REDACTED", "redact"],
-        "bot.policy.replay": ["EXAMPLES"],
         "bot.policy.routing": ["SmsSender", "route_for"],
         "bot.policy.rules": [
             "Policy",
