@@ -79,7 +79,7 @@ class ToolRule:
     separate_duties: bool = False  # the requester never counts toward the quorum
     # Which section set each key the merge picked (`kind` → "tenants.acme.tools.x").
     origins: tuple[tuple[str, str], ...] = ()
-    # Follow-ups while nobody answers (`bot.follow_ups`): one reminder, then the escalations.
+    # Follow-ups while nobody answers (`bot.workers.follow_ups`): one reminder, then the escalations.
     remind_after: float | None = None
     escalate: tuple[EscalateStep, ...] = ()
 
