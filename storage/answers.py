@@ -18,6 +18,7 @@ from storage import inbound, jobs, votes
 from storage.audit import Event
 from storage.database import Tx
 from storage.jobs import Job, Queued
+from storage.notify import channel_for
 from storage.records import Changes, Record
 from storage.votes import Vote
 
@@ -92,7 +93,8 @@ def write(
     """Apply the transition (only while pending), its jobs and grant, and count `vote` (the
     Approve that made the quorum); the record as it now stands and the `execute` job claimed
     for the caller, if one was asked for."""
-    rec = ledger.append(tx, rec, now, events, changes, only_pending=True)
+    # The NOTIFY goes with the UPDATE (PostgreSQL sends it at commit, after the jobs below).
+    rec = ledger.append(tx, rec, now, events, changes, only_pending=True, notify=channel_for(schema))
     if vote is not None:
         votes.add(tx, rec.id, vote)
         rec = replace(rec, votes=votes.joined(rec.votes, vote))
@@ -105,5 +107,4 @@ def write(
         jobs.queue(tx, job.kind, rec.id, job.payload, job.due, job.deadline)
     if grant is not None and rec.status is ApprovalStatus.APPROVED:
         ledger.grant_for_run(tx, rec, grant.tool_key, grant.requester, grant.granted_by, now)
-    ledger.notify_closed(tx, schema, rec.id)
     return rec, execute

@@ -307,10 +307,14 @@ class Engine:
             handoff,
             shadow,
             ruling.label,
+            follow_ups=ruling.follow_ups,
         )
         for _attempt in range(3):
             try:
-                created = await self.db.run_write(lambda tx: create_tx(tx, it, self.clock()))
+                # Reads, then one write (storage.intake.write): no transaction needed.
+                created = await self.db.run_write(
+                    lambda tx: create_tx(tx, it, self.clock()), single_write=True
+                )
                 break
             except Conflict:
                 continue  # a concurrent create of the same call won; read its result
@@ -335,6 +339,8 @@ class Engine:
                 "activity": Activity(Step.CREATED, rec),
             },
         )
+        if not rec.closed:
+            self.notifier.changed()  # the inbox's live lists
         to_deliver = rec.route is not None and not isinstance(rec.route, DashboardRoute)
         if to_deliver or (rec.closed and rec.callback_url):
             self.wakeups.jobs.set()
@@ -422,11 +428,9 @@ class Engine:
                 send_execute=self.executes,
             )
         )
-        self.tracing.after_close(
-            done.record,
-            Answered(closing.decided_by, closing.to, done.refusal, done.changed, done.counted),
-            started,
-        )
+        if self.tracing.enabled:  # the answer's span and the approval's, when spans are exported
+            answered = Answered(closing.decided_by, closing.to, done.refusal, done.changed, done.counted)
+            self.tracing.after_close(done.record, answered, started)
         if isinstance(closing.decided_by, PersonDecider) and log.isEnabledFor(logging.DEBUG):
             refused = str(done.refusal.code) if done.refusal is not None else None
             log.debug(
@@ -467,7 +471,9 @@ class Engine:
         )
         if rec.settled:  # an approved operation's waiters are told once its outcome is stored
             self.notifier.publish(rec.id, rec)
-        if rec.callback_url or rec.delivered is not None:
+        else:
+            self.notifier.changed()  # no longer pending: the inbox's live lists
+        if rec.callback_url or rec.delivered is not None or rec.escalated:
             self.wakeups.jobs.set()
         self._execute(rec, execute)
 

@@ -18,6 +18,7 @@ from bot.approvals.lifecycle import new_id
 from bot.approvals.run_grants import requester_key
 from bot.observability import NO_TRACE, ApprovalTrace
 from bot.policy import Policy, Ruling, ToolRule
+from bot.policy.follow_up_plan import Plan
 from contracts.answers import DecidedBy, PolicyDecider
 from contracts.denials import scope_of
 from contracts.enums import ApprovalMode, ApprovalStatus, AuditEvent, JobKind, SurfaceType
@@ -188,6 +189,7 @@ class Intake:
     handoff: HandoffState | None = None
     shadow: dict[str, Any] | None = None
     label: str = ""  # the decision in a word or two (`Ruling.label`), for the audit record
+    follow_ups: Plan | None = None  # the reminder and escalations, queued with a pending request
 
 
 def create_tx(tx: Tx, it: Intake, now: float) -> Created:
@@ -247,6 +249,8 @@ def new_approval(it: Intake, admit: Admit, now: float) -> store.NewApproval:
     queued: list[Queued] = []
     if route is not None and not isinstance(route, DashboardRoute):
         queued.append(Queued(JobKind.DELIVER, now, now + DELIVERY_WINDOW))
+    if it.follow_ups is not None and status is ApprovalStatus.PENDING:
+        queued += it.follow_ups.jobs(now, now + timeout)
     if executing:
         queued.append(Queued(JobKind.EXECUTE, now, now + window))
     elif decided_by is not None and req.callbackUrl:

@@ -29,7 +29,16 @@ from contracts.errors import (
     WrongTenant,
 )
 from contracts.names import fold
-from contracts.ports import Answer, DashboardRoute, Look, SlackRoute, SmsRoute, TeamsRoute
+from contracts.ports import (
+    Answer,
+    DashboardRoute,
+    Delivered,
+    Look,
+    Route,
+    SlackRoute,
+    SmsRoute,
+    TeamsRoute,
+)
 from storage import answers, jobs, operations
 from storage import approvals as ledger
 from storage.audit import Event
@@ -87,17 +96,46 @@ def closed_error(rec: Record) -> CosignerError:
 
 
 def check_answer(rec: Record, a: Answer) -> None:
-    """Tenant, conversation, app, message, approver (and Slack Connect) — in that order."""
+    """Tenant, conversation, app, message, approver (and Slack Connect) — in that order; then
+    what the surface found wrong with the message that carried the answer."""
     check_reader(rec, a)
+    if a.mismatch is not None:
+        raise WrongConversation(
+            f"this answer does not come from a message of approval {rec.id}: {a.mismatch}"
+        )
     check_verdict(rec, a.verdict)
 
 
 def check_reader(rec: Record, a: Answer | Look) -> None:
-    """Who may answer may also read the whole call: the checks of `check_answer` but the verdict."""
-    route, got = rec.route, rec.delivered
+    """Who may answer may also read the whole call: the checks of `check_answer` but the verdict.
+
+    Once the request was escalated, the approvers of each route it was escalated to may
+    answer where it was delivered to them (and only there), as if it had been asked there."""
+    places = [(rec.route, rec.delivered), *((e.route, e.delivered) for e in rec.escalated)]
+    refusals: list[tuple[bool, CosignerError]] = []
+    for route, got in places:
+        try:
+            check_at(rec.id, route, got, a)
+        except CosignerError as exc:
+            refusals.append((_shown_there(route, got, a), exc))
+            continue
+        return
+    # The refusal of the card or text the answer came from says why; else the request's own.
+    raise next((exc for there, exc in refusals if there), refusals[0][1])
+
+
+def _shown_there(route: Route | None, got: Delivered | None, a: Answer | Look) -> bool:
+    """Whether the answer came from where this route's card or text was shown."""
+    if route is None or got is None or route.surface != a.surface or a.conversation != got.conversation:
+        return False
+    return not isinstance(route, SlackRoute | TeamsRoute) or a.message_ref in got.message_refs
+
+
+def check_at(approval_id: str, route: Route | None, got: Delivered | None, a: Answer | Look) -> None:
+    """The checks of one place the request was delivered to: its route and its receipt."""
     if route is None or route.surface != a.surface:
         where = route.surface if route else "nobody"
-        raise WrongConversation(f"approval {rec.id} was delivered to {where}, not {a.surface}")
+        raise WrongConversation(f"approval {approval_id} was delivered to {where}, not {a.surface}")
     if isinstance(route, SlackRoute):
         orgs = {route.team_id, route.enterprise_id} - {None}
     elif isinstance(route, SmsRoute):
@@ -108,22 +146,22 @@ def check_reader(rec: Record, a: Answer | Look) -> None:
         orgs = set()
     if a.org not in orgs and (a.enterprise_id is None or a.enterprise_id not in orgs):
         raise WrongTenant(
-            f"this answer came from {a.org}, which is not where approval {rec.id} was delivered"
+            f"this answer came from {a.org}, which is not where approval {approval_id} was delivered"
         )
     if got is None:
-        raise WrongConversation(f"approval {rec.id} has not been delivered yet")
+        raise WrongConversation(f"approval {approval_id} has not been delivered yet")
     if got.app_id and a.app_id != got.app_id:
         raise WrongConversation(
             f"this answer came through another {route.surface} app, not the one that showed it"
         )
     if a.conversation != got.conversation:
-        raise WrongConversation(f"approval {rec.id} was not posted in this conversation")
+        raise WrongConversation(f"approval {approval_id} was not posted in this conversation")
     if isinstance(route, SlackRoute | TeamsRoute) and a.message_ref not in got.message_refs:
-        raise WrongConversation(f"this message is not the card of approval {rec.id}")
+        raise WrongConversation(f"this message is not the card of approval {approval_id}")
     if isinstance(route, SlackRoute):
         clicker_belongs(route, a)
     if a.actor not in route.approvers:
-        raise NotAnApprover(f"{a.actor} is not an approver of approval {rec.id}")
+        raise NotAnApprover(f"{a.actor} is not an approver of approval {approval_id}")
 
 
 def check_verdict(rec: Record, verdict: Verdict) -> None:
@@ -165,7 +203,11 @@ def clicker_belongs(route: SlackRoute, a: Answer | Look) -> None:
 
 
 def check_dashboard(rec: Record, user_id: str) -> None:
-    """A dashboard decision must be for a dashboard request, from one of its approvers."""
+    """A dashboard decision must be for a dashboard request, from one of its approvers (or
+    one escalated to the dashboard, from an approver of that step)."""
+    for e in rec.escalated:
+        if isinstance(e.route, DashboardRoute) and user_id in e.route.approvers:
+            return
     if rec.route is None or not isinstance(rec.route, DashboardRoute):
         where = rec.route.surface if rec.route else "nobody (decided by policy)"
         raise WrongConversation(
@@ -423,7 +465,7 @@ def jobs_after(
         queued.append(Queued(JobKind.EXECUTE, now, now + callback_window))
     if rec.callback_url and rec.settled:
         queued.append(Queued(JobKind.CALLBACK, now, now + callback_window, {"delivery": new_id("dlv")}))
-    if rec.delivered is not None and rec.settled:
+    if (rec.delivered is not None or rec.escalated) and rec.settled:
         queued.append(Queued(JobKind.SHOW, now, now + CARD_UPDATE_WINDOW))
     return queued
 
@@ -451,7 +493,7 @@ def queue_after_close(tx: Tx, rec: Record, now: float, run_grant: str | None, ca
     approved operation's once its outcome is stored)."""
     if rec.callback_url and rec.settled:
         queue_callback(tx, rec.id, now, callback_window)
-    if rec.delivered is not None and rec.settled:
+    if (rec.delivered is not None or rec.escalated) and rec.settled:
         queue_card_update(tx, rec.id, now)
     if run_grant is not None and rec.status is ApprovalStatus.APPROVED:
         ledger.grant_for_run(tx, rec, fold(rec.tool_name), requester_key(rec.surface), run_grant, now)

@@ -15,6 +15,7 @@ from typing import Any
 
 from bot.policy.checks import ambiguous, lookup
 from bot.policy.durations import format_duration
+from bot.policy.follow_up_plan import Plan, plan
 from bot.policy.quorum import check_route
 from bot.policy.redaction import REDACTED, redact
 from bot.policy.routing import SmsSender, is_headless, route_for
@@ -55,6 +56,7 @@ class Ruling:
     kinds: tuple[ApproverKind, ...] = ()  # who the route asks: the tool's approvers or headless
     quorum: int = 1  # distinct approvers who must approve (the rule's `quorum`)
     separate_duties: bool = False  # the requester never counts toward the quorum
+    follow_ups: Plan | None = None  # the reminder and escalations while nobody answers
 
     @property
     def runs_unasked(self) -> bool:
@@ -105,6 +107,17 @@ class Ruling:
             "quorum": self.quorum,
             "separateDuties": self.separate_duties,
             "steps": [{"path": s.path, "says": s.says} for s in self.steps],
+            **({"followUps": self._follow_ups_json()} if self.follow_ups is not None else {}),
+        }
+
+    def _follow_ups_json(self) -> dict[str, Any]:
+        assert self.follow_ups is not None
+        return {
+            "remindAfterSeconds": self.follow_ups.remind_after,
+            "escalate": [
+                {"step": s.step, "afterSeconds": s.after, "to": s.to.value, "route": where(s.route)}
+                for s in self.follow_ups.steps
+            ],
         }
 
     def explain(self) -> str:
@@ -181,6 +194,15 @@ def decide(
         on = route.surface if route is not None else SurfaceType(getattr(surface, "type", "api"))
         timeout, source = policy.timeout_with_source(rule, on, requested_timeout)
         steps.append(Step(source, f"a person has {format_duration(timeout)} to answer; expiry means deny"))
+    follow_ups = None
+    if isinstance(route, Route) and timeout is not None and (rule.remind_after is not None or rule.escalate):
+        planned = plan(policy, tenant, rule, surface, route, timeout, enabled=enabled, sms=sms or SmsSender())
+        if isinstance(planned, ApprovalModeUnsupported):
+            route = planned
+            steps.append(Step(str(planned.details["policy"]), f"refused, {planned.message}"))
+        else:
+            follow_ups = planned
+            steps += [Step(path, says) for path, says in planned.said]
     _redaction(rule, parameters, steps)
     if threshold is None:
         steps.append(
@@ -209,6 +231,7 @@ def decide(
         threshold=threshold,
         timeout=timeout,
         kinds=() if threshold is not None else kinds,
+        follow_ups=follow_ups,
     )
 
 

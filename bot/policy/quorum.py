@@ -80,7 +80,7 @@ def reachable(
     """The most approvers one route of these kinds can ever count, and on which surface.
 
     A route lives on one surface and asks the approvers of every listed kind found there
-    (`bot.routing`); the requester counts once unless duties are separate."""
+    (`bot.policy.routing`); the requester counts once unless duties are separate."""
     best, where = 0, None
     for on in PERSON_SURFACES:
         n = 0

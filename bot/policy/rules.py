@@ -15,12 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from bot.policy.follow_up_checks import follow_up_problems
 from bot.policy.merge import Layers
 from bot.policy.operation_rules import OperationRule, missing_secrets, operation_rules
 from bot.policy.quorum import problem as quorum_problem
 from bot.policy.schema import (
     Admins,
     Defaults,
+    EscalateStep,
     HandoffSection,
     OperationSection,
     PolicyFile,
@@ -77,6 +79,9 @@ class ToolRule:
     separate_duties: bool = False  # the requester never counts toward the quorum
     # Which section set each key the merge picked (`kind` → "tenants.acme.tools.x").
     origins: tuple[tuple[str, str], ...] = ()
+    # Follow-ups while nobody answers (`bot.workers.follow_ups`): one reminder, then the escalations.
+    remind_after: float | None = None
+    escalate: tuple[EscalateStep, ...] = ()
 
     def origin(self, key: str) -> str:
         """The key path of `key` as the merge took it: the tenant's override or the tool's."""
@@ -140,6 +145,8 @@ def _rule(
         source=source,
         mode=mode_of(kind, confirm, gate_all, handoff is not None),
         handoff=handoff,
+        remind_after=pick("remind_after", None),
+        escalate=tuple(pick("escalate", ())),
         quorum=quorum,
         separate_duties=separate if separate is not None else quorum > 1,
         origins=tuple(layers.origins.items()),
@@ -197,6 +204,7 @@ class Policy:
                 (SurfaceType.SLACK, t.slack_enterprise),
                 (SurfaceType.SMS, t.sms_from),
                 (SurfaceType.SMS, t.sms_messaging_service),
+                (SurfaceType.WHATSAPP, t.whatsapp_from and f"whatsapp:{t.whatsapp_from}"),
                 (SurfaceType.TEAMS, t.teams_tenant),
             ):
                 if org is not None:
@@ -256,6 +264,17 @@ class Policy:
         gate_all = section.gate_all if section is not None else False
         return _rule(tool, None, None, gate_all, f"unknown tool {tool} (treated as danger)")
 
+    def rules_of(self, tenant: str) -> list[ToolRule]:
+        """Every rule one tenant ("": a tenant without a section) has: each tool's, and each
+        operation's in the form a tool's is read (`operation_tool_rule`)."""
+        section = self.tenants.get(tenant)
+        gate_all = section.gate_all if section is not None else False
+        ops = self._tenant_operations.get(tenant, self._operations)
+        return [
+            *self._rules.get(tenant, self._default_rules).values(),
+            *(operation_tool_rule(op, gate_all) for op in ops.values()),
+        ]
+
     def operation_rule(self, tenant: str, name: str) -> OperationRule | None:
         """The merged rule of `[operations.X]` and `[tenants.T.operations.X]`; None if unknown."""
         return self._tenant_operations.get(tenant, self._operations).get(fold(name))
@@ -298,8 +317,32 @@ class Policy:
         return self.defaults.timeout_on(surface), "defaults.timeout"
 
     def tenant_for_org(self, surface: SurfaceType, org: str) -> str | None:
-        """The tenant whose section names this Slack team/enterprise or SMS number/service."""
+        """The tenant whose section names this Slack team/enterprise, SMS number/service,
+        WhatsApp sender (`whatsapp:+1555…`) or Entra tenant."""
         return self._orgs.get((surface, org))
+
+
+def operation_tool_rule(rule: OperationRule, gate_all: bool) -> ToolRule:
+    """An operation's approval rule in the form routing and intake read for tools."""
+    return ToolRule(
+        name=rule.name,
+        kind=rule.kind,
+        confirm=rule.confirm,
+        approvers=rule.approvers,
+        redact=rule.redact,
+        timeout=rule.timeout,
+        deny=rule.deny,
+        deny_reason=None,
+        allow_below=None,
+        gate_all=gate_all,
+        source=rule.source,
+        mode=mode_of(rule.kind, rule.confirm, gate_all),
+        remind_after=rule.remind_after,
+        escalate=rule.escalate,
+        quorum=rule.quorum,
+        separate_duties=rule.separate_duties,
+        origins=rule.origins,
+    )
 
 
 def staff_counts(staff: StaffPolicy | None) -> dict[SurfaceType, int]:
@@ -345,7 +388,8 @@ def load_policy(text: str, source: str = "policy") -> Policy:
     except tomllib.TOMLDecodeError as exc:
         raise PolicyError([f"not valid TOML: {exc}"], source) from exc
     policy = Policy(read_policy(data, source), source)
-    problems = policy.quorum_problems()
+    # The follow-ups are checked on the merged rules, so once the rest of the file is valid.
+    problems = follow_up_problems(policy) + policy.quorum_problems()
     if problems:
         raise PolicyError(problems, source)
     return policy

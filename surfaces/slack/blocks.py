@@ -33,6 +33,7 @@ from contracts.ports import ApprovalCard, Outcome, SlackRoute
 from contracts.shown import Hidden, fields, hidden, render
 from surfaces.slack import mrkdwn
 from surfaces.slack.contract_blocks import preview_blocks, result_blocks
+from surfaces.slack.follow_up_text import escalation_blocks
 
 SECTION_LIMIT = 3000
 ACTION_PREFIX = "cosigner."
@@ -67,15 +68,24 @@ def to_blocks(card: ApprovalCard, route: SlackRoute) -> tuple[list[Block], str]:
     """The pending approval card and its escaped notification text."""
     body, left_out = _body(card, route)
     notice = [notice_block(left_out)] if left_out else []
+    escalated = escalation_blocks(card)
     lead = "Approval needed" if not card.approvals else f"Approved {card.progress()}, more needed"
-    return [*body, *quorum_blocks(card), *notice, _buttons(card, route, left_out)], _fallback(card, lead)
+    return [*body, *escalated, *quorum_blocks(card), *notice, _buttons(card, route, left_out)], _fallback(
+        card, lead
+    )
 
 
 def to_closed_blocks(card: ApprovalCard, route: SlackRoute) -> tuple[list[Block], str]:
     """The same card with its buttons gone and the outcome shown."""
     word = _STATUS_WORDS[card.status]
     body, _ = _body(card, route)
-    return [*body, *_outcome(card), *quorum_blocks(card), *result_blocks(card)], _fallback(card, word)
+    return [
+        *body,
+        *escalation_blocks(card),
+        *_outcome(card),
+        *quorum_blocks(card),
+        *result_blocks(card),
+    ], _fallback(card, word)
 
 
 def quorum_blocks(card: ApprovalCard) -> list[Block]:

@@ -233,6 +233,9 @@ class SmsWebhooks:
         """True once the request was texted (or was being texted) to `sender`."""
         if placed.delivered is None:
             return False
+        if sender not in placed.route.approvers:
+            # A number the request was escalated to: texted by that step, not the first one.
+            return await self.desk.was_texted(placed.card.approval_id, sender)
         if placed.delivered.message_refs:
             return True  # the full receipt: every approver was texted
         return await self.desk.was_texted(placed.card.approval_id, sender)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 import httpx
 
@@ -287,3 +288,39 @@ async def test_closing_an_account_needs_two_admins_and_each_sees_only_their_own_
     decision = (await http.get(f"/v1/approvals/{approval}?wait=10")).json()
     assert decision["status"] == "approved"
     assert [a["by"] for a in decision["approvals"]] == ["U0ADMIN", "U0ADMIN2"]
+
+
+async def test_the_home_tab_opens_as_the_chosen_person_and_lists_what_waits(
+    sb: Sandbox, http: httpx.AsyncClient
+) -> None:
+    await ask(http, "issue_refund", {"orderId": "ord_1", "amountCents": 9000, "cardToken": "tok_x"})
+    card = await card_of(http, "issue_refund")
+    r = await http.post("/sandbox/api/home", json={"as": "requester"})
+    assert r.status_code == 200 and r.json() == {"status": 200}
+    home = json.dumps((await state(http))["homes"]["U0ALICE"])
+    assert "Waiting for you" in home and "issue_refund" in home
+    assert f"archives/{card['channel']}/p{card['ts'].replace('.', '')}" in home
+    # Mallory is not an approver: her Home tab lists nothing; the event is logged as sent.
+    await http.post("/sandbox/api/home", json={"as": "outsider"})
+    page = await state(http)
+    assert "issue_refund" not in json.dumps(page["homes"]["U0MALLORY"])
+    assert any(a["what"].startswith("app_home_opened as U0MALLORY") for a in page["activity"])
+    bad = await http.post("/sandbox/api/home", json={"as": "nobody"})
+    assert bad.status_code == 400
+
+
+async def test_alice_signed_in_to_the_inbox_sees_what_was_texted_to_her_phone(
+    sb: Sandbox, http: httpx.AsyncClient
+) -> None:
+    texted = await ask(http, "send_email", {"to": "c@example.com"}, surface={"type": "sms", "phone": PHONE})
+    async with httpx.AsyncClient(base_url=sb.url) as browser:
+        start = await browser.get("/inbox/login")
+        authorize = start.headers["location"]
+        args = dict(parse_qsl(urlsplit(authorize).query))
+        async with httpx.AsyncClient() as issuer:
+            chosen = await issuer.post(authorize.split("?")[0], data={**args, "user": "U0ALICE"})
+        back = urlsplit(chosen.headers["location"])
+        assert (await browser.get(f"{back.path}?{back.query}")).status_code == 303
+        page = (await browser.get("/inbox/")).text
+    listed = page.split("Texted to your phone")[1]
+    assert texted in listed and f"reply to the text from {PHONE}" in listed
