@@ -185,7 +185,7 @@ class JobWorker:
             if adapter is not None and placed.delivered is not None:
                 showing = adapter.show_outcome(placed.card, placed.route, placed.delivered)
                 await self.tracing.run(job.approval_id, SpanName.SHOW, showing, surface=adapter.name)
-                if placed.card.status is ApprovalStatus.PENDING:
+                if placed.card.quorum > 1 and placed.card.status is ApprovalStatus.PENDING:
                     # A quorum's progress. If the approval closed while it was being shown,
                     # this update may have landed after the closing one: show the closed card again.
                     now = await self.engine.placed(job.approval_id)
