@@ -76,9 +76,31 @@ def start_body(rec: Record) -> Start:
     )
 
 
+def edit_fields(rec: Record) -> dict[str, Any]:
+    """An approved edit's fields of the decision object: the call to run (as shown), the changed
+    parameters, both digests; nothing for a call approved as asked."""
+    result = rec.edit.result if rec.edit is not None else None
+    if result is None or rec.status is not ApprovalStatus.APPROVED:
+        return {}
+    return {
+        "edited": True,
+        "parameters": result.parameters,
+        "editedFields": list(result.fields),
+        "originalDigest": rec.digest,
+        "digest": result.digest,
+    }
+
+
+def approved_digest(rec: Record) -> str:
+    """The digest of the call to run: the edited one when an approver edited it."""
+    result = rec.edit.result if rec.edit is not None else None
+    return result.digest if result is not None and rec.status is ApprovalStatus.APPROVED else rec.digest
+
+
 def decision_body(rec: Record, signer: GrantSigner, grant_ttl: float) -> Decision:
-    """The decision object; `grant` (a signed JWS) only when approved."""
+    """The decision object; `grant` (a signed JWS) only when approved, binding the call to run."""
     grant = None
+    digest = approved_digest(rec)
     decided_at = rec.decided_at or rec.created_at
     if rec.status is ApprovalStatus.APPROVED:
         grant = signer.sign(
@@ -89,7 +111,7 @@ def decision_body(rec: Record, signer: GrantSigner, grant_ttl: float) -> Decisio
                 "executionId": rec.execution_id,
                 "toolCallId": rec.tool_call_id,
                 "toolName": rec.tool_name,
-                "digest": rec.digest,
+                "digest": digest,
                 "iat": int(decided_at),
                 "exp": int(decided_at + grant_ttl),
                 **contract_claims(rec),
@@ -105,11 +127,12 @@ def decision_body(rec: Record, signer: GrantSigner, grant_ttl: float) -> Decisio
         decidedBy=rec.decided_by or SystemDecider(code="UNKNOWN"),
         decidedAt=ts(decided_at),
         comment=rec.comment,
-        parametersDigest=rec.digest,
+        parametersDigest=digest,
         grant=grant,
         traceId=rec.trace_id,
         **operation_fields(rec, preview=False),
         code=CODES.get(rec.status) if handoff is not None else None,
         receipt=handoff.receipt if handoff is not None else None,
         detail=handoff.detail if handoff is not None else None,
+        **edit_fields(rec),
     )

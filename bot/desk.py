@@ -10,18 +10,21 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from bot import denials, handoff
-from bot.approval import Closing, check_answer, check_reader
+from bot import denials, edits, handoff
+from bot.approval import Closing, check_answer, check_reader, closed_error
+from bot.decision import decide
 from bot.engine import Engine
-from contracts.answers import PersonDecider
+from contracts.answers import PersonDecider, PolicyDecider
 from contracts.denials import Denial
+from contracts.edits import EditForm, EditPreview
 from contracts.enums import ApprovalStatus, AuditEvent, SurfaceType, Verdict
-from contracts.errors import ApprovalNotFound
+from contracts.errors import ApprovalNotFound, InvalidRequest
 from contracts.ports import Answer, ApprovalCard, Delivered, Look, Placed
 from storage import approvals as ledger
 from storage import inbound, sms_state
 from storage import inbox as pending
 from storage.database import Tx
+from storage.records import Changes, Record
 
 T = TypeVar("T")
 CLOSING_VERDICTS = {
@@ -47,6 +50,8 @@ class Desk:
         surface = SurfaceType(answer.surface)
         team = (answer.actor_org or answer.org) if surface is SurfaceType.SLACK else None
         actor = PersonDecider(surface=surface, userId=answer.actor, teamId=team or None)
+        if answer.edit is not None:
+            return await self._approve_edited(answer, actor)
         if answer.verdict is Verdict.DONE:
             return await handoff.press_done(
                 self.engine,
@@ -77,6 +82,98 @@ class Desk:
         )
         rec = await self.engine.close(answer.approval_id, closing)
         return rec.card()
+
+    # --- edit before approve (contracts.edits.EditDesk) ---------------------------
+
+    async def edit_form(self, look: Look) -> EditForm:
+        """The editable fields of a pending call, for one of its approvers where it was shown."""
+        rec = await self._editable(look)
+        assert rec.edit is not None  # checked by _editable
+        rule = self.engine.policy.rule_for(rec.tenant, rec.tool_name)
+        fields = [
+            f
+            for f in edits.form_fields(rec.edit, rec.parameters)
+            if rule.editable is True or (rule.editable and f.name in rule.editable)
+        ]
+        if not fields:
+            raise InvalidRequest(f"the policy no longer lets {rec.tool_name} be edited; approve or deny it")
+        return EditForm(rec.card(), tuple(fields))
+
+    async def check_edit(self, look: Look, values: Mapping[str, Any]) -> EditPreview:
+        """Check an edit for the confirm step; nothing is written."""
+        rec = await self._editable(look)
+        rule = self.engine.policy.rule_for(rec.tenant, rec.tool_name)
+        done = edits.edited(rec, values, self.engine.seal, rule)
+        return EditPreview(rec.card(), done.changes)
+
+    async def _editable(self, look: Look) -> Record:
+        rec = await self._read(lambda tx: ledger.load(tx, look.approval_id))
+        if rec is None:
+            raise ApprovalNotFound(f"approval {look.approval_id} does not exist")
+        check_reader(rec, look)  # tenant, conversation, app, message, approver
+        if rec.closed:
+            raise closed_error(rec)
+        if rec.edit is None or not rec.edit.fields:
+            raise InvalidRequest(f"approval {rec.id} offers no edit; approve or deny the call as it is")
+        return rec
+
+    async def _approve_edited(self, answer: Answer, actor: PersonDecider) -> ApprovalCard:
+        """Approve the edited call: checked as any answer, the edit checked again here (nothing
+        the surface checked is trusted), and the edited call put to the policy again. A deny
+        rule or a standing deny it meets denies it; `allow_below` never makes it a call that
+        needs nobody (a person approved it). With a quorum, this counts as this approver's
+        approval of the edited call."""
+        if answer.verdict is not Verdict.APPROVE:
+            raise InvalidRequest("an edit is an approval: it cannot be sent with another answer")
+        values = answer.edit or {}
+        engine = self.engine
+        rec = await engine.record(answer.approval_id)
+        check: denials.Check = lambda r: check_answer(r, answer)  # noqa: E731
+        check(rec)
+        if rec.closed:
+            raise closed_error(rec)
+        rule = engine.policy.rule_for(rec.tenant, rec.tool_name)
+        done = edits.edited(rec, values, engine.seal, rule)
+        ruling = decide(
+            engine.policy, rec.tenant, rec.tool_name, done.call, None, enabled=engine.surfaces, rule=rule
+        )
+        standing = await self._read(
+            lambda tx: denials.held_against(tx, rec.tenant, rec.tool_name, rec.mode, rec.route, rec.surface)
+        )
+        record = {
+            "edited": {
+                "parameters": done.result.parameters,
+                "fields": list(done.result.fields),
+                "digest": done.result.digest,
+                "originalDigest": rec.digest,
+            }
+        }
+        assert rec.edit is not None  # edits.edited refuses a call without one
+        if ruling.deny or standing is not None:
+            by = denials.decider(standing) if standing is not None else PolicyDecider(rule=ruling.decided_by)
+            why = f"{answer.actor} edited the call into one that {by.rule} refuses"
+            closing = Closing(
+                ApprovalStatus.DENIED,
+                by,
+                comment=why,
+                check=check,
+                audit_refusal=True,
+                inbound=inbound_of(answer),
+                data=record,
+            )
+        else:
+            closing = Closing(
+                ApprovalStatus.APPROVED,
+                actor,
+                comment=answer.comment,
+                check=check,
+                audit_refusal=True,
+                inbound=inbound_of(answer),
+                changes=Changes(edit=edits.state_after(rec.edit, done.result)),
+                data=record,
+            )
+        closed = await engine.close(answer.approval_id, closing)
+        return closed.card()
 
     def tenant_for_org(self, surface: SurfaceType, org: str) -> str | None:
         """The tenant whose policy names this Slack team/enterprise or SMS number."""

@@ -14,12 +14,12 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-from bot import approval, denials, trail
+from bot import approval, denials, edits, trail
 from bot.activity import Activity, Answer, Step
 from bot.approval import Closing
 from bot.bodies import Start, decision_body, start_body
 from bot.checks import callback_allowed, json_limits, surface_belongs
-from bot.decision import Ruling, decide, differences
+from bot.decision import Ruling, above, decide, differences
 from bot.egress import AllowList
 from bot.grants import GrantSigner
 from bot.intake import Call, Intake, create_tx
@@ -242,6 +242,7 @@ class Engine:
         """Handle `POST /v1/approvals`; returns (HTTP status, body). An operation passes its
         own rule and the contract its application prepared for `approval_id`."""
         canonical = json_limits(req.parameters)
+        edits.check_schema(req.parametersSchema)
         surface_belongs(self.policy, tenant, req.surface)
         if req.callbackUrl is not None:
             callback_allowed(str(req.callbackUrl), self.callback_allow)
@@ -274,6 +275,9 @@ class Engine:
             handoff,
             shadow,
             ruling.label,
+            edits.offer(rule, req, shown, self.seal, tenant)
+            if contract is None and not ruling.deny
+            else None,
         )
         for _attempt in range(3):
             try:
@@ -307,8 +311,11 @@ class Engine:
             self.jobs_wakeup.set()
         self._execute(rec)
         if created.denied_by_policy:
+            over = above(rule, req.parameters)[1]
             raise PermissionDenied(
-                rule.deny_reason or f"{rule.source} denies {rec.tool_name} for this tenant",
+                (rule.deny_reason or f"{rule.source} denies {rec.tool_name} for this tenant")
+                if rule.deny
+                else f"{ruling.decided_by} refuses this {rec.tool_name} call ({over})",
                 policy=rule.source,
                 approvalId=rec.id,
             )

@@ -21,6 +21,7 @@ from bot.run_grants import requester_key
 from bot.trace_ids import NO_TRACE, ApprovalTrace
 from contracts.answers import DecidedBy, PolicyDecider
 from contracts.denials import scope_of
+from contracts.edits import EditState
 from contracts.enums import ApprovalMode, ApprovalStatus, AuditEvent, JobKind, SurfaceType
 from contracts.errors import (
     ApprovalModeUnsupported,
@@ -72,7 +73,7 @@ class Call:
             tool_call_id=req.toolCallId,
             mode=rule.mode,
             kind=rule.kind.value,
-            deny=rule.deny,
+            deny=ruling.deny,
             rule_path=ruling.decided_by,
             threshold=ruling.threshold,
             routed=ruling.route,
@@ -189,6 +190,7 @@ class Intake:
     handoff: HandoffState | None = None
     shadow: dict[str, Any] | None = None
     label: str = ""  # the decision in a word or two (`Ruling.label`), for the audit record
+    edit: EditState | None = None  # what an approver may edit, if the call is asked
 
 
 def create_tx(tx: Tx, it: Intake, now: float) -> Created:
@@ -211,6 +213,7 @@ def new_approval(it: Intake, admit: Admit, now: float) -> store.NewApproval:
         rule, route.surface if route else SurfaceType(req.surface.type), req.timeoutSeconds
     )
     approval_id = it.approval_id or new_id("apv")
+    edit = it.edit if status is ApprovalStatus.PENDING else None
     events = [
         Event(
             AuditEvent.REQUESTED,
@@ -230,6 +233,7 @@ def new_approval(it: Intake, admit: Admit, now: float) -> store.NewApproval:
                 "rule": it.call.rule_path,
                 "decision": it.label,
                 **({"shadow": it.shadow} if it.shadow is not None else {}),
+                **({"editable": list(edit.fields)} if edit is not None else {}),
             },
         )
     ]
@@ -273,6 +277,7 @@ def new_approval(it: Intake, admit: Admit, now: float) -> store.NewApproval:
         trace_context=it.trace.context,
         operation=contract,
         handoff=it.handoff,
+        edit=edit,
         events=events,
         jobs=queued,
     )

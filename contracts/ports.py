@@ -56,6 +56,10 @@ class ApprovalCard:
     # then the agent's request, its claim), and `result` what executing it gave.
     preview: Preview | None = None
     result: OperationOutcome | None = None
+    # Edits: the parameters an approver may change (only while pending, only when the agent
+    # accepts edits), and once approved with an edit the call that runs, as shown.
+    editable: tuple[str, ...] = ()
+    edited: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -150,6 +154,9 @@ class Answer:
     # it as seen in the answer's own transaction, so a failed
     # attempt leaves no mark and a redelivery of an applied one changes nothing.
     message_id: str | None = None
+    # An approval of an edited call: the changed parameters and their new values (only with
+    # `Verdict.APPROVE`); the engine checks them again, whatever the surface checked before.
+    edit: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ import sqlalchemy as sa
 
 from contracts.answers import DecidedBy
 from contracts.denials import Scope
+from contracts.edits import EditState
 from contracts.enums import ApprovalMode, ApprovalStatus, ToolKind
 from contracts.handoff import HandoffState
 from contracts.ports import Route
@@ -29,7 +30,7 @@ from storage.audit import Event
 from storage.database import Tx
 from storage.denials import StandingDeny
 from storage.operations import OperationRecord
-from storage.records import Record, delivery_key, route_to_json
+from storage.records import Record, delivery_key, edit_to_json, route_to_json
 from storage.tables import run_grants
 
 _RUN_GRANT = sa.select(run_grants.c.approval_id, run_grants.c.granted_by).where(
@@ -101,6 +102,7 @@ class NewApproval:
     trace_context: str | None = None
     operation: OperationRecord | None = None
     handoff: HandoffState | None = None
+    edit: EditState | None = None
     events: Sequence[Event] = ()
     jobs: Sequence[jobs.Queued] = field(default_factory=tuple)
 
@@ -154,6 +156,7 @@ def write(tx: Tx, new: NewApproval) -> Record:
         "trace_context": new.trace_context,
         "operation": new.operation.to_json() if new.operation is not None else None,
         "handoff": new.handoff.model_dump_json() if new.handoff is not None else None,
+        "edit": edit_to_json(new.edit) if new.edit is not None else None,
     }
     rec = ledger.insert_approval(tx, values, list(new.events))
     for job in new.jobs:

@@ -9,6 +9,7 @@ from typing import Any
 
 from contracts.answers import DecidedBy, PersonDecider, PolicyDecider, SystemDecider, decider_from_json
 from contracts.denials import scope_of
+from contracts.edits import EditState
 from contracts.enums import ApprovalMode, ApprovalStatus, DeciderKind, SurfaceType, ToolKind
 from contracts.handoff import HandoffState
 from contracts.ports import (
@@ -95,6 +96,16 @@ def handoff_from_json(text: str | None) -> HandoffState | None:
     return HandoffState.model_validate_json(text) if text else None
 
 
+def edit_from_json(text: str | None) -> EditState | None:
+    """Rebuild an edit state stored as JSON (None for a call nobody may edit)."""
+    return EditState.model_validate_json(text) if text else None
+
+
+def edit_to_json(state: EditState) -> str:
+    """Serialise an edit state for the approvals table."""
+    return state.model_dump_json(by_alias=True, exclude_none=True)
+
+
 def delivery_key(route: Route) -> str:
     """The indexed key that finds pending approvals by where they were delivered."""
     if isinstance(route, SlackRoute):
@@ -137,6 +148,7 @@ class Changes:
     handoff: HandoffState | None = None
     expires_at: float | None = None
     delivered: Delivered | None = None
+    edit: EditState | None = None
 
     def columns(self) -> dict[str, Any]:
         """The approvals table's columns for these changes."""
@@ -157,6 +169,8 @@ class Changes:
             out["operation"] = self.operation.to_json()
         if self.delivered is not None:
             out["delivered"] = delivered_to_json(self.delivered)
+        if self.edit is not None:
+            out["edit"] = edit_to_json(self.edit)
         return out
 
 
@@ -192,6 +206,7 @@ class Record:
     trace_context: str | None = None
     operation: OperationRecord | None = None
     handoff: HandoffState | None = None
+    edit: EditState | None = None
 
     @classmethod
     def from_row(cls, row: Any) -> Record:
@@ -225,6 +240,7 @@ class Record:
             trace_context=row.trace_context,
             operation=OperationRecord.from_json(getattr(row, "operation", None)),
             handoff=handoff_from_json(getattr(row, "handoff", None)),
+            edit=edit_from_json(getattr(row, "edit", None)),
         )
 
     def replace(self, **columns: Any) -> Record:
@@ -241,6 +257,8 @@ class Record:
                 fields["operation"] = OperationRecord.from_json(value)
             elif key == "handoff":
                 fields["handoff"] = handoff_from_json(value)
+            elif key == "edit":
+                fields["edit"] = edit_from_json(value)
             else:
                 fields[key] = value
         return replace(self, **fields)
@@ -300,6 +318,8 @@ class Record:
             preview=self.operation.preview_model if self.operation else None,
             result=self.operation.outcome_model if self.operation else None,
             handoff=self.handoff.card() if self.handoff is not None else None,
+            editable=self.edit.fields if self.edit is not None and not self.closed else (),
+            edited=self.edit.result.parameters if self.edit is not None and self.edit.result else None,
         )
 
     def placed(self) -> Placed | None:

@@ -57,6 +57,7 @@ approvals = sa.Table(
     sa.Column("trace_context", sa.Text),  # JSON: the approval span's ids and parent (bot.trace_ids)
     sa.Column("operation", sa.Text),  # JSON: an operation's contract and execution (storage.operations)
     sa.Column("handoff", sa.Text),  # JSON: a handoff's steps, expect target and check (0004)
+    sa.Column("edit", sa.Text),  # JSON: what an approver may edit, and the edited call (0010)
     sa.UniqueConstraint("tenant", "execution_id", "tool_call_id", name="uq_approvals_call"),
     sa.Index("ix_approvals_pending_expiry", "status", "expires_at"),
     sa.Index("ix_approvals_execution", "tenant", "execution_id"),
