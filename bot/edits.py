@@ -63,7 +63,7 @@ def check_schema(schema: dict[str, Any] | None) -> None:
             "schema without descriptions or examples",
             field="parametersSchema",
         )
-    cls = validator_for(schema, default=_Unknown)
+    cls = validator_for(schema, default=_Unknown) if "$schema" in schema else Draft202012Validator
     if cls is _Unknown:
         raise InvalidRequest(
             f"parametersSchema names $schema {str(schema.get('$schema'))[:200]!r}, which is not a JSON "

@@ -158,7 +158,9 @@ def _editable(value: Any) -> Any:
     return value
 
 
-Editable = Annotated[bool | tuple[ParameterName, ...], Field(strict=False), BeforeValidator(_editable)]
+Editable = Annotated[
+    bool | Annotated[tuple[ParameterName, ...], Field(strict=False)], BeforeValidator(_editable)
+]
 
 
 class Table(BaseModel):

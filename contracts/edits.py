@@ -9,6 +9,9 @@ decision carries, and the grant binds its digest.
 
 from __future__ import annotations
 
+import json
+import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -17,6 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field
 
 from contracts.ports import ApprovalCard, Look
+from cosigner.strict_json import read
 
 MAX_SCHEMA_BYTES = 32 * 1024
 """The largest `parametersSchema` taken, as canonical JSON."""
@@ -95,6 +99,54 @@ class EditPreview:
     def values(self) -> dict[str, Any]:
         """The changed values by name, as an `Answer.edit` carries them."""
         return {c.name: c.new for c in self.changes}
+
+
+_WHOLE = re.compile(r"^-?\d{1,16}$")
+_NUMBER = re.compile(r"^-?\d{1,16}(\.\d{1,16})?([eE][-+]?\d{1,3})?$")
+JSON_TYPES = {bool: "boolean", int: "number", float: "number", str: "string", list: "array", dict: "object"}
+
+
+def json_type(value: Any) -> str:
+    """The JSON type of a value: "number" for int and float alike, "null" for None."""
+    return JSON_TYPES.get(type(value), "null")
+
+
+def parse_input(field: EditField, raw: str | None) -> Any:
+    """The value an approver entered for `field`, as JSON; `ValueError` says what is wrong.
+
+    Inputs give text: a whole number must be one (no `1.0`, no `1e3`), a choice is the index
+    of one of the field's `choices`, JSON text is read strictly (no repeated key, no NaN) and
+    must keep the value's own JSON type when no schema says otherwise."""
+    text = (raw or "").strip() if field.kind is not InputKind.TEXT else (raw or "")
+    if field.kind is InputKind.INTEGER:
+        if not _WHOLE.match(text):
+            raise ValueError("must be a whole number, such as 4000")
+        return int(text)
+    if field.kind is InputKind.NUMBER:
+        if not _NUMBER.match(text):
+            raise ValueError("must be a number, such as 40.5")
+        number = float(text)
+        if not math.isfinite(number):
+            raise ValueError("must be a finite number")
+        return int(text) if _WHOLE.match(text) else number
+    if field.kind is InputKind.BOOLEAN:
+        if text not in ("true", "false"):
+            raise ValueError("choose true or false")
+        return text == "true"
+    if field.kind is InputKind.CHOICE:
+        if not text.isdigit() or int(text) >= len(field.choices):
+            raise ValueError("choose one of the options")
+        return json.loads(field.choices[int(text)])
+    if field.kind is InputKind.TEXT:
+        return text
+    reading = read(text)
+    if reading.error is not None:
+        raise ValueError(
+            f"is not JSON ({reading.error}); write it as JSON, e.g. {json.dumps(field.value)[:60]}"
+        )
+    if reading.ambiguous:
+        raise ValueError(reading.problems[0])
+    return reading.value
 
 
 @runtime_checkable

@@ -224,7 +224,14 @@ async def submit_view(
     fields.setdefault("team", emu.team_id)
     fields.setdefault("app_id", emu.app_id)
     payload = view_submission_payload(view=opened.view, values=values, view_id=opened.id, **fields)
-    return await send_signed(http, url, payload, secret=secret, timestamp=timestamp, signature=signature)
+    response = await send_signed(http, url, payload, secret=secret, timestamp=timestamp, signature=signature)
+    # As Slack does: an answer `{"response_action": "update", "view": …}` replaces the modal.
+    if response.status_code == 200 and response.content.startswith(b"{"):
+        answer = response.json()
+        if answer.get("response_action") == "update" and isinstance(answer.get("view"), dict):
+            opened.view = answer["view"]
+            opened.updates += 1
+    return response
 
 
 async def send_signed_event(
