@@ -72,6 +72,7 @@ def start_body(rec: Record) -> Start:
         expiresAt=ts(rec.expires_at),
         status=rec.status,
         shortCode=rec.short_code,
+        editable=list(rec.edit.fields) if rec.edit is not None and not rec.closed else None,
         **operation_fields(rec, preview=True),
     )
 

@@ -12,9 +12,8 @@ from typing import Any, TypeVar
 
 from bot import denials, edits, handoff
 from bot.approval import Closing, check_answer, check_reader, closed_error
-from bot.decision import decide
 from bot.engine import Engine
-from contracts.answers import PersonDecider, PolicyDecider
+from contracts.answers import PersonDecider
 from contracts.denials import Denial
 from contracts.edits import EditForm, EditPreview
 from contracts.enums import ApprovalStatus, AuditEvent, SurfaceType, Verdict
@@ -24,7 +23,7 @@ from storage import approvals as ledger
 from storage import inbound, sms_state
 from storage import inbox as pending
 from storage.database import Tx
-from storage.records import Changes, Record
+from storage.records import Record
 
 T = TypeVar("T")
 CLOSING_VERDICTS = {
@@ -118,62 +117,18 @@ class Desk:
         return rec
 
     async def _approve_edited(self, answer: Answer, actor: PersonDecider) -> ApprovalCard:
-        """Approve the edited call: checked as any answer, the edit checked again here (nothing
-        the surface checked is trusted), and the edited call put to the policy again. A deny
-        rule or a standing deny it meets denies it; `allow_below` never makes it a call that
-        needs nobody (a person approved it). With a quorum, this counts as this approver's
-        approval of the edited call."""
+        """Approve the edited call, checked as any answer (`Engine.approve_edited`)."""
         if answer.verdict is not Verdict.APPROVE:
             raise InvalidRequest("an edit is an approval: it cannot be sent with another answer")
-        values = answer.edit or {}
-        engine = self.engine
-        rec = await engine.record(answer.approval_id)
-        check: denials.Check = lambda r: check_answer(r, answer)  # noqa: E731
-        check(rec)
-        if rec.closed:
-            raise closed_error(rec)
-        rule = engine.policy.rule_for(rec.tenant, rec.tool_name)
-        done = edits.edited(rec, values, engine.seal, rule)
-        ruling = decide(
-            engine.policy, rec.tenant, rec.tool_name, done.call, None, enabled=engine.surfaces, rule=rule
+        rec = await self.engine.approve_edited(
+            answer.approval_id,
+            answer.edit or {},
+            actor,
+            lambda r: check_answer(r, answer),
+            comment=answer.comment,
+            inbound=inbound_of(answer),
         )
-        standing = await self._read(
-            lambda tx: denials.held_against(tx, rec.tenant, rec.tool_name, rec.mode, rec.route, rec.surface)
-        )
-        record = {
-            "edited": {
-                "parameters": done.result.parameters,
-                "fields": list(done.result.fields),
-                "digest": done.result.digest,
-                "originalDigest": rec.digest,
-            }
-        }
-        assert rec.edit is not None  # edits.edited refuses a call without one
-        if ruling.deny or standing is not None:
-            by = denials.decider(standing) if standing is not None else PolicyDecider(rule=ruling.decided_by)
-            why = f"{answer.actor} edited the call into one that {by.rule} refuses"
-            closing = Closing(
-                ApprovalStatus.DENIED,
-                by,
-                comment=why,
-                check=check,
-                audit_refusal=True,
-                inbound=inbound_of(answer),
-                data=record,
-            )
-        else:
-            closing = Closing(
-                ApprovalStatus.APPROVED,
-                actor,
-                comment=answer.comment,
-                check=check,
-                audit_refusal=True,
-                inbound=inbound_of(answer),
-                changes=Changes(edit=edits.state_after(rec.edit, done.result)),
-                data=record,
-            )
-        closed = await engine.close(answer.approval_id, closing)
-        return closed.card()
+        return rec.card()
 
     def tenant_for_org(self, surface: SurfaceType, org: str) -> str | None:
         """The tenant whose policy names this Slack team/enterprise or SMS number."""

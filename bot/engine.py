@@ -58,7 +58,7 @@ from storage.audit import AuditRow
 from storage.database import Conflict, Database
 from storage.jobs import Job
 from storage.operations import OperationRecord
-from storage.records import Record, delivered_to_json
+from storage.records import Changes, Record, delivered_to_json
 from storage.sealing import TokenSeal
 
 log = logging.getLogger("cosigner.engine")
@@ -481,6 +481,14 @@ class Engine:
             approval.check_dashboard(rec, req.userId)
             approval.check_verdict(rec, verdict)
 
+        if req.edit is not None:
+            if verdict is not Verdict.APPROVE:
+                raise InvalidRequest(
+                    'an edit is an approval: send it with "decision": "approve"', field="edit"
+                )
+            return await self.approve_edited(
+                approval_id, req.edit, person, check, comment=req.comment, tenant=tenant
+            )
         if verdict is Verdict.DONE:
             if self.handoffs is None:
                 raise InvalidRequest("handoffs need COSIGNER_SECRET on this server")
@@ -500,6 +508,69 @@ class Engine:
             check=checked,
             also=standing,
         )
+        return await self.close(approval_id, closing)
+
+    async def approve_edited(
+        self,
+        approval_id: str,
+        values: Mapping[str, Any],
+        person: PersonDecider,
+        check: Callable[[Record], None],
+        *,
+        comment: str | None = None,
+        tenant: str | None = None,
+        inbound: tuple[SurfaceType, str] | None = None,
+    ) -> Record:
+        """Approve an edited call: `check` is the answer's own (who, where); the edit is checked
+        here again (nothing a surface checked is trusted) and the edited call put to the policy
+        again. A deny rule or a standing deny it meets denies it; `allow_below` never makes it a
+        call that needs nobody (a person approved it). With a quorum, an edit counts as this
+        approver's approval of the edited call."""
+        rec = await self.record(approval_id, tenant)
+        check(rec)
+        if rec.closed:
+            raise approval.closed_error(rec)
+        rule = self.policy.rule_for(rec.tenant, rec.tool_name)
+        done = edits.edited(rec, values, self.seal, rule)
+        ruling = decide(
+            self.policy, rec.tenant, rec.tool_name, done.call, None, enabled=self.surfaces, rule=rule
+        )
+        standing = await self.db.run_read(
+            lambda tx: denials.held_against(tx, rec.tenant, rec.tool_name, rec.mode, rec.route, rec.surface)
+        )
+        data = {
+            "edited": {
+                "parameters": done.result.parameters,
+                "fields": list(done.result.fields),
+                "digest": done.result.digest,
+                "originalDigest": rec.digest,
+            }
+        }
+        if ruling.deny or standing is not None:
+            by = denials.decider(standing) if standing is not None else PolicyDecider(rule=ruling.decided_by)
+            closing = Closing(
+                ApprovalStatus.DENIED,
+                by,
+                comment=f"{person.userId} edited the call into one that {by.rule} refuses",
+                tenant=tenant,
+                check=check,
+                audit_refusal=True,
+                inbound=inbound,
+                data=data,
+            )
+        else:
+            assert rec.edit is not None  # edits.edited refuses a call without one
+            closing = Closing(
+                ApprovalStatus.APPROVED,
+                person,
+                comment=comment,
+                tenant=tenant,
+                check=check,
+                audit_refusal=True,
+                inbound=inbound,
+                changes=Changes(edit=edits.state_after(rec.edit, done.result)),
+                data=data,
+            )
         return await self.close(approval_id, closing)
 
     async def fail_closed(self, approval_id: str, code: str, message: str) -> None:

@@ -49,6 +49,12 @@ class ApprovalStart(Wire):
     operation: str | None = Field(default=None, exclude_if=_absent)
     preview: Preview | None = Field(default=None, exclude_if=_absent, description="What the person approves.")
     argumentsDigest: str | None = Field(default=None, exclude_if=_absent)
+    editable: list[str] | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="Edits: the parameters an approver may change (the agent accepts edits and the "
+        "policy marks them editable).",
+    )
 
 
 class PersonDecider(Wire):

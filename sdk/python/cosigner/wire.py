@@ -263,6 +263,11 @@ class DecisionRequest(Wire):
     )
     userId: str = Field(min_length=1, max_length=200)
     comment: FreeText | None = Field(default=None, max_length=2000)
+    edit: dict[str, Any] | None = Field(
+        default=None,
+        description='Approve an edited call ("decision": "approve"): the parameters changed and their '
+        "new values, only those the approval lists as `editable`.",
+    )
 
 
 class ResultReport(Wire):
