@@ -54,6 +54,7 @@ confirm = true
 kind = "danger"
 approvers = ["requester"]
 redact = ["customer.email"]
+editable = ["amount_cents", "note"]
 
 [tools.delete_account]
 kind = "danger"
