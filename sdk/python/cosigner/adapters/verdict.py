@@ -290,6 +290,38 @@ class Approver:
         )
         return Verdict(call, decision, edited=edited)
 
+    async def aconfirm(self, call: ToolCall) -> Verdict:
+        """Confirm with Cosigner a call about to run: asked again (idempotent), or, when these are
+        an approver's edited arguments (Cosigner then answers PARAMETERS_MISMATCH for the asked
+        ones), the approval read by its id and checked to have approved exactly this edited call."""
+        try:
+            return await self.aask(call, wait=False)
+        except ParametersMismatch as exc:
+            approval_id = exc.details.get("approvalId")
+            if not self.accepts_edits or not isinstance(approval_id, str):
+                raise
+            client = self.client
+            if isinstance(client, AsyncCosigner):
+                decision = await client.get(approval_id)
+            else:
+                decision = await asyncio.to_thread(client.get, approval_id)
+            if not (decision.approved and decision.edited):
+                raise
+            check_binding(call, decision)
+            if isinstance(client, AsyncCosigner):
+                await client.verify_grant(
+                    decision.grant, call.parameters, tool_name=call.tool_name, tool_call_id=call.tool_call_id
+                )
+            else:
+                await asyncio.to_thread(
+                    client.verify_grant,
+                    decision.grant,
+                    call.parameters,
+                    tool_name=call.tool_name,
+                    tool_call_id=call.tool_call_id,
+                )
+            return Verdict(call, decision, edited=call.parameters)
+
     async def await_decision(self, verdict: Verdict) -> Verdict:
         """Wait until a pending verdict is decided."""
         client = self.client
