@@ -54,7 +54,7 @@ confirm = true
 kind = "danger"
 approvers = ["requester"]
 redact = ["customer.email"]
-editable = ["amount_cents", "note"]
+editable = ["amount_cents", "amountCents", "note"]
 
 [tools.delete_account]
 kind = "danger"

@@ -211,7 +211,9 @@ async def test_the_adapter_says_it_cannot_run_an_edited_call(
     ran: list[Any] = []
     scripted = model()
     running = asyncio.create_task(
-        CosignerApprovals(agent_client, SURFACE).run(agent(scripted, ran), "refund", run_config=config(run_id))
+        CosignerApprovals(agent_client, SURFACE).run(
+            agent(scripted, ran), "refund", run_config=config(run_id)
+        )
     )
     await until(polling.polling.is_set, seconds=30)
     shown = person.find(run_id, "call_1", "issue_refund", REFUND)
