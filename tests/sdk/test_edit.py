@@ -86,7 +86,8 @@ def test_an_edited_call_runs_once_with_exactly_the_edited_arguments(
         )
         assert pending.editable == ("amount_cents", "note")
         decided = person.decide(pending, decision="approve", user_id=USER, edit={"amount_cents": 4000})
-        assert outcome.result(timeout=30) == "refunded 4000"
+        returned: object = outcome.result(timeout=30)
+        assert returned == "refunded 4000"
         requested = finder.audit(decided)[0]["data"]
     edited_call = {**original, "amount_cents": 4000}
     assert ran == [edited_call]  # once, and never with the original amount
