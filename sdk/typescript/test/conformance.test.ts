@@ -3,7 +3,17 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { canonicalJson, GrantRefused, InvalidSignature, parametersDigest, verifyGrant, webhooks } from "../src/index.js";
+import {
+  canonicalJson,
+  GrantRefused,
+  InvalidSignature,
+  ParametersMismatch,
+  parametersDigest,
+  parseDecision,
+  verifyGrant,
+  webhooks,
+  withOriginal,
+} from "../src/index.js";
 
 interface Vectors {
   digests: { name: string; input: string; canonical: string; digest: string }[];
@@ -21,6 +31,13 @@ interface Vectors {
       refusal?: string;
     }[];
   };
+  edits: {
+    name: string;
+    asked: Record<string, unknown>;
+    decision: unknown;
+    ok: boolean;
+    run?: Record<string, unknown>;
+  }[];
   webhooks: {
     secret: string;
     cases: {
@@ -101,3 +118,14 @@ test("a webhook without its headers is refused, naming the header", () => {
   assert.throws(() => webhooks.verify("{}", {}, vectors.webhooks.secret), /no webhook-id header/);
 
 });
+
+for (const vector of vectors.edits) {
+  test(`edited call: ${vector.name}`, () => {
+    const decision = parseDecision(vector.decision);
+    if (vector.ok) {
+      assert.deepEqual(withOriginal(decision, vector.asked), vector.run);
+    } else {
+      assert.throws(() => withOriginal(decision, vector.asked), ParametersMismatch);
+    }
+  });
+}
