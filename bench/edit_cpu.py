@@ -5,13 +5,14 @@
 It starts `cosigner serve` pinned to one core (as bench/roundtrip.py does) with a policy in
 which `issue_refund` asks a person and marks `amountCents` editable and `cardToken`
 redacted, and from this process, pinned to the other core, makes `--calls` round trips one
-after another on kept-alive connections: `POST /v1/approvals` (a dashboard request with
-`acceptsEdits` and the tool's schema: `201`), the tenant app's decision (`POST …/decision`,
+after another on kept-alive connections: `POST /v1/approvals` (a dashboard request, without
+`acceptsEdits`, or with it and the tool's schema: `201`), the tenant app's decision (`POST …/decision`,
 plain `approve`, or `approve` with `edit` changing `amountCents`), and `GET
 /v1/approvals/{id}` (the decision with its grant). The figure is the server process's CPU
-time (user + system, all threads, from /proc) per round trip: the same three requests, so
-the difference is what an edit costs (the schema checked at intake, the sealed call, the
-edit checked against the schema, the policy asked again, the standing-deny read).
+time (user + system, all threads, from /proc) per round trip: the same three requests,
+so the differences are what offering an edit and making one cost (the schema checked at
+intake, the sealed call, the edit checked against the schema, the policy asked again, the
+standing-deny read).
 """
 
 from __future__ import annotations
@@ -72,27 +73,21 @@ class Connection:
         return answer
 
 
-def trips(agent: Connection, app: Connection, first: int, calls: int, *, edit: bool) -> None:
-    """`calls` round trips: ask, decide (with an edit or not), read the decision."""
+def trips(
+    agent: Connection, app: Connection, first: int, calls: int, *, edit: bool, offer: bool = True
+) -> None:
+    """`calls` round trips: ask (offering edits or not), decide (with an edit or not), read."""
     for i in range(first, first + calls):
-        start = agent.call(
-            "POST",
-            "/v1/approvals",
-            {
-                "executionId": f"run_{i}",
-                "toolCallId": "c1",
-                "toolName": "issue_refund",
-                "parameters": {
-                    "orderId": f"o{i}",
-                    "amountCents": 40000,
-                    "note": "late",
-                    "cardToken": "tok_x",
-                },
-                "surface": SURFACE,
-                "acceptsEdits": True,
-                "parametersSchema": SCHEMA,
-            },
-        )
+        request: dict[str, Any] = {
+            "executionId": f"run_{i}",
+            "toolCallId": "c1",
+            "toolName": "issue_refund",
+            "parameters": {"orderId": f"o{i}", "amountCents": 40000, "note": "late", "cardToken": "tok_x"},
+            "surface": SURFACE,
+        }
+        if offer:
+            request |= {"acceptsEdits": True, "parametersSchema": SCHEMA}
+        start = agent.call("POST", "/v1/approvals", request)
         decision: dict[str, Any] = {"decision": "approve", "userId": "u_bench"}
         if edit:
             decision["edit"] = {"amountCents": 4000}
@@ -107,13 +102,14 @@ def measure(url: str, key: str, approver: str, pid: int, calls: int, rounds: int
     agent, app = Connection(url, key), Connection(url, approver)
     trips(agent, app, -400, 200, edit=False)  # warm up: caches, connections, the tenant's keys
     trips(agent, app, -200, 200, edit=True)
-    out: dict[str, list[float]] = {"plain": [], "edited": []}
+    kinds = ("no edits offered", "edits offered, approved as asked", "edited")
+    out: dict[str, list[float]] = {kind: [] for kind in kinds}
     for r in range(rounds):
-        for kind in ("plain", "edited"):
+        for n, kind in enumerate(kinds):
             c0 = cpu_seconds(pid)
-            trips(agent, app, (2 * r + (kind == "edited")) * calls, calls, edit=kind == "edited")
+            trips(agent, app, (3 * r + n) * calls, calls, edit=kind == "edited", offer=n > 0)
             out[kind].append(1000 * (cpu_seconds(pid) - c0) / calls)
-        print(f"round {r + 1}: plain {out['plain'][-1]:.3f} ms, edited {out['edited'][-1]:.3f} ms")
+        print(f"round {r + 1}: " + ", ".join(f"{k} {out[k][-1]:.3f} ms" for k in kinds))
     return out
 
 
