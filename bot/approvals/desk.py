@@ -199,8 +199,15 @@ class Desk:
                 tx, f"{SurfaceType.SMS.value}:{to_number}", pending=pending, limit=limit
             )
         )
-        found = [r.placed() for r in recs]
-        return [p for p in found if p is not None and from_number in p.route.approvers]
+        # The approver may be one of the route's, or of a route the request was escalated to.
+        return [
+            placed
+            for r in recs
+            if (placed := r.placed()) is not None
+            and any(
+                from_number in route.approvers for route in (placed.route, *(e.route for e in r.escalated))
+            )
+        ]
 
     async def pending_for_number(self, to_number: str, from_number: str) -> Sequence[Placed]:
         """Pending SMS approvals sent from `to_number` (or service) to approver `from_number`."""

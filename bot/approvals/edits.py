@@ -88,7 +88,7 @@ def offer(
     """What an approver may edit of this call (None: nothing)."""
     if not req.acceptsEdits or rule.editable is False or rule.handoff is not None:
         return None
-    if rule.mode is ApprovalMode.NONE:
+    if rule.mode is ApprovalMode.NONE or rule.quorum > 1:
         return None
     names = (
         list(req.parameters) if rule.editable is True else [n for n in rule.editable if n in req.parameters]

@@ -312,10 +312,14 @@ class Engine:
             edits.offer(rule, req, shown, self.seal, tenant)
             if contract is None and not ruling.deny
             else None,
+            follow_ups=ruling.follow_ups,
         )
         for _attempt in range(3):
             try:
-                created = await self.db.run_write(lambda tx: create_tx(tx, it, self.clock()))
+                # Reads, then one write (storage.intake.write): no transaction needed.
+                created = await self.db.run_write(
+                    lambda tx: create_tx(tx, it, self.clock()), single_write=True
+                )
                 break
             except Conflict:
                 continue  # a concurrent create of the same call won; read its result
@@ -340,6 +344,8 @@ class Engine:
                 "activity": Activity(Step.CREATED, rec),
             },
         )
+        if not rec.closed:
+            self.notifier.changed()  # the inbox's live lists
         to_deliver = rec.route is not None and not isinstance(rec.route, DashboardRoute)
         if to_deliver or (rec.closed and rec.callback_url):
             self.wakeups.jobs.set()
@@ -431,7 +437,9 @@ class Engine:
             )
         )
         self.tracing.after_close(
-            done.record, Answered(closing.decided_by, closing.to, done.refusal, done.changed), started
+            done.record,
+            Answered(closing.decided_by, closing.to, done.refusal, done.changed, done.counted),
+            started,
         )
         if isinstance(closing.decided_by, PersonDecider) and log.isEnabledFor(logging.DEBUG):
             refused = str(done.refusal.code) if done.refusal is not None else None
@@ -447,6 +455,15 @@ class Engine:
             )
         if done.changed:
             self._closed(done.record, done.execute)
+        elif done.counted:
+            # Each counted Approve is on the audit chain; the log says so only at DEBUG, as
+            # it does for every answer, and at INFO once the approval closes.
+            log.debug(
+                "approval counted",
+                extra={"approval_id": approval_id, "tenant": done.record.tenant, "status": "pending"},
+            )
+            if done.record.delivered is not None:
+                self.wakeups.jobs.set()  # the card shows the progress
         if done.refusal is not None:
             raise done.refusal
         return done.record
@@ -464,7 +481,9 @@ class Engine:
         )
         if rec.settled:  # an approved operation's waiters are told once its outcome is stored
             self.notifier.publish(rec.id, rec)
-        if rec.callback_url or rec.delivered is not None:
+        else:
+            self.notifier.changed()  # no longer pending: the inbox's live lists
+        if rec.callback_url or rec.delivered is not None or rec.escalated:
             self.wakeups.jobs.set()
         self._execute(rec, execute)
 
@@ -565,12 +584,16 @@ class Engine:
         """Approve an edited call: `check` is the answer's own (who, where); the edit is checked
         here again (nothing a surface checked is trusted) and the edited call put to the policy
         again. A deny rule or a standing deny it meets denies it; `allow_below` never makes it a
-        call that needs nobody (a person approved it). With a quorum, an edit counts as this
-        approver's approval of the edited call."""
+        call that needs nobody (a person approved it). Where a quorum must approve, no edit is
+        offered: one approver's edit is not the others' approval of the edited call."""
         rec = await self.record(approval_id, tenant)
         check(rec)
         if rec.closed:
             raise approval.closed_error(rec)
+        if rec.quorum > 1:
+            # Never offered (the policy refuses editable with a quorum): each approver of a
+            # quorum approves the one call; an edit would have to start another count.
+            raise InvalidRequest(f"approval {rec.id} needs {rec.quorum} approvers: it cannot be edited")
         rule = self.policy.rule_for(rec.tenant, rec.tool_name)
         done = self.check_edit(rec, values)
         ruling = decide(

@@ -18,6 +18,7 @@ from bot.approvals.lifecycle import new_id
 from bot.approvals.run_grants import requester_key
 from bot.observability import NO_TRACE, ApprovalTrace
 from bot.policy import Policy, Ruling, ToolRule
+from bot.policy.follow_up_plan import Plan
 from contracts.answers import DecidedBy, PolicyDecider
 from contracts.denials import scope_of
 from contracts.edits import EditState
@@ -190,6 +191,7 @@ class Intake:
     shadow: dict[str, Any] | None = None
     label: str = ""  # the decision in a word or two (`Ruling.label`), for the audit record
     edit: EditState | None = None  # what an approver may edit, if the call is asked
+    follow_ups: Plan | None = None  # the reminder and escalations, queued with a pending request
 
 
 def create_tx(tx: Tx, it: Intake, now: float) -> Created:
@@ -231,6 +233,8 @@ def new_approval(it: Intake, admit: Admit, now: float) -> store.NewApproval:
                 "traceId": it.trace.trace_id,
                 "rule": it.call.rule_path,
                 "decision": it.label,
+                **({"quorum": rule.quorum} if rule.quorum > 1 else {}),
+                **({"separateDuties": True} if rule.separate_duties else {}),
                 **({"shadow": it.shadow} if it.shadow is not None else {}),
                 **({"editable": list(edit.fields)} if edit is not None else {}),
             },
@@ -249,6 +253,8 @@ def new_approval(it: Intake, admit: Admit, now: float) -> store.NewApproval:
     queued: list[Queued] = []
     if route is not None and not isinstance(route, DashboardRoute):
         queued.append(Queued(JobKind.DELIVER, now, now + DELIVERY_WINDOW))
+    if it.follow_ups is not None and status is ApprovalStatus.PENDING:
+        queued += it.follow_ups.jobs(now, now + timeout)
     if executing:
         queued.append(Queued(JobKind.EXECUTE, now, now + window))
     elif decided_by is not None and req.callbackUrl:
@@ -277,6 +283,8 @@ def new_approval(it: Intake, admit: Admit, now: float) -> store.NewApproval:
         operation=contract,
         handoff=it.handoff,
         edit=edit,
+        quorum=rule.quorum,
+        separate_duties=rule.separate_duties,
         events=events,
         jobs=queued,
     )

@@ -229,6 +229,21 @@ class HandoffSection(Table):
     timeout: Duration = 300.0
 
 
+class EscalateStep(Table):
+    """One `escalate` step: while the request is still pending `after` it was asked, it is
+    also delivered to the route `to`, whose approvers may then answer there."""
+
+    after: Duration
+    to: Route
+
+
+EscalateSteps = Annotated[
+    tuple[EscalateStep, ...],
+    Field(strict=False),
+    _list('[{ after = "10m", to = "tenant_admins" }]'),
+]
+
+
 class ToolSection(Table):
     """`[tools.NAME]`; the tenant override `[tenants.T.tools.NAME]` uses the same keys."""
 
@@ -244,6 +259,10 @@ class ToolSection(Table):
     editable: Editable = False
     description: Text | None = None
     handoff: HandoffSection | None = None
+    remind_after: Duration | None = None
+    escalate: EscalateSteps = ()
+    quorum: Count | None = None
+    separate_duties: Flag | None = None
 
 
 class ToolOverride(ToolSection):
@@ -284,6 +303,10 @@ class OperationSection(Table):
     execute_timeout: Duration = 30.0
     prepare_timeout: Duration = 10.0
     description: Text | None = None
+    remind_after: Duration | None = None
+    escalate: EscalateSteps = ()
+    quorum: Count | None = None
+    separate_duties: Flag | None = None
 
 
 class OperationOverride(Table):
@@ -299,6 +322,10 @@ class OperationOverride(Table):
     execute_timeout: Duration | None = None
     prepare_timeout: Duration | None = None
     deny: Flag = False
+    remind_after: Duration | None = None
+    escalate: EscalateSteps | None = None
+    quorum: Count | None = None
+    separate_duties: Flag | None = None
 
 
 class Admins(Table):
@@ -306,6 +333,7 @@ class Admins(Table):
 
     slack: SlackIds = ()
     sms: Phones = ()
+    whatsapp: Phones = ()  # E.164, without `whatsapp:`: the numbers WhatsApp requests go to
     dashboard: Names = ()
     teams: AadIds = ()
 
@@ -323,6 +351,10 @@ class TenantPolicy(Table):
     slack_enterprise: Slack | None = None
     sms_from: Annotated[PhoneNumber, _say('must be an E.164 number such as "+15550000001"')] | None = None
     sms_messaging_service: Text | None = None
+    whatsapp_from: (
+        Annotated[PhoneNumber, _say('must be an E.164 number such as "+15550000001", without "whatsapp:"')]
+        | None
+    ) = None
     teams_tenant: Aad | None = None
     admins: Admins = Admins()
     admin_channel: Text | None = None

@@ -19,6 +19,7 @@ from bot.policy.schema import (
     AllowBelow,
     Defaults,
     DenyAbove,
+    EscalateStep,
     Expect,
     HandoffSection,
     Headless,
@@ -69,7 +70,8 @@ def cross_check(policy: PolicyFile, tool_names: Collection[str]) -> list[str]:
             problems.append(f'{path}: names "staff" but there is no [staff] section; add one with users')
     seen: dict[str, str] = {}
     for tn, t in policy.tenants.items():
-        for key in (t.slack_team, t.slack_enterprise, t.sms_from, t.sms_messaging_service):
+        whatsapp = f"whatsapp:{t.whatsapp_from}" if t.whatsapp_from else None
+        for key in (t.slack_team, t.slack_enterprise, t.sms_from, t.sms_messaging_service, whatsapp):
             if key is None:
                 continue
             if key in seen and seen[key] != tn:
@@ -273,6 +275,10 @@ _TABLES: Mapping[tuple[str, ...], type[Table]] = {
     ("tenants", "*", "tools", "*", "handoff"): HandoffSection,
     ("tenants", "*", "tools", "*", "handoff", "expect"): Expect,
     ("staff",): StaffPolicy,
+    ("tools", "*", "escalate"): EscalateStep,
+    ("tenants", "*", "tools", "*", "escalate"): EscalateStep,
+    ("operations", "*", "escalate"): EscalateStep,
+    ("tenants", "*", "operations", "*", "escalate"): EscalateStep,
 }
 _BARE = re.compile(r"[A-Za-z0-9_-]+")
 _EXAMPLE = 'write allow_below = { parameter = "amountCents", value = 5000 }'
@@ -287,6 +293,8 @@ _MISSING = {
     "url": "missing; set url = \"https://…\" (the application's endpoint: an operation's contract "
     "endpoint, or the URL a handoff's Done is checked at)",
     "secret_env": 'missing; set secret_env = "NAME_OF_THE_VARIABLE" holding the signing secret',
+    "after": 'missing; write escalate = [{ after = "10m", to = "tenant_admins" }]',
+    "to": 'missing; write escalate = [{ after = "10m", to = "tenant_admins" }]',
 }
 
 

@@ -18,7 +18,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from contracts.edits import EditDesk, EditField, parse_input
-from contracts.enums import SurfaceType, Verdict
+from contracts.enums import ApprovalStatus, SurfaceType, Verdict
 from contracts.errors import CosignerError, InvalidRequest
 from contracts.ports import Answer, ApprovalDesk
 from surfaces.slack import mrkdwn
@@ -29,6 +29,7 @@ from surfaces.slack.blocks import (
     COMMENT_MAX,
     DENY_CALLBACK,
     FULL_CALL_ACTION,
+    approved_text,
     deny_modal,
 )
 from surfaces.slack.edit_modal import (
@@ -156,6 +157,10 @@ class Clicks:
             card = await self._desk.answer(answer)
             if answer.verdict is Verdict.ALWAYS_DENY:
                 self._later(self._tell(client, body, always_denied_text(card.tool_name)))
+            elif card.status is ApprovalStatus.PENDING and card.approved_by(answer.actor):
+                # The card is the same for the whole channel and keeps its buttons for the
+                # others: the approver alone is told their Approve counted.
+                self._later(self._tell(client, body, approved_text(card)))
         except CosignerError as error:
             self._later(self._tell(client, body, refusal_text(error)))
         except Exception:

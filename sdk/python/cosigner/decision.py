@@ -16,7 +16,7 @@ from cosigner.errors import ParametersMismatch
 from cosigner.handoff import HandoffReceipt, HandoffStart
 from cosigner.operations import OperationOutcome, Preview
 
-__all__ = ["DecidedBy", "Decision", "parse_approval"]
+__all__ = ["Approval", "DecidedBy", "Decision", "parse_approval"]
 
 T = TypeVar("T")
 
@@ -75,6 +75,19 @@ class DecidedBy:
 
 
 @dataclass(frozen=True)
+class Approval:
+    """One approver's Approve counted toward the quorum: their id, the surface, when."""
+
+    by: str
+    surface: str
+    at: datetime
+
+
+def _approvals(given: list[Any]) -> tuple[Approval, ...]:
+    return tuple(_build(Approval, {"by": a.by, "surface": str(a.surface), "at": a.at}) for a in given)
+
+
+@dataclass(frozen=True)
 class Decision:
     """An approval as the agent sees it; `approved` is the only field a gate should trust.
 
@@ -85,6 +98,8 @@ class Decision:
     `decided_at`, `comment` and (approved only) the signed `grant` are set. For an
     operation, `operation`, `arguments_digest`, the application's `preview` (while pending)
     and, once carried out, its `outcome` are set; `tool_name` is then the operation's name.
+    `quorum` is how many distinct approvers must approve, and `approvals` every Approve
+    counted so far (approved: the approvers who made the quorum).
     """
 
     approval_id: str
@@ -113,6 +128,8 @@ class Decision:
     edited_fields: tuple[str, ...] = ()
     editable: tuple[str, ...] = ()
     original_digest: str | None = None
+    quorum: int = 1
+    approvals: tuple[Approval, ...] = ()
 
     @property
     def approved(self) -> bool:
@@ -166,6 +183,11 @@ class Decision:
             "status": ApprovalStatus(given["status"]),
             "parameters_digest": given["parametersDigest"],
         }
+        quorum = given.get("quorum")
+        if quorum is not None and quorum != 1:
+            common["quorum"] = quorum
+        if given.get("approvals"):
+            common["approvals"] = _approvals(given["approvals"])
         if isinstance(model, answers.Decision):
             common["decided_by"] = DecidedBy.from_wire(given["decidedBy"])
             common["decided_at"] = given["decidedAt"]

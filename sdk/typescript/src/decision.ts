@@ -26,6 +26,13 @@ export interface DecidedBy {
   code?: string;
 }
 
+/** One approver's Approve counted toward the quorum: their id on the surface, the surface, when. */
+export interface ApprovalGiven {
+  by: string;
+  surface: string;
+  at: string;
+}
+
 /** An approval as the agent sees it; only `status === "approved"` with a verified grant allows a call. */
 export interface Decision {
   type: "approval_start" | "approval_decided" | "handoff_start";
@@ -57,6 +64,10 @@ export interface Decision {
   editedFields?: string[];
   originalDigest?: string;
   digest?: string;
+  /** How many distinct approvers must approve (absent from servers without quorums: 1). */
+  quorum?: number;
+  /** Every Approve counted so far, oldest first (approved: the approvers who made the quorum). */
+  approvals?: ApprovalGiven[];
 }
 
 const STATUSES = new Set<string>(Object.values(ApprovalStatus));

@@ -29,6 +29,7 @@ interface Vectors {
       checkAt: number;
       ok: boolean;
       refusal?: string;
+      approvers?: { by: string; surface: string }[];
     }[];
   };
   edits: {
@@ -38,6 +39,7 @@ interface Vectors {
     ok: boolean;
     run?: Record<string, unknown>;
   }[];
+  decisions: { name: string; body: unknown; quorum: number; approvers: string[] }[];
   webhooks: {
     secret: string;
     cases: {
@@ -87,7 +89,9 @@ for (const vector of vectors.grants.cases) {
       now: vector.checkAt,
     });
     if (vector.ok) {
-      assert.equal((await check).digest, parametersDigest(vector.parameters));
+      const claims = await check;
+      assert.equal(claims.digest, parametersDigest(vector.parameters));
+      assert.deepEqual(claims.approvers, vector.approvers);
     } else {
       await assert.rejects(check, (exc: unknown) => {
         assert.ok(exc instanceof GrantRefused, String(exc));
@@ -95,6 +99,17 @@ for (const vector of vectors.grants.cases) {
         return true;
       });
     }
+  });
+}
+
+for (const vector of vectors.decisions) {
+  test(`decision: ${vector.name}`, () => {
+    const decision = parseDecision(vector.body);
+    assert.equal(decision.quorum ?? 1, vector.quorum);
+    assert.deepEqual(
+      (decision.approvals ?? []).map((a) => a.by),
+      vector.approvers,
+    );
   });
 }
 

@@ -5,16 +5,16 @@ agent's `parametersSchema`, the unredacted parameters sealed under COSIGNER_SECR
 redaction changed them, and after an edit the edited call (as shown), the changed fields
 and its digest.
 
-Revision ID: 0010
-Revises: 0009
+Revision ID: 0012
+Revises: 0011
 Create Date: 2026-12-02
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0010"
-down_revision = "0009"
+revision = "0012"
+down_revision = "0011"
 branch_labels = None
 depends_on = None
 
