@@ -40,6 +40,11 @@ from storage.records import Record
 from storage.sealing import TokenSeal
 
 MAX_CHOICES = 100  # of a static select in Slack
+MAX_CACHED_SCHEMAS = 1024
+_VALID_SCHEMAS: set[bytes] = set()
+"""Schemas (their RFC 8785 bytes) that passed `check_schema`; bounded, cleared when full."""
+_VALIDATORS: dict[bytes, Any] = {}
+"""A validator per schema, built once (the same bound)."""
 _JSON_TYPES = {bool: "boolean", int: "number", float: "number", str: "string", list: "array", dict: "object"}
 
 
@@ -52,9 +57,12 @@ def check_schema(schema: dict[str, Any] | None) -> None:
     if schema is None:
         return
     try:
-        size = len(canonical_json(schema, "parametersSchema"))
+        canonical = canonical_json(schema, "parametersSchema")
     except CanonicalFormError as exc:
         raise InvalidRequest(str(exc), field="parametersSchema") from exc
+    if canonical in _VALID_SCHEMAS:
+        return  # an agent sends its tool's one schema with every call: checked once
+    size = len(canonical)
     if size > MAX_SCHEMA_BYTES:
         raise InvalidRequest(
             f"parametersSchema is {size} bytes; the limit is {MAX_SCHEMA_BYTES}: send the tool's own "
@@ -75,6 +83,9 @@ def check_schema(schema: dict[str, Any] | None) -> None:
         raise InvalidRequest(
             f"parametersSchema is not a valid JSON Schema: {exc.message[:300]}", field="parametersSchema"
         ) from None
+    if len(_VALID_SCHEMAS) >= MAX_CACHED_SCHEMAS:
+        _VALID_SCHEMAS.clear()
+    _VALID_SCHEMAS.add(canonical)
 
 
 def sealed_context(tenant: str, execution_id: str, tool_call_id: str) -> str:
@@ -238,8 +249,14 @@ def edited(rec: Record, values: Mapping[str, Any], seal: TokenSeal | None, rule:
 
 
 def _validate(schema: dict[str, Any], call: dict[str, Any], changed: list[str]) -> None:
-    cls = validator_for(schema, default=Draft202012Validator)
-    validator = cls(schema, registry=Registry())  # no retrieval: a remote $ref is never fetched
+    key = canonical_json(schema, "parametersSchema")
+    validator = _VALIDATORS.get(key)
+    if validator is None:
+        cls = validator_for(schema, default=Draft202012Validator)
+        validator = cls(schema, registry=Registry())  # no retrieval: a remote $ref is never fetched
+        if len(_VALIDATORS) >= MAX_CACHED_SCHEMAS:
+            _VALIDATORS.clear()
+        _VALIDATORS[key] = validator
     try:
         errors = sorted(validator.iter_errors(call), key=lambda e: list(e.absolute_path))
     except (Unresolvable, schema_errors.UnknownType, schema_errors._WrappedReferencingError) as exc:
