@@ -61,7 +61,7 @@ from contracts.errors import (
 )
 from contracts.handoff import HandoffState
 from contracts.names import fold
-from contracts.ports import ApprovalCard, DashboardRoute, Delivered, Placed
+from contracts.ports import ApprovalCard, DashboardRoute, Delivered, Placed, SlackRoute
 from contracts.wire import AdmitRequest, ApprovalRequest, DecisionRequest, ResultReport
 from storage import approvals as ledger
 from storage.audit import AuditRow
@@ -309,8 +309,10 @@ class Engine:
             handoff,
             shadow,
             ruling.label,
+            # Only where a person can edit: Slack's card, the dashboard (and inbox); SMS,
+            # WhatsApp and Teams answer the call as sent.
             edits.offer(rule, req, shown, self.seal, tenant)
-            if contract is None and not ruling.deny
+            if contract is None and not ruling.deny and isinstance(ruling.route, SlackRoute | DashboardRoute)
             else None,
             follow_ups=ruling.follow_ups,
         )
