@@ -155,10 +155,6 @@ def _input(spec: Mapping[str, Any], value: Any) -> tuple[InputKind, tuple[str, .
     return (kinds.get(declared, InputKind.JSON) if isinstance(declared, str) else InputKind.JSON), ()
 
 
-class EditRefused(InvalidRequest):
-    """An edit that cannot be taken; `problems` names each field and why."""
-
-
 @dataclass(frozen=True)
 class Edited:
     """An edit that may be approved: the edited call (unredacted, for the policy), the result
@@ -185,7 +181,8 @@ def original_call(rec: Record, seal: TokenSeal | None) -> dict[str, Any]:
 
 
 def edited(rec: Record, values: Mapping[str, Any], seal: TokenSeal | None, rule: ToolRule) -> Edited:
-    """Check an edit of `rec` and build the edited call; raise `EditRefused` naming each problem."""
+    """Check an edit of `rec` and build the edited call; raise `InvalidRequest` whose
+    `problems` name each field and why."""
     state = rec.edit
     if state is None or not state.fields:
         raise InvalidRequest(f"approval {rec.id} offers no edit; approve or deny the call as it is")
@@ -223,9 +220,9 @@ def edited(rec: Record, values: Mapping[str, Any], seal: TokenSeal | None, rule:
             continue
         changes.append(Change(name, old, new))
     if problems:
-        raise EditRefused(_summary(problems), problems=problems)
+        raise InvalidRequest(_summary(problems), problems=problems)
     if not changes:
-        raise EditRefused(
+        raise InvalidRequest(
             "nothing was changed; approve the call as it is instead",
             problems=[{"field": state.fields[0], "message": "change a value, or close and approve as it is"}],
         )
@@ -235,7 +232,7 @@ def edited(rec: Record, values: Mapping[str, Any], seal: TokenSeal | None, rule:
     try:
         json_limits(call)
     except InvalidRequest as exc:
-        raise EditRefused(
+        raise InvalidRequest(
             exc.message, problems=[{"field": changes[0].name, "message": exc.message}]
         ) from None
     if state.json_schema is not None:
@@ -260,7 +257,7 @@ def _validate(schema: dict[str, Any], call: dict[str, Any], changed: list[str]) 
     try:
         errors = sorted(validator.iter_errors(call), key=lambda e: list(e.absolute_path))
     except (Unresolvable, schema_errors.UnknownType, schema_errors._WrappedReferencingError) as exc:
-        raise EditRefused(
+        raise InvalidRequest(
             f"the tool's schema could not be applied ({type(exc).__name__}); no edit is possible",
             problems=[{"field": changed[0], "message": "the tool's schema could not be applied"}],
         ) from None
@@ -271,7 +268,7 @@ def _validate(schema: dict[str, Any], call: dict[str, Any], changed: list[str]) 
         path = list(error.absolute_path)
         field = str(path[0]) if path and str(path[0]) in changed else changed[0]
         problems.append({"field": field, "message": error.message[:300]})
-    raise EditRefused(_summary(problems), problems=problems)
+    raise InvalidRequest(_summary(problems), problems=problems)
 
 
 def _summary(problems: list[dict[str, str]]) -> str:

@@ -569,7 +569,7 @@ class Engine:
 
     def check_edit(self, rec: Record, values: Mapping[str, Any]) -> edits.Edited:
         """An edit of a pending call checked against the policy as it stands (what is
-        editable) and the tool's schema; raises `EditRefused` naming each problem."""
+        editable) and the tool's schema; raises `InvalidRequest` whose `problems` name each field and why."""
         return edits.edited(rec, values, self.seal, self.policy.rule_for(rec.tenant, rec.tool_name))
 
     async def approve_edited(
