@@ -81,6 +81,10 @@ class ApprovalCard:
     # then the agent's request, its claim), and `result` what executing it gave.
     preview: Preview | None = None
     result: OperationOutcome | None = None
+    # Edits: the parameters an approver may change (only while pending, only when the agent
+    # accepts edits), and once approved with an edit the call that runs, as shown.
+    editable: tuple[str, ...] = ()
+    edited: Mapping[str, Any] | None = None
     # Escalation steps taken while nobody answered, oldest first.
     escalations: tuple[EscalationNote, ...] = ()
     # Four eyes: how many distinct approvers must approve, whether the requester's own
@@ -190,6 +194,9 @@ class Answer:
     # it as seen in the answer's own transaction, so a failed
     # attempt leaves no mark and a redelivery of an applied one changes nothing.
     message_id: str | None = None
+    # An approval of an edited call: the changed parameters and their new values (only with
+    # `Verdict.APPROVE`); the engine checks them again, whatever the surface checked before.
+    edit: Mapping[str, Any] | None = None
     # Why the surface could not tie the answer to a message sent to this person (a WhatsApp
     # tap whose one-time nonce was not sent to this number, or that replies to another
     # message): the desk refuses it, and the refusal goes on the audit record.

@@ -21,6 +21,7 @@ import sqlalchemy as sa
 
 from contracts.answers import DecidedBy
 from contracts.denials import Scope
+from contracts.edits import EditState
 from contracts.enums import ApprovalMode, ApprovalStatus, ToolKind
 from contracts.handoff import HandoffState
 from contracts.ports import Route
@@ -31,7 +32,7 @@ from storage.database import Tx
 from storage.denials import StandingDeny, standing_denies
 from storage.direct import Direct
 from storage.operations import OperationRecord
-from storage.records import Record, delivery_key, route_to_json
+from storage.records import Record, delivery_key, edit_to_json, route_to_json
 from storage.tables import approvals, run_grants
 
 _RUN_GRANT = Direct(
@@ -105,6 +106,7 @@ class NewApproval:
     trace_context: str | None = None
     operation: OperationRecord | None = None
     handoff: HandoffState | None = None
+    edit: EditState | None = None
     quorum: int = 1
     separate_duties: bool = False
     events: Sequence[Event] = ()
@@ -241,6 +243,7 @@ def write(tx: Tx, new: NewApproval) -> Record:
         "trace_context": new.trace_context,
         "operation": new.operation.to_json() if new.operation is not None else None,
         "handoff": new.handoff.model_dump_json() if new.handoff is not None else None,
+        "edit": edit_to_json(new.edit) if new.edit is not None else None,
         "quorum": new.quorum,
         "separate_duties": new.separate_duties,
     }

@@ -9,6 +9,7 @@ from typing import Any
 
 from contracts.answers import DecidedBy, PersonDecider, PolicyDecider, SystemDecider, decider_from_json
 from contracts.denials import scope_of
+from contracts.edits import EditState
 from contracts.enums import ApprovalMode, ApprovalStatus, ApproverKind, DeciderKind, SurfaceType, ToolKind
 from contracts.handoff import HandoffState
 from contracts.ports import (
@@ -96,6 +97,16 @@ def delivered_from_json(text: str | None) -> Delivered | None:
 def handoff_from_json(text: str | None) -> HandoffState | None:
     """Rebuild a handoff stored as JSON (None for an ordinary approval)."""
     return HandoffState.model_validate_json(text) if text else None
+
+
+def edit_from_json(text: str | None) -> EditState | None:
+    """Rebuild an edit state stored as JSON (None for a call nobody may edit)."""
+    return EditState.model_validate_json(text) if text else None
+
+
+def edit_to_json(state: EditState) -> str:
+    """Serialise an edit state for the approvals table."""
+    return state.model_dump_json(by_alias=True, exclude_none=True)
 
 
 def delivery_key(route: Route) -> str:
@@ -215,6 +226,7 @@ class Changes:
     handoff: HandoffState | None = None
     expires_at: float | None = None
     delivered: Delivered | None = None
+    edit: EditState | None = None
     follow_ups: FollowUps | None = None
 
     def columns(self) -> dict[str, Any]:
@@ -236,6 +248,8 @@ class Changes:
             out["operation"] = self.operation.to_json()
         if self.delivered is not None:
             out["delivered"] = delivered_to_json(self.delivered)
+        if self.edit is not None:
+            out["edit"] = edit_to_json(self.edit)
         if self.follow_ups is not None:
             out["follow_ups"] = self.follow_ups.to_json()
         return out
@@ -273,6 +287,7 @@ class Record:
     trace_context: str | None = None
     operation: OperationRecord | None = None
     handoff: HandoffState | None = None
+    edit: EditState | None = None
     follow_ups: FollowUps | None = None
     quorum: int = 1  # distinct approvers who must approve
     separate_duties: bool = False  # the requester's own Approve never counts
@@ -310,6 +325,7 @@ class Record:
             trace_context=row.trace_context,
             operation=OperationRecord.from_json(getattr(row, "operation", None)),
             handoff=handoff_from_json(getattr(row, "handoff", None)),
+            edit=edit_from_json(getattr(row, "edit", None)),
             follow_ups=FollowUps.from_json(getattr(row, "follow_ups", None)),
             quorum=getattr(row, "quorum", None) or 1,
             separate_duties=bool(getattr(row, "separate_duties", False)),
@@ -329,6 +345,8 @@ class Record:
                 fields["operation"] = OperationRecord.from_json(value)
             elif key == "handoff":
                 fields["handoff"] = handoff_from_json(value)
+            elif key == "edit":
+                fields["edit"] = edit_from_json(value)
             elif key == "follow_ups":
                 fields["follow_ups"] = FollowUps.from_json(value)
             else:
@@ -400,6 +418,8 @@ class Record:
             preview=self.operation.preview_model if self.operation else None,
             result=self.operation.outcome_model if self.operation else None,
             handoff=self.handoff.card() if self.handoff is not None else None,
+            editable=self.edit.fields if self.edit is not None and not self.closed else (),
+            edited=self.edit.result.parameters if self.edit is not None and self.edit.result else None,
             escalations=tuple(EscalationNote(e.to, ts(e.at)) for e in self.escalated),
             quorum=self.quorum,
             separate_duties=self.separate_duties,

@@ -59,6 +59,7 @@ approvals = sa.Table(
     ),  # JSON: the approval span's ids and parent (bot.observability.trace_ids)
     sa.Column("operation", sa.Text),  # JSON: an operation's contract and execution (storage.operations)
     sa.Column("handoff", sa.Text),  # JSON: a handoff's steps, expect target and check (0004)
+    sa.Column("edit", sa.Text),  # JSON: what an approver may edit, and the edited call (0012)
     sa.Column("follow_ups", sa.Text),  # JSON: the reminder and escalation steps taken (0010)
     sa.Column("quorum", sa.Integer, nullable=False, server_default="1"),  # distinct approvers needed (0011)
     sa.Column("separate_duties", sa.Boolean, nullable=False, server_default=sa.false()),

@@ -85,15 +85,38 @@ def start_body(rec: Record) -> Start:
         expiresAt=ts(rec.expires_at),
         status=rec.status,
         shortCode=rec.short_code,
+        editable=list(rec.edit.fields) if rec.edit is not None and not rec.closed else None,
         quorum=rec.quorum,
         approvals=approvals_of(rec),
         **operation_fields(rec, preview=True),
     )
 
 
+def edit_fields(rec: Record) -> dict[str, Any]:
+    """An approved edit's fields of the decision object: the call to run (as shown), the changed
+    parameters, both digests; nothing for a call approved as asked."""
+    result = rec.edit.result if rec.edit is not None else None
+    if result is None or rec.status is not ApprovalStatus.APPROVED:
+        return {}
+    return {
+        "edited": True,
+        "parameters": result.parameters,
+        "editedFields": list(result.fields),
+        "originalDigest": rec.digest,
+        "digest": result.digest,
+    }
+
+
+def approved_digest(rec: Record) -> str:
+    """The digest of the call to run: the edited one when an approver edited it."""
+    result = rec.edit.result if rec.edit is not None else None
+    return result.digest if result is not None and rec.status is ApprovalStatus.APPROVED else rec.digest
+
+
 def decision_body(rec: Record, signer: GrantSigner, grant_ttl: float) -> Decision:
-    """The decision object; `grant` (a signed JWS) only when approved."""
+    """The decision object; `grant` (a signed JWS) only when approved, binding the call to run."""
     grant = None
+    digest = approved_digest(rec)
     decided_at = rec.decided_at or rec.created_at
     if rec.status is ApprovalStatus.APPROVED:
         grant = signer.sign(
@@ -104,7 +127,7 @@ def decision_body(rec: Record, signer: GrantSigner, grant_ttl: float) -> Decisio
                 "executionId": rec.execution_id,
                 "toolCallId": rec.tool_call_id,
                 "toolName": rec.tool_name,
-                "digest": rec.digest,
+                "digest": digest,
                 "iat": int(decided_at),
                 "exp": int(decided_at + grant_ttl),
                 **contract_claims(rec),
@@ -121,7 +144,7 @@ def decision_body(rec: Record, signer: GrantSigner, grant_ttl: float) -> Decisio
         decidedBy=rec.decided_by or SystemDecider(code="UNKNOWN"),
         decidedAt=ts(decided_at),
         comment=rec.comment,
-        parametersDigest=rec.digest,
+        parametersDigest=digest,
         grant=grant,
         quorum=rec.quorum,
         approvals=approvals_of(rec),
@@ -130,4 +153,5 @@ def decision_body(rec: Record, signer: GrantSigner, grant_ttl: float) -> Decisio
         code=CODES.get(rec.status) if handoff is not None else None,
         receipt=handoff.receipt if handoff is not None else None,
         detail=handoff.detail if handoff is not None else None,
+        **edit_fields(rec),
     )

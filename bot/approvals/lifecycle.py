@@ -10,8 +10,9 @@ and the card update, records a run grant, and (on PostgreSQL) notifies the other
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 from bot.approvals.bodies import actor_of
 from bot.approvals.run_grants import requester_key
@@ -241,7 +242,8 @@ class Closing:
     inbound: tuple[SurfaceType, str] | None = None
     # More to record in the same transaction when it closes as asked (a standing deny).
     also: Callable[[Tx, Record, float], list[Event]] | None = None
-    changes: Changes | None = None  # more written with the status (a handoff's check)
+    changes: Changes | None = None  # more written with the status (a handoff's check, an edit)
+    data: Mapping[str, Any] | None = None  # more on the closing's audit event (the edited call)
 
 
 EXECUTE_GRACE = 5.0
@@ -407,12 +409,15 @@ def close(
         return Closed(answers.count(tx, rec, now, counted, answer.vote, show=show), None, False, counted=True)
     to, decided_by, comment, refusal = answer.to, answer.decided_by, answer.comment, answer.refusal
     events: list[Event] = [] if refusal is None else [refused(c.decided_by, refusal, c.to)]
-    data: dict[str, object] = {"comment": comment}
+    data: dict[str, object] = {"comment": comment, **(c.data if c.data is not None and to is c.to else {})}
     if answer.vote is not None:
         events.append(counted_event(decided_by, comment, len(rec.votes) + 1, rec.quorum))
         data["approvers"] = [{"by": v.by, "surface": v.surface.value} for v in joined(rec.votes, answer.vote)]
     events.append(Event(to.value, actor_of(decided_by), data))
     changes = replace(c.changes or Changes(), decided=Decided(to, now, decided_by, comment))
+    if rec.edit is not None and rec.edit.sealed is not None and changes.edit is None:
+        # A closed call is never edited: its sealed original is not kept.
+        changes = replace(changes, edit=rec.edit.model_copy(update={"sealed": None}))
     if c.also is not None and to is c.to:
         events += c.also(tx, rec, now)
     claim = None

@@ -163,6 +163,14 @@ def decide(
         path = rule.origin("deny")
         steps.append(Step(path, f"true: every call is refused ({rule.deny_reason or 'no reason given'})"))
         return ruling(mode=rule.mode, deny=True, decided_by=path, route=None, threshold=None, timeout=None)
+    over, said = above(rule, parameters)
+    if rule.deny_above is not None:
+        path = rule.origin("deny_above")
+        steps.append(Step(path, said + (": the call is refused" if over else ": not refused by it")))
+        if over:
+            return ruling(
+                mode=rule.mode, deny=True, decided_by=path, route=None, threshold=None, timeout=None
+            )
     mode_path = _mode(rule, tenant, steps)
     if rule.mode is ApprovalMode.NONE:
         _redaction(rule, parameters, steps)
@@ -302,6 +310,22 @@ def below(rule: ToolRule, parameters: Mapping[str, Any]) -> tuple[bool, str]:
     return False, f"{limit.parameter} is {'absent' if value is None else 'not a number'}"
 
 
+def above(rule: ToolRule, parameters: Mapping[str, Any]) -> tuple[bool, str]:
+    """Whether `deny_above` refuses the call, and what its parameter held. Keys that differ only
+    by case or width make it ambiguous, which refuses (fail closed)."""
+    limit = rule.deny_above
+    if limit is None:
+        return False, ""
+    if ambiguous(parameters, limit.parameter):
+        return True, f"{limit.parameter} is ambiguous (keys differing only by case or width)"
+    value = lookup(parameters, limit.parameter)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if value > limit.value:
+            return True, f"{limit.parameter} {value:g} > {limit.value:g}"
+        return False, f"{limit.parameter} {value:g} is not above {limit.value:g}"
+    return False, f"{limit.parameter} is {'absent' if value is None else 'not a number'}"
+
+
 def _threshold(rule: ToolRule, parameters: Mapping[str, Any], steps: list[Step]) -> str | None:
     if rule.allow_below is None:
         return None
@@ -391,6 +415,7 @@ __all__ = [
     "RUN_TIME",
     "Ruling",
     "Step",
+    "above",
     "below",
     "decide",
     "differences",

@@ -19,6 +19,7 @@ from bot.policy.follow_up_checks import follow_up_problems
 from bot.policy.merge import Layers
 from bot.policy.operation_rules import OperationRule, missing_secrets, operation_rules
 from bot.policy.quorum import problem as quorum_problem
+from bot.policy.redaction import is_secret_key
 from bot.policy.schema import (
     Admins,
     Defaults,
@@ -75,6 +76,9 @@ class ToolRule:
     source: str
     mode: ApprovalMode
     handoff: HandoffSection | None = None
+    deny_above: Threshold | None = None
+    # `editable`: the top-level parameters an approver may change (True: every one).
+    editable: bool | tuple[str, ...] = False
     quorum: int = 1  # distinct approvers who must approve
     separate_duties: bool = False  # the requester never counts toward the quorum
     # Which section set each key the merge picked (`kind` → "tenants.acme.tools.x").
@@ -126,6 +130,7 @@ def _rule(
     kind: ToolKind = pick("kind", None) or ToolKind.DANGER
     confirm: Confirm = pick("confirm", None)
     allow = pick("allow_below", None)
+    deny_above = pick("deny_above", None)
     handoff: HandoffSection | None = pick("handoff", None)
     timeout = pick("timeout", None)
     quorum: int = pick("quorum", 1)
@@ -141,6 +146,8 @@ def _rule(
         deny=pick("deny", False),
         deny_reason=pick("deny_reason", None),
         allow_below=Threshold(allow.parameter, allow.value) if allow is not None else None,
+        deny_above=Threshold(deny_above.parameter, deny_above.value) if deny_above is not None else None,
+        editable=pick("editable", False),
         gate_all=gate_all,
         source=source,
         mode=mode_of(kind, confirm, gate_all, handoff is not None),
@@ -388,8 +395,60 @@ def load_policy(text: str, source: str = "policy") -> Policy:
     except tomllib.TOMLDecodeError as exc:
         raise PolicyError([f"not valid TOML: {exc}"], source) from exc
     policy = Policy(read_policy(data, source), source)
-    # The follow-ups are checked on the merged rules, so once the rest of the file is valid.
-    problems = follow_up_problems(policy) + policy.quorum_problems()
+    # The follow-ups, the quorum and `editable` are checked on the merged rules, so once the
+    # rest of the file is valid.
+    problems = follow_up_problems(policy) + policy.quorum_problems() + editable_problems(policy)
     if problems:
         raise PolicyError(problems, source)
     return policy
+
+
+def editable_problems(policy: Policy) -> list[str]:
+    """`editable` where no edit can happen: a tool that never asks a person, a handoff, or a
+    parameter that is hidden (redacted by the policy or by its secret-looking name), which an
+    approver may never see and so never change."""
+    problems: list[str] = []
+    for rules in (policy._default_rules, *policy._rules.values()):
+        for rule in rules.values():
+            problems += _editable_rule(rule)
+    return list(dict.fromkeys(problems))
+
+
+def _editable_rule(rule: ToolRule) -> list[str]:
+    if rule.editable is False or rule.editable == ():
+        return []
+    path = rule.origin("editable")
+    if rule.handoff is not None:
+        return [f"{path}: a handoff is done or cancelled, never approved, so there is no call to edit"]
+    if rule.mode is ApprovalMode.NONE:
+        return [
+            f"{path}: {rule.name} never asks a person ({rule.describe()}), so nobody could edit a "
+            "call; remove editable, or set confirm = true"
+        ]
+    if rule.quorum > 1:
+        # Each approver of a quorum approves one call; an edit would start another count.
+        return [
+            f"{path}: {rule.name} needs {rule.quorum} approvers ({rule.origin('quorum')}), and an edit "
+            "by one of them is not an approval by the others; remove editable or the quorum"
+        ]
+    if rule.editable is True:
+        return []
+    problems = []
+    # A path hides its first segment's parameter, wholly or in part; `*` hides every one.
+    hidden = {_normal(p.split(".")[0]) for p in rule.redact}
+    for name in rule.editable:
+        if _normal(name) in hidden or "*" in hidden:
+            problems.append(
+                f'{path}: "{name}" is hidden by {rule.origin("redact")}; a hidden value is never shown, '
+                "so it can never be edited: remove it from one of them"
+            )
+        elif is_secret_key(name):
+            problems.append(
+                f'{path}: "{name}" names a secret (Cosigner hides any parameter named like a '
+                "credential), so it is never shown and can never be edited; remove it"
+            )
+    return problems
+
+
+def _normal(name: str) -> str:
+    return "*" if name == "*" else "".join(ch for ch in name.casefold() if ch.isalnum())

@@ -141,6 +141,26 @@ Approvers = Annotated[
     _list('["requester"]', nonempty="must name at least one approver"),
 ]
 RedactPaths = Annotated[tuple[RedactPath, ...], Field(strict=False), _list('["cardToken", "customer.email"]')]
+ParameterName = Annotated[
+    str,
+    Field(pattern=r"^[^.]+$"),
+    _say('"{input}" is not a parameter name; editable names top-level parameters such as "amountCents"'),
+]
+
+
+def _editable(value: Any) -> Any:
+    if isinstance(value, bool):
+        return value
+    if not isinstance(value, list) or not value:
+        raise PydanticCustomError(
+            "policy", 'must be true (every parameter) or a non-empty list such as ["amountCents", "note"]'
+        )
+    return value
+
+
+Editable = Annotated[
+    bool | Annotated[tuple[ParameterName, ...], Field(strict=False)], BeforeValidator(_editable)
+]
 
 
 class Table(BaseModel):
@@ -163,6 +183,15 @@ class AllowBelow(Table):
         str, Field(pattern=_DOTTED), _say('"{input}" is not a parameter path such as "amountCents"')
     ]
     value: Annotated[float, _say("must be a number such as 5000"), AfterValidator(_above_zero)]
+
+
+class DenyAbove(Table):
+    """`deny_above`: every call whose `parameter` is a number above `value` is refused."""
+
+    parameter: Annotated[
+        str, Field(pattern=_DOTTED), _say('"{input}" is not a parameter path such as "amountCents"')
+    ]
+    value: Annotated[float, _say("must be a number such as 100000")]
 
 
 def _absolute_url(value: str) -> str:
@@ -226,6 +255,8 @@ class ToolSection(Table):
     deny: Flag = False
     deny_reason: Text | None = None
     allow_below: AllowBelow | None = None
+    deny_above: DenyAbove | None = None
+    editable: Editable = False
     description: Text | None = None
     handoff: HandoffSection | None = None
     remind_after: Duration | None = None

@@ -44,6 +44,7 @@ COMMENT_BLOCK = "comment"
 COMMENT_ACTION = "comment"
 COMMENT_MAX = 2000
 FULL_CALL_ACTION = f"{ACTION_PREFIX}full_call"
+EDIT_ACTION = f"{ACTION_PREFIX}edit"
 VALUE_LIMIT = 200  # characters of one rendered value on the card; the modal has the rest
 NAME_LIMIT = 80
 MAX_PARAM_SECTIONS = 30  # of Slack's 50 blocks a message, the rest of the card needs at most 12
@@ -283,6 +284,11 @@ def _buttons(card: ApprovalCard, route: SlackRoute, left_out: Hidden) -> Actions
             deny=PlainTextObject(text="Cancel"),
         )
     buttons = [_button("Approve", Verdict.APPROVE, card.approval_id, "primary", confirm)]
+    if card.editable:
+        # Opens the edit form (contracts.edits); nothing is decided until its confirm step.
+        buttons.append(
+            ButtonElement(text=PlainTextObject(text="Edit"), action_id=EDIT_ACTION, value=card.approval_id)
+        )
     # One person's "for this run" would let later calls through without the quorum.
     if card.mode == ApprovalMode.ASK and card.quorum <= 1:
         buttons.append(
@@ -371,10 +377,25 @@ def _outcome(card: ApprovalCard) -> list[Block]:
         return [SectionBlock(text=md(f"*{word}*"))]
     line = f"*{word}* by {_decider(outcome)} · {mrkdwn.date_token(outcome.decided_at)}"
     blocks: list[Block] = [SectionBlock(block_id=f"{BLOCK_PREFIX}outcome", text=md(line))]
+    if card.edited is not None and card.status is ApprovalStatus.APPROVED:
+        blocks.append(SectionBlock(text=md(_edited_text(card))))
     if outcome.comment:
         comment = mrkdwn.fit(outcome.comment, SECTION_LIMIT - 20)
         blocks.append(SectionBlock(text=md(f"*Comment*\n{comment}")))
     return blocks
+
+
+def _edited_text(card: ApprovalCard) -> str:
+    """What an approver changed, old → new: the call that runs is the edited one."""
+    edited = card.edited or {}
+    lines = ["*Approved with an edit*: this call runs instead of the one asked for"]
+    for name in sorted(edited, key=str):
+        old, new = card.parameters.get(name), edited[name]
+        if old != new or type(old) is not type(new):
+            before = mrkdwn.fit(json.dumps(old, ensure_ascii=False), 300)
+            after = mrkdwn.fit(json.dumps(new, ensure_ascii=False), 300)
+            lines.append(f"• {mrkdwn.fit(str(name), NAME_LIMIT)}: {before} → {after}")
+    return mrkdwn.fit("\n".join(lines), SECTION_LIMIT - 20)
 
 
 def _decider(outcome: Outcome) -> str:

@@ -22,7 +22,9 @@ from typing import Any
 from standardwebhooks.webhooks import Webhook
 
 from bot.approvals.grants import GrantSigner
+from cosigner.decision import parse_approval
 from cosigner.digest import canonical_json, parameters_digest
+from cosigner.errors import ParametersMismatch
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "test-vectors.md"
@@ -310,6 +312,41 @@ def numbers(page: list[dict[str, str]]) -> list[dict[str, str]]:
     return page
 
 
+def edits() -> list[dict[str, Any]]:
+    """Edited decisions: the call asked, the decision, and the call to run that follows (the
+    asked call with `editedFields` taken from `parameters`), or a refusal when it does not
+    match `digest`. Worked out by the Python SDK's `Decision.with_original`."""
+    asked = {"orderId": "ord_4421", "amountCents": 40000, "note": "late", "cardToken": "tok_x"}
+    edited = {**asked, "amountCents": 4000, "note": "goodwill: 10 %"}
+    shown = {**edited, "cardToken": "[REDACTED]"}
+    decision = {
+        "type": "approval_decided",
+        "approvalId": "apv_AAAAAAAAAAAAAAAAAAAA",
+        "executionId": "run_81",
+        "toolCallId": "call_7",
+        "toolName": "issue_refund",
+        "status": "approved",
+        "decidedBy": {"kind": "person", "surface": "slack", "userId": "U2", "teamId": "T1"},
+        "decidedAt": "2026-11-30T09:20:10.000Z",
+        "comment": None,
+        "parametersDigest": parameters_digest(edited),
+        "grant": None,
+        "edited": True,
+        "parameters": shown,
+        "editedFields": ["amountCents", "note"],
+        "originalDigest": parameters_digest(asked),
+        "digest": parameters_digest(edited),
+    }
+    cases: list[dict[str, Any]] = []
+    for name, original in [("the call as asked", asked), ("another call", {**asked, "cardToken": "tok_y"})]:
+        try:
+            run = parse_approval(json.dumps(decision)).with_original(original).parameters
+            cases.append({"name": name, "asked": original, "decision": decision, "ok": True, "run": run})
+        except ParametersMismatch:
+            cases.append({"name": name, "asked": original, "decision": decision, "ok": False})
+    return cases
+
+
 def vectors() -> dict[str, Any]:
     """The whole file's content."""
     page_digests, page_numbers, page_grant = doc_blocks()
@@ -320,6 +357,7 @@ def vectors() -> dict[str, Any]:
         "numbers": numbers(page_numbers),
         "grants": grants(page_grant),
         "webhooks": webhooks(),
+        "edits": edits(),
         "decisions": decisions(),
     }
 

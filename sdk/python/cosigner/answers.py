@@ -72,6 +72,12 @@ class ApprovalStart(Wire):
     operation: str | None = Field(default=None, exclude_if=_absent)
     preview: Preview | None = Field(default=None, exclude_if=_absent, description="What the person approves.")
     argumentsDigest: str | None = Field(default=None, exclude_if=_absent)
+    editable: list[str] | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="Edits: the parameters an approver may change (the agent accepts edits and the "
+        "policy marks them editable).",
+    )
 
 
 class PersonDecider(Wire):
@@ -157,6 +163,29 @@ class Decision(Wire):
         default=None, exclude_if=_absent, description="Handoffs: completed."
     )
     detail: str | None = Field(default=None, exclude_if=_absent, description="Handoffs: what the check said.")
+    edited: bool | None = Field(
+        default=None, exclude_if=_absent, description="Edits: true when an approver changed the call."
+    )
+    parameters: dict[str, Any] | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="Edits: the call to run, as the approver saw it (values the policy hides stay "
+        "hidden: they are the agent's own, unchanged).",
+    )
+    editedFields: list[str] | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="Edits: the parameters the approver changed; every other one is the agent's own.",
+    )
+    originalDigest: str | None = Field(
+        default=None, exclude_if=_absent, description="Edits: the digest of the call the agent asked for."
+    )
+    digest: str | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="Edits: the RFC 8785 digest of the call to run (also `parametersDigest` and the "
+        "grant's `digest`).",
+    )
 
 
 class ResultRecorded(Wire):

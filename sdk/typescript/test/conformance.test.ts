@@ -7,10 +7,12 @@ import {
   canonicalJson,
   GrantRefused,
   InvalidSignature,
-  parseDecision,
+  ParametersMismatch,
   parametersDigest,
+  parseDecision,
   verifyGrant,
   webhooks,
+  withOriginal,
 } from "../src/index.js";
 
 interface Vectors {
@@ -30,6 +32,13 @@ interface Vectors {
       approvers?: { by: string; surface: string }[];
     }[];
   };
+  edits: {
+    name: string;
+    asked: Record<string, unknown>;
+    decision: unknown;
+    ok: boolean;
+    run?: Record<string, unknown>;
+  }[];
   decisions: { name: string; body: unknown; quorum: number; approvers: string[] }[];
   webhooks: {
     secret: string;
@@ -124,3 +133,14 @@ test("a webhook without its headers is refused, naming the header", () => {
   assert.throws(() => webhooks.verify("{}", {}, vectors.webhooks.secret), /no webhook-id header/);
 
 });
+
+for (const vector of vectors.edits) {
+  test(`edited call: ${vector.name}`, () => {
+    const decision = parseDecision(vector.decision);
+    if (vector.ok) {
+      assert.deepEqual(withOriginal(decision, vector.asked), vector.run);
+    } else {
+      assert.throws(() => withOriginal(decision, vector.asked), ParametersMismatch);
+    }
+  });
+}
