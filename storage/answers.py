@@ -70,7 +70,7 @@ def count(tx: Tx, rec: Record, now: float, events: list[Event], vote: Vote, *, s
     votes.add(tx, rec.id, vote)
     if show:
         jobs.queue(tx, JobKind.SHOW, rec.id, {}, now, now + SHOW_WINDOW)
-    return replace(rec, votes=(*rec.votes, vote))
+    return replace(rec, votes=votes.joined(rec.votes, vote))
 
 
 SHOW_WINDOW = 3600.0
@@ -97,7 +97,7 @@ def write(
     rec = ledger.append(tx, rec, now, events, changes, only_pending=True, notify=channel_for(schema))
     if vote is not None:
         votes.add(tx, rec.id, vote)
-        rec = replace(rec, votes=(*rec.votes, vote))
+        rec = replace(rec, votes=votes.joined(rec.votes, vote))
     execute = None
     if claim is not None:
         execute = jobs.queue_claimed(

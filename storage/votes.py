@@ -60,6 +60,12 @@ def of_many(tx: Tx, approval_ids: Collection[str]) -> dict[str, tuple[Vote, ...]
     return {k: tuple(v) for k, v in found.items()}
 
 
+def joined(counted: tuple[Vote, ...], vote: Vote) -> tuple[Vote, ...]:
+    """The votes with one more, in the order `of` reads them (time, then approver), so a
+    body built from the record in memory lists them as a later read will."""
+    return tuple(sorted((*counted, vote), key=lambda v: (v.at, v.by)))
+
+
 def add(tx: Tx, approval_id: str, vote: Vote) -> None:
     """Count one approver's Approve (the caller holds the approval's lock)."""
     _ADD.rowcount(

@@ -46,7 +46,7 @@ from storage.audit import Event
 from storage.database import Tx
 from storage.jobs import Queued
 from storage.records import Changes, Decided, Record
-from storage.votes import Vote
+from storage.votes import Vote, joined
 
 # --- states -------------------------------------------------------------------
 
@@ -412,7 +412,7 @@ def close(
     data: dict[str, object] = {"comment": comment, **(c.data if c.data is not None and to is c.to else {})}
     if answer.vote is not None:
         events.append(counted_event(decided_by, comment, len(rec.votes) + 1, rec.quorum))
-        data["approvers"] = [{"by": v.by, "surface": v.surface.value} for v in (*rec.votes, answer.vote)]
+        data["approvers"] = [{"by": v.by, "surface": v.surface.value} for v in joined(rec.votes, answer.vote)]
     events.append(Event(to.value, actor_of(decided_by), data))
     changes = replace(c.changes or Changes(), decided=Decided(to, now, decided_by, comment))
     if rec.edit is not None and rec.edit.sealed is not None and changes.edit is None:

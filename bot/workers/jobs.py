@@ -17,7 +17,7 @@ from bot.handoffs import Handoffs
 from bot.observability import Metrics, SpanName, Tracing, delivery_outcome, http_outcome
 from bot.operations import ContractClient, Execution, Finish, Retry
 from bot.workers.follow_ups import FollowUps
-from contracts.enums import AuditEvent, ErrorCode, JobKind
+from contracts.enums import ApprovalStatus, AuditEvent, ErrorCode, JobKind
 from contracts.errors import CosignerError, SurfaceUnavailable
 from contracts.ports import SurfaceAdapter
 from storage import jobs
@@ -185,6 +185,16 @@ class JobWorker:
             if adapter is not None and placed.delivered is not None:
                 showing = adapter.show_outcome(placed.card, placed.route, placed.delivered)
                 await self.tracing.run(job.approval_id, SpanName.SHOW, showing, surface=adapter.name)
+                if placed.card.quorum > 1 and placed.card.status is ApprovalStatus.PENDING:
+                    # A quorum's progress. If the approval closed while it was being shown,
+                    # this update may have landed after the closing one: show the closed card again.
+                    now = await self.engine.placed(job.approval_id)
+                    if (
+                        now is not None
+                        and now.delivered is not None
+                        and now.card.status is not ApprovalStatus.PENDING
+                    ):
+                        await adapter.show_outcome(now.card, now.route, now.delivered)
             if escalated:
                 await self.follow_ups.show_outcomes(job.approval_id)
         except Exception as exc:
