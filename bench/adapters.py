@@ -48,7 +48,7 @@ def langchain_runs(client: Cosigner) -> tuple[Run, Run]:
     from cosigner.adapters.langchain import CosignerMiddleware
 
     class Looping(GenericFakeChatModel):
-        def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Looping:  # type: ignore[override]
+        def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Looping:
             return self
 
         def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:

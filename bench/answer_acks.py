@@ -4,7 +4,7 @@ a WhatsApp quick-reply tap.
     .venv/bin/python bench/answer_acks.py [--clicks 300] [--db sqlite|postgres-url]
 
 One process, everything real but the network (loopback): a Cosigner app built by
-`bot.app.build_app` on a fresh SQLite file (or the PostgreSQL URL given), the bundled Slack
+`bot.http.app.build_app` on a fresh SQLite file (or the PostgreSQL URL given), the bundled Slack
 and Twilio emulators on port 0, the real slack_bolt/slack_sdk and twilio clients.
 
 - Socket Mode: `--clicks` approvals are created over the API (not timed); for each card the
@@ -36,8 +36,8 @@ sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
 
-from bot.app import build_app, parts_of  # noqa: E402
-from bot.policy import load_policy  # noqa: E402
+from bot.http.app import build_app, parts_of  # noqa: E402
+from bot.policy.rules import load_policy  # noqa: E402
 from bot.settings import Settings  # noqa: E402
 from contracts.ports import ApprovalDesk, SmsDesk  # noqa: E402
 from storage.database import Database  # noqa: E402
@@ -126,7 +126,7 @@ async def run(clicks: int, db_url: str) -> list[str]:
             settings,
             policy=load_policy(POLICY),
             db=db,
-            surfaces=[slack_factory, whatsapp_factory],  # type: ignore[list-item]
+            surfaces=[slack_factory, whatsapp_factory],
             migrate=False,
         )
         async with app.router.lifespan_context(app):

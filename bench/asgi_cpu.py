@@ -13,6 +13,9 @@ import json
 import os
 import sys
 import time
+from collections.abc import Sequence
+
+from starlette.types import ASGIApp, Message, Scope
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from tests.harness import cosigner_app
@@ -29,9 +32,11 @@ redact = ["cardToken"]
 """
 
 
-async def call(app, method, path, body=b"", headers=()):
+async def call(
+    app: ASGIApp, method: str, path: str, body: bytes = b"", headers: Sequence[tuple[bytes, bytes]] = ()
+) -> tuple[int, bytes]:
     q = path.split("?", 1)
-    scope = {
+    scope: Scope = {
         "type": "http",
         "asgi": {"version": "3.0"},
         "http_version": "1.1",
@@ -52,17 +57,18 @@ async def call(app, method, path, body=b"", headers=()):
     }
     sent = False
 
-    async def receive():
+    async def receive() -> Message:
         nonlocal sent
         if not sent:
             sent = True
             return {"type": "http.request", "body": body, "more_body": False}
         await asyncio.Event().wait()
+        return {"type": "http.disconnect"}
 
-    out = {}
-    chunks = []
+    out: dict[str, int] = {}
+    chunks: list[bytes] = []
 
-    async def send(msg):
+    async def send(msg: Message) -> None:
         if msg["type"] == "http.response.start":
             out["status"] = msg["status"]
         elif msg["type"] == "http.response.body":
@@ -72,7 +78,7 @@ async def call(app, method, path, body=b"", headers=()):
     return out["status"], b"".join(chunks)
 
 
-async def main():
+async def main() -> None:
     async with cosigner_app(POLICY) as h:
         key = await h.create_tenant("acme")
         auth = [(b"authorization", f"Bearer {key}".encode())]
@@ -80,7 +86,7 @@ async def main():
         app = h.app
         n = [0]
 
-        async def rt():
+        async def rt() -> None:
             n[0] += 1
             i = n[0]
             body = json.dumps(

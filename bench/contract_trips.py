@@ -59,7 +59,7 @@ class EveryOrder(dict[str, Any]):
         super().__init__()
         self.order = order
 
-    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, key: str, default: Any = None) -> Any:
         if key not in self:
             self[key] = self.order("Bench Customer", 64500, 12900)
         return self[key]

@@ -80,7 +80,8 @@ class ProtocolError(Exception):
 
 def _chunked(buf: bytearray) -> tuple[bytes, int] | None:
     """(body, bytes consumed) of a complete chunked body at the start of `buf`, else None."""
-    pos, parts = 0, []
+    pos = 0
+    parts: list[bytes] = []
     while True:
         eol = buf.find(b"\r\n", pos)
         if eol < 0:

@@ -14,6 +14,9 @@ agent, the gateway and the upstream (examples/mcp_server.py) share the other cor
   the Cosigner request inside the gateway's (one POST answered 200, the policy's answer)
   is measured on its own too, with the SDK's `AsyncCosigner`. The CPU time of the
   passthrough and gateway processes per read is read from /proc.
+- **Another SDK** (`--compare-sdk DIR`): a second gateway whose `cosigner` package is
+  imported from DIR (a checkout's `sdk/python`, or a changed copy of the package) runs as a
+  fourth path in the same rounds, so two versions of the SDK are compared in one run.
 - **Memory.** The gateway serves Streamable HTTP; 100 MCP sessions (`mode="legacy"`, each
   its own execution) open and each makes one read. The gateway process's resident memory
   (VmRSS) is read with one session open and with all of them open.
@@ -47,6 +50,7 @@ EXAMPLE = [sys.executable, str(ROOT / "examples" / "mcp_server.py")]
 PASSTHROUGH = [sys.executable, str(Path(__file__).resolve().parent / "mcp_passthrough.py"), " ".join(EXAMPLE)]
 SURFACE = "dashboard:u_bench"
 ARGS = {"order_id": "ord_4421"}
+COMPARED = "import sys; from cosigner.mcp_gateway.cli import main; sys.exit(main())  # compared gateway"
 
 
 def gateway_args(*extra: str) -> list[str]:
@@ -124,22 +128,31 @@ def pct(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))]
 
 
-async def latency(server: Server, calls: int, rounds: int) -> None:
+async def latency(server: Server, calls: int, rounds: int, compare_sdk: str | None = None) -> None:
     env = env_of(server)
     direct: list[float] = []
     passed: list[float] = []
     gated: list[float] = []
     policy: list[float] = []
-    async with (
-        stdio_agent(EXAMPLE, env) as plain,
-        stdio_agent(PASSTHROUGH, env) as bare,
-        stdio_agent([str(BIN / "cosigner-mcp-gateway"), *gateway_args()], env) as through,
-    ):
-        for agent in (plain, bare, through):
-            await timed_reads(agent, 20)  # warm every path (imports, keys, connections)
+    compared: list[float] = []
+    async with AsyncExitStack() as stack:
+        plain = await stack.enter_async_context(stdio_agent(EXAMPLE, env))
+        bare = await stack.enter_async_context(stdio_agent(PASSTHROUGH, env))
+        gateway = [str(BIN / "cosigner-mcp-gateway"), *gateway_args()]
+        through = await stack.enter_async_context(stdio_agent(gateway, env))
+        other = None
+        if compare_sdk is not None:
+            path = os.pathsep.join(p for p in (compare_sdk, env.get("PYTHONPATH", "")) if p)
+            # The same entry point, told apart from the first gateway by its command line.
+            marked = [sys.executable, "-c", COMPARED, *gateway[1:]]
+            other = await stack.enter_async_context(stdio_agent(marked, {**env, "PYTHONPATH": path}))
+        for agent in (plain, bare, through, other):
+            if agent is not None:
+                await timed_reads(agent, 20)  # warm every path (imports, keys, connections)
         pid, bare_pid = child_pid(b"cosigner-mcp-gateway"), child_pid(b"mcp_passthrough.py")
+        other_pid = child_pid(b"compared gateway") if other is not None else 0
         load = os.getloadavg()[0]
-        gateway_cpu = bare_cpu = 0.0
+        gateway_cpu = bare_cpu = other_cpu = 0.0
         for _ in range(rounds):
             direct += await timed_reads(plain, calls)
             before = cpu_ms(bare_pid)
@@ -148,6 +161,10 @@ async def latency(server: Server, calls: int, rounds: int) -> None:
             before = cpu_ms(pid)
             gated += await timed_reads(through, calls)
             gateway_cpu += cpu_ms(pid) - before
+            if other is not None:
+                before = cpu_ms(other_pid)
+                compared += await timed_reads(other, calls)
+                other_cpu += cpu_ms(other_pid) - before
             policy += await timed_policy(server, calls)
         load = max(load, os.getloadavg()[0])
     print(f"read tool over stdio, {rounds} rounds x {calls} sequential calls (ms):")
@@ -158,6 +175,7 @@ async def latency(server: Server, calls: int, rounds: int) -> None:
         ("through a bare MCP passthrough", passed),
         ("through the gateway", gated),
         ("policy request alone", policy),
+        *((("through the gateway on the compared SDK", compared),) if compared else ()),
     ):
         print(
             f"| {name} | {pct(v, 50):.2f} | {pct(v, 90):.2f} | {pct(v, 99):.2f} | {statistics.fmean(v):.2f} |"
@@ -176,6 +194,11 @@ async def latency(server: Server, calls: int, rounds: int) -> None:
         "the gateway's own part (added p50 less the MCP hop and the policy request): "
         f"{pct(gated, 50) - pct(passed, 50) - pct(policy, 50):.2f} ms"
     )
+    if compared:
+        print(
+            f"the gateway on the compared SDK ({compare_sdk}): added p50 "
+            f"{pct(compared, 50) - pct(direct, 50):.2f} ms, CPU per read {other_cpu / len(compared):.2f} ms"
+        )
 
 
 def rss_mib(pid: int) -> float:
@@ -227,7 +250,7 @@ async def main_async(args: argparse.Namespace) -> None:
     async with running_server("sqlite", "", server_core, "WARNING", policy_text=POLICY) as server:
         if client_core is not None:
             os.sched_setaffinity(0, {client_core})  # children (gateway, upstream) inherit it
-        await latency(server, args.calls, args.rounds)
+        await latency(server, args.calls, args.rounds, args.compare_sdk)
         await memory(server, args.sessions)
 
 
@@ -242,6 +265,11 @@ def main() -> int:
     )
     p.add_argument("--rounds", type=int, default=12)
     p.add_argument("--sessions", type=int, default=100)
+    p.add_argument(
+        "--compare-sdk",
+        metavar="DIR",
+        help="also run a gateway whose cosigner package is imported from DIR (first on PYTHONPATH)",
+    )
     args = p.parse_args()
     try:
         asyncio.run(main_async(args))

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import os
 import queue
@@ -259,8 +260,9 @@ def own_work() -> dict[str, float]:
             for i in range(200):
                 op(i)
             best = (
-                min(timeit.repeat(lambda op=op: op(0), number=1000, repeat=7, timer=time.thread_time)) / 1000
-            )  # type: ignore[misc]
+                min(timeit.repeat(functools.partial(op, 0), number=1000, repeat=7, timer=time.thread_time))
+                / 1000
+            )
             results[f"{name} {label}"] = best * 1e6
     return results
 

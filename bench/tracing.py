@@ -28,9 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from bot.approval import Closed, Closing
-from bot.telemetry import tracer_provider
-from bot.tracing import Tracing
+from bot.observability.telemetry import tracer_provider
+from bot.observability.tracing import Answered, Tracing
 from contracts.answers import PersonDecider
 from contracts.enums import ApprovalMode, ApprovalStatus, SurfaceType, ToolKind
 from contracts.ports import DashboardRoute
@@ -40,7 +39,6 @@ from tests.otlp import OtlpReceiver
 
 TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 DECIDER = PersonDecider(surface=SurfaceType.DASHBOARD, userId="u_1")
-CLOSING = Closing(ApprovalStatus.APPROVED, DECIDER)
 
 
 def record() -> Record:
@@ -78,8 +76,7 @@ def baseline(n: int) -> float:
     base = record()
     start = time.process_time()
     for _ in range(n):
-        rec = dataclasses.replace(base, trace_id=None, trace_context=None)
-        Closed(rec, None, True)
+        dataclasses.replace(base, trace_id=None, trace_context=None)
     return (time.process_time() - start) / n * 1e6
 
 
@@ -94,7 +91,7 @@ def per_approval(tracing: Tracing, headers: dict[str, str], n: int) -> float:
             chosen = tracing.begin()
             started = tracing.clock()
             rec = dataclasses.replace(base, trace_id=chosen.trace_id, trace_context=chosen.context)
-            tracing.after_close(CLOSING, Closed(rec, None, True), started)
+            tracing.after_close(rec, Answered(DECIDER, ApprovalStatus.APPROVED, None, True), started)
     if tracing.provider is not None:
         tracing.provider.force_flush()
     return (time.process_time() - start) / n * 1e6

@@ -95,14 +95,14 @@ class Settings(BaseSettings):
     )
     policy: str | None = Field(default=None, validation_alias=_env("COSIGNER_POLICY"))
     # A second policy decided alongside, acting on nothing: its differences are logged,
-    # counted and audited (bot.decision.differences).
+    # counted and audited (bot.policy.decision.differences).
     policy_shadow: str | None = Field(default=None, validation_alias=_env("COSIGNER_POLICY_SHADOW"))
     public_url: str = Field(default="http://127.0.0.1:8000", validation_alias=_env("COSIGNER_PUBLIC_URL"))
     secret: str | None = Field(default=None, validation_alias=_env("COSIGNER_SECRET"))
     log_level: LogLevel = Field(default=LogLevel.INFO, validation_alias=_env("COSIGNER_LOG_LEVEL"))
-    # Comma-separated CIDRs and host names callbacks may reach although not public (bot.egress).
+    # Comma-separated CIDRs and host names callbacks may reach although not public (bot.egress.urls).
     callback_allow: str = Field(default="", validation_alias=_env("COSIGNER_CALLBACK_ALLOW"))
-    # Tests only: the instant a stepped clock starts at (bot.stepped_clock); unset in production.
+    # Tests only: the instant a stepped clock starts at (bot.testing.stepped_clock); unset in production.
     test_clock: float | None = Field(
         default=None, ge=0, allow_inf_nan=False, validation_alias=_env("COSIGNER_TEST_CLOCK")
     )
@@ -143,7 +143,7 @@ class Settings(BaseSettings):
     # The Teams emulator's base URL (Bot Connector, token and JWKS endpoints); dev and tests only.
     teams_api_url: str | None = Field(default=None, validation_alias=_env("TEAMS_API_URL"))
 
-    # OpenTelemetry's own variables (bot.telemetry); the SDK reads the others it knows itself.
+    # OpenTelemetry's own variables (bot.observability.telemetry); the SDK reads the others it knows itself.
     otel_exporter_otlp_endpoint: str | None = Field(
         default=None, validation_alias=_env("OTEL_EXPORTER_OTLP_ENDPOINT")
     )

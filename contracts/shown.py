@@ -1,6 +1,6 @@
 """How redacted parameters read on a card or in a text: masks, fields, cuts and the notice.
 
-The engine redacts (`bot.redaction`): a policy path or a secret-named key becomes
+The engine redacts (`bot.policy.redaction`): a policy path or a secret-named key becomes
 `[REDACTED]`, a credential-looking span inside a value becomes a mask such as
 `[hidden: JWT, 96 chars]`. Surfaces then show every top-level field, in one stable order
 (sorted by name, so an agent cannot push a field off by sending it last), each value cut

@@ -9,7 +9,7 @@ key `cosigner dev` wrote to demo.key in its data folder, COSIGNER_DATA, default
 cosigner-data). `cosigner dev` prints the line that sets all three. It needs only the SDK
 (`pip install ./sdk/python`).
 
-What it does, against the sandbox's sample policy (bot/sandbox_policy.toml):
+What it does, against the sandbox's sample policy (bot/dev/sandbox_policy.toml):
   1. asks whether a nightly *scheduled* run may start: refused with APPROVAL_MODE_UNSUPPORTED,
      because nobody could approve it (the policy routes no headless runs);
   2. a read (lookup_order), a gated function: decided by policy at once, its body runs;
@@ -56,7 +56,7 @@ from cosigner.errors import (
 DEFAULT_URL = "http://127.0.0.1:8000"
 DATA = "cosigner-data"  # `cosigner dev --data`'s default
 KEY_FILE = "demo.key"
-# Where the sandbox's demo runs happen (see bot/sandbox_policy.toml and the /sandbox page).
+# Where the sandbox's demo runs happen (see bot/dev/sandbox_policy.toml and the /sandbox page).
 SLACK = SlackSurface(team_id="T0DEMO", channel_id="C0DEMO", user_id="U0ALICE")
 PHONE = SmsSurface(phone="+15550100200")
 

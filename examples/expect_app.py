@@ -9,7 +9,7 @@ call gets 401 and learns nothing), then looks at its own state, never at the per
     {"done": true, "detail": "change chg_1 is live"}      the step happened
     {"done": false, "detail": "chg_1 is not published"}    it did not
 
-Run it next to `cosigner dev` (which expects it on port 8765, see bot/sandbox_policy.toml):
+Run it next to `cosigner dev` (which expects it on port 8765, see bot/dev/sandbox_policy.toml):
 
     APP_EXPECT_SECRET=… .venv/bin/python examples/expect_app.py      # then "publish chg_1"
 """

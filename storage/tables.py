@@ -54,7 +54,9 @@ approvals = sa.Table(
     sa.Column("audit_seq", sa.Integer, nullable=False),
     sa.Column("audit_head", sa.String(64), nullable=False),
     sa.Column("trace_id", sa.String(32)),  # W3C trace id (32 hex), when the approval has a trace
-    sa.Column("trace_context", sa.Text),  # JSON: the approval span's ids and parent (bot.trace_ids)
+    sa.Column(
+        "trace_context", sa.Text
+    ),  # JSON: the approval span's ids and parent (bot.observability.trace_ids)
     sa.Column("operation", sa.Text),  # JSON: an operation's contract and execution (storage.operations)
     sa.Column("handoff", sa.Text),  # JSON: a handoff's steps, expect target and check (0004)
     sa.Column("follow_ups", sa.Text),  # JSON: the reminder and escalation steps taken (0010)
@@ -70,7 +72,7 @@ run_grants = sa.Table(
     sa.Column("tenant", sa.String(100), primary_key=True),
     sa.Column("execution_id", sa.String(200), primary_key=True),
     sa.Column("tool_name", sa.String(128), primary_key=True),  # folded (contracts.names.fold)
-    sa.Column("requester", sa.String(320), primary_key=True),  # bot.run_grants.requester_key
+    sa.Column("requester", sa.String(320), primary_key=True),  # bot.approvals.run_grants.requester_key
     sa.Column("approval_id", sa.String(40), nullable=False),
     sa.Column("granted_by", sa.String(200), nullable=False),
     sa.Column("created_at", sa.Double, nullable=False),

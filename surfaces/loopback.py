@@ -39,7 +39,8 @@ class LoopbackServer:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
-        # log_config=None: uvicorn's own logging setup would replace the handlers `bot.logs` set.
+        # log_config=None: uvicorn's own logging setup would replace the handlers that
+        # `bot.observability.logs` set.
         config = uvicorn.Config(
             self.app, log_config=None, log_level="warning", access_log=False, lifespan="off", ws=self.ws
         )

@@ -19,17 +19,18 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypeVar
 
 import httpx
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import create_async_engine
 from starlette.applications import Starlette
 
-from bot.app import Parts, SurfaceFactory, build_app, parts_of
-from bot.desk import Desk
-from bot.engine import Engine
-from bot.policy import load_policy
+from bot.approvals.desk import Desk
+from bot.approvals.engine import Engine
+from bot.egress.transport import Egress
+from bot.http.app import Parts, SurfaceFactory, build_app, parts_of
+from bot.policy.rules import load_policy
 from bot.settings import Settings
 from contracts.ports import Delivered
 from storage.database import Database
@@ -141,8 +142,7 @@ class Harness:
     def advance(self, seconds: float) -> None:
         """Move the app's clock forward and wake its expiry sweeper and job worker."""
         self.clock.advance(seconds)
-        self.parts.engine.expiry_wakeup.set()
-        self.parts.engine.jobs_wakeup.set()
+        self.parts.wakeups.all()
 
     async def advance_until(self, check: Callable[[], Any], step: float = 1.0, polls: int = 500) -> Any:
         """Move time forward by `step` per poll until `check()` is truthy (retries, backoff)."""
@@ -214,7 +214,7 @@ async def cosigner_app(
     db: Database | None = None,
     database_kind: str = "sqlite",
     surfaces: Sequence[SurfaceFactory] = (),
-    http: httpx.AsyncClient | None = None,
+    http: Egress | None = None,
     run_workers: bool = True,
     clock: ManualClock | None = None,
     tracer_provider: Any = None,
@@ -252,7 +252,12 @@ async def _maybe_db(db: Database | None, kind: str) -> AsyncIterator[Database]:
         yield fresh
 
 
-async def until(check: Callable[[], Any], seconds: float = 5.0, interval: float = 0.02) -> Any:
+T = TypeVar("T")
+
+
+async def until(
+    check: Callable[[], T | Literal[False] | None], seconds: float = 5.0, interval: float = 0.02
+) -> T:
     """The first truthy value of `check()`, polled every `interval` until `seconds` pass."""
     deadline = time.monotonic() + seconds
     while not (found := check()):
@@ -263,8 +268,8 @@ async def until(check: Callable[[], Any], seconds: float = 5.0, interval: float 
 
 
 async def until_async(
-    check: Callable[[], Awaitable[Any]], seconds: float = 5.0, interval: float = 0.02
-) -> Any:
+    check: Callable[[], Awaitable[T | Literal[False] | None]], seconds: float = 5.0, interval: float = 0.02
+) -> T:
     """The first truthy value of `await check()`, polled like `until`."""
     deadline = time.monotonic() + seconds
     while not (found := await check()):

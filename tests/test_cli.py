@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
+from bot.approvals.grants import callback_secret
 from bot.cli import main
-from bot.grants import callback_secret
 from storage.database import Database
 from storage.tables import api_keys, audit_events, tenants
 from tests.harness import cosigner_app

@@ -1,4 +1,4 @@
-"""An inbox answer: the dashboard surface's checks (`bot.approval`), for the signed-in person.
+"""An inbox answer: the dashboard surface's checks (`bot.approvals.lifecycle`), for the signed-in person.
 
 The tenant is checked first (a request of a tenant the person does not belong to is "not
 found", never answered), then the same `check_dashboard` and `check_verdict` the decision
@@ -9,16 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from bot import approval, denials
-from bot.approval import Closing
-from bot.engine import Engine
+from bot.approvals import Closing, Engine, denials
+from bot.approvals import lifecycle as approval
 from bot.inbox.people import Person, dashboard_id
 from contracts.answers import PersonDecider
 from contracts.enums import ApprovalStatus, AuditEvent, SurfaceType, Verdict
 from contracts.errors import ApprovalNotFound
 from storage import approvals as ledger
 from storage.audit import Event
-from storage.database import Tx
+from storage.database import Database, Tx
 from storage.records import Record
 
 VERDICTS = {
@@ -48,6 +47,7 @@ def both(
 
 async def answer(
     engine: Engine,
+    db: Database,
     person: Person,
     tenants: set[str],
     approval_id: str,
@@ -55,7 +55,7 @@ async def answer(
     comment: str | None,
 ) -> Record:
     """Apply a signed-in person's answer; refusals are audited and raised as `CosignerError`."""
-    rec = await engine.db.run_read(lambda tx: ledger.load(tx, approval_id))
+    rec = await db.run_read(lambda tx: ledger.load(tx, approval_id))
     if rec is None or rec.tenant not in tenants:
         raise ApprovalNotFound(f"approval {approval_id} does not exist")
     user = dashboard_id(person, rec)

@@ -26,15 +26,17 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response, Stream
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from bot.engine import Engine
+from bot.approvals import Denials, Engine
 from bot.inbox import answering, session
 from bot.inbox.people import Person, SignInRefused, names_on_slack, tenants_of
 from bot.inbox.signin import SignIn
+from bot.policy import Policy
 from bot.settings import Settings
 from contracts.enums import ApprovalStatus, SurfaceType
 from contracts.errors import CosignerError, DenialNotFound
 from contracts.pending import Permalinks
 from storage import inbox as listing
+from storage.database import Database
 from storage.records import Record
 
 log = logging.getLogger("cosigner.inbox")
@@ -88,8 +90,13 @@ class Inbox:
         settings: Settings,
         clock: Callable[[], float],
         surfaces: Mapping[str, object] | None = None,
+        *,
+        db: Database,
+        policy: Policy,
+        denials: Denials,
     ) -> None:
         self.engine, self.settings, self.clock = engine, settings, clock
+        self.db, self.policy, self.denials = db, policy, denials
         # Surfaces that can link to their cards (Slack: chat.getPermalink).
         self.linkers = {n: s for n, s in (surfaces or {}).items() if isinstance(s, Permalinks)}
         self.signin: SignIn | None = None
@@ -154,8 +161,8 @@ class Inbox:
 
     async def waiting(self, person: Person) -> tuple[list[Record], list[Record]]:
         """Dashboard requests this person may answer, and Slack requests that name them."""
-        tenants = tenants_of(self.engine.policy, person)
-        recs = await self.engine.db.run_read(lambda tx: listing.listed(tx, tenants, pending=True, limit=200))
+        tenants = tenants_of(self.policy, person)
+        recs = await self.db.run_read(lambda tx: listing.listed(tx, tenants, pending=True, limit=200))
         # Requests asked on the dashboard, or escalated to it, that name this person.
         mine = [r for r in recs if set(person.ids) & set(r.approvers_on(SurfaceType.DASHBOARD))]
         elsewhere = [r for r in recs if names_on_slack(person, r)]
@@ -202,7 +209,7 @@ class Inbox:
             request,
             "inbox.html",
             person=person,
-            tenants=tenants_of(self.engine.policy, person),
+            tenants=tenants_of(self.policy, person),
             mine=[self.item(r) for r in mine],
             elsewhere=[self.item(r, await self.link(r)) for r in elsewhere],
         )
@@ -212,7 +219,7 @@ class Inbox:
         if person is None:
             return RedirectResponse("/inbox/", status_code=303)
         q = request.query_params
-        tenants = tenants_of(self.engine.policy, person)
+        tenants = tenants_of(self.policy, person)
         status = q.get("status") or None
         if status not in {None, *(s.value for s in ApprovalStatus if s is not ApprovalStatus.PENDING)}:
             return self.refused(request, person, f"unknown status {status!r}; pick one from the list", 400)
@@ -223,14 +230,14 @@ class Inbox:
             except ValueError:
                 return self.refused(request, person, "the date must read YYYY-MM-DD, e.g. 2026-12-01", 400)
         tool = q.get("tool") or None
-        recs = await self.engine.db.run_read(
+        recs = await self.db.run_read(
             lambda tx: listing.listed(tx, tenants, pending=False, tool=tool, status=status, since=since)
         )
         own = {f"{SurfaceType.DASHBOARD.value}:{i}" for i in person.ids}
         denials = [
             d
             for name, admin in tenants.items()
-            for d in await self.engine.denials.listed(name)
+            for d in await self.denials.listed(name)
             if admin or f"{d.scope.surface.value}:{d.scope.approver}" in own
         ]
         return self.page(
@@ -247,7 +254,7 @@ class Inbox:
         person = self.who(request)
         if person is None:
             return RedirectResponse("/inbox/", status_code=303)
-        tenants = tenants_of(self.engine.policy, person)
+        tenants = tenants_of(self.policy, person)
         aid = request.path_params["approval_id"]
         try:
             rec = await self.engine.record(aid, None)
@@ -271,10 +278,10 @@ class Inbox:
         if verdict is None:
             return self.refused(request, person, "answer approve, deny or always_deny", 400)
         comment = str(form.get("comment", "")).strip()[:2000] or None
-        tenants = set(tenants_of(self.engine.policy, person))
+        tenants = set(tenants_of(self.policy, person))
         try:
             await answering.answer(
-                self.engine, person, tenants, request.path_params["approval_id"], verdict, comment
+                self.engine, self.db, person, tenants, request.path_params["approval_id"], verdict, comment
             )
         except CosignerError as exc:
             return self.refused(request, person, str(exc), exc.status)
@@ -290,8 +297,8 @@ class Inbox:
         denial_id = request.path_params["denial_id"]
         actor = {"kind": "person", "surface": SurfaceType.DASHBOARD.value, "userId": person.ids[0]}
         by = f"{SurfaceType.DASHBOARD.value}:{person.ids[0]}"
-        denials = self.engine.denials
-        for tenant, admin in tenants_of(self.engine.policy, person).items():
+        denials = self.denials
+        for tenant, admin in tenants_of(self.policy, person).items():
             try:
                 if admin:  # a tenant admin may lift any of the tenant's standing denies
                     await denials.lift(tenant, denial_id, by, actor)
@@ -346,9 +353,13 @@ def inbox_mount(
     settings: Settings,
     clock: Callable[[], float],
     surfaces: Mapping[str, object] | None = None,
+    *,
+    db: Database,
+    policy: Policy,
+    denials: Denials,
 ) -> Mount:
     """`/inbox` with its own signed session cookie; nothing outside it sees the cookie."""
-    inbox = Inbox(engine, settings, clock, surfaces)
+    inbox = Inbox(engine, settings, clock, surfaces, db=db, policy=policy, denials=denials)
     app = Starlette(
         routes=[
             Route("/", inbox.home, methods=["GET"]),

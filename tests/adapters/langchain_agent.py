@@ -20,7 +20,7 @@ class ScriptedChat(GenericFakeChatModel):
 
     seen: list[list[BaseMessage]] = Field(default_factory=list)
 
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChat:  # type: ignore[override]
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChat:
         return self
 
     def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:

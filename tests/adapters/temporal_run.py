@@ -17,7 +17,7 @@ import uuid
 from concurrent.futures import Future
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
@@ -87,7 +87,7 @@ async def main() -> dict[str, Any]:
                     approval_id = await waiting(handle)
                     shown = person.get(approval_id)
                     comment = None if case == "approve" else "refund already issued"
-                    decision = "approve" if case == "approve" else "deny"
+                    decision: Literal["approve", "deny"] = "approve" if case == "approve" else "deny"
                     person.decide(approval_id, decision=decision, user_id="u_1", comment=comment)
                     result = await handle.result()
                 audit = person.audit(approval_id)

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from bot.sandbox import sandbox
+from bot.dev.sandbox import sandbox
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "frameworks.md"

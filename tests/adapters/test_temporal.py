@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from bot.grants import callback_secret
+from bot.approvals.grants import callback_secret
 from tests.adapters.conftest import run_script
 from tests.harness import TEST_SECRET
 from tests.sdk.conftest import Target

@@ -6,8 +6,9 @@ import json
 from typing import Any
 
 import pytest
+from starlette.types import Message
 
-from bot.redaction import REDACTED, redact
+from bot.policy.redaction import REDACTED, redact
 from tests.harness import cosigner_app
 
 STRIPE = "sk_live_abcdefgh12345678"
@@ -127,7 +128,7 @@ async def test_a_non_ascii_digit_content_length_is_not_a_500(path: str) -> None:
         key = await h.create_tenant("acme")
         # httpx will not send this header, so speak ASGI directly: latin-1 "²" passes
         # str.isdigit() but not int().
-        sent: list[dict[str, Any]] = []
+        sent: list[Message] = []
         scope = {
             "type": "http",
             "asgi": {"version": "3.0"},
@@ -150,7 +151,7 @@ async def test_a_non_ascii_digit_content_length_is_not_a_500(path: str) -> None:
         async def receive() -> dict[str, Any]:
             return {"type": "http.request", "body": b"{}", "more_body": False}
 
-        async def send(message: dict[str, Any]) -> None:
+        async def send(message: Message) -> None:
             sent.append(message)
 
         await h.app(scope, receive, send)

@@ -485,7 +485,7 @@ async def test_allow_below_never_approves_negative_or_ambiguous_amounts(db_kind:
 
 
 def test_half_configured_surfaces_are_named() -> None:
-    from bot.app import partial_configuration
+    from bot.http.app import partial_configuration
     from tests.harness import make_settings
 
     assert partial_configuration(make_settings()) == []

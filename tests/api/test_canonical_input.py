@@ -8,7 +8,7 @@ import json
 import pytest
 import sqlalchemy as sa
 
-from bot import checks
+from bot.policy import checks
 from contracts.digest import parameters_digest
 from contracts.errors import InvalidRequest
 from storage.tables import approvals

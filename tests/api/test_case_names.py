@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.policy import load_policy
+from bot.policy.rules import load_policy
 from contracts.errors import PolicyError
 from tests.api.test_approvals import call
 from tests.harness import cosigner_app

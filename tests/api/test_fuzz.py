@@ -20,9 +20,9 @@ from hypothesis import HealthCheck, settings
 from schemathesis.python.asgi import shutdown_lifespans
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
-from bot.app import build_app
-from bot.openapi import openapi
-from bot.policy import load_policy
+from bot.http.app import build_app
+from bot.http.openapi import openapi
+from bot.policy.rules import load_policy
 from storage.database import Database
 from tests.harness import DEFAULT_POLICY, make_settings
 
@@ -31,12 +31,12 @@ EXAMPLES = 12
 
 async def prepared(url: str) -> str:
     """Migrate the database and create the tenant whose key the fuzzer sends."""
-    from bot.tenants import TenantKeys
+    from bot.http.tenants import TenantKeys
 
     db = Database(url)
     try:
         await db.migrate()
-        return await TenantKeys(db).create("acme")
+        return (await TenantKeys(db).create("acme")).agent.key
     finally:
         await db.close()
 

@@ -116,9 +116,9 @@ WRONG_TYPES: list[tuple[str, dict[str, Any], str, Any]] = [
 
 def with_value(body: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
     """A deep copy of `body` with the field at `path` (dots; list indexes) set to `value`."""
-    out = json.loads(json.dumps(body))
+    out: dict[str, Any] = json.loads(json.dumps(body))
     *parents, last = path.split(".")
-    node = out
+    node: Any = out  # a dict or a list, as the path descends
     for part in parents:
         node = node[part]
     if isinstance(node, list) or last.isdigit():

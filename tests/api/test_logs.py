@@ -6,7 +6,7 @@ import io
 import json
 import logging
 
-from bot.logs import JsonFormatter
+from bot.observability.logs import JsonFormatter
 from tests.harness import cosigner_app
 
 SECRET_VALUE = "tok_live_supersecret"

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 from jsonschema import Draft202012Validator
-from referencing import Registry, Resource
+from referencing import Registry
 from referencing.jsonschema import DRAFT202012
 
 from tests.api.test_approvals import call, start
@@ -25,9 +25,7 @@ class Conformance:
 
     def __init__(self, doc: dict[str, Any]) -> None:
         self.doc = doc
-        self.registry: Registry[Any] = Registry().with_resource(
-            ROOT, Resource(contents=doc, specification=DRAFT202012)
-        )
+        self.registry: Registry[Any] = Registry().with_resource(ROOT, DRAFT202012.create_resource(doc))
         self.seen: set[tuple[str, str, str]] = set()
 
     def validator(self, pointer: str) -> Draft202012Validator:
@@ -243,7 +241,7 @@ async def test_a_wrong_method_names_the_allowed_ones() -> None:
 
 @pytest.mark.parametrize("model", ["ApprovalRequest", "OperationRequest"])
 def test_the_schema_states_the_callback_url_schemes_the_api_accepts(model: str) -> None:
-    from bot.openapi import openapi
+    from bot.http.openapi import openapi
     from contracts import wire
 
     doc = openapi()
@@ -339,7 +337,7 @@ async def test_handoff_answers_conform_to_the_published_schema(monkeypatch: Any)
 def test_the_schema_states_that_free_text_holds_no_nul(model: str, field: str) -> None:
     # The API refuses U+0000 in free text (PostgreSQL cannot store it); a schema that let it
     # through had a client built from it send a valid-looking value that was refused.
-    from bot.openapi import openapi
+    from bot.http.openapi import openapi
     from contracts import wire
 
     schema = Conformance(openapi()).validator(f"/components/schemas/{model}/properties/{field}")

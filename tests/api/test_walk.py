@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 
-import bot.approval
-import bot.engine
+import bot.approvals.engine
+import bot.approvals.intake
+import bot.approvals.lifecycle
 from storage.database import Tx
 from tests.api.test_approvals import call
 from tests.harness import cosigner_app
@@ -62,7 +63,9 @@ async def test_create_crosses_into_storage_twice_load_then_write(
     async with cosigner_app() as h:
         key = await h.create_tenant("acme")
         found: list[str] = []
-        monkeypatch.setattr(bot.engine, "create_tx", crossings_of(bot.engine.create_tx, found))
+        monkeypatch.setattr(
+            bot.approvals.engine, "create_tx", crossings_of(bot.approvals.intake.create_tx, found)
+        )
         r = await h.client.post("/v1/approvals", json=body, headers=h.auth(key))
         assert r.status_code == status, r.text
         assert found == ["storage.intake.load", "storage.intake.write"]
@@ -78,7 +81,9 @@ async def test_an_answer_crosses_into_storage_twice_load_then_write(monkeypatch:
         r = await h.client.post("/v1/approvals", json=call(), headers=h.auth(key))
         assert r.status_code == 201, r.text
         found: list[str] = []
-        monkeypatch.setattr(bot.approval, "close", crossings_of(bot.approval.close, found))
+        monkeypatch.setattr(
+            bot.approvals.lifecycle, "close", crossings_of(bot.approvals.lifecycle.close, found)
+        )
         decided = await h.client.post(
             f"/v1/approvals/{r.json()['approvalId']}/decision",
             json={"decision": "approve", "userId": "u_1"},

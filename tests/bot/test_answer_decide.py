@@ -1,4 +1,4 @@
-"""What an answer does, without a database: `bot.approval.decide` over every status, mode,
+"""What an answer does, without a database: `bot.approvals.lifecycle.decide` over every status, mode,
 target, time and check outcome."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.approval import TRANSITIONS, Closing, Refused, Transition, decide
+from bot.approvals.lifecycle import TRANSITIONS, Closing, Refused, Transition, decide
 from contracts.answers import PersonDecider, TimeoutDecider
 from contracts.enums import ApprovalMode, ApprovalStatus, SurfaceType
 from contracts.errors import AlreadyDecided, ApprovalExpired, CosignerError, NotAnApprover

@@ -12,8 +12,8 @@ import pytest
 import sqlalchemy as sa
 import trustme
 
-from bot.egress import EgressRefused, parse_allow_list
-from bot.transport import Unreached, callback_client
+from bot.egress.transport import Unreached, callback_client
+from bot.egress.urls import EgressRefused, parse_allow_list
 from storage.tables import jobs
 from tests.harness import CallbackReceiver, Harness, cosigner_app, until_async
 

@@ -12,7 +12,7 @@ import standardwebhooks
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.grants import callback_secret
+from bot.approvals.grants import callback_secret
 from cosigner.errors import InvalidSignature
 from cosigner.webhooks import sign, signing_key, verify_request
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from bot.decision import decide, differences
-from bot.policy import load_policy
+from bot.policy.decision import decide, differences
+from bot.policy.rules import load_policy
 from contracts.wire import DashboardSurface, ScheduleSurface, SlackSurface
 from storage.tables import audit_events
 from tests.harness import DEFAULT_POLICY, Harness, cosigner_app
@@ -29,7 +29,7 @@ async def requested(h: Harness, approval_id: str) -> dict[str, Any]:
 
 
 async def test_create_decides_and_records_what_explain_says(db_kind: str) -> None:
-    calls = [
+    calls: list[tuple[str, dict[str, Any], int, str]] = [
         ("lookup_order", {"orderId": "o1"}, 200, "tools.lookup_order.kind"),
         ("issue_refund", {"amountCents": 4000}, 200, "tenants.acme.tools.issue_refund.allow_below"),
         ("issue_refund", {"amountCents": 9000}, 201, "tools.issue_refund.kind"),
@@ -50,7 +50,12 @@ async def test_create_decides_and_records_what_explain_says(db_kind: str) -> Non
             r = await h.client.post("/v1/approvals", headers=h.auth(key), json=body)
             assert r.status_code == status, r.text
             ruling = decide(
-                h.engine.policy, "acme", tool, params, DashboardSurface(**DASH), enabled=h.engine.surfaces
+                h.engine.policy,
+                "acme",
+                tool,
+                params,
+                DashboardSurface.model_validate(DASH),
+                enabled=h.engine.surfaces,
             )
             assert ruling.decided_by == path, ruling.explain()
             approval_id = r.json()["approvalId"] if status != 403 else r.json()["error"]["approvalId"]
@@ -103,7 +108,7 @@ def test_a_headless_run_names_the_route_or_the_refusal() -> None:
 def test_differences_mark_a_loosening() -> None:
     live = load_policy(DEFAULT_POLICY)
     loose = load_policy(DEFAULT_POLICY.replace('kind = "danger"\napprovers', 'kind = "read"\napprovers'))
-    surface = DashboardSurface(**DASH)
+    surface = DashboardSurface.model_validate(DASH)
     before = decide(live, "globex", "issue_refund", {}, surface, enabled=())
     after = decide(loose, "globex", "issue_refund", {}, surface, enabled=())
     found = differences(before, after)

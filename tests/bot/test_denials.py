@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.denials import decider, denial_of
+from bot.approvals.denials import decider, denial_of
 from contracts.answers import PolicyDecider
 from contracts.denials import Scope
 from contracts.enums import ApprovalStatus, SurfaceType

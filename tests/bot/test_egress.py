@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.egress import (
+from bot.egress.urls import (
     AllowList,
     EgressRefused,
     check_addresses,

@@ -16,7 +16,7 @@ from joserfc.errors import BadSignatureError
 from joserfc.jwk import KeySet
 from jwt.utils import base64url_decode, base64url_encode
 
-from bot.grants import GrantSigner
+from bot.approvals.grants import GrantSigner
 from contracts.digest import canonical_json, parameters_digest
 from contracts.grants import (
     GRANT_TYPE,
@@ -52,6 +52,11 @@ def claims(**overrides: Any) -> dict[str, Any]:
     }
     base.update(overrides)
     return base
+
+
+def key_set(jwks: dict[str, Any]) -> KeySet:
+    """joserfc's key set of a JWKS body."""
+    return KeySet.import_key_set({"keys": jwks["keys"]})
 
 
 def verify(token: str, signer: GrantSigner | None = None, **kw: Any) -> Any:
@@ -106,7 +111,7 @@ def test_jwks_shape_and_kid_is_the_rfc7638_thumbprint() -> None:
     assert len(unb64(jwk["x"])) == 32
     assert jwk["kid"] == signer.kid == jwk_thumbprint(jwk)
     # Another implementation computes the same thumbprint.
-    assert KeySet.import_key_set(jwks).keys[0].thumbprint() == signer.kid
+    assert key_set(jwks).keys[0].thumbprint() == signer.kid
     jwks["keys"][0]["kid"] = "changed"
     assert signer.jwks()["keys"][0]["kid"] == signer.kid, "jwks() hands out a copy"
     header = json.loads(unb64(signer.sign(claims()).split(".")[0]))
@@ -196,7 +201,7 @@ def test_alg_none_and_hmac_keyed_with_the_public_key_are_refused() -> None:
     signer = GrantSigner(SECRET)
     headers = {"kid": signer.kid, "typ": GRANT_TYPE}
     public_x = signer.jwks()["keys"][0]["x"]
-    unsigned = jwt.encode(claims(), None, algorithm="none", headers=headers)
+    unsigned = jwt.encode(claims(), "", algorithm="none", headers=headers)
     # The classic confusion: an HMAC "signed" with the published key as its secret.
     for secret in (public_x, unb64(public_x)):
         confused = jwt.encode(claims(), secret, algorithm="HS256", headers=headers)
@@ -221,7 +226,8 @@ def test_only_ed25519_keys_in_the_jwks_are_used() -> None:
     oct_only = {"keys": [{"kty": "oct", "k": public_x, "kid": signer.kid, "alg": "HS256"}]}
     with pytest.raises(GrantRefused, match="unknown key id"):
         verify_grant(token, oct_only, tool_name="issue_refund", parameters=PARAMS, now=NOW)
-    for not_a_jwks in [[], {"keys": "x"}, {}, None]:
+    not_jwks: list[object] = [[], {"keys": "x"}, {}, None]
+    for not_a_jwks in not_jwks:
         with pytest.raises(GrantRefused, match="not a JWKS"):
             verify_grant(token, not_a_jwks, tool_name="issue_refund", parameters=PARAMS, now=NOW)  # type: ignore[arg-type]
 
@@ -249,13 +255,13 @@ def test_another_jose_implementation_verifies_the_grant() -> None:
     # joserfc, written separately from PyJWT, agrees; it flags the EdDSA name as superseded
     # by RFC 9864's "Ed25519", which names the same algorithm.
     with pytest.warns(UserWarning, match="EdDSA"):
-        decoded = jose_jwt.decode(token, KeySet.import_key_set(signer.jwks()), algorithms=["EdDSA"])
+        decoded = jose_jwt.decode(token, key_set(signer.jwks()), algorithms=["EdDSA"])
     assert decoded.claims == claims(iat=issued, exp=issued + 300)
     assert decoded.header["kid"] == signer.kid
     impostor = GrantSigner("another-secret").jwks()
     impostor["keys"][0]["kid"] = signer.kid
     with pytest.warns(UserWarning, match="EdDSA"), pytest.raises(BadSignatureError):
-        jose_jwt.decode(token, KeySet.import_key_set(impostor), algorithms=["EdDSA"])
+        jose_jwt.decode(token, key_set(impostor), algorithms=["EdDSA"])
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
 """The intake decision, without a database: every combination of call and snapshot.
 
-`bot.intake.decide` is pure, so Hypothesis walks its whole input space (earlier call,
+`bot.approvals.intake.decide` is pure, so Hypothesis walks its whole input space (earlier call,
 policy deny, mode, threshold, route or refusal, count against the cap, run grant, standing
 deny) and each answer is checked against the rules the API promises.
 """
@@ -12,7 +12,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.intake import Admit, Call, Refuse, Replay, decide, question
+from bot.approvals.intake import Admit, Call, Refuse, Replay, decide, question
 from contracts.answers import PolicyDecider
 from contracts.denials import Scope
 from contracts.enums import ApprovalMode, ApprovalStatus, SurfaceType, ToolKind

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from bot.grants import callback_secret
+from bot.approvals.grants import callback_secret
 from cosigner.errors import InvalidSignature
 from cosigner.webhooks import verify_request
 from storage.database import Database
@@ -91,19 +91,21 @@ async def test_decision_racing_cancel_and_expiry(db_kind: str) -> None:
         key = await h.create_tenant("acme")
         aid = await create(h, key, timeoutSeconds=1)
         h.advance(1.0)  # due now: every answer below races the expiry
-        results = await asyncio.gather(
-            h.client.post(f"/v1/approvals/{aid}/cancel", headers=h.auth(key)),
-            *(
-                h.client.post(
-                    f"/v1/approvals/{aid}/decision",
-                    headers=h.auth(h.approver_of(key)),
-                    json={"decision": "approve", "userId": "u_1"},
-                )
-                for _ in range(5)
+        answers, _expired = await asyncio.gather(
+            asyncio.gather(
+                h.client.post(f"/v1/approvals/{aid}/cancel", headers=h.auth(key)),
+                *(
+                    h.client.post(
+                        f"/v1/approvals/{aid}/decision",
+                        headers=h.auth(h.approver_of(key)),
+                        json={"decision": "approve", "userId": "u_1"},
+                    )
+                    for _ in range(5)
+                ),
             ),
             h.parts.engine.expire_due(),
         )
-        statuses = [r.status_code for r in results[:-1]]
+        statuses = [r.status_code for r in answers]
         assert statuses.count(200) <= 1
         final = (await h.client.get(f"/v1/approvals/{aid}", headers=h.auth(key))).json()
         assert final["status"] in ("cancelled", "approved", "expired")

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.durations import format_duration, parse_duration
-from bot.policy import Policy, Threshold, load_policy, load_policy_file
-from contracts.enums import ApprovalMode, ApproverKind, ToolKind
+from bot.policy.durations import format_duration, parse_duration
+from bot.policy.rules import Policy, Threshold, load_policy, load_policy_file
+from contracts.enums import ApprovalMode, ApproverKind, SurfaceType, ToolKind
 from contracts.errors import PolicyError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -258,19 +258,21 @@ def test_timeout_for_order_of_precedence() -> None:
     policy = load_policy(OVERRIDES)
     refund = policy.rule_for("acme", "issue_refund")
     credit = policy.rule_for("acme", "issue_credit")
-    assert policy.timeout_for(refund, "sms", None) == 15 * 60, "the tool's timeout beats the surface's"
-    assert policy.timeout_for(credit, "sms", None) == 2 * 3600
-    assert policy.timeout_for(credit, "slack", None) == 10 * 60
-    assert policy.timeout_for(credit, "dashboard", None) == 5 * 60
-    assert policy.timeout_for(credit, "slack", 120) == 120, "the agent may ask for less"
-    assert policy.timeout_for(refund, "slack", 99999) == 3600, "capped at max_timeout"
+    assert policy.timeout_for(refund, SurfaceType.SMS, None) == 15 * 60, (
+        "the tool's timeout beats the surface's"
+    )
+    assert policy.timeout_for(credit, SurfaceType.SMS, None) == 2 * 3600
+    assert policy.timeout_for(credit, SurfaceType.SLACK, None) == 10 * 60
+    assert policy.timeout_for(credit, SurfaceType.DASHBOARD, None) == 5 * 60
+    assert policy.timeout_for(credit, SurfaceType.SLACK, 120) == 120, "the agent may ask for less"
+    assert policy.timeout_for(refund, SurfaceType.SLACK, 99999) == 3600, "capped at max_timeout"
 
 
 def test_default_timeouts_without_a_defaults_section() -> None:
     policy = load_policy('[tools.a]\nkind = "write"\nconfirm = true\n')
     rule = policy.rule_for("t", "a")
-    assert policy.timeout_for(rule, "slack", None) == 300
-    assert policy.timeout_for(rule, "sms", None) == 3600
+    assert policy.timeout_for(rule, SurfaceType.SLACK, None) == 300
+    assert policy.timeout_for(rule, SurfaceType.SMS, None) == 3600
     assert policy.max_gated_calls("t") == 20
 
 
@@ -283,14 +285,14 @@ def test_max_gated_calls_per_tenant() -> None:
 
 def test_tenant_for_org() -> None:
     policy = load_policy(OVERRIDES)
-    assert policy.tenant_for_org("slack", "T0ACME") == "acme"
-    assert policy.tenant_for_org("slack", "E0ACME") == "acme"
-    assert policy.tenant_for_org("slack", "T0GLOBEX") == "globex"
-    assert policy.tenant_for_org("sms", "+15550000001") == "acme"
-    assert policy.tenant_for_org("sms", "MG0GLOBEX") == "globex"
-    assert policy.tenant_for_org("slack", "T0NOBODY") is None
-    assert policy.tenant_for_org("sms", "T0ACME") is None, "a Slack team is not a number"
-    assert policy.tenant_for_org("slack", "+15550000001") is None
+    assert policy.tenant_for_org(SurfaceType.SLACK, "T0ACME") == "acme"
+    assert policy.tenant_for_org(SurfaceType.SLACK, "E0ACME") == "acme"
+    assert policy.tenant_for_org(SurfaceType.SLACK, "T0GLOBEX") == "globex"
+    assert policy.tenant_for_org(SurfaceType.SMS, "+15550000001") == "acme"
+    assert policy.tenant_for_org(SurfaceType.SMS, "MG0GLOBEX") == "globex"
+    assert policy.tenant_for_org(SurfaceType.SLACK, "T0NOBODY") is None
+    assert policy.tenant_for_org(SurfaceType.SMS, "T0ACME") is None, "a Slack team is not a number"
+    assert policy.tenant_for_org(SurfaceType.SLACK, "+15550000001") is None
 
 
 # --- validation -----------------------------------------------------------------------------
@@ -682,11 +684,11 @@ def test_policy_example_loads() -> None:
     assert policy.rule_for("acme", "delete_account").deny
     assert policy.tenant("acme").headless_route is ApproverKind.TENANT_ADMINS
     assert policy.staff is not None and policy.staff.users == ("U0OPS1",)
-    assert policy.tenant_for_org("slack", "T0ACME") == "acme"
+    assert policy.tenant_for_org(SurfaceType.SLACK, "T0ACME") == "acme"
 
 
 def test_description_and_display_name_must_be_text() -> None:
-    from bot.policy import load_policy
+    from bot.policy.rules import load_policy
     from contracts.errors import PolicyError
 
     with pytest.raises(PolicyError) as err:
@@ -784,7 +786,7 @@ def test_policy_tool_names_are_the_names_the_api_accepts(name: str) -> None:
     "name", ["acme", "a-1_b", "Acme", "acme.corp", "-acme", "a" * 63, "a" * 64, "acme\n"]
 )
 async def test_policy_tenant_names_are_the_names_tenants_create_accepts(name: str, tmp_path: Path) -> None:
-    from bot.tenants import TenantKeys
+    from bot.http.tenants import TenantKeys
     from contracts.errors import InvalidRequest
     from storage.database import Database
 

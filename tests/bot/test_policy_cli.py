@@ -158,7 +158,10 @@ def test_a_policy_with_a_typoed_section_exits_2_naming_it(
 
 
 def test_the_sandbox_policy_passes_its_own_tests(capsys: pytest.CaptureFixture[str]) -> None:
-    policy, tests = REPO / "bot" / "sandbox_policy.toml", REPO / "bot" / "sandbox_policy.tests.toml"
+    policy, tests = (
+        REPO / "bot" / "dev" / "sandbox_policy.toml",
+        REPO / "bot" / "dev" / "sandbox_policy.tests.toml",
+    )
     code, out, _ = run(capsys, "policy", "test", str(policy), str(tests))
     assert code == 0, out
     assert "0 failed" in out and "passed" in out

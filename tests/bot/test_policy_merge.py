@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from bot.policy import load_policy
-from bot.policy_file import ToolSection
-from bot.policy_merge import Layers
+from bot.policy.merge import Layers
+from bot.policy.rules import load_policy
+from bot.policy.schema import ToolSection
 
 POLICY = """
 [tools.issue_refund]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
-from bot.policy_replay import recorded_label
+from bot.policy.replay import recorded_label
 from storage.database import Database
 from tests.harness import DEFAULT_POLICY, cosigner_app
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.redaction import REDACTED, digest, is_secret_key, is_secret_value, redact
+from bot.policy.redaction import REDACTED, digest, is_secret_key, is_secret_value, redact
 from contracts.digest import SAFE_INTEGER, CanonicalFormError, canonical_json, parameters_digest
 from contracts.shown import MASK
 

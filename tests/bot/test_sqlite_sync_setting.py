@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import Connection
 
-from bot.app import build_app, parts_of
-from bot.policy import load_policy
+from bot.http.app import build_app, parts_of
+from bot.policy.rules import load_policy
 from bot.settings import SettingsError, load_settings
 from storage.database import SqliteSync
 from tests.harness import DEFAULT_POLICY, TEST_SECRET

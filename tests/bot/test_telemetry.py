@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
+from bot.observability.tracing import Tracing
 from bot.settings import SettingsError, load_settings
-from bot.tracing import Tracing
 from tests.bot.test_tracing import AGENT_TRACE, TRACEPARENT, USER, request
 from tests.harness import TEST_SECRET, cosigner_app
 from tests.otlp import OtlpReceiver
@@ -39,7 +40,7 @@ def receiver() -> Iterator[OtlpReceiver]:
         yield rx
 
 
-async def approve_one(**settings: str) -> dict[str, str]:
+async def approve_one(**settings: Any) -> dict[str, str]:
     """Create and approve one approval (with a traceparent) in an app with these settings."""
     async with cosigner_app(**settings) as h:
         key = await h.create_tenant("acme")
@@ -110,5 +111,5 @@ def test_the_variables_are_read_and_checked(monkeypatch: pytest.MonkeyPatch) -> 
 
 def test_a_provider_that_cannot_keep_the_approval_span_ids_is_refused() -> None:
     provider = TracerProvider(shutdown_on_exit=False)
-    with pytest.raises(ValueError, match=r"id_generator=bot.trace_ids.ApprovalIds\(\)"):
+    with pytest.raises(ValueError, match=r"id_generator=bot.observability.trace_ids.ApprovalIds\(\)"):
         Tracing(provider)

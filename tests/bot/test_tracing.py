@@ -14,7 +14,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from bot.telemetry import tracer_provider
+from bot.observability.telemetry import tracer_provider
 from tests.harness import CallbackReceiver, Harness, cosigner_app, until
 from tests.otlp import OtlpReceiver
 

@@ -11,7 +11,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from bot.telemetry import tracer_provider
+from bot.observability.telemetry import tracer_provider
 from storage.database import Database
 from tests.bot.test_tracing import AGENT_SPAN, AGENT_TRACE, CLIENT, TRACEPARENT, USER, request
 from tests.harness import DEFAULT_POLICY, cosigner_app, database, slack_app, until

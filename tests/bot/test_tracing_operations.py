@@ -14,7 +14,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from bot.telemetry import tracer_provider
+from bot.observability.telemetry import tracer_provider
 from tests.bot.test_tracing import AGENT_SPAN, AGENT_TRACE, CANARY, CLIENT, ERROR, TRACEPARENT
 from tests.handoff_world import EXPECT_SECRET, LOOPBACK, expect_server, handoff_policy, handoff_request
 from tests.handoff_world import SECRET_ENV as EXPECT_ENV

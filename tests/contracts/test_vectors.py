@@ -16,7 +16,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from jwt.utils import base64url_encode
 
-from bot.grants import GrantSigner
+from bot.approvals.grants import GrantSigner
 from contracts.digest import canonical_json, parameters_digest
 from contracts.grants import GrantRefused, verify_grant
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from bot.grants import callback_secret
+from bot.approvals.grants import callback_secret
 from cosigner.webhooks import verify_request
 from tests.handoff_world import (
     EXPECT_SECRET,
@@ -123,7 +123,7 @@ async def test_expiry_and_a_done_after_it(world: Any) -> None:
 
 async def test_done_past_its_time_before_the_sweep_is_refused(world: Any) -> None:
     h, shop, key = world
-    h.parts.engine.expiry_wakeup.clear()
+    h.parts.wakeups.expiry.clear()
     body = await start(h, key)
     h.clock.advance(301)  # no wake-up: the Done itself finds the handoff past its time
     late = await decide(h, key, body["approvalId"], "done")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
-from bot.policy import load_policy, load_policy_file
+from bot.policy.rules import load_policy, load_policy_file
 from contracts.enums import ApprovalMode
 from contracts.errors import PolicyError
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -63,6 +63,13 @@ class World:
         return str(r.json()["approvalId"])
 
 
+class _QuietServer(uvicorn.Server):
+    # pytest owns SIGINT/SIGTERM, not this server.
+    @contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
 @asynccontextmanager
 async def served(app: Any, port: int) -> AsyncIterator[str]:
     """Serve an app under uvicorn on 127.0.0.1:`port` in this event loop, for a real browser."""
@@ -75,8 +82,7 @@ async def served(app: Any, port: int) -> AsyncIterator[str]:
         ws="none",
         timeout_graceful_shutdown=5,
     )
-    server = uvicorn.Server(config)
-    server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+    server = _QuietServer(config)
     task = asyncio.create_task(server.serve())
     await until(lambda: server.started or task.done(), 10)
     try:

@@ -21,7 +21,7 @@ from typing import Any
 
 import uvicorn
 
-from bot.grants import GrantSigner
+from bot.approvals.grants import GrantSigner
 from tests.harness import TEST_SECRET
 from tests.processes import free_port
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from bot.execution import Execution
+from bot.operations.execution import Execution
 from tests.harness import Harness, cosigner_app, until, until_async
 from tests.operations.application import SECRET, SECRET_ENV, contract_application, policy_for
 from tests.operations.test_lifecycle import decide, proposal, propose

@@ -12,7 +12,7 @@ import httpx
 import jwt
 import pytest
 
-from bot.grants import GrantSigner
+from bot.approvals.grants import GrantSigner
 from cosigner.digest import parameters_digest
 from cosigner.grants import GrantRefused, verify_execute
 from cosigner.operations import ExecuteCall, arguments_digest

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from bot.grants import callback_secret
+from bot.approvals.grants import callback_secret
 from cosigner.webhooks import verify_request
 from storage import approvals as ledger
 from storage.database import Database

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
-from bot.policy import load_policy
+from bot.policy.rules import load_policy
 from contracts.errors import PolicyError
 from tests.processes import free_port
 

@@ -5,6 +5,7 @@ report beside the application's own outcome."""
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import pytest
 
@@ -45,7 +46,7 @@ async def test_unavailable_gives_the_agent_a_reference_and_the_log_the_detail(
 ) -> None:
     with contract_application() as app:
         url = app.url.rsplit(":", 1)[0] + ":9/cosigner" if where == "unreachable" else app.url
-    allow = {"callback_allow": ALLOW} if where == "unreachable" else {}
+    allow: dict[str, Any] = {"callback_allow": ALLOW} if where == "unreachable" else {}
     with caplog.at_level(logging.WARNING, logger="cosigner.operations"):
         async with cosigner_app(policy_for(url), **allow) as h:
             key = await h.create_tenant("acme")

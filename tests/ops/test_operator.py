@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bot import policy_file
+from bot.policy import schema as policy_file
 from bot.settings import Settings
 from tests.processes import REPO, clean_env, cosigner, free_port, serving
 

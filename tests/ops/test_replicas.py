@@ -22,6 +22,7 @@ test creates its own database `cosigner_ops_<random>` next to that one and drops
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import re
@@ -277,7 +278,7 @@ async def test_two_serve_processes_agree(
                 for url in replicas
             }
             for url in replicas:
-                await until_async(lambda url=url: _parked(client, url))
+                await until_async(functools.partial(_parked, client, url))
             assert not any(p.done() for p in polls.values()), "a long-poll answered before anyone decided"
 
             async def decide(i: int) -> tuple[str, httpx.Response]:

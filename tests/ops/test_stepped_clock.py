@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 from starlette.applications import Starlette
 
-from bot.stepped_clock import SteppedClock, is_loopback
+from bot.testing.stepped_clock import SteppedClock, is_loopback
 from tests.harness import until
 from tests.processes import cosigner, cosigner_env, create_tenant, free_port, serving
 

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from bot.sandbox import Sandbox, sandbox
+from bot.dev.sandbox import Sandbox, sandbox
 from tests.harness import until as wait_for
 
 

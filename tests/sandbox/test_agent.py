@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from bot.sandbox import Sandbox
+from bot.dev.sandbox import Sandbox
 from tests.sandbox.delivery import until_delivered
 
 AGENT = Path(__file__).resolve().parents[2] / "examples" / "agent.py"

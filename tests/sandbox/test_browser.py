@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from bot.sandbox import Sandbox
+from bot.dev.sandbox import Sandbox
 from tests.sandbox.delivery import shown_card
 
 SCREENSHOT = "/tmp/sandbox.png"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import httpx
 
-from bot.sandbox import Sandbox, banner, sandbox
+from bot.dev.sandbox import Sandbox, banner, sandbox
 
 EXECUTOR = Path(__file__).resolve().parents[2] / "examples" / "executor.py"
 

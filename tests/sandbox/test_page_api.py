@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 
-from bot.sandbox import Sandbox, banner, sandbox
+from bot.dev.sandbox import Sandbox, banner, sandbox
 from tests.sandbox.delivery import shown_card
 
 SLACK = {"type": "slack", "teamId": "T0DEMO", "channelId": "C0DEMO", "userId": "U0ALICE"}

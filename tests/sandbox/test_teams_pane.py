@@ -6,8 +6,8 @@ from typing import Any
 
 import httpx
 
-from bot.sandbox import Sandbox
-from bot.sandbox_teams import CONVERSATION, DEMO_TENANT, PEOPLE
+from bot.dev.sandbox import Sandbox
+from bot.dev.teams import CONVERSATION, DEMO_TENANT, PEOPLE
 
 
 async def test_a_teams_request_is_carded_and_pressed_in_the_pane(

@@ -21,7 +21,7 @@ from typing import Any
 
 from standardwebhooks.webhooks import Webhook
 
-from bot.grants import GrantSigner
+from bot.approvals.grants import GrantSigner
 from cosigner.digest import canonical_json, parameters_digest
 
 REPO = Path(__file__).resolve().parents[2]

@@ -16,6 +16,7 @@ import pytest
 
 from cosigner import _core, _gate
 from cosigner._http import configure
+from cosigner.decision import parse_approval
 from cosigner.errors import AlreadyDecided, ApprovalDenied
 from cosigner.keys import KeyCache
 from tests.sdk.conftest import SURFACE
@@ -104,7 +105,7 @@ def test_a_denied_gated_call_never_yields_its_body() -> None:
 def test_a_result_that_cannot_be_reported_is_logged_under_the_body_s_own_error(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    decision = _core.parse_approval(json.dumps({**DECIDED, "status": "approved", "grant": "g"}))
+    decision = parse_approval(json.dumps({**DECIDED, "status": "approved", "grant": "g"}))
     flow = _core._report_quietly(CONFIG, decision, _gate.error_report(ValueError("boom")))
     report = next(flow)
     assert (

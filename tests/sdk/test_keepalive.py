@@ -235,6 +235,7 @@ def test_a_blocking_connection_closed_while_idle_or_expired_is_not_reused() -> N
             assert server.arrived.wait_for(lambda: server.closed == 1, timeout=30)
         # Closed by the server while idle: seen before reuse, so nothing fails.
         idle = pool._idle[-1]
+        assert idle.sock is not None
         select.select([idle.sock], [], [], 30)  # its end has reached this side
         assert _readable(idle)
         assert pool.send(step()).content == b"two"

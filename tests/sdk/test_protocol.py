@@ -42,11 +42,11 @@ def test_an_error_body_becomes_its_class_with_every_extra_field() -> None:
 
 
 def test_the_server_raises_and_serialises_the_sdk_classes() -> None:
-    import bot.cli
-    import bot.sandbox
+    import bot.cli.commands
+    import bot.dev.sandbox
     import contracts.errors as server
 
-    assert bot.cli and bot.sandbox  # loaded so every subclass defined anywhere is seen
+    assert bot.cli.commands and bot.dev.sandbox  # loaded so every subclass defined anywhere is seen
     for cls in errors.BY_CODE.values():
         assert getattr(server, cls.__name__) is cls
     found, stack = [], [errors.CosignerError]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.decoding import decode_json
+from bot.http.decoding import decode_json
 from contracts.errors import InvalidRequest
 from cosigner import strict_json
 from cosigner.mcp_gateway.strict import refusal

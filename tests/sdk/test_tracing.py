@@ -13,7 +13,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from bot.telemetry import tracer_provider
+from bot.observability.telemetry import tracer_provider
 from cosigner import AsyncCosigner, Cosigner, DashboardSurface
 from tests.loopback import LiveServer, loopback_server
 from tests.otlp import OtlpReceiver

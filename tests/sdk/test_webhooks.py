@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 import pytest
 import standardwebhooks
 
-from bot.grants import callback_secret
+from bot.approvals.grants import callback_secret
 from cosigner import ApprovalStatus, webhooks
 from cosigner.errors import InvalidSignature, ReplayedDelivery
 from tests.harness import TEST_SECRET

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -14,14 +15,14 @@ from storage.tables import flags
 
 
 @pytest.fixture
-async def db(tmp_path: Path) -> Database:
+async def db(tmp_path: Path) -> AsyncIterator[Database]:
     database = Database(f"sqlite+aiosqlite:///{tmp_path / 'g.db'}")
     await database.migrate()
-    yield database  # type: ignore[misc]
+    yield database
     await database.close()
 
 
-def put(key: str, fail: bool = False):  # type: ignore[no-untyped-def]
+def put(key: str, fail: bool = False) -> Callable[[Connection], str]:
     def tx(conn: Connection) -> str:
         conn.execute(flags.insert().values(namespace="t", key=key, value="1", created_at=0.0))
         if fail:

@@ -42,7 +42,7 @@ def token_length(conn: Any) -> int | None:
 
 async def test_upgrade_creates_exactly_the_tables_slack_sdk_uses(db_kind: str) -> None:
     expected = {
-        table.name: ([c.name for c in table.columns], sorted(i.name for i in table.indexes))
+        table.name: ([c.name for c in table.columns], sorted(str(i.name) for i in table.indexes))
         for table in slack_sdk_tables().sorted_tables
     }
     async with database(db_kind) as db:

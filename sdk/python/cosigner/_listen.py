@@ -1,7 +1,7 @@
 """Binding a listening port before anything starts, and reading a port argument.
 
 Shared by the commands that serve: the MCP gateway's `--transport http` here, and the
-Cosigner server's `serve` and `dev` (bot/server.py). Binding first turns a taken port into
+Cosigner server's `serve` and `dev` (bot/http/server.py). Binding first turns a taken port into
 one error line naming the fix, before any other process or connection is started.
 """
 

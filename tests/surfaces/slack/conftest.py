@@ -13,7 +13,7 @@ from starlette.applications import Starlette
 
 from contracts.enums import ApprovalMode, ApprovalStatus, SurfaceType, ToolKind
 from contracts.errors import CosignerError
-from contracts.ports import Answer, ApprovalCard, SlackRoute
+from contracts.ports import Answer, ApprovalCard, Look, SlackRoute
 from surfaces.slack import SlackAdapter, SlackConfig
 from surfaces.slack.emulator import SlackEmulator
 
@@ -47,7 +47,7 @@ def _card(**changes: Any) -> ApprovalCard:
 def _route(**changes: Any) -> SlackRoute:
     """A route to channel C1 in workspace T1 for requester U1."""
     route = SlackRoute(
-        surface="slack",
+        surface=SurfaceType.SLACK,
         team_id="T1",
         enterprise_id=None,
         channel_id="C1",
@@ -75,6 +75,11 @@ class FakeDesk:
 
     def tenant_for_org(self, surface: SurfaceType, org: str) -> str | None:
         return self.orgs.get(org) if surface is SurfaceType.SLACK else None
+
+    async def full_call(self, look: Look) -> ApprovalCard:
+        if self.refuse is not None:
+            raise self.refuse
+        return _card(approval_id=look.approval_id)
 
 
 @pytest.fixture

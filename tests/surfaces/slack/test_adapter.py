@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from contracts.enums import ApprovalStatus
+from contracts.enums import ApprovalStatus, SurfaceType
 from contracts.errors import SurfaceUnavailable
 from contracts.ports import DashboardRoute, Delivered, Outcome
 from surfaces.slack import SlackAdapter, SlackConfig
@@ -61,7 +61,7 @@ async def test_show_outcome_updates_in_place_without_buttons(
 async def test_show_outcome_of_a_deleted_card_is_surface_unavailable(
     adapter: SlackAdapter, make_card: Any, make_route: Any
 ) -> None:
-    gone = Delivered(surface="slack", conversation="C1", message_refs=("1.000001",), app_id="A1")
+    gone = Delivered(surface=SurfaceType.SLACK, conversation="C1", message_refs=("1.000001",), app_id="A1")
     with pytest.raises(SurfaceUnavailable, match="message_not_found"):
         await adapter.show_outcome(make_card(status=ApprovalStatus.EXPIRED), make_route(), gone)
 
@@ -102,7 +102,7 @@ async def test_posts_are_paced_per_channel(
 
 async def test_not_a_slack_route(adapter: SlackAdapter, make_card: Any) -> None:
     with pytest.raises(SurfaceUnavailable, match="dashboard"):
-        await adapter.deliver(make_card(), DashboardRoute(surface="dashboard", approvers=("u_1",)))
+        await adapter.deliver(make_card(), DashboardRoute(surface=SurfaceType.DASHBOARD, approvers=("u_1",)))
 
 
 async def test_deliver_before_start_is_surface_unavailable(

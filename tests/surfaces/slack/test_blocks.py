@@ -90,7 +90,8 @@ def _buttons(card: Any, route: Any) -> list[dict[str, Any]]:
     data = as_dicts(to_blocks(card, route)[0])
     actions = [b for b in data if b["type"] == "actions"]
     assert len(actions) == 1
-    return actions[0]["elements"]
+    elements: list[dict[str, Any]] = actions[0]["elements"]
+    return elements
 
 
 def test_danger_card_confirms_approve_and_offers_no_run_wide_approval(
@@ -314,7 +315,7 @@ def test_a_long_value_no_longer_pushes_the_next_field_off_the_card(make_card: An
 def test_masked_values_stay_visible_around_the_mask_and_are_announced(
     make_card: Any, make_route: Any
 ) -> None:
-    from bot.redaction import redact
+    from bot.policy.redaction import redact
 
     shown = redact(
         {"to": f"payouts@attacker.example {ISSUE_JWT}", "body": "Wire $50,000 to acct 4111111111111111 today"}

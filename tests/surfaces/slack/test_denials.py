@@ -15,7 +15,8 @@ import pytest
 from contracts.ports import ApprovalDesk
 from storage.database import Database
 from surfaces.slack import SlackAdapter, SlackConfig
-from surfaces.slack.emulator import Recorded, SlackEmulator
+from surfaces.slack.emulated_methods import Recorded
+from surfaces.slack.emulator import SlackEmulator
 from surfaces.slack.interactions import block_actions_payload, send_signed, signed_headers
 from tests.harness import DEFAULT_POLICY, Harness, cosigner_app, database, until
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any
 
 import pytest
@@ -106,6 +107,14 @@ def cards(emu: SlackEmulator, channel: str) -> list[Recorded]:
     return [m for m in posted(emu, channel) if m.blocks]
 
 
+def closed_as(emu: SlackEmulator, card: Recorded, word: str) -> Recorded | None:
+    """The card as last updated in place, once it shows `word` and no buttons."""
+    m = emu.latest(card.channel, card.ts)
+    if m is None or m.method != "chat.update" or word not in json.dumps(m.blocks):
+        return None
+    return None if any(b["type"] == "actions" for b in m.blocks) else m
+
+
 async def events(h: Harness, key: str, approval_id: str) -> list[dict[str, Any]]:
     response = await h.client.get(f"/v1/approvals/{approval_id}/audit", headers=h.auth(key))
     assert response.status_code == 200, response.text
@@ -174,14 +183,7 @@ async def test_remind_then_escalate_then_an_admin_approves_on_the_escalated_card
     assert decided["status"] == "approved" and decided["decidedBy"]["userId"] == "U0ADMIN"
     assert "escalations" not in decided, "the wire is unchanged"
     for where in (card, escalated):
-        closed = await until(
-            lambda w=where: (
-                (m := emu.latest(w.channel, w.ts))
-                and m.method == "chat.update"
-                and not [b for b in m.blocks if b["type"] == "actions"]
-                and m
-            )
-        )
+        closed = await until(partial(closed_as, emu, where, "Approved"))
         assert "*Approved* by <@U0ADMIN>" in json.dumps(closed.blocks)
 
     # A click on the escalated card after the decision is refused like any late click.
@@ -211,14 +213,7 @@ async def test_an_escalated_request_that_nobody_answers_expires_and_every_card_s
     decided = (await h.client.get(f"/v1/approvals/{approval_id}?wait=5", headers=h.auth(key))).json()
     assert decided["status"] == "expired"
     for where in (card, admins, staff):
-        await until(
-            lambda w=where: (
-                (m := emu.latest(w.channel, w.ts))
-                and m.method == "chat.update"
-                and "Expired" in json.dumps(m.blocks)
-                and not [b for b in m.blocks if b["type"] == "actions"]
-            )
-        )
+        await until(partial(closed_as, emu, where, "Expired"))
     last = emu.latest(card.channel, card.ts)
     assert last is not None
     flat = json.dumps(last.blocks)
@@ -234,14 +229,7 @@ async def test_a_cancel_after_the_escalation_closes_every_card(world: Any) -> No
     response = await h.client.post(f"/v1/approvals/{approval_id}/cancel", headers=h.auth(key))
     assert response.status_code == 200 and response.json()["status"] == "cancelled"
     for where in (card, admins):
-        await until(
-            lambda w=where: (
-                (m := emu.latest(w.channel, w.ts))
-                and m.method == "chat.update"
-                and "Cancelled" in json.dumps(m.blocks)
-                and not [b for b in m.blocks if b["type"] == "actions"]
-            )
-        )
+        await until(partial(closed_as, emu, where, "Cancelled"))
 
 
 async def test_staff_answer_from_their_own_workspace_once_escalated(world: Any) -> None:

@@ -5,6 +5,7 @@ Through the real app and the Slack emulator, with really signed clicks.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import AsyncIterator
@@ -12,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from surfaces.slack.emulated_methods import Recorded
+from surfaces.slack.emulated_methods import OpenedView, Recorded
 from surfaces.slack.emulator import SlackEmulator
 from tests.harness import DEFAULT_POLICY, Harness, slack_app, until
 
@@ -121,18 +122,21 @@ async def test_a_large_call_is_paged_and_each_page_is_checked(world: Any) -> Non
     card = await card_of(h, emu, start["approvalId"])
     assert len(card.blocks) <= 50
     await open_full_call(h, emu, card)
-    opened = (await until(lambda: emu.views))[-1]
+    opened: OpenedView = (await until(lambda: emu.views))[-1]
     assert len(opened.view["blocks"]) <= 100
     assert "Page 1 of 4" in json.dumps(opened.view)
     every = modal_text(opened.view)
     assert '"line_00"' in every and '"line_49"' not in every
+
+    def updated(times: int) -> bool:
+        return opened.updates == times
 
     for page in (2, 3, 4):
         pressed = await emu.click_in_view(
             h.client, action_id="cosigner.full_call_next", secret=SECRET, user="U1"
         )
         assert pressed.status_code == 200
-        await until(lambda page=page: opened.updates == page - 1)
+        await until(functools.partial(updated, page - 1))
         assert f"Page {page} of 4" in json.dumps(opened.view)
         every += modal_text(opened.view)
     assert '"line_49"' in every

@@ -13,8 +13,8 @@ import pytest
 import sqlalchemy as sa
 from starlette.applications import Starlette
 
-from bot.app import build_app, parts_of
-from bot.policy import load_policy
+from bot.http.app import build_app, parts_of
+from bot.policy.rules import load_policy
 from contracts.errors import SurfaceUnavailable
 from storage.database import Database
 from storage.sealing import TokenSeal
@@ -160,7 +160,7 @@ async def test_clicks_are_authorized_by_the_installation(
 async def stored_rows(db: Database) -> list[dict[str, Any]]:
     """Every row of slack_sdk's installation and bot tables, as the database holds them."""
     async with db.read() as conn:
-        rows = []
+        rows: list[dict[str, Any]] = []
         for table in ("slack_installations", "slack_bots"):
             result = await conn.execute(sa.text(f"SELECT * FROM {table}"))
             rows.extend(dict(row) for row in result.mappings())

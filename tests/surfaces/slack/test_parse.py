@@ -17,7 +17,8 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def load(name: str) -> dict[str, Any]:
-    return json.loads((FIXTURES / name).read_text())
+    payload: dict[str, Any] = json.loads((FIXTURES / name).read_text())
+    return payload
 
 
 def test_block_action_in_one_workspace() -> None:

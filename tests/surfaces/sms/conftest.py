@@ -24,6 +24,7 @@ from contracts.ports import (
     Answer,
     ApprovalCard,
     Delivered,
+    Look,
     Outcome,
     Placed,
     SmsRoute,
@@ -80,7 +81,7 @@ def make_card(
 
 def sms_route(*approvers: str, from_number: str | None = BOT, service: str | None = None) -> SmsRoute:
     return SmsRoute(
-        surface="sms",
+        surface=SurfaceType.SMS,
         from_number=from_number,
         messaging_service_sid=service,
         approvers=approvers or (ALICE,),
@@ -101,7 +102,7 @@ class FakeDesk:
         self.failures: list[tuple[str, str, str]] = []
 
     def add(self, card: ApprovalCard, route: SmsRoute, conversation: str | None = BOT) -> Placed:
-        delivered = None if conversation is None else Delivered("sms", conversation, ("SMx",))
+        delivered = None if conversation is None else Delivered(SurfaceType.SMS, conversation, ("SMx",))
         placed = Placed(card=card, route=route, delivered=delivered)
         self.approvals[card.approval_id] = placed
         return placed
@@ -137,6 +138,14 @@ class FakeDesk:
         status = ApprovalStatus.APPROVED if answer.verdict is Verdict.APPROVE else ApprovalStatus.DENIED
         self.close(answer.approval_id, status, "person", answer.actor)
         return self.approvals[answer.approval_id].card
+
+    async def full_call(self, look: Look) -> ApprovalCard:
+        placed = self.approvals.get(look.approval_id)
+        if placed is None:
+            raise ApprovalNotFound("no such approval")
+        if look.actor not in placed.route.approvers:
+            raise NotAnApprover("you are not an approver of this request.")
+        return placed.card
 
     async def placed(self, approval_id: str) -> Placed | None:
         return self.approvals.get(approval_id)

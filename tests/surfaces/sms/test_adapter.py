@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from contracts.enums import ApprovalStatus
+from contracts.enums import ApprovalStatus, SurfaceType
 from contracts.errors import SurfaceUnavailable
 from contracts.ports import Delivered, SlackRoute
 from surfaces.sms import SmsAdapter, SmsConfig, SmsConfigError
@@ -126,7 +126,7 @@ async def test_other_routes_and_lifecycle_misuse(desk: Any, kit: Any, config: Sm
     with pytest.raises(SurfaceUnavailable, match="not started"):
         await adapter.deliver(kit.card(), kit.route(kit.alice))
     await adapter.start()
-    slack = SlackRoute("slack", "T1", None, "C1", None, ("U1",), ("T1",))
+    slack = SlackRoute(SurfaceType.SLACK, "T1", None, "C1", None, ("U1",), ("T1",))
     with pytest.raises(SurfaceUnavailable, match="slack"):
         await adapter.deliver(kit.card(), slack)
     await adapter.stop()
@@ -152,7 +152,7 @@ async def test_show_outcome_texts_each_reachable_approver_once(
     adapter: SmsAdapter, emu: TwilioEmulator, desk: Any, kit: Any
 ) -> None:
     route = kit.route(kit.alice, kit.bob)
-    receipt = Delivered("sms", kit.bot, ("SM1", "SM2"))
+    receipt = Delivered(SurfaceType.SMS, kit.bot, ("SM1", "SM2"))
     await desk.set_opted_out(kit.bob, True)
     card = kit.card(status=ApprovalStatus.APPROVED)
     await adapter.show_outcome(card, route, receipt)
@@ -164,7 +164,7 @@ async def test_show_outcome_texts_each_reachable_approver_once(
 async def test_show_outcome_swallows_send_errors(adapter: SmsAdapter, emu: TwilioEmulator, kit: Any) -> None:
     emu.fail_next(status=500)
     card = kit.card(status=ApprovalStatus.EXPIRED)
-    await adapter.show_outcome(card, kit.route(kit.alice), Delivered("sms", kit.bot))
+    await adapter.show_outcome(card, kit.route(kit.alice), Delivered(SurfaceType.SMS, kit.bot))
     assert emu.sent == []
 
 
@@ -173,7 +173,7 @@ async def test_show_outcome_uses_the_messaging_service_it_was_sent_from(
 ) -> None:
     service = "MG" + "b" * 32
     card = kit.card(status=ApprovalStatus.DENIED)
-    await adapter.show_outcome(card, kit.route(kit.alice), Delivered("sms", service))
+    await adapter.show_outcome(card, kit.route(kit.alice), Delivered(SurfaceType.SMS, service))
     assert emu.sent[0].messaging_service_sid == service
 
 

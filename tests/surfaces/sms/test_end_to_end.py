@@ -180,7 +180,8 @@ async def test_a_retry_after_a_failed_answer_still_decides(
         key = await h.create_tenant("acme")
         start = await request(h, key, "c1")
         await h.delivered(start["approvalId"], every_message=True)
-        real_append, failures = ledger.append, []
+        real_append = ledger.append
+        failures: list[str] = []
 
         def append_failing_once(conn: Any, rec: Any, *args: Any, **kwargs: Any) -> Any:
             # The database fails after the message id was written in the same transaction.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import httpx
 import pytest
 from twilio.request_validator import RequestValidator
 
@@ -21,7 +22,7 @@ HELP = (
 )
 
 
-def said(response: Any) -> str | None:
+def said(response: httpx.Response) -> str | None:
     """The text of the TwiML reply, or None for an empty `<Response />`."""
     assert response.status_code == 200, response.text
     assert response.headers["content-type"].startswith("application/xml")

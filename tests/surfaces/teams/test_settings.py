@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from bot.app import ConfigurationError, build_app, partial_configuration, parts_of
+from bot.http.app import ConfigurationError, build_app, partial_configuration, parts_of
+from bot.policy.rules import load_policy
 from bot.settings import Settings
-from tests.harness import TEST_SECRET, load_policy
+from tests.harness import TEST_SECRET
 from tests.surfaces.teams.world import APP_ID, HOME, POLICY
 
 TEAMS = {

@@ -255,7 +255,8 @@ async def test_a_refused_template_fails_the_request_closed(world: World) -> None
     approval_id = response.json()["approvalId"]
 
     async def closed() -> bool:
-        return (await status(h, key, approval_id))["status"] != "pending"
+        state: str = (await status(h, key, approval_id))["status"]
+        return state != "pending"
 
     from tests.harness import until_async
 
@@ -285,7 +286,7 @@ def test_a_bad_content_sid_is_refused_with_the_variable_named() -> None:
 
 
 def test_a_whatsapp_requester_is_not_the_same_number_texting_by_sms() -> None:
-    from bot.run_grants import requester_key
+    from bot.approvals.run_grants import requester_key
 
     whatsapp = requester_key({"type": "whatsapp", "phone": ALICE})
     assert whatsapp == f"whatsapp:{ALICE}" and whatsapp != requester_key({"type": "sms", "phone": ALICE})

@@ -1,0 +1,75 @@
+"""Approvals: the engine, one approval's life (intake, answers, close), its bodies, grants,
+trail, standing denies, and the desk surfaces answer through.
+"""
+
+from typing import TYPE_CHECKING
+
+from bot import lazy_exports
+
+if TYPE_CHECKING:
+    from bot.approvals.bodies import Start, actor_of, decision_body, start_body
+    from bot.approvals.denials import Denials, setter, to_wire
+    from bot.approvals.desk import Desk
+    from bot.approvals.engine import Engine, HandoffKind, Wakeups
+    from bot.approvals.grants import GrantSigner, callback_secret
+    from bot.approvals.lifecycle import (
+        EXECUTE_GRACE,
+        Closing,
+        closed_error,
+        new_id,
+        queue_callback,
+        queue_card_update,
+        queue_execution,
+        refused,
+        stored,
+    )
+    from bot.approvals.notifier import Notifier
+
+__all__ = [
+    "EXECUTE_GRACE",
+    "Closing",
+    "Denials",
+    "Desk",
+    "Engine",
+    "GrantSigner",
+    "HandoffKind",
+    "Notifier",
+    "Start",
+    "Wakeups",
+    "actor_of",
+    "callback_secret",
+    "closed_error",
+    "decision_body",
+    "new_id",
+    "queue_callback",
+    "queue_card_update",
+    "queue_execution",
+    "refused",
+    "setter",
+    "start_body",
+    "stored",
+    "to_wire",
+]
+__getattr__ = lazy_exports(
+    __name__,
+    __all__,
+    {
+        "bot.approvals.bodies": ["Start", "actor_of", "decision_body", "start_body"],
+        "bot.approvals.denials": ["Denials", "setter", "to_wire"],
+        "bot.approvals.desk": ["Desk"],
+        "bot.approvals.engine": ["Engine", "HandoffKind", "Wakeups"],
+        "bot.approvals.grants": ["GrantSigner", "callback_secret"],
+        "bot.approvals.lifecycle": [
+            "EXECUTE_GRACE",
+            "Closing",
+            "closed_error",
+            "new_id",
+            "queue_callback",
+            "queue_card_update",
+            "queue_execution",
+            "refused",
+            "stored",
+        ],
+        "bot.approvals.notifier": ["Notifier"],
+    },
+)

@@ -1,0 +1,115 @@
+"""The wire bodies of an approval: `approval_start` while pending, the decision object after."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.approvals.grants import GrantSigner
+from contracts.answers import ApprovalStart, DecidedBy, Decision, SystemDecider
+from contracts.digest import parameters_digest
+from contracts.enums import ApprovalStatus
+from contracts.handoff import CODES, HandoffStart
+from storage.records import Record, ts
+
+Start = ApprovalStart | HandoffStart
+"""What a pending request answers with: `approval_start`, or `handoff_start` for a handoff."""
+
+
+def actor_of(decided_by: DecidedBy) -> dict[str, Any]:
+    """A decider as the wire and the audit record show it."""
+    return decided_by.model_dump(mode="json", exclude_none=True)
+
+
+def operation_fields(rec: Record, *, preview: bool) -> dict[str, Any]:
+    """An operation's name and digest, with its preview (pending) or outcome (decided); never
+    its arguments."""
+    op = rec.operation
+    if op is None:
+        return {}
+    fields: dict[str, Any] = {"operation": op.name, "argumentsDigest": op.arguments_digest}
+    if preview:
+        fields["preview"] = op.preview_model
+    else:
+        fields["outcome"] = op.outcome_model
+    return fields
+
+
+def contract_claims(rec: Record) -> dict[str, str]:
+    """An operation's grant binds the contract too, so the application can check with the grant
+    alone that it runs what was approved: `argumentsDigest` and the preview's `previewDigest`."""
+    op = rec.operation
+    if op is None:
+        return {}
+    return {"argumentsDigest": op.arguments_digest, "previewDigest": parameters_digest(op.preview)}
+
+
+def start_body(rec: Record) -> Start:
+    """The `approval_start` object (`handoff_start` for a handoff)."""
+    if rec.handoff is not None:
+        return HandoffStart(
+            approvalId=rec.id,
+            executionId=rec.execution_id,
+            toolCallId=rec.tool_call_id,
+            toolName=rec.tool_name,
+            parameters=rec.parameters,
+            parametersDigest=rec.digest,
+            reason=rec.handoff.reason,
+            steps=list(rec.handoff.steps),
+            timeout=round((rec.expires_at - rec.created_at) * 1000),
+            startedAt=ts(rec.created_at),
+            expiresAt=ts(rec.expires_at),
+            shortCode=rec.short_code,
+        )
+    return ApprovalStart(
+        approvalId=rec.id,
+        executionId=rec.execution_id,
+        toolCallId=rec.tool_call_id,
+        toolName=rec.tool_name,
+        parameters=rec.parameters,
+        parametersDigest=rec.digest,
+        timeout=round((rec.expires_at - rec.created_at) * 1000),
+        startedAt=ts(rec.created_at),
+        expiresAt=ts(rec.expires_at),
+        status=rec.status,
+        shortCode=rec.short_code,
+        **operation_fields(rec, preview=True),
+    )
+
+
+def decision_body(rec: Record, signer: GrantSigner, grant_ttl: float) -> Decision:
+    """The decision object; `grant` (a signed JWS) only when approved."""
+    grant = None
+    decided_at = rec.decided_at or rec.created_at
+    if rec.status is ApprovalStatus.APPROVED:
+        grant = signer.sign(
+            {
+                "iss": "cosigner",
+                "sub": rec.id,
+                "tenant": rec.tenant,
+                "executionId": rec.execution_id,
+                "toolCallId": rec.tool_call_id,
+                "toolName": rec.tool_name,
+                "digest": rec.digest,
+                "iat": int(decided_at),
+                "exp": int(decided_at + grant_ttl),
+                **contract_claims(rec),
+            }
+        )
+    handoff = rec.handoff
+    return Decision(
+        approvalId=rec.id,
+        executionId=rec.execution_id,
+        toolCallId=rec.tool_call_id,
+        toolName=rec.tool_name,
+        status=rec.status,
+        decidedBy=rec.decided_by or SystemDecider(code="UNKNOWN"),
+        decidedAt=ts(decided_at),
+        comment=rec.comment,
+        parametersDigest=rec.digest,
+        grant=grant,
+        traceId=rec.trace_id,
+        **operation_fields(rec, preview=False),
+        code=CODES.get(rec.status) if handoff is not None else None,
+        receipt=handoff.receipt if handoff is not None else None,
+        detail=handoff.detail if handoff is not None else None,
+    )

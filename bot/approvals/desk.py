@@ -1,0 +1,216 @@
+"""The desk surfaces talk to: the `ApprovalDesk` (and `SmsDesk`) of `contracts.ports`.
+
+Slack and SMS hand in verified, parsed answers; SMS also asks where approvals were texted
+and keeps its own state here. Everything that changes an approval goes through the
+engine, and every answer through the one transition of `bot.approvals.lifecycle`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from bot.approvals import denials
+from bot.approvals.denials import Denials
+from bot.approvals.engine import Engine, HandoffKind
+from bot.approvals.lifecycle import Closing, check_answer, check_reader
+from bot.policy import Policy
+from contracts.answers import PersonDecider
+from contracts.denials import Denial
+from contracts.enums import ApprovalStatus, AuditEvent, SurfaceType, Verdict
+from contracts.errors import ApprovalNotFound, InvalidRequest
+from contracts.ports import Answer, ApprovalCard, Delivered, Look, Placed
+from storage import approvals as ledger
+from storage import inbound, sms_state
+from storage import inbox as pending
+from storage.database import Database, Tx
+
+T = TypeVar("T")
+CLOSING_VERDICTS = {
+    Verdict.APPROVE: ApprovalStatus.APPROVED,
+    Verdict.APPROVE_FOR_RUN: ApprovalStatus.APPROVED,
+    Verdict.CANCEL: ApprovalStatus.CANCELLED,
+}
+
+
+def inbound_of(answer: Answer) -> tuple[SurfaceType, str] | None:
+    """The surface message that carried an answer, recorded with it (SMS MessageSid)."""
+    return (SurfaceType(answer.surface), answer.message_id) if answer.message_id else None
+
+
+class Desk:
+    """Answers from surfaces, delivery lookups, and the SMS surface's own state."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        db: Database,
+        clock: Callable[[], float],
+        policy: Policy,
+        denials: Denials,
+        handoffs: HandoffKind | None,
+    ) -> None:
+        self.engine = engine
+        self.db = db
+        self.clock = clock
+        self.policy = policy
+        self.denials = denials
+        self.handoffs = handoffs
+
+    async def answer(self, answer: Answer) -> ApprovalCard:
+        """Check an answer from Slack or SMS and apply it; refusals are audited."""
+        surface = SurfaceType(answer.surface)
+        team = (answer.actor_org or answer.org) if surface is SurfaceType.SLACK else None
+        actor = PersonDecider(surface=surface, userId=answer.actor, teamId=team or None)
+        if answer.verdict is Verdict.DONE:
+            if self.handoffs is None:
+                raise InvalidRequest("handoffs need COSIGNER_SECRET on this server")
+            return await self.handoffs.press_done(
+                self.engine,
+                answer.approval_id,
+                actor,
+                lambda rec: check_answer(rec, answer),
+                message=inbound_of(answer),
+            )
+        # Only the two approving verdicts approve; cancel cancels; any other (deny, always
+        # deny) denies.
+        to = CLOSING_VERDICTS.get(answer.verdict, ApprovalStatus.DENIED)
+        run_grant = None
+        if answer.verdict is Verdict.APPROVE_FOR_RUN:
+            run_grant = f"{surface.value}:{answer.actor}"
+        check: denials.Check = lambda rec: check_answer(rec, answer)  # noqa: E731
+        standing = None
+        if answer.verdict is Verdict.ALWAYS_DENY:
+            check, standing = denials.checked(check, answer.actor), denials.setting(answer.actor, team)
+        closing = Closing(
+            to,
+            actor,
+            comment=answer.comment,
+            check=check,
+            audit_refusal=True,
+            run_grant=run_grant,
+            inbound=inbound_of(answer),
+            also=standing,
+        )
+        rec = await self.engine.close(answer.approval_id, closing)
+        return rec.card()
+
+    def tenant_for_org(self, surface: SurfaceType, org: str) -> str | None:
+        """The tenant whose policy names this Slack team/enterprise or SMS number."""
+        return self.policy.tenant_for_org(surface, org)
+
+    async def full_call(self, look: Look) -> ApprovalCard:
+        """The whole call (redacted, never cut) for an approver where it was shown."""
+        rec = await self._read(lambda tx: ledger.load(tx, look.approval_id))
+        if rec is None:
+            raise ApprovalNotFound(f"approval {look.approval_id} does not exist")
+        # Reading decides nothing, so a refusal is not audited; it is raised to the reader.
+        check_reader(rec, look)
+        return rec.card()
+
+    # --- standing denies a person set (contracts.denials.DenialDesk) ------------
+
+    async def denials_of(self, tenant: str, surface: SurfaceType, person: str) -> Sequence[Denial]:
+        """The standing denies in force that `person` set on `surface` in `tenant`."""
+        return await self.denials.denials_of(tenant, surface, person)
+
+    async def lift_own(self, tenant: str, surface: SurfaceType, person: str, denial_id: str) -> Denial:
+        """Lift a standing deny that `person` set; anyone else's is not found."""
+        return await self.denials.lift_own(tenant, surface, person, denial_id)
+
+    async def pending_of(self, tenant: str, surface: SurfaceType, person: str) -> Sequence[Placed]:
+        """Pending requests of `tenant` on `surface` naming `person` (contracts.pending.PendingDesk)."""
+        return await self.db.run_read(lambda tx: pending.naming(tx, tenant, surface, person))
+
+    # --- what SMS needs besides -------------------------------------------------
+
+    async def placed(self, approval_id: str) -> Placed | None:
+        """An approval with its route and receipt, whatever its tenant."""
+        return await self.engine.placed(approval_id)
+
+    async def sending(self, approval_id: str, receipt: Delivered) -> None:
+        """Store where a pending approval is being sent, before it is sent."""
+        await self.engine.sending(approval_id, receipt)
+
+    async def fail_closed(self, approval_id: str, code: str, message: str) -> None:
+        """Deny a pending approval because its surface failed; no-op if already closed."""
+        await self.engine.fail_closed(approval_id, code, message)
+
+    async def note(self, approval_id: str, event: AuditEvent, data: Mapping[str, Any]) -> None:
+        """Append a surface event to the approval's audit chain (redacted)."""
+        await self.engine.note(approval_id, event, data)
+
+    async def _by_number(
+        self, to_number: str, from_number: str, *, pending: bool, limit: int
+    ) -> list[Placed]:
+        recs = await self._read(
+            lambda tx: ledger.by_delivery(
+                tx, f"{SurfaceType.SMS.value}:{to_number}", pending=pending, limit=limit
+            )
+        )
+        # The approver may be one of the route's, or of a route the request was escalated to.
+        return [
+            placed
+            for r in recs
+            if (placed := r.placed()) is not None
+            and any(
+                from_number in route.approvers for route in (placed.route, *(e.route for e in r.escalated))
+            )
+        ]
+
+    async def pending_for_number(self, to_number: str, from_number: str) -> Sequence[Placed]:
+        """Pending SMS approvals sent from `to_number` (or service) to approver `from_number`."""
+        return await self._by_number(to_number, from_number, pending=True, limit=200)
+
+    async def latest_for_number(self, to_number: str, from_number: str) -> Placed | None:
+        """The newest SMS approval between these numbers, in any state."""
+        found = await self._by_number(to_number, from_number, pending=False, limit=50)
+        return found[0] if found else None
+
+    async def message_seen(self, message_sid: str) -> bool:
+        """True if this inbound text was handled before."""
+        return await self._read(lambda tx: inbound.seen(tx, SurfaceType.SMS, message_sid))
+
+    async def mark_message_seen(self, message_sid: str) -> bool:
+        """Record an inbound text as handled; True the first time."""
+        return await self._write(lambda tx, now: inbound.record(tx, SurfaceType.SMS, message_sid, now))
+
+    async def opted_out(self, number: str) -> bool:
+        """True while `number` has opted out by STOP."""
+        return await self._read(lambda tx: sms_state.opted_out(tx, number))
+
+    async def set_opted_out(self, number: str, out: bool) -> None:
+        """Record an opt-out (STOP) or clear it (START)."""
+        await self._write(lambda tx, now: sms_state.set_opted_out(tx, number, out, now))
+
+    async def mark_texting(self, approval_id: str, number: str) -> None:
+        """Record that the request is about to be texted to `number`."""
+        await self._write(lambda tx, now: sms_state.mark_texting(tx, approval_id, number, now))
+
+    async def was_texted(self, approval_id: str, number: str) -> bool:
+        """True once the request was (or was being) texted to `number`."""
+        return await self._read(lambda tx: sms_state.was_texted(tx, approval_id, number))
+
+    async def record_sent(self, approval_id: str, number: str, message_sid: str) -> None:
+        """Record the MessageSid of the request texted to `number`."""
+        await self._write(lambda tx, now: sms_state.record_sent(tx, approval_id, number, message_sid, now))
+
+    async def sent_sid(self, approval_id: str, number: str) -> str | None:
+        """The MessageSid of the request already texted to `number`, if any."""
+        return await self._read(lambda tx: sms_state.sent_sid(tx, approval_id, number))
+
+    async def approval_of_sid(self, message_sid: str) -> str | None:
+        """The approval a request text with this MessageSid belongs to."""
+        return await self._read(lambda tx: sms_state.approval_of_sid(tx, message_sid))
+
+    async def first_outcome(self, approval_id: str, number: str) -> bool:
+        """Record that the outcome is texted to `number`; False if it was before."""
+        return await self._write(lambda tx, now: sms_state.first_outcome(tx, approval_id, number, now))
+
+    async def _read(self, step: Callable[[Tx], T]) -> T:
+        return await self.db.run_read(step)
+
+    async def _write(self, step: Callable[[Tx, float], T]) -> T:
+        now = self.clock()
+        return await self.db.run_write(lambda tx: step(tx, now))

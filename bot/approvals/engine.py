@@ -1,0 +1,575 @@
+"""The engine: the async side of an approval's life.
+
+It creates approvals by policy (`bot.approvals.intake`), wakes the agents waiting on them, and closes
+them through the one transition of `bot.approvals.lifecycle`. Each step is one synchronous function
+run inside one transaction (`Database.run_write`); this module only orchestrates them and
+wakes the workers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Collection, Mapping
+from typing import Any, Protocol
+
+from bot.approvals import denials as standing
+from bot.approvals import lifecycle as approval
+from bot.approvals import trail
+from bot.approvals.bodies import Start, decision_body, start_body
+from bot.approvals.denials import Denials
+from bot.approvals.grants import GrantSigner
+from bot.approvals.intake import Call, Intake, create_tx
+from bot.approvals.lifecycle import Closing
+from bot.approvals.notifier import Notifier
+from bot.egress import AllowList
+from bot.observability import Answered, Metrics, Tracing
+from bot.observability.activity import Activity, Answer, Step
+from bot.policy import (
+    Policy,
+    Ruling,
+    SmsSender,
+    ToolRule,
+    callback_allowed,
+    decide,
+    differences,
+    json_limits,
+    redact,
+    surface_belongs,
+)
+from contracts.answers import (
+    AgentDecider,
+    Decision,
+    PersonDecider,
+    PolicyDecider,
+    SystemDecider,
+    TimeoutDecider,
+)
+from contracts.denials import Denial
+from contracts.digest import digest_of_canonical
+from contracts.enums import ApprovalStatus, AuditEvent, SurfaceType, Verdict
+from contracts.errors import (
+    AlreadyDecided,
+    ApprovalExpired,
+    ApprovalModeUnsupported,
+    ApprovalNotFound,
+    CosignerError,
+    InvalidRequest,
+    PermissionDenied,
+)
+from contracts.handoff import HandoffState
+from contracts.names import fold
+from contracts.ports import ApprovalCard, DashboardRoute, Delivered, Placed
+from contracts.wire import AdmitRequest, ApprovalRequest, DecisionRequest, ResultReport
+from storage import approvals as ledger
+from storage.audit import AuditRow
+from storage.database import Conflict, Database
+from storage.jobs import Job
+from storage.operations import OperationRecord
+from storage.records import Record, delivered_to_json
+from storage.sealing import TokenSeal
+
+log = logging.getLogger("cosigner.engine")
+
+RECHECK_SECONDS = 5.0
+DASHBOARD_VERDICTS = {
+    Verdict.APPROVE: ApprovalStatus.APPROVED,
+    Verdict.DENY: ApprovalStatus.DENIED,
+    Verdict.ALWAYS_DENY: ApprovalStatus.DENIED,
+    Verdict.CANCEL: ApprovalStatus.CANCELLED,
+}
+
+
+class Wakeups:
+    """The events that wake the background workers: `jobs` when work was queued, `expiry`
+    when an approval's deadline may have moved. Made once by the app and handed to the
+    engine and to whatever queues or runs that work."""
+
+    def __init__(self) -> None:
+        self.jobs = asyncio.Event()
+        self.expiry = asyncio.Event()
+
+    def all(self) -> None:
+        """Wake both (time moved, or the app stops)."""
+        self.jobs.set()
+        self.expiry.set()
+
+
+class HandoffKind(Protocol):
+    """The handoff request kind, plugged in at construction (`bot.handoffs.lifecycle.Handoffs`)."""
+
+    done_wait: float
+
+    def state(self, tenant: str, req: ApprovalRequest, rule: ToolRule) -> HandoffState | None:
+        """A new handoff's state (None: the rule is not a handoff's)."""
+        ...
+
+    async def press_done(
+        self,
+        engine: Engine,
+        approval_id: str,
+        decider: PersonDecider,
+        check: Callable[[Record], None],
+        *,
+        tenant: str | None = None,
+        message: tuple[SurfaceType, str] | None = None,
+    ) -> ApprovalCard:
+        """Done pressed: on the dashboard (`tenant`), or on a surface (`message` carried it)."""
+        ...
+
+
+class Engine:
+    """The approval lifecycle: create, wait, close, expire, and the receipts of deliveries."""
+
+    def __init__(
+        self,
+        db: Database,
+        policy: Policy,
+        signer: GrantSigner,
+        *,
+        metrics: Metrics,
+        sms_sender: SmsSender | None = None,
+        notifier: Notifier | None = None,
+        surfaces: Collection[str] | None = None,
+        clock: Callable[[], float] = time.time,
+        callback_allow: AllowList | None = None,
+        tracing: Tracing | None = None,
+        seal: TokenSeal | None = None,
+        handoffs: HandoffKind | None = None,
+        shadow: Policy | None = None,
+        executes: bool = False,
+        denials: Denials | None = None,
+        wakeups: Wakeups | None = None,
+    ) -> None:
+        self.db = db
+        self.policy = policy
+        self.signer = signer
+        self.metrics = metrics
+        self.sms_sender = sms_sender or SmsSender()
+        # Where requests may be routed (the dashboard and the app's surfaces), read at each
+        # request: the app's own set, which its surface adapters join once built.
+        self.surfaces = surfaces if surfaces is not None else {SurfaceType.DASHBOARD}
+        self.clock = clock
+        self.callback_allow = callback_allow or AllowList()
+        self.notifier = notifier or Notifier()
+        self.denials = denials or Denials(db, clock)
+        self.tracing = tracing or Tracing()
+        self.seal = seal  # seals a handoff's parameters until its check
+        self.handoffs = handoffs
+        self.shadow = shadow  # decided alongside, acts on nothing (COSIGNER_POLICY_SHADOW)
+        self.wakeups = wakeups or Wakeups()
+        # How often a waiter re-reads on its own, in case a notification from another
+        # replica was lost; push is the normal path.
+        self.recheck_seconds = RECHECK_SECONDS
+        # With `executes` (a job worker runs in this process), an approved operation is sent
+        # at once: `close` claims its job, and the worker takes it from `to_execute` (its
+        # claimed job, or None when the worker must claim it). Without, the job waits for a
+        # worker's poll.
+        self.executes = executes
+        self.to_execute: asyncio.Queue[tuple[str, tuple[Job, Record] | None]] = asyncio.Queue()
+
+    async def approved(self) -> tuple[str, tuple[Job, Record] | None]:
+        """The next operation approved here to send at once (with `executes`): its approval id
+        and the `execute` job `close` claimed for it (None: the worker must claim it)."""
+        return await self.to_execute.get()
+
+    @property
+    def grant_ttl(self) -> float:
+        """How long a grant stays valid after the decision."""
+        return self.policy.defaults.grant_ttl
+
+    # --- reading ----------------------------------------------------------------
+
+    async def record(self, approval_id: str, tenant: str | None = None) -> Record:
+        """The approval, if it belongs to `tenant` (None: any tenant)."""
+        rec = await self.db.run_read(lambda tx: ledger.load(tx, approval_id))
+        if rec is None or (tenant is not None and rec.tenant != tenant):
+            raise ApprovalNotFound(
+                f"no approval {approval_id} for this API key; check the id "
+                "and that you use the key of the tenant that created it"
+            )
+        return rec
+
+    def body(self, rec: Record) -> Start | Decision:
+        """The wire body for GET: `approval_start` while pending, else the decision."""
+        if rec.closed:
+            return decision_body(rec, self.signer, self.grant_ttl)
+        return start_body(rec)
+
+    async def wait(self, tenant: str, approval_id: str, seconds: float) -> Record:
+        """Return once the approval settles (closes; an approved operation: has its outcome)
+        or `seconds` pass.
+
+        Push, not polling: the waiter subscribes before it reads, and the closing step hands
+        it the closed record. A NOTIFY from another replica wakes it to read again, and a
+        slow recheck covers a lost notification.
+        """
+        deadline = self.clock() + seconds
+        while True:
+            fut = self.notifier.subscribe(approval_id)
+            try:
+                rec = await self.record(approval_id, tenant)
+                now = self.clock()
+                if rec.settled or deadline <= now:
+                    return rec
+                timeout = min(deadline - now, self.recheck_seconds)
+                if not rec.closed:  # else an approved operation, waiting for its outcome
+                    if rec.expires_at <= now:
+                        await self.expire(rec.id)
+                        continue
+                    timeout = min(timeout, rec.expires_at - now + 0.01)
+                try:
+                    pushed = await asyncio.wait_for(asyncio.shield(fut), timeout)
+                except TimeoutError:
+                    continue
+                if isinstance(pushed, Record) and pushed.tenant == rec.tenant and pushed.settled:
+                    return pushed
+            finally:
+                self.notifier.unsubscribe(approval_id, fut)
+
+    # --- creating ---------------------------------------------------------------
+
+    async def admit(self, tenant: str, req: AdmitRequest) -> list[Denial]:
+        """Refuse a run whose gated tools need a person the surface cannot host; report the
+        standing denies its tools would be refused by."""
+        held: list[Denial] = []
+        needing: list[str] = []
+        messages: list[str] = []
+        rules: list[str] = []
+        surface_belongs(self.policy, tenant, req.surface)
+        for tool in dict.fromkeys(req.tools):
+            # No parameters yet: a threshold cannot let the call through before it is made.
+            ruling = decide(
+                self.policy, tenant, tool, {}, req.surface, enabled=self.surfaces, sms=self.sms_sender
+            )
+            if ruling.deny or ruling.runs_unasked:
+                continue
+            route = ruling.route
+            if isinstance(route, ApprovalModeUnsupported):
+                needing.append(tool)
+                rules.append(ruling.rule.source)
+                messages.append(route.message)
+                continue
+            assert route is not None  # a surface was given, so a route or a refusal was found
+            found = await self.denials.held(tenant, tool, ruling.mode, route, req.surface.model_dump())
+            held += [found] if found is not None else []
+        if needing:
+            raise ApprovalModeUnsupported(
+                f"this run would need a person for {', '.join(needing)}, and cannot host one: " + messages[0],
+                policy=rules,
+                tools=needing,
+                surface=req.surface.type,
+            )
+        return held
+
+    async def create(
+        self,
+        tenant: str,
+        req: ApprovalRequest,
+        *,
+        rule: ToolRule | None = None,
+        contract: OperationRecord | None = None,
+        approval_id: str | None = None,
+    ) -> tuple[int, Start | Decision]:
+        """Handle `POST /v1/approvals`; returns (HTTP status, body). An operation passes its
+        own rule and the contract its application prepared for `approval_id`."""
+        canonical = json_limits(req.parameters)
+        surface_belongs(self.policy, tenant, req.surface)
+        if req.callbackUrl is not None:
+            callback_allowed(str(req.callbackUrl), self.callback_allow)
+        if req.reason is not None:
+            # The reason is free text that goes on the card, the text and the audit record:
+            # a credential pasted into it is redacted like one in the parameters.
+            req = req.model_copy(update={"reason": redact(req.reason)})
+        own_rule = rule is not None
+        rule = rule or self.policy.rule_for(tenant, req.toolName)
+        dig = digest_of_canonical(canonical)  # the bytes json_limits measured, not written twice
+        shown = redact(req.parameters, rule.redact)
+        handoff = None
+        if rule.handoff is not None:
+            if self.handoffs is None:
+                raise InvalidRequest("handoffs need COSIGNER_SECRET on this server")
+            handoff = self.handoffs.state(tenant, req, rule)
+        ruling = self._decide(self.policy, tenant, req, rule)
+        # Only gated tool calls have a shadow: an operation's rule is handed in by its caller.
+        shadow = None if self.shadow is None or own_rule else self._shadowed(tenant, req, ruling)
+        it = Intake(
+            self.policy,
+            tenant,
+            req,
+            rule,
+            Call.of(self.policy, tenant, req, rule, dig, ruling),
+            shown,
+            contract,
+            approval_id,
+            self.tracing.begin(),
+            handoff,
+            shadow,
+            ruling.label,
+            follow_ups=ruling.follow_ups,
+        )
+        for _attempt in range(3):
+            try:
+                created = await self.db.run_write(lambda tx: create_tx(tx, it, self.clock()))
+                break
+            except Conflict:
+                continue  # a concurrent create of the same call won; read its result
+        else:
+            raise InvalidRequest("could not create the approval; retry the same request")
+        rec = created.record
+        if created.replay:
+            await self.denials.refuse_again(rec)
+            return self._replay(rec)
+        if rec.closed:
+            self.tracing.closed(rec)
+        if shadow is not None:
+            self._shadow_differs(rec, shadow)
+        self.metrics.created(rec.status.value)
+        log.debug(
+            "approval created",
+            extra={
+                "approval_id": rec.id,
+                "tenant": tenant,
+                "tool": rec.tool_name,
+                "status": rec.status.value,
+                "activity": Activity(Step.CREATED, rec),
+            },
+        )
+        to_deliver = rec.route is not None and not isinstance(rec.route, DashboardRoute)
+        if to_deliver or (rec.closed and rec.callback_url):
+            self.wakeups.jobs.set()
+        self._execute(rec)
+        if created.denied_by_policy:
+            raise PermissionDenied(
+                rule.deny_reason or f"{rule.source} denies {rec.tool_name} for this tenant",
+                policy=rule.source,
+                approvalId=rec.id,
+            )
+        if created.standing is not None:
+            raise standing.refusal(created.standing, rec.id)
+        if not rec.closed:
+            return 201, start_body(rec)
+        return 200, decision_body(rec, self.signer, self.grant_ttl)
+
+    def _decide(self, policy: Policy, tenant: str, req: ApprovalRequest, rule: ToolRule | None) -> Ruling:
+        return decide(
+            policy,
+            tenant,
+            req.toolName,
+            req.parameters,
+            req.surface,
+            enabled=self.surfaces,
+            sms=self.sms_sender,
+            requested_timeout=req.timeoutSeconds,
+            rule=rule,
+        )
+
+    def _shadowed(self, tenant: str, req: ApprovalRequest, live: Ruling) -> dict[str, Any] | None:
+        """What the shadow policy would decide otherwise; it acts on nothing."""
+        assert self.shadow is not None
+        try:
+            return differences(live, self._decide(self.shadow, tenant, req, None))
+        except Exception:
+            # A shadow must never change what the live policy decides, not even by failing.
+            log.exception("the shadow policy failed to decide", extra={"tool": req.toolName})
+            return None
+
+    def _shadow_differs(self, rec: Record, shadow: Mapping[str, Any]) -> None:
+        """Log and count a shadow difference, once per request (a replayed call is not new)."""
+        # The label names only tools a policy names: an agent sends any name it likes, and
+        # each new label value would be a new time series kept for good.
+        assert self.shadow is not None
+        known = self.policy.knows(rec.tenant, rec.tool_name) or self.shadow.knows(rec.tenant, rec.tool_name)
+        self.metrics.shadow_difference(
+            fold(rec.tool_name) if known else "(unnamed)", shadow["from"], shadow["to"]
+        )
+        log.warning(
+            "the shadow policy decides this request differently",
+            extra={
+                "approval_id": rec.id,
+                "tenant": rec.tenant,
+                "tool": rec.tool_name,
+                "shadow_from": shadow["from"],
+                "shadow_to": shadow["to"],
+                "shadow_rule": shadow["rule"],
+                "shadow_loosens": shadow["loosens"],
+            },
+        )
+
+    def _replay(self, rec: Record) -> tuple[int, Start | Decision]:
+        if not rec.closed:
+            return 201, start_body(rec)
+        by = rec.decided_by
+        rule = by.rule if isinstance(by, PolicyDecider) else ""
+        if rec.status is ApprovalStatus.DENIED and rule.endswith(".deny"):
+            raise PermissionDenied(f"{rule} denies {rec.tool_name}", policy=rule[:-5], approvalId=rec.id)
+        return 200, decision_body(rec, self.signer, self.grant_ttl)
+
+    # --- closing ----------------------------------------------------------------
+
+    async def close(self, approval_id: str, closing: Closing) -> Record:
+        """Run the one transition (`bot.approvals.lifecycle.close`); a refusal it audited is raised after
+        its transaction commits."""
+        started = self.tracing.clock()
+        done = await self.db.run_write(
+            lambda tx: approval.close(
+                tx,
+                approval_id,
+                closing,
+                self.clock,
+                schema=self.db.schema,
+                callback_window=self.policy.defaults.callback_retry_window,
+                send_execute=self.executes,
+            )
+        )
+        self.tracing.after_close(
+            done.record, Answered(closing.decided_by, closing.to, done.refusal, done.changed), started
+        )
+        if isinstance(closing.decided_by, PersonDecider) and log.isEnabledFor(logging.DEBUG):
+            refused = str(done.refusal.code) if done.refusal is not None else None
+            log.debug(
+                "answer",
+                extra={
+                    "approval_id": approval_id,
+                    "code": refused,
+                    "activity": Activity(
+                        Step.ANSWERED, done.record, Answer(closing.decided_by, closing.to, refused)
+                    ),
+                },
+            )
+        if done.changed:
+            self._closed(done.record, done.execute)
+        if done.refusal is not None:
+            raise done.refusal
+        return done.record
+
+    def _closed(self, rec: Record, execute: Job | None = None) -> None:
+        self.metrics.closed(rec.status.value, rec.created_at, rec.decided_at or self.clock())
+        log.info(
+            "approval closed",
+            extra={
+                "approval_id": rec.id,
+                "tenant": rec.tenant,
+                "status": rec.status.value,
+                "activity": Activity(Step.DECIDED, rec),
+            },
+        )
+        if rec.settled:  # an approved operation's waiters are told once its outcome is stored
+            self.notifier.publish(rec.id, rec)
+        if rec.callback_url or rec.delivered is not None or rec.escalated:
+            self.wakeups.jobs.set()
+        self._execute(rec, execute)
+
+    def _execute(self, rec: Record, claimed: Job | None = None) -> None:
+        # An approved operation is carried out at once; its job is the fallback.
+        if rec.operation is None or rec.status is not ApprovalStatus.APPROVED:
+            return
+        if not self.executes:
+            self.wakeups.jobs.set()
+            return
+        self.to_execute.put_nowait((rec.id, None if claimed is None else (claimed, rec)))
+
+    async def expire(self, approval_id: str) -> bool:
+        """Close a pending approval whose time is up; False if it was not due or closed."""
+
+        def due(rec: Record) -> None:
+            if rec.expires_at > self.clock():
+                raise InvalidRequest("not due")
+
+        try:
+            await self.close(approval_id, Closing(ApprovalStatus.EXPIRED, TimeoutDecider(), check=due))
+        except CosignerError:
+            return False
+        return True
+
+    async def expire_due(self, limit: int = 200) -> int:
+        """Expire every pending approval past its time, including ones that expired while
+        the server was down. Safe on several replicas: each expiry happens once."""
+        now = self.clock()
+        ids = await self.db.run_read(lambda tx: ledger.due_ids(tx, now, limit))
+        done = 0
+        for approval_id in ids:
+            done += await self.expire(approval_id)
+        return done
+
+    async def next_expiry(self) -> float | None:
+        """When the next pending approval expires."""
+        return await self.db.run_read(ledger.next_expiry)
+
+    async def cancel(self, tenant: str, approval_id: str) -> Record:
+        """The agent withdraws its request."""
+        return await self.close(approval_id, Closing(ApprovalStatus.CANCELLED, AgentDecider(), tenant=tenant))
+
+    async def dashboard_decide(self, tenant: str, approval_id: str, req: DecisionRequest) -> Record:
+        """The tenant's app decides on behalf of its signed-in user (a handoff: done or cancel)."""
+        verdict = Verdict(req.decision)
+        person = PersonDecider(surface=SurfaceType.DASHBOARD, userId=req.userId)
+
+        def check(rec: Record) -> None:
+            approval.check_dashboard(rec, req.userId)
+            approval.check_verdict(rec, verdict)
+
+        if verdict is Verdict.DONE:
+            if self.handoffs is None:
+                raise InvalidRequest("handoffs need COSIGNER_SECRET on this server")
+            await self.handoffs.press_done(self, approval_id, person, check, tenant=tenant)
+            return await self.wait(tenant, approval_id, self.handoffs.done_wait)
+        to = DASHBOARD_VERDICTS[verdict]
+        checked: standing.Check = check
+        setting = None
+        if verdict is Verdict.ALWAYS_DENY:
+            checked, setting = standing.checked(check, req.userId), standing.setting(req.userId, None)
+        closing = Closing(
+            to,
+            person,
+            comment=req.comment,
+            tenant=tenant,
+            audit_refusal=True,
+            check=checked,
+            also=setting,
+        )
+        return await self.close(approval_id, closing)
+
+    async def fail_closed(self, approval_id: str, code: str, message: str) -> None:
+        """Deny a pending approval because its surface failed; no-op if already closed."""
+        try:
+            await self.close(
+                approval_id, Closing(ApprovalStatus.DENIED, SystemDecider(code=code), comment=message)
+            )
+        except (AlreadyDecided, ApprovalExpired, ApprovalNotFound):
+            return
+
+    async def report_result(self, tenant: str, approval_id: str, report: ResultReport) -> str:
+        """Put what the executed call returned on the audit record (redacted); the approval's id."""
+        json_limits(report.result, "result")
+        return await self.db.run_write(
+            lambda tx: trail.record_result(tx, self.policy, tenant, approval_id, report, self.clock)
+        )
+
+    # --- deliveries -------------------------------------------------------------
+
+    async def placed(self, approval_id: str) -> Placed | None:
+        """An approval with its route and receipt, whatever its tenant."""
+        rec = await self.db.run_read(lambda tx: ledger.load(tx, approval_id))
+        return rec.placed() if rec else None
+
+    async def sending(self, approval_id: str, receipt: Delivered) -> None:
+        """Store a receipt without messages before the surface sends anything, so an answer
+        racing the delivery is matched; only while the approval is pending and has none."""
+        stored = delivered_to_json(receipt)
+        await self.db.run_write(lambda tx: ledger.set_receipt_if_pending(tx, approval_id, stored))
+
+    async def delivered(self, approval_id: str, receipt: Delivered) -> None:
+        """Store a delivery receipt; if the approval closed meanwhile, queue the card update."""
+        if await self.db.run_write(lambda tx: trail.record_delivery(tx, approval_id, receipt, self.clock)):
+            self.wakeups.jobs.set()
+
+    async def note(self, approval_id: str, event: AuditEvent, data: Mapping[str, Any]) -> None:
+        """Append a surface or worker event to the approval's audit chain (redacted)."""
+        await self.db.run_write(lambda tx: trail.record_note(tx, approval_id, event, data, self.clock))
+
+    async def audit_trail(self, tenant: str | None, approval_id: str) -> list[AuditRow]:
+        """Every audit row of one approval, oldest first."""
+        await self.record(approval_id, tenant)
+        return await self.db.run_read(lambda tx: ledger.events_of(tx, approval_id))

@@ -1,0 +1,406 @@
+"""One approval's life: its states, the one transition, who may answer, and what closing queues.
+
+An approval is created `pending` (or already closed by policy, see `bot.approvals.intake`) and closes
+once: `close` is the only step that writes `status`. Its UPDATE is conditional on
+`status = 'pending'`, so of any number of concurrent answers exactly one wins and the rest
+get `AlreadyDecided`. The same transaction appends the audit events, queues the callback
+and the card update, records a run grant, and (on PostgreSQL) notifies the other replicas.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from bot.approvals.bodies import actor_of
+from bot.approvals.run_grants import requester_key
+from contracts.answers import DecidedBy, TimeoutDecider
+from contracts.enums import ApprovalMode, ApprovalStatus, AuditEvent, JobKind, SurfaceType, Verdict
+from contracts.errors import (
+    AlreadyDecided,
+    ApprovalExpired,
+    ApprovalNotFound,
+    CosignerError,
+    InvalidRequest,
+    NotAnApprover,
+    WrongConversation,
+    WrongTenant,
+)
+from contracts.names import fold
+from contracts.ports import (
+    Answer,
+    DashboardRoute,
+    Delivered,
+    Look,
+    Route,
+    SlackRoute,
+    SmsRoute,
+    TeamsRoute,
+)
+from storage import answers, jobs, operations
+from storage import approvals as ledger
+from storage.audit import Event
+from storage.database import Tx
+from storage.jobs import Queued
+from storage.records import Changes, Decided, Record
+
+# --- states -------------------------------------------------------------------
+
+TRANSITIONS = {
+    ApprovalStatus.PENDING: {
+        ApprovalStatus.APPROVED,
+        ApprovalStatus.DENIED,
+        ApprovalStatus.EXPIRED,
+        ApprovalStatus.CANCELLED,
+        ApprovalStatus.COMPLETED,
+        ApprovalStatus.FAILED,
+    },
+}
+HANDOFF_VERDICTS = frozenset({Verdict.DONE, Verdict.CANCEL})
+CARD_UPDATE_WINDOW = 3600.0
+
+
+def allowed(src: ApprovalStatus, dst: ApprovalStatus) -> bool:
+    """The transition table: only a pending approval may close, and only once."""
+    return dst in TRANSITIONS.get(src, set())
+
+
+def new_id(prefix: str) -> str:
+    """A random, URL-safe identifier with a readable prefix."""
+    return f"{prefix}_{secrets.token_urlsafe(15)}"
+
+
+def stored(decided_by: DecidedBy) -> str:
+    """A decider as the approvals table keeps it."""
+    return decided_by.model_dump_json(exclude_none=True)
+
+
+# --- who may answer -------------------------------------------------------------
+
+
+def closed_error(rec: Record) -> CosignerError:
+    """The refusal for an answer that reached a closed approval, naming its state."""
+    if rec.status is ApprovalStatus.EXPIRED:
+        return ApprovalExpired(
+            f"approval {rec.id} expired; expiry means deny and nothing "
+            "was done. Ask the agent to request it again.",
+            status=ApprovalStatus.EXPIRED.value,
+        )
+    return AlreadyDecided(
+        f"approval {rec.id} is already {rec.status.value}; a closed request never changes.",
+        status=rec.status.value,
+    )
+
+
+def check_answer(rec: Record, a: Answer) -> None:
+    """Tenant, conversation, app, message, approver (and Slack Connect) — in that order."""
+    check_reader(rec, a)
+    check_verdict(rec, a.verdict)
+
+
+def check_reader(rec: Record, a: Answer | Look) -> None:
+    """Who may answer may also read the whole call: the checks of `check_answer` but the verdict.
+
+    Once the request was escalated, the approvers of each route it was escalated to may
+    answer where it was delivered to them (and only there), as if it had been asked there."""
+    places = [(rec.route, rec.delivered), *((e.route, e.delivered) for e in rec.escalated)]
+    refusals: list[tuple[bool, CosignerError]] = []
+    for route, got in places:
+        try:
+            check_at(rec.id, route, got, a)
+        except CosignerError as exc:
+            refusals.append((_shown_there(route, got, a), exc))
+            continue
+        return
+    # The refusal of the card or text the answer came from says why; else the request's own.
+    raise next((exc for there, exc in refusals if there), refusals[0][1])
+
+
+def _shown_there(route: Route | None, got: Delivered | None, a: Answer | Look) -> bool:
+    """Whether the answer came from where this route's card or text was shown."""
+    if route is None or got is None or route.surface != a.surface or a.conversation != got.conversation:
+        return False
+    return not isinstance(route, SlackRoute | TeamsRoute) or a.message_ref in got.message_refs
+
+
+def check_at(approval_id: str, route: Route | None, got: Delivered | None, a: Answer | Look) -> None:
+    """The checks of one place the request was delivered to: its route and its receipt."""
+    if route is None or route.surface != a.surface:
+        where = route.surface if route else "nobody"
+        raise WrongConversation(f"approval {approval_id} was delivered to {where}, not {a.surface}")
+    if isinstance(route, SlackRoute):
+        orgs = {route.team_id, route.enterprise_id} - {None}
+    elif isinstance(route, SmsRoute):
+        orgs = {route.from_number, route.messaging_service_sid} - {None}
+    elif isinstance(route, TeamsRoute):
+        orgs = {route.tenant_id}
+    else:
+        orgs = set()
+    if a.org not in orgs and (a.enterprise_id is None or a.enterprise_id not in orgs):
+        raise WrongTenant(
+            f"this answer came from {a.org}, which is not where approval {approval_id} was delivered"
+        )
+    if got is None:
+        raise WrongConversation(f"approval {approval_id} has not been delivered yet")
+    if got.app_id and a.app_id != got.app_id:
+        raise WrongConversation(
+            f"this answer came through another {route.surface} app, not the one that showed it"
+        )
+    if a.conversation != got.conversation:
+        raise WrongConversation(f"approval {approval_id} was not posted in this conversation")
+    if isinstance(route, SlackRoute | TeamsRoute) and a.message_ref not in got.message_refs:
+        raise WrongConversation(f"this message is not the card of approval {approval_id}")
+    if isinstance(route, SlackRoute):
+        clicker_belongs(route, a)
+    if a.actor not in route.approvers:
+        raise NotAnApprover(f"{a.actor} is not an approver of approval {approval_id}")
+
+
+def check_verdict(rec: Record, verdict: Verdict) -> None:
+    """A handoff is done or cancelled, never approved or denied; an approval the reverse."""
+    if rec.mode is ApprovalMode.HANDOFF and verdict not in HANDOFF_VERDICTS:
+        raise InvalidRequest(
+            f"approval {rec.id} is a handoff: answer done or cancel (by SMS: DONE or NO); "
+            "a handoff is never approved or denied"
+        )
+    if rec.mode is not ApprovalMode.HANDOFF and verdict in HANDOFF_VERDICTS:
+        raise InvalidRequest(f"approval {rec.id} is not a handoff: answer approve or deny")
+    if verdict is Verdict.APPROVE_FOR_RUN and rec.mode is not ApprovalMode.ASK:
+        raise InvalidRequest("approve for this run is offered only for tools in mode ask")
+
+
+def clicker_belongs(route: SlackRoute, a: Answer | Look) -> None:
+    """Slack Connect: the clicker's own workspace or org (`user.team_id`) must be the route's.
+
+    The installation's org (`team.enterprise_id`, `enterprise.id`) says where the card
+    lives, not who clicked: Slack sends it with every click on that org's cards, including
+    clicks by people of another organization in a shared channel.
+    """
+    if a.actor_org is None:
+        raise NotAnApprover("Slack did not say which workspace the clicker belongs to (user.team_id)")
+    if a.actor_org in route.approver_teams:
+        return
+    fix = ""
+    if a.actor_org.startswith("E"):
+        # On Enterprise Grid, Slack sends the org id as `user.team_id`.
+        fix = f"; if {a.actor_org} is this tenant's own Enterprise Grid org, set slack_enterprise for it"
+    raise NotAnApprover(
+        f"people from workspace {a.actor_org} cannot approve requests of this tenant (Slack Connect){fix}"
+    )
+
+
+def check_dashboard(rec: Record, user_id: str) -> None:
+    """A dashboard decision must be for a dashboard request, from one of its approvers (or
+    one escalated to the dashboard, from an approver of that step)."""
+    for e in rec.escalated:
+        if isinstance(e.route, DashboardRoute) and user_id in e.route.approvers:
+            return
+    if rec.route is None or not isinstance(rec.route, DashboardRoute):
+        where = rec.route.surface if rec.route else "nobody (decided by policy)"
+        raise WrongConversation(
+            f"approval {rec.id} was delivered to {where}; only dashboard "
+            "requests are decided through this endpoint"
+        )
+    if user_id not in rec.route.approvers:
+        raise NotAnApprover(f"user {user_id} is not an approver of {rec.id}")
+
+
+# --- the one transition ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Closing:
+    """A requested transition: to what, by whom, and the conditions it must meet.
+
+    `check` refuses an answer that may not decide (see the checks above); a refusal is
+    audited in the same transaction when `audit_refusal`. `inbound` is the surface message
+    that carried the answer: it is recorded in that transaction, and if it was recorded
+    before, the answer was handled already and nothing changes.
+    """
+
+    to: ApprovalStatus
+    decided_by: DecidedBy
+    comment: str | None = None
+    tenant: str | None = None
+    check: Callable[[Record], None] | None = None
+    audit_refusal: bool = False
+    run_grant: str | None = None
+    inbound: tuple[SurfaceType, str] | None = None
+    # More to record in the same transaction when it closes as asked (a standing deny).
+    also: Callable[[Tx, Record, float], list[Event]] | None = None
+    changes: Changes | None = None  # more written with the status (a handoff's check)
+
+
+EXECUTE_GRACE = 5.0
+"""Seconds past an `execute` call's timeout before another attempt takes over its job."""
+
+
+@dataclass(frozen=True)
+class Closed:
+    """What `close` did: the record as it now stands, a refusal to raise, and whether it closed.
+
+    `execute` is the approved operation's `execute` job when `close` claimed it for the
+    caller (its first `execute` already counted as sent): the caller sends it at once."""
+
+    record: Record
+    refusal: CosignerError | None
+    changed: bool
+    execute: jobs.Job | None = None
+
+
+def refused(decided_by: DecidedBy, exc: CosignerError, wanted: ApprovalStatus) -> Event:
+    """The audit event of an answer that was not applied."""
+    return Event(
+        AuditEvent.DECISION_REFUSED,
+        actor_of(decided_by),
+        {"code": str(exc.code), "message": exc.message, "wanted": wanted.value},
+    )
+
+
+@dataclass(frozen=True)
+class Refused:
+    """The answer may not decide: `error` says why; `audited` when the refusal may go on the
+    audit record (a check that failed, or a closed approval)."""
+
+    error: CosignerError
+    audited: bool = True
+
+
+@dataclass(frozen=True)
+class Transition:
+    """The answer decides: to what and by whom; `refusal` is raised after it commits (a late
+    answer, which expires the approval instead)."""
+
+    to: ApprovalStatus
+    decided_by: DecidedBy
+    comment: str | None
+    refusal: CosignerError | None = None
+
+
+def decide(rec: Record, c: Closing, now: float) -> Refused | Transition:
+    """What an answer does to the approval as loaded at `now`; pure (besides `c.check`)."""
+    try:
+        if c.check is not None:
+            c.check(rec)
+        if rec.closed:
+            raise closed_error(rec)
+    except CosignerError as exc:
+        return Refused(exc)
+    to, decided_by, comment = c.to, c.decided_by, c.comment
+    refusal: CosignerError | None = None
+    if rec.expires_at <= now and to is not ApprovalStatus.EXPIRED:
+        # A late answer never decides: the approval expires now instead.
+        refusal = ApprovalExpired(
+            f"approval {rec.id} expired before this answer; expiry means deny and nothing was done",
+            status=ApprovalStatus.EXPIRED.value,
+        )
+        to, decided_by, comment = ApprovalStatus.EXPIRED, TimeoutDecider(), None
+    if to is ApprovalStatus.DENIED and rec.mode is ApprovalMode.HANDOFF:
+        to = ApprovalStatus.FAILED  # a handoff is never denied: failing closed fails it
+    if not allowed(rec.status, to):
+        return Refused(closed_error(rec), audited=False)
+    return Transition(to, decided_by, comment, refusal)
+
+
+def close(
+    tx: Tx,
+    approval_id: str,
+    c: Closing,
+    clock: Callable[[], float],
+    *,
+    schema: str | None,
+    callback_window: float,
+    send_execute: bool = False,
+) -> Closed:
+    """The one step that writes `status`, run inside one write transaction.
+
+    With `send_execute` (the caller can send `execute` itself), approving an operation also
+    claims its `execute` job and counts the first `execute` as sent, in this transaction:
+    one write fewer per operation than claiming it afterwards, with the same guarantees (if
+    the caller dies before sending, the job's next attempt asks `status` first)."""
+    loaded = answers.load(tx, approval_id, clock, c.inbound)
+    if loaded is None or (c.tenant is not None and loaded.record.tenant != c.tenant):
+        raise ApprovalNotFound(f"no approval {approval_id} for this caller")
+    rec, now = loaded.record, loaded.now
+    if not loaded.first:
+        return Closed(rec, None, False)
+    answer = decide(rec, c, now)
+    if isinstance(answer, Refused):
+        if not (c.audit_refusal and answer.audited):
+            raise answer.error
+        return Closed(
+            ledger.append(tx, rec, now, [refused(c.decided_by, answer.error, c.to)]), answer.error, False
+        )
+    to, decided_by, comment, refusal = answer.to, answer.decided_by, answer.comment, answer.refusal
+    events: list[Event] = [] if refusal is None else [refused(c.decided_by, refusal, c.to)]
+    events.append(Event(to.value, actor_of(decided_by), {"comment": comment}))
+    changes = replace(c.changes or Changes(), decided=Decided(to, now, decided_by, comment))
+    if c.also is not None and to is c.to:
+        events += c.also(tx, rec, now)
+    claim = None
+    if rec.operation is not None and to is ApprovalStatus.APPROVED:
+        # The claim pending → executing is this same conditional UPDATE: one answer wins it.
+        if send_execute:
+            executing, claim_events = operations.claimed_and_sending(rec.operation, rec.id)
+            events += claim_events
+            lock = now + rec.operation.execute_timeout + EXECUTE_GRACE
+            claim = answers.Claim(now, now + callback_window, lock)
+        else:
+            executing, event = operations.claim(rec.operation)
+            events.append(event)
+        changes = replace(changes, operation=executing)
+    after = replace(rec, status=to, operation=changes.operation or rec.operation)
+    grant = None
+    if c.run_grant is not None and to is ApprovalStatus.APPROVED:
+        grant = answers.Grant(fold(rec.tool_name), requester_key(rec.surface), c.run_grant)
+    queued = jobs_after(after, now, callback_window, executes_itself=send_execute)
+    rec, execute = answers.write(
+        tx, rec, now, events, changes, queued=queued, claim=claim, grant=grant, schema=schema
+    )
+    return Closed(rec, refusal, True, execute)
+
+
+def jobs_after(
+    rec: Record, now: float, callback_window: float, *, executes_itself: bool = False
+) -> list[Queued]:
+    """The jobs a closing queues for the approval as it will stand: an approved operation's
+    `execute` (unless the closing caller sends it), then once settled the callback and the
+    card update."""
+    queued: list[Queued] = []
+    if rec.operation is not None and rec.status is ApprovalStatus.APPROVED and not executes_itself:
+        queued.append(Queued(JobKind.EXECUTE, now, now + callback_window))
+    if rec.callback_url and rec.settled:
+        queued.append(Queued(JobKind.CALLBACK, now, now + callback_window, {"delivery": new_id("dlv")}))
+    if (rec.delivered is not None or rec.escalated) and rec.settled:
+        queued.append(Queued(JobKind.SHOW, now, now + CARD_UPDATE_WINDOW))
+    return queued
+
+
+# --- what a transition queues ---------------------------------------------------
+
+
+def queue_callback(tx: Tx, approval_id: str, now: float, window: float) -> None:
+    """Queue the POST of the decision to the agent's `callbackUrl`."""
+    jobs.queue(tx, JobKind.CALLBACK, approval_id, {"delivery": new_id("dlv")}, now, now + window)
+
+
+def queue_card_update(tx: Tx, approval_id: str, now: float) -> None:
+    """Queue showing the outcome where the approval was delivered."""
+    jobs.queue(tx, JobKind.SHOW, approval_id, {}, now, now + CARD_UPDATE_WINDOW)
+
+
+def queue_execution(tx: Tx, approval_id: str, now: float, window: float) -> None:
+    """Queue carrying out an approved operation at its application."""
+    jobs.queue(tx, JobKind.EXECUTE, approval_id, {}, now, now + window)
+
+
+def queue_after_close(tx: Tx, rec: Record, now: float, run_grant: str | None, callback_window: float) -> None:
+    """The callback, the card update and the run grant a closed approval asks for (an
+    approved operation's once its outcome is stored)."""
+    if rec.callback_url and rec.settled:
+        queue_callback(tx, rec.id, now, callback_window)
+    if (rec.delivered is not None or rec.escalated) and rec.settled:
+        queue_card_update(tx, rec.id, now)
+    if run_grant is not None and rec.status is ApprovalStatus.APPROVED:
+        ledger.grant_for_run(tx, rec, fold(rec.tool_name), requester_key(rec.surface), run_grant, now)

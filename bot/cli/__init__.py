@@ -1,0 +1,5 @@
+"""The `cosigner` command (`main`): serve, dev, migrate, tenants, policy, audit, denials."""
+
+from bot.cli.commands import main
+
+__all__ = ["main"]

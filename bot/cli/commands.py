@@ -1,0 +1,474 @@
+"""The `cosigner` command: serve, dev, migrate, tenants, policy, audit, denials."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from bot.approvals import callback_secret
+from bot.cli import denials as denial_cli
+from bot.cli import policy as policy_cli
+from bot.http import IssuedKey, ListenError, NewTenant, TenantKeys, valid_port
+from bot.policy import Policy, load_policy, load_policy_file
+from bot.settings import Settings, SettingsError, load_settings
+from contracts.enums import KeyScope
+from contracts.errors import CosignerError, PolicyError
+from storage.audit import event_to_json, stream_since, verify_chains
+from storage.audit import events_of as audit_rows
+from storage.database import (
+    Database,
+    DatabaseError,
+    DatabaseUrlError,
+    head_revision,
+    missing_sqlite_file,
+    safe_url,
+)
+
+if TYPE_CHECKING:
+    from starlette.routing import BaseRoute
+
+log = logging.getLogger("cosigner.cli")
+
+
+class UsageError(Exception):
+    """A command was given something it cannot use; the message names the fix."""
+
+
+def _policy_at(path: str) -> Policy:
+    policy = load_policy_file(path)
+    if problems := policy.operation_problems():
+        raise PolicyError(problems, policy.source)
+    return policy
+
+
+def _shadow(settings: Settings) -> Policy | None:
+    """The shadow policy, checked as strictly as the policy: one that fails to load stops serve."""
+    if not settings.policy_shadow:
+        return None
+    shadow = _policy_at(settings.policy_shadow)
+    log.warning(
+        "COSIGNER_POLICY_SHADOW is set: every request is also decided by %s, which acts on nothing",
+        settings.policy_shadow,
+    )
+    return shadow
+
+
+def _policy(settings: Settings) -> Policy:
+    if settings.policy:
+        return _policy_at(settings.policy)
+    log.warning("COSIGNER_POLICY is not set; every tool is treated as danger (a person approves each call)")
+    return load_policy("")
+
+
+def serve(args: argparse.Namespace) -> int:
+    """Run the server."""
+    import uvicorn
+
+    from bot.http import Server, announce, bind, build_app
+    from bot.observability import configure
+
+    settings = load_settings()
+    configure(settings.log_level)
+    policy = _policy(settings)
+    shadow = _shadow(settings)
+
+    async def check() -> None:
+        db = Database(settings.database_url, sqlite_synchronous=settings.sqlite_sync)
+        try:
+            if not db.is_sqlite:
+                await _require_schema(db)
+        finally:
+            await db.close()
+
+    clock: Callable[[], float] = time.time
+    extra_routes: list[BaseRoute] = []
+    if settings.test_clock is not None:
+        from bot.testing import SteppedClock, is_loopback
+
+        if not is_loopback(args.host):
+            raise UsageError(
+                "COSIGNER_TEST_CLOCK lets any local process move time and is for tests only; "
+                f"unset it, or serve on --host 127.0.0.1 (not {args.host})"
+            )
+        stepped = SteppedClock(settings.test_clock)
+        clock, extra_routes = stepped, stepped.routes()
+        log.warning(
+            "COSIGNER_TEST_CLOCK is set: time moves only by POST /test/clock; never do this in production"
+        )
+
+    sock = bind(args.host, args.port)
+    try:
+        asyncio.run(check())
+        app = build_app(settings, policy=policy, shadow=shadow, clock=clock, extra_routes=extra_routes)
+        # Keep idle connections longer than a load balancer's idle timeout (60 s is common):
+        # otherwise the server closes a connection the balancer is about to reuse, and that
+        # request fails with a reset. log_config=None: uvicorn logs through bot.observability.logs, as JSON.
+        config = uvicorn.Config(
+            app,
+            log_config=None,
+            log_level="warning",
+            access_log=False,
+            proxy_headers=True,
+            timeout_graceful_shutdown=5,
+            timeout_keep_alive=75,
+            backlog=4096,
+        )
+        port = sock.getsockname()[1]
+        Server(config, on_listening=lambda: announce(app, port)).run(sockets=[sock])
+    finally:
+        sock.close()
+    return 0
+
+
+def dev(args: argparse.Namespace) -> int:
+    """Run the sandbox: SQLite, the bundled emulators, a sample policy, a demo tenant."""
+    from bot.dev import run_dev
+
+    return int(run_dev(host=args.host, port=args.port, data_dir=args.data))
+
+
+async def _migrate(settings: Settings) -> str | None:
+    db = Database(settings.database_url, sqlite_synchronous=settings.sqlite_sync)
+    try:
+        await db.migrate()
+        return await db.revision()
+    finally:
+        await db.close()
+
+
+def migrate(args: argparse.Namespace) -> int:
+    """Bring the database schema up to date."""
+    revision = asyncio.run(_migrate(load_settings()))
+    print(f"database is at revision {revision}")
+    return 0
+
+
+async def _require_schema(db: Database) -> None:
+    """SQLite is migrated in place (one process owns it); PostgreSQL must be migrated
+    explicitly, once per upgrade, so replicas never race to change the schema."""
+    if db.is_sqlite:
+        await db.migrate()
+        return
+    current, newest = await db.revision(), head_revision()
+    if current != newest:
+        from bot.http import ConfigurationError
+
+        found = "no schema" if current is None else f"schema revision {current}"
+        raise ConfigurationError(
+            f"the database at {safe_url(db.url)} has {found}; this "
+            f"Cosigner needs {newest}. Run `cosigner migrate` first."
+        )
+
+
+def _require_file(url: str) -> None:
+    """Reading commands refuse a SQLite file that does not exist rather than create an empty one."""
+    missing = missing_sqlite_file(url)
+    if missing is not None:
+        raise UsageError(
+            f"no database at {missing}; check COSIGNER_DATABASE_URL (`cosigner migrate` creates a new one)"
+        )
+
+
+async def _with_db(fn: Any, *, create: bool = False) -> Any:
+    settings = load_settings()
+    if not create:
+        _require_file(settings.database_url)
+    db = Database(settings.database_url, sqlite_synchronous=settings.sqlite_sync)
+    try:
+        await _require_schema(db)
+        return await fn(db, settings)
+    finally:
+        await db.close()
+
+
+def _key_line(k: IssuedKey) -> str:
+    what = {KeyScope.AGENT: "for the agent", KeyScope.APPROVER: "for the approval app; decides"}[k.scope]
+    return f"{k.scope.value} key ({what}; id {k.key_id}): {k.key}"
+
+
+def tenants_create(args: argparse.Namespace) -> int:
+    """Create a tenant and print its agent key and approver key once."""
+
+    async def go(db: Database, settings: Settings) -> NewTenant:
+        return await TenantKeys(db).create(args.name)
+
+    made: NewTenant = asyncio.run(_with_db(go, create=True))
+    settings = load_settings()
+    print(f"tenant {args.name} created. Each key is shown once; only its hash is stored.")
+    print(_key_line(made.agent))
+    print(_key_line(made.approver))
+    if settings.secret:
+        print(f"callback signing secret: {callback_secret(settings.secret, args.name)}")
+    else:
+        print(
+            "note: COSIGNER_SECRET is not set, so the callback signing secret is not shown; "
+            f"set it and run `cosigner tenants secret {args.name}`",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def tenants_key_create(args: argparse.Namespace) -> int:
+    """Add a key of one scope to a tenant and print it once."""
+
+    async def go(db: Database, settings: Settings) -> IssuedKey:
+        return await TenantKeys(db).add_key(args.tenant, KeyScope(args.scope))
+
+    made: IssuedKey = asyncio.run(_with_db(go))
+    print(f"new {_key_line(made)}")
+    print("(shown once; only its hash is stored)")
+    return 0
+
+
+def tenants_key_revoke(args: argparse.Namespace) -> int:
+    """Remove one of a tenant's keys by its id."""
+
+    async def go(db: Database, settings: Settings) -> None:
+        await TenantKeys(db).revoke(args.tenant, args.key_id)
+
+    asyncio.run(_with_db(go))
+    print(f"revoked {args.key_id} of {args.tenant}: refused here at once, on running servers within 30 s")
+    return 0
+
+
+def tenants_secret(args: argparse.Namespace) -> int:
+    """Print a tenant's callback signing secret (derived from COSIGNER_SECRET)."""
+    settings = load_settings()
+    if not settings.secret:
+        print("error: set COSIGNER_SECRET (the server's value) to derive callback secrets", file=sys.stderr)
+        return 2
+
+    async def go(db: Database, settings: Settings) -> list[str]:
+        return await TenantKeys(db).names()
+
+    if args.name not in asyncio.run(_with_db(go)):
+        raise UsageError(f"no tenant {args.name!r}; create it with `cosigner tenants create`")
+    print(callback_secret(settings.secret, args.name))
+    return 0
+
+
+def tenants_rotate(args: argparse.Namespace) -> int:
+    """Give a tenant a new agent key, revoking its other agent keys."""
+
+    async def go(db: Database, settings: Settings) -> str:
+        return await TenantKeys(db).rotate(args.name)
+
+    print(f"new agent key for {args.name} (shown once): {asyncio.run(_with_db(go))}")
+    return 0
+
+
+def tenants_list(args: argparse.Namespace) -> int:
+    """List tenant names."""
+
+    async def go(db: Database, settings: Settings) -> list[str]:
+        return await TenantKeys(db).names()
+
+    for name in asyncio.run(_with_db(go)):
+        print(name)
+    return 0
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def policy_check(args: argparse.Namespace) -> int:
+    """Validate a policy file, printing every problem with its key path."""
+    policy = load_policy_file(args.file)
+    if problems := policy.operation_problems():
+        raise PolicyError(problems, str(args.file))
+
+    def verdict(name: str) -> str:
+        rule = policy.rule_for("", name)
+        return "deny" if rule.deny else rule.mode.value
+
+    tools = ", ".join(f"{n} ({verdict(n)})" for n in policy.tools)
+    print(f"{args.file}: OK — {_count(len(policy.tools), 'tool')}, {_count(len(policy.tenants), 'tenant')}")
+    if tools:
+        print(f"  tools: {tools}")
+    if policy.operations:
+        print(f"  operations: {', '.join(policy.operations)}")
+    return 0
+
+
+def audit_show(args: argparse.Namespace) -> int:
+    """Print an approval's audit events as JSON lines."""
+
+    async def go(db: Database, settings: Settings) -> list[Any]:
+        async with db.read() as conn:
+            return await audit_rows(conn, args.id)
+
+    rows = asyncio.run(_with_db(go))
+    if not rows:
+        raise UsageError(
+            f"no audit events for {args.id!r}; give an approval id (apv_…), e.g. from `cosigner audit export`"
+        )
+    first = event_to_json(rows[0])["data"]
+    if isinstance(first, dict) and first.get("traceId"):
+        print(f"trace {first['traceId']}")  # the W3C trace id its spans carry
+    for row in rows:
+        when = datetime.fromtimestamp(row.at, UTC).isoformat(timespec="milliseconds")
+        print(f"{row.seq:>3} {when} {row.event:<18} {row.actor} {row.data}")
+    return 0
+
+
+def _since(text: str | None) -> float:
+    if not text:
+        return 0.0
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise UsageError(f"--since {text!r}: give an ISO 8601 time, e.g. 2026-11-01T00:00:00Z") from exc
+    # A time without a zone means UTC, as everywhere else in the audit log.
+    return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
+
+
+def audit_export(args: argparse.Namespace) -> int:
+    """Write every audit event since a time as JSON lines."""
+    since = _since(args.since)
+
+    async def go(db: Database, settings: Settings) -> int:
+        count = 0
+        async with db.read() as conn:
+            async for row in stream_since(conn, since):
+                sys.stdout.write(json.dumps(event_to_json(row)) + "\n")
+                count += 1
+        return count
+
+    asyncio.run(_with_db(go))
+    return 0
+
+
+def audit_verify(args: argparse.Namespace) -> int:
+    """Check every hash chain; exit 1 and list the breaks if any row was edited or deleted."""
+
+    async def go(db: Database, settings: Settings) -> Any:
+        async with db.read() as conn:
+            return await verify_chains(conn)
+
+    checked, findings = asyncio.run(_with_db(go))
+    for f in findings:
+        print(f"BROKEN {f.approval_id} seq {f.seq}: {f.problem}")
+    if findings:
+        print(f"{len(findings)} problem(s) in {checked} events", file=sys.stderr)
+        return 1
+    print(f"audit OK: {checked} events, every chain intact")
+    return 0
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, reporting a usage mistake as one `error:` line like every other failure."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print one line naming the mistake and where help is, and exit 2."""
+        self.exit(2, f"error: {self.prog}: {message}; see `{self.prog} --help`\n")
+
+
+def parser() -> argparse.ArgumentParser:
+    """The argument parser."""
+    p = _Parser(prog="cosigner", description="Approval gate for AI agents.")
+    sub = p.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("serve", help="run the server (configured by environment)")
+    s.add_argument("--host", default="127.0.0.1")
+    s.add_argument("--port", type=valid_port, default=8000)
+    s.set_defaults(fn=serve)
+    d = sub.add_parser("dev", help="run the sandbox: emulated Slack and Twilio, demo tenant")
+    d.add_argument("--host", default="127.0.0.1")
+    d.add_argument("--port", type=valid_port, default=8000)
+    d.add_argument("--data", default="cosigner-data", help="folder for the sandbox database")
+    d.set_defaults(fn=dev)
+    sub.add_parser("migrate", help="create or upgrade the database schema").set_defaults(fn=migrate)
+    t = sub.add_parser("tenants", help="manage tenants").add_subparsers(dest="action", required=True)
+    tc = t.add_parser("create", help="create a tenant; prints its agent and approver keys once")
+    tc.add_argument("name")
+    tc.set_defaults(fn=tenants_create)
+    k = t.add_parser("key", help="add or revoke a tenant's API keys").add_subparsers(
+        dest="key_action", required=True
+    )
+    kc = k.add_parser("create", help="add a key of one scope; prints it once with its id")
+    kc.add_argument("tenant")
+    kc.add_argument("--scope", required=True, choices=[s.value for s in KeyScope])
+    kc.set_defaults(fn=tenants_key_create)
+    kr = k.add_parser("revoke", help="remove a key by its id (key_…)")
+    kr.add_argument("tenant")
+    kr.add_argument("key_id")
+    kr.set_defaults(fn=tenants_key_revoke)
+    tr = t.add_parser("rotate", help="replace a tenant's agent keys with one new agent key")
+    tr.add_argument("name")
+    tr.set_defaults(fn=tenants_rotate)
+    t.add_parser("list", help="list tenants").set_defaults(fn=tenants_list)
+    ts = t.add_parser("secret", help="print a tenant's callback signing secret")
+    ts.add_argument("name")
+    ts.set_defaults(fn=tenants_secret)
+    pc = sub.add_parser("policy", help="policy tools").add_subparsers(dest="action", required=True)
+    check = pc.add_parser("check", help="validate a policy file")
+    check.add_argument("file")
+    check.set_defaults(fn=policy_check)
+    policy_cli.register(pc, UsageError)
+    a = sub.add_parser("audit", help="read and verify the audit log").add_subparsers(
+        dest="action", required=True
+    )
+    show = a.add_parser("show", help="one approval's events")
+    show.add_argument("id")
+    show.set_defaults(fn=audit_show)
+    export = a.add_parser("export", help="events as JSON lines")
+    export.add_argument("--since", help="ISO 8601 time")
+    export.set_defaults(fn=audit_export)
+    a.add_parser("verify", help="find edited or deleted events").set_defaults(fn=audit_verify)
+    # Parsed by the gateway itself (see main): listed here for `cosigner --help`.
+    sub.add_parser("mcp-gateway", help="an MCP server in front of another, each tool call gated by Cosigner")
+    denial_cli.register(sub, _with_db, UsageError)
+    return p
+
+
+def mcp_gateway(argv: Sequence[str]) -> int:
+    """`cosigner mcp-gateway …`: the agent SDK's gateway, with its own options."""
+    try:
+        from cosigner.mcp_gateway.cli import main as gateway_main
+    except ImportError:
+        print("error: the MCP gateway needs the mcp extra: pip install 'cosigner-sdk[mcp]'", file=sys.stderr)
+        return 2
+    return gateway_main(argv, prog="cosigner mcp-gateway")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `cosigner` command."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["mcp-gateway"]:
+        return mcp_gateway(argv[1:])
+    args = parser().parse_args(argv)
+    try:
+        code: int = args.fn(args)
+    except PolicyError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except (CosignerError, DatabaseUrlError, SettingsError, ListenError, UsageError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        # `cosigner audit export | head` closed our stdout: that is not an error.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except (DatabaseError, OSError) as exc:
+        print(
+            f"error: cannot use the database at {safe_url(load_settings().database_url)} "
+            f"({type(exc).__name__}); check COSIGNER_DATABASE_URL and that the server is up",
+            file=sys.stderr,
+        )
+        return 2
+    except Exception as exc:
+        from bot.http import ConfigurationError
+
+        if isinstance(exc, ConfigurationError):
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        raise
+    return code

@@ -1,0 +1,447 @@
+"""Compose the ASGI app from explicit parts: settings, policy, database, surfaces.
+
+`build_app(settings, policy=...)` is the only place that knows every package; a new
+channel is one factory in the `surfaces` list.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from opentelemetry.sdk.trace import TracerProvider
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from bot.approvals import Denials, Desk, Engine, GrantSigner, Notifier, Wakeups
+from bot.egress import Egress, callback_client, parse_allow_list
+from bot.handoffs import Handoffs
+from bot.http.api import JSON, Api
+from bot.http.openapi import openapi
+from bot.http.tenants import TenantKeys
+from bot.inbox import inbox_mount, not_configured_message
+from bot.observability import Metrics, Tracing, otlp_provider
+from bot.operations import ContractClient, Execution, Proposals
+from bot.policy import Policy, SmsSender
+from bot.settings import Settings
+from bot.workers import ExpirySweeper, JobWorker
+from contracts.answers import ErrorBody
+from contracts.enums import ErrorCode, SurfaceType
+from contracts.errors import CosignerError
+from contracts.ports import SurfaceAdapter
+from storage.database import Database
+from storage.sealing import TokenSeal
+from storage.slack_installs import SlackInstallStores
+
+log = logging.getLogger("cosigner.app")
+SurfaceFactory = Callable[[Desk], SurfaceAdapter]
+
+
+class ConfigurationError(Exception):
+    """Settings that cannot work together; the message names the variable to fix."""
+
+
+@dataclass
+class Parts:
+    """What a running app is made of, for tests and the CLI."""
+
+    settings: Settings
+    db: Database
+    engine: Engine
+    desk: Desk
+    keys: TenantKeys
+    surfaces: dict[str, SurfaceAdapter]
+    http: Egress
+    wakeups: Wakeups  # the background workers' (tests and the stepped clock move time)
+    enabled: set[str]  # the surfaces requests may be routed to, the dashboard included
+    tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+def partial_configuration(settings: Settings) -> list[str]:
+    """Warnings for a surface that is half configured and therefore off."""
+    out = []
+    slack = {
+        "SLACK_SIGNING_SECRET or SLACK_APP_TOKEN": settings.slack_signing_secret or settings.slack_app_token,
+        "SLACK_BOT_TOKEN or SLACK_CLIENT_ID/SLACK_CLIENT_SECRET": settings.slack_bot_token
+        or (settings.slack_client_id and settings.slack_client_secret),
+    }
+    if any(slack.values()) and not all(slack.values()):
+        missing = " and ".join(k for k, v in slack.items() if not v)
+        out.append(f"Slack is off: {missing} is not set")
+    twilio = {
+        "TWILIO_ACCOUNT_SID": settings.twilio_account_sid,
+        "TWILIO_AUTH_TOKEN": settings.twilio_auth_token,
+    }
+    if any(twilio.values()) and not all(twilio.values()):
+        missing = " and ".join(k for k, v in twilio.items() if not v)
+        out.append(f"SMS is off: {missing} is not set")
+    whatsapp = {
+        "TWILIO_WHATSAPP_FROM": settings.twilio_whatsapp_from,
+        "TWILIO_WHATSAPP_CONTENT_SID": settings.twilio_whatsapp_content_sid,
+        **twilio,
+    }
+    if (settings.twilio_whatsapp_from or settings.twilio_whatsapp_content_sid) and not all(whatsapp.values()):
+        missing = " and ".join(k for k, v in whatsapp.items() if not v)
+        out.append(f"WhatsApp is off: {missing} is not set")
+    teams = {
+        "MICROSOFT_APP_ID": settings.microsoft_app_id,
+        "MICROSOFT_APP_PASSWORD": settings.microsoft_app_password,
+        "MICROSOFT_APP_TENANT_ID": settings.microsoft_app_tenant_id,
+    }
+    if any(teams.values()) and not all(teams.values()):
+        missing = " and ".join(k for k, v in teams.items() if not v)
+        out.append(f"Teams is off: {missing} is not set")
+    return out
+
+
+def slack_install_stores(settings: Settings, db: Database) -> SlackInstallStores | None:
+    """The database stores for multi-workspace Slack installs, when OAuth is configured."""
+    if not (settings.slack_enabled and settings.slack_client_id and settings.slack_client_secret):
+        return None
+    return SlackInstallStores.on(
+        db.writer, client_id=settings.slack_client_id, token_secret=settings.secret or ""
+    )
+
+
+def default_surfaces(
+    settings: Settings, installs: SlackInstallStores | None, clock: Callable[[], float] = time.time
+) -> list[SurfaceFactory]:
+    """Slack, SMS and Teams factories for whatever the settings configure."""
+    factories: list[SurfaceFactory] = []
+    if settings.slack_enabled:
+        from surfaces.slack import SlackAdapter, SlackConfig
+
+        config = SlackConfig(
+            signing_secret=settings.slack_signing_secret or "",
+            bot_token=settings.slack_bot_token,
+            client_id=settings.slack_client_id,
+            client_secret=settings.slack_client_secret,
+            api_url=settings.slack_api_url,
+            app_id=settings.slack_app_id,
+            installations=installs.installations if installs else None,
+            oauth_states=installs.states if installs else None,
+            app_token=settings.slack_app_token,
+        )
+        factories.append(lambda desk: SlackAdapter(config, desk))
+    if settings.sms_enabled:
+        from surfaces.sms import SmsAdapter, SmsConfig, SmsConfigError
+
+        try:
+            sms = SmsConfig(
+                account_sid=settings.twilio_account_sid or "",
+                auth_token=settings.twilio_auth_token or "",
+                from_number=settings.twilio_from_number,
+                messaging_service_sid=settings.twilio_messaging_service_sid,
+                api_url=settings.twilio_api_url,
+                public_url=settings.public_url,
+            )
+        except SmsConfigError as exc:
+            raise ConfigurationError(str(exc)) from exc
+        factories.append(lambda desk: SmsAdapter(sms, desk))
+        if settings.whatsapp_enabled:
+            from surfaces.whatsapp import WhatsAppAdapter, WhatsAppConfig, WhatsAppConfigError
+
+            try:
+                whatsapp = WhatsAppConfig(
+                    sms, settings.twilio_whatsapp_from or "", settings.twilio_whatsapp_content_sid or ""
+                )
+            except WhatsAppConfigError as exc:
+                raise ConfigurationError(str(exc)) from exc
+            factories.append(lambda desk: WhatsAppAdapter(whatsapp, desk))
+    if settings.teams_enabled:
+        from surfaces.teams import TeamsAdapter, TeamsConfig, TeamsConfigError
+
+        try:
+            teams = TeamsConfig(
+                app_id=settings.microsoft_app_id or "",
+                app_password=settings.microsoft_app_password or "",
+                app_tenant_id=settings.microsoft_app_tenant_id or "",
+                api_url=settings.teams_api_url,
+                clock=clock,
+            )
+        except TeamsConfigError as exc:
+            raise ConfigurationError(str(exc)) from exc
+        factories.append(lambda desk: TeamsAdapter(teams, desk))
+    return factories
+
+
+def build_app(
+    settings: Settings,
+    *,
+    policy: Policy,
+    shadow: Policy | None = None,
+    db: Database | None = None,
+    surfaces: Sequence[SurfaceFactory] | None = None,
+    http: Egress | None = None,
+    run_workers: bool = True,
+    extra_routes: Sequence[BaseRoute] = (),
+    migrate: bool | None = None,
+    clock: Callable[[], float] = time.time,
+    tracer_provider: TracerProvider | None = None,
+) -> Starlette:
+    """The Cosigner ASGI app; `app.state.parts` holds its parts once started.
+
+    `clock` (UNIX seconds) is the one source of time for creation, expiry, answers, jobs
+    and grants, so tests move time forward instead of sleeping. Spans go to `tracer_provider`
+    (one built by `bot.observability.telemetry.tracer_provider`), else to the OTLP endpoint the settings
+    name, else nowhere.
+    """
+    if not settings.secret:
+        raise ConfigurationError(
+            "COSIGNER_SECRET is not set; set it to a long random string, "
+            "e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))'"
+        )
+    try:
+        callback_allow = parse_allow_list(settings.callback_allow)
+    except ValueError as exc:
+        raise ConfigurationError(str(exc)) from exc
+    db = db or Database(
+        settings.database_url,
+        pool_size=settings.database_pool_size,
+        sqlite_synchronous=settings.sqlite_sync,
+    )
+    # Each part gets what it uses here, at construction; none reads another's attributes.
+    metrics = Metrics()
+    notifier = Notifier(metrics.replica_wakeups.inc)
+    provider = tracer_provider or otlp_provider(settings)
+    tracing = Tracing(provider, db=db) if provider is not None else Tracing()
+    seal = TokenSeal(settings.secret)
+    signer = GrantSigner(settings.secret)
+    sms_sender = SmsSender(
+        settings.twilio_from_number, settings.twilio_messaging_service_sid, settings.twilio_whatsapp_from
+    )
+    denials = Denials(db, clock)
+    wakeups = Wakeups()
+    enabled: set[str] = {SurfaceType.DASHBOARD}  # the surface adapters join once built, below
+    handoffs = Handoffs(seal, db=db, clock=clock, tracing=tracing, wakeups=wakeups)
+    engine = Engine(
+        db,
+        policy,
+        signer,
+        metrics=metrics,
+        notifier=notifier,
+        sms_sender=sms_sender,
+        surfaces=enabled,
+        clock=clock,
+        callback_allow=callback_allow,
+        tracing=tracing,
+        seal=seal,
+        handoffs=handoffs,
+        shadow=shadow,
+        executes=run_workers,
+        denials=denials,
+        wakeups=wakeups,
+    )
+    desk = Desk(engine, db=db, clock=clock, policy=policy, denials=denials, handoffs=handoffs)
+    adapters: dict[str, SurfaceAdapter] = {}
+    installs = slack_install_stores(settings, db) if surfaces is None else None
+    for factory in default_surfaces(settings, installs, clock) if surfaces is None else surfaces:
+        adapter = factory(desk)
+        adapters[adapter.name] = adapter
+    enabled.update(adapters)
+    keys = TenantKeys(db, clock)
+    parts = Parts(
+        settings=settings,
+        db=db,
+        engine=engine,
+        desk=desk,
+        keys=keys,
+        surfaces=adapters,
+        http=http or callback_client(callback_allow),
+        wakeups=wakeups,
+        enabled=enabled,
+    )
+    should_migrate = db.is_sqlite if migrate is None else migrate
+    contracts = ContractClient(parts.http, clock)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        executing: set[asyncio.Task[None]] = set()
+        if should_migrate:
+            await db.migrate()
+        elif await db.revision() is None:
+            raise ConfigurationError("the database has no schema; run `cosigner migrate` first")
+        if installs is not None:
+            await installs.seal_plaintext()  # tokens an older version stored in plain text
+        if not db.is_sqlite:
+            await notifier.listen(db.url, db.schema)
+        for adapter in adapters.values():
+            await adapter.start()
+        if run_workers:
+            worker = JobWorker(
+                engine,
+                adapters,
+                parts.http,
+                settings.secret or "",
+                contracts,
+                db=db,
+                clock=clock,
+                metrics=metrics,
+                tracing=tracing,
+                wakeups=wakeups,
+                handoffs=handoffs,
+                execution=lambda finish, retry: Execution(
+                    engine,
+                    contracts,
+                    finish,
+                    retry,
+                    db=db,
+                    clock=clock,
+                    policy=policy,
+                    seal=seal,
+                    tracing=tracing,
+                    notifier=notifier,
+                    wakeups=wakeups,
+                ),
+            )
+            sweeper = ExpirySweeper(engine, clock=clock, wakeups=wakeups)
+            parts.tasks = [
+                asyncio.create_task(worker.run(parts.stop)),
+                asyncio.create_task(worker.execute_approved(parts.stop)),
+                asyncio.create_task(sweeper.run(parts.stop)),
+            ]
+            executing = worker.executing
+        try:
+            yield
+        finally:
+            parts.stop.set()
+            wakeups.all()
+            running = [*parts.tasks, *executing]
+            for task in running:
+                task.cancel()
+            for task in running:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            for adapter in adapters.values():
+                await adapter.stop()
+            await notifier.close()
+            if http is None:
+                await parts.http.aclose()
+            if tracer_provider is None and provider is not None:
+                await asyncio.to_thread(provider.shutdown)  # flushes the spans still queued
+            await db.close()
+
+    async def healthz(request: Request) -> Response:
+        return JSON({"status": "ok"})
+
+    async def readyz(request: Request) -> Response:
+        try:
+            await db.ping()
+        except Exception:
+            return JSON({"status": "unavailable", "database": "unreachable"}, status_code=503)
+        return JSON({"status": "ready", "database": db.dialect, "surfaces": sorted(enabled)})
+
+    async def metrics_route(request: Request) -> Response:
+        return PlainTextResponse(metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
+
+    async def openapi_route(request: Request) -> Response:
+        return JSON(openapi())
+
+    routes: list[BaseRoute] = [
+        Route("/healthz", healthz),
+        Route("/readyz", readyz),
+        Route("/metrics", metrics_route),
+        Route("/openapi.json", openapi_route),
+        *Api(
+            engine,
+            keys,
+            Proposals(
+                engine,
+                contracts,
+                db=db,
+                policy=policy,
+                denials=denials,
+                tracing=tracing,
+                seal=seal,
+                callback_allow=callback_allow,
+                surfaces=enabled,
+                sms_sender=sms_sender,
+            ),
+            denials=denials,
+            metrics=metrics,
+            tracing=tracing,
+            signer=signer,
+        ).routes(),
+        inbox_mount(engine, settings, clock, adapters, db=db, policy=policy, denials=denials),
+    ]
+    for adapter in adapters.values():
+        routes.extend(adapter.routes())
+    routes.extend(extra_routes)
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        message = (
+            "no such route; see /openapi.json"
+            if exc.status_code == 404
+            else f"{exc.detail}; see /openapi.json for the methods each route takes"
+        )
+        body = ErrorBody.of(ErrorCode.INVALID_REQUEST, message, {})
+        # A 405 carries `Allow` (RFC 9110): keep the headers Starlette set.
+        return JSONResponse(body.dump(), status_code=exc.status_code, headers=exc.headers)
+
+    async def cosigner_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, CosignerError)
+        return JSONResponse(exc.body(), status_code=exc.status)
+
+    async def server_error(request: Request, exc: Exception) -> Response:
+        # Log the type only: an exception message may quote request data.
+        log.error("unhandled error", extra={"route": request.url.path, "code": type(exc).__name__})
+        return JSONResponse(
+            {
+                "error": {
+                    "code": "INTERNAL",
+                    "message": "internal error; nothing was decided. Retry the request.",
+                }
+            },
+            status_code=500,
+        )
+
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={
+            HTTPException: http_error,
+            CosignerError: cosigner_error,
+            Exception: server_error,
+        },
+    )
+    app.state.parts = parts
+    return app
+
+
+def announce(app: Any, port: int) -> None:
+    """Log `cosigner started` (and any half-configured surface) once the server listens."""
+    parts = parts_of(app)
+    log.info(
+        "cosigner started",
+        extra={
+            "url": parts.settings.public_url,
+            "port": port,
+            "database": parts.db.dialect,
+            **(
+                {"sqlite_synchronous": str(parts.db.sqlite_synchronous)}
+                if parts.db.sqlite_synchronous
+                else {}
+            ),
+            "surfaces": sorted(parts.enabled),
+        },
+    )
+    for warning in partial_configuration(parts.settings):
+        log.warning(warning)
+    if not parts.settings.oidc_enabled:
+        log.info(not_configured_message())
+
+
+def parts_of(app: Any) -> Parts:
+    """The parts of an app built by `build_app`."""
+    parts: Parts = app.state.parts
+    return parts

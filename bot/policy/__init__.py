@@ -1,0 +1,77 @@
+"""The policy: its TOML file (schema, validation, the one merge), the rules worked out from it,
+and what it decides for a call (checks, redaction, routing, the decision, its tests and replay).
+"""
+
+from typing import TYPE_CHECKING
+
+from bot import lazy_exports
+
+if TYPE_CHECKING:
+    from bot.policy.cases import ENABLED, CaseFileError, junit, load_cases, parse_surface, run_cases
+    from bot.policy.checks import callback_allowed, json_limits, surface_belongs
+    from bot.policy.decision import Ruling, decide, differences
+    from bot.policy.durations import format_duration, parse_duration
+    from bot.policy.operation_rules import OperationRule
+    from bot.policy.redaction import REDACTED, redact
+    from bot.policy.replay import EXAMPLES, replay
+    from bot.policy.routing import SmsSender, route_for
+    from bot.policy.rules import (
+        Policy,
+        ToolRule,
+        load_policy,
+        load_policy_file,
+        mode_of,
+        operation_tool_rule,
+    )
+
+__all__ = [
+    "ENABLED",
+    "EXAMPLES",
+    "REDACTED",
+    "CaseFileError",
+    "OperationRule",
+    "Policy",
+    "Ruling",
+    "SmsSender",
+    "ToolRule",
+    "callback_allowed",
+    "decide",
+    "differences",
+    "format_duration",
+    "json_limits",
+    "junit",
+    "load_cases",
+    "load_policy",
+    "load_policy_file",
+    "mode_of",
+    "operation_tool_rule",
+    "parse_duration",
+    "parse_surface",
+    "redact",
+    "replay",
+    "route_for",
+    "run_cases",
+    "surface_belongs",
+]
+__getattr__ = lazy_exports(
+    __name__,
+    __all__,
+    {
+        "bot.policy.cases": ["ENABLED", "CaseFileError", "junit", "load_cases", "parse_surface", "run_cases"],
+        "bot.policy.checks": ["callback_allowed", "json_limits", "surface_belongs"],
+        "bot.policy.decision": ["Ruling", "decide", "differences"],
+        "bot.policy.durations": ["format_duration", "parse_duration"],
+        "bot.policy.operation_rules": ["OperationRule"],
+        "bot.policy.redaction": ["REDACTED", "redact"],
+        "bot.policy.replay": ["EXAMPLES", "replay"],
+        "bot.policy.routing": ["SmsSender", "route_for"],
+        "bot.policy.rules": [
+            "Policy",
+            "ToolRule",
+            "load_policy",
+            "load_policy_file",
+            "mode_of",
+            "operation_tool_rule",
+        ],
+    },
+)

@@ -1,0 +1,367 @@
+"""The policy's one decision path: what it decides for a call, and why, step by step.
+
+`decide` is what `Engine.create` asks before its transaction, and what `cosigner policy
+explain`, `policy test`, `policy replay` and the shadow policy ask: one function, so an
+explanation cannot drift from the decision it explains. What only the database knows (an
+approver's standing deny, the per-run cap, an earlier "approve for this run") is checked
+after it, in `bot.approvals.intake`, and the explanation says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from bot.policy.checks import ambiguous, lookup
+from bot.policy.durations import format_duration
+from bot.policy.follow_up_plan import Plan, plan
+from bot.policy.redaction import REDACTED, redact
+from bot.policy.routing import SmsSender, is_headless, route_for
+from bot.policy.rules import Policy, ToolRule
+from contracts.enums import ApprovalMode, ApproverKind, SurfaceType, ToolKind
+from contracts.errors import ApprovalModeUnsupported
+from contracts.ports import Route, SlackRoute, SmsRoute, TeamsRoute
+
+RUN_TIME = "(at run time)"
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One step of an explanation: the key path that spoke, and what it said."""
+
+    path: str
+    says: str
+
+
+@dataclass(frozen=True, slots=True)
+class Ruling:
+    """What the policy decides for one call, with the steps that led there.
+
+    `mode` is the mode in effect: `none` when a threshold lets the call through although
+    the tool's rule would ask. `decided_by` is the key path of the rule that decided.
+    """
+
+    tenant: str
+    tool: str
+    rule: ToolRule
+    mode: ApprovalMode
+    deny: bool
+    decided_by: str
+    steps: tuple[Step, ...]
+    route: Route | ApprovalModeUnsupported | None
+    threshold: str | None  # decidedBy.rule when allow_below lets the call through
+    timeout: float | None
+    kinds: tuple[ApproverKind, ...] = ()  # who the route asks: the tool's approvers or headless
+    quorum: int = 1  # one answer decides: this policy format has no quorum
+    follow_ups: Plan | None = None  # the reminder and escalations while nobody answers
+
+    @property
+    def runs_unasked(self) -> bool:
+        """True when the call runs with nobody asked."""
+        return not self.deny and self.mode is ApprovalMode.NONE
+
+    @property
+    def unsupported(self) -> bool:
+        """True when a person is needed and none can be reached: the call is refused."""
+        return not self.runs_unasked and isinstance(self.route, ApprovalModeUnsupported)
+
+    @property
+    def approvers(self) -> tuple[str, ...]:
+        """The identities that would be asked (none when the call runs unasked)."""
+        return self.route.approvers if isinstance(self.route, Route) and not self.runs_unasked else ()
+
+    @property
+    def label(self) -> str:
+        """The decision in a word or two: `deny`, `none`, `unsupported`, or `MODE:SURFACE`."""
+        if self.deny:
+            return "deny"
+        if self.runs_unasked:
+            return "none"
+        if self.unsupported:
+            return "unsupported"
+        if isinstance(self.route, Route):
+            return f"{self.mode.value}:{self.route.surface.value}"
+        return self.mode.value
+
+    def to_json(self) -> dict[str, Any]:
+        """The ruling as `--json` prints it and the audit record keeps it."""
+        return {
+            "tenant": self.tenant,
+            "tool": self.tool,
+            "decision": {"deny": "deny", "none": "none", "unsupported": "refused"}.get(self.label, "person"),
+            "mode": self.mode.value,
+            "rule": self.decided_by,
+            "route": where(self.route) if isinstance(self.route, Route) and self.approvers else None,
+            "approvers": list(self.approvers),
+            "approverKinds": [k.value for k in self.kinds],
+            "refused": (
+                self.route.message
+                if self.unsupported and isinstance(self.route, ApprovalModeUnsupported)
+                else None
+            ),
+            "timeoutSeconds": self.timeout,
+            "redact": list(self.rule.redact),
+            "quorum": self.quorum,
+            "steps": [{"path": s.path, "says": s.says} for s in self.steps],
+            **({"followUps": self._follow_ups_json()} if self.follow_ups is not None else {}),
+        }
+
+    def _follow_ups_json(self) -> dict[str, Any]:
+        assert self.follow_ups is not None
+        return {
+            "remindAfterSeconds": self.follow_ups.remind_after,
+            "escalate": [
+                {"step": s.step, "afterSeconds": s.after, "to": s.to.value, "route": where(s.route)}
+                for s in self.follow_ups.steps
+            ],
+        }
+
+    def explain(self) -> str:
+        """The explanation as text, one step a line."""
+        head = {"deny": "denied", "none": "runs with nobody asked", "unsupported": "refused"}
+        verdict = head.get(self.label, f"a person decides ({self.mode.value})")
+        lines = [f"{self.tool} for tenant {self.tenant or '(none)'}: {verdict}, by {self.decided_by}"]
+        lines += [f"  {i}. [{s.path}] {s.says}" for i, s in enumerate(self.steps, 1)]
+        return "\n".join(lines)
+
+
+def where(route: Route) -> str:
+    """Where a route delivers: `slack T0ACME/C0OPS`, `sms +1555…`, `dashboard`."""
+    if isinstance(route, SlackRoute):
+        return f"slack {route.team_id}/{route.channel_id}"
+    if isinstance(route, SmsRoute):
+        return f"{route.surface} {route.from_number or route.messaging_service_sid}"
+    if isinstance(route, TeamsRoute):
+        return f"teams {route.tenant_id}/{route.conversation_id}"
+    return "dashboard"
+
+
+def decide(
+    policy: Policy,
+    tenant: str,
+    tool: str,
+    parameters: Mapping[str, Any],
+    surface: object | None,
+    *,
+    enabled: Collection[str],
+    sms: SmsSender | None = None,
+    requested_timeout: int | None = None,
+    rule: ToolRule | None = None,
+) -> Ruling:
+    """Decide a call by the policy alone; `surface` None leaves the route out."""
+    rule = rule or policy.rule_for(tenant, tool)
+    steps = [_found(rule, tool)]
+
+    def ruling(**kw: Any) -> Ruling:
+        return Ruling(tenant=tenant, tool=tool, rule=rule, steps=tuple(steps), **kw)
+
+    if rule.deny:
+        path = rule.origin("deny")
+        steps.append(Step(path, f"true: every call is refused ({rule.deny_reason or 'no reason given'})"))
+        return ruling(mode=rule.mode, deny=True, decided_by=path, route=None, threshold=None, timeout=None)
+    mode_path = _mode(rule, tenant, steps)
+    if rule.mode is ApprovalMode.NONE:
+        _redaction(rule, parameters, steps)
+        return ruling(
+            mode=rule.mode, deny=False, decided_by=mode_path, route=None, threshold=None, timeout=None
+        )
+    threshold = _threshold(rule, parameters, steps)
+    route: Route | ApprovalModeUnsupported | None = None
+    kinds: tuple[ApproverKind, ...] = ()
+    if surface is None:
+        steps.append(Step("(route)", "no surface given: the route and its approvers depend on it"))
+    else:
+        try:
+            route = route_for(policy, tenant, rule, surface, enabled, sms or SmsSender())
+        except ApprovalModeUnsupported as exc:
+            route = exc  # refused only if no threshold decides the call
+        step, kinds = _route_step(policy, tenant, rule, surface, route)
+        if threshold is None:
+            steps.append(step)
+    timeout = None
+    if threshold is None and surface is not None and not isinstance(route, ApprovalModeUnsupported):
+        on = route.surface if route is not None else SurfaceType(getattr(surface, "type", "api"))
+        timeout, source = policy.timeout_with_source(rule, on, requested_timeout)
+        steps.append(Step(source, f"a person has {format_duration(timeout)} to answer; expiry means deny"))
+    follow_ups = None
+    if isinstance(route, Route) and timeout is not None and (rule.remind_after is not None or rule.escalate):
+        planned = plan(policy, tenant, rule, surface, route, timeout, enabled=enabled, sms=sms or SmsSender())
+        if isinstance(planned, ApprovalModeUnsupported):
+            route = planned
+            steps.append(Step(str(planned.details["policy"]), f"refused, {planned.message}"))
+        else:
+            follow_ups = planned
+            steps += [Step(path, says) for path, says in planned.said]
+    _redaction(rule, parameters, steps)
+    if threshold is None:
+        steps.append(
+            Step(
+                RUN_TIME,
+                "before anyone is asked the database is checked for an approver's standing deny "
+                f"and the per-run cap ({policy.max_gated_calls(tenant)})"
+                + (
+                    "; an earlier 'approve for this run' lets the call through"
+                    if rule.mode is ApprovalMode.ASK
+                    else ""
+                )
+                + "; one answer decides (no quorum"
+                + (")" if follow_ups is not None and follow_ups.steps else ", no escalation)"),
+            )
+        )
+    decided_by = rule.origin("allow_below") if threshold is not None else mode_path
+    mode = ApprovalMode.NONE if threshold is not None else rule.mode
+    return ruling(
+        mode=mode,
+        deny=False,
+        decided_by=decided_by,
+        route=route,
+        threshold=threshold,
+        timeout=timeout,
+        kinds=() if threshold is not None else kinds,
+        follow_ups=follow_ups,
+    )
+
+
+def _found(rule: ToolRule, tool: str) -> Step:
+    if "kind" not in dict(rule.origins):
+        return Step(f"tools.{tool}", 'not in the policy: treated as kind = "danger"')
+    sections = list(dict.fromkeys(path for _key, path in rule.origins))
+    if len(sections) == 1:
+        return Step(rule.source, f"the rule of [{sections[0]}]")
+    return Step(rule.source, f"[{sections[0]}], overridden key by key by [{sections[1]}]")
+
+
+def _mode(rule: ToolRule, tenant: str, steps: list[Step]) -> str:
+    """Append the step that set the mode; return its key path."""
+    if rule.handoff is not None:
+        path, says = rule.origin("handoff"), "a handoff: a person does the step (Done / Cancel)"
+    elif rule.confirm == "always":
+        path, says = rule.origin("confirm"), 'confirm = "always" → ask_always'
+    elif rule.kind is ToolKind.DANGER and rule.confirm is not False:
+        path = rule.origin("kind")
+        says = 'kind = "danger" → ask_always'
+    elif rule.confirm is True:
+        path, says = rule.origin("confirm"), "confirm = true → ask"
+    elif rule.confirm is False:
+        path, says = rule.origin("confirm"), "confirm = false → none"
+    else:
+        path, says = rule.origin("kind"), f'kind = "{rule.kind.value}" → none'
+    steps.append(Step(path, says))
+    if rule.gate_all and rule.mode is ApprovalMode.ASK and says.endswith("→ none"):
+        path = f"tenants.{tenant}.gate_all"
+        steps.append(Step(path, "true: none is raised to ask"))
+    return path
+
+
+def below(rule: ToolRule, parameters: Mapping[str, Any]) -> tuple[bool, str]:
+    """Whether `allow_below` lets the call through, and what its parameter held."""
+    limit = rule.allow_below
+    if limit is None:
+        return False, ""
+    if ambiguous(parameters, limit.parameter):
+        return False, f"{limit.parameter} is ambiguous (keys differing only by case or width)"
+    value = lookup(parameters, limit.parameter)
+    # Below the threshold but not negative: a negative amount is not a small one.
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if 0 <= value < limit.value:
+            return True, f"{limit.parameter} {value:g} < {limit.value:g}"
+        return False, f"{limit.parameter} {value:g} is not in [0, {limit.value:g})"
+    return False, f"{limit.parameter} is {'absent' if value is None else 'not a number'}"
+
+
+def _threshold(rule: ToolRule, parameters: Mapping[str, Any], steps: list[Step]) -> str | None:
+    if rule.allow_below is None:
+        return None
+    passes, says = below(rule, parameters)
+    path = rule.origin("allow_below")
+    steps.append(Step(path, says + (": nobody is asked" if passes else ": the mode stands")))
+    if not passes:
+        return None
+    return f"{path} ({rule.allow_below.parameter} < {rule.allow_below.value:g})"
+
+
+def _route_step(
+    policy: Policy, tenant: str, rule: ToolRule, surface: object, route: Route | ApprovalModeUnsupported
+) -> tuple[Step, tuple[ApproverKind, ...]]:
+    """The step naming who is asked and where, and the approver kinds asked."""
+    headless = policy.tenant(tenant).headless_route
+    kinds: tuple[ApproverKind, ...] = rule.approvers
+    if is_headless(surface):
+        path = f"tenants.{tenant}.headless.route"
+        kinds = (headless,) if headless is not None else ()
+        named = headless.value if headless is not None else "not set"
+    else:
+        path = rule.origin("approvers")
+        named = ", ".join(k.value for k in rule.approvers)
+        if "approvers" not in dict(rule.origins):
+            named += " (the default)"
+    if isinstance(route, ApprovalModeUnsupported):
+        return Step(path, f"{named}: refused, {route.message}"), kinds
+    who = ", ".join(route.approvers)
+    return Step(path, f"{named} via {where(route)}: {who} may answer"), kinds
+
+
+def _redaction(rule: ToolRule, parameters: Mapping[str, Any], steps: list[Step]) -> None:
+    named = ", ".join(rule.redact) if rule.redact else "no paths named"
+    hidden = _hidden(parameters, redact(dict(parameters), rule.redact))
+    shown = f"; of these parameters: {', '.join(hidden)}" if hidden else ""
+    # Redaction adds up over the tool's and the tenant's sections, so the rule's section speaks.
+    steps.append(Step(rule.origin("redact"), f"{named}, and any value that looks like a secret{shown}"))
+
+
+def _hidden(given: Any, shown: Any, prefix: str = "") -> list[str]:
+    """The dotted paths of `given` that redaction replaced in `shown`."""
+    if shown == REDACTED and given != REDACTED:
+        return [prefix.rstrip(".") or "(all)"]
+    if isinstance(given, dict) and isinstance(shown, dict):
+        return [p for k in given for p in _hidden(given[k], shown.get(k), f"{prefix}{k}.")]
+    if isinstance(given, list) and isinstance(shown, list):
+        return [p for i, v in enumerate(given) for p in _hidden(v, shown[i], f"{prefix}{i}.")]
+    return []
+
+
+def differences(live: Ruling, shadow: Ruling) -> dict[str, Any] | None:
+    """What the shadow would decide otherwise (mode, deny, route, approvers), or None."""
+    changed = {
+        key: {"from": a, "to": b}
+        for key, a, b in (
+            ("deny", live.deny, shadow.deny),
+            ("mode", live.mode.value, shadow.mode.value),
+            ("route", _route_of(live), _route_of(shadow)),
+            ("approvers", list(live.approvers), list(shadow.approvers)),
+        )
+        if a != b
+    }
+    if not changed:
+        return None
+    return {
+        "from": live.label,
+        "to": shadow.label,
+        "rule": shadow.decided_by,
+        "loosens": loosens(live, shadow),
+        "changed": changed,
+    }
+
+
+def _route_of(ruling: Ruling) -> str | None:
+    if isinstance(ruling.route, ApprovalModeUnsupported):
+        return "unsupported"
+    return where(ruling.route) if ruling.route is not None and not ruling.runs_unasked else None
+
+
+def loosens(before: Ruling, after: Ruling) -> bool:
+    """True when a call asked (or refused) before would now run with nobody asked."""
+    return after.runs_unasked and not before.runs_unasked
+
+
+__all__ = [
+    "RUN_TIME",
+    "Ruling",
+    "Step",
+    "below",
+    "decide",
+    "differences",
+    "loosens",
+    "where",
+]

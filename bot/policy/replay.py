@@ -1,0 +1,131 @@
+"""Replaying the audit record through another policy: what would have been decided otherwise.
+
+Every `requested` event is streamed from the database (never loaded whole), its call
+decided again by `bot.policy.decision.decide` under the new policy, and compared with what was
+decided when it arrived. Nothing is written. Changes that let calls run with nobody asked
+that were asked before come first, marked as loosenings.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from bot.policy.cases import ENABLED, surface_of
+from bot.policy.decision import decide
+from bot.policy.rules import Policy
+from storage.audit import Requested
+
+EXAMPLES = 3
+
+
+@dataclass
+class Change:
+    """One tool's requests that the new policy decides from `before` to `after`."""
+
+    tool: str
+    before: str
+    after: str
+    loosens: bool
+    count: int = 0
+    examples: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Replay:
+    """What a replay found: how many requests it read, and every change, loosenings first."""
+
+    read: int = 0
+    unreadable: int = 0
+    changes: dict[tuple[str, str, str], Change] = field(default_factory=dict)
+
+    def ordered(self) -> list[Change]:
+        """Loosenings first, then by how many requests each change touches."""
+        return sorted(self.changes.values(), key=lambda c: (not c.loosens, -c.count, c.tool, c.before))
+
+    @property
+    def changed(self) -> int:
+        """Requests the new policy decides otherwise."""
+        return sum(c.count for c in self.changes.values())
+
+    def table(self) -> str:
+        """The report as text: a summary line, then one line per change."""
+        lines = [f"replayed {self.read} requests: {self.changed} would be decided otherwise"]
+        if self.unreadable:
+            lines.append(f"  ({self.unreadable} recorded requests could not be read again and were skipped)")
+        if self.changes:
+            lines.append(f"{'':9}{'tool':<24} {'change':<40} {'requests':>8}  examples")
+        for c in self.ordered():
+            mark = "LOOSENS" if c.loosens else ""
+            change = f"{c.before} → {c.after}"
+            lines.append(f"{mark:<9}{c.tool:<24} {change:<40} {c.count:>8}  {', '.join(c.examples)}")
+        return "\n".join(lines)
+
+    def to_json(self) -> dict[str, Any]:
+        """The report for machines."""
+        return {
+            "read": self.read,
+            "changed": self.changed,
+            "unreadable": self.unreadable,
+            "changes": [
+                {
+                    "tool": c.tool,
+                    "from": c.before,
+                    "to": c.after,
+                    "loosens": c.loosens,
+                    "count": c.count,
+                    "examples": c.examples,
+                }
+                for c in self.ordered()
+            ],
+        }
+
+
+def recorded_label(data: dict[str, Any]) -> str:
+    """What was decided when the request arrived, in `Ruling.label`'s words.
+
+    Requests recorded before the decision was kept on the audit record are compared by their
+    mode and route alone."""
+    decision = data.get("decision")
+    if isinstance(decision, str):
+        return decision
+    mode = str(data.get("mode"))
+    route = data.get("route")
+    if mode == "none" or not isinstance(route, dict):
+        return mode
+    return f"{mode}:{route.get('surface')}"
+
+
+_RUNS_UNASKED = "none"
+
+
+async def replay(rows: AsyncIterator[Requested], policy: Policy, examples: int = EXAMPLES) -> Replay:
+    """Decide every recorded request again under `policy`; count what changes."""
+    found = Replay()
+    async for row in rows:
+        found.read += 1
+        try:
+            data = json.loads(row.data)
+            surface = surface_of(data["surface"])
+            params = data.get("parameters") or {}
+            tool = str(data["toolName"])
+        except (ValueError, KeyError, TypeError, ValidationError):
+            found.unreadable += 1
+            continue
+        ruling = decide(policy, row.tenant, tool, params, surface, enabled=ENABLED)
+        before, after = recorded_label(data), ruling.label
+        if before == after:
+            continue
+        key = (tool, before, after)
+        change = found.changes.get(key)
+        if change is None:
+            loosens = after == _RUNS_UNASKED and before != _RUNS_UNASKED
+            change = found.changes[key] = Change(tool, before, after, loosens)
+        change.count += 1
+        if len(change.examples) < examples:
+            change.examples.append(row.approval_id)
+    return found

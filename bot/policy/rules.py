@@ -1,0 +1,336 @@
+"""The TOML policy: tool kinds, approval modes, approvers, redaction, timeouts, tenants.
+
+`load_policy(text)` validates the whole file (raising `PolicyError` listing every problem
+with its key path) and works out every tool rule once: `[tools.X]` merged with each
+tenant's `[tenants.T.tools.X]`, field by field. `Policy.rule_for(tenant, tool)` is then a
+lookup, and is what every decision reads.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from bot.policy.follow_up_checks import follow_up_problems
+from bot.policy.merge import Layers
+from bot.policy.operation_rules import OperationRule, missing_secrets, operation_rules
+from bot.policy.schema import (
+    Admins,
+    Defaults,
+    EscalateStep,
+    HandoffSection,
+    OperationSection,
+    PolicyFile,
+    StaffPolicy,
+    TenantPolicy,
+    ToolSection,
+)
+from bot.policy.validation import handoff_secrets, read_policy
+from contracts.enums import ApprovalMode, ApproverKind, SurfaceType, ToolKind
+from contracts.errors import PolicyError
+from contracts.names import fold
+
+__all__ = [
+    "Admins",
+    "Defaults",
+    "Policy",
+    "StaffPolicy",
+    "TenantPolicy",
+    "Threshold",
+    "ToolRule",
+    "load_policy",
+    "load_policy_file",
+]
+
+Confirm = bool | Literal["always"] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Threshold:
+    """`allow_below`: no person is needed while `parameter` is a number below `value`."""
+
+    parameter: str
+    value: float
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRule:
+    """A tool's effective rule for one tenant, with `source` naming where it came from."""
+
+    name: str
+    kind: ToolKind
+    confirm: Confirm
+    approvers: tuple[ApproverKind, ...]
+    redact: tuple[str, ...]
+    timeout: float | None
+    deny: bool
+    deny_reason: str | None
+    allow_below: Threshold | None
+    gate_all: bool
+    source: str
+    mode: ApprovalMode
+    handoff: HandoffSection | None = None
+    # Which section set each key the merge picked (`kind` → "tenants.acme.tools.x").
+    origins: tuple[tuple[str, str], ...] = ()
+    # Follow-ups while nobody answers (`bot.workers.follow_ups`): one reminder, then the escalations.
+    remind_after: float | None = None
+    escalate: tuple[EscalateStep, ...] = ()
+
+    def origin(self, key: str) -> str:
+        """The key path of `key` as the merge took it: the tenant's override or the tool's."""
+        taken = dict(self.origins)
+        # A tool the policy does not name has no section: name the one that would define it.
+        section = taken.get(key) or (self.source if "kind" in taken else f"tools.{self.name}")
+        return f"{section}.{key}"
+
+    def describe(self) -> str:
+        """One line for cards and errors: where the rule lives and what it means."""
+        return f"{self.source}: {self.kind.value} → {self.mode.value}"
+
+
+def mode_of(kind: ToolKind, confirm: Confirm, gate_all: bool, handoff: bool = False) -> ApprovalMode:
+    """The approval mode of a kind and `confirm`, raised from `none` to `ask` by gate_all;
+    a tool with a handoff is always handed to a person."""
+    if handoff:
+        return ApprovalMode.HANDOFF
+    if confirm == "always" or (kind is ToolKind.DANGER and confirm is not False):
+        mode = ApprovalMode.ASK_ALWAYS
+    elif confirm is True:
+        mode = ApprovalMode.ASK
+    else:
+        mode = ApprovalMode.NONE
+    if gate_all and mode is ApprovalMode.NONE:
+        return ApprovalMode.ASK
+    return mode
+
+
+def _rule(
+    name: str,
+    base: ToolSection | None,
+    override: ToolSection | None,
+    gate_all: bool,
+    source: str,
+    override_path: str = "",
+) -> ToolRule:
+    """Merge a tool section with a tenant's override of it, key by key."""
+
+    layers = Layers((override, override_path), (base, f"tools.{name}"))
+    pick = layers.pick
+    kind: ToolKind = pick("kind", None) or ToolKind.DANGER
+    confirm: Confirm = pick("confirm", None)
+    allow = pick("allow_below", None)
+    handoff: HandoffSection | None = pick("handoff", None)
+    timeout = pick("timeout", None)
+    return ToolRule(
+        name=name,
+        kind=kind,
+        confirm=confirm,
+        approvers=pick("approvers", (ApproverKind.REQUESTER,)),
+        # Redaction adds up: a tenant can hide more, never less.
+        redact=layers.joined("redact"),
+        timeout=timeout if timeout is not None or handoff is None else handoff.timeout,
+        deny=pick("deny", False),
+        deny_reason=pick("deny_reason", None),
+        allow_below=Threshold(allow.parameter, allow.value) if allow is not None else None,
+        gate_all=gate_all,
+        source=source,
+        mode=mode_of(kind, confirm, gate_all, handoff is not None),
+        handoff=handoff,
+        remind_after=pick("remind_after", None),
+        escalate=tuple(pick("escalate", ())),
+        origins=tuple(layers.origins.items()),
+    )
+
+
+def _rules(file: PolicyFile, tenant: str, section: TenantPolicy | None) -> dict[str, ToolRule]:
+    """Every tool's merged rule, keyed by its folded name (`policy check` refuses two names
+    that fold alike, so each key has one section in the file and one in the tenant's)."""
+    overrides = {fold(n): (n, s) for n, s in (section.tools if section is not None else {}).items()}
+    bases = {fold(n): (n, s) for n, s in file.tools.items()}
+    gate_all = section.gate_all if section is not None else False
+    rules = {}
+    for key in [*bases, *overrides]:
+        base_name, base = bases.get(key, (None, None))
+        over_name, over = overrides.get(key, (None, None))
+        name = base_name or over_name or key
+        override_path = f"tenants.{tenant}.tools.{over_name or name}"
+        source = override_path if over is not None else f"tools.{name}"
+        rules[key] = _rule(name, base, over, gate_all, source, override_path)
+    return rules
+
+
+class Policy:
+    """A validated policy with every tool rule, per tenant, worked out when it is loaded."""
+
+    __slots__ = (
+        "_default_rules",
+        "_operations",
+        "_orgs",
+        "_rules",
+        "_tenant_operations",
+        "defaults",
+        "operations",
+        "source",
+        "staff",
+        "tenants",
+        "tools",
+    )
+
+    def __init__(self, file: PolicyFile, source: str = "policy") -> None:
+        self.defaults: Defaults = file.defaults
+        self.tools: Mapping[str, ToolSection] = file.tools
+        self.operations: Mapping[str, OperationSection] = file.operations
+        self.tenants: Mapping[str, TenantPolicy] = {n: t.named(n) for n, t in file.tenants.items()}
+        self.staff: StaffPolicy | None = file.staff
+        self.source = source
+        self._default_rules = _rules(file, "", None)
+        self._rules = {n: _rules(file, n, t) for n, t in self.tenants.items()}
+        self._operations, self._tenant_operations = operation_rules(file, self.tenants)
+        self._orgs: dict[tuple[SurfaceType, str], str] = {}
+        for n, t in self.tenants.items():
+            for surface, org in (
+                (SurfaceType.SLACK, t.slack_team),
+                (SurfaceType.SLACK, t.slack_enterprise),
+                (SurfaceType.SMS, t.sms_from),
+                (SurfaceType.SMS, t.sms_messaging_service),
+                (SurfaceType.TEAMS, t.teams_tenant),
+            ):
+                if org is not None:
+                    self._orgs[(surface, org)] = n
+
+    def tenant(self, name: str) -> TenantPolicy:
+        """The tenant's section, or an empty one: a tenant without a section gets defaults."""
+        found = self.tenants.get(name)
+        return found if found is not None else TenantPolicy().named(name)
+
+    def knows(self, tenant: str, tool: str) -> bool:
+        """Whether a section of the policy names this tool (in any case) for this tenant."""
+        return fold(tool) in self._rules.get(tenant, self._default_rules)
+
+    def rule_for(self, tenant: str, tool: str) -> ToolRule:
+        """The merged rule of `[tools.X]` and `[tenants.T.tools.X]`; unknown tools are danger."""
+        rule = self._rules.get(tenant, self._default_rules).get(fold(tool))
+        if rule is not None:
+            return rule
+        section = self.tenants.get(tenant)
+        gate_all = section.gate_all if section is not None else False
+        return _rule(tool, None, None, gate_all, f"unknown tool {tool} (treated as danger)")
+
+    def rules_of(self, tenant: str) -> list[ToolRule]:
+        """Every rule one tenant ("": a tenant without a section) has: each tool's, and each
+        operation's in the form a tool's is read (`operation_tool_rule`)."""
+        section = self.tenants.get(tenant)
+        gate_all = section.gate_all if section is not None else False
+        ops = self._tenant_operations.get(tenant, self._operations)
+        return [
+            *self._rules.get(tenant, self._default_rules).values(),
+            *(operation_tool_rule(op, gate_all) for op in ops.values()),
+        ]
+
+    def operation_rule(self, tenant: str, name: str) -> OperationRule | None:
+        """The merged rule of `[operations.X]` and `[tenants.T.operations.X]`; None if unknown."""
+        return self._tenant_operations.get(tenant, self._operations).get(fold(name))
+
+    def operation_problems(self, environ: Mapping[str, str] | None = None) -> list[str]:
+        """Every operation whose `secret_env` names a variable that is not set."""
+        return missing_secrets(self._operations, self._tenant_operations, environ)
+
+    def max_gated_calls(self, tenant: str) -> int:
+        """The per-execution cap for this tenant."""
+        section = self.tenants.get(tenant)
+        if section is not None and section.max_gated_calls_per_execution is not None:
+            return section.max_gated_calls_per_execution
+        return self.defaults.max_gated_calls_per_execution
+
+    def timeout_for(self, rule: ToolRule, surface: SurfaceType, requested: int | None) -> float:
+        """Seconds a person has: the tool's, else the surface's, else the default; an
+        agent's `timeoutSeconds` is honoured up to `max_timeout`."""
+        return self.timeout_with_source(rule, surface, requested)[0]
+
+    def timeout_with_source(
+        self, rule: ToolRule, surface: SurfaceType, requested: int | None
+    ) -> tuple[float, str]:
+        """`timeout_for`, with the key path (or request field) the seconds came from."""
+        if requested is not None:
+            return float(
+                min(requested, self.defaults.max_timeout)
+            ), "timeoutSeconds (up to defaults.max_timeout)"
+        if rule.timeout is not None:
+            taken = dict(rule.origins)
+            path = rule.origin("timeout") if "timeout" in taken else rule.origin("handoff") + ".timeout"
+            return rule.timeout, path
+        own = {
+            SurfaceType.SMS: "sms_timeout",
+            SurfaceType.SLACK: "slack_timeout",
+            SurfaceType.DASHBOARD: "dashboard_timeout",
+        }.get(surface)
+        if own is not None and getattr(self.defaults, own):
+            return self.defaults.timeout_on(surface), f"defaults.{own}"
+        return self.defaults.timeout_on(surface), "defaults.timeout"
+
+    def tenant_for_org(self, surface: SurfaceType, org: str) -> str | None:
+        """The tenant whose section names this Slack team/enterprise or SMS number/service."""
+        return self._orgs.get((surface, org))
+
+
+def operation_tool_rule(rule: OperationRule, gate_all: bool) -> ToolRule:
+    """An operation's approval rule in the form routing and intake read for tools."""
+    return ToolRule(
+        name=rule.name,
+        kind=rule.kind,
+        confirm=rule.confirm,
+        approvers=rule.approvers,
+        redact=rule.redact,
+        timeout=rule.timeout,
+        deny=rule.deny,
+        deny_reason=None,
+        allow_below=None,
+        gate_all=gate_all,
+        source=rule.source,
+        mode=mode_of(rule.kind, rule.confirm, gate_all),
+        remind_after=rule.remind_after,
+        escalate=rule.escalate,
+        origins=rule.origins,
+    )
+
+
+def load_policy_file(
+    path: str | Path, environ: Mapping[str, str] | None = None, *, check_secrets: bool = True
+) -> Policy:
+    """Read and validate a policy file for running: each handoff's `secret_env` must be set
+    (unless `check_secrets` is False: the policy is only read, never run)."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise PolicyError(
+            [f"{p}: cannot read the file ({exc.strerror}); check COSIGNER_POLICY"], str(p)
+        ) from exc
+    except UnicodeDecodeError as exc:
+        raise PolicyError([f"{p}: not UTF-8 text; save the policy as UTF-8 TOML"], str(p)) from exc
+    policy = load_policy(text, source=str(p))
+    if not check_secrets:
+        return policy
+    env = os.environ if environ is None else environ
+    problems = handoff_secrets(policy.tools, policy.tenants, env)
+    if problems:
+        raise PolicyError(problems, str(p))
+    return policy
+
+
+def load_policy(text: str, source: str = "policy") -> Policy:
+    """Parse and validate policy TOML; raise `PolicyError` listing every problem."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise PolicyError([f"not valid TOML: {exc}"], source) from exc
+    policy = Policy(read_policy(data, source), source)
+    # The follow-ups are checked on the merged rules, so once the rest of the file is valid.
+    problems = follow_up_problems(policy)
+    if problems:
+        raise PolicyError(problems, source)
+    return policy

@@ -1,0 +1,383 @@
+"""The policy file's shape as frozen pydantic models, and every problem with its key path.
+
+Nothing is coerced: `true` is not a number and `1` is not a boolean. A name that could
+never match a request (a tenant `cosigner tenants create` would refuse, a tool name the API
+would refuse, a Slack id in lower case) is refused with the rule the API and CLI use.
+`bot.policy.validation.read_policy` turns the errors into key-path problems.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    PrivateAttr,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
+
+from bot.policy.durations import parse_duration
+from contracts.enums import ApproverKind, SurfaceType, ToolKind
+from contracts.names import AadId, PhoneNumber, SlackId, TenantName, ToolName
+
+
+def _say(message: str) -> WrapValidator:
+    """Replace whatever the inner type says about a bad value with `message` ({input} is the value)."""
+
+    def check(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        try:
+            return handler(value)
+        except ValidationError:
+            raise PydanticCustomError("policy", message, {"input": value}) from None
+
+    return WrapValidator(check)
+
+
+def _list(example: str, *, nonempty: str | None = None) -> BeforeValidator:
+    """Require a TOML array before its items are checked one by one."""
+
+    def check(value: Any) -> Any:
+        if not isinstance(value, list):
+            raise PydanticCustomError("policy", "must be a list, e.g. {example}", {"example": example})
+        if nonempty and not value:
+            raise PydanticCustomError("policy", nonempty)
+        return value
+
+    return BeforeValidator(check)
+
+
+def _duration(value: Any) -> float:
+    try:
+        return parse_duration(value)
+    except ValueError as exc:
+        raise PydanticCustomError("policy", "{message}", {"message": str(exc)}) from None
+
+
+def _above_zero(value: float) -> float:
+    if value <= 0:
+        raise PydanticCustomError(
+            "policy", "must be above zero: only amounts from 0 up to it pass, so {never}", {"never": _NEVER}
+        )
+    return value
+
+
+def _not_requester(kind: ApproverKind) -> ApproverKind:
+    if kind is ApproverKind.REQUESTER:
+        raise ValueError("a headless run has no requester")
+    return kind
+
+
+_DOTTED = r"^[^.]+(\.[^.]+)*$"
+_NEVER = "it could never match a call"
+
+# The value types of the file. Each says, in the file's own terms, what is wrong with a bad
+# value; list items are checked one by one so every bad item is named.
+Text = Annotated[str, Field(min_length=1), _say("must be a non-empty string")]
+Flag = Annotated[bool, _say("must be true or false")]
+Count = Annotated[int, Field(ge=1), _say("must be a whole number ≥ 1")]
+Duration = Annotated[float, PlainValidator(_duration)]
+Phone = Annotated[PhoneNumber, _say('"{input}" is not an E.164 number; write it as "+15550000002"')]
+Slack = Annotated[
+    SlackId,
+    _say(f'"{{input}}" is not a Slack id (upper case letters and digits, such as "U0ADMIN"); {_NEVER}'),
+]
+Aad = Annotated[
+    AadId,
+    _say(
+        f'"{{input}}" is not a Microsoft Entra id (a GUID such as '
+        f'"72f988bf-86f1-41af-91ab-2d7cd011db47"); {_NEVER}'
+    ),
+]
+Kind = Annotated[
+    ToolKind, Field(strict=False), _say('"{input}" is not a kind; use "read", "write" or "danger"')
+]
+Confirm = Annotated[bool | Literal["always"], _say('must be true, false or "always"')]
+Approver = Annotated[
+    ApproverKind,
+    Field(strict=False),
+    _say('"{input}" is not an approver; use "requester", "tenant_admins" or "staff"'),
+]
+Route = Annotated[
+    ApproverKind,
+    Field(strict=False),
+    AfterValidator(_not_requester),
+    _say('must be "tenant_admins" or "staff"'),
+]
+RedactPath = Annotated[
+    str, Field(pattern=_DOTTED), _say('"{input}" is not a dotted path such as "customer.email"')
+]
+PolicyToolName = Annotated[
+    ToolName,
+    _say(f'"{{input}}" is not a tool name (letters, digits, _ . -, up to 128); {_NEVER}'),
+]
+PolicyTenantName = Annotated[
+    TenantName,
+    _say(
+        f'"{{input}}" is not a tenant name (lower case letters, digits, - or _, as '
+        f"`cosigner tenants create` accepts); {_NEVER}"
+    ),
+]
+
+
+Names = Annotated[tuple[Text, ...], Field(strict=False), _list('["u_42"]')]
+SlackIds = Annotated[tuple[Slack, ...], Field(strict=False), _list('["U0ADMIN"]')]
+Phones = Annotated[tuple[Phone, ...], Field(strict=False), _list('["+15550000002"]')]
+AadIds = Annotated[
+    tuple[Aad, ...], Field(strict=False), _list('["<the person\'s Microsoft Entra object id>"]')
+]
+Approvers = Annotated[
+    tuple[Approver, ...],
+    Field(strict=False),
+    _list('["requester"]', nonempty="must name at least one approver"),
+]
+RedactPaths = Annotated[tuple[RedactPath, ...], Field(strict=False), _list('["cardToken", "customer.email"]')]
+
+
+class Table(BaseModel):
+    """A policy table: frozen, strict, unknown keys refused except the operator's own `x_…`."""
+
+    model_config = ConfigDict(strict=True, frozen=True, extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_own_fields(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            return {k: v for k, v in data.items() if not str(k).startswith("x_")}
+        return data
+
+
+class AllowBelow(Table):
+    """`allow_below`: no person is needed while `parameter` is a number in [0, value)."""
+
+    parameter: Annotated[
+        str, Field(pattern=_DOTTED), _say('"{input}" is not a parameter path such as "amountCents"')
+    ]
+    value: Annotated[float, _say("must be a number such as 5000"), AfterValidator(_above_zero)]
+
+
+def _absolute_url(value: str) -> str:
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise PydanticCustomError(
+            "policy",
+            '"{input}" is not an absolute URL; write it as "https://app.example/cosigner/expect/publish"',
+            {"input": value},
+        )
+    return value
+
+
+class Expect(Table):
+    """`expect`: the application endpoint that says whether a handoff's step really happened."""
+
+    url: Annotated[str, _say("must be a URL string"), AfterValidator(_absolute_url)]
+    secret_env: Annotated[
+        str,
+        Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$"),
+        _say('"{input}" is not an environment variable name such as "APP_EXPECT_SECRET"'),
+    ]
+
+
+class HandoffSection(Table):
+    """`[tools.NAME.handoff]`: a step only a person may do, checked against `expect` on Done."""
+
+    reason: Text
+    steps: Annotated[
+        tuple[Text, ...],
+        Field(strict=False),
+        _list('["Open Settings", "Enter the code"]', nonempty="must list at least one step"),
+    ]
+    expect: Expect
+    timeout: Duration = 300.0
+
+
+class EscalateStep(Table):
+    """One `escalate` step: while the request is still pending `after` it was asked, it is
+    also delivered to the route `to`, whose approvers may then answer there."""
+
+    after: Duration
+    to: Route
+
+
+EscalateSteps = Annotated[
+    tuple[EscalateStep, ...],
+    Field(strict=False),
+    _list('[{ after = "10m", to = "tenant_admins" }]'),
+]
+
+
+class ToolSection(Table):
+    """`[tools.NAME]`; the tenant override `[tenants.T.tools.NAME]` uses the same keys."""
+
+    kind: Kind
+    confirm: Confirm | None = None
+    approvers: Approvers = (ApproverKind.REQUESTER,)
+    redact: RedactPaths = ()
+    timeout: Duration | None = None
+    deny: Flag = False
+    deny_reason: Text | None = None
+    allow_below: AllowBelow | None = None
+    description: Text | None = None
+    handoff: HandoffSection | None = None
+    remind_after: Duration | None = None
+    escalate: EscalateSteps = ()
+
+
+class ToolOverride(ToolSection):
+    """A tenant's override: only the keys it sets replace the tool section's."""
+
+    kind: Kind | None = None  # type: ignore[assignment]  # optional where the tool section has it
+
+
+def _absolute_http(value: str) -> str:
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise PydanticCustomError(
+            "policy",
+            '"{input}" is not an absolute http(s) URL; write it as "https://orders.example/cosigner"',
+            {"input": value},
+        )
+    return value
+
+
+EnvName = Annotated[
+    str,
+    Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$"),
+    _say('"{input}" is not an environment variable name such as "ORDERS_CONTRACT_SECRET"'),
+]
+AppUrl = Annotated[str, _say("must be a string"), AfterValidator(_absolute_http)]
+
+
+class OperationSection(Table):
+    """`[operations.NAME]`: the application that prepares and executes it, and its approval rule."""
+
+    url: AppUrl
+    secret_env: EnvName
+    kind: Kind = ToolKind.DANGER
+    confirm: Confirm | None = None
+    approvers: Approvers = (ApproverKind.REQUESTER,)
+    redact: RedactPaths = ()
+    timeout: Duration | None = None
+    execute_timeout: Duration = 30.0
+    prepare_timeout: Duration = 10.0
+    description: Text | None = None
+    remind_after: Duration | None = None
+    escalate: EscalateSteps = ()
+
+
+class OperationOverride(Table):
+    """A tenant's `[tenants.T.operations.NAME]`: only the keys it sets replace the section's."""
+
+    url: AppUrl | None = None
+    secret_env: EnvName | None = None
+    kind: Kind | None = None
+    confirm: Confirm | None = None
+    approvers: Approvers | None = None
+    redact: RedactPaths = ()
+    timeout: Duration | None = None
+    execute_timeout: Duration | None = None
+    prepare_timeout: Duration | None = None
+    deny: Flag = False
+    remind_after: Duration | None = None
+    escalate: EscalateSteps | None = None
+
+
+class Admins(Table):
+    """A tenant's approver identities per surface."""
+
+    slack: SlackIds = ()
+    sms: Phones = ()
+    dashboard: Names = ()
+    teams: AadIds = ()
+
+
+class Headless(Table):
+    """`[tenants.T.headless]`: where runs that cannot host a person are routed."""
+
+    route: Route
+
+
+class TenantPolicy(Table):
+    """`[tenants.NAME]`."""
+
+    slack_team: Slack | None = None
+    slack_enterprise: Slack | None = None
+    sms_from: Annotated[PhoneNumber, _say('must be an E.164 number such as "+15550000001"')] | None = None
+    sms_messaging_service: Text | None = None
+    teams_tenant: Aad | None = None
+    admins: Admins = Admins()
+    admin_channel: Text | None = None
+    tools: dict[PolicyToolName, ToolOverride] = {}
+    operations: dict[PolicyToolName, OperationOverride] = {}
+    headless: Headless | None = None
+    gate_all: Flag = False
+    max_gated_calls_per_execution: Count | None = None
+    display_name: Text | None = None
+    _name: str = PrivateAttr(default="")
+
+    @property
+    def name(self) -> str:
+        """The tenant's name: its key under `[tenants]`."""
+        return self._name
+
+    @property
+    def headless_route(self) -> ApproverKind | None:
+        """Who answers for a run that cannot host a person, if anyone."""
+        return self.headless.route if self.headless is not None else None
+
+    def named(self, name: str) -> TenantPolicy:
+        """This section, knowing its own name (set once, when the policy is built)."""
+        self._name = name
+        return self
+
+
+class StaffPolicy(Table):
+    """`[staff]`: the operator's own approvers."""
+
+    slack_team: Slack | None = None
+    slack_enterprise: Slack | None = None
+    channel: Text | None = None
+    users: SlackIds = ()
+    sms: Phones = ()
+    dashboard: Names = ()
+
+
+class Defaults(Table):
+    """`[defaults]`, durations in seconds."""
+
+    timeout: Duration = 300.0
+    sms_timeout: Duration = 3600.0
+    slack_timeout: Duration | None = None
+    dashboard_timeout: Duration | None = None
+    max_timeout: Duration = 86400.0
+    max_gated_calls_per_execution: Count = 20
+    grant_ttl: Duration = 300.0
+    callback_retry_window: Duration = 86400.0
+
+    def timeout_on(self, surface: SurfaceType) -> float:
+        """The time a person on `surface` has when the tool names none."""
+        own = {
+            SurfaceType.SMS: self.sms_timeout,
+            SurfaceType.SLACK: self.slack_timeout,
+            SurfaceType.DASHBOARD: self.dashboard_timeout,
+        }
+        return own.get(surface) or self.timeout
+
+
+class PolicyFile(Table):
+    """The whole file."""
+
+    defaults: Defaults = Defaults()
+    tools: dict[PolicyToolName, ToolSection] = {}
+    operations: dict[PolicyToolName, OperationSection] = {}
+    tenants: dict[PolicyTenantName, TenantPolicy] = {}
+    staff: StaffPolicy | None = None
