@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 
-from bot.decision import decide
-from bot.policy import load_policy
+from bot.policy import decide, load_policy
 from contracts.enums import ApproverKind
 from contracts.errors import PolicyError
 from contracts.ports import SlackRoute
