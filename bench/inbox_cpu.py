@@ -1,15 +1,21 @@
-"""CPU per approve round trip answered in the inbox, beside the same round trip answered
-through the decision endpoint: what the signed-in page path costs.
+"""Server CPU per approve round trip answered in the inbox, beside the same round trip
+answered through the decision endpoint, against a real `cosigner serve` process.
 
-    .venv/bin/python bench/inbox_cpu.py [--trips 300] [--rounds 3]
+    .venv/bin/python bench/inbox_cpu.py [--db sqlite|postgres] [--trips 200] [--rounds 3]
 
-In one process, on SQLite: the app with the inbox signing in through the Slack emulator's
-OpenID provider (authlib, as in production), one signed-in browser session (httpx over
-ASGI, cookies kept). Each trip: the agent creates a dashboard request, the approver
-answers it (the inbox: `GET /inbox/` for the CSRF token and `POST …/answer`; the API:
-`POST …/decision` with the approver key), the agent reads the decision with its grant.
-The figure is process CPU (user + system) per trip; client and server share the process,
-so the difference between the two paths is what the inbox adds.
+Set-up (all on loopback): the Slack emulator runs in this process and plays the OpenID
+Connect issuer ("Sign in with Slack", verified by authlib in the server as in production);
+`cosigner serve` runs as its own process pinned to one core (`roundtrip.running_server`,
+as the other benchmarks), with a fresh database, COSIGNER_OIDC_* pointing at the emulator
+and a policy whose tenant `bench` lists the signed-in person as a `dashboard` approver.
+This process signs one browser session in (httpx, cookies kept) before timing.
+
+Each trip: the agent creates a dashboard request for that person; the person answers it
+(the inbox: `GET /inbox/` for the CSRF token, then the form's `POST …/answer`; the API:
+`POST …/decision` with the approver key); the agent reads the decision with its grant.
+The figure is the server process's CPU (user + system, from /proc) per trip, so the
+difference between the two paths is what the inbox costs the server. Exit status 0 when
+every trip was approved with a grant and the server logged no error.
 """
 
 from __future__ import annotations
@@ -20,57 +26,142 @@ import re
 import sys
 import time
 from pathlib import Path
+from urllib.parse import parse_qsl, urlsplit
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import httpx
 
-from tests.harness import Harness
-from tests.inbox.test_answers import POLICY_BY_EMAIL
-from tests.inbox.world import World, inbox_world
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import roundtrip as rt
+
+from surfaces.slack.emulator import SlackEmulator
 
 CSRF = re.compile(r'name="csrf" value="([^"]+)"')
+CLIENT_ID, CLIENT_SECRET = "bench-inbox", "bench-inbox-secret"
+PERSON, EMAIL = "U0BENCH", "ada@bench.example"
+POLICY = (
+    rt.POLICY
+    + f"""
+[tenants.bench]
+admins = {{ dashboard = ["{EMAIL}"] }}
+"""
+)
 
 
-async def trip(w: World, h: Harness, agent: str, approver: str, n: int, inbox: bool) -> None:
-    aid = await w.ask(agent, "ada@acme.example", call=f"{'i' if inbox else 'a'}{n}")
+async def sign_in(browser: httpx.AsyncClient, emu: SlackEmulator) -> None:
+    """Sign `browser` in through the emulated issuer, as a person choosing themselves would."""
+    start = await browser.get("/inbox/login")
+    if start.status_code != 302:
+        raise rt.Failure(f"sign-in did not start: HTTP {start.status_code} {start.text[:200]}")
+    authorize = start.headers["location"]
+    args = dict(parse_qsl(urlsplit(authorize).query))
+    async with httpx.AsyncClient() as issuer:
+        chosen = await issuer.post(authorize.split("?")[0], data={**args, "user": PERSON})
+    back = urlsplit(chosen.headers["location"])
+    done = await browser.get(f"{back.path}?{back.query}")
+    if done.status_code != 303:
+        raise rt.Failure(f"sign-in refused: HTTP {done.status_code} {done.text[:200]}")
+
+
+async def trip(
+    server: rt.Server, api: httpx.AsyncClient, browser: httpx.AsyncClient, call: str, inbox: bool
+) -> None:
+    agent = {"Authorization": f"Bearer {server.key}"}
+    body = {
+        "executionId": f"run_{call}",
+        "toolCallId": call,
+        "toolName": rt.TOOL,
+        "parameters": {"orderId": "ord_1", "amountCents": 12900, "cardToken": "tok_x"},
+        "surface": {"type": "dashboard", "userId": EMAIL},
+    }
+    r = await api.post("/v1/approvals", json=body, headers=agent)
+    if r.status_code != 201:
+        raise rt.Failure(f"create: HTTP {r.status_code} {r.text[:200]}")
+    aid = r.json()["approvalId"]
     if inbox:
-        page = (await h.client.get("/inbox/")).text
+        page = (await browser.get("/inbox/")).text
         token = CSRF.search(page)
-        assert token, page
-        r = await h.client.post(
+        if token is None:
+            raise rt.Failure("the inbox page has no CSRF token: signed out?")
+        answered = await browser.post(
             f"/inbox/approvals/{aid}/answer", data={"decision": "approve", "csrf": token.group(1)}
         )
-        assert r.status_code == 303, r.text
+        if answered.status_code != 303:
+            raise rt.Failure(f"inbox answer: HTTP {answered.status_code} {answered.text[:200]}")
     else:
-        body = {"decision": "approve", "userId": "ada@acme.example"}
-        r = await h.client.post(f"/v1/approvals/{aid}/decision", json=body, headers=h.auth(approver))
-        assert r.status_code == 200, r.text
-    done = (await h.client.get(f"/v1/approvals/{aid}?wait=5", headers=h.auth(agent))).json()
-    assert done["status"] == "approved" and done["grant"]
+        decision = {"decision": "approve", "userId": EMAIL}
+        answered = await api.post(
+            f"/v1/approvals/{aid}/decision",
+            json=decision,
+            headers={"Authorization": f"Bearer {server.approver}"},
+        )
+        if answered.status_code != 200:
+            raise rt.Failure(f"decision: HTTP {answered.status_code} {answered.text[:200]}")
+    done = (await api.get(f"/v1/approvals/{aid}?wait=5", headers=agent)).json()
+    if done.get("status") != "approved" or not done.get("grant"):
+        raise rt.Failure(f"not approved with a grant: {done}")
 
 
-async def main(trips: int, rounds: int) -> None:
-    async with inbox_world(POLICY_BY_EMAIL) as w:
-        h = w.h
-        agent = await h.create_tenant("acme")
-        approver = h.approver_key("acme")
-        await w.sign_in(h.client, "U0ADMIN")
-        seq = 0
-        for r in range(rounds):
-            for inbox in (False, True):
-                # Each answered request leaves the list; nothing accumulates on the page.
-                start = time.process_time()
-                for _ in range(trips):
+async def main_async(args: argparse.Namespace) -> int:
+    cores = rt.pick_cores()
+    async with SlackEmulator.running(team_id="T0BENCH") as emu:
+        emu.openid.register_client(CLIENT_ID, CLIENT_SECRET)
+        emu.openid.add_person(PERSON, "Ada Bench", EMAIL)
+        env = {
+            "COSIGNER_OIDC_ISSUER": emu.openid.issuer,
+            "COSIGNER_OIDC_CLIENT_ID": CLIENT_ID,
+            "COSIGNER_OIDC_CLIENT_SECRET": CLIENT_SECRET,
+        }
+        async with (
+            rt.running_server(
+                args.db, args.pg_admin, cores[0], "WARNING", policy_text=POLICY, extra_env=env
+            ) as server,
+            httpx.AsyncClient(base_url=server.url, timeout=30) as api,
+            httpx.AsyncClient(base_url=server.url, timeout=30) as browser,
+        ):
+            await sign_in(browser, emu)
+            print(
+                f"Inbox answer path: server pid {server.pid} on core {cores[0]}; "
+                f"{args.db}; {args.trips} trips"
+            )
+            seq = 0
+            for inbox in (False, True):  # warm-up, not reported
+                for _ in range(20):
                     seq += 1
-                    await trip(w, h, agent, approver, seq, inbox)
-                ms = (time.process_time() - start) * 1000 / trips
-                print(
-                    f"round {r + 1}  {'inbox' if inbox else 'API  '}  {ms:.2f} ms CPU per approve round trip"
-                )
+                    await trip(server, api, browser, f"w{seq}", inbox)
+            for r in range(args.rounds):
+                for inbox in (False, True):
+                    latencies: list[float] = []
+                    cpu0 = rt.cpu_seconds(server.pid)
+                    for _ in range(args.trips):
+                        seq += 1
+                        started = time.perf_counter()
+                        await trip(server, api, browser, f"t{seq}", inbox)
+                        latencies.append(time.perf_counter() - started)
+                    ms = (rt.cpu_seconds(server.pid) - cpu0) * 1000 / args.trips
+                    print(
+                        f"round {r + 1}  {'inbox (page + form)' if inbox else 'decision endpoint  '}  "
+                        f"{ms:.2f} ms server CPU per round trip, "
+                        f"p50 {rt.percentile(latencies, 50) * 1000:.1f} ms wall"
+                    )
+            problems = server.stderr_problems()
+            if problems:
+                print(f"server error lines: {len(problems)}")
+    return 0 if not problems else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--db", choices=["sqlite", "postgres"], default="sqlite")
+    parser.add_argument("--pg-admin", default=rt.DEFAULT_PG_ADMIN)
+    parser.add_argument("--trips", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args(argv)
+    try:
+        return asyncio.run(main_async(args))
+    finally:
+        rt._stop_all()
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--trips", type=int, default=300)
-    parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args()
-    asyncio.run(main(args.trips, args.rounds))
+    sys.exit(main())

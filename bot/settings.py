@@ -47,6 +47,7 @@ RULES = {
     "slack_api_url": "must be an absolute http:// or https:// URL",
     "twilio_api_url": "must be an absolute http:// or https:// URL",
     "teams_api_url": "must be an absolute http:// or https:// URL (the bundled emulator; tests and dev only)",
+    "microsoft_app_send_x5c": "must be true or false",
     "otel_exporter_otlp_endpoint": "must be an absolute http:// or https:// URL, e.g. http://127.0.0.1:4318",
     "otel_exporter_otlp_traces_endpoint": "must be an absolute http:// or https:// URL, "
     "e.g. http://127.0.0.1:4318/v1/traces",
@@ -65,6 +66,7 @@ SECRET_FIELDS = {
     "slack_app_token",
     "twilio_auth_token",
     "microsoft_app_password",
+    "microsoft_app_certificate_password",
 }
 
 
@@ -140,6 +142,14 @@ class Settings(BaseSettings):
     microsoft_app_tenant_id: str | None = Field(
         default=None, validation_alias=_env("MICROSOFT_APP_TENANT_ID")
     )
+    # Instead of the password: the app's certificate, a .pfx/.p12 or PEM file (key and certificate).
+    microsoft_app_certificate: str | None = Field(
+        default=None, validation_alias=_env("MICROSOFT_APP_CERTIFICATE")
+    )
+    microsoft_app_certificate_password: str | None = Field(
+        default=None, validation_alias=_env("MICROSOFT_APP_CERTIFICATE_PASSWORD")
+    )
+    microsoft_app_send_x5c: bool = Field(default=False, validation_alias=_env("MICROSOFT_APP_SEND_X5C"))
     # The Teams emulator's base URL (Bot Connector, token and JWKS endpoints); dev and tests only.
     teams_api_url: str | None = Field(default=None, validation_alias=_env("TEAMS_API_URL"))
 
@@ -269,8 +279,9 @@ class Settings(BaseSettings):
 
     @property
     def teams_enabled(self) -> bool:
-        """Teams is on when the bot's app id, its password and its home tenant are set."""
-        return bool(self.microsoft_app_id and self.microsoft_app_password and self.microsoft_app_tenant_id)
+        """Teams is on when the bot's app id, its password or certificate and its home tenant are set."""
+        credential = self.microsoft_app_password or self.microsoft_app_certificate
+        return bool(self.microsoft_app_id and credential and self.microsoft_app_tenant_id)
 
     @property
     def sms_enabled(self) -> bool:

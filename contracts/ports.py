@@ -46,6 +46,15 @@ class EscalationNote:
 
 
 @dataclass(frozen=True)
+class ApprovalVote:
+    """One approver's Approve counted toward the quorum: who, on which surface, when."""
+
+    by: str
+    surface: SurfaceType
+    at: datetime
+
+
+@dataclass(frozen=True)
 class ApprovalCard:
     """Everything a surface may show about an approval; parameters are already redacted."""
 
@@ -74,6 +83,19 @@ class ApprovalCard:
     result: OperationOutcome | None = None
     # Escalation steps taken while nobody answered, oldest first.
     escalations: tuple[EscalationNote, ...] = ()
+    # Four eyes: how many distinct approvers must approve, whether the requester's own
+    # Approve is refused, and the approvals counted so far (oldest first).
+    quorum: int = 1
+    separate_duties: bool = False
+    approvals: tuple[ApprovalVote, ...] = ()
+
+    def approved_by(self, person: str) -> bool:
+        """True when `person` has approved already (their Approve is counted)."""
+        return any(v.by == person for v in self.approvals)
+
+    def progress(self) -> str:
+        """`1 of 2` approvals so far."""
+        return f"{len(self.approvals)} of {self.quorum}"
 
 
 @dataclass(frozen=True)
@@ -168,6 +190,10 @@ class Answer:
     # it as seen in the answer's own transaction, so a failed
     # attempt leaves no mark and a redelivery of an applied one changes nothing.
     message_id: str | None = None
+    # Why the surface could not tie the answer to a message sent to this person (a WhatsApp
+    # tap whose one-time nonce was not sent to this number, or that replies to another
+    # message): the desk refuses it, and the refusal goes on the audit record.
+    mismatch: str | None = None
 
 
 @dataclass(frozen=True)

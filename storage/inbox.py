@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Collection
+from dataclasses import replace
 
 import sqlalchemy as sa
 
 from contracts.enums import SurfaceType
 from contracts.ports import Placed
+from storage import votes
 from storage.database import Tx
 from storage.records import Record
 from storage.tables import approvals
@@ -35,7 +37,9 @@ def listed(
     if since is not None:
         q = q.where(approvals.c.created_at >= since)
     q = q.order_by(approvals.c.created_at.desc()).limit(limit)
-    return [Record.from_row(r) for r in tx.execute(q)]
+    recs = [Record.from_row(r) for r in tx.execute(q)]
+    counted = votes.of_many(tx, [r.id for r in recs if r.quorum > 1])
+    return [replace(r, votes=counted[r.id]) if r.id in counted else r for r in recs]
 
 
 def naming(tx: Tx, tenant: str, surface: SurfaceType, person: str, limit: int = 200) -> list[Placed]:
@@ -45,4 +49,28 @@ def naming(tx: Tx, tenant: str, surface: SurfaceType, person: str, limit: int = 
         placed = rec.placed()
         if placed is not None and person in rec.approvers_on(surface):
             found.append(placed)
+    return found
+
+
+def texted(tx: Tx, numbers: Collection[str], limit: int = 200) -> list[Record]:
+    """Pending approvals of any tenant whose text or WhatsApp message went to one of `numbers`."""
+    if not numbers:
+        return []
+    # The route's JSON names each number quoted; the match is checked again on the typed route.
+    q = (
+        sa.select(approvals)
+        .where(
+            approvals.c.status == "pending",
+            approvals.c.delivery_key.like("sms:%"),
+            sa.or_(*(approvals.c.route.contains(f'"{n}"', autoescape=True) for n in numbers)),
+        )
+        .order_by(approvals.c.created_at.desc())
+        .limit(limit)
+    )
+    wanted = set(numbers)
+    found = []
+    for row in tx.execute(q):
+        rec = Record.from_row(row)
+        if rec.route is not None and wanted & set(rec.route.approvers):
+            found.append(rec)
     return found

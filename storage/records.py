@@ -13,6 +13,7 @@ from contracts.enums import ApprovalMode, ApprovalStatus, ApproverKind, DeciderK
 from contracts.handoff import HandoffState
 from contracts.ports import (
     ApprovalCard,
+    ApprovalVote,
     DashboardRoute,
     Delivered,
     EscalationNote,
@@ -24,6 +25,7 @@ from contracts.ports import (
     TeamsRoute,
 )
 from storage.operations import OperationRecord
+from storage.votes import Vote
 
 
 def ts(seconds: float) -> datetime:
@@ -272,6 +274,9 @@ class Record:
     operation: OperationRecord | None = None
     handoff: HandoffState | None = None
     follow_ups: FollowUps | None = None
+    quorum: int = 1  # distinct approvers who must approve
+    separate_duties: bool = False  # the requester's own Approve never counts
+    votes: tuple[Vote, ...] = ()  # the approvals counted so far (quorum above 1 only)
 
     @classmethod
     def from_row(cls, row: Any) -> Record:
@@ -306,6 +311,8 @@ class Record:
             operation=OperationRecord.from_json(getattr(row, "operation", None)),
             handoff=handoff_from_json(getattr(row, "handoff", None)),
             follow_ups=FollowUps.from_json(getattr(row, "follow_ups", None)),
+            quorum=getattr(row, "quorum", None) or 1,
+            separate_duties=bool(getattr(row, "separate_duties", False)),
         )
 
     def replace(self, **columns: Any) -> Record:
@@ -341,6 +348,16 @@ class Record:
             return False
         op = self.operation
         return op is None or self.status is not ApprovalStatus.APPROVED or op.outcome is not None
+
+    def approvals(self) -> tuple[Vote, ...]:
+        """Every Approve that counts, oldest first: the votes toward a quorum above 1, or
+        the one person who approved a request of quorum 1."""
+        if self.votes or self.quorum > 1:
+            return self.votes
+        by = self.decided_by
+        if self.status is ApprovalStatus.APPROVED and isinstance(by, PersonDecider) and self.decided_at:
+            return (Vote(by.userId, by.surface, self.decided_at),)
+        return ()
 
     def triggered_by(self) -> str:
         """Who or what started the run, for cards: `slack:U1`, `sms:+1555…`, `schedule`."""
@@ -384,6 +401,9 @@ class Record:
             result=self.operation.outcome_model if self.operation else None,
             handoff=self.handoff.card() if self.handoff is not None else None,
             escalations=tuple(EscalationNote(e.to, ts(e.at)) for e in self.escalated),
+            quorum=self.quorum,
+            separate_duties=self.separate_duties,
+            approvals=tuple(ApprovalVote(v.by, v.surface, ts(v.at)) for v in self.approvals()),
         )
 
     def approvers_on(self, surface: SurfaceType) -> tuple[str, ...]:

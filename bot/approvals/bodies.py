@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot.approvals.grants import GrantSigner
-from contracts.answers import ApprovalStart, DecidedBy, Decision, SystemDecider
+from contracts.answers import ApprovalGiven, ApprovalStart, DecidedBy, Decision, SystemDecider
 from contracts.digest import parameters_digest
 from contracts.enums import ApprovalStatus
 from contracts.handoff import CODES, HandoffStart
@@ -43,6 +43,19 @@ def contract_claims(rec: Record) -> dict[str, str]:
     return {"argumentsDigest": op.arguments_digest, "previewDigest": parameters_digest(op.preview)}
 
 
+def approvals_of(rec: Record) -> list[ApprovalGiven]:
+    """Every Approve counted toward a quorum above 1, as the wire shows it (none for a request
+    one answer decides: `decidedBy` names its approver, and the body keeps its older shape)."""
+    return [ApprovalGiven(by=v.by, surface=v.surface, at=ts(v.at)) for v in rec.votes]
+
+
+def quorum_claims(rec: Record) -> dict[str, object]:
+    """A grant past a quorum names every approver who made it."""
+    if rec.quorum <= 1:
+        return {}
+    return {"approvers": [{"by": v.by, "surface": v.surface.value} for v in rec.votes]}
+
+
 def start_body(rec: Record) -> Start:
     """The `approval_start` object (`handoff_start` for a handoff)."""
     if rec.handoff is not None:
@@ -72,6 +85,8 @@ def start_body(rec: Record) -> Start:
         expiresAt=ts(rec.expires_at),
         status=rec.status,
         shortCode=rec.short_code,
+        quorum=rec.quorum,
+        approvals=approvals_of(rec),
         **operation_fields(rec, preview=True),
     )
 
@@ -93,6 +108,7 @@ def decision_body(rec: Record, signer: GrantSigner, grant_ttl: float) -> Decisio
                 "iat": int(decided_at),
                 "exp": int(decided_at + grant_ttl),
                 **contract_claims(rec),
+                **quorum_claims(rec),
             }
         )
     handoff = rec.handoff
@@ -107,6 +123,8 @@ def decision_body(rec: Record, signer: GrantSigner, grant_ttl: float) -> Decisio
         comment=rec.comment,
         parametersDigest=rec.digest,
         grant=grant,
+        quorum=rec.quorum,
+        approvals=approvals_of(rec),
         traceId=rec.trace_id,
         **operation_fields(rec, preview=False),
         code=CODES.get(rec.status) if handoff is not None else None,

@@ -311,7 +311,10 @@ class Engine:
         )
         for _attempt in range(3):
             try:
-                created = await self.db.run_write(lambda tx: create_tx(tx, it, self.clock()))
+                # Reads, then one write (storage.intake.write): no transaction needed.
+                created = await self.db.run_write(
+                    lambda tx: create_tx(tx, it, self.clock()), single_write=True
+                )
                 break
             except Conflict:
                 continue  # a concurrent create of the same call won; read its result
@@ -336,6 +339,8 @@ class Engine:
                 "activity": Activity(Step.CREATED, rec),
             },
         )
+        if not rec.closed:
+            self.notifier.changed()  # the inbox's live lists
         to_deliver = rec.route is not None and not isinstance(rec.route, DashboardRoute)
         if to_deliver or (rec.closed and rec.callback_url):
             self.wakeups.jobs.set()
@@ -423,9 +428,9 @@ class Engine:
                 send_execute=self.executes,
             )
         )
-        self.tracing.after_close(
-            done.record, Answered(closing.decided_by, closing.to, done.refusal, done.changed), started
-        )
+        if self.tracing.enabled:  # the answer's span and the approval's, when spans are exported
+            answered = Answered(closing.decided_by, closing.to, done.refusal, done.changed, done.counted)
+            self.tracing.after_close(done.record, answered, started)
         if isinstance(closing.decided_by, PersonDecider) and log.isEnabledFor(logging.DEBUG):
             refused = str(done.refusal.code) if done.refusal is not None else None
             log.debug(
@@ -440,6 +445,15 @@ class Engine:
             )
         if done.changed:
             self._closed(done.record, done.execute)
+        elif done.counted:
+            # Each counted Approve is on the audit chain; the log says so only at DEBUG, as
+            # it does for every answer, and at INFO once the approval closes.
+            log.debug(
+                "approval counted",
+                extra={"approval_id": approval_id, "tenant": done.record.tenant, "status": "pending"},
+            )
+            if done.record.delivered is not None:
+                self.wakeups.jobs.set()  # the card shows the progress
         if done.refusal is not None:
             raise done.refusal
         return done.record
@@ -457,6 +471,8 @@ class Engine:
         )
         if rec.settled:  # an approved operation's waiters are told once its outcome is stored
             self.notifier.publish(rec.id, rec)
+        else:
+            self.notifier.changed()  # no longer pending: the inbox's live lists
         if rec.callback_url or rec.delivered is not None or rec.escalated:
             self.wakeups.jobs.set()
         self._execute(rec, execute)

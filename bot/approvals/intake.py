@@ -230,6 +230,8 @@ def new_approval(it: Intake, admit: Admit, now: float) -> store.NewApproval:
                 "traceId": it.trace.trace_id,
                 "rule": it.call.rule_path,
                 "decision": it.label,
+                **({"quorum": rule.quorum} if rule.quorum > 1 else {}),
+                **({"separateDuties": True} if rule.separate_duties else {}),
                 **({"shadow": it.shadow} if it.shadow is not None else {}),
             },
         )
@@ -276,6 +278,8 @@ def new_approval(it: Intake, admit: Admit, now: float) -> store.NewApproval:
         trace_context=it.trace.context,
         operation=contract,
         handoff=it.handoff,
+        quorum=rule.quorum,
+        separate_duties=rule.separate_duties,
         events=events,
         jobs=queued,
     )

@@ -15,7 +15,8 @@ from dataclasses import dataclass, replace
 
 from bot.approvals.bodies import actor_of
 from bot.approvals.run_grants import requester_key
-from contracts.answers import DecidedBy, TimeoutDecider
+from bot.policy.quorum import requester_on
+from contracts.answers import DecidedBy, PersonDecider, TimeoutDecider
 from contracts.enums import ApprovalMode, ApprovalStatus, AuditEvent, JobKind, SurfaceType, Verdict
 from contracts.errors import (
     AlreadyDecided,
@@ -44,6 +45,7 @@ from storage.audit import Event
 from storage.database import Tx
 from storage.jobs import Queued
 from storage.records import Changes, Decided, Record
+from storage.votes import Vote
 
 # --- states -------------------------------------------------------------------
 
@@ -94,8 +96,13 @@ def closed_error(rec: Record) -> CosignerError:
 
 
 def check_answer(rec: Record, a: Answer) -> None:
-    """Tenant, conversation, app, message, approver (and Slack Connect) — in that order."""
+    """Tenant, conversation, app, message, approver (and Slack Connect) — in that order; then
+    what the surface found wrong with the message that carried the answer."""
     check_reader(rec, a)
+    if a.mismatch is not None:
+        raise WrongConversation(
+            f"this answer does not come from a message of approval {rec.id}: {a.mismatch}"
+        )
     check_verdict(rec, a.verdict)
 
 
@@ -168,6 +175,11 @@ def check_verdict(rec: Record, verdict: Verdict) -> None:
         raise InvalidRequest(f"approval {rec.id} is not a handoff: answer approve or deny")
     if verdict is Verdict.APPROVE_FOR_RUN and rec.mode is not ApprovalMode.ASK:
         raise InvalidRequest("approve for this run is offered only for tools in mode ask")
+    if verdict is Verdict.APPROVE_FOR_RUN and rec.quorum > 1:
+        # One person's "for this run" would let later calls through without the quorum.
+        raise InvalidRequest(
+            f"approve for this run is not offered when {rec.quorum} approvers must approve; answer approve"
+        )
 
 
 def clicker_belongs(route: SlackRoute, a: Answer | Look) -> None:
@@ -247,6 +259,7 @@ class Closed:
     refusal: CosignerError | None
     changed: bool
     execute: jobs.Job | None = None
+    counted: bool = False  # an Approve was counted toward the quorum; the approval stays pending
 
 
 def refused(decided_by: DecidedBy, exc: CosignerError, wanted: ApprovalStatus) -> Event:
@@ -276,9 +289,57 @@ class Transition:
     decided_by: DecidedBy
     comment: str | None
     refusal: CosignerError | None = None
+    vote: Vote | None = None  # the Approve that made the quorum, counted with the closing
 
 
-def decide(rec: Record, c: Closing, now: float) -> Refused | Transition:
+@dataclass(frozen=True)
+class Counted:
+    """The answer is an Approve toward a quorum not yet met: count it; the approval stays
+    pending (`count` approvals of `quorum` once written)."""
+
+    vote: Vote
+    comment: str | None
+    count: int
+    quorum: int
+
+
+@dataclass(frozen=True)
+class Unchanged:
+    """The same approver approved before: their Approve is counted once, nothing changes."""
+
+
+Effect = Refused | Transition | Counted | Unchanged
+
+
+def requester_refused(rec: Record) -> NotAnApprover:
+    """Separation of duties: whoever asked must not be the one who approves."""
+    return NotAnApprover(
+        "the requester's own Approve never counts (separate_duties): another approver must "
+        f"approve; you triggered the run that asks for approval {rec.id}"
+    )
+
+
+def count(rec: Record, to: ApprovalStatus, by: DecidedBy, comment: str | None, now: float) -> Effect | None:
+    """Four eyes, for an approval as loaded: a requester's Approve refused (separate duties),
+    the same approver again unchanged, an Approve below the quorum counted; None when the
+    answer closes the approval as asked (a Deny vetoes at once)."""
+    if to is not ApprovalStatus.APPROVED or not isinstance(by, PersonDecider):
+        return None
+    if rec.quorum <= 1 and not rec.separate_duties:
+        return None
+    if rec.separate_duties and by.userId == requester_on(rec.surface, by.surface):
+        return Refused(requester_refused(rec))
+    if rec.quorum <= 1:
+        return None
+    if any(v.by == by.userId for v in rec.votes):
+        return Unchanged()
+    vote = Vote(by.userId, by.surface, now)
+    if len(rec.votes) + 1 < rec.quorum:
+        return Counted(vote, comment, len(rec.votes) + 1, rec.quorum)
+    return Transition(to, by, comment, vote=vote)
+
+
+def decide(rec: Record, c: Closing, now: float) -> Effect:
     """What an answer does to the approval as loaded at `now`; pure (besides `c.check`)."""
     try:
         if c.check is not None:
@@ -300,6 +361,10 @@ def decide(rec: Record, c: Closing, now: float) -> Refused | Transition:
         to = ApprovalStatus.FAILED  # a handoff is never denied: failing closed fails it
     if not allowed(rec.status, to):
         return Refused(closed_error(rec), audited=False)
+    if refusal is None:
+        counted = count(rec, to, decided_by, comment, now)
+        if counted is not None:
+            return counted
     return Transition(to, decided_by, comment, refusal)
 
 
@@ -326,15 +391,27 @@ def close(
     if not loaded.first:
         return Closed(rec, None, False)
     answer = decide(rec, c, now)
+    if isinstance(answer, Unchanged):
+        return Closed(rec, None, False)
     if isinstance(answer, Refused):
         if not (c.audit_refusal and answer.audited):
             raise answer.error
         return Closed(
             ledger.append(tx, rec, now, [refused(c.decided_by, answer.error, c.to)]), answer.error, False
         )
+    if isinstance(answer, Counted):
+        counted = [counted_event(c.decided_by, answer.comment, answer.count, answer.quorum)]
+        if c.also is not None:
+            counted += c.also(tx, rec, now)  # who vouched for the person (an inbox answer)
+        show = rec.delivered is not None
+        return Closed(answers.count(tx, rec, now, counted, answer.vote, show=show), None, False, counted=True)
     to, decided_by, comment, refusal = answer.to, answer.decided_by, answer.comment, answer.refusal
     events: list[Event] = [] if refusal is None else [refused(c.decided_by, refusal, c.to)]
-    events.append(Event(to.value, actor_of(decided_by), {"comment": comment}))
+    data: dict[str, object] = {"comment": comment}
+    if answer.vote is not None:
+        events.append(counted_event(decided_by, comment, len(rec.votes) + 1, rec.quorum))
+        data["approvers"] = [{"by": v.by, "surface": v.surface.value} for v in (*rec.votes, answer.vote)]
+    events.append(Event(to.value, actor_of(decided_by), data))
     changes = replace(c.changes or Changes(), decided=Decided(to, now, decided_by, comment))
     if c.also is not None and to is c.to:
         events += c.also(tx, rec, now)
@@ -356,9 +433,25 @@ def close(
         grant = answers.Grant(fold(rec.tool_name), requester_key(rec.surface), c.run_grant)
     queued = jobs_after(after, now, callback_window, executes_itself=send_execute)
     rec, execute = answers.write(
-        tx, rec, now, events, changes, queued=queued, claim=claim, grant=grant, schema=schema
+        tx,
+        rec,
+        now,
+        events,
+        changes,
+        queued=queued,
+        claim=claim,
+        grant=grant,
+        schema=schema,
+        vote=answer.vote,
     )
     return Closed(rec, refusal, True, execute)
+
+
+def counted_event(by: DecidedBy, comment: str | None, n: int, quorum: int) -> Event:
+    """The audit event of one Approve toward a quorum: each approver's is its own link."""
+    return Event(
+        AuditEvent.APPROVAL_COUNTED, actor_of(by), {"count": n, "quorum": quorum, "comment": comment}
+    )
 
 
 def jobs_after(

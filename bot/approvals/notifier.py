@@ -3,6 +3,9 @@
 Long-polls and event streams register a future before they read the row, so a decision
 committed between the read and the wait is never missed. On PostgreSQL a decision also
 sends `NOTIFY cosigner_decided`, and every replica's listener wakes its own waiters.
+
+Lists of what waits (the inbox's live list) wait on `changes()` instead: one shared future
+completed when any approval is created here or closes here or on another replica.
 """
 
 from __future__ import annotations
@@ -25,6 +28,20 @@ class Notifier:
         self._waiters: dict[str, set[asyncio.Future[Any]]] = defaultdict(set)
         self._listener = Listener()
         self._on_replica_wake = on_replica_wake
+        self._change: asyncio.Future[None] | None = None
+
+    def changes(self) -> asyncio.Future[None]:
+        """A future completed at the next change of what is pending (a request created, or
+        one closed). Shared by every watcher: wait on it with `asyncio.wait`, never cancel it."""
+        if self._change is None or self._change.done():
+            self._change = asyncio.get_running_loop().create_future()
+        return self._change
+
+    def changed(self) -> None:
+        """Tell every watcher of `changes()` that what is pending has changed."""
+        fut, self._change = self._change, None
+        if fut is not None and not fut.done():
+            fut.set_result(None)
 
     def subscribe(self, approval_id: str) -> asyncio.Future[Any]:
         """A future that completes when `approval_id` closes (with the closed record when
@@ -43,6 +60,7 @@ class Notifier:
 
     def publish(self, approval_id: str, value: Any = None) -> int:
         """Wake every local waiter of this approval, handing each `value`; return how many."""
+        self.changed()
         woken = 0
         for fut in self._waiters.pop(approval_id, ()):
             if not fut.done():

@@ -132,7 +132,9 @@ def dev(args: argparse.Namespace) -> int:
     """Run the sandbox: SQLite, the bundled emulators, a sample policy, a demo tenant."""
     from bot.dev import run_dev
 
-    return int(run_dev(host=args.host, port=args.port, data_dir=args.data))
+    return int(
+        run_dev(host=args.host, port=args.port, data_dir=args.data, socket_mode=args.slack_socket_mode)
+    )
 
 
 async def _migrate(settings: Settings) -> str | None:
@@ -384,6 +386,11 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("--host", default="127.0.0.1")
     d.add_argument("--port", type=valid_port, default=8000)
     d.add_argument("--data", default="cosigner-data", help="folder for the sandbox database")
+    d.add_argument(
+        "--slack-socket-mode",
+        action="store_true",
+        help="run Slack over Socket Mode (an app-level token, no /slack/events), as without a public URL",
+    )
     d.set_defaults(fn=dev)
     sub.add_parser("migrate", help="create or upgrade the database schema").set_defaults(fn=migrate)
     t = sub.add_parser("tenants", help="manage tenants").add_subparsers(dest="action", required=True)

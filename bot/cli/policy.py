@@ -14,18 +14,20 @@ from typing import Any
 
 from bot.policy import (
     ENABLED,
-    EXAMPLES,
     CaseFileError,
     Policy,
+    assumed_sender,
     decide,
     junit,
     load_cases,
     load_policy_file,
     parse_duration,
     parse_surface,
-    replay,
     run_cases,
 )
+
+# `replay` is also the name of its module, which shadows a package-level name once loaded.
+from bot.policy.replay import EXAMPLES, replay
 from bot.settings import load_settings
 from storage.audit import stream_requests
 from storage.database import Database, head_revision, missing_sqlite_file, safe_url
@@ -48,7 +50,9 @@ def explain(args: argparse.Namespace, usage_error: type[Exception]) -> int:
         surface = parse_surface(args.surface) if args.surface else None
     except ValueError as exc:
         raise usage_error(f"--{exc}") from exc
-    ruling = decide(_policy(args.policy), args.tenant, args.tool, params, surface, enabled=ENABLED)
+    ruling = decide(
+        _policy(args.policy), args.tenant, args.tool, params, surface, enabled=ENABLED, sms=assumed_sender()
+    )
     print(json.dumps(ruling.to_json(), indent=2) if args.json else ruling.explain())
     return 0
 

@@ -2,9 +2,14 @@
 
 Everything the page does goes through the real front doors: a button press becomes the
 signed `block_actions` request Slack would send to `/slack/events`, a modal submit the
-signed `view_submission`, and a phone reply the signed Twilio webhook to `/sms/inbound`.
-The page only chooses who is clicking, so refusals come from the real checks. Mounted by
-`cosigner dev` only: these routes let anyone on the machine answer as anyone.
+signed `view_submission`, opening Cosigner's Home tab the signed `app_home_opened` event
+(the tab shows what Cosigner then publishes with `views.publish`), and a phone reply the
+signed Twilio webhook to `/sms/inbound`.
+The page only chooses who is clicking, so refusals come from the real checks. Under
+`cosigner dev --slack-socket-mode` the same Slack payloads travel as Socket Mode envelopes
+over the WebSocket the app opened to the emulator instead (unsigned, as Slack sends them
+there), and the acknowledgement is the app's answer. Mounted by `cosigner dev` only: these
+routes let anyone on the machine answer as anyone.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from starlette.routing import BaseRoute, Route
 
 from bot.http import decode_json, read_body
 from contracts.errors import InvalidRequest
+from surfaces.slack import interactions
 from surfaces.slack.emulator import SlackEmulator
 from surfaces.sms.caller import TwilioCaller
 from surfaces.sms.emulator import TwilioEmulator
@@ -48,6 +54,7 @@ class Person:
 PEOPLE = (
     Person("requester", "U0ALICE", "T0DEMO", "Alice", "the requester: she started the run"),
     Person("admin", "U0ADMIN", "T0DEMO", "Ada", "a demo tenant admin (admins may answer refunds)"),
+    Person("second_admin", "U0ADMIN2", "T0DEMO", "Ben", "a second admin: closing an account needs two"),
     Person("outsider", "U0MALLORY", "T0DEMO", "Mallory", "in the channel, but not an approver"),
     Person("other_workspace", "U0EVE", "T0OTHER", "Eve", "a user of another Slack workspace"),
 )
@@ -73,9 +80,12 @@ class SandboxPage:
         public_url: str,
         slack_secret: str,
         sms_number: str,
+        socket_mode: bool = False,
     ) -> None:
         self.slack, self.twilio, self.http = slack, twilio, http
         self.slack_secret = slack_secret
+        self.socket_mode = socket_mode
+        self.slack_route = "Socket Mode" if socket_mode else "/slack/events"
         self.sms_number = sms_number
         self.caller = TwilioCaller(
             http, public_url=public_url, account_sid=twilio.account_sid, auth_token=twilio.auth_token
@@ -97,6 +107,7 @@ class SandboxPage:
             Route("/sandbox/api/close", self._json(self.close), methods=["POST"]),
             Route("/sandbox/api/text", self._json(self.text), methods=["POST"]),
             Route("/sandbox/api/tap", self._json(self.tap), methods=["POST"]),
+            Route("/sandbox/api/home", self._json(self.home), methods=["POST"]),
         ]
 
     async def page(self, request: Request) -> Response:
@@ -156,6 +167,7 @@ class SandboxPage:
                 "messages": messages,
                 "ephemerals": ephemerals,
                 "views": views,
+                "homes": self.slack.home_tabs,
                 "phone": {"bot": self.sms_number, "numbers": phones, "texts": self.phone_log},
                 "activity": self.activity,
             },
@@ -167,22 +179,28 @@ class SandboxPage:
         who = _person(body.get("as"))
         channel, ts, action = (_text(body, k) for k in ("channel", "ts", "actionId"))
         try:
-            response = await self.slack.click(
-                self.http,
+            payload = interactions.click_payload(
+                self.slack,
                 channel=channel,
                 ts=ts,
                 action_id=action,
-                secret=self.slack_secret,
                 user=who.user_id,
                 team=who.team_id,
                 user_team=who.team_id,
             )
         except LookupError as exc:
             raise PageError(f"{exc}", status=409) from exc
-        self._log(
-            f"block_actions {action} as {who.user_id} ({who.team_id})", "/slack/events", response.status_code
-        )
-        return {"status": response.status_code}
+        status, _ = await self._slack(payload)
+        self._log(f"block_actions {action} as {who.user_id} ({who.team_id})", self.slack_route, status)
+        return {"status": status}
+
+    async def home(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Open Cosigner's Home tab as `as`: the signed `app_home_opened` event Slack sends."""
+        who = _person(body.get("as"))
+        payload = interactions.home_payload(self.slack, user=who.user_id, team=who.team_id)
+        status, _ = await self._slack(payload, kind="events_api")
+        self._log(f"app_home_opened as {who.user_id} ({who.team_id})", self.slack_route, status)
+        return {"status": status}
 
     async def view_click(self, body: dict[str, Any]) -> dict[str, Any]:
         """Press a button inside an open modal (a full call's Next page) as `as`."""
@@ -192,10 +210,9 @@ class SandboxPage:
         if index is None or view_id in self.closed_views:
             raise PageError(f"no open modal {view_id}", status=409)
         try:
-            response = await self.slack.click_in_view(
-                self.http,
+            payload = interactions.view_click_payload(
+                self.slack,
                 action_id=action,
-                secret=self.slack_secret,
                 index=index,
                 user=who.user_id,
                 team=who.team_id,
@@ -203,10 +220,9 @@ class SandboxPage:
             )
         except LookupError as exc:
             raise PageError(f"{exc}", status=409) from exc
-        self._log(
-            f"block_actions {action} in {view_id} as {who.user_id}", "/slack/events", response.status_code
-        )
-        return {"status": response.status_code}
+        status, _ = await self._slack(payload)
+        self._log(f"block_actions {action} in {view_id} as {who.user_id}", self.slack_route, status)
+        return {"status": status}
 
     async def submit(self, body: dict[str, Any]) -> dict[str, Any]:
         """Submit an open modal (the deny comment) as `as`."""
@@ -219,25 +235,41 @@ class SandboxPage:
         if index is None or view_id in self.closed_views:
             raise PageError(f"no open modal {view_id}", status=409)
         values = {"comment": {"comment": {"type": "plain_text_input", "value": comment or None}}}
-        response = await self.slack.submit_view(
-            self.http,
-            secret=self.slack_secret,
-            values=values,
-            index=index,
-            user=who.user_id,
-            team=who.team_id,
-            user_team=who.team_id,
+        payload = interactions.submission_payload(
+            self.slack, values=values, index=index, user=who.user_id, team=who.team_id, user_team=who.team_id
         )
-        self._log(
-            f"view_submission {view_id} as {who.user_id} ({who.team_id})",
-            "/slack/events",
-            response.status_code,
-        )
-        errors = _ack_errors(response)
+        status, ack = await self._slack(payload)
+        self._log(f"view_submission {view_id} as {who.user_id} ({who.team_id})", self.slack_route, status)
+        errors = _ack_errors(ack)
         if errors:
-            return {"status": response.status_code, "errors": errors}
+            return {"status": status, "errors": errors}
         self.closed_views.add(view_id)
-        return {"status": response.status_code, "errors": None}
+        return {"status": status, "errors": None}
+
+    async def _slack(self, payload: dict[str, Any], kind: str = "interactive") -> tuple[int, Any]:
+        """Send a payload as Slack would: signed to `/slack/events`, or as a Socket Mode
+        envelope; the HTTP status (200 once acknowledged) and the acknowledgement's body."""
+        if self.socket_mode:
+            try:
+                ack = await self.slack.push(payload, kind=kind)
+            except LookupError as exc:
+                raise PageError(f"{exc}; is the app connected over Socket Mode?", status=409) from exc
+            except TimeoutError:
+                return 504, None  # Slack would show the person an error and retry
+            return 200, ack.get("payload")
+        if kind == "events_api":
+            response = await interactions.send_signed_event(
+                self.http, "/slack/events", payload, secret=self.slack_secret
+            )
+        else:
+            response = await interactions.send_signed(
+                self.http, "/slack/events", payload, secret=self.slack_secret
+            )
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        return response.status_code, body
 
     async def close(self, body: dict[str, Any]) -> dict[str, Any]:
         """Dismiss a modal with Cancel (Slack would send `view_closed`; Cosigner ignores it)."""
@@ -329,11 +361,7 @@ def _text(body: dict[str, Any], key: str) -> str:
     return value
 
 
-def _ack_errors(response: httpx.Response) -> dict[str, str] | None:
-    try:
-        ack = response.json()
-    except ValueError:
-        return None
+def _ack_errors(ack: Any) -> dict[str, str] | None:
     if isinstance(ack, dict) and ack.get("response_action") == "errors":
         errors = ack.get("errors")
         return errors if isinstance(errors, dict) else {"": "refused"}

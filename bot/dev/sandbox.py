@@ -2,7 +2,10 @@
 
 One process runs the real app (SQLite, the sample policy `sandbox_policy.toml`, the real
 Slack and SMS surfaces) against the bundled emulators, plus the `/sandbox` page that plays
-a Slack channel and a phone by sending really signed requests to the real webhooks.
+a Slack channel and a phone by sending really signed requests to the real webhooks. With
+`socket_mode` (`cosigner dev --slack-socket-mode`) Slack runs over Socket Mode instead:
+the app opens a WebSocket to the emulator with an app-level token, has no signing secret
+and serves no `/slack/events`, and the page's clicks travel as Socket Mode envelopes.
 `sandbox()` starts and stops all of it; `run_dev()` adds the banner and waits for Ctrl-C.
 """
 
@@ -35,7 +38,7 @@ from bot.egress import LOOPBACK_ALLOW
 from bot.http import ListenError, Server, TenantKeys, bind, build_app, parts_of
 from bot.policy import Policy, load_policy
 from bot.settings import DEV_SECRET, Settings
-from surfaces.slack.emulator import SlackEmulator
+from surfaces.slack.emulator import APP_TOKEN, SlackEmulator
 from surfaces.sms.emulator import TwilioEmulator
 from surfaces.teams.emulator import TeamsEmulator
 from surfaces.whatsapp.template import TEMPLATE_ACTIONS, TEMPLATE_BODY
@@ -74,6 +77,7 @@ class Sandbox:
     app: Starlette
     served: asyncio.Task[None]
     teams: TeamsEmulator | None = None
+    socket_mode: bool = False  # Slack over Socket Mode (no /slack/events)
 
 
 def _example(name: str, path: Path) -> ModuleType:
@@ -124,12 +128,15 @@ OIDC_CLIENT_ID, OIDC_CLIENT_SECRET = "cosigner-dev-inbox", "cosigner-dev-inbox-s
 
 
 def sign_in_with_slack(slack: SlackEmulator) -> None:
-    """The emulated "Sign in with Slack" for the inbox: the sandbox's people may sign in."""
-    from bot.dev.page import PEOPLE
+    """The emulated "Sign in with Slack" for the inbox: the sandbox's people may sign in. Alice,
+    the requester, also has the sandbox phone's number (the `phone` scope), so the inbox lists
+    what is texted to it."""
+    from bot.dev.page import DEMO_PHONE, PEOPLE
 
     slack.openid.register_client(OIDC_CLIENT_ID, OIDC_CLIENT_SECRET)
     for p in PEOPLE:
-        slack.openid.add_person(p.user_id, p.name, f"{p.name.lower()}@demo.example", p.team_id)
+        phone = DEMO_PHONE if p.key == "requester" else None
+        slack.openid.add_person(p.user_id, p.name, f"{p.name.lower()}@demo.example", p.team_id, phone=phone)
 
 
 def dev_settings(
@@ -138,15 +145,21 @@ def dev_settings(
     slack: SlackEmulator,
     twilio: TwilioEmulator,
     teams: TeamsEmulator | None = None,
+    *,
+    socket_mode: bool = False,
 ) -> Settings:
     """Settings built in code, so the sandbox ignores whatever the environment holds."""
+    # Socket Mode alone: an app-level token and no signing secret, so no /slack/events.
+    slack_door: dict[str, Any] = (
+        {"slack_app_token": APP_TOKEN} if socket_mode else {"slack_signing_secret": SLACK_SIGNING_SECRET}
+    )
     return Settings(
         database_url=f"sqlite+aiosqlite:///{(data_dir / 'cosigner.db').resolve()}",
         policy=str(POLICY_FILE),
         public_url=public_url,
         secret=DEV_SECRET,
         callback_allow=LOOPBACK_ALLOW,
-        slack_signing_secret=SLACK_SIGNING_SECRET,
+        **slack_door,
         slack_bot_token=SLACK_BOT_TOKEN,
         slack_api_url=slack.api_url,
         slack_app_id=slack.app_id,
@@ -216,6 +229,7 @@ async def sandbox(
     data_dir: str | Path = "cosigner-data",
     *,
     handle_signals: bool = False,
+    socket_mode: bool = False,
 ) -> AsyncIterator[Sandbox]:
     """Start emulators, app and server (port 0: any free port); stop them all on exit."""
     data = _data_dir(data_dir)
@@ -231,7 +245,7 @@ async def sandbox(
             httpx.AsyncClient(base_url=public_url, timeout=30) as loop_http,
         ):
             sign_in_with_slack(slack)
-            settings = dev_settings(data, public_url, slack, twilio, teams)
+            settings = dev_settings(data, public_url, slack, twilio, teams, socket_mode=socket_mode)
             page = SandboxPage(
                 slack,
                 twilio,
@@ -239,6 +253,7 @@ async def sandbox(
                 public_url=public_url,
                 slack_secret=SLACK_SIGNING_SECRET,
                 sms_number=SMS_FROM,
+                socket_mode=socket_mode,
             )
             # The sample handoff's expect call is signed with this secret (examples/expect_app.py).
             if not os.environ.get(EXPECT_SECRET_ENV):
@@ -277,6 +292,7 @@ async def sandbox(
                         teams=teams,
                         app=app,
                         served=served,
+                        socket_mode=socket_mode,
                     )
                 finally:
                     server.should_exit = True
@@ -291,6 +307,11 @@ def banner(sb: Sandbox, host: str) -> str:
     lines = [
         "",
         "Cosigner sandbox is running: SQLite, emulated Slack and Twilio, the sample policy.",
+        *(
+            ["Slack runs over Socket Mode: clicks arrive on the app's WebSocket; no /slack/events."]
+            if sb.socket_mode
+            else []
+        ),
         "",
         f"  Sandbox (a Slack channel and a phone):  {u}/sandbox",
         f"  Inbox (sign in with the emulated Slack): {u}/inbox/",
@@ -352,20 +373,20 @@ def _is_loopback(host: str) -> bool:
         return host == "localhost"
 
 
-async def _serve(host: str, port: int, data_dir: str) -> int:
-    async with sandbox(host, port, data_dir, handle_signals=True) as sb:
+async def _serve(host: str, port: int, data_dir: str, socket_mode: bool) -> int:
+    async with sandbox(host, port, data_dir, handle_signals=True, socket_mode=socket_mode) as sb:
         print(banner(sb, host), flush=True)
         await sb.served
     return 0
 
 
-def run_dev(host: str, port: int, data_dir: str) -> int:
+def run_dev(host: str, port: int, data_dir: str, *, socket_mode: bool = False) -> int:
     """Run the sandbox until Ctrl-C; the exit code for `cosigner dev`."""
     from bot.observability import configure
 
     configure(readable=True)
     try:
-        asyncio.run(_serve(host, port, data_dir))
+        asyncio.run(_serve(host, port, data_dir, socket_mode))
     except (SandboxError, ListenError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

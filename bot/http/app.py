@@ -94,7 +94,8 @@ def partial_configuration(settings: Settings) -> list[str]:
         out.append(f"WhatsApp is off: {missing} is not set")
     teams = {
         "MICROSOFT_APP_ID": settings.microsoft_app_id,
-        "MICROSOFT_APP_PASSWORD": settings.microsoft_app_password,
+        "MICROSOFT_APP_PASSWORD or MICROSOFT_APP_CERTIFICATE": settings.microsoft_app_password
+        or settings.microsoft_app_certificate,
         "MICROSOFT_APP_TENANT_ID": settings.microsoft_app_tenant_id,
     }
     if any(teams.values()) and not all(teams.values()):
@@ -158,17 +159,31 @@ def default_surfaces(
                 raise ConfigurationError(str(exc)) from exc
             factories.append(lambda desk: WhatsAppAdapter(whatsapp, desk))
     if settings.teams_enabled:
-        from surfaces.teams import TeamsAdapter, TeamsConfig, TeamsConfigError
+        from surfaces.teams import (
+            CertificateError,
+            ClientCertificate,
+            TeamsAdapter,
+            TeamsConfig,
+            TeamsConfigError,
+        )
 
         try:
+            certificate = None
+            if settings.microsoft_app_certificate:
+                certificate = ClientCertificate.load(
+                    settings.microsoft_app_certificate,
+                    settings.microsoft_app_certificate_password,
+                    send_x5c=settings.microsoft_app_send_x5c,
+                )
             teams = TeamsConfig(
                 app_id=settings.microsoft_app_id or "",
-                app_password=settings.microsoft_app_password or "",
+                app_password=settings.microsoft_app_password,
                 app_tenant_id=settings.microsoft_app_tenant_id or "",
                 api_url=settings.teams_api_url,
                 clock=clock,
+                certificate=certificate,
             )
-        except TeamsConfigError as exc:
+        except (TeamsConfigError, CertificateError) as exc:
             raise ConfigurationError(str(exc)) from exc
         factories.append(lambda desk: TeamsAdapter(teams, desk))
     return factories
@@ -371,7 +386,9 @@ def build_app(
             tracing=tracing,
             signer=signer,
         ).routes(),
-        inbox_mount(engine, settings, clock, adapters, db=db, policy=policy, denials=denials),
+        inbox_mount(
+            engine, settings, clock, adapters, db=db, policy=policy, denials=denials, notifier=notifier
+        ),
     ]
     for adapter in adapters.values():
         routes.extend(adapter.routes())

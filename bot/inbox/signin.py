@@ -1,8 +1,15 @@
 """OpenID Connect sign-in through authlib: authorization code with PKCE, state and nonce, the
-ID token checked against the issuer's JWKS (signature, issuer, audience, nonce, expiry)."""
+ID token checked against the issuer's JWKS (signature, issuer, audience, nonce, expiry).
+
+Where the issuer offers the `phone` scope it is asked for too: a verified `phone_number`
+lists the requests texted to that number (read-only). Issuers return scope claims from
+userinfo rather than in the ID token, so userinfo is read when the ID token has no number,
+and its `sub` must be the ID token's.
+"""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import httpx
@@ -11,9 +18,11 @@ from joserfc.errors import JoseError
 from starlette.requests import Request
 from starlette.responses import Response
 
-from bot.inbox.people import Person, SignInRefused, person_from_claims
+from bot.inbox.people import PHONE, PHONE_VERIFIED, Person, SignInRefused, person_from_claims
 
+log = logging.getLogger("cosigner.inbox")
 SCOPES = "openid email profile"
+PHONE_SCOPE = "phone"
 # authlib talks to the issuer with httpx2 where it is installed, else httpx: either's errors.
 try:
     import httpx2
@@ -21,6 +30,7 @@ try:
     HTTP_ERRORS: tuple[type[Exception], ...] = (httpx.HTTPError, httpx2.HTTPError)
 except ImportError:
     HTTP_ERRORS = (httpx.HTTPError,)
+USERINFO_ERRORS: tuple[type[Exception], ...] = (*HTTP_ERRORS, ValueError)  # ValueError: not JSON
 
 
 def unreachable(issuer: str) -> str:
@@ -51,7 +61,8 @@ class SignIn:
     async def redirect(self, request: Request, back_to: str) -> Response:
         """Send the browser to the issuer (state, nonce and PKCE verifier kept in the session)."""
         try:
-            response: Response = await self.client.authorize_redirect(request, back_to)
+            scope = f"{SCOPES} {PHONE_SCOPE}" if await self.offers_phone() else SCOPES
+            response: Response = await self.client.authorize_redirect(request, back_to, scope=scope)
         except HTTP_ERRORS as exc:
             raise SignInRefused(unreachable(self.issuer)) from exc
         return response
@@ -70,4 +81,33 @@ class SignIn:
             raise SignInRefused("the issuer returned no verifiable ID token; sign in again")
         if str(claims.get("iss", "")).rstrip("/") != self.issuer:
             raise SignInRefused("the ID token comes from another issuer")
+        claims = dict(claims)
+        if PHONE not in claims and "access_token" in token and await self.offers_phone():
+            claims.update(await self.phone_from_userinfo(token, str(claims.get("sub"))))
         return person_from_claims(self.issuer, claims)
+
+    async def offers_phone(self) -> bool:
+        """True if the issuer's discovery document lists the `phone` scope."""
+        metadata = await self.client.load_server_metadata()
+        return PHONE_SCOPE in (metadata.get("scopes_supported") or ()) and bool(
+            metadata.get("userinfo_endpoint")
+        )
+
+    async def phone_from_userinfo(self, token: dict[str, Any], subject: str) -> dict[str, Any]:
+        """The phone claims userinfo returns for the ID token's subject; none if it cannot say.
+
+        A number only widens what the person may read, so an issuer that fails here signs the
+        person in without one (and the log says why) rather than refusing the sign-in.
+        """
+        try:
+            info = await self.client.userinfo(token=token)
+        except USERINFO_ERRORS as exc:
+            log.warning(
+                "inbox userinfo unavailable; signed in without a phone number",
+                extra={"code": type(exc).__name__},
+            )
+            return {}
+        if str(info.get("sub")) != subject:
+            log.warning("inbox userinfo names another subject; its phone number is ignored")
+            return {}
+        return {k: info[k] for k in (PHONE, PHONE_VERIFIED) if k in info}

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -26,11 +26,11 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response, Stream
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from bot.approvals import Denials, Engine
+from bot.approvals import Denials, Engine, Notifier
 from bot.inbox import answering, session
-from bot.inbox.people import Person, SignInRefused, names_on_slack, tenants_of
+from bot.inbox.people import Person, SignInRefused, names_on_slack, tenants_of, texted_to
 from bot.inbox.signin import SignIn
-from bot.policy import Policy
+from bot.policy.rules import Policy
 from bot.settings import Settings
 from contracts.enums import ApprovalStatus, SurfaceType
 from contracts.errors import CosignerError, DenialNotFound
@@ -42,7 +42,8 @@ from storage.records import Record
 log = logging.getLogger("cosigner.inbox")
 HERE = Path(__file__).parent
 COOKIE = "cosigner_inbox"
-EVENTS_POLL = 2.0  # seconds between looks at what waits, for the live list
+HEARTBEAT = 15.0  # seconds of quiet after which the live list's stream says it is alive
+MIN_INTERVAL = 1.0  # seconds between two reads of one stream's list: a burst is read once
 FORM_VERDICTS = {v.value: v for v in answering.VERDICTS}
 LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
 _pages = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]))
@@ -94,9 +95,11 @@ class Inbox:
         db: Database,
         policy: Policy,
         denials: Denials,
+        notifier: Notifier,
     ) -> None:
         self.engine, self.settings, self.clock = engine, settings, clock
         self.db, self.policy, self.denials = db, policy, denials
+        self.notifier = notifier  # wakes the live list when a request is created or closed
         # Surfaces that can link to their cards (Slack: chat.getPermalink).
         self.linkers = {n: s for n, s in (surfaces or {}).items() if isinstance(s, Permalinks)}
         self.signin: SignIn | None = None
@@ -105,6 +108,9 @@ class Inbox:
                 settings.oidc_issuer or "", settings.oidc_client_id or "", settings.oidc_client_secret or ""
             )
         self.lifetime = float(settings.inbox_session_seconds)
+        self.heartbeat = HEARTBEAT
+        self.min_interval = MIN_INTERVAL
+        self.pause: Callable[[float], Awaitable[None]] = asyncio.sleep
 
     # --- rendering ---------------------------------------------------------------
 
@@ -160,12 +166,22 @@ class Inbox:
     # --- what the person sees ------------------------------------------------------
 
     async def waiting(self, person: Person) -> tuple[list[Record], list[Record]]:
-        """Dashboard requests this person may answer, and Slack requests that name them."""
+        """Dashboard requests this person may answer, and the Slack, SMS and WhatsApp
+        requests that name them (read-only: an answer counts only where it was asked)."""
         tenants = tenants_of(self.policy, person)
-        recs = await self.db.run_read(lambda tx: listing.listed(tx, tenants, pending=True, limit=200))
+
+        def read(tx: Any) -> tuple[list[Record], list[Record]]:
+            listed = listing.listed(tx, tenants, pending=True, limit=200)
+            # A text names a number in any tenant: its requester need not be a tenant's admin.
+            return listed, listing.texted(tx, person.numbers)
+
+        recs, texts = await self.db.run_read(read)
         # Requests asked on the dashboard, or escalated to it, that name this person.
         mine = [r for r in recs if set(person.ids) & set(r.approvers_on(SurfaceType.DASHBOARD))]
         elsewhere = [r for r in recs if names_on_slack(person, r)]
+        seen = {r.id for r in elsewhere}
+        elsewhere += [r for r in texts if texted_to(person, r) and r.id not in seen]
+        elsewhere.sort(key=lambda r: r.created_at, reverse=True)
         return mine, elsewhere
 
     async def link(self, rec: Record) -> str | None:
@@ -178,8 +194,9 @@ class Inbox:
         except CosignerError:
             return None
 
-    def item(self, rec: Record, link: str | None = None) -> dict[str, Any]:
+    def item(self, rec: Record, link: str | None = None, person: Person | None = None) -> dict[str, Any]:
         card = rec.card()
+        mine = set(person.ids) if person is not None else set()
         return {
             "id": rec.id,
             "tenant": rec.tenant,
@@ -195,7 +212,16 @@ class Inbox:
             "comment": rec.comment,
             "always_deny": card.offers_always_deny,
             "slack_link": link,
+            "asked_on": rec.route.surface.value if rec.route is not None else None,
+            "code": rec.short_code,
             "handoff": card.handoff is not None,
+            "quorum": card.quorum,
+            "separate_duties": card.separate_duties,
+            "progress": card.progress(),
+            "approvals": [
+                {"by": v.by, "surface": v.surface.value, "at": when(v.at.timestamp())} for v in card.approvals
+            ],
+            "you_approved": any(v.by in mine for v in card.approvals if v.surface is SurfaceType.DASHBOARD),
         }
 
     async def home(self, request: Request) -> Response:
@@ -210,7 +236,7 @@ class Inbox:
             "inbox.html",
             person=person,
             tenants=tenants_of(self.policy, person),
-            mine=[self.item(r) for r in mine],
+            mine=[self.item(r, person=person) for r in mine],
             elsewhere=[self.item(r, await self.link(r)) for r in elsewhere],
         )
 
@@ -329,18 +355,30 @@ class Inbox:
         )
 
     async def _changes(self, request: Request, person: Person) -> AsyncIterator[str]:
-        # Polls its own list: a new request is a row another replica may have written.
-        seen: tuple[str, ...] | None = None
+        # Woken by the engine's notifier when a request is created here or closes here or on
+        # another replica; the heartbeat keeps proxies from closing an idle stream and
+        # re-reads the list, which also catches a request created on another replica.
+        # A busy server changes many times a second: one stream reads at most once per
+        # `min_interval`, and what changed meanwhile is in that read.
+        notifier, loop = self.notifier, asyncio.get_running_loop()
+        change = notifier.changes()  # before each read, so a change during it is not missed
+        seen, read_at = await self._waiting_ids(person), loop.time()
+        yield "retry: 5000\n\n"
         while not await request.is_disconnected():
-            mine, elsewhere = await self.waiting(person)
-            now = tuple(r.id for r in [*mine, *elsewhere])
+            done, _ = await asyncio.wait({change}, timeout=self.heartbeat)
+            if not done:
+                yield ": heartbeat\n\n"
+            elif (wait := read_at + self.min_interval - loop.time()) > 0:
+                await self.pause(wait)
+            change = notifier.changes()
+            now, read_at = await self._waiting_ids(person), loop.time()
             if now != seen:
-                if seen is not None:
-                    yield f"event: changed\ndata: {json.dumps({'waiting': len(now)})}\n\n"
-                seen = now
-            else:
-                yield ": keep-alive\n\n"
-            await asyncio.sleep(EVENTS_POLL)
+                yield f"event: changed\ndata: {json.dumps({'waiting': len(now)})}\n\n"
+            seen = now
+
+    async def _waiting_ids(self, person: Person) -> tuple[str, ...]:
+        mine, elsewhere = await self.waiting(person)
+        return tuple(r.id for r in [*mine, *elsewhere])
 
 
 def secure_cookie(public_url: str) -> bool:
@@ -357,9 +395,10 @@ def inbox_mount(
     db: Database,
     policy: Policy,
     denials: Denials,
+    notifier: Notifier,
 ) -> Mount:
     """`/inbox` with its own signed session cookie; nothing outside it sees the cookie."""
-    inbox = Inbox(engine, settings, clock, surfaces, db=db, policy=policy, denials=denials)
+    inbox = Inbox(engine, settings, clock, surfaces, db=db, policy=policy, denials=denials, notifier=notifier)
     app = Starlette(
         routes=[
             Route("/", inbox.home, methods=["GET"]),

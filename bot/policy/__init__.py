@@ -7,26 +7,25 @@ from typing import TYPE_CHECKING
 from bot import lazy_exports
 
 if TYPE_CHECKING:
-    from bot.policy.cases import ENABLED, CaseFileError, junit, load_cases, parse_surface, run_cases
+    from bot.policy.cases import (
+        ENABLED,
+        CaseFileError,
+        assumed_sender,
+        junit,
+        load_cases,
+        parse_surface,
+        run_cases,
+    )
     from bot.policy.checks import callback_allowed, json_limits, surface_belongs
     from bot.policy.decision import Ruling, decide, differences
     from bot.policy.durations import format_duration, parse_duration
     from bot.policy.operation_rules import OperationRule
     from bot.policy.redaction import REDACTED, redact
-    from bot.policy.replay import EXAMPLES, replay
     from bot.policy.routing import SmsSender, route_for
-    from bot.policy.rules import (
-        Policy,
-        ToolRule,
-        load_policy,
-        load_policy_file,
-        mode_of,
-        operation_tool_rule,
-    )
+    from bot.policy.rules import Policy, ToolRule, load_policy, load_policy_file, mode_of, operation_tool_rule
 
 __all__ = [
     "ENABLED",
-    "EXAMPLES",
     "REDACTED",
     "CaseFileError",
     "OperationRule",
@@ -34,6 +33,7 @@ __all__ = [
     "Ruling",
     "SmsSender",
     "ToolRule",
+    "assumed_sender",
     "callback_allowed",
     "decide",
     "differences",
@@ -48,7 +48,6 @@ __all__ = [
     "parse_duration",
     "parse_surface",
     "redact",
-    "replay",
     "route_for",
     "run_cases",
     "surface_belongs",
@@ -57,13 +56,20 @@ __getattr__ = lazy_exports(
     __name__,
     __all__,
     {
-        "bot.policy.cases": ["ENABLED", "CaseFileError", "junit", "load_cases", "parse_surface", "run_cases"],
+        "bot.policy.cases": [
+            "ENABLED",
+            "CaseFileError",
+            "assumed_sender",
+            "junit",
+            "load_cases",
+            "parse_surface",
+            "run_cases",
+        ],
         "bot.policy.checks": ["callback_allowed", "json_limits", "surface_belongs"],
         "bot.policy.decision": ["Ruling", "decide", "differences"],
         "bot.policy.durations": ["format_duration", "parse_duration"],
         "bot.policy.operation_rules": ["OperationRule"],
         "bot.policy.redaction": ["REDACTED", "redact"],
-        "bot.policy.replay": ["EXAMPLES", "replay"],
         "bot.policy.routing": ["SmsSender", "route_for"],
         "bot.policy.rules": [
             "Policy",

@@ -7,9 +7,10 @@ naming the line and key; a failing case carries the explanation of what was deci
 
 from __future__ import annotations
 
+import os
 import re
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -19,15 +20,19 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from bot.policy.decision import Ruling, decide, where
 from bot.policy.durations import parse_duration
+from bot.policy.routing import SmsSender
 from bot.policy.rules import Policy
 from contracts.enums import ApprovalMode, ApproverKind, SurfaceType
 from contracts.ports import Route
 from contracts.wire import Surface
 
 # What `policy explain` and `policy test` assume the server has: every surface configured.
-ENABLED = frozenset({SurfaceType.SLACK, SurfaceType.SMS, SurfaceType.DASHBOARD})
+ENABLED = frozenset(
+    {SurfaceType.SLACK, SurfaceType.SMS, SurfaceType.WHATSAPP, SurfaceType.TEAMS, SurfaceType.DASHBOARD}
+)
 SURFACE_FORMS = (
-    "slack:TEAM/CHANNEL/USER, sms:+15550000002, dashboard:USER, api, schedule, batch, "
+    "slack:TEAM/CHANNEL/USER, sms:+15550000002, whatsapp:+15550000002, "
+    "teams:TENANT/CONVERSATION/USER, dashboard:USER, api, schedule, batch, "
     "web_widget:client or web_widget:server"
 )
 _SURFACE: TypeAdapter[Any] = TypeAdapter(Surface)
@@ -48,7 +53,16 @@ def parse_surface(text: str) -> Any:
                 f"surface {text!r}: write slack:TEAM/CHANNEL/USER, e.g. slack:T0ACME/C0OPS/U0ALICE"
             )
         fields.update(teamId=parts[0], channelId=parts[1], userId=parts[2])
-    elif kind == "sms":
+    elif kind == "teams":
+        parts = rest.split("/")
+        if len(parts) < 3:
+            raise ValueError(
+                f"surface {text!r}: write teams:TENANT/CONVERSATION/USER (the AAD tenant id, the "
+                "conversation id, the user's AAD object id)"
+            )
+        # A conversation id may hold anything but the tenant and user ids are GUIDs.
+        fields.update(tenantId=parts[0], conversationId="/".join(parts[1:-1]), userId=parts[-1])
+    elif kind in ("sms", "whatsapp"):
         fields["phone"] = rest
     elif kind == "dashboard":
         fields["userId"] = rest
@@ -60,6 +74,17 @@ def parse_surface(text: str) -> Any:
         return _SURFACE.validate_python(fields)
     except ValidationError:
         raise ValueError(f"surface {text!r} is not one of {SURFACE_FORMS}") from None
+
+
+def assumed_sender(env: Mapping[str, str] | None = None) -> SmsSender:
+    """The operator-wide SMS and WhatsApp senders the server would use, from the same
+    variables (`TWILIO_FROM_NUMBER`, `TWILIO_MESSAGING_SERVICE_SID`, `TWILIO_WHATSAPP_FROM`)."""
+    env = os.environ if env is None else env
+    return SmsSender(
+        from_number=env.get("TWILIO_FROM_NUMBER") or None,
+        messaging_service_sid=env.get("TWILIO_MESSAGING_SERVICE_SID") or None,
+        whatsapp_from=env.get("TWILIO_WHATSAPP_FROM") or None,
+    )
 
 
 def surface_of(data: Any) -> Any:
@@ -187,7 +212,7 @@ def _line_of(text: str, loc: tuple[Any, ...]) -> int:
     return start + 1
 
 
-def run_case(policy: Policy, case: Case) -> Outcome:
+def run_case(policy: Policy, case: Case, sms: SmsSender | None = None) -> Outcome:
     """Decide the case's call by the policy and compare with what it expects."""
     surface = parse_surface(case.surface) if case.surface is not None else None
     ruling = decide(
@@ -197,6 +222,7 @@ def run_case(policy: Policy, case: Case) -> Outcome:
         case.params,
         surface,
         enabled=ENABLED,
+        sms=sms or assumed_sender(),
         requested_timeout=case.timeout_seconds,
     )
     return Outcome(case.name, tuple(_failures(case, ruling)), ruling)
@@ -234,19 +260,17 @@ def _failures(case: Case, ruling: Ruling) -> list[str]:
         got_timeout = "none (nobody is asked)" if ruling.timeout is None else f"{ruling.timeout:g} s"
         wrong.append(f"expected timeout {e.timeout}, got {got_timeout}")
     if e.quorum is not None and e.quorum != ruling.quorum:
-        wrong.append(
-            f"expected quorum {e.quorum}, but this policy format has no quorum: one approval "
-            "decides every request (quorum = 1)"
-        )
+        wrong.append(f"expected quorum {e.quorum}, got {ruling.quorum} ({ruling.rule.origin('quorum')})")
     return wrong
 
 
-def run_cases(policy: Policy, cases: Sequence[Case]) -> list[Outcome]:
+def run_cases(policy: Policy, cases: Sequence[Case], sms: SmsSender | None = None) -> list[Outcome]:
     """Run every case; a case whose call cannot be decided fails with the reason."""
     outcomes = []
+    sms = sms or assumed_sender()
     for case in cases:
         try:
-            outcomes.append(run_case(policy, case))
+            outcomes.append(run_case(policy, case, sms))
         except ValueError as exc:
             outcomes.append(Outcome(case.name, (str(exc),), None))
     return outcomes

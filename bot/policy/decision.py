@@ -16,6 +16,7 @@ from typing import Any
 from bot.policy.checks import ambiguous, lookup
 from bot.policy.durations import format_duration
 from bot.policy.follow_up_plan import Plan, plan
+from bot.policy.quorum import check_route
 from bot.policy.redaction import REDACTED, redact
 from bot.policy.routing import SmsSender, is_headless, route_for
 from bot.policy.rules import Policy, ToolRule
@@ -53,7 +54,8 @@ class Ruling:
     threshold: str | None  # decidedBy.rule when allow_below lets the call through
     timeout: float | None
     kinds: tuple[ApproverKind, ...] = ()  # who the route asks: the tool's approvers or headless
-    quorum: int = 1  # one answer decides: this policy format has no quorum
+    quorum: int = 1  # distinct approvers who must approve (the rule's `quorum`)
+    separate_duties: bool = False  # the requester never counts toward the quorum
     follow_ups: Plan | None = None  # the reminder and escalations while nobody answers
 
     @property
@@ -103,6 +105,7 @@ class Ruling:
             "timeoutSeconds": self.timeout,
             "redact": list(self.rule.redact),
             "quorum": self.quorum,
+            "separateDuties": self.separate_duties,
             "steps": [{"path": s.path, "says": s.says} for s in self.steps],
             **({"followUps": self._follow_ups_json()} if self.follow_ups is not None else {}),
         }
@@ -176,9 +179,16 @@ def decide(
             route = route_for(policy, tenant, rule, surface, enabled, sms or SmsSender())
         except ApprovalModeUnsupported as exc:
             route = exc  # refused only if no threshold decides the call
+        if isinstance(route, Route) and (rule.quorum > 1 or rule.separate_duties):
+            short = check_route(
+                route, _fields(surface), rule.quorum, rule.separate_duties, rule.origin("quorum"), rule.name
+            )
+            route = short or route
         step, kinds = _route_step(policy, tenant, rule, surface, route)
         if threshold is None:
             steps.append(step)
+    if threshold is None and (rule.quorum > 1 or rule.separate_duties):
+        steps.append(_quorum_step(rule))
     timeout = None
     if threshold is None and surface is not None and not isinstance(route, ApprovalModeUnsupported):
         on = route.surface if route is not None else SurfaceType(getattr(surface, "type", "api"))
@@ -205,13 +215,15 @@ def decide(
                     if rule.mode is ApprovalMode.ASK
                     else ""
                 )
-                + "; one answer decides (no quorum"
-                + (")" if follow_ups is not None and follow_ups.steps else ", no escalation)"),
+                + "; "
+                + _quorum_says(rule),
             )
         )
     decided_by = rule.origin("allow_below") if threshold is not None else mode_path
     mode = ApprovalMode.NONE if threshold is not None else rule.mode
     return ruling(
+        quorum=rule.quorum,
+        separate_duties=rule.separate_duties,
         mode=mode,
         deny=False,
         decided_by=decided_by,
@@ -221,6 +233,26 @@ def decide(
         kinds=() if threshold is not None else kinds,
         follow_ups=follow_ups,
     )
+
+
+def _fields(surface: object) -> Mapping[str, Any]:
+    dump = getattr(surface, "model_dump", None)
+    return dump(mode="json") if callable(dump) else {}
+
+
+def _quorum_says(rule: ToolRule) -> str:
+    if rule.quorum <= 1:
+        return "one answer decides"
+    return "each approver's Approve is counted once, as it comes"
+
+
+def _quorum_step(rule: ToolRule) -> Step:
+    """Who must approve: a quorum of distinct approvers, and whether the requester counts."""
+    apart = ", never the requester (separate_duties)" if rule.separate_duties else ""
+    if rule.quorum > 1:
+        says = f"{rule.quorum} distinct approvers must approve{apart}; one Deny vetoes"
+        return Step(rule.origin("quorum"), says)
+    return Step(rule.origin("separate_duties"), "true: one approver decides, never the requester")
 
 
 def _found(rule: ToolRule, tool: str) -> Step:

@@ -1,8 +1,8 @@
 """What a pending request will do while nobody answers: one reminder, then each escalation.
 
-`plan` is asked by `bot.decision.decide` when a rule has `remind_after` or `escalate`, so
+`plan` is asked by `bot.policy.decision.decide` when a rule has `remind_after` or `escalate`, so
 `policy explain` says it and the intake queues it: each step is a job due at its time
-(`jobs`), run by `bot.follow_ups` if the request is still pending then. A step's route is
+(`jobs`), run by `bot.workers.follow_ups` if the request is still pending then. A step's route is
 worked out here, when the request arrives: a `to` that cannot be reached for this tenant
 refuses the request (fail closed), naming the key; a step at or after this request's own
 timeout (an agent may ask for less time) is left out and the explanation says so.

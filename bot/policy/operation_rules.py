@@ -38,6 +38,8 @@ class OperationRule:
     remind_after: float | None = None
     escalate: tuple[EscalateStep, ...] = ()
     # Which section set each follow-up key (`remind_after`, `escalate`), as for tools.
+    quorum: int = 1
+    separate_duties: bool = False
     origins: tuple[tuple[str, str], ...] = ()
 
 
@@ -48,6 +50,8 @@ def _merge(name: str, base: OperationSection, over: OperationOverride | None, so
         # An operation section's own defaults (its model's) stand where neither sets the key.
         return layers.pick(key, getattr(base, key))
 
+    quorum = layers.pick("quorum", 1)
+    separate = layers.pick("separate_duties", None)
     return OperationRule(
         name=name,
         url=pick("url"),
@@ -64,8 +68,12 @@ def _merge(name: str, base: OperationSection, over: OperationOverride | None, so
         remind_after=pick("remind_after"),
         escalate=tuple(pick("escalate") or ()),
         origins=tuple(
-            (k, v) for k, v in layers.origins.items() if k in ("remind_after", "escalate", "timeout")
+            (k, v)
+            for k, v in layers.origins.items()
+            if k in ("remind_after", "escalate", "timeout", "quorum", "separate_duties")
         ),
+        quorum=quorum,
+        separate_duties=separate if separate is not None else quorum > 1,
     )
 
 

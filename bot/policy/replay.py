@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from bot.policy.cases import ENABLED, surface_of
+from bot.policy.cases import ENABLED, assumed_sender, surface_of
 from bot.policy.decision import decide
 from bot.policy.rules import Policy
 from storage.audit import Requested
@@ -106,6 +106,7 @@ _RUNS_UNASKED = "none"
 async def replay(rows: AsyncIterator[Requested], policy: Policy, examples: int = EXAMPLES) -> Replay:
     """Decide every recorded request again under `policy`; count what changes."""
     found = Replay()
+    sender = assumed_sender()
     async for row in rows:
         found.read += 1
         try:
@@ -116,7 +117,7 @@ async def replay(rows: AsyncIterator[Requested], policy: Policy, examples: int =
         except (ValueError, KeyError, TypeError, ValidationError):
             found.unreadable += 1
             continue
-        ruling = decide(policy, row.tenant, tool, params, surface, enabled=ENABLED)
+        ruling = decide(policy, row.tenant, tool, params, surface, enabled=ENABLED, sms=sender)
         before, after = recorded_label(data), ruling.label
         if before == after:
             continue

@@ -25,6 +25,10 @@ from contracts.wire import (
 )
 
 HEADLESS = {SurfaceType.API, SurfaceType.SCHEDULE, SurfaceType.BATCH}
+# Where a handoff's Done / Cancel can be shown and pressed. A Teams card and a WhatsApp
+# template offer Approve / Deny only, so a handoff is never routed there: it goes to the
+# next approver kind that can be reached, or is refused before any row is written.
+HANDOFF_SURFACES = {SurfaceType.SLACK, SurfaceType.SMS, SurfaceType.DASHBOARD}
 
 
 @dataclass(frozen=True)
@@ -73,6 +77,12 @@ def route_for(
     problems: list[str] = []
     for kind in kinds:
         route = _route_one(policy, tpol, kind, surface, enabled, sms, problems)
+        if route is not None and rule.handoff is not None and route.surface not in HANDOFF_SURFACES:
+            problems.append(
+                f"{kind.value} would be asked on {route.surface}, where a handoff's Done and Cancel "
+                "cannot be pressed yet (route handoffs to Slack, SMS or the dashboard)"
+            )
+            continue
         if route is not None:
             return _with_peers(policy, tpol, route, kinds, surface)
     raise ApprovalModeUnsupported(
@@ -137,6 +147,22 @@ def _sms_route(tpol: TenantPolicy, numbers: tuple[str, ...], sms: SmsSender) -> 
     )
 
 
+def _whatsapp_route(
+    tpol: TenantPolicy, numbers: tuple[str, ...], sms: SmsSender, problems: list[str]
+) -> SmsRoute | None:
+    """WhatsApp messages from the tenant's own sender, else the operator's, to `numbers`."""
+    sender = tpol.whatsapp_from or sms.whatsapp_from
+    if not sender:
+        problems.append(f"no WhatsApp sender: set tenants.{tpol.name}.whatsapp_from or TWILIO_WHATSAPP_FROM")
+        return None
+    return SmsRoute(
+        surface=SurfaceType.WHATSAPP,
+        from_number=f"whatsapp:{sender}",
+        messaging_service_sid=None,
+        approvers=tuple(f"whatsapp:{n}" for n in numbers),
+    )
+
+
 def _requester(
     tpol: TenantPolicy, surface: object, enabled: Collection[str], sms: SmsSender, problems: list[str]
 ) -> Route | None:
@@ -165,14 +191,9 @@ def _requester(
             problems.append(f"tenants.{tpol.name}.sms_from is not set and no TWILIO_FROM_NUMBER")
         return route
     if isinstance(surface, WhatsAppSurface):
-        if not _need(SurfaceType.WHATSAPP, enabled, problems) or not sms.whatsapp_from:
+        if not _need(SurfaceType.WHATSAPP, enabled, problems):
             return None
-        return SmsRoute(
-            surface=SurfaceType.WHATSAPP,
-            from_number=f"whatsapp:{sms.whatsapp_from}",
-            messaging_service_sid=None,
-            approvers=(f"whatsapp:{surface.phone}",),
-        )
+        return _whatsapp_route(tpol, (surface.phone,), sms, problems)
     if isinstance(surface, TeamsSurface):
         if not _need(SurfaceType.TEAMS, enabled, problems):
             return None
@@ -194,7 +215,7 @@ def _admins(
 ) -> Route | None:
     a = tpol.admins
     trigger = getattr(surface, "type", "")
-    order = [SurfaceType.SLACK, SurfaceType.SMS, SurfaceType.DASHBOARD]
+    order = [SurfaceType.SLACK, SurfaceType.SMS, SurfaceType.WHATSAPP, SurfaceType.DASHBOARD]
     if trigger in order:
         order.remove(SurfaceType(trigger))
         order.insert(0, SurfaceType(trigger))
@@ -220,6 +241,10 @@ def _admins(
                 )
         if name is SurfaceType.SMS and a.sms and _need(SurfaceType.SMS, enabled, problems):
             route = _sms_route(tpol, a.sms, sms)
+            if route is not None:
+                return route
+        if name is SurfaceType.WHATSAPP and a.whatsapp and _need(SurfaceType.WHATSAPP, enabled, problems):
+            route = _whatsapp_route(tpol, a.whatsapp, sms, problems)
             if route is not None:
                 return route
         if name is SurfaceType.DASHBOARD and a.dashboard:
@@ -280,6 +305,7 @@ def _with_peers(
             extra += {
                 SurfaceType.SLACK: tpol.admins.slack,
                 SurfaceType.SMS: tpol.admins.sms,
+                SurfaceType.WHATSAPP: tuple(f"whatsapp:{n}" for n in tpol.admins.whatsapp),
                 SurfaceType.DASHBOARD: tpol.admins.dashboard,
                 SurfaceType.TEAMS: tpol.admins.teams,
             }.get(route.surface, ())

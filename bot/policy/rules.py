@@ -18,6 +18,7 @@ from typing import Literal
 from bot.policy.follow_up_checks import follow_up_problems
 from bot.policy.merge import Layers
 from bot.policy.operation_rules import OperationRule, missing_secrets, operation_rules
+from bot.policy.quorum import problem as quorum_problem
 from bot.policy.schema import (
     Admins,
     Defaults,
@@ -74,6 +75,8 @@ class ToolRule:
     source: str
     mode: ApprovalMode
     handoff: HandoffSection | None = None
+    quorum: int = 1  # distinct approvers who must approve
+    separate_duties: bool = False  # the requester never counts toward the quorum
     # Which section set each key the merge picked (`kind` → "tenants.acme.tools.x").
     origins: tuple[tuple[str, str], ...] = ()
     # Follow-ups while nobody answers (`bot.workers.follow_ups`): one reminder, then the escalations.
@@ -125,6 +128,8 @@ def _rule(
     allow = pick("allow_below", None)
     handoff: HandoffSection | None = pick("handoff", None)
     timeout = pick("timeout", None)
+    quorum: int = pick("quorum", 1)
+    separate: bool | None = pick("separate_duties", None)
     return ToolRule(
         name=name,
         kind=kind,
@@ -142,6 +147,8 @@ def _rule(
         handoff=handoff,
         remind_after=pick("remind_after", None),
         escalate=tuple(pick("escalate", ())),
+        quorum=quorum,
+        separate_duties=separate if separate is not None else quorum > 1,
         origins=tuple(layers.origins.items()),
     )
 
@@ -197,10 +204,47 @@ class Policy:
                 (SurfaceType.SLACK, t.slack_enterprise),
                 (SurfaceType.SMS, t.sms_from),
                 (SurfaceType.SMS, t.sms_messaging_service),
+                (SurfaceType.WHATSAPP, t.whatsapp_from and f"whatsapp:{t.whatsapp_from}"),
                 (SurfaceType.TEAMS, t.teams_tenant),
             ):
                 if org is not None:
                     self._orgs[(surface, org)] = n
+
+    def quorum_problems(self) -> list[str]:
+        """Every quorum that could never be met: on a handoff, or above the approvers its
+        route can reach (per tenant; a tool's own section where no tenant is involved)."""
+        staff = staff_counts(self.staff)
+        found: list[str] = []
+        contexts: list[tuple[TenantPolicy | None, Mapping[str, ToolRule], Mapping[str, OperationRule]]] = [
+            (None, self._default_rules, self._operations)
+        ]
+        contexts += [
+            (self.tenants[n], self._rules[n], self._tenant_operations.get(n, {})) for n in self.tenants
+        ]
+        for tenant, rules, operations in contexts:
+            for r in rules.values():
+                if r.mode is ApprovalMode.NONE and r.handoff is None:
+                    continue
+                # Where no tenant is named, tenant_admins depends on the tenant: not counted.
+                if tenant is None and ApproverKind.TENANT_ADMINS in r.approvers and r.handoff is None:
+                    continue
+                handoff = r.origin("handoff") if r.handoff is not None else None
+                # Only tenant_admins differ by tenant: otherwise one problem, said once.
+                whose = tenant if ApproverKind.TENANT_ADMINS in r.approvers else None
+                said = quorum_problem(
+                    r.origin("quorum"), r.quorum, r.approvers, whose, staff, r.separate_duties, handoff
+                )
+                if said is not None:
+                    found.append(said)
+            for o in operations.values():
+                if tenant is None and ApproverKind.TENANT_ADMINS in o.approvers:
+                    continue
+                path = dict(o.origins).get("quorum", o.source) + ".quorum"
+                whose = tenant if ApproverKind.TENANT_ADMINS in o.approvers else None
+                said = quorum_problem(path, o.quorum, o.approvers, whose, staff, o.separate_duties)
+                if said is not None:
+                    found.append(said)
+        return list(dict.fromkeys(found))
 
     def tenant(self, name: str) -> TenantPolicy:
         """The tenant's section, or an empty one: a tenant without a section gets defaults."""
@@ -273,7 +317,8 @@ class Policy:
         return self.defaults.timeout_on(surface), "defaults.timeout"
 
     def tenant_for_org(self, surface: SurfaceType, org: str) -> str | None:
-        """The tenant whose section names this Slack team/enterprise or SMS number/service."""
+        """The tenant whose section names this Slack team/enterprise, SMS number/service,
+        WhatsApp sender (`whatsapp:+1555…`) or Entra tenant."""
         return self._orgs.get((surface, org))
 
 
@@ -294,8 +339,22 @@ def operation_tool_rule(rule: OperationRule, gate_all: bool) -> ToolRule:
         mode=mode_of(rule.kind, rule.confirm, gate_all),
         remind_after=rule.remind_after,
         escalate=rule.escalate,
+        quorum=rule.quorum,
+        separate_duties=rule.separate_duties,
         origins=rule.origins,
     )
+
+
+def staff_counts(staff: StaffPolicy | None) -> dict[SurfaceType, int]:
+    """How many of the operator's people can answer on each surface."""
+    if staff is None:
+        return {}
+    slack = len(staff.users) if staff.channel and (staff.slack_team or staff.slack_enterprise) else 0
+    return {
+        SurfaceType.SLACK: slack,
+        SurfaceType.SMS: len(staff.sms),
+        SurfaceType.DASHBOARD: len(staff.dashboard),
+    }
 
 
 def load_policy_file(
@@ -330,7 +389,7 @@ def load_policy(text: str, source: str = "policy") -> Policy:
         raise PolicyError([f"not valid TOML: {exc}"], source) from exc
     policy = Policy(read_policy(data, source), source)
     # The follow-ups are checked on the merged rules, so once the rest of the file is valid.
-    problems = follow_up_problems(policy)
+    problems = follow_up_problems(policy) + policy.quorum_problems()
     if problems:
         raise PolicyError(problems, source)
     return policy

@@ -230,6 +230,8 @@ class ToolSection(Table):
     handoff: HandoffSection | None = None
     remind_after: Duration | None = None
     escalate: EscalateSteps = ()
+    quorum: Count | None = None
+    separate_duties: Flag | None = None
 
 
 class ToolOverride(ToolSection):
@@ -272,6 +274,8 @@ class OperationSection(Table):
     description: Text | None = None
     remind_after: Duration | None = None
     escalate: EscalateSteps = ()
+    quorum: Count | None = None
+    separate_duties: Flag | None = None
 
 
 class OperationOverride(Table):
@@ -289,6 +293,8 @@ class OperationOverride(Table):
     deny: Flag = False
     remind_after: Duration | None = None
     escalate: EscalateSteps | None = None
+    quorum: Count | None = None
+    separate_duties: Flag | None = None
 
 
 class Admins(Table):
@@ -296,6 +302,7 @@ class Admins(Table):
 
     slack: SlackIds = ()
     sms: Phones = ()
+    whatsapp: Phones = ()  # E.164, without `whatsapp:`: the numbers WhatsApp requests go to
     dashboard: Names = ()
     teams: AadIds = ()
 
@@ -313,6 +320,10 @@ class TenantPolicy(Table):
     slack_enterprise: Slack | None = None
     sms_from: Annotated[PhoneNumber, _say('must be an E.164 number such as "+15550000001"')] | None = None
     sms_messaging_service: Text | None = None
+    whatsapp_from: (
+        Annotated[PhoneNumber, _say('must be an E.164 number such as "+15550000001", without "whatsapp:"')]
+        | None
+    ) = None
     teams_tenant: Aad | None = None
     admins: Admins = Admins()
     admin_channel: Text | None = None

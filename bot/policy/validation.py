@@ -69,7 +69,8 @@ def cross_check(policy: PolicyFile, tool_names: Collection[str]) -> list[str]:
             problems.append(f'{path}: names "staff" but there is no [staff] section; add one with users')
     seen: dict[str, str] = {}
     for tn, t in policy.tenants.items():
-        for key in (t.slack_team, t.slack_enterprise, t.sms_from, t.sms_messaging_service):
+        whatsapp = f"whatsapp:{t.whatsapp_from}" if t.whatsapp_from else None
+        for key in (t.slack_team, t.slack_enterprise, t.sms_from, t.sms_messaging_service, whatsapp):
             if key is None:
                 continue
             if key in seen and seen[key] != tn:

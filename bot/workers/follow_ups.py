@@ -1,6 +1,6 @@
 """Reminders and escalations, run by the job worker when their jobs fall due.
 
-The intake queued one job per follow-up with the request (`bot.follow_up_plan`), due at its
+The intake queued one job per follow-up with the request (`bot.policy.follow_up_plan`), due at its
 time; the outbox gives each to one worker on one replica, and a job done is never run
 again, across restarts. A job that finds the request closed does nothing.
 
@@ -47,8 +47,11 @@ Finish = Callable[..., Awaitable[None]]
 
 def still_to_answer(rec: Record) -> tuple[str, ...]:
     """The approvers of the request's own route who have not answered: all of them while
-    one answer decides."""
-    return rec.route.approvers if rec.route is not None else ()
+    one answer decides; under a quorum, those whose Approve is not counted yet."""
+    if rec.route is None:
+        return ()
+    counted = {v.by for v in rec.votes}
+    return tuple(a for a in rec.route.approvers if a not in counted)
 
 
 class FollowUps:
@@ -127,7 +130,7 @@ class FollowUps:
         if adapter is None:
             await self._failed(job, taken.record, step, f"{route.surface.value} is not configured")
             return
-        # Always deny belongs to the request's one approver (`bot.denials`): not offered here.
+        # Always deny belongs to the request's one approver (`bot.approvals.denials`): not offered here.
         card = replace(taken.record.card(), offers_always_deny=False)
         try:
             delivered = await adapter.deliver(card, route)

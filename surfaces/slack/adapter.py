@@ -27,7 +27,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route as StarletteRoute
 
-from contracts.enums import SurfaceType
+from contracts.enums import ApprovalStatus, SurfaceType
 from contracts.errors import SurfaceUnavailable
 from contracts.ports import ApprovalCard, ApprovalDesk, Delivered, Route, SlackRoute
 from surfaces.slack.blocks import to_blocks, to_closed_blocks
@@ -220,11 +220,15 @@ class SlackAdapter:
         )
 
     async def show_outcome(self, card: ApprovalCard, route: Route, delivered: Delivered) -> None:
-        """Replace the card in place with its closed form (no buttons, the outcome shown)."""
+        """Replace the card in place with its closed form (no buttons, the outcome shown), or
+        while a quorum is still short, with its progress (the buttons stay for the others)."""
         slack_route = _slack(route)
         if not delivered.message_refs:
             return
-        blocks, text = (to_closed_handoff_blocks if card.handoff else to_closed_blocks)(card, slack_route)
+        if card.status is ApprovalStatus.PENDING:
+            blocks, text = to_blocks(card, slack_route)
+        else:
+            blocks, text = (to_closed_handoff_blocks if card.handoff else to_closed_blocks)(card, slack_route)
         client, _ = await self._client_for(slack_route)
         async with translated("chat.update", delivered.conversation):
             await client.chat_update(

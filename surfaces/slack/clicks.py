@@ -17,11 +17,18 @@ from typing import Any
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from contracts.enums import SurfaceType, Verdict
+from contracts.enums import ApprovalStatus, SurfaceType, Verdict
 from contracts.errors import CosignerError
 from contracts.ports import Answer, ApprovalDesk
 from surfaces.slack import mrkdwn
-from surfaces.slack.blocks import ACTION_PREFIX, COMMENT_BLOCK, DENY_CALLBACK, FULL_CALL_ACTION, deny_modal
+from surfaces.slack.blocks import (
+    ACTION_PREFIX,
+    COMMENT_BLOCK,
+    DENY_CALLBACK,
+    FULL_CALL_ACTION,
+    approved_text,
+    deny_modal,
+)
 from surfaces.slack.full_call import NEXT_ACTION, PREVIOUS_ACTION, full_call_modal
 from surfaces.slack.parse import parse_block_action, parse_look, parse_page, parse_view_submission
 from surfaces.slack.web_client import translated
@@ -116,6 +123,10 @@ class Clicks:
             card = await self._desk.answer(answer)
             if answer.verdict is Verdict.ALWAYS_DENY:
                 self._later(self._tell(client, body, always_denied_text(card.tool_name)))
+            elif card.status is ApprovalStatus.PENDING and card.approved_by(answer.actor):
+                # The card is the same for the whole channel and keeps its buttons for the
+                # others: the approver alone is told their Approve counted.
+                self._later(self._tell(client, body, approved_text(card)))
         except CosignerError as error:
             self._later(self._tell(client, body, refusal_text(error)))
         except Exception:

@@ -94,6 +94,7 @@ class SlackEmulator:
         self.port: int | None = None
         self.responses: list[dict[str, Any]] = []
         self.home_tabs: dict[str, dict[str, Any]] = {}  # views.publish: the latest Home tab per user
+        self.home_opens = 0  # app_home_opened events sent, for their event ids
         self.openid = OpenIdProvider(lambda: self.api_url.removesuffix("/api/"), team_id)
         self._tickets: set[str] = set()
         self._sockets: list[WebSocket] = []
@@ -214,6 +215,10 @@ class SlackEmulator:
     async def submit_view(self, http: httpx.AsyncClient, **options: Any) -> httpx.Response:
         """Submit an opened modal with a really signed request (`interactions.submit_view`)."""
         return await interactions.submit_view(self, http, **options)
+
+    async def open_home(self, http: httpx.AsyncClient, **options: Any) -> httpx.Response:
+        """Open the Home tab as a user, really signed (`interactions.open_home`)."""
+        return await interactions.open_home(self, http, **options)
 
     # --- Socket Mode ---------------------------------------------------------------------
 

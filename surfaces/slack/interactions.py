@@ -187,15 +187,33 @@ async def click_in_view(
     **fields: Any,
 ) -> httpx.Response:
     """Press the button `action_id` inside the modal the emulator opened (the latest by default)."""
+    send = {k: fields.pop(k) for k in ("timestamp", "signature") if k in fields}
+    payload = view_click_payload(
+        emu, action_id=action_id, index=index, user=user, user_team=user_team, **fields
+    )
+    return await send_signed(http, url, payload, secret=secret, **send)
+
+
+def view_click_payload(
+    emu: SlackEmulator,
+    *,
+    action_id: str,
+    index: int = -1,
+    user: str = "U1",
+    user_team: str | None = None,
+    team: str | None = None,
+    app_id: str | None = None,
+) -> dict[str, Any]:
+    """The `block_actions` payload of a press inside an opened modal (HTTP or Socket Mode)."""
     opened = emu.views[index]
     button = _find_button(opened.view.get("blocks") or [], action_id)
     trigger = f"{int(time.time())}.{len(emu.triggers) + 1}.emulated"
     emu.triggers.add(trigger)
-    team = fields.pop("team", emu.team_id)
-    payload = {
+    team = team or emu.team_id
+    return {
         "type": "block_actions",
         "user": {"id": user, "username": user.lower(), "name": user.lower(), "team_id": user_team or team},
-        "api_app_id": fields.pop("app_id", emu.app_id),
+        "api_app_id": app_id or emu.app_id,
         "container": {"type": "view", "view_id": opened.id},
         "trigger_id": trigger,
         "team": {"id": team, "domain": "emulated"},
@@ -204,7 +222,6 @@ async def click_in_view(
         "view": {**opened.view, "id": opened.id, "team_id": team, "app_id": emu.app_id, "hash": "1.abc"},
         "actions": [{**button, "action_ts": f"{time.time():.6f}"}],
     }
-    return await send_signed(http, url, payload, secret=secret, **fields)
 
 
 async def submit_view(
@@ -220,11 +237,18 @@ async def submit_view(
     **fields: Any,
 ) -> httpx.Response:
     """Submit the modal the emulator opened (the latest by default) with input `values`."""
+    payload = submission_payload(emu, values=values, index=index, **fields)
+    return await send_signed(http, url, payload, secret=secret, timestamp=timestamp, signature=signature)
+
+
+def submission_payload(
+    emu: SlackEmulator, *, values: dict[str, dict[str, Any]], index: int = -1, **fields: Any
+) -> dict[str, Any]:
+    """The `view_submission` payload of an opened modal (HTTP or Socket Mode)."""
     opened = emu.views[index]
     fields.setdefault("team", emu.team_id)
     fields.setdefault("app_id", emu.app_id)
-    payload = view_submission_payload(view=opened.view, values=values, view_id=opened.id, **fields)
-    return await send_signed(http, url, payload, secret=secret, timestamp=timestamp, signature=signature)
+    return view_submission_payload(view=opened.view, values=values, view_id=opened.id, **fields)
 
 
 async def send_signed_event(
@@ -242,6 +266,32 @@ async def send_signed_event(
     if retry is not None:
         headers |= {"X-Slack-Retry-Num": str(retry), "X-Slack-Retry-Reason": "http_error"}
     return await http.post(url, content=body, headers=headers)
+
+
+async def open_home(
+    emu: SlackEmulator,
+    http: httpx.AsyncClient,
+    *,
+    user: str,
+    team: str,
+    secret: str,
+    url: str = "/slack/events",
+) -> httpx.Response:
+    """Open the app's Home tab as `user`: the signed `app_home_opened` event Slack sends."""
+    return await send_signed_event(http, url, home_payload(emu, user=user, team=team), secret=secret)
+
+
+def home_payload(emu: SlackEmulator, *, user: str, team: str) -> dict[str, Any]:
+    """The `app_home_opened` event of `user` opening the app's Home tab (HTTP or Socket Mode)."""
+    emu.home_opens += 1
+    return {
+        "type": "event_callback",
+        "team_id": team,
+        "api_app_id": emu.app_id,
+        "event_id": f"EvHOME{emu.home_opens:06d}",
+        "event_time": int(time.time()),
+        "event": {"type": "app_home_opened", "user": user, "channel": emu.dm_channel(user), "tab": "home"},
+    }
 
 
 def _grid(enterprise: str | None) -> dict[str, str]:

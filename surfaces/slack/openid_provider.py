@@ -5,6 +5,10 @@ It serves what Slack serves (discovery, authorize, `openid.connect.token`,
 `https://slack.com/team_id`), on the Slack emulator's port. The authorize page lets the
 person pick one of the emulated users. `forge_next` makes the next ID token wrong in one
 way, so a client can be shown to refuse it.
+
+Beyond Slack, which has no phone claims, it offers the standard `phone` scope: a user given a
+number has it returned by userinfo (`phone_number`, `phone_number_verified`) when the sign-in
+asked for that scope, as OpenID Connect issuers do, so the sandbox phone can sign in too.
 """
 
 from __future__ import annotations
@@ -45,6 +49,8 @@ class Person:
     name: str
     email: str
     team_id: str
+    phone: str | None = None
+    phone_verified: bool = True
 
 
 @dataclass(frozen=True)
@@ -54,6 +60,7 @@ class _Grant:
     person: Person
     nonce: str | None
     challenge: str | None
+    scopes: frozenset[str] = frozenset()
 
 
 class OpenIdProvider:
@@ -67,7 +74,7 @@ class OpenIdProvider:
         self.forge_next: Forgery | None = None
         self._key = RSAKey.generate_key(2048, parameters={"kid": "emu-1", "use": "sig"})
         self._codes: dict[str, _Grant] = {}
-        self._tokens: dict[str, Person] = {}
+        self._tokens: dict[str, _Grant] = {}
 
     @property
     def issuer(self) -> str:
@@ -78,9 +85,18 @@ class OpenIdProvider:
         """Accept sign-ins for this client."""
         self.clients[client_id] = client_secret
 
-    def add_person(self, user_id: str, name: str, email: str, team_id: str | None = None) -> Person:
-        """An emulated user offered on the authorize page."""
-        person = Person(user_id, name, email, team_id or self.team_id)
+    def add_person(
+        self,
+        user_id: str,
+        name: str,
+        email: str,
+        team_id: str | None = None,
+        *,
+        phone: str | None = None,
+        phone_verified: bool = True,
+    ) -> Person:
+        """An emulated user offered on the authorize page (with a phone number, if given)."""
+        person = Person(user_id, name, email, team_id or self.team_id, phone, phone_verified)
         self.people[user_id] = person
         return person
 
@@ -103,7 +119,7 @@ class OpenIdProvider:
                 "token_endpoint": f"{iss}/api/openid.connect.token",
                 "userinfo_endpoint": f"{iss}/api/openid.connect.userInfo",
                 "jwks_uri": f"{iss}/openid/connect/keys",
-                "scopes_supported": ["openid", "profile", "email"],
+                "scopes_supported": ["openid", "profile", "email", "phone"],
                 "response_types_supported": ["code"],
                 "response_modes_supported": ["form_post"],
                 "grant_types_supported": ["authorization_code"],
@@ -135,7 +151,8 @@ class OpenIdProvider:
             return HTMLResponse(self._chooser(args))
         code = secrets.token_urlsafe(16)
         challenge = args.get("code_challenge") if args.get("code_challenge_method") == "S256" else None
-        self._codes[code] = _Grant(client_id, redirect_uri, chosen, args.get("nonce"), challenge)
+        scopes = frozenset(args.get("scope", "").split())
+        self._codes[code] = _Grant(client_id, redirect_uri, chosen, args.get("nonce"), challenge, scopes)
         query = {"code": code, **({"state": args["state"]} if "state" in args else {})}
         sep = "&" if "?" in redirect_uri else "?"
         return RedirectResponse(f"{redirect_uri}{sep}{urlencode(query)}", status_code=302)
@@ -178,7 +195,7 @@ class OpenIdProvider:
             if not secrets.compare_digest(digest, grant.challenge):
                 return JSONResponse({"ok": False, "error": "invalid_code_verifier"}, 400)
         access = f"xoxp-{secrets.token_hex(12)}"
-        self._tokens[access] = grant.person
+        self._tokens[access] = grant
         return JSONResponse(
             {
                 "ok": True,
@@ -220,7 +237,11 @@ class OpenIdProvider:
 
     async def _userinfo(self, request: Request) -> Response:
         token = request.headers.get("authorization", "").removeprefix("Bearer ")
-        person = self._tokens.get(token)
-        if person is None:
+        grant = self._tokens.get(token)
+        if grant is None:
             return JSONResponse({"ok": False, "error": "invalid_auth"}, 401)
-        return JSONResponse({"ok": True, "sub": person.user_id, **self._profile(person)})
+        person = grant.person
+        phone: dict[str, Any] = {}
+        if "phone" in grant.scopes and person.phone:
+            phone = {"phone_number": person.phone, "phone_number_verified": person.phone_verified}
+        return JSONResponse({"ok": True, "sub": person.user_id, **self._profile(person), **phone})

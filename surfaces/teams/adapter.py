@@ -36,6 +36,7 @@ from contracts.ports import Route as ApprovalRoute
 from surfaces.teams.activity import Click, Malformed, NotACardAction, parse_click, read_activity
 from surfaces.teams.auth import ClientCredentials, ConnectorAuth
 from surfaces.teams.card import Verb, attachment, invoke_card, invoke_error, to_card, to_closed_card
+from surfaces.teams.certificate import ClientCertificate
 
 logger = logging.getLogger("cosigner.teams")
 
@@ -56,17 +57,23 @@ class TeamsConfig:
     """The bot's app registration, and where the Bot Connector and Entra ID are (or their emulator)."""
 
     app_id: str
-    app_password: str = field(repr=False)
+    app_password: str | None = field(repr=False)
     app_tenant_id: str
     api_url: str | None = None  # None = Microsoft itself; else the base URL of the emulator
     clock: Callable[[], float] = time.time
+    certificate: ClientCertificate | None = None  # instead of the password
 
     def __post_init__(self) -> None:
         problems = []
         if not _is_guid(self.app_id):
             problems.append("MICROSOFT_APP_ID must be the bot's app (client) id, a GUID")
-        if not self.app_password:
-            problems.append("MICROSOFT_APP_PASSWORD is empty")
+        if not self.app_password and self.certificate is None:
+            problems.append("set MICROSOFT_APP_PASSWORD or MICROSOFT_APP_CERTIFICATE (the app's credential)")
+        if self.app_password and self.certificate is not None:
+            problems.append(
+                "set MICROSOFT_APP_PASSWORD or MICROSOFT_APP_CERTIFICATE, not both: "
+                "which one the app proves itself with would be a guess"
+            )
         if not (_is_guid(self.app_tenant_id) or self.app_tenant_id == MULTI_TENANT):
             problems.append(
                 "MICROSOFT_APP_TENANT_ID must be the bot's home tenant id (a GUID), "
@@ -138,7 +145,12 @@ class TeamsAdapter:
         )
         self._auth = ConnectorAuth(self.config.app_id, self.config.openid_url, self._http, self.config.clock)
         self._credentials = ClientCredentials(
-            self.config.token_url, self.config.app_id, self.config.app_password, self._http, self.config.clock
+            self.config.token_url,
+            self.config.app_id,
+            self.config.app_password,
+            self._http,
+            self.config.clock,
+            self.config.certificate,
         )
         self._state = _State.STARTED
 

@@ -11,8 +11,9 @@ issuer from a fixed table, reads the wall clock and leaves `serviceUrl` unchecke
 is not used here.
 
 Outbound, `ClientCredentials` gets an app token from Microsoft Entra ID (client
-credentials, scope `https://api.botframework.com/.default`) and keeps it until five
-minutes before it expires. Both endpoints come from `TeamsConfig`, so the emulator can
+credentials, scope `https://api.botframework.com/.default`), proving the app by its
+password or by a client assertion signed with its certificate (`certificate.py`), and
+keeps it until five minutes before it expires. Both endpoints come from `TeamsConfig`, so the emulator can
 stand in for them.
 """
 
@@ -27,6 +28,7 @@ import httpx
 import jwt
 
 from contracts.errors import InvalidSignature, SurfaceUnavailable
+from surfaces.teams.certificate import ASSERTION_TYPE, ClientCertificate
 
 ISSUER = "https://api.botframework.com"
 SCOPE = "https://api.botframework.com/.default"
@@ -145,11 +147,18 @@ class ClientCredentials:
     """Our app's token for the Bot Connector, by the client-credentials grant, cached."""
 
     def __init__(
-        self, token_url: str, app_id: str, password: str, http: httpx.AsyncClient, clock: Callable[[], float]
+        self,
+        token_url: str,
+        app_id: str,
+        password: str | None,
+        http: httpx.AsyncClient,
+        clock: Callable[[], float],
+        certificate: ClientCertificate | None = None,
     ) -> None:
         self.token_url = token_url
         self.app_id = app_id
         self._password = password
+        self._certificate = certificate
         self.http = http
         self.clock = clock
         self._token: tuple[str, float] | None = None
@@ -160,12 +169,14 @@ class ClientCredentials:
         async with self._lock:
             if self._token is not None and self.clock() < self._token[1]:
                 return self._token[0]
-            form = {
-                "grant_type": "client_credentials",
-                "client_id": self.app_id,
-                "client_secret": self._password,
-                "scope": SCOPE,
-            }
+            form = {"grant_type": "client_credentials", "client_id": self.app_id, "scope": SCOPE}
+            if self._certificate is not None:
+                form["client_assertion_type"] = ASSERTION_TYPE
+                form["client_assertion"] = self._certificate.assertion(
+                    self.app_id, self.token_url, self.clock()
+                )
+            else:
+                form["client_secret"] = self._password or ""
             try:
                 response = await self.http.post(self.token_url, data=form)
             except httpx.HTTPError as exc:
@@ -183,7 +194,9 @@ class ClientCredentials:
                 raise SurfaceUnavailable(
                     "Microsoft Entra ID issued no bot token "
                     f"(HTTP {response.status_code}, {error or 'no error code'}); "
-                    "check MICROSOFT_APP_ID, MICROSOFT_APP_PASSWORD and MICROSOFT_APP_TENANT_ID"
+                    "check MICROSOFT_APP_ID, "
+                    + ("MICROSOFT_APP_CERTIFICATE" if self._certificate else "MICROSOFT_APP_PASSWORD")
+                    + " and MICROSOFT_APP_TENANT_ID"
                 )
             lifetime = body.get("expires_in", 3600)
             seconds = (

@@ -1,6 +1,8 @@
 """A Bot Connector and Entra ID on loopback, for `cosigner dev` and the tests.
 
-It plays Microsoft's side of Teams: issues app tokens (client credentials), publishes a
+It plays Microsoft's side of Teams: issues app tokens (client credentials, proven by the
+app's password or by a client assertion signed with a certificate it was given through
+`trust_certificate`), publishes a
 JWKS of its own RSA key (endorsed for `msteams`), accepts cards posted to and updated in
 conversations (`/v3/conversations/{id}/activities`), records them, and clicks them: an
 `adaptiveCard/action` invoke signed with its key, exactly as the Bot Connector signs one,
@@ -10,7 +12,9 @@ Bot Connector does. Point Cosigner at it with `TEAMS_API_URL`.
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import hashlib
 import itertools
 import json
 import secrets
@@ -21,6 +25,7 @@ from typing import Any
 
 import httpx
 import jwt
+from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import rsa
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -29,6 +34,7 @@ from starlette.routing import Route
 
 from surfaces.loopback import LoopbackServer
 from surfaces.teams.auth import ISSUER
+from surfaces.teams.certificate import ASSERTION_TYPE
 
 KEY_ID = "cosigner-emulator"
 
@@ -75,6 +81,9 @@ class TeamsEmulator:
         self.posted: dict[str, Posted] = {}
         self.tokens: set[str] = set()
         self.token_requests = 0
+        self.certificates: list[bytes] = []  # DER certificates the app may sign assertions with
+        self.assertions: list[dict[str, Any]] = []  # the verified assertions' headers and claims
+        self._jtis: set[str] = set()
         self.missing_conversations: set[str] = set()
         self._faults: list[int] = []
         self._seq = itertools.count(1)
@@ -180,12 +189,24 @@ class TeamsEmulator:
     async def _jwks(self, request: Request) -> JSONResponse:
         return JSONResponse(self.jwks())
 
+    def trust_certificate(self, der: bytes) -> None:
+        """Accept client assertions signed by this certificate's key (as uploaded to the app registration)."""
+        self.certificates.append(der)
+
     async def _token(self, request: Request) -> JSONResponse:
         form = await request.form()
         self.token_requests += 1
         if request.path_params["tenant"] != self.tenant_id:
             return JSONResponse({"error": "invalid_tenant"}, 400)
-        if form.get("client_id") != self.app_id or form.get("client_secret") != self.app_password:
+        if form.get("client_id") != self.app_id:
+            return JSONResponse({"error": "invalid_client"}, 401)
+        assertion = form.get("client_assertion")
+        if isinstance(assertion, str):
+            if form.get("client_assertion_type") != ASSERTION_TYPE or "client_secret" in form:
+                return JSONResponse({"error": "invalid_request"}, 400)
+            if not self._assertion_ok(assertion, str(request.url)):
+                return JSONResponse({"error": "invalid_client", "error_codes": [700027]}, 401)
+        elif form.get("client_secret") != self.app_password:
             return JSONResponse({"error": "invalid_client"}, 401)
         if (
             form.get("grant_type") != "client_credentials"
@@ -195,6 +216,37 @@ class TeamsEmulator:
         token = f"emu-{secrets.token_urlsafe(16)}"
         self.tokens.add(token)
         return JSONResponse({"token_type": "Bearer", "expires_in": 3599, "access_token": token})
+
+    def _assertion_ok(self, assertion: str, token_url: str) -> bool:
+        """As Entra ID checks a client assertion: the certificate named by `x5t` signed it
+        (RS256), for this endpoint, by this app, unexpired, and its `jti` never seen before."""
+        try:
+            header = jwt.get_unverified_header(assertion)
+        except jwt.PyJWTError:
+            return False
+        for der in self.certificates:
+            thumbprint = base64.urlsafe_b64encode(hashlib.sha1(der, usedforsecurity=False).digest())
+            if header.get("x5t") != thumbprint.rstrip(b"=").decode():
+                continue
+            key = x509.load_der_x509_certificate(der).public_key()
+            try:
+                claims = jwt.decode(
+                    assertion,
+                    key,  # type: ignore[arg-type]
+                    algorithms=["RS256"],
+                    audience=token_url,
+                    issuer=self.app_id,
+                    options={"require": ["exp", "nbf", "jti", "sub"]},
+                    leeway=300,
+                )
+            except jwt.PyJWTError:
+                return False
+            if claims["sub"] != self.app_id or claims["jti"] in self._jtis:
+                return False
+            self._jtis.add(claims["jti"])
+            self.assertions.append({"header": header, "claims": claims})
+            return True
+        return False
 
     def _refused(self, request: Request) -> JSONResponse | None:
         if request.headers.get("authorization", "").removeprefix("Bearer ") not in self.tokens:

@@ -5,7 +5,9 @@ URL and every field). A typed message is read by the SMS reader: exact `YES` / `
 the short code when the number has more than one request pending. A tap (`ButtonPayload`)
 counts only when its nonce is the one sent to the tapping number for that approval, and
 when it answers the message that carried it (`OriginalRepliedMessageSid`); then it goes
-through the same answer checks as every surface.
+through the same answer checks as every surface. A tap that fails the nonce or message
+check is handed to the desk all the same, marked as such: it decides nothing, and the
+refusal goes on the approval's audit record, as a refused Slack click does.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from starlette.responses import Response
 
 from contracts.enums import ApprovalStatus, SurfaceType
 from contracts.errors import CosignerError
-from contracts.ports import Answer, SmsDesk
+from contracts.ports import Answer, Placed, SmsDesk
 from surfaces.sms.text import closed_text, help_text, refusal_text
 from surfaces.sms.webhook import SmsWebhooks, twiml
 from surfaces.whatsapp.template import Tap, nonce_key, parse_tap
@@ -47,10 +49,11 @@ class WhatsAppWebhooks(SmsWebhooks):
         tap = parse_tap(button)
         if tap is None:
             return twiml(help_text()), False
-        refusal = await self._foreign(tap, sender, to, form.get("OriginalRepliedMessageSid"))
-        if refusal is not None:
-            logger.info("whatsapp tap refused approval=%s: %s", tap.approval_id, refusal)
+        placed = await self.desk.placed(tap.approval_id)
+        if placed is None:
+            logger.info("whatsapp tap refused approval=%s: no such request", tap.approval_id)
             return twiml(NOT_YOURS), False
+        mismatch = await self._foreign(placed, tap, sender, to, form.get("OriginalRepliedMessageSid"))
         answer = Answer(
             approval_id=tap.approval_id,
             surface=SurfaceType.WHATSAPP,
@@ -60,11 +63,14 @@ class WhatsAppWebhooks(SmsWebhooks):
             actor_org=None,
             conversation=to,
             message_id=message_sid,
+            mismatch=mismatch,
         )
         try:
             await self.desk.answer(answer)
         except CosignerError as exc:
             logger.info("whatsapp tap refused approval=%s code=%s", tap.approval_id, exc.code)
+            if mismatch is not None:
+                return twiml(NOT_YOURS), True
             placed = await self.desk.placed(tap.approval_id)
             if placed is not None and placed.card.status is not ApprovalStatus.PENDING:
                 return twiml(closed_text(placed.card)), True
@@ -72,10 +78,11 @@ class WhatsAppWebhooks(SmsWebhooks):
         logger.info("whatsapp tap handled approval=%s verdict=%s", tap.approval_id, tap.verdict)
         return twiml(), True  # the engine's show_outcome tells every approver
 
-    async def _foreign(self, tap: Tap, sender: str, to: str, replied: str | None) -> str | None:
+    async def _foreign(
+        self, placed: Placed, tap: Tap, sender: str, to: str, replied: str | None
+    ) -> str | None:
         """Why a tap is not this number's answer to this request, or None when it is."""
-        placed = await self.desk.placed(tap.approval_id)
-        if placed is None or placed.delivered is None or placed.route.surface is not SurfaceType.WHATSAPP:
+        if placed.delivered is None or placed.route.surface is not SurfaceType.WHATSAPP:
             return "no WhatsApp request with this id was sent"
         if placed.delivered.conversation != to:
             return "the tap was sent to another sender number"

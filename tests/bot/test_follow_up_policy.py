@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from bot.policy import decide, load_policy
+from bot.policy.decision import decide
+from bot.policy.rules import load_policy
 from contracts.enums import ApproverKind
 from contracts.errors import PolicyError
 from contracts.ports import SlackRoute

@@ -99,13 +99,13 @@ def test_a_wrong_expectation_fails_with_what_was_decided_instead(
     assert failure is not None and "expected mode ask_always" in (failure.get("message") or "")
 
 
-def test_a_quorum_other_than_one_fails_clearly(
+def test_a_quorum_other_than_the_policys_fails_clearly(
     policy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     tests = tmp_path / "t.toml"
     tests.write_text(CASES.replace('expect = { mode = "none" }', 'expect = { mode = "none", quorum = 2 }'))
     code, out, _ = run(capsys, "policy", "test", str(policy), str(tests))
-    assert code == 1 and "expected quorum 2, but this policy format has no quorum" in out
+    assert code == 1 and "expected quorum 2, got 1 (tenants.acme.tools.issue_refund.quorum)" in out
 
 
 @pytest.mark.parametrize(
@@ -165,3 +165,62 @@ def test_the_sandbox_policy_passes_its_own_tests(capsys: pytest.CaptureFixture[s
     code, out, _ = run(capsys, "policy", "test", str(policy), str(tests))
     assert code == 0, out
     assert "0 failed" in out and "passed" in out
+
+
+TEAMS_TENANT = "72f988bf-86f1-41af-91ab-2d7cd011db47"
+TEAMS_USER = "00000000-0000-0000-0000-0000000000a1"
+CONVERSATION = "19:ops@thread.tacv2"
+CHAT_CASES = f"""
+[[case]]
+name = "a refund asked in Teams goes back to that conversation"
+tenant = "acme"
+tool = "issue_refund"
+params = {{ amountCents = 9000 }}
+surface = "teams:{TEAMS_TENANT}/{CONVERSATION}/{TEAMS_USER}"
+expect = {{ mode = "ask_always", approvers = "requester", route = "teams {TEAMS_TENANT}/{CONVERSATION}" }}
+
+[[case]]
+name = "a refund asked on WhatsApp is sent from the WhatsApp number"
+tenant = "acme"
+tool = "issue_refund"
+params = {{ amountCents = 9000 }}
+surface = "whatsapp:+15550000002"
+expect = {{ mode = "ask_always", approvers = "requester", route = "whatsapp whatsapp:+15550000001" }}
+"""
+
+
+def test_cases_may_come_from_teams_and_whatsapp(
+    tmp_path: Path, policy: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cases = tmp_path / "chat.tests.toml"
+    cases.write_text(CHAT_CASES)
+    # The WhatsApp sender comes from the variable the server reads.
+    monkeypatch.setenv("TWILIO_WHATSAPP_FROM", "+15550000001")
+    code, out, err = run(capsys, "policy", "test", str(policy), str(cases))
+    assert (code, err) == (0, ""), out
+    assert out.count("ok    ") == 2
+    # Without a WhatsApp sender the case is refused, and the reason names the variable.
+    monkeypatch.delenv("TWILIO_WHATSAPP_FROM")
+    code, out, _ = run(capsys, "policy", "test", str(policy), str(cases))
+    assert code == 1 and "set tenants.acme.whatsapp_from or TWILIO_WHATSAPP_FROM" in out
+
+
+def test_a_malformed_teams_surface_names_its_form(
+    tmp_path: Path, policy: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cases = tmp_path / "bad.tests.toml"
+    cases.write_text(CHAT_CASES.replace(f"/{CONVERSATION}/{TEAMS_USER}", ""))
+    code, _, err = run(capsys, "policy", "test", str(policy), str(cases))
+    assert code == 2 and "teams:TENANT/CONVERSATION/USER" in err
+    code, _, err = run(
+        capsys,
+        "policy",
+        "explain",
+        "--policy",
+        str(policy),
+        "--tool",
+        "issue_refund",
+        "--surface",
+        "whatsapp:555",
+    )
+    assert code == 2 and "whatsapp:+15550000002" in err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
@@ -13,11 +14,14 @@ import httpx
 import uvicorn
 
 from surfaces.slack.emulator import SlackEmulator
+from surfaces.sms.emulator import TwilioEmulator
 from tests.harness import DEFAULT_POLICY, Harness, cosigner_app, until
 
 CLIENT_ID, CLIENT_SECRET = "inbox-client", "inbox-client-secret"
 PUBLIC_URL = "http://127.0.0.1:8000"
 SLACK_SECRET = "inbox-slack-signing-secret"
+TWILIO_ACCOUNT, TWILIO_TOKEN = "AC" + "1" * 32, "inbox-twilio-token"
+SENDER = "+15550000001"  # the SMS and WhatsApp sender of the `texts` world
 
 
 @dataclass
@@ -26,6 +30,7 @@ class World:
 
     h: Harness
     emu: SlackEmulator
+    twilio: TwilioEmulator | None = None
 
     async def sign_in(self, client: httpx.AsyncClient, user: str) -> httpx.Response:
         """Sign `client` in as `user` through the issuer, as a browser would; the callback's answer."""
@@ -94,11 +99,16 @@ async def served(app: Any, port: int) -> AsyncIterator[str]:
 
 @asynccontextmanager
 async def inbox_world(
-    policy: str = DEFAULT_POLICY, public_url: str = PUBLIC_URL, *, slack: bool = False, **settings: Any
+    policy: str = DEFAULT_POLICY,
+    public_url: str = PUBLIC_URL,
+    *,
+    slack: bool = False,
+    texts: bool = False,
+    **settings: Any,
 ) -> AsyncIterator[World]:
     """The emulator with Ada (acme's Slack admin), Bob (acme) and Gus (globex), and an app
-    whose inbox signs in through it."""
-    async with SlackEmulator.running(team_id="T0ACME") as emu:
+    whose inbox signs in through it; with `texts`, SMS and WhatsApp through the Twilio emulator."""
+    async with SlackEmulator.running(team_id="T0ACME") as emu, contextlib.AsyncExitStack() as stack:
         emu.openid.register_client(CLIENT_ID, CLIENT_SECRET)
         emu.openid.add_person("U0ADMIN", "Ada Admin", "ada@acme.example")
         emu.openid.add_person("U0BOB", "Bob Builder", "bob@acme.example")
@@ -111,6 +121,17 @@ async def inbox_world(
                 signing_secret=SLACK_SECRET, bot_token="xoxb-acme", api_url=emu.api_url, app_id=emu.app_id
             )
             surfaces.append(lambda desk: SlackAdapter(config, desk))
+        twilio = None
+        if texts:
+            from surfaces.sms import SmsAdapter, SmsConfig
+            from surfaces.whatsapp import WhatsAppAdapter, WhatsAppConfig
+            from surfaces.whatsapp.template import TEMPLATE_ACTIONS, TEMPLATE_BODY
+
+            twilio = await stack.enter_async_context(TwilioEmulator.running(TWILIO_ACCOUNT, TWILIO_TOKEN))
+            sms = SmsConfig(TWILIO_ACCOUNT, TWILIO_TOKEN, SENDER, None, twilio.api_url, public_url)
+            wa = WhatsAppConfig(sms, SENDER, twilio.add_template(TEMPLATE_BODY, TEMPLATE_ACTIONS))
+            surfaces += [lambda desk: SmsAdapter(sms, desk), lambda desk: WhatsAppAdapter(wa, desk)]
+            settings = {"twilio_from_number": SENDER, "twilio_whatsapp_from": SENDER, **settings}
         async with cosigner_app(
             policy,
             surfaces=surfaces,
@@ -121,4 +142,4 @@ async def inbox_world(
             **settings,
         ) as h:
             h.client.base_url = httpx.URL(public_url)
-            yield World(h, emu)
+            yield World(h, emu, twilio)

@@ -94,6 +94,15 @@ async def test_approve_in_the_page_reaches_the_agent_and_updates_the_card(
     for title in ("issue_refund", "issue_credit"):  # answerable once on the record (delivery.py)
         await shown_card(http, title)
 
+    # Cosigner's Home tab, as Alice (the page opens it with the signed app_home_opened event):
+    # what waits for her, with a link to each card.
+    await page.get_by_test_id("open-home").click()
+    home = page.get_by_test_id("home-tab")
+    await expect(home).to_contain_text("Waiting for you")
+    await expect(home).to_contain_text("issue_refund")
+    await expect(home.locator("a[href*='/archives/C0DEMO/']").first).to_be_visible()
+    await page.locator("#channels li", has_text="support").click()
+
     # Mallory is in the channel but not an approver: her click is refused, and she is told why.
     await page.select_option("#as", "outsider")
     await credit.get_by_role("button", name="Approve", exact=True).click()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 import httpx
 
@@ -65,6 +66,7 @@ async def test_page_and_assets_are_served(sb: Sandbox, http: httpx.AsyncClient) 
     assert data["team"] == "T0DEMO" and {p["key"] for p in data["people"]} == {
         "requester",
         "admin",
+        "second_admin",
         "outsider",
         "other_workspace",
     }
@@ -266,3 +268,59 @@ async def test_see_the_full_call_opens_a_paged_modal_on_the_page(
 
     (view,) = await until_async(turned)
     assert "Page 2 of" in json.dumps(view)
+
+
+async def test_closing_an_account_needs_two_admins_and_each_sees_only_their_own_you_approved(
+    sb: Sandbox, http: httpx.AsyncClient, wait_until: Any
+) -> None:
+    approval = await ask(http, "close_account", {"accountId": "acct_9"})
+    card = await card_of(http, "close_account")
+    assert card["channel"] == "C0ADMINS" and "2 distinct approvers must approve" in json.dumps(card)
+    assert (await click(http, card, "cosigner.approve", "admin")).json() == {"status": 200}
+    await wait_until(lambda: sb.slack.ephemerals)
+    (mine,) = (await state(http))["ephemerals"]
+    assert mine["user"] == "U0ADMIN" and "You approved" in mine["text"] and "1 of 2 approvals" in mine["text"]
+    progress = await card_of(http, "close_account", edited=True)
+    assert "Approved 1 of 2" in json.dumps(progress, ensure_ascii=False)
+    assert [b for b in progress["blocks"] if b["type"] == "actions"], "Ben still has his buttons"
+    assert (await http.get(f"/v1/approvals/{approval}")).json()["status"] == "pending"
+    assert (await click(http, progress, "cosigner.approve", "second_admin")).json() == {"status": 200}
+    decision = (await http.get(f"/v1/approvals/{approval}?wait=10")).json()
+    assert decision["status"] == "approved"
+    assert [a["by"] for a in decision["approvals"]] == ["U0ADMIN", "U0ADMIN2"]
+
+
+async def test_the_home_tab_opens_as_the_chosen_person_and_lists_what_waits(
+    sb: Sandbox, http: httpx.AsyncClient
+) -> None:
+    await ask(http, "issue_refund", {"orderId": "ord_1", "amountCents": 9000, "cardToken": "tok_x"})
+    card = await card_of(http, "issue_refund")
+    r = await http.post("/sandbox/api/home", json={"as": "requester"})
+    assert r.status_code == 200 and r.json() == {"status": 200}
+    home = json.dumps((await state(http))["homes"]["U0ALICE"])
+    assert "Waiting for you" in home and "issue_refund" in home
+    assert f"archives/{card['channel']}/p{card['ts'].replace('.', '')}" in home
+    # Mallory is not an approver: her Home tab lists nothing; the event is logged as sent.
+    await http.post("/sandbox/api/home", json={"as": "outsider"})
+    page = await state(http)
+    assert "issue_refund" not in json.dumps(page["homes"]["U0MALLORY"])
+    assert any(a["what"].startswith("app_home_opened as U0MALLORY") for a in page["activity"])
+    bad = await http.post("/sandbox/api/home", json={"as": "nobody"})
+    assert bad.status_code == 400
+
+
+async def test_alice_signed_in_to_the_inbox_sees_what_was_texted_to_her_phone(
+    sb: Sandbox, http: httpx.AsyncClient
+) -> None:
+    texted = await ask(http, "send_email", {"to": "c@example.com"}, surface={"type": "sms", "phone": PHONE})
+    async with httpx.AsyncClient(base_url=sb.url) as browser:
+        start = await browser.get("/inbox/login")
+        authorize = start.headers["location"]
+        args = dict(parse_qsl(urlsplit(authorize).query))
+        async with httpx.AsyncClient() as issuer:
+            chosen = await issuer.post(authorize.split("?")[0], data={**args, "user": "U0ALICE"})
+        back = urlsplit(chosen.headers["location"])
+        assert (await browser.get(f"{back.path}?{back.query}")).status_code == 303
+        page = (await browser.get("/inbox/")).text
+    listed = page.split("Texted to your phone")[1]
+    assert texted in listed and f"reply to the text from {PHONE}" in listed

@@ -64,6 +64,55 @@ WEBHOOK_BODY = {
 }
 
 
+QUORUM_APPROVERS = [{"by": "U0ANN", "surface": "slack"}, {"by": "+15550000012", "surface": "sms"}]
+QUORUM_DECISION = {
+    **WEBHOOK_BODY,
+    "approvalId": "apv_7Kq2LmN4pQ8rS1tU3vW5",
+    "decidedBy": {"kind": "person", "surface": "sms", "userId": "+15550000012"},
+    "quorum": 2,
+    "approvals": [
+        {"by": "U0ANN", "surface": "slack", "at": "2026-11-30T09:18:02.500Z"},
+        {"by": "+15550000012", "surface": "sms", "at": "2026-11-30T09:20:10Z"},
+    ],
+}
+
+
+def decisions() -> list[dict[str, Any]]:
+    """Decision objects both SDKs must read the same: a quorum's, a pending one, and one from a
+    server that predates quorums (no `quorum` nor `approvals`: one approval decides)."""
+    pending = {
+        "type": "approval_start",
+        "approvalId": "apv_7Kq3LmN4pQ8rS1tU3vW5",
+        "executionId": "run_81",
+        "toolCallId": "call_8",
+        "toolName": "delete_account",
+        "parameters": {"accountId": "acct_9"},
+        "parametersDigest": parameters_digest({"accountId": "acct_9"}),
+        "timeout": 300000,
+        "startedAt": "2026-11-30T09:15:00Z",
+        "expiresAt": "2026-11-30T09:20:00Z",
+        "status": "pending",
+        "shortCode": "4821",
+        "quorum": 3,
+        "approvals": [{"by": "u_ann", "surface": "dashboard", "at": "2026-11-30T09:16:00Z"}],
+    }
+    return [
+        {
+            "name": "approved by a quorum of two",
+            "body": QUORUM_DECISION,
+            "quorum": 2,
+            "approvers": ["U0ANN", "+15550000012"],
+        },
+        {"name": "pending, one of three", "body": pending, "quorum": 3, "approvers": ["u_ann"]},
+        {
+            "name": "from a server without quorums",
+            "body": {**WEBHOOK_BODY, "approvalId": "apv_7Kq4LmN4pQ8rS1tU3vW5"},
+            "quorum": 1,
+            "approvers": [],
+        },
+    ]
+
+
 def doc_blocks() -> list[Any]:
     """The three JSON blocks of docs/test-vectors.md: digests, numbers, grant."""
     found = re.findall(r"```json\n(.*?)\n```", DOC.read_text(encoding="utf-8"), flags=re.S)
@@ -174,6 +223,13 @@ def grants(doc: dict[str, Any]) -> dict[str, Any]:
             "ok": False,
             "refusal": "unknown key",
         },
+        {
+            "name": "a quorum's grant names every approver",
+            "token": signer.sign({**claims, "approvers": QUORUM_APPROVERS}),
+            "parameters": doc["parameters"],
+            "ok": True,
+            "approvers": QUORUM_APPROVERS,
+        },
     ]
     for case in cases:
         case.setdefault("toolName", claims["toolName"])
@@ -264,6 +320,7 @@ def vectors() -> dict[str, Any]:
         "numbers": numbers(page_numbers),
         "grants": grants(page_grant),
         "webhooks": webhooks(),
+        "decisions": decisions(),
     }
 
 

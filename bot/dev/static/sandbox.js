@@ -3,6 +3,7 @@
 "use strict";
 
 const POLL_MS = 500;
+const HOME = "@home";  // the sidebar's Apps → Cosigner: the Home tab of whoever is clicking
 const state = { data: null, raw: "", channel: "C0DEMO", phone: null, modalId: null,
                 people: {}, busy: false };
 
@@ -268,7 +269,7 @@ function renderPeople(data) {
     select.append(option);
   }
   const note = () => { document.getElementById("as-note").textContent = me().note || ""; };
-  select.addEventListener("change", () => { note(); render(); });
+  select.addEventListener("change", () => { note(); if (state.channel === HOME) openHome(); render(); });
   note();
 }
 
@@ -284,15 +285,40 @@ function renderChannels(data) {
     item.addEventListener("click", () => { state.channel = id; render(); });
     list.append(item);
   }
-  document.getElementById("channel-name").textContent = "# " + (data.channels[state.channel] || state.channel);
+  const apps = document.getElementById("apps");
+  const home = el("li", state.channel === HOME ? "active" : "", "Cosigner");
+  home.dataset.testid = "open-home";
+  home.addEventListener("click", () => { state.channel = HOME; openHome(); render(); });
+  apps.replaceChildren(home);
+  document.getElementById("channel-name").textContent =
+    state.channel === HOME ? "Cosigner · Home" : "# " + (data.channels[state.channel] || state.channel);
+}
+
+// Opening the tab sends the signed app_home_opened event; Cosigner answers with views.publish.
+async function openHome() {
+  await api("home", { as: document.getElementById("as").value });
+  poll();
+}
+
+function renderHome(data) {
+  const box = document.getElementById("messages");
+  const view = (data.homes || {})[me().user_id];
+  const tab = el("div", "home-tab");
+  tab.dataset.testid = "home-tab";
+  if (view) tab.append(blocks(view.blocks, null));
+  else tab.append(el("p", "empty", "Opening the Home tab…"));
+  box.replaceChildren(tab);
 }
 
 function renderMessages(data) {
+  if (state.channel === HOME) return renderHome(data);
   const box = document.getElementById("messages");
   const atBottom = box.scrollHeight - box.scrollTop - box.clientHeight < 40;
   const items = [
     ...data.messages.filter((m) => m.channel === state.channel).map((m) => [m, false]),
-    ...data.ephemerals.filter((m) => m.channel === state.channel).map((m) => [m, true]),
+    // Like Slack, a reply only one person sees is shown to that person alone: pick someone
+    // else under "Act as" and it is gone (a quorum's "You approved" is Ada's, not Ben's).
+    ...data.ephemerals.filter((m) => m.channel === state.channel && m.user === me().user_id).map((m) => [m, true]),
   ].sort((a, b) => Number(a[0].ts) - Number(b[0].ts));
   const nodes = items.map(([m, eph]) => messageNode(m, eph));
   if (!nodes.length) nodes.push(document.getElementById("empty") || el("p", "empty", "No cards yet."));

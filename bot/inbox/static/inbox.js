@@ -6,10 +6,13 @@
     fetch("/inbox/", { credentials: "same-origin" })
       .then(function (r) { return r.text(); })
       .then(function (html) {
-        var fresh = new DOMParser().parseFromString(html, "text/html").getElementById("waiting");
-        var here = document.getElementById("waiting");
-        var typing = here && here.contains(document.activeElement) && document.activeElement.value;
-        if (fresh && here && !typing) here.replaceWith(fresh);
+        var page = new DOMParser().parseFromString(html, "text/html");
+        ["waiting", "elsewhere"].forEach(function (id) {
+          var fresh = page.getElementById(id);
+          var here = document.getElementById(id);
+          var typing = here && here.contains(document.activeElement) && document.activeElement.value;
+          if (fresh && here && !typing) here.replaceWith(fresh);
+        });
       });
   });
 })();

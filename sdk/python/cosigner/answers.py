@@ -31,6 +31,25 @@ class AdmitResponse(Wire):
     standingDenies: list[Denial] = Field(default_factory=list, exclude_if=_empty)
 
 
+class ApprovalGiven(Wire):
+    """One approver's Approve, counted toward the request's quorum: who, where, when."""
+
+    by: str = Field(description="The approver's id on that surface (a Slack user id, a phone number).")
+    surface: SurfaceType
+    at: Timestamp
+
+
+_QUORUM_DOC = (
+    "How many distinct approvers must approve (the policy's `quorum`); sent only above 1, so a "
+    "request one answer decides keeps the shape older SDKs read."
+)
+_APPROVALS_DOC = "Every Approve counted so far, oldest first; one entry per approver (sent with `quorum`)."
+
+
+def _one(value: Any) -> bool:
+    return bool(value == 1)
+
+
 class ApprovalStart(Wire):
     """`201`: a person must decide."""
 
@@ -46,6 +65,10 @@ class ApprovalStart(Wire):
     expiresAt: Timestamp
     status: ApprovalStatus
     shortCode: str | None = None
+    quorum: int = Field(default=1, ge=1, exclude_if=_one, description=_QUORUM_DOC)
+    approvals: list[ApprovalGiven] = Field(
+        default_factory=list, exclude_if=_empty, description=_APPROVALS_DOC
+    )
     operation: str | None = Field(default=None, exclude_if=_absent)
     preview: Preview | None = Field(default=None, exclude_if=_absent, description="What the person approves.")
     argumentsDigest: str | None = Field(default=None, exclude_if=_absent)
@@ -110,6 +133,13 @@ class Decision(Wire):
     comment: str | None
     parametersDigest: str
     grant: str | None = Field(description="A compact JWS; only when approved.")
+    quorum: int = Field(default=1, ge=1, exclude_if=_one, description=_QUORUM_DOC)
+    approvals: list[ApprovalGiven] = Field(
+        default_factory=list,
+        exclude_if=_empty,
+        description=_APPROVALS_DOC + " Approved: the approvers who made the quorum; denied: who had "
+        "approved before the veto.",
+    )
     traceId: str | None = Field(
         default=None,
         exclude_if=_absent,

@@ -13,7 +13,7 @@ from cosigner.enums import ApprovalStatus, DeciderKind
 from cosigner.handoff import HandoffReceipt, HandoffStart
 from cosigner.operations import OperationOutcome, Preview
 
-__all__ = ["DecidedBy", "Decision", "parse_approval"]
+__all__ = ["Approval", "DecidedBy", "Decision", "parse_approval"]
 
 T = TypeVar("T")
 
@@ -72,6 +72,19 @@ class DecidedBy:
 
 
 @dataclass(frozen=True)
+class Approval:
+    """One approver's Approve counted toward the quorum: their id, the surface, when."""
+
+    by: str
+    surface: str
+    at: datetime
+
+
+def _approvals(given: list[Any]) -> tuple[Approval, ...]:
+    return tuple(_build(Approval, {"by": a.by, "surface": str(a.surface), "at": a.at}) for a in given)
+
+
+@dataclass(frozen=True)
 class Decision:
     """An approval as the agent sees it; `approved` is the only field a gate should trust.
 
@@ -80,6 +93,8 @@ class Decision:
     `decided_at`, `comment` and (approved only) the signed `grant` are set. For an
     operation, `operation`, `arguments_digest`, the application's `preview` (while pending)
     and, once carried out, its `outcome` are set; `tool_name` is then the operation's name.
+    `quorum` is how many distinct approvers must approve, and `approvals` every Approve
+    counted so far (approved: the approvers who made the quorum).
     """
 
     approval_id: str
@@ -104,6 +119,8 @@ class Decision:
     code: str | None = None
     receipt: HandoffReceipt | None = None
     detail: str | None = None
+    quorum: int = 1
+    approvals: tuple[Approval, ...] = ()
 
     @property
     def approved(self) -> bool:
@@ -141,6 +158,11 @@ class Decision:
             "status": ApprovalStatus(given["status"]),
             "parameters_digest": given["parametersDigest"],
         }
+        quorum = given.get("quorum")
+        if quorum is not None and quorum != 1:
+            common["quorum"] = quorum
+        if given.get("approvals"):
+            common["approvals"] = _approvals(given["approvals"])
         if isinstance(model, answers.Decision):
             common["decided_by"] = DecidedBy.from_wire(given["decidedBy"])
             common["decided_at"] = given["decidedAt"]

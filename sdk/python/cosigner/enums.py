@@ -116,6 +116,7 @@ class AuditEvent(StrEnum):
     ESCALATED = "escalated"  # an escalation step: the request goes to its route too
     ESCALATION_DELIVERED = "escalation_delivered"  # where the escalated request was shown
     ESCALATION_FAILED = "escalation_failed"  # the step's route could not be reached
+    APPROVAL_COUNTED = "approval_counted"  # one approver's Approve toward a quorum above 1
 
 
 class OperationState(StrEnum):

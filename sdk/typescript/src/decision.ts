@@ -25,6 +25,13 @@ export interface DecidedBy {
   code?: string;
 }
 
+/** One approver's Approve counted toward the quorum: their id on the surface, the surface, when. */
+export interface ApprovalGiven {
+  by: string;
+  surface: string;
+  at: string;
+}
+
 /** An approval as the agent sees it; only `status === "approved"` with a verified grant allows a call. */
 export interface Decision {
   type: "approval_start" | "approval_decided" | "handoff_start";
@@ -47,6 +54,10 @@ export interface Decision {
   outcome?: unknown;
   code?: string;
   detail?: string;
+  /** How many distinct approvers must approve (absent from servers without quorums: 1). */
+  quorum?: number;
+  /** Every Approve counted so far, oldest first (approved: the approvers who made the quorum). */
+  approvals?: ApprovalGiven[];
 }
 
 const STATUSES = new Set<string>(Object.values(ApprovalStatus));

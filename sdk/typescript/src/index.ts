@@ -2,7 +2,7 @@
 export { Cosigner, refuseUnlessApproved } from "./client.js";
 export type { ApprovalRequest, CosignerOptions, GateOptions, WaitOptions } from "./client.js";
 export { ApprovalStatus, isSettled, parseDecision } from "./decision.js";
-export type { DecidedBy, Decision } from "./decision.js";
+export type { ApprovalGiven, DecidedBy, Decision } from "./decision.js";
 export { CanonicalFormError, canonicalJson, parametersDigest } from "./digest.js";
 export * from "./errors.js";
 export { GRANT_TYPE, publicKeys, verifyGrant, verifyGrantWithKeys } from "./grants.js";

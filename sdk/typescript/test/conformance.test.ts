@@ -3,7 +3,15 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { canonicalJson, GrantRefused, InvalidSignature, parametersDigest, verifyGrant, webhooks } from "../src/index.js";
+import {
+  canonicalJson,
+  GrantRefused,
+  InvalidSignature,
+  parseDecision,
+  parametersDigest,
+  verifyGrant,
+  webhooks,
+} from "../src/index.js";
 
 interface Vectors {
   digests: { name: string; input: string; canonical: string; digest: string }[];
@@ -19,8 +27,10 @@ interface Vectors {
       checkAt: number;
       ok: boolean;
       refusal?: string;
+      approvers?: { by: string; surface: string }[];
     }[];
   };
+  decisions: { name: string; body: unknown; quorum: number; approvers: string[] }[];
   webhooks: {
     secret: string;
     cases: {
@@ -70,7 +80,9 @@ for (const vector of vectors.grants.cases) {
       now: vector.checkAt,
     });
     if (vector.ok) {
-      assert.equal((await check).digest, parametersDigest(vector.parameters));
+      const claims = await check;
+      assert.equal(claims.digest, parametersDigest(vector.parameters));
+      assert.deepEqual(claims.approvers, vector.approvers);
     } else {
       await assert.rejects(check, (exc: unknown) => {
         assert.ok(exc instanceof GrantRefused, String(exc));
@@ -78,6 +90,17 @@ for (const vector of vectors.grants.cases) {
         return true;
       });
     }
+  });
+}
+
+for (const vector of vectors.decisions) {
+  test(`decision: ${vector.name}`, () => {
+    const decision = parseDecision(vector.body);
+    assert.equal(decision.quorum ?? 1, vector.quorum);
+    assert.deepEqual(
+      (decision.approvals ?? []).map((a) => a.by),
+      vector.approvers,
+    );
   });
 }
 

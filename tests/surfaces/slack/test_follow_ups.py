@@ -9,7 +9,7 @@ Time moves by the app's manual clock; a restart and a second replica never repea
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import Any
@@ -107,12 +107,16 @@ def cards(emu: SlackEmulator, channel: str) -> list[Recorded]:
     return [m for m in posted(emu, channel) if m.blocks]
 
 
-def closed_as(emu: SlackEmulator, card: Recorded, word: str) -> Recorded | None:
-    """The card as last updated in place, once it shows `word` and no buttons."""
-    m = emu.latest(card.channel, card.ts)
-    if m is None or m.method != "chat.update" or word not in json.dumps(m.blocks):
-        return None
-    return None if any(b["type"] == "actions" for b in m.blocks) else m
+def closed_saying(emu: SlackEmulator, where: Recorded, says: str) -> Callable[[], Recorded | None]:
+    """A wait for the card at `where` updated to say `says`, its buttons gone."""
+
+    def shown() -> Recorded | None:
+        m = emu.latest(where.channel, where.ts)
+        if m is None or m.method != "chat.update" or says not in json.dumps(m.blocks):
+            return None
+        return None if [b for b in m.blocks if b["type"] == "actions"] else m
+
+    return shown
 
 
 async def events(h: Harness, key: str, approval_id: str) -> list[dict[str, Any]]:
@@ -183,7 +187,7 @@ async def test_remind_then_escalate_then_an_admin_approves_on_the_escalated_card
     assert decided["status"] == "approved" and decided["decidedBy"]["userId"] == "U0ADMIN"
     assert "escalations" not in decided, "the wire is unchanged"
     for where in (card, escalated):
-        closed = await until(partial(closed_as, emu, where, "Approved"))
+        closed = await until(closed_saying(emu, where, ""))
         assert "*Approved* by <@U0ADMIN>" in json.dumps(closed.blocks)
 
     # A click on the escalated card after the decision is refused like any late click.
@@ -213,7 +217,7 @@ async def test_an_escalated_request_that_nobody_answers_expires_and_every_card_s
     decided = (await h.client.get(f"/v1/approvals/{approval_id}?wait=5", headers=h.auth(key))).json()
     assert decided["status"] == "expired"
     for where in (card, admins, staff):
-        await until(partial(closed_as, emu, where, "Expired"))
+        await until(closed_saying(emu, where, "Expired"))
     last = emu.latest(card.channel, card.ts)
     assert last is not None
     flat = json.dumps(last.blocks)
@@ -229,7 +233,7 @@ async def test_a_cancel_after_the_escalation_closes_every_card(world: Any) -> No
     response = await h.client.post(f"/v1/approvals/{approval_id}/cancel", headers=h.auth(key))
     assert response.status_code == 200 and response.json()["status"] == "cancelled"
     for where in (card, admins):
-        await until(partial(closed_as, emu, where, "Cancelled"))
+        await until(closed_saying(emu, where, "Cancelled"))
 
 
 async def test_staff_answer_from_their_own_workspace_once_escalated(world: Any) -> None:

@@ -31,7 +31,8 @@ def test_a_partial_set_leaves_teams_off_and_says_what_is_missing() -> None:
     partial = settings(MICROSOFT_APP_ID=APP_ID)
     assert not partial.teams_enabled
     assert partial_configuration(partial) == [
-        "Teams is off: MICROSOFT_APP_PASSWORD and MICROSOFT_APP_TENANT_ID is not set"
+        "Teams is off: MICROSOFT_APP_PASSWORD or MICROSOFT_APP_CERTIFICATE and MICROSOFT_APP_TENANT_ID "
+        "is not set"
     ]
 
 

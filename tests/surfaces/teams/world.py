@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 
 from contracts.ports import ApprovalDesk
-from surfaces.teams import TeamsAdapter, TeamsConfig
+from surfaces.teams import ClientCertificate, TeamsAdapter, TeamsConfig
 from surfaces.teams.emulator import Posted, TeamsEmulator
 from tests.harness import Harness, ManualClock, cosigner_app, until
 
@@ -43,15 +43,23 @@ admins = {{ teams = ["{ADMIN}"] }}
 
 @asynccontextmanager
 async def teams_app(
-    db_kind: str = "sqlite", policy: str = POLICY
+    db_kind: str = "sqlite", policy: str = POLICY, certificate: ClientCertificate | None = None
 ) -> AsyncIterator[tuple[Harness, TeamsEmulator]]:
-    """A started app with the Teams surface on an emulator: yields (harness, emulator)."""
+    """A started app with the Teams surface on an emulator: yields (harness, emulator). With
+    `certificate` the app proves itself with it (the emulator trusts it) instead of a password."""
     clock = ManualClock()
     async with TeamsEmulator.running(
         app_id=APP_ID, app_password=PASSWORD, tenant_id=HOME, clock=clock
     ) as emu:
+        if certificate is not None:
+            emu.trust_certificate(certificate.der)
         config = TeamsConfig(
-            app_id=APP_ID, app_password=PASSWORD, app_tenant_id=HOME, api_url=emu.api_url, clock=clock
+            app_id=APP_ID,
+            app_password=None if certificate else PASSWORD,
+            app_tenant_id=HOME,
+            api_url=emu.api_url,
+            clock=clock,
+            certificate=certificate,
         )
 
         def factory(desk: ApprovalDesk) -> TeamsAdapter:

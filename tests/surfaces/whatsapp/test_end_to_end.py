@@ -41,13 +41,13 @@ World = tuple[Harness, TwilioEmulator, TwilioCaller, str]
 
 
 @asynccontextmanager
-async def whatsapp_app(db_kind: str) -> AsyncIterator[World]:
+async def whatsapp_app(db_kind: str, policy: str = POLICY) -> AsyncIterator[World]:
     async with TwilioEmulator.running(ACCOUNT, TOKEN) as emu:
         content_sid = emu.add_template(TEMPLATE_BODY, TEMPLATE_ACTIONS)
         config = WhatsAppConfig(SmsConfig(ACCOUNT, TOKEN, None, None, emu.api_url, PUBLIC), BOT, content_sid)
         surfaces = [lambda desk: WhatsAppAdapter(config, desk)]
         async with cosigner_app(
-            POLICY, surfaces=surfaces, database_kind=db_kind, twilio_whatsapp_from=BOT
+            policy, surfaces=surfaces, database_kind=db_kind, twilio_whatsapp_from=BOT
         ) as h:
             phone = TwilioCaller(h.client, public_url=PUBLIC, account_sid=ACCOUNT, auth_token=TOKEN)
             yield h, emu, phone, await h.create_tenant("acme")
@@ -131,6 +131,17 @@ async def test_a_forged_signature_decides_nothing(world: World) -> None:
     assert (await status(h, key, approval_id))["status"] == "pending"
 
 
+async def refusals(h: Harness, key: str, approval_id: str) -> list[tuple[str, str, str]]:
+    """The refused answers on the approval's audit record: (code, who, surface)."""
+    trail = await h.client.get(f"/v1/approvals/{approval_id}/audit", headers=h.auth(key))
+    assert trail.status_code == 200, trail.text
+    return [
+        (e["data"]["code"], e["actor"].get("userId", ""), e["actor"].get("surface", ""))
+        for e in trail.json()["events"]
+        if e["event"] == "decision_refused"
+    ]
+
+
 async def test_a_forwarded_tap_from_another_number_decides_nothing(world: World) -> None:
     h, emu, phone, key = world
     approval_id = await request(h, key)
@@ -140,6 +151,7 @@ async def test_a_forwarded_tap_from_another_number_decides_nothing(world: World)
     )
     assert "decides nothing" in response.text
     assert (await status(h, key, approval_id))["status"] == "pending"
+    assert await refusals(h, key, approval_id) == [("NOT_AN_APPROVER", WA_MALLORY, "whatsapp")]
 
 
 async def test_a_tap_sent_to_another_sender_number_decides_nothing(world: World) -> None:
@@ -155,6 +167,7 @@ async def test_a_tap_sent_to_another_sender_number_decides_nothing(world: World)
     )
     assert "decides nothing" in response.text
     assert (await status(h, key, approval_id))["status"] == "pending"
+    assert await refusals(h, key, approval_id) == [("WRONG_TENANT", WA_ALICE, "whatsapp")]
 
 
 async def test_a_made_up_nonce_or_another_requests_button_decides_nothing(world: World) -> None:
@@ -172,6 +185,8 @@ async def test_a_made_up_nonce_or_another_requests_button_decides_nothing(world:
     assert "decides nothing" in r1.text and "decides nothing" in r2.text
     assert (await status(h, key, first))["status"] == "pending"
     assert (await status(h, key, second))["status"] == "pending"
+    assert await refusals(h, key, first) == [("WRONG_CONVERSATION", WA_ALICE, "whatsapp")]
+    assert await refusals(h, key, second) == [("WRONG_CONVERSATION", WA_ALICE, "whatsapp")]
 
 
 async def test_a_tap_on_another_message_decides_nothing(world: World) -> None:
@@ -183,6 +198,10 @@ async def test_a_tap_on_another_message_decides_nothing(world: World) -> None:
     )
     assert "decides nothing" in response.text
     assert (await status(h, key, approval_id))["status"] == "pending"
+    [(code, who, _)] = await refusals(h, key, approval_id)
+    assert (code, who) == ("WRONG_CONVERSATION", WA_ALICE)
+    trail = (await h.client.get(f"/v1/approvals/{approval_id}/audit", headers=h.auth(key))).json()
+    assert "answers another message" in json.dumps(trail)
 
 
 async def test_a_replayed_tap_does_not_decide_twice(world: World) -> None:
@@ -204,6 +223,7 @@ async def test_a_replayed_tap_does_not_decide_twice(world: World) -> None:
     assert first.status_code == again.status_code == 200
     assert "already approved" in deny_late.text
     assert await status(h, key, approval_id) == decided
+    assert await refusals(h, key, approval_id) == [("ALREADY_DECIDED", WA_ALICE, "whatsapp")]
 
 
 async def test_a_late_tap_is_refused_and_the_approver_is_told_it_expired(world: World) -> None:
@@ -300,3 +320,53 @@ def test_the_sdk_builds_the_whatsapp_surface_and_checks_the_number() -> None:
     assert WhatsAppSurface(phone=ALICE).to_json() == {"type": "whatsapp", "phone": ALICE}
     with pytest.raises(ValidationError):
         WhatsAppSurface(phone=WA_ALICE)  # the number alone; Cosigner adds `whatsapp:`
+
+
+OWN = "+15550000010"
+OWN_SENDER_POLICY = f"""
+[defaults]
+timeout = "5m"
+
+[tools.issue_refund]
+kind = "danger"
+approvers = ["tenant_admins"]
+
+[tenants.acme]
+whatsapp_from = "{OWN}"
+admins = {{ whatsapp = ["{ALICE}"] }}
+
+[tenants.acme.headless]
+route = "tenant_admins"
+"""
+
+
+async def test_a_tenants_own_sender_messages_its_whatsapp_admins(db_kind: str) -> None:
+    async with whatsapp_app(db_kind, OWN_SENDER_POLICY) as (h, emu, phone, key):
+        response = await h.client.post(
+            "/v1/approvals",
+            headers=h.auth(key),
+            json={
+                "executionId": "run_1",
+                "toolCallId": "c1",
+                "toolName": "issue_refund",
+                "parameters": {"orderId": "ord_4421"},
+                "surface": {"type": "api"},
+            },
+        )
+        assert response.status_code == 201, response.text
+        approval_id = response.json()["approvalId"]
+        await h.delivered(approval_id, every_message=True)
+        sent = emu.sent[0]
+        assert (sent.from_, sent.to) == (f"whatsapp:{OWN}", WA_ALICE)
+        # A tap that reached the operator's sender is not an answer to this message.
+        wrong = await phone.tap(
+            WA_ALICE, WA_BOT, title="Approve", payload=button(sent, "Approve"), replied_to=sent.sid
+        )
+        assert "decides nothing" in wrong.text
+        assert (await status(h, key, approval_id))["status"] == "pending"
+        right = await phone.tap(
+            WA_ALICE, f"whatsapp:{OWN}", title="Approve", payload=button(sent, "Approve"), replied_to=sent.sid
+        )
+        assert right.status_code == 200
+        decided = await status(h, key, approval_id)
+        assert decided["status"] == "approved" and decided["decidedBy"]["userId"] == WA_ALICE
