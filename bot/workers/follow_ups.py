@@ -42,6 +42,7 @@ log = logging.getLogger("cosigner.follow_ups")
 
 SYSTEM = {"kind": "system"}
 SHOW_WINDOW = 3600.0
+NOT_DELIVERED_RETRY = 5.0  # seconds before a reminder looks again for its card
 Finish = Callable[..., Awaitable[None]]
 
 
@@ -84,10 +85,13 @@ class FollowUps:
         who = still_to_answer(rec)
         adapter = self.surfaces.get(rec.route.surface)
         sent, why = False, None
+        if isinstance(adapter, FollowUpSurface) and rec.delivered is None:
+            # The card is still on its way (its delivery is being retried, or its receipt not
+            # stored yet): remind once it is there, until the request closes.
+            await self._finish(job.id, "not delivered yet", self.clock() + NOT_DELIVERED_RETRY)
+            return
         if not isinstance(adapter, FollowUpSurface):
             why = f"{rec.route.surface.value} has no way to reach the approvers; this record is the reminder"
-        elif rec.delivered is None:
-            why = "the request has no delivered card or text to remind about"
         else:
             try:
                 await adapter.remind(rec.card(), rec.route, rec.delivered, who)

@@ -16,7 +16,10 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from contracts.ports import ApprovalDesk
+from bot.workers.follow_ups import FollowUps
+from contracts.enums import SurfaceType
+from contracts.ports import ApprovalDesk, Delivered
+from storage import jobs as outbox
 from storage.database import Database
 from storage.tables import jobs
 from surfaces.slack import SlackAdapter, SlackConfig
@@ -66,13 +69,16 @@ async def slack_world(
     db: Database | None = None,
     clock: ManualClock | None = None,
     db_kind: str = "sqlite",
+    run_workers: bool = True,
 ) -> AsyncIterator[Harness]:
     config = SlackConfig(signing_secret=SECRET, bot_token="xoxb-acme", api_url=emu.api_url, app_id=APP_ID)
 
     def factory(desk: ApprovalDesk) -> SlackAdapter:
         return SlackAdapter(config, desk)
 
-    async with cosigner_app(POLICY, surfaces=[factory], db=db, clock=clock, database_kind=db_kind) as h:
+    async with cosigner_app(
+        POLICY, surfaces=[factory], db=db, clock=clock, database_kind=db_kind, run_workers=run_workers
+    ) as h:
         yield h
 
 
@@ -297,6 +303,38 @@ async def test_a_restart_does_not_take_a_step_twice() -> None:
             rows = await again.engine.audit_trail(None, approval_id)
             assert [r.event for r in rows].count("escalated") == 2
             assert [r.event for r in rows].count("reminded") == 1
+
+
+async def test_a_reminder_due_before_its_card_is_delivered_waits_for_the_card() -> None:
+    """On several replicas one may run the reminder while another still delivers the card:
+    the reminder is put off until the card is there, not recorded as unsendable."""
+    async with SlackEmulator.running(team_id="T0ACME", app_id=APP_ID) as emu:
+        async with slack_world(emu, run_workers=False) as h:
+            key = await h.create_tenant("acme")
+            approval_id = await ask(h, key)
+            finished: list[tuple[Any, ...]] = []
+
+            async def finish(*args: Any) -> None:
+                finished.append(args)
+
+            steps = FollowUps(
+                h.engine, h.parts.surfaces, finish, db=h.parts.db, clock=h.clock, wakeups=h.parts.wakeups
+            )
+            h.clock.advance(5 * MINUTE)
+            now = h.clock.now
+            due = await h.parts.db.run_write(lambda tx: outbox.claim(tx, now, 60.0, 50))
+            (remind,) = [j for j in due if j.kind.value == "remind"]
+            await steps.remind(remind)
+            assert finished[-1][1] == "not delivered yet" and finished[-1][2] > now  # put off
+            assert await named(h, key, approval_id, "reminded") == []
+
+            card = Delivered(SurfaceType.SLACK, "C1", ("1700000000.000100",), APP_ID)
+            await h.engine.delivered(approval_id, card)
+            await steps.remind(remind)
+            (reply,) = [m for m in posted(emu, "C1") if m.thread_ts == "1700000000.000100"]
+            assert reply.text is not None and "<@U1>" in reply.text
+            (reminded,) = await named(h, key, approval_id, "reminded")
+            assert reminded["data"]["sent"] is True
 
 
 @pytest.mark.skipif(not postgres_url(), reason="PostgreSQL not configured (COSIGNER_TEST_POSTGRES_URL)")
