@@ -1,7 +1,8 @@
 """Cosigner's round-trip benchmark: a real server process on one core, driven over loopback.
 
     .venv/bin/python bench/roundtrip.py [--db sqlite|postgres|both] [--concurrency 1,16,64,256]
-                                        [--seconds 5] [--py-spy FILE [--profile-concurrency 64]]
+                                        [--seconds 5] [--py-spy FILE [--profile-concurrency 64]
+                                                               [--profile-db sqlite|postgres]]
                                         [--client raw|aiohttp|httpx]
     .venv/bin/python bench/roundtrip.py --slack [bench/clicks.py options]
                            (Slack click-to-ack latency instead: see bench/clicks.py)
@@ -616,7 +617,7 @@ async def bench_database(
                 create = await run_phase(
                     c, args.seconds, args.max_ops, server.pid, per_worker(loads, create_only)
                 )
-                profile = bool(args.py_spy) and kind == "sqlite" and c == args.profile_concurrency
+                profile = bool(args.py_spy) and kind == args.profile_db and c == args.profile_concurrency
                 if profile:
                     await stack.enter_async_context(py_spy(server.pid, args.py_spy, args.seconds))
                 rt = await run_phase(
@@ -788,12 +789,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--py-spy",
         metavar="FILE",
         default=None,
-        help="record a py-spy profile (raw folded stacks) of the SQLite server "
+        help="record a py-spy profile (raw folded stacks) of the --profile-db server "
         "during the round-trip phase at --profile-concurrency; only the thread "
         "holding the GIL is sampled, so the stacks' shares are Python CPU time "
         "(time in C with the GIL released, e.g. SQLite itself, is not seen)",
     )
     p.add_argument("--profile-concurrency", type=int, default=64)
+    p.add_argument(
+        "--profile-db",
+        choices=["sqlite", "postgres"],
+        default="sqlite",
+        help="the server --py-spy profiles (the other runs unprofiled)",
+    )
     p.add_argument(
         "--wait-quiet",
         type=float,

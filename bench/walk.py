@@ -72,8 +72,8 @@ def traced_on_its_thread(fn: Any) -> Any:
 def trace_transactions() -> None:
     write, read = Database.run_write, Database.run_read
 
-    async def run_write(self: Database, fn: Any) -> Any:
-        return await write(self, traced_on_its_thread(fn))
+    async def run_write(self: Database, fn: Any, *, single_write: bool = False) -> Any:
+        return await write(self, traced_on_its_thread(fn), single_write=single_write)
 
     async def run_read(self: Database, fn: Any) -> Any:
         return await read(self, traced_on_its_thread(fn))

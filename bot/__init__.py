@@ -9,6 +9,7 @@ sandbox.
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from collections.abc import Callable, Mapping, Sequence
 
 
@@ -22,6 +23,11 @@ def lazy_exports(
     if sorted(home) != sorted(exported) or len(home) != sum(len(n) for n in where.values()):
         raise ImportError(f"{package}: __all__ and its lazy exports name different things")
     namespace = importlib.import_module(package).__dict__
+    # An export named like one of the package's modules would be replaced by that module the
+    # moment anything imports it (Python sets the submodule as the package's attribute).
+    submodules = {m.name for m in pkgutil.iter_modules(namespace.get("__path__", []))}
+    if clashes := sorted(submodules & set(home)):
+        raise ImportError(f"{package}: {', '.join(clashes)} names both an export and a module; rename one")
 
     def __getattr__(name: str) -> object:
         module = home.get(name)

@@ -10,9 +10,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
-from contracts.enums import ApprovalMode, ApprovalStatus, AuditEvent, SurfaceType, ToolKind, Verdict
+from contracts.enums import (
+    ApprovalMode,
+    ApprovalStatus,
+    ApproverKind,
+    AuditEvent,
+    SurfaceType,
+    ToolKind,
+    Verdict,
+)
 from contracts.handoff import HandoffCard
 from contracts.operations import OperationOutcome, Preview
 
@@ -27,6 +35,23 @@ class Outcome:
     decider: str | None = None  # user id or phone of the person, rule, or error code
     surface: str | None = None
     comment: str | None = None
+
+
+@dataclass(frozen=True)
+class EscalationNote:
+    """An escalation step taken, for the card: "Escalated to tenant admins at 10:52"."""
+
+    to: ApproverKind
+    at: datetime
+
+
+@dataclass(frozen=True)
+class ApprovalVote:
+    """One approver's Approve counted toward the quorum: who, on which surface, when."""
+
+    by: str
+    surface: SurfaceType
+    at: datetime
 
 
 @dataclass(frozen=True)
@@ -56,6 +81,25 @@ class ApprovalCard:
     # then the agent's request, its claim), and `result` what executing it gave.
     preview: Preview | None = None
     result: OperationOutcome | None = None
+    # Edits: the parameters an approver may change (only while pending, only when the agent
+    # accepts edits), and once approved with an edit the call that runs, as shown.
+    editable: tuple[str, ...] = ()
+    edited: Mapping[str, Any] | None = None
+    # Escalation steps taken while nobody answered, oldest first.
+    escalations: tuple[EscalationNote, ...] = ()
+    # Four eyes: how many distinct approvers must approve, whether the requester's own
+    # Approve is refused, and the approvals counted so far (oldest first).
+    quorum: int = 1
+    separate_duties: bool = False
+    approvals: tuple[ApprovalVote, ...] = ()
+
+    def approved_by(self, person: str) -> bool:
+        """True when `person` has approved already (their Approve is counted)."""
+        return any(v.by == person for v in self.approvals)
+
+    def progress(self) -> str:
+        """`1 of 2` approvals so far."""
+        return f"{len(self.approvals)} of {self.quorum}"
 
 
 @dataclass(frozen=True)
@@ -150,6 +194,9 @@ class Answer:
     # it as seen in the answer's own transaction, so a failed
     # attempt leaves no mark and a redelivery of an applied one changes nothing.
     message_id: str | None = None
+    # An approval of an edited call: the changed parameters and their new values (only with
+    # `Verdict.APPROVE`); the engine checks them again, whatever the surface checked before.
+    edit: Mapping[str, Any] | None = None
     # Why the surface could not tie the answer to a message sent to this person (a WhatsApp
     # tap whose one-time nonce was not sent to this number, or that replies to another
     # message): the desk refuses it, and the refusal goes on the audit record.
@@ -295,4 +342,20 @@ class SurfaceAdapter(Protocol):
 
     async def show_outcome(self, card: ApprovalCard, route: Route, delivered: Delivered) -> None:
         """Show that an approval closed: update the card in place, or text a confirmation."""
+        ...
+
+
+@runtime_checkable
+class FollowUpSurface(Protocol):
+    """What a surface that can nudge its approvers offers besides (`SurfaceAdapter`): a
+    reminder where the request was asked, and showing an escalation on the card."""
+
+    async def remind(
+        self, card: ApprovalCard, route: Route, delivered: Delivered, approvers: Sequence[str]
+    ) -> None:
+        """Remind `approvers` (those still to answer) where the request was delivered."""
+        ...
+
+    async def show_escalated(self, card: ApprovalCard, route: Route, delivered: Delivered) -> None:
+        """Show on the pending card, in place, that the request was escalated."""
         ...

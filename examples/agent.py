@@ -15,7 +15,10 @@ What it does, against the sandbox's sample policy (bot/dev/sandbox_policy.toml):
   2. a read (lookup_order), a gated function: decided by policy at once, its body runs;
   3. a write with confirm (issue_credit), a gated function: a card in Slack, with "Approve
      for this run"; its body runs only if approved, else the denial's comment is printed;
-  4. a danger refund (issue_refund) whose cardToken is redacted before anyone sees it;
+  4. a danger refund (issue_refund) whose cardToken is redacted before anyone sees it; the
+     agent accepts edits, so the approver may press Edit and correct the amount or the note
+     (the sandbox policy marks them editable): the decision is then the edited refund, which
+     is what the agent would run (it prints EDITED and the changes);
   5. an email (send_email) asked by SMS, from a run started by text message;
   6. an account deletion (delete_account) the policy itself denies: refused at once, nobody
      is asked.
@@ -59,6 +62,18 @@ KEY_FILE = "demo.key"
 # Where the sandbox's demo runs happen (see bot/dev/sandbox_policy.toml and the /sandbox page).
 SLACK = SlackSurface(team_id="T0DEMO", channel_id="C0DEMO", user_id="U0ALICE")
 PHONE = SmsSurface(phone="+15550100200")
+# The refund tool's argument schema, as a framework would give it to the model: the approver's
+# Edit form gets typed inputs from it, and an edited refund must satisfy it.
+REFUND_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "orderId": {"type": "string"},
+        "amountCents": {"type": "integer", "minimum": 1, "description": "Amount to refund, in cents"},
+        "note": {"type": "string", "maxLength": 200},
+        "cardToken": {"type": "string"},
+    },
+    "required": ["orderId", "amountCents", "cardToken"],
+}
 
 
 def say(line: str) -> None:
@@ -177,6 +192,13 @@ async def asked(client: AsyncCosigner, label: str, wait_for: float, **call: Any)
             say(f"TIMED OUT waiting for {d.approval_id}; cancelled it")
             return False
     say(f"DECISION {describe(d)}")
+    if d.edited:
+        # The call to run: the agent's own with the approver's changes (checked against the
+        # approved digest); only the changed values are printed, never the hidden card token.
+        to_run = d.with_original(call["parameters"]).parameters or {}
+        changes = ", ".join(f"{name}={to_run[name]!r}" for name in d.edited_fields)
+        was = call["parameters"][d.edited_fields[0]]
+        say(f"EDITED {d.tool_name} by the approver: runs with {changes} (was {was!r})")
     return True
 
 
@@ -243,6 +265,7 @@ async def main(url: str, wait_for: float, handoff_only: bool = False) -> int:
             refund = {
                 "orderId": "ord_4421",
                 "amountCents": 12900,
+                "note": "discount not applied",
                 "cardToken": f"tok_{secrets.token_hex(8)}",
             }
             say(f"waiting for decisions: answer them at {url}/sandbox")
@@ -259,6 +282,8 @@ async def main(url: str, wait_for: float, handoff_only: bool = False) -> int:
                     parameters=refund,
                     surface=SLACK,
                     reason="Customer says the discount was not applied",
+                    accepts_edits=True,
+                    parameters_schema=REFUND_SCHEMA,
                 ),
                 asked(
                     client,

@@ -10,15 +10,17 @@ notifies the other replicas. Both run inside the same write transaction.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from contracts.enums import ApprovalStatus, JobKind, SurfaceType
 from storage import approvals as ledger
-from storage import inbound, jobs
+from storage import inbound, jobs, votes
 from storage.audit import Event
 from storage.database import Tx
 from storage.jobs import Job, Queued
+from storage.notify import channel_for
 from storage.records import Changes, Record
+from storage.votes import Vote
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,20 @@ def load(
     return Loaded(rec, now, first)
 
 
+def count(tx: Tx, rec: Record, now: float, events: list[Event], vote: Vote, *, show: bool) -> Record:
+    """Count one Approve toward the quorum (the approval stays pending): its audit events, its
+    row, and (`show`) a card update so the surface shows the progress."""
+    rec = ledger.append(tx, rec, now, events, None, only_pending=True)
+    votes.add(tx, rec.id, vote)
+    if show:
+        jobs.queue(tx, JobKind.SHOW, rec.id, {}, now, now + SHOW_WINDOW)
+    return replace(rec, votes=(*rec.votes, vote))
+
+
+SHOW_WINDOW = 3600.0
+"""Seconds a progress update of a card may be retried (as a closed card's update)."""
+
+
 def write(
     tx: Tx,
     rec: Record,
@@ -72,10 +88,16 @@ def write(
     claim: Claim | None = None,
     grant: Grant | None = None,
     schema: str | None,
+    vote: Vote | None = None,
 ) -> tuple[Record, Job | None]:
-    """Apply the transition (only while pending), its jobs and grant; the record as it now
-    stands and the `execute` job claimed for the caller, if one was asked for."""
-    rec = ledger.append(tx, rec, now, events, changes, only_pending=True)
+    """Apply the transition (only while pending), its jobs and grant, and count `vote` (the
+    Approve that made the quorum); the record as it now stands and the `execute` job claimed
+    for the caller, if one was asked for."""
+    # The NOTIFY goes with the UPDATE (PostgreSQL sends it at commit, after the jobs below).
+    rec = ledger.append(tx, rec, now, events, changes, only_pending=True, notify=channel_for(schema))
+    if vote is not None:
+        votes.add(tx, rec.id, vote)
+        rec = replace(rec, votes=(*rec.votes, vote))
     execute = None
     if claim is not None:
         execute = jobs.queue_claimed(
@@ -85,5 +107,4 @@ def write(
         jobs.queue(tx, job.kind, rec.id, job.payload, job.due, job.deadline)
     if grant is not None and rec.status is ApprovalStatus.APPROVED:
         ledger.grant_for_run(tx, rec, grant.tool_key, grant.requester, grant.granted_by, now)
-    ledger.notify_closed(tx, schema, rec.id)
     return rec, execute

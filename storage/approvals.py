@@ -11,23 +11,27 @@ directly (`storage.direct`). The differences between SQLite and PostgreSQL (row 
 
 from __future__ import annotations
 
+import json
 import secrets
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from types import SimpleNamespace
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
 
 from contracts.enums import ApprovalMode, ApprovalStatus
 from contracts.errors import AlreadyDecided
 from contracts.ports import Route, SmsRoute
+from storage import votes
 from storage.audit import AuditRow, Event, chain_rows
 from storage.database import Tx
 from storage.direct import Direct
+from storage.jobs import Queued, queue
 from storage.notify import channel_for
 from storage.records import Changes, Record, delivery_key
-from storage.tables import approvals, audit_events, flags, run_grants
+from storage.tables import approvals, audit_events, escalations, flags, jobs, run_grants
 
 _BY_ID = sa.select(approvals).where(approvals.c.id == sa.bindparam("id"))
 _BY_CALL = sa.select(approvals).where(
@@ -35,7 +39,7 @@ _BY_CALL = sa.select(approvals).where(
     approvals.c.execution_id == sa.bindparam("execution"),
     approvals.c.tool_call_id == sa.bindparam("call"),
 )
-_GATED_IN_EXECUTION = (
+GATED_IN_EXECUTION = (
     sa.select(sa.func.count())
     .select_from(approvals)
     .where(
@@ -47,16 +51,25 @@ _GATED_IN_EXECUTION = (
 _EVENT_COLUMNS = ("approval_id", "tenant", "seq", "at", "event", "actor", "data", "prev_hash", "hash")
 # The statements every agent request runs go straight to the driver on SQLite (storage.direct).
 _LOAD = Direct(_BY_ID)
-_LOAD_LOCKED = _BY_ID.with_for_update()
+_LOAD_LOCKED = Direct(_BY_ID.with_for_update())  # SQLite has no row locks and writes no FOR UPDATE
 _MADE_BEFORE = Direct(_BY_CALL)
+_GATED = Direct(GATED_IN_EXECUTION)
 _INSERT_EVENTS = Direct(audit_events.insert(), _EVENT_COLUMNS)
 _INSERT_APPROVAL: dict[tuple[str, ...], Direct] = {}
 
 
 def load(tx: Tx, approval_id: str, *, lock: bool = False) -> Record | None:
-    """One approval; `lock` takes the row lock on PostgreSQL (SQLite has one writer)."""
-    row = _LOAD.first(tx, {"id": approval_id}, _LOAD_LOCKED if lock else None)
-    return Record.from_row(row) if row else None
+    """One approval, with the approvals counted so far; `lock` takes the row lock on
+    PostgreSQL (SQLite has one writer)."""
+    row = (_LOAD_LOCKED if lock else _LOAD).first(tx, {"id": approval_id})
+    return with_votes(tx, Record.from_row(row)) if row else None
+
+
+def with_votes(tx: Tx, rec: Record) -> Record:
+    """The record with its counted approvals (read only for a quorum above 1)."""
+    if rec.quorum <= 1:
+        return rec
+    return replace(rec, votes=votes.of(tx, rec.id))
 
 
 @dataclass(frozen=True)
@@ -77,13 +90,13 @@ _HEAD_COLUMNS = [
     approvals.c.operation.is_not(None).label("is_operation"),
 ]
 _HEAD = Direct(sa.select(*_HEAD_COLUMNS).where(approvals.c.id == sa.bindparam("id")))
-_HEAD_LOCKED = sa.select(*_HEAD_COLUMNS).where(approvals.c.id == sa.bindparam("id")).with_for_update()
+_HEAD_LOCKED = Direct(sa.select(*_HEAD_COLUMNS).where(approvals.c.id == sa.bindparam("id")).with_for_update())
 
 
 def head(tx: Tx, approval_id: str, *, lock: bool = False) -> Head | None:
     """An approval's tenant, tool, status and chain head (not its parameters or route);
     `lock` as for `load`."""
-    row = _HEAD.first(tx, {"id": approval_id}, _HEAD_LOCKED if lock else None)
+    row = (_HEAD_LOCKED if lock else _HEAD).first(tx, {"id": approval_id})
     if row is None:
         return None
     return Head(
@@ -106,13 +119,13 @@ def row_of_call(tx: Tx, tenant: str, execution_id: str, tool_call_id: str) -> An
 def load_call(tx: Tx, tenant: str, execution_id: str, tool_call_id: str) -> Record | None:
     """The approval of this call (tenant, execution, tool call id), if it was made before."""
     row = row_of_call(tx, tenant, execution_id, tool_call_id)
-    return Record.from_row(row) if row is not None else None
+    return with_votes(tx, Record.from_row(row)) if row is not None else None
 
 
 def gated_count(tx: Tx, tenant: str, execution_id: str) -> int:
     """How many of an execution's calls needed more than mode none (counted by the database:
     an execution may make any number of calls that need nobody)."""
-    return int(tx.execute(_GATED_IN_EXECUTION, {"tenant": tenant, "execution": execution_id}).scalar_one())
+    return int(_GATED.scalar(tx, {"tenant": tenant, "execution": execution_id}))
 
 
 def short_code(tx: Tx, route: Route) -> str:
@@ -136,16 +149,29 @@ def short_code(tx: Tx, route: Route) -> str:
     return f"{secrets.randbelow(900000) + 100000}"
 
 
-def insert_approval(tx: Tx, values: Mapping[str, Any], events: list[Event]) -> Record:
-    """Insert a new approval with the first links of its audit chain; return it as stored."""
+def insert_approval(
+    tx: Tx, values: Mapping[str, Any], events: list[Event], queued: Sequence[Queued] = ()
+) -> Record:
+    """Insert a new approval with the first links of its audit chain and its first jobs;
+    return it as stored. On PostgreSQL this is one statement, so it needs no transaction
+    around it (`Database.run_write(single_write=True)`)."""
     rows, seq, head = chain_rows(values["id"], values["tenant"], 0, "0" * 64, values["created_at"], events)
     stored = {**values, "audit_seq": seq, "audit_head": head}
     columns = tuple(stored)
+    if tx.dialect.name == "postgresql":
+        # One statement: the approval, its audit rows, its jobs (a duplicate call fails it whole).
+        made = _INSERT_WITH_EVENTS.get(columns)
+        if made is None:
+            made = _INSERT_WITH_EVENTS[columns] = Direct(_insert_with_events(columns), writes=True)
+        made.rowcount(tx, {**stored, **_event_arrays(rows), **_job_arrays(queued)})
+        return Record.from_row(SimpleNamespace(**stored))
     insert = _INSERT_APPROVAL.get(columns)
     if insert is None:
         insert = _INSERT_APPROVAL[columns] = Direct(approvals.insert(), columns)
     insert.rowcount(tx, stored)
     _INSERT_EVENTS.many(tx, rows)
+    for job in queued:
+        queue(tx, job.kind, values["id"], job.payload, job.due, job.deadline)
     return Record.from_row(SimpleNamespace(**stored))
 
 
@@ -157,22 +183,37 @@ def append(
     changes: Changes | None = None,
     *,
     only_pending: bool = False,
+    notify: str | None = None,
 ) -> Record:
     """Chain `events` onto the approval and apply `changes` in one conditional UPDATE.
 
     The UPDATE requires the chain length we read, so a concurrent append (on PostgreSQL)
     fails loudly instead of forking the chain; with `only_pending` it also requires the
-    approval to be pending, which is what makes exactly one decision win.
+    approval to be pending, which is what makes exactly one decision win. `notify` is the
+    channel (`storage.notify.channel_for`) on which the other replicas hear that the
+    approval closed, as `notify_closed` tells them, here in the same statement; SQLite
+    has no other replicas and ignores it.
     """
     columns = changes.columns() if changes is not None else None
-    values = _chain(tx, rec.id, rec.tenant, rec.audit_seq, rec.audit_head, now, events, columns, only_pending)
+    values = _chain(
+        tx, rec.id, rec.tenant, rec.audit_seq, rec.audit_head, now, events, columns, only_pending, notify
+    )
     return rec.replace(**values)
 
 
 def add_events(tx: Tx, approval: Head, now: float, events: list[Event]) -> None:
     """Chain `events` onto the approval, changing nothing else (as `append` does)."""
     _chain(
-        tx, approval.id, approval.tenant, approval.audit_seq, approval.audit_head, now, events, None, False
+        tx,
+        approval.id,
+        approval.tenant,
+        approval.audit_seq,
+        approval.audit_head,
+        now,
+        events,
+        None,
+        False,
+        None,
     )
 
 
@@ -186,15 +227,92 @@ def _chain(
     events: list[Event],
     changes: Mapping[str, Any] | None,
     only_pending: bool,
+    notify: str | None,
 ) -> dict[str, Any]:
     rows, new_seq, new_head = chain_rows(approval_id, tenant, seq, head, now, events)
     values = {**(changes or {}), "audit_seq": new_seq, "audit_head": new_head}
     params = {f"set_{k}": v for k, v in values.items()}
     params |= {"where_id": approval_id, "where_seq": seq}
-    if _update(tuple(values), only_pending).rowcount(tx, params) != 1:
+    columns = tuple(values)
+    if tx.dialect.name == "postgresql":
+        # One round trip: the UPDATE, the audit rows only if it matched, the NOTIFY.
+        key = (columns, only_pending, notify is not None)
+        stmt = _CHAINS.get(key)
+        if stmt is None:
+            stmt = _CHAINS[key] = Direct(
+                _update_with_events(columns, only_pending, notify is not None), writes=True
+            )
+        if notify is not None:
+            params["channel"] = notify
+        if stmt.scalar(tx, params | _event_arrays(rows)) != 1:
+            raise AlreadyDecided(f"approval {approval_id} changed while recording; it is closed")
+        return values
+    if _update(columns, only_pending).rowcount(tx, params) != 1:
         raise AlreadyDecided(f"approval {approval_id} changed while recording; it is closed")
     _INSERT_EVENTS.many(tx, rows)
     return values
+
+
+# PostgreSQL writes a step's rows in one statement: the audit rows travel as one array per
+# column and `unnest` turns them back into rows, so the statement is the same prepared one
+# whatever the number of events; data-modifying CTEs run once each, in the same snapshot.
+_EVENT_ARRAYS = [
+    sa.bindparam(f"ev_{c}", type_=postgresql.ARRAY(audit_events.c[c].type)) for c in _EVENT_COLUMNS
+]
+_CHAINS: dict[tuple[tuple[str, ...], bool, bool], Direct] = {}
+_INSERT_WITH_EVENTS: dict[tuple[str, ...], Direct] = {}
+
+
+_JOB_ARRAYS = {
+    c: sa.bindparam(f"job_{c}", type_=postgresql.ARRAY(jobs.c[c].type))
+    for c in ("kind", "payload", "due_at", "deadline_at")
+}
+
+
+def _event_arrays(rows: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    return {f"ev_{c}": [r[c] for r in rows] for c in _EVENT_COLUMNS}
+
+
+def _job_arrays(queued: Sequence[Queued]) -> dict[str, list[Any]]:
+    return {
+        "job_kind": [j.kind.value for j in queued],
+        "job_payload": [json.dumps(dict(j.payload)) for j in queued],
+        "job_due_at": [j.due for j in queued],
+        "job_deadline_at": [j.deadline for j in queued],
+    }
+
+
+def _events_from_arrays(only_after: Any = None) -> sa.Insert:
+    linked = sa.func.unnest(*_EVENT_ARRAYS).table_valued(*_EVENT_COLUMNS).render_derived()
+    rows = sa.select(*(linked.c[c] for c in _EVENT_COLUMNS))
+    if only_after is not None:
+        rows = rows.where(sa.exists(sa.select(only_after.c.id)))
+    return audit_events.insert().from_select(list(_EVENT_COLUMNS), rows)
+
+
+def _insert_with_events(columns: tuple[str, ...]) -> sa.Insert:
+    made = approvals.insert().values({c: sa.bindparam(c) for c in columns}).cte("made")
+    due = sa.func.unnest(*_JOB_ARRAYS.values()).table_valued(*_JOB_ARRAYS).render_derived()
+    queued = jobs.insert().from_select(
+        ["approval_id", "kind", "payload", "due_at", "deadline_at", "attempts", "locked_until"],
+        sa.select(
+            sa.bindparam("id", type_=approvals.c.id.type),
+            *(due.c[c] for c in _JOB_ARRAYS),
+            sa.literal(0, sa.Integer),
+            sa.literal(0.0, sa.Double),
+        ),
+    )
+    return _events_from_arrays().add_cte(made).add_cte(queued.cte("queued"))
+
+
+def _update_with_events(columns: tuple[str, ...], only_pending: bool, notify: bool) -> sa.Select[Any]:
+    changed = _update_stmt(columns, only_pending).returning(approvals.c.id).cte("changed")
+    chained = _events_from_arrays(changed).cte("chained")
+    counts = [sa.select(sa.func.count()).select_from(changed).scalar_subquery().label("changed")]
+    if notify:
+        told = sa.select(sa.func.pg_notify(sa.bindparam("channel"), changed.c.id)).cte("told")
+        counts.append(sa.select(sa.func.count()).select_from(told).scalar_subquery().label("told"))
+    return sa.select(*counts).add_cte(chained)
 
 
 # The conditional UPDATEs `append` runs, one per set of columns, built once with bound
@@ -204,27 +322,38 @@ def _chain(
 _UPDATES: dict[tuple[tuple[str, ...], bool], Direct] = {}
 
 
+def _update_stmt(columns: tuple[str, ...], only_pending: bool) -> sa.Update:
+    where = [
+        approvals.c.id == sa.bindparam("where_id"),
+        approvals.c.audit_seq == sa.bindparam("where_seq"),
+    ]
+    if only_pending:
+        where.append(approvals.c.status == "pending")
+    return approvals.update().where(*where).values({c: sa.bindparam(f"set_{c}") for c in columns})
+
+
 def _update(columns: tuple[str, ...], only_pending: bool) -> Direct:
     stmt = _UPDATES.get((columns, only_pending))
     if stmt is None:
-        where = [
-            approvals.c.id == sa.bindparam("where_id"),
-            approvals.c.audit_seq == sa.bindparam("where_seq"),
-        ]
-        if only_pending:
-            where.append(approvals.c.status == "pending")
-        update = approvals.update().where(*where).values({c: sa.bindparam(f"set_{c}") for c in columns})
-        stmt = _UPDATES[(columns, only_pending)] = Direct(update)
+        stmt = _UPDATES[(columns, only_pending)] = Direct(_update_stmt(columns, only_pending))
     return stmt
+
+
+_IGNORING: dict[tuple[str, str, tuple[str, ...]], Direct] = {}
 
 
 def insert_ignore(tx: Tx, table: sa.Table, values: Mapping[str, Any]) -> bool:
     """INSERT … ON CONFLICT DO NOTHING on either database; True when a row was inserted."""
-    if tx.dialect.name == "sqlite":
-        from sqlalchemy.dialects.sqlite import insert as dialect_insert
-    else:
-        from sqlalchemy.dialects.postgresql import insert as dialect_insert  # type: ignore[assignment]
-    return bool(tx.execute(dialect_insert(table).values(**values).on_conflict_do_nothing()).rowcount)
+    key = (tx.dialect.name, table.name, tuple(values))
+    stmt = _IGNORING.get(key)
+    if stmt is None:
+        if tx.dialect.name == "sqlite":
+            from sqlalchemy.dialects.sqlite import insert as dialect_insert
+        else:
+            from sqlalchemy.dialects.postgresql import insert as dialect_insert  # type: ignore[assignment]
+        insert = dialect_insert(table).values({c: sa.bindparam(c) for c in values}).on_conflict_do_nothing()
+        stmt = _IGNORING[key] = Direct(insert)
+    return stmt.rowcount(tx, values) > 0
 
 
 def grant_for_run(tx: Tx, rec: Record, tool_key: str, requester: str, granted_by: str, now: float) -> None:
@@ -245,10 +374,13 @@ def grant_for_run(tx: Tx, rec: Record, tool_key: str, requester: str, granted_by
     )
 
 
+_NOTIFY = Direct(sa.select(sa.func.pg_notify(sa.bindparam("channel"), sa.bindparam("id"))))
+
+
 def notify_closed(tx: Tx, schema: str | None, approval_id: str) -> None:
     """Tell the other replicas (PostgreSQL NOTIFY, sent at commit) that an approval closed."""
     if tx.dialect.name != "sqlite":
-        tx.execute(sa.select(sa.func.pg_notify(channel_for(schema), approval_id)))
+        _NOTIFY.first(tx, {"channel": channel_for(schema), "id": approval_id})
 
 
 def set_receipt_if_pending(tx: Tx, approval_id: str, receipt: str) -> None:
@@ -265,8 +397,11 @@ def set_receipt_if_pending(tx: Tx, approval_id: str, receipt: str) -> None:
 
 
 def by_delivery(tx: Tx, key: str, *, pending: bool, limit: int) -> list[Record]:
-    """Approvals delivered at `key` (e.g. `sms:+1555…`), newest first."""
-    q = sa.select(approvals).where(approvals.c.delivery_key == key)
+    """Approvals delivered at `key` (e.g. `sms:+1555…`), or escalated to it, newest first."""
+    escalated = sa.select(escalations.c.approval_id).where(escalations.c.delivery_key == key)
+    q = sa.select(approvals).where(
+        sa.or_(approvals.c.delivery_key == key, approvals.c.id.in_(escalated.scalar_subquery()))
+    )
     if pending:
         q = q.where(approvals.c.status == "pending")
     q = q.order_by(approvals.c.created_at.desc()).limit(limit)

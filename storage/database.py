@@ -6,7 +6,11 @@ hop between the event loop and a thread rather than one per statement, SQLite's 
 writer is never contended inside the process (its transactions begin with
 `BEGIN IMMEDIATE`), and transactions queued together share one COMMIT
 (`storage.group_commit`); reads run in a small thread pool beside it, which WAL allows. On
-PostgreSQL the same function runs through asyncpg with `AsyncConnection.run_sync`.
+PostgreSQL the whole step (check-out, BEGIN, the function, COMMIT, check-in) runs in one
+greenlet on the async engine's connection, whose asyncpg driver it awaits; reads run in
+autocommit (no BEGIN or ROLLBACK round trips), and a step that only reads and then writes
+one statement (`single_write`, a create) runs without a transaction. The hot statements
+go to asyncpg's prepared statements directly (`storage.direct`).
 
 `read()` and `write()` give async connections for code off the hot path (CLI, audit
 export, Slack's installation store).
@@ -28,7 +32,9 @@ from alembic.config import Config
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
+from sqlalchemy.util import greenlet_spawn
 
+from storage.direct import SINGLE_WRITE
 from storage.group_commit import GroupWriter
 from storage.permissions import make_private
 
@@ -204,15 +210,24 @@ class Database:
         """True on SQLite, where one process owns the database."""
         return self.dialect == "sqlite"
 
-    async def run_write(self, fn: Callable[[Connection], T]) -> T:
+    async def run_write(self, fn: Callable[[Connection], T], *, single_write: bool = False) -> T:
         """Run `fn(conn)` in one write transaction: committed if it returns, rolled back if
-        it raises. `fn` is synchronous and must not block on anything but the database."""
+        it raises. `fn` is synchronous and must not block on anything but the database.
+
+        `single_write`: `fn` reads, then writes with at most one statement (e.g.
+        `storage.intake.write`), so on PostgreSQL it runs without BEGIN and COMMIT, two
+        round trips fewer: under READ COMMITTED each read sees what it would see inside a
+        transaction, and one statement is atomic by itself. A second write raises
+        `SecondWrite` before it is sent. SQLite runs it in a transaction as any other."""
         try:
             if self._group is not None:
                 result: T = await self._group.submit(fn)
                 return result
-            async with self.writer.begin() as conn:
-                return await conn.run_sync(fn)
+            # One greenlet for the whole transaction (connect, BEGIN, fn, COMMIT, check-in):
+            # `AsyncEngine.begin()` and `run_sync` would spawn one for each step.
+            if single_write and self.dialect == "postgresql":
+                return await greenlet_spawn(_single_write_on, self.writer.sync_engine, fn)
+            return await greenlet_spawn(_write_on, self.writer.sync_engine, fn)
         except sa.exc.IntegrityError as exc:
             raise Conflict("a concurrent write created the same row") from exc
 
@@ -222,10 +237,7 @@ class Database:
             return await asyncio.get_running_loop().run_in_executor(
                 self._read_threads, self._on_connection, self._sync_reader, fn
             )
-        async with self.reader.connect() as conn:
-            # Autocommit: a read needs no BEGIN/ROLLBACK round trips to the server.
-            auto = await conn.execution_options(isolation_level="AUTOCOMMIT")
-            return await auto.run_sync(fn)
+        return await greenlet_spawn(_read_on, self.reader.sync_engine, fn)
 
     @staticmethod
     def _on_connection(engine: Engine | None, fn: Callable[[Connection], T]) -> T:
@@ -279,6 +291,31 @@ class Database:
         self._group = None
         self._read_threads = None
         self._sync_writer = self._sync_reader = None
+
+
+def _write_on(engine: Engine, fn: Callable[[Connection], T]) -> T:
+    """`fn` in one transaction of `engine` (inside a greenlet, on PostgreSQL)."""
+    with engine.begin() as conn:
+        return fn(conn)
+
+
+def _single_write_on(engine: Engine, fn: Callable[[Connection], T]) -> T:
+    """`fn` on a connection of `engine` in autocommit, allowed one write statement."""
+    with engine.connect() as conn:
+        auto = conn.execution_options(isolation_level="AUTOCOMMIT")
+        auto.info[SINGLE_WRITE] = 0
+        try:
+            return fn(auto)
+        finally:
+            auto.info.pop(SINGLE_WRITE, None)
+
+
+def _read_on(engine: Engine, fn: Callable[[Connection], T]) -> T:
+    """`fn` on a connection of `engine` in autocommit: a read needs no BEGIN or ROLLBACK
+    round trips to the server, and under READ COMMITTED each statement sees the same
+    committed data it would inside a transaction."""
+    with engine.connect() as conn:
+        return fn(conn.execution_options(isolation_level="AUTOCOMMIT"))
 
 
 def _configure_sqlite(engine: Engine, synchronous: SqliteSync, *, begin: str | None) -> None:

@@ -16,6 +16,7 @@ from contracts.denials import Scope
 from contracts.enums import SurfaceType
 from storage.approvals import insert_ignore
 from storage.database import Tx
+from storage.direct import Direct
 from storage.tables import metadata
 
 standing_denies = sa.Table(
@@ -59,20 +60,22 @@ class StandingDeny:
 
 # Built once with bound parameters: this lookup runs in every gated request's write
 # transaction, and building and cache-keying the statement anew cost more than the query.
-_IN_FORCE = sa.select(standing_denies).where(
-    _T.tenant == sa.bindparam("tenant"),
-    _T.tool_name == sa.bindparam("tool_name"),
-    _T.surface == sa.bindparam("surface"),
-    _T.approver == sa.bindparam("approver"),
-    _T.requester == sa.bindparam("requester"),
-    _T.lifted_at.is_(None),
+_IN_FORCE = Direct(
+    sa.select(standing_denies).where(
+        _T.tenant == sa.bindparam("tenant"),
+        _T.tool_name == sa.bindparam("tool_name"),
+        _T.surface == sa.bindparam("surface"),
+        _T.approver == sa.bindparam("approver"),
+        _T.requester == sa.bindparam("requester"),
+        _T.lifted_at.is_(None),
+    )
 )
 
 
 def in_force(tx: Tx, scope: Scope) -> StandingDeny | None:
     """The standing deny in force for exactly this scope, if any."""
-    row = tx.execute(
-        _IN_FORCE,
+    row = _IN_FORCE.first(
+        tx,
         {
             "tenant": scope.tenant,
             "tool_name": scope.tool_name,
@@ -80,7 +83,7 @@ def in_force(tx: Tx, scope: Scope) -> StandingDeny | None:
             "approver": scope.approver,
             "requester": scope.requester,
         },
-    ).first()
+    )
     return StandingDeny.from_row(row) if row else None
 
 

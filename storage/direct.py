@@ -1,13 +1,19 @@
-"""The hot path's statements on SQLite, run straight on the driver's cursor.
+"""The hot path's statements, run straight on the driver: SQLite's cursor, asyncpg's
+prepared statements.
 
-Creating an approval, reading it and appending to its audit chain are small indexed
-statements; on SQLite, SQLAlchemy's execution machinery around each (parameter handling,
-execution context, result object) costs several times what SQLite spends running it, on
-every agent request. These few statements are compiled by SQLAlchemy once per dialect and
-their SQL run on the DBAPI cursor of the same connection, in the same transaction, with
-the column types' own bind and result processing, and a driver error raised as
-SQLAlchemy's. On PostgreSQL they go through SQLAlchemy as every other statement does.
-"""
+Creating an approval, reading it, deciding it and appending to its audit chain are small
+indexed statements; SQLAlchemy's execution machinery around each (parameter handling,
+execution context, result object, the cache key of the statement) costs several times
+what the database spends running it, on every agent request. These few statements are
+compiled by SQLAlchemy once per dialect and their SQL run on the driver connection of the
+same SQLAlchemy connection, in the same transaction, with the column types' own bind and
+result processing, and a driver error raised as SQLAlchemy's:
+
+- SQLite: on the DBAPI cursor.
+- PostgreSQL (asyncpg): as a prepared statement of the connection (SQLAlchemy's adapter
+  keeps them per connection, so a statement is parsed and planned once per connection),
+  starting the adapter's transaction first exactly as its own cursor does, so the
+  statement is part of the transaction SQLAlchemy commits or rolls back."""
 
 from __future__ import annotations
 
@@ -18,6 +24,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.util import await_
 
 Processor = Callable[[Any], Any]
 
@@ -39,9 +46,13 @@ class _Compiled:
         selected = getattr(stmt, "selected_columns", None)
         self.row: Any = None
         self.result: tuple[Processor | None, ...] = ()
+        self.any_result = False
         if selected is not None:
-            self.row = namedtuple("Row", [c.key for c in selected])  # type: ignore[misc]
+            # An unlabelled expression has no key: it is reached by position (`scalar`).
+            names = [c.key if isinstance(c.key, str) else "_" for c in selected]
+            self.row = namedtuple("Row", names, rename=True)  # type: ignore[misc]
             self.result = tuple(c.type.result_processor(dialect, None) for c in selected)
+            self.any_result = any(p is not None for p in self.result)
 
     def args(self, params: Mapping[str, Any]) -> list[Any]:
         fixed = self.fixed
@@ -50,15 +61,102 @@ class _Compiled:
             values = [v if p is None else p(v) for v, p in zip(values, self.bind, strict=True)]
         return values
 
+    def make_row(self, values: Sequence[Any]) -> Any:
+        if self.any_result:
+            values = [v if p is None else p(v) for v, p in zip(values, self.result, strict=True)]
+        return self.row(*values)
+
+
+def _fast(tx: Connection) -> str | None:
+    """Which driver path `tx` takes: "sqlite", "asyncpg", or None (through SQLAlchemy)."""
+    dialect = tx.dialect
+    if dialect.name == "sqlite":
+        return "sqlite"
+    if dialect.driver == "asyncpg":
+        return "asyncpg"
+    return None
+
+
+# --- asyncpg ---------------------------------------------------------------------------------
+
+
+async def _pg_run(adapted: Any, sql: str, args: Sequence[Any], asof: float, many: bool) -> Any:
+    """What SQLAlchemy's asyncpg cursor does for one execution, without the cursor: the
+    adapter's lock, its lazily started transaction, its prepared statement for `sql`."""
+    async with adapted._execute_mutex:
+        if adapted._transaction is None:
+            await adapted._start_transaction()  # a no-op in autocommit (a read)
+        try:
+            if many:
+                return await adapted._connection.executemany(sql, args)
+            prepared, _attributes = await adapted._prepare(sql, asof)
+            rows = await prepared.fetch(*args)
+            return rows, prepared.get_statusmsg()
+        except Exception as error:
+            adapted._handle_exception(error)  # raises it as the adapter's DBAPI error
+
+
+def _pg(tx: Connection, sql: str, args: Sequence[Any], *, many: bool = False) -> Any:
+    """Run `sql` with positional `args` on the asyncpg connection under `tx`, in `tx`'s
+    transaction; (rows, status), or None for `many`. Called inside `run_sync`'s greenlet."""
+    adapted = tx.connection.dbapi_connection
+    assert adapted is not None
+    dialect = tx.dialect
+    error = dialect.loaded_dbapi.Error
+    try:
+        return await_(_pg_run(adapted, sql, args, dialect._invalidate_schema_cache_asof, many))  # type: ignore[attr-defined]
+    except error as exc:
+        if dialect.is_disconnect(exc, adapted, None):
+            tx.invalidate(exc)  # the pool must not hand this connection out again
+        raise sa.exc.DBAPIError.instance(
+            sql, None, exc, error, hide_parameters=True, dialect=dialect
+        ) from exc
+
+
+def _count(status: str | None) -> int:
+    """The row count of a command tag (`UPDATE 1`, `INSERT 0 3`, `SELECT 2`)."""
+    if not status:
+        return -1
+    try:
+        return int(status.rsplit(" ", 1)[-1])
+    except ValueError:
+        return -1
+
+
+# --- statements ------------------------------------------------------------------------------
+
+
+# `Connection.info` key of a step that runs without a transaction (`Database.run_write` with
+# `single_write`): how many writes it has sent, so a second one is refused before it is sent.
+SINGLE_WRITE = "cosigner_single_write"
+
+
+class SecondWrite(RuntimeError):
+    """A step run without a transaction tried a second write (a programming error)."""
+
+
+def _count_write(tx: Connection) -> None:
+    info = tx.info
+    sent = info.get(SINGLE_WRITE)
+    if sent is None:
+        return
+    if sent:
+        raise SecondWrite("a second write in a step run with single_write=True; run it in a transaction")
+    info[SINGLE_WRITE] = 1
+
 
 class Direct:
-    """A statement run on the driver's cursor on SQLite, through SQLAlchemy elsewhere.
+    """A statement run on the driver (SQLite, asyncpg), through SQLAlchemy elsewhere.
 
-    `column_keys` are an INSERT's columns (each execution must give exactly those)."""
+    `column_keys` are an INSERT's columns (each execution must give exactly those);
+    `writes` marks a statement that changes rows (inferred for INSERT, UPDATE, DELETE)."""
 
-    def __init__(self, stmt: sa.Executable, column_keys: Sequence[str] | None = None) -> None:
+    def __init__(
+        self, stmt: sa.Executable, column_keys: Sequence[str] | None = None, *, writes: bool | None = None
+    ) -> None:
         self.stmt = stmt
         self.column_keys = tuple(column_keys) if column_keys is not None else None
+        self.writes = isinstance(stmt, sa.sql.dml.UpdateBase) if writes is None else writes
         self._compiled: dict[int, _Compiled] = {}
 
     def _for(self, tx: Connection) -> _Compiled:
@@ -85,10 +183,15 @@ class Direct:
 
     def rowcount(self, tx: Connection, params: Mapping[str, Any]) -> int:
         """Execute once; the number of rows it changed."""
-        if tx.dialect.name != "sqlite":
+        if self.writes:
+            _count_write(tx)
+        fast = _fast(tx)
+        if fast is None:
             return int(tx.execute(self.stmt, dict(params)).rowcount)
         compiled = self._for(tx)
         args = compiled.args(params)
+        if fast == "asyncpg":
+            return _count(_pg(tx, compiled.sql, args)[1])
         cursor = self._cursor(tx, compiled, lambda c: c.execute(compiled.sql, args), args)
         try:
             return int(cursor.rowcount)
@@ -97,27 +200,60 @@ class Direct:
 
     def many(self, tx: Connection, rows: Iterable[Mapping[str, Any]]) -> None:
         """Execute once per row of parameters."""
-        if tx.dialect.name != "sqlite":
+        if self.writes:
+            _count_write(tx)
+        fast = _fast(tx)
+        if fast is None:
             tx.execute(self.stmt, [dict(r) for r in rows])
             return
         compiled = self._for(tx)
         args = [compiled.args(r) for r in rows]
+        if fast == "asyncpg":
+            if len(args) == 1:
+                _pg(tx, compiled.sql, args[0])
+            elif args:
+                _pg(tx, compiled.sql, args, many=True)
+            return
         self._cursor(tx, compiled, lambda c: c.executemany(compiled.sql, args), args).close()
 
-    def first(self, tx: Connection, params: Mapping[str, Any], stmt: sa.Executable | None = None) -> Any:
-        """The first row a SELECT returns (attributes by column name), or None; `stmt` is the
-        statement to run instead on other databases (e.g. with a row lock)."""
-        if tx.dialect.name != "sqlite":
-            return tx.execute(stmt if stmt is not None else self.stmt, dict(params)).first()
+    def all(self, tx: Connection, params: Mapping[str, Any]) -> list[Any]:
+        """Every row a SELECT gives (attributes by column name)."""
+        if self.writes:
+            _count_write(tx)
+        fast = _fast(tx)
+        if fast is None:
+            return list(tx.execute(self.stmt, dict(params)).all())
         compiled = self._for(tx)
         args = compiled.args(params)
+        if fast == "asyncpg":
+            return [compiled.make_row(tuple(r)) for r in _pg(tx, compiled.sql, args)[0]]
+        cursor = self._cursor(tx, compiled, lambda c: c.execute(compiled.sql, args), args)
+        try:
+            rows = cursor.fetchall()
+        finally:
+            cursor.close()
+        return [compiled.make_row(r) for r in rows]
+
+    def first(self, tx: Connection, params: Mapping[str, Any]) -> Any:
+        """The first row a SELECT (or a RETURNING) gives (attributes by column name), or None."""
+        if self.writes:
+            _count_write(tx)
+        fast = _fast(tx)
+        if fast is None:
+            return tx.execute(self.stmt, dict(params)).first()
+        compiled = self._for(tx)
+        args = compiled.args(params)
+        if fast == "asyncpg":
+            rows = _pg(tx, compiled.sql, args)[0]
+            return compiled.make_row(tuple(rows[0])) if rows else None
         cursor = self._cursor(tx, compiled, lambda c: c.execute(compiled.sql, args), args)
         try:
             row = cursor.fetchone()
         finally:
             cursor.close()
-        if row is None:
-            return None
-        if any(p is not None for p in compiled.result):
-            row = [v if p is None else p(v) for v, p in zip(row, compiled.result, strict=True)]
-        return compiled.row(*row)
+        return None if row is None else compiled.make_row(row)
+
+    def scalar(self, tx: Connection, params: Mapping[str, Any]) -> Any:
+        """The first column of the first row, or None."""
+        row = self.first(tx, params)
+        return None if row is None else row[0]

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Collection
+from dataclasses import replace
 
 import sqlalchemy as sa
 
 from contracts.enums import SurfaceType
 from contracts.ports import Placed
+from storage import votes
 from storage.database import Tx
 from storage.records import Record
 from storage.tables import approvals
@@ -35,7 +37,9 @@ def listed(
     if since is not None:
         q = q.where(approvals.c.created_at >= since)
     q = q.order_by(approvals.c.created_at.desc()).limit(limit)
-    return [Record.from_row(r) for r in tx.execute(q)]
+    recs = [Record.from_row(r) for r in tx.execute(q)]
+    counted = votes.of_many(tx, [r.id for r in recs if r.quorum > 1])
+    return [replace(r, votes=counted[r.id]) if r.id in counted else r for r in recs]
 
 
 def naming(tx: Tx, tenant: str, surface: SurfaceType, person: str, limit: int = 200) -> list[Placed]:
@@ -43,7 +47,7 @@ def naming(tx: Tx, tenant: str, surface: SurfaceType, person: str, limit: int = 
     found = []
     for rec in listed(tx, [tenant], pending=True, limit=limit):
         placed = rec.placed()
-        if placed is not None and placed.route.surface == surface and person in placed.route.approvers:
+        if placed is not None and person in rec.approvers_on(surface):
             found.append(placed)
     return found
 

@@ -14,12 +14,14 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 import sqlalchemy as sa
 
 from contracts.answers import DecidedBy
 from contracts.denials import Scope
+from contracts.edits import EditState
 from contracts.enums import ApprovalMode, ApprovalStatus, ToolKind
 from contracts.handoff import HandoffState
 from contracts.ports import Route
@@ -27,16 +29,19 @@ from storage import approvals as ledger
 from storage import denials, jobs
 from storage.audit import Event
 from storage.database import Tx
-from storage.denials import StandingDeny
+from storage.denials import StandingDeny, standing_denies
+from storage.direct import Direct
 from storage.operations import OperationRecord
-from storage.records import Record, delivery_key, route_to_json
-from storage.tables import run_grants
+from storage.records import Record, delivery_key, edit_to_json, route_to_json
+from storage.tables import approvals, run_grants
 
-_RUN_GRANT = sa.select(run_grants.c.approval_id, run_grants.c.granted_by).where(
-    run_grants.c.tenant == sa.bindparam("tenant"),
-    run_grants.c.execution_id == sa.bindparam("execution"),
-    run_grants.c.tool_name == sa.bindparam("tool"),
-    run_grants.c.requester == sa.bindparam("requester"),
+_RUN_GRANT = Direct(
+    sa.select(run_grants.c.approval_id, run_grants.c.granted_by).where(
+        run_grants.c.tenant == sa.bindparam("tenant"),
+        run_grants.c.execution_id == sa.bindparam("execution"),
+        run_grants.c.tool_name == sa.bindparam("tool"),
+        run_grants.c.requester == sa.bindparam("requester"),
+    )
 )
 
 
@@ -101,13 +106,18 @@ class NewApproval:
     trace_context: str | None = None
     operation: OperationRecord | None = None
     handoff: HandoffState | None = None
+    edit: EditState | None = None
+    quorum: int = 1
+    separate_duties: bool = False
     events: Sequence[Event] = ()
     jobs: Sequence[jobs.Queued] = field(default_factory=tuple)
 
 
 def load(tx: Tx, q: Question) -> Snapshot:
     """Read, in this transaction, what the call is decided on; an earlier call ends the read
-    (it is replayed, nothing else matters)."""
+    (it is replayed, nothing else matters). On PostgreSQL it is one statement."""
+    if tx.dialect.name == "postgresql":
+        return _load_at_once(tx, q)
     earlier = ledger.load_call(tx, q.tenant, q.execution_id, q.tool_call_id)
     if earlier is not None:
         return Snapshot(earlier=earlier)
@@ -117,9 +127,88 @@ def load(tx: Tx, q: Question) -> Snapshot:
     if q.grant is not None and standing is None:
         tool, requester = q.grant
         params = {"tenant": q.tenant, "execution": q.execution_id, "tool": tool, "requester": requester}
-        row = tx.execute(_RUN_GRANT, params).first()
+        row = _RUN_GRANT.first(tx, params)
         grant = RunGrant(row.approval_id, row.granted_by) if row is not None else None
     return Snapshot(gated=gated, grant=grant, standing=standing)
+
+
+# PostgreSQL reads a new call's snapshot in one statement, one round trip instead of up to
+# four: a one-row select that left-joins the earlier call, the standing deny and the run
+# grant (each at most one row: unique keys) and counts the execution's gated calls; one
+# statement per combination of what a question asks.
+_AT_ONCE: dict[tuple[bool, bool, bool], Direct] = {}
+_DENY_KEYS = ("tool_name", "surface", "approver", "requester")
+
+
+def _at_once(count: bool, grant: bool, scope: bool) -> Direct:
+    found = _AT_ONCE.get((count, grant, scope))
+    if found is not None:
+        return found
+    tenant: Any = sa.bindparam("tenant")
+    execution: Any = sa.bindparam("execution")
+    a = approvals.alias("a")
+    columns: list[Any] = [c.label(f"a_{c.key}") for c in a.c]
+    source: Any = sa.select(sa.literal(1).label("one")).subquery("one")
+    source = source.outerjoin(
+        a,
+        sa.and_(
+            a.c.tenant == tenant, a.c.execution_id == execution, a.c.tool_call_id == sa.bindparam("call")
+        ),
+    )
+    if scope:
+        d = standing_denies.alias("d")
+        columns += [c.label(f"d_{c.key}") for c in d.c]
+        source = source.outerjoin(
+            d,
+            sa.and_(
+                d.c.tenant == tenant,
+                *(d.c[k] == sa.bindparam(f"d_{k}") for k in _DENY_KEYS),
+                d.c.lifted_at.is_(None),
+            ),
+        )
+    if grant:
+        g = run_grants.alias("g")
+        columns += [g.c.approval_id.label("g_approval_id"), g.c.granted_by.label("g_granted_by")]
+        source = source.outerjoin(
+            g,
+            sa.and_(
+                g.c.tenant == tenant,
+                g.c.execution_id == execution,
+                g.c.tool_name == sa.bindparam("g_tool"),
+                g.c.requester == sa.bindparam("g_requester"),
+            ),
+        )
+    if count:
+        columns.append(ledger.GATED_IN_EXECUTION.scalar_subquery().label("gated"))
+    found = _AT_ONCE[(count, grant, scope)] = Direct(sa.select(*columns).select_from(source).limit(1))
+    return found
+
+
+def _prefixed(row: Any, prefix: str) -> SimpleNamespace:
+    n = len(prefix)
+    return SimpleNamespace(**{k[n:]: v for k, v in row._asdict().items() if k.startswith(prefix)})
+
+
+def _load_at_once(tx: Tx, q: Question) -> Snapshot:
+    params: dict[str, Any] = {"tenant": q.tenant, "execution": q.execution_id, "call": q.tool_call_id}
+    if q.scope is not None:
+        params |= {
+            "d_tool_name": q.scope.tool_name,
+            "d_surface": q.scope.surface.value,
+            "d_approver": q.scope.approver,
+            "d_requester": q.scope.requester,
+        }
+    if q.grant is not None:
+        params |= {"g_tool": q.grant[0], "g_requester": q.grant[1]}
+    row = _at_once(q.count, q.grant is not None, q.scope is not None).first(tx, params)
+    if row.a_id is not None:
+        return Snapshot(earlier=Record.from_row(_prefixed(row, "a_")))
+    if q.scope is not None and row.d_id is not None:
+        return Snapshot(standing=StandingDeny.from_row(_prefixed(row, "d_")))
+    grant = None
+    if q.grant is not None and row.g_approval_id is not None:
+        grant = RunGrant(row.g_approval_id, row.g_granted_by)
+    return Snapshot(gated=int(row.gated) if q.count else 0, grant=grant)
 
 
 def write(tx: Tx, new: NewApproval) -> Record:
@@ -154,8 +243,8 @@ def write(tx: Tx, new: NewApproval) -> Record:
         "trace_context": new.trace_context,
         "operation": new.operation.to_json() if new.operation is not None else None,
         "handoff": new.handoff.model_dump_json() if new.handoff is not None else None,
+        "edit": edit_to_json(new.edit) if new.edit is not None else None,
+        "quorum": new.quorum,
+        "separate_duties": new.separate_duties,
     }
-    rec = ledger.insert_approval(tx, values, list(new.events))
-    for job in new.jobs:
-        jobs.queue(tx, job.kind, new.id, job.payload, job.due, job.deadline)
-    return rec
+    return ledger.insert_approval(tx, values, list(new.events), new.jobs)

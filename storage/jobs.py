@@ -15,9 +15,13 @@ import sqlalchemy as sa
 
 from contracts.enums import JobKind
 from storage.database import Tx
+from storage.direct import Direct
 from storage.tables import jobs
 
 _INSERT = jobs.insert()
+_QUEUE = Direct(
+    _INSERT, ("kind", "approval_id", "payload", "due_at", "deadline_at", "attempts", "locked_until")
+)
 
 
 @dataclass(frozen=True)
@@ -46,19 +50,17 @@ def queue(
     tx: Tx, kind: JobKind, approval_id: str, payload: Mapping[str, Any], due: float, deadline: float
 ) -> None:
     """Add a job, in the caller's transaction."""
-    tx.execute(
-        _INSERT,
-        [
-            {
-                "kind": kind.value,
-                "approval_id": approval_id,
-                "payload": json.dumps(dict(payload)),
-                "due_at": due,
-                "deadline_at": deadline,
-                "attempts": 0,
-                "locked_until": 0,
-            }
-        ],
+    _QUEUE.rowcount(
+        tx,
+        {
+            "kind": kind.value,
+            "approval_id": approval_id,
+            "payload": json.dumps(dict(payload)),
+            "due_at": due,
+            "deadline_at": deadline,
+            "attempts": 0,
+            "locked_until": 0,
+        },
     )
 
 

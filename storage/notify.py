@@ -1,13 +1,16 @@
 """Cross-replica wake-ups on PostgreSQL: the NOTIFY channel and the LISTEN connection.
 
 A closing transaction sends `NOTIFY <channel>, '<approval id>'` (see
-`storage.approvals.notify_closed`); every replica keeps one LISTEN connection and hands
-each id to a callback that wakes its local waiters. SQLite has one process, so neither
+`storage.approvals.notify_closed`, or the decision's own statement); every replica keeps
+one LISTEN connection, opened again when it is lost, and hands each id to a callback that
+wakes its local waiters. SQLite has one process, so neither
 is used there.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -24,25 +27,80 @@ def channel_for(schema: str | None) -> str:
 
 
 class Listener:
-    """One asyncpg LISTEN connection that calls `on_closed(approval_id)` per notification."""
+    """One asyncpg LISTEN connection that calls `on_closed(approval_id)` per notification.
+
+    When the connection is lost (the database restarted or failed over, or an operator
+    ended the session) it is opened again at once, then after 0.5, 1, 2 … 30 s while that
+    fails. Notifications sent in between are lost: the waiters' periodic recheck covers
+    them."""
 
     def __init__(self) -> None:
         self._conn: Any = None
+        self._dsn = ""
+        self._channel = CHANNEL
+        self._on_closed: Callable[[str], None] = lambda _id: None
+        self._closing = False
+        self._reopening: asyncio.Task[None] | None = None
+        self.reconnects = 0  # how many times the connection was opened again
 
     async def start(self, database_url: str, schema: str | None, on_closed: Callable[[str], None]) -> None:
         """Connect and listen on the schema's channel."""
+        url = make_url(database_url).set(drivername="postgresql")
+        self._dsn = url.render_as_string(hide_password=False)
+        self._channel = channel_for(schema)
+        self._on_closed = on_closed
+        self._closing = False
+        await self._open()
+
+    async def _open(self) -> None:
         import asyncpg
 
-        url = make_url(database_url).set(drivername="postgresql")
-        self._conn = await asyncpg.connect(url.render_as_string(hide_password=False))
+        conn = await asyncpg.connect(self._dsn)
+        try:
+            await conn.add_listener(self._channel, self._on_notify)
+        except BaseException:
+            await conn.close()
+            raise
+        conn.add_termination_listener(self._on_lost)
+        self._conn = conn
 
-        def on_notify(_conn: Any, _pid: int, _channel: str, payload: str) -> None:
-            on_closed(payload)
+    def _on_notify(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
+        self._on_closed(payload)
 
-        await self._conn.add_listener(channel_for(schema), on_notify)
+    def _on_lost(self, conn: Any) -> None:
+        if self._closing or conn is not self._conn:
+            return
+        self._conn = None
+        log.warning("notify listener lost its connection; opening it again")
+        self._reopening = asyncio.get_running_loop().create_task(self._reopen())
+
+    async def _reopen(self) -> None:
+        delay = 0.0
+        while not self._closing:
+            if delay:
+                await asyncio.sleep(delay)
+            try:
+                await self._open()
+            except Exception:  # the database may still be down, or refuse connections
+                delay = min(max(delay * 2, 0.5), 30.0)
+                log.warning("notify listener could not reconnect; retrying in %.1f s", delay)
+                continue
+            if self._closing:  # closed while connecting
+                await self._conn.close()
+                self._conn = None
+                return
+            self.reconnects += 1
+            log.info("notify listener reconnected")
+            return
 
     async def close(self) -> None:
         """Stop listening."""
+        self._closing = True
+        if self._reopening is not None:
+            self._reopening.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._reopening
+            self._reopening = None
         if self._conn is not None:
             try:
                 await self._conn.close()

@@ -9,12 +9,15 @@ from typing import Any
 
 from contracts.answers import DecidedBy, PersonDecider, PolicyDecider, SystemDecider, decider_from_json
 from contracts.denials import scope_of
-from contracts.enums import ApprovalMode, ApprovalStatus, DeciderKind, SurfaceType, ToolKind
+from contracts.edits import EditState
+from contracts.enums import ApprovalMode, ApprovalStatus, ApproverKind, DeciderKind, SurfaceType, ToolKind
 from contracts.handoff import HandoffState
 from contracts.ports import (
     ApprovalCard,
+    ApprovalVote,
     DashboardRoute,
     Delivered,
+    EscalationNote,
     Outcome,
     Placed,
     Route,
@@ -23,6 +26,7 @@ from contracts.ports import (
     TeamsRoute,
 )
 from storage.operations import OperationRecord
+from storage.votes import Vote
 
 
 def ts(seconds: float) -> datetime:
@@ -95,6 +99,16 @@ def handoff_from_json(text: str | None) -> HandoffState | None:
     return HandoffState.model_validate_json(text) if text else None
 
 
+def edit_from_json(text: str | None) -> EditState | None:
+    """Rebuild an edit state stored as JSON (None for a call nobody may edit)."""
+    return EditState.model_validate_json(text) if text else None
+
+
+def edit_to_json(state: EditState) -> str:
+    """Serialise an edit state for the approvals table."""
+    return state.model_dump_json(by_alias=True, exclude_none=True)
+
+
 def delivery_key(route: Route) -> str:
     """The indexed key that finds pending approvals by where they were delivered."""
     if isinstance(route, SlackRoute):
@@ -104,6 +118,81 @@ def delivery_key(route: Route) -> str:
     if isinstance(route, TeamsRoute):
         return f"teams:{route.conversation_id}"
     return "dashboard"
+
+
+@dataclass(frozen=True)
+class Escalation:
+    """One escalation step taken: which (`step`, its index in the rule's `escalate`), to whom,
+    when, the route it was delivered on and, once delivered, the receipt answers are checked
+    against."""
+
+    step: int
+    to: ApproverKind
+    at: float
+    route: Route
+    delivered: Delivered | None = None
+
+
+@dataclass(frozen=True)
+class FollowUps:
+    """What happened while nobody answered: when the reminder went out, the escalations."""
+
+    reminded_at: float | None = None
+    escalations: tuple[Escalation, ...] = ()
+
+    def step(self, index: int) -> Escalation | None:
+        """The escalation step `index`, if it was taken."""
+        return next((e for e in self.escalations if e.step == index), None)
+
+    def with_step(self, e: Escalation) -> FollowUps:
+        """These follow-ups with step `e` added, or replaced (its receipt stored)."""
+        others = tuple(x for x in self.escalations if x.step != e.step)
+        return replace(self, escalations=tuple(sorted((*others, e), key=lambda x: x.step)))
+
+    def to_json(self) -> str:
+        """As the approvals table keeps it."""
+        return json.dumps(
+            {
+                "reminded_at": self.reminded_at,
+                "escalations": [
+                    {
+                        "step": e.step,
+                        "to": e.to.value,
+                        "at": e.at,
+                        "route": route_fields(e.route),
+                        "delivered": json.loads(delivered_to_json(e.delivered)) if e.delivered else None,
+                    }
+                    for e in self.escalations
+                ],
+            },
+            separators=(",", ":"),
+        )
+
+    @classmethod
+    def from_json(cls, text: str | None) -> FollowUps | None:
+        """Rebuild what `to_json` stored (None: nothing happened yet)."""
+        if not text:
+            return None
+        d = json.loads(text)
+        return cls(
+            reminded_at=d.get("reminded_at"),
+            escalations=tuple(
+                Escalation(
+                    step=e["step"],
+                    to=ApproverKind(e["to"]),
+                    at=e["at"],
+                    route=_route(e["route"]),
+                    delivered=delivered_from_json(json.dumps(e["delivered"])) if e["delivered"] else None,
+                )
+                for e in d.get("escalations", ())
+            ),
+        )
+
+
+def _route(fields: dict[str, Any]) -> Route:
+    route = route_from_json(json.dumps(fields))
+    assert route is not None  # a stored escalation always has its route
+    return route
 
 
 def _decider(by: DecidedBy | None) -> str | None:
@@ -137,6 +226,8 @@ class Changes:
     handoff: HandoffState | None = None
     expires_at: float | None = None
     delivered: Delivered | None = None
+    edit: EditState | None = None
+    follow_ups: FollowUps | None = None
 
     def columns(self) -> dict[str, Any]:
         """The approvals table's columns for these changes."""
@@ -157,6 +248,10 @@ class Changes:
             out["operation"] = self.operation.to_json()
         if self.delivered is not None:
             out["delivered"] = delivered_to_json(self.delivered)
+        if self.edit is not None:
+            out["edit"] = edit_to_json(self.edit)
+        if self.follow_ups is not None:
+            out["follow_ups"] = self.follow_ups.to_json()
         return out
 
 
@@ -192,6 +287,11 @@ class Record:
     trace_context: str | None = None
     operation: OperationRecord | None = None
     handoff: HandoffState | None = None
+    edit: EditState | None = None
+    follow_ups: FollowUps | None = None
+    quorum: int = 1  # distinct approvers who must approve
+    separate_duties: bool = False  # the requester's own Approve never counts
+    votes: tuple[Vote, ...] = ()  # the approvals counted so far (quorum above 1 only)
 
     @classmethod
     def from_row(cls, row: Any) -> Record:
@@ -225,6 +325,10 @@ class Record:
             trace_context=row.trace_context,
             operation=OperationRecord.from_json(getattr(row, "operation", None)),
             handoff=handoff_from_json(getattr(row, "handoff", None)),
+            edit=edit_from_json(getattr(row, "edit", None)),
+            follow_ups=FollowUps.from_json(getattr(row, "follow_ups", None)),
+            quorum=getattr(row, "quorum", None) or 1,
+            separate_duties=bool(getattr(row, "separate_duties", False)),
         )
 
     def replace(self, **columns: Any) -> Record:
@@ -241,6 +345,10 @@ class Record:
                 fields["operation"] = OperationRecord.from_json(value)
             elif key == "handoff":
                 fields["handoff"] = handoff_from_json(value)
+            elif key == "edit":
+                fields["edit"] = edit_from_json(value)
+            elif key == "follow_ups":
+                fields["follow_ups"] = FollowUps.from_json(value)
             else:
                 fields[key] = value
         return replace(self, **fields)
@@ -258,6 +366,16 @@ class Record:
             return False
         op = self.operation
         return op is None or self.status is not ApprovalStatus.APPROVED or op.outcome is not None
+
+    def approvals(self) -> tuple[Vote, ...]:
+        """Every Approve that counts, oldest first: the votes toward a quorum above 1, or
+        the one person who approved a request of quorum 1."""
+        if self.votes or self.quorum > 1:
+            return self.votes
+        by = self.decided_by
+        if self.status is ApprovalStatus.APPROVED and isinstance(by, PersonDecider) and self.decided_at:
+            return (Vote(by.userId, by.surface, self.decided_at),)
+        return ()
 
     def triggered_by(self) -> str:
         """Who or what started the run, for cards: `slack:U1`, `sms:+1555…`, `schedule`."""
@@ -300,7 +418,26 @@ class Record:
             preview=self.operation.preview_model if self.operation else None,
             result=self.operation.outcome_model if self.operation else None,
             handoff=self.handoff.card() if self.handoff is not None else None,
+            editable=self.edit.fields if self.edit is not None and not self.closed else (),
+            edited=self.edit.result.parameters if self.edit is not None and self.edit.result else None,
+            escalations=tuple(EscalationNote(e.to, ts(e.at)) for e in self.escalated),
+            quorum=self.quorum,
+            separate_duties=self.separate_duties,
+            approvals=tuple(ApprovalVote(v.by, v.surface, ts(v.at)) for v in self.approvals()),
         )
+
+    def approvers_on(self, surface: SurfaceType) -> tuple[str, ...]:
+        """Everyone who may answer on `surface`: the route's approvers there, and those of each
+        route the request was escalated to there."""
+        routes = [self.route, *(e.route for e in self.escalated)]
+        return tuple(
+            dict.fromkeys(a for r in routes if r is not None and r.surface == surface for a in r.approvers)
+        )
+
+    @property
+    def escalated(self) -> tuple[Escalation, ...]:
+        """The escalation steps taken so far, oldest first."""
+        return self.follow_ups.escalations if self.follow_ups is not None else ()
 
     def placed(self) -> Placed | None:
         """The card with its route and receipt; None for approvals that needed no person."""

@@ -59,10 +59,24 @@ approvals = sa.Table(
     ),  # JSON: the approval span's ids and parent (bot.observability.trace_ids)
     sa.Column("operation", sa.Text),  # JSON: an operation's contract and execution (storage.operations)
     sa.Column("handoff", sa.Text),  # JSON: a handoff's steps, expect target and check (0004)
+    sa.Column("edit", sa.Text),  # JSON: what an approver may edit, and the edited call (0012)
+    sa.Column("follow_ups", sa.Text),  # JSON: the reminder and escalation steps taken (0010)
+    sa.Column("quorum", sa.Integer, nullable=False, server_default="1"),  # distinct approvers needed (0011)
+    sa.Column("separate_duties", sa.Boolean, nullable=False, server_default=sa.false()),
     sa.UniqueConstraint("tenant", "execution_id", "tool_call_id", name="uq_approvals_call"),
     sa.Index("ix_approvals_pending_expiry", "status", "expires_at"),
     sa.Index("ix_approvals_execution", "tenant", "execution_id"),
     sa.Index("ix_approvals_delivery", "delivery_key", "status"),
+)
+
+approval_votes = sa.Table(
+    # Each approver's Approve toward a quorum above 1, at most once per person (0011).
+    "approval_votes",
+    metadata,
+    sa.Column("approval_id", sa.String(40), primary_key=True),
+    sa.Column("approver", sa.String(320), primary_key=True),
+    sa.Column("surface", sa.String(16), nullable=False),
+    sa.Column("at", sa.Double, nullable=False),
 )
 
 run_grants = sa.Table(
@@ -108,6 +122,16 @@ jobs = sa.Table(
     sa.Column("done_at", sa.Double),
     sa.Column("last_error", sa.Text),
     sa.Index("ix_jobs_due", "done_at", "due_at"),
+)
+
+escalations = sa.Table(
+    "escalations",
+    metadata,
+    sa.Column("approval_id", sa.String(40), primary_key=True),
+    sa.Column("step", sa.Integer, primary_key=True),  # the index in the rule's `escalate`
+    sa.Column("delivery_key", sa.String(120), nullable=False),  # as approvals.delivery_key
+    sa.Column("at", sa.Double, nullable=False),
+    sa.Index("ix_escalations_delivery", "delivery_key"),
 )
 
 flags = sa.Table(

@@ -39,6 +39,10 @@ POSTGRES_ENV = "COSIGNER_TEST_POSTGRES_URL"
 TEST_SECRET = "test-secret-" + "x" * 32
 BASE_URL = "http://cosigner.test"
 
+EDITABLE_LINE = 'editable = ["amount_cents", "amountCents", "note"]\n'
+"""The line that makes `issue_refund` editable: a policy derived from DEFAULT_POLICY that makes
+the tool run unasked must drop it (editable on a tool nobody is asked about is a policy error)."""
+
 DEFAULT_POLICY = """
 [defaults]
 timeout = "5m"
@@ -55,6 +59,7 @@ confirm = true
 kind = "danger"
 approvers = ["requester"]
 redact = ["customer.email"]
+editable = ["amount_cents", "amountCents", "note"]
 
 [tools.delete_account]
 kind = "danger"

@@ -162,3 +162,32 @@ def test_every_library_the_sdk_imports_is_declared() -> None:
         if not any(d.lower().replace("_", "-") in declared for d in provided.get(module, []))
     }
     assert undeclared == {}, f"declare these in sdk/python/pyproject.toml: {undeclared}"
+
+
+def test_every_bot_package_exports_what_its_all_names_and_loads_it_only_when_asked() -> None:
+    probe = (
+        "import importlib, pathlib, pkgutil\n"
+        "packages = sorted(p.name for p in pathlib.Path('bot').iterdir() if (p / '__init__.py').is_file())\n"
+        "for name in packages:\n"
+        "    package = importlib.import_module('bot.' + name)\n"
+        "    exported = getattr(package, '__all__', None)\n"
+        "    assert exported, f'bot.{name} has no __all__'\n"
+        "    for attr in exported:\n"
+        "        getattr(package, attr)\n"
+        "    modules = {m.name for m in pkgutil.iter_modules(package.__path__)}\n"
+        "    clash = sorted(set(exported) & modules)\n"
+        "    assert not clash, f'bot.{name} exports {clash}, also names of its modules'\n"
+        "print(len(packages))\n"
+    )
+    result = run(sys.executable, "-c", probe)
+    assert result.returncode == 0, result.stderr
+    assert int(result.stdout) >= 12
+    # Importing a package loads none of its modules until a name is asked for.
+    lazy = run(
+        sys.executable,
+        "-c",
+        "import sys, bot.approvals, bot.http, bot.policy; "
+        "print(' '.join(m for m in sys.modules if m.count('.') >= 2 and m.startswith('bot.')))",
+    )
+    assert lazy.returncode == 0, lazy.stderr
+    assert lazy.stdout.split() == []

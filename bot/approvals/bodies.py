@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot.approvals.grants import GrantSigner
-from contracts.answers import ApprovalStart, DecidedBy, Decision, SystemDecider
+from contracts.answers import ApprovalGiven, ApprovalStart, DecidedBy, Decision, SystemDecider
 from contracts.digest import parameters_digest
 from contracts.enums import ApprovalStatus
 from contracts.handoff import CODES, HandoffStart
@@ -43,6 +43,19 @@ def contract_claims(rec: Record) -> dict[str, str]:
     return {"argumentsDigest": op.arguments_digest, "previewDigest": parameters_digest(op.preview)}
 
 
+def approvals_of(rec: Record) -> list[ApprovalGiven]:
+    """Every Approve counted toward a quorum above 1, as the wire shows it (none for a request
+    one answer decides: `decidedBy` names its approver, and the body keeps its older shape)."""
+    return [ApprovalGiven(by=v.by, surface=v.surface, at=ts(v.at)) for v in rec.votes]
+
+
+def quorum_claims(rec: Record) -> dict[str, object]:
+    """A grant past a quorum names every approver who made it."""
+    if rec.quorum <= 1:
+        return {}
+    return {"approvers": [{"by": v.by, "surface": v.surface.value} for v in rec.votes]}
+
+
 def start_body(rec: Record) -> Start:
     """The `approval_start` object (`handoff_start` for a handoff)."""
     if rec.handoff is not None:
@@ -72,13 +85,38 @@ def start_body(rec: Record) -> Start:
         expiresAt=ts(rec.expires_at),
         status=rec.status,
         shortCode=rec.short_code,
+        editable=list(rec.edit.fields) if rec.edit is not None and not rec.closed else None,
+        quorum=rec.quorum,
+        approvals=approvals_of(rec),
         **operation_fields(rec, preview=True),
     )
 
 
+def edit_fields(rec: Record) -> dict[str, Any]:
+    """An approved edit's fields of the decision object: the call to run (as shown), the changed
+    parameters, both digests; nothing for a call approved as asked."""
+    result = rec.edit.result if rec.edit is not None else None
+    if result is None or rec.status is not ApprovalStatus.APPROVED:
+        return {}
+    return {
+        "edited": True,
+        "parameters": result.parameters,
+        "editedFields": list(result.fields),
+        "originalDigest": rec.digest,
+        "digest": result.digest,
+    }
+
+
+def approved_digest(rec: Record) -> str:
+    """The digest of the call to run: the edited one when an approver edited it."""
+    result = rec.edit.result if rec.edit is not None else None
+    return result.digest if result is not None and rec.status is ApprovalStatus.APPROVED else rec.digest
+
+
 def decision_body(rec: Record, signer: GrantSigner, grant_ttl: float) -> Decision:
-    """The decision object; `grant` (a signed JWS) only when approved."""
+    """The decision object; `grant` (a signed JWS) only when approved, binding the call to run."""
     grant = None
+    digest = approved_digest(rec)
     decided_at = rec.decided_at or rec.created_at
     if rec.status is ApprovalStatus.APPROVED:
         grant = signer.sign(
@@ -89,10 +127,11 @@ def decision_body(rec: Record, signer: GrantSigner, grant_ttl: float) -> Decisio
                 "executionId": rec.execution_id,
                 "toolCallId": rec.tool_call_id,
                 "toolName": rec.tool_name,
-                "digest": rec.digest,
+                "digest": digest,
                 "iat": int(decided_at),
                 "exp": int(decided_at + grant_ttl),
                 **contract_claims(rec),
+                **quorum_claims(rec),
             }
         )
     handoff = rec.handoff
@@ -105,11 +144,14 @@ def decision_body(rec: Record, signer: GrantSigner, grant_ttl: float) -> Decisio
         decidedBy=rec.decided_by or SystemDecider(code="UNKNOWN"),
         decidedAt=ts(decided_at),
         comment=rec.comment,
-        parametersDigest=rec.digest,
+        parametersDigest=digest,
         grant=grant,
+        quorum=rec.quorum,
+        approvals=approvals_of(rec),
         traceId=rec.trace_id,
         **operation_fields(rec, preview=False),
         code=CODES.get(rec.status) if handoff is not None else None,
         receipt=handoff.receipt if handoff is not None else None,
         detail=handoff.detail if handoff is not None else None,
+        **edit_fields(rec),
     )

@@ -10,13 +10,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from bot.approvals import denials
+from bot.approvals import denials, edits
 from bot.approvals.denials import Denials
 from bot.approvals.engine import Engine, HandoffKind
-from bot.approvals.lifecycle import Closing, check_answer, check_reader
+from bot.approvals.lifecycle import Closing, check_answer, check_reader, closed_error
 from bot.policy import Policy
 from contracts.answers import PersonDecider
 from contracts.denials import Denial
+from contracts.edits import EditForm, EditPreview
 from contracts.enums import ApprovalStatus, AuditEvent, SurfaceType, Verdict
 from contracts.errors import ApprovalNotFound, InvalidRequest
 from contracts.ports import Answer, ApprovalCard, Delivered, Look, Placed
@@ -24,6 +25,7 @@ from storage import approvals as ledger
 from storage import inbound, sms_state
 from storage import inbox as pending
 from storage.database import Database, Tx
+from storage.records import Record
 
 T = TypeVar("T")
 CLOSING_VERDICTS = {
@@ -63,6 +65,8 @@ class Desk:
         surface = SurfaceType(answer.surface)
         team = (answer.actor_org or answer.org) if surface is SurfaceType.SLACK else None
         actor = PersonDecider(surface=surface, userId=answer.actor, teamId=team or None)
+        if answer.edit is not None:
+            return await self._approve_edited(answer, actor)
         if answer.verdict is Verdict.DONE:
             if self.handoffs is None:
                 raise InvalidRequest("handoffs need COSIGNER_SECRET on this server")
@@ -94,6 +98,52 @@ class Desk:
             also=standing,
         )
         rec = await self.engine.close(answer.approval_id, closing)
+        return rec.card()
+
+    # --- edit before approve (contracts.edits.EditDesk) ---------------------------
+
+    async def edit_form(self, look: Look) -> EditForm:
+        """The editable fields of a pending call, for one of its approvers where it was shown."""
+        rec = await self._editable(look)
+        assert rec.edit is not None  # checked by _editable
+        rule = self.policy.rule_for(rec.tenant, rec.tool_name)
+        fields = [
+            f
+            for f in edits.form_fields(rec.edit, rec.parameters)
+            if rule.editable is True or (rule.editable and f.name in rule.editable)
+        ]
+        if not fields:
+            raise InvalidRequest(f"the policy no longer lets {rec.tool_name} be edited; approve or deny it")
+        return EditForm(rec.card(), tuple(fields))
+
+    async def check_edit(self, look: Look, values: Mapping[str, Any]) -> EditPreview:
+        """Check an edit for the confirm step; nothing is written."""
+        rec = await self._editable(look)
+        return EditPreview(rec.card(), self.engine.check_edit(rec, values).changes)
+
+    async def _editable(self, look: Look) -> Record:
+        rec = await self._read(lambda tx: ledger.load(tx, look.approval_id))
+        if rec is None:
+            raise ApprovalNotFound(f"approval {look.approval_id} does not exist")
+        check_reader(rec, look)  # tenant, conversation, app, message, approver
+        if rec.closed:
+            raise closed_error(rec)
+        if rec.edit is None or not rec.edit.fields:
+            raise InvalidRequest(f"approval {rec.id} offers no edit; approve or deny the call as it is")
+        return rec
+
+    async def _approve_edited(self, answer: Answer, actor: PersonDecider) -> ApprovalCard:
+        """Approve the edited call, checked as any answer (`Engine.approve_edited`)."""
+        if answer.verdict is not Verdict.APPROVE:
+            raise InvalidRequest("an edit is an approval: it cannot be sent with another answer")
+        rec = await self.engine.approve_edited(
+            answer.approval_id,
+            answer.edit or {},
+            actor,
+            lambda r: check_answer(r, answer),
+            comment=answer.comment,
+            inbound=inbound_of(answer),
+        )
         return rec.card()
 
     def tenant_for_org(self, surface: SurfaceType, org: str) -> str | None:
@@ -149,8 +199,15 @@ class Desk:
                 tx, f"{SurfaceType.SMS.value}:{to_number}", pending=pending, limit=limit
             )
         )
-        found = [r.placed() for r in recs]
-        return [p for p in found if p is not None and from_number in p.route.approvers]
+        # The approver may be one of the route's, or of a route the request was escalated to.
+        return [
+            placed
+            for r in recs
+            if (placed := r.placed()) is not None
+            and any(
+                from_number in route.approvers for route in (placed.route, *(e.route for e in r.escalated))
+            )
+        ]
 
     async def pending_for_number(self, to_number: str, from_number: str) -> Sequence[Placed]:
         """Pending SMS approvals sent from `to_number` (or service) to approver `from_number`."""

@@ -15,8 +15,8 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any, Protocol
 
 from bot.approvals import denials as standing
+from bot.approvals import edits, trail
 from bot.approvals import lifecycle as approval
-from bot.approvals import trail
 from bot.approvals.bodies import Start, decision_body, start_body
 from bot.approvals.denials import Denials
 from bot.approvals.grants import GrantSigner
@@ -38,6 +38,7 @@ from bot.policy import (
     redact,
     surface_belongs,
 )
+from bot.policy.decision import above
 from contracts.answers import (
     AgentDecider,
     Decision,
@@ -60,14 +61,14 @@ from contracts.errors import (
 )
 from contracts.handoff import HandoffState
 from contracts.names import fold
-from contracts.ports import ApprovalCard, DashboardRoute, Delivered, Placed
+from contracts.ports import ApprovalCard, DashboardRoute, Delivered, Placed, SlackRoute
 from contracts.wire import AdmitRequest, ApprovalRequest, DecisionRequest, ResultReport
 from storage import approvals as ledger
 from storage.audit import AuditRow
 from storage.database import Conflict, Database
 from storage.jobs import Job
 from storage.operations import OperationRecord
-from storage.records import Record, delivered_to_json
+from storage.records import Changes, Record, delivered_to_json
 from storage.sealing import TokenSeal
 
 log = logging.getLogger("cosigner.engine")
@@ -275,6 +276,7 @@ class Engine:
         """Handle `POST /v1/approvals`; returns (HTTP status, body). An operation passes its
         own rule and the contract its application prepared for `approval_id`."""
         canonical = json_limits(req.parameters)
+        edits.check_schema(req.parametersSchema)
         surface_belongs(self.policy, tenant, req.surface)
         if req.callbackUrl is not None:
             callback_allowed(str(req.callbackUrl), self.callback_allow)
@@ -307,10 +309,19 @@ class Engine:
             handoff,
             shadow,
             ruling.label,
+            # Only where a person can edit: Slack's card, the dashboard (and inbox); SMS,
+            # WhatsApp and Teams answer the call as sent.
+            edits.offer(rule, req, shown, self.seal, tenant)
+            if contract is None and not ruling.deny and isinstance(ruling.route, SlackRoute | DashboardRoute)
+            else None,
+            follow_ups=ruling.follow_ups,
         )
         for _attempt in range(3):
             try:
-                created = await self.db.run_write(lambda tx: create_tx(tx, it, self.clock()))
+                # Reads, then one write (storage.intake.write): no transaction needed.
+                created = await self.db.run_write(
+                    lambda tx: create_tx(tx, it, self.clock()), single_write=True
+                )
                 break
             except Conflict:
                 continue  # a concurrent create of the same call won; read its result
@@ -342,8 +353,11 @@ class Engine:
             self.wakeups.jobs.set()
         self._execute(rec)
         if created.denied_by_policy:
+            over = above(rule, req.parameters)[1]
             raise PermissionDenied(
-                rule.deny_reason or f"{rule.source} denies {rec.tool_name} for this tenant",
+                (rule.deny_reason or f"{rule.source} denies {rec.tool_name} for this tenant")
+                if rule.deny
+                else f"{ruling.decided_by} refuses this {rec.tool_name} call ({over})",
                 policy=rule.source,
                 approvalId=rec.id,
             )
@@ -424,9 +438,9 @@ class Engine:
                 send_execute=self.executes,
             )
         )
-        self.tracing.after_close(
-            done.record, Answered(closing.decided_by, closing.to, done.refusal, done.changed), started
-        )
+        if self.tracing.enabled:  # the answer's span and the approval's, when spans are exported
+            answered = Answered(closing.decided_by, closing.to, done.refusal, done.changed, done.counted)
+            self.tracing.after_close(done.record, answered, started)
         if isinstance(closing.decided_by, PersonDecider) and log.isEnabledFor(logging.DEBUG):
             refused = str(done.refusal.code) if done.refusal is not None else None
             log.debug(
@@ -441,6 +455,15 @@ class Engine:
             )
         if done.changed:
             self._closed(done.record, done.execute)
+        elif done.counted:
+            # Each counted Approve is on the audit chain; the log says so only at DEBUG, as
+            # it does for every answer, and at INFO once the approval closes.
+            log.debug(
+                "approval counted",
+                extra={"approval_id": approval_id, "tenant": done.record.tenant, "status": "pending"},
+            )
+            if done.record.delivered is not None:
+                self.wakeups.jobs.set()  # the card shows the progress
         if done.refusal is not None:
             raise done.refusal
         return done.record
@@ -460,7 +483,7 @@ class Engine:
             self.notifier.publish(rec.id, rec)
         else:
             self.notifier.changed()  # no longer pending: the inbox's live lists
-        if rec.callback_url or rec.delivered is not None:
+        if rec.callback_url or rec.delivered is not None or rec.escalated:
             self.wakeups.jobs.set()
         self._execute(rec, execute)
 
@@ -513,6 +536,14 @@ class Engine:
             approval.check_dashboard(rec, req.userId)
             approval.check_verdict(rec, verdict)
 
+        if req.edit is not None:
+            if verdict is not Verdict.APPROVE:
+                raise InvalidRequest(
+                    'an edit is an approval: send it with "decision": "approve"', field="edit"
+                )
+            return await self.approve_edited(
+                approval_id, req.edit, person, check, comment=req.comment, tenant=tenant
+            )
         if verdict is Verdict.DONE:
             if self.handoffs is None:
                 raise InvalidRequest("handoffs need COSIGNER_SECRET on this server")
@@ -532,6 +563,78 @@ class Engine:
             check=checked,
             also=setting,
         )
+        return await self.close(approval_id, closing)
+
+    def check_edit(self, rec: Record, values: Mapping[str, Any]) -> edits.Edited:
+        """An edit of a pending call checked against the policy as it stands (what is
+        editable) and the tool's schema; raises `InvalidRequest` whose `problems` name each field and why."""
+        return edits.edited(rec, values, self.seal, self.policy.rule_for(rec.tenant, rec.tool_name))
+
+    async def approve_edited(
+        self,
+        approval_id: str,
+        values: Mapping[str, Any],
+        person: PersonDecider,
+        check: Callable[[Record], None],
+        *,
+        comment: str | None = None,
+        tenant: str | None = None,
+        inbound: tuple[SurfaceType, str] | None = None,
+    ) -> Record:
+        """Approve an edited call: `check` is the answer's own (who, where); the edit is checked
+        here again (nothing a surface checked is trusted) and the edited call put to the policy
+        again. A deny rule or a standing deny it meets denies it; `allow_below` never makes it a
+        call that needs nobody (a person approved it). Where a quorum must approve, no edit is
+        offered: one approver's edit is not the others' approval of the edited call."""
+        rec = await self.record(approval_id, tenant)
+        check(rec)
+        if rec.closed:
+            raise approval.closed_error(rec)
+        if rec.quorum > 1:
+            # Never offered (the policy refuses editable with a quorum): each approver of a
+            # quorum approves the one call; an edit would have to start another count.
+            raise InvalidRequest(f"approval {rec.id} needs {rec.quorum} approvers: it cannot be edited")
+        rule = self.policy.rule_for(rec.tenant, rec.tool_name)
+        done = self.check_edit(rec, values)
+        ruling = decide(
+            self.policy, rec.tenant, rec.tool_name, done.call, None, enabled=self.surfaces, rule=rule
+        )
+        held = await self.db.run_read(
+            lambda tx: standing.held_against(tx, rec.tenant, rec.tool_name, rec.mode, rec.route, rec.surface)
+        )
+        data = {
+            "edited": {
+                "parameters": done.result.parameters,
+                "fields": list(done.result.fields),
+                "digest": done.result.digest,
+                "originalDigest": rec.digest,
+            }
+        }
+        if ruling.deny or held is not None:
+            by = standing.decider(held) if held is not None else PolicyDecider(rule=ruling.decided_by)
+            closing = Closing(
+                ApprovalStatus.DENIED,
+                by,
+                comment=f"{person.userId} edited the call into one that {by.rule} refuses",
+                tenant=tenant,
+                check=check,
+                audit_refusal=True,
+                inbound=inbound,
+                data=data,
+            )
+        else:
+            assert rec.edit is not None  # edits.edited refuses a call without one
+            closing = Closing(
+                ApprovalStatus.APPROVED,
+                person,
+                comment=comment,
+                tenant=tenant,
+                check=check,
+                audit_refusal=True,
+                inbound=inbound,
+                changes=Changes(edit=edits.state_after(rec.edit, done.result)),
+                data=data,
+            )
         return await self.close(approval_id, closing)
 
     async def fail_closed(self, approval_id: str, code: str, message: str) -> None:

@@ -18,8 +18,10 @@ from bot.approvals.lifecycle import new_id
 from bot.approvals.run_grants import requester_key
 from bot.observability import NO_TRACE, ApprovalTrace
 from bot.policy import Policy, Ruling, ToolRule
+from bot.policy.follow_up_plan import Plan
 from contracts.answers import DecidedBy, PolicyDecider
 from contracts.denials import scope_of
+from contracts.edits import EditState
 from contracts.enums import ApprovalMode, ApprovalStatus, AuditEvent, JobKind, SurfaceType
 from contracts.errors import (
     ApprovalModeUnsupported,
@@ -71,7 +73,7 @@ class Call:
             tool_call_id=req.toolCallId,
             mode=rule.mode,
             kind=rule.kind.value,
-            deny=rule.deny,
+            deny=ruling.deny,
             rule_path=ruling.decided_by,
             threshold=ruling.threshold,
             routed=ruling.route,
@@ -188,6 +190,8 @@ class Intake:
     handoff: HandoffState | None = None
     shadow: dict[str, Any] | None = None
     label: str = ""  # the decision in a word or two (`Ruling.label`), for the audit record
+    edit: EditState | None = None  # what an approver may edit, if the call is asked
+    follow_ups: Plan | None = None  # the reminder and escalations, queued with a pending request
 
 
 def create_tx(tx: Tx, it: Intake, now: float) -> Created:
@@ -210,6 +214,7 @@ def new_approval(it: Intake, admit: Admit, now: float) -> store.NewApproval:
         rule, route.surface if route else SurfaceType(req.surface.type), req.timeoutSeconds
     )
     approval_id = it.approval_id or new_id("apv")
+    edit = it.edit if status is ApprovalStatus.PENDING else None
     events = [
         Event(
             AuditEvent.REQUESTED,
@@ -228,7 +233,10 @@ def new_approval(it: Intake, admit: Admit, now: float) -> store.NewApproval:
                 "traceId": it.trace.trace_id,
                 "rule": it.call.rule_path,
                 "decision": it.label,
+                **({"quorum": rule.quorum} if rule.quorum > 1 else {}),
+                **({"separateDuties": True} if rule.separate_duties else {}),
                 **({"shadow": it.shadow} if it.shadow is not None else {}),
+                **({"editable": list(edit.fields)} if edit is not None else {}),
             },
         )
     ]
@@ -245,6 +253,8 @@ def new_approval(it: Intake, admit: Admit, now: float) -> store.NewApproval:
     queued: list[Queued] = []
     if route is not None and not isinstance(route, DashboardRoute):
         queued.append(Queued(JobKind.DELIVER, now, now + DELIVERY_WINDOW))
+    if it.follow_ups is not None and status is ApprovalStatus.PENDING:
+        queued += it.follow_ups.jobs(now, now + timeout)
     if executing:
         queued.append(Queued(JobKind.EXECUTE, now, now + window))
     elif decided_by is not None and req.callbackUrl:
@@ -272,6 +282,9 @@ def new_approval(it: Intake, admit: Admit, now: float) -> store.NewApproval:
         trace_context=it.trace.context,
         operation=contract,
         handoff=it.handoff,
+        edit=edit,
+        quorum=rule.quorum,
+        separate_duties=rule.separate_duties,
         events=events,
         jobs=queued,
     )

@@ -10,12 +10,14 @@ and the card update, records a run grant, and (on PostgreSQL) notifies the other
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 from bot.approvals.bodies import actor_of
 from bot.approvals.run_grants import requester_key
-from contracts.answers import DecidedBy, TimeoutDecider
+from bot.policy.quorum import requester_on
+from contracts.answers import DecidedBy, PersonDecider, TimeoutDecider
 from contracts.enums import ApprovalMode, ApprovalStatus, AuditEvent, JobKind, SurfaceType, Verdict
 from contracts.errors import (
     AlreadyDecided,
@@ -28,13 +30,23 @@ from contracts.errors import (
     WrongTenant,
 )
 from contracts.names import fold
-from contracts.ports import Answer, DashboardRoute, Look, SlackRoute, SmsRoute, TeamsRoute
+from contracts.ports import (
+    Answer,
+    DashboardRoute,
+    Delivered,
+    Look,
+    Route,
+    SlackRoute,
+    SmsRoute,
+    TeamsRoute,
+)
 from storage import answers, jobs, operations
 from storage import approvals as ledger
 from storage.audit import Event
 from storage.database import Tx
 from storage.jobs import Queued
 from storage.records import Changes, Decided, Record
+from storage.votes import Vote
 
 # --- states -------------------------------------------------------------------
 
@@ -96,11 +108,35 @@ def check_answer(rec: Record, a: Answer) -> None:
 
 
 def check_reader(rec: Record, a: Answer | Look) -> None:
-    """Who may answer may also read the whole call: the checks of `check_answer` but the verdict."""
-    route, got = rec.route, rec.delivered
+    """Who may answer may also read the whole call: the checks of `check_answer` but the verdict.
+
+    Once the request was escalated, the approvers of each route it was escalated to may
+    answer where it was delivered to them (and only there), as if it had been asked there."""
+    places = [(rec.route, rec.delivered), *((e.route, e.delivered) for e in rec.escalated)]
+    refusals: list[tuple[bool, CosignerError]] = []
+    for route, got in places:
+        try:
+            check_at(rec.id, route, got, a)
+        except CosignerError as exc:
+            refusals.append((_shown_there(route, got, a), exc))
+            continue
+        return
+    # The refusal of the card or text the answer came from says why; else the request's own.
+    raise next((exc for there, exc in refusals if there), refusals[0][1])
+
+
+def _shown_there(route: Route | None, got: Delivered | None, a: Answer | Look) -> bool:
+    """Whether the answer came from where this route's card or text was shown."""
+    if route is None or got is None or route.surface != a.surface or a.conversation != got.conversation:
+        return False
+    return not isinstance(route, SlackRoute | TeamsRoute) or a.message_ref in got.message_refs
+
+
+def check_at(approval_id: str, route: Route | None, got: Delivered | None, a: Answer | Look) -> None:
+    """The checks of one place the request was delivered to: its route and its receipt."""
     if route is None or route.surface != a.surface:
         where = route.surface if route else "nobody"
-        raise WrongConversation(f"approval {rec.id} was delivered to {where}, not {a.surface}")
+        raise WrongConversation(f"approval {approval_id} was delivered to {where}, not {a.surface}")
     if isinstance(route, SlackRoute):
         orgs = {route.team_id, route.enterprise_id} - {None}
     elif isinstance(route, SmsRoute):
@@ -111,22 +147,22 @@ def check_reader(rec: Record, a: Answer | Look) -> None:
         orgs = set()
     if a.org not in orgs and (a.enterprise_id is None or a.enterprise_id not in orgs):
         raise WrongTenant(
-            f"this answer came from {a.org}, which is not where approval {rec.id} was delivered"
+            f"this answer came from {a.org}, which is not where approval {approval_id} was delivered"
         )
     if got is None:
-        raise WrongConversation(f"approval {rec.id} has not been delivered yet")
+        raise WrongConversation(f"approval {approval_id} has not been delivered yet")
     if got.app_id and a.app_id != got.app_id:
         raise WrongConversation(
             f"this answer came through another {route.surface} app, not the one that showed it"
         )
     if a.conversation != got.conversation:
-        raise WrongConversation(f"approval {rec.id} was not posted in this conversation")
+        raise WrongConversation(f"approval {approval_id} was not posted in this conversation")
     if isinstance(route, SlackRoute | TeamsRoute) and a.message_ref not in got.message_refs:
-        raise WrongConversation(f"this message is not the card of approval {rec.id}")
+        raise WrongConversation(f"this message is not the card of approval {approval_id}")
     if isinstance(route, SlackRoute):
         clicker_belongs(route, a)
     if a.actor not in route.approvers:
-        raise NotAnApprover(f"{a.actor} is not an approver of approval {rec.id}")
+        raise NotAnApprover(f"{a.actor} is not an approver of approval {approval_id}")
 
 
 def check_verdict(rec: Record, verdict: Verdict) -> None:
@@ -140,6 +176,11 @@ def check_verdict(rec: Record, verdict: Verdict) -> None:
         raise InvalidRequest(f"approval {rec.id} is not a handoff: answer approve or deny")
     if verdict is Verdict.APPROVE_FOR_RUN and rec.mode is not ApprovalMode.ASK:
         raise InvalidRequest("approve for this run is offered only for tools in mode ask")
+    if verdict is Verdict.APPROVE_FOR_RUN and rec.quorum > 1:
+        # One person's "for this run" would let later calls through without the quorum.
+        raise InvalidRequest(
+            f"approve for this run is not offered when {rec.quorum} approvers must approve; answer approve"
+        )
 
 
 def clicker_belongs(route: SlackRoute, a: Answer | Look) -> None:
@@ -163,7 +204,11 @@ def clicker_belongs(route: SlackRoute, a: Answer | Look) -> None:
 
 
 def check_dashboard(rec: Record, user_id: str) -> None:
-    """A dashboard decision must be for a dashboard request, from one of its approvers."""
+    """A dashboard decision must be for a dashboard request, from one of its approvers (or
+    one escalated to the dashboard, from an approver of that step)."""
+    for e in rec.escalated:
+        if isinstance(e.route, DashboardRoute) and user_id in e.route.approvers:
+            return
     if rec.route is None or not isinstance(rec.route, DashboardRoute):
         where = rec.route.surface if rec.route else "nobody (decided by policy)"
         raise WrongConversation(
@@ -197,7 +242,8 @@ class Closing:
     inbound: tuple[SurfaceType, str] | None = None
     # More to record in the same transaction when it closes as asked (a standing deny).
     also: Callable[[Tx, Record, float], list[Event]] | None = None
-    changes: Changes | None = None  # more written with the status (a handoff's check)
+    changes: Changes | None = None  # more written with the status (a handoff's check, an edit)
+    data: Mapping[str, Any] | None = None  # more on the closing's audit event (the edited call)
 
 
 EXECUTE_GRACE = 5.0
@@ -215,6 +261,7 @@ class Closed:
     refusal: CosignerError | None
     changed: bool
     execute: jobs.Job | None = None
+    counted: bool = False  # an Approve was counted toward the quorum; the approval stays pending
 
 
 def refused(decided_by: DecidedBy, exc: CosignerError, wanted: ApprovalStatus) -> Event:
@@ -244,9 +291,57 @@ class Transition:
     decided_by: DecidedBy
     comment: str | None
     refusal: CosignerError | None = None
+    vote: Vote | None = None  # the Approve that made the quorum, counted with the closing
 
 
-def decide(rec: Record, c: Closing, now: float) -> Refused | Transition:
+@dataclass(frozen=True)
+class Counted:
+    """The answer is an Approve toward a quorum not yet met: count it; the approval stays
+    pending (`count` approvals of `quorum` once written)."""
+
+    vote: Vote
+    comment: str | None
+    count: int
+    quorum: int
+
+
+@dataclass(frozen=True)
+class Unchanged:
+    """The same approver approved before: their Approve is counted once, nothing changes."""
+
+
+Effect = Refused | Transition | Counted | Unchanged
+
+
+def requester_refused(rec: Record) -> NotAnApprover:
+    """Separation of duties: whoever asked must not be the one who approves."""
+    return NotAnApprover(
+        "the requester's own Approve never counts (separate_duties): another approver must "
+        f"approve; you triggered the run that asks for approval {rec.id}"
+    )
+
+
+def count(rec: Record, to: ApprovalStatus, by: DecidedBy, comment: str | None, now: float) -> Effect | None:
+    """Four eyes, for an approval as loaded: a requester's Approve refused (separate duties),
+    the same approver again unchanged, an Approve below the quorum counted; None when the
+    answer closes the approval as asked (a Deny vetoes at once)."""
+    if to is not ApprovalStatus.APPROVED or not isinstance(by, PersonDecider):
+        return None
+    if rec.quorum <= 1 and not rec.separate_duties:
+        return None
+    if rec.separate_duties and by.userId == requester_on(rec.surface, by.surface):
+        return Refused(requester_refused(rec))
+    if rec.quorum <= 1:
+        return None
+    if any(v.by == by.userId for v in rec.votes):
+        return Unchanged()
+    vote = Vote(by.userId, by.surface, now)
+    if len(rec.votes) + 1 < rec.quorum:
+        return Counted(vote, comment, len(rec.votes) + 1, rec.quorum)
+    return Transition(to, by, comment, vote=vote)
+
+
+def decide(rec: Record, c: Closing, now: float) -> Effect:
     """What an answer does to the approval as loaded at `now`; pure (besides `c.check`)."""
     try:
         if c.check is not None:
@@ -268,6 +363,10 @@ def decide(rec: Record, c: Closing, now: float) -> Refused | Transition:
         to = ApprovalStatus.FAILED  # a handoff is never denied: failing closed fails it
     if not allowed(rec.status, to):
         return Refused(closed_error(rec), audited=False)
+    if refusal is None:
+        counted = count(rec, to, decided_by, comment, now)
+        if counted is not None:
+            return counted
     return Transition(to, decided_by, comment, refusal)
 
 
@@ -294,16 +393,31 @@ def close(
     if not loaded.first:
         return Closed(rec, None, False)
     answer = decide(rec, c, now)
+    if isinstance(answer, Unchanged):
+        return Closed(rec, None, False)
     if isinstance(answer, Refused):
         if not (c.audit_refusal and answer.audited):
             raise answer.error
         return Closed(
             ledger.append(tx, rec, now, [refused(c.decided_by, answer.error, c.to)]), answer.error, False
         )
+    if isinstance(answer, Counted):
+        counted = [counted_event(c.decided_by, answer.comment, answer.count, answer.quorum)]
+        if c.also is not None:
+            counted += c.also(tx, rec, now)  # who vouched for the person (an inbox answer)
+        show = rec.delivered is not None
+        return Closed(answers.count(tx, rec, now, counted, answer.vote, show=show), None, False, counted=True)
     to, decided_by, comment, refusal = answer.to, answer.decided_by, answer.comment, answer.refusal
     events: list[Event] = [] if refusal is None else [refused(c.decided_by, refusal, c.to)]
-    events.append(Event(to.value, actor_of(decided_by), {"comment": comment}))
+    data: dict[str, object] = {"comment": comment, **(c.data if c.data is not None and to is c.to else {})}
+    if answer.vote is not None:
+        events.append(counted_event(decided_by, comment, len(rec.votes) + 1, rec.quorum))
+        data["approvers"] = [{"by": v.by, "surface": v.surface.value} for v in (*rec.votes, answer.vote)]
+    events.append(Event(to.value, actor_of(decided_by), data))
     changes = replace(c.changes or Changes(), decided=Decided(to, now, decided_by, comment))
+    if rec.edit is not None and rec.edit.sealed is not None and changes.edit is None:
+        # A closed call is never edited: its sealed original is not kept.
+        changes = replace(changes, edit=rec.edit.model_copy(update={"sealed": None}))
     if c.also is not None and to is c.to:
         events += c.also(tx, rec, now)
     claim = None
@@ -324,9 +438,25 @@ def close(
         grant = answers.Grant(fold(rec.tool_name), requester_key(rec.surface), c.run_grant)
     queued = jobs_after(after, now, callback_window, executes_itself=send_execute)
     rec, execute = answers.write(
-        tx, rec, now, events, changes, queued=queued, claim=claim, grant=grant, schema=schema
+        tx,
+        rec,
+        now,
+        events,
+        changes,
+        queued=queued,
+        claim=claim,
+        grant=grant,
+        schema=schema,
+        vote=answer.vote,
     )
     return Closed(rec, refusal, True, execute)
+
+
+def counted_event(by: DecidedBy, comment: str | None, n: int, quorum: int) -> Event:
+    """The audit event of one Approve toward a quorum: each approver's is its own link."""
+    return Event(
+        AuditEvent.APPROVAL_COUNTED, actor_of(by), {"count": n, "quorum": quorum, "comment": comment}
+    )
 
 
 def jobs_after(
@@ -340,7 +470,7 @@ def jobs_after(
         queued.append(Queued(JobKind.EXECUTE, now, now + callback_window))
     if rec.callback_url and rec.settled:
         queued.append(Queued(JobKind.CALLBACK, now, now + callback_window, {"delivery": new_id("dlv")}))
-    if rec.delivered is not None and rec.settled:
+    if (rec.delivered is not None or rec.escalated) and rec.settled:
         queued.append(Queued(JobKind.SHOW, now, now + CARD_UPDATE_WINDOW))
     return queued
 
@@ -368,7 +498,7 @@ def queue_after_close(tx: Tx, rec: Record, now: float, run_grant: str | None, ca
     approved operation's once its outcome is stored)."""
     if rec.callback_url and rec.settled:
         queue_callback(tx, rec.id, now, callback_window)
-    if rec.delivered is not None and rec.settled:
+    if (rec.delivered is not None or rec.escalated) and rec.settled:
         queue_card_update(tx, rec.id, now)
     if run_grant is not None and rec.status is ApprovalStatus.APPROVED:
         ledger.grant_for_run(tx, rec, fold(rec.tool_name), requester_key(rec.surface), run_grant, now)

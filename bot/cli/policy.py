@@ -14,7 +14,6 @@ from typing import Any
 
 from bot.policy import (
     ENABLED,
-    EXAMPLES,
     CaseFileError,
     Policy,
     assumed_sender,
@@ -26,7 +25,9 @@ from bot.policy import (
     parse_surface,
     run_cases,
 )
-from bot.policy.replay import replay
+
+# `replay` is also the name of its module, which shadows a package-level name once loaded.
+from bot.policy.replay import EXAMPLES, replay
 from bot.settings import load_settings
 from storage.audit import stream_requests
 from storage.database import Database, head_revision, missing_sqlite_file, safe_url

@@ -54,6 +54,7 @@ class Person:
 PEOPLE = (
     Person("requester", "U0ALICE", "T0DEMO", "Alice", "the requester: she started the run"),
     Person("admin", "U0ADMIN", "T0DEMO", "Ada", "a demo tenant admin (admins may answer refunds)"),
+    Person("second_admin", "U0ADMIN2", "T0DEMO", "Ben", "a second admin: closing an account needs two"),
     Person("outsider", "U0MALLORY", "T0DEMO", "Mallory", "in the channel, but not an approver"),
     Person("other_workspace", "U0EVE", "T0OTHER", "Eve", "a user of another Slack workspace"),
 )

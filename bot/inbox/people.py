@@ -7,10 +7,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bot.policy import Policy
+from bot.policy.rules import Policy
 from contracts.enums import SurfaceType
 from contracts.names import PHONE_PATTERN
-from contracts.ports import DashboardRoute, SlackRoute, SmsRoute
+from contracts.ports import SlackRoute, SmsRoute
 from storage.records import Record
 
 SLACK_USER = "https://slack.com/user_id"
@@ -103,7 +103,7 @@ def tenants_of(policy: Policy, person: Person) -> dict[str, bool]:
 
 def dashboard_id(person: Person, rec: Record) -> str:
     """The id this person answers a dashboard request by: the one its route names, if any."""
-    approvers = rec.route.approvers if isinstance(rec.route, DashboardRoute) else ()
+    approvers = rec.approvers_on(SurfaceType.DASHBOARD)
     return next((i for i in person.ids if i in approvers), person.email or person.ids[0])
 
 

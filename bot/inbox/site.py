@@ -30,12 +30,11 @@ from bot.approvals import Denials, Engine, Notifier
 from bot.inbox import answering, session
 from bot.inbox.people import Person, SignInRefused, names_on_slack, tenants_of, texted_to
 from bot.inbox.signin import SignIn
-from bot.policy import Policy
+from bot.policy.rules import Policy
 from bot.settings import Settings
 from contracts.enums import ApprovalStatus, SurfaceType
 from contracts.errors import CosignerError, DenialNotFound
 from contracts.pending import Permalinks
-from contracts.ports import DashboardRoute
 from storage import inbox as listing
 from storage.database import Database
 from storage.records import Record
@@ -177,11 +176,8 @@ class Inbox:
             return listed, listing.texted(tx, person.numbers)
 
         recs, texts = await self.db.run_read(read)
-        mine = [
-            r
-            for r in recs
-            if isinstance(r.route, DashboardRoute) and set(person.ids) & set(r.route.approvers)
-        ]
+        # Requests asked on the dashboard, or escalated to it, that name this person.
+        mine = [r for r in recs if set(person.ids) & set(r.approvers_on(SurfaceType.DASHBOARD))]
         elsewhere = [r for r in recs if names_on_slack(person, r)]
         seen = {r.id for r in elsewhere}
         elsewhere += [r for r in texts if texted_to(person, r) and r.id not in seen]
@@ -198,8 +194,9 @@ class Inbox:
         except CosignerError:
             return None
 
-    def item(self, rec: Record, link: str | None = None) -> dict[str, Any]:
+    def item(self, rec: Record, link: str | None = None, person: Person | None = None) -> dict[str, Any]:
         card = rec.card()
+        mine = set(person.ids) if person is not None else set()
         return {
             "id": rec.id,
             "tenant": rec.tenant,
@@ -218,6 +215,13 @@ class Inbox:
             "asked_on": rec.route.surface.value if rec.route is not None else None,
             "code": rec.short_code,
             "handoff": card.handoff is not None,
+            "quorum": card.quorum,
+            "separate_duties": card.separate_duties,
+            "progress": card.progress(),
+            "approvals": [
+                {"by": v.by, "surface": v.surface.value, "at": when(v.at.timestamp())} for v in card.approvals
+            ],
+            "you_approved": any(v.by in mine for v in card.approvals if v.surface is SurfaceType.DASHBOARD),
         }
 
     async def home(self, request: Request) -> Response:
@@ -232,7 +236,7 @@ class Inbox:
             "inbox.html",
             person=person,
             tenants=tenants_of(self.policy, person),
-            mine=[self.item(r) for r in mine],
+            mine=[self.item(r, person=person) for r in mine],
             elsewhere=[self.item(r, await self.link(r)) for r in elsewhere],
         )
 

@@ -113,12 +113,13 @@ def approval_attributes(rec: Record) -> dict[str, AttributeValue]:
 @dataclass(frozen=True, slots=True)
 class Answered:
     """What a close did, as its spans tell it: who answered, the status asked for, a refusal,
-    and whether the approval closed."""
+    whether the approval closed, and whether an Approve was counted toward its quorum."""
 
     decided_by: DecidedBy
     wanted: ApprovalStatus
     refusal: CosignerError | None
     changed: bool
+    counted: bool = False  # an Approve counted toward a quorum not met yet
 
 
 class Tracing:
@@ -213,7 +214,8 @@ class Tracing:
         approval span once it closed (`rec` as it now stands)."""
         if self.tracer is None:
             return
-        if isinstance(answer.decided_by, PersonDecider) and (answer.changed or answer.refusal is not None):
+        spoke = answer.changed or answer.counted or answer.refusal is not None
+        if isinstance(answer.decided_by, PersonDecider) and spoke:
             self._answer(rec, answer.decided_by, answer, started)
         if answer.changed:
             self.closed(rec)

@@ -26,7 +26,7 @@ from bot.policy import (
     ToolRule,
     callback_allowed,
     json_limits,
-    mode_of,
+    operation_tool_rule,
     redact,
     route_for,
     surface_belongs,
@@ -53,21 +53,7 @@ log = logging.getLogger("cosigner.operations")
 def tool_rule(policy: Policy, tenant: str, rule: OperationRule) -> ToolRule:
     """The operation's approval rule in the form routing and intake read for tools."""
     section = policy.tenants.get(tenant)
-    gate_all = section.gate_all if section is not None else False
-    return ToolRule(
-        name=rule.name,
-        kind=rule.kind,
-        confirm=rule.confirm,
-        approvers=rule.approvers,
-        redact=rule.redact,
-        timeout=rule.timeout,
-        deny=rule.deny,
-        deny_reason=None,
-        allow_below=None,
-        gate_all=gate_all,
-        source=rule.source,
-        mode=mode_of(rule.kind, rule.confirm, gate_all),
-    )
+    return operation_tool_rule(rule, section.gate_all if section is not None else False)
 
 
 def as_call(req: OperationRequest, timeout: int | None) -> ApprovalRequest:

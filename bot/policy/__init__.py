@@ -21,13 +21,11 @@ if TYPE_CHECKING:
     from bot.policy.durations import format_duration, parse_duration
     from bot.policy.operation_rules import OperationRule
     from bot.policy.redaction import REDACTED, redact
-    from bot.policy.replay import EXAMPLES, replay
     from bot.policy.routing import SmsSender, route_for
-    from bot.policy.rules import Policy, ToolRule, load_policy, load_policy_file, mode_of
+    from bot.policy.rules import Policy, ToolRule, load_policy, load_policy_file, mode_of, operation_tool_rule
 
 __all__ = [
     "ENABLED",
-    "EXAMPLES",
     "REDACTED",
     "CaseFileError",
     "OperationRule",
@@ -46,10 +44,10 @@ __all__ = [
     "load_policy",
     "load_policy_file",
     "mode_of",
+    "operation_tool_rule",
     "parse_duration",
     "parse_surface",
     "redact",
-    "replay",
     "route_for",
     "run_cases",
     "surface_belongs",
@@ -72,8 +70,14 @@ __getattr__ = lazy_exports(
         "bot.policy.durations": ["format_duration", "parse_duration"],
         "bot.policy.operation_rules": ["OperationRule"],
         "bot.policy.redaction": ["REDACTED", "redact"],
-        "bot.policy.replay": ["EXAMPLES", "replay"],
         "bot.policy.routing": ["SmsSender", "route_for"],
-        "bot.policy.rules": ["Policy", "ToolRule", "load_policy", "load_policy_file", "mode_of"],
+        "bot.policy.rules": [
+            "Policy",
+            "ToolRule",
+            "load_policy",
+            "load_policy_file",
+            "mode_of",
+            "operation_tool_rule",
+        ],
     },
 )

@@ -260,10 +260,7 @@ def _failures(case: Case, ruling: Ruling) -> list[str]:
         got_timeout = "none (nobody is asked)" if ruling.timeout is None else f"{ruling.timeout:g} s"
         wrong.append(f"expected timeout {e.timeout}, got {got_timeout}")
     if e.quorum is not None and e.quorum != ruling.quorum:
-        wrong.append(
-            f"expected quorum {e.quorum}, but this policy format has no quorum: one approval "
-            "decides every request (quorum = 1)"
-        )
+        wrong.append(f"expected quorum {e.quorum}, got {ruling.quorum} ({ruling.rule.origin('quorum')})")
     return wrong
 
 

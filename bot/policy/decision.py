@@ -15,6 +15,8 @@ from typing import Any
 
 from bot.policy.checks import ambiguous, lookup
 from bot.policy.durations import format_duration
+from bot.policy.follow_up_plan import Plan, plan
+from bot.policy.quorum import check_route
 from bot.policy.redaction import REDACTED, redact
 from bot.policy.routing import SmsSender, is_headless, route_for
 from bot.policy.rules import Policy, ToolRule
@@ -52,7 +54,9 @@ class Ruling:
     threshold: str | None  # decidedBy.rule when allow_below lets the call through
     timeout: float | None
     kinds: tuple[ApproverKind, ...] = ()  # who the route asks: the tool's approvers or headless
-    quorum: int = 1  # one answer decides: this policy format has no quorum
+    quorum: int = 1  # distinct approvers who must approve (the rule's `quorum`)
+    separate_duties: bool = False  # the requester never counts toward the quorum
+    follow_ups: Plan | None = None  # the reminder and escalations while nobody answers
 
     @property
     def runs_unasked(self) -> bool:
@@ -101,7 +105,19 @@ class Ruling:
             "timeoutSeconds": self.timeout,
             "redact": list(self.rule.redact),
             "quorum": self.quorum,
+            "separateDuties": self.separate_duties,
             "steps": [{"path": s.path, "says": s.says} for s in self.steps],
+            **({"followUps": self._follow_ups_json()} if self.follow_ups is not None else {}),
+        }
+
+    def _follow_ups_json(self) -> dict[str, Any]:
+        assert self.follow_ups is not None
+        return {
+            "remindAfterSeconds": self.follow_ups.remind_after,
+            "escalate": [
+                {"step": s.step, "afterSeconds": s.after, "to": s.to.value, "route": where(s.route)}
+                for s in self.follow_ups.steps
+            ],
         }
 
     def explain(self) -> str:
@@ -147,6 +163,14 @@ def decide(
         path = rule.origin("deny")
         steps.append(Step(path, f"true: every call is refused ({rule.deny_reason or 'no reason given'})"))
         return ruling(mode=rule.mode, deny=True, decided_by=path, route=None, threshold=None, timeout=None)
+    over, said = above(rule, parameters)
+    if rule.deny_above is not None:
+        path = rule.origin("deny_above")
+        steps.append(Step(path, said + (": the call is refused" if over else ": not refused by it")))
+        if over:
+            return ruling(
+                mode=rule.mode, deny=True, decided_by=path, route=None, threshold=None, timeout=None
+            )
     mode_path = _mode(rule, tenant, steps)
     if rule.mode is ApprovalMode.NONE:
         _redaction(rule, parameters, steps)
@@ -163,14 +187,30 @@ def decide(
             route = route_for(policy, tenant, rule, surface, enabled, sms or SmsSender())
         except ApprovalModeUnsupported as exc:
             route = exc  # refused only if no threshold decides the call
+        if isinstance(route, Route) and (rule.quorum > 1 or rule.separate_duties):
+            short = check_route(
+                route, _fields(surface), rule.quorum, rule.separate_duties, rule.origin("quorum"), rule.name
+            )
+            route = short or route
         step, kinds = _route_step(policy, tenant, rule, surface, route)
         if threshold is None:
             steps.append(step)
+    if threshold is None and (rule.quorum > 1 or rule.separate_duties):
+        steps.append(_quorum_step(rule))
     timeout = None
     if threshold is None and surface is not None and not isinstance(route, ApprovalModeUnsupported):
         on = route.surface if route is not None else SurfaceType(getattr(surface, "type", "api"))
         timeout, source = policy.timeout_with_source(rule, on, requested_timeout)
         steps.append(Step(source, f"a person has {format_duration(timeout)} to answer; expiry means deny"))
+    follow_ups = None
+    if isinstance(route, Route) and timeout is not None and (rule.remind_after is not None or rule.escalate):
+        planned = plan(policy, tenant, rule, surface, route, timeout, enabled=enabled, sms=sms or SmsSender())
+        if isinstance(planned, ApprovalModeUnsupported):
+            route = planned
+            steps.append(Step(str(planned.details["policy"]), f"refused, {planned.message}"))
+        else:
+            follow_ups = planned
+            steps += [Step(path, says) for path, says in planned.said]
     _redaction(rule, parameters, steps)
     if threshold is None:
         steps.append(
@@ -183,12 +223,15 @@ def decide(
                     if rule.mode is ApprovalMode.ASK
                     else ""
                 )
-                + "; one answer decides (no quorum, no escalation)",
+                + "; "
+                + _quorum_says(rule),
             )
         )
     decided_by = rule.origin("allow_below") if threshold is not None else mode_path
     mode = ApprovalMode.NONE if threshold is not None else rule.mode
     return ruling(
+        quorum=rule.quorum,
+        separate_duties=rule.separate_duties,
         mode=mode,
         deny=False,
         decided_by=decided_by,
@@ -196,7 +239,28 @@ def decide(
         threshold=threshold,
         timeout=timeout,
         kinds=() if threshold is not None else kinds,
+        follow_ups=follow_ups,
     )
+
+
+def _fields(surface: object) -> Mapping[str, Any]:
+    dump = getattr(surface, "model_dump", None)
+    return dump(mode="json") if callable(dump) else {}
+
+
+def _quorum_says(rule: ToolRule) -> str:
+    if rule.quorum <= 1:
+        return "one answer decides"
+    return "each approver's Approve is counted once, as it comes"
+
+
+def _quorum_step(rule: ToolRule) -> Step:
+    """Who must approve: a quorum of distinct approvers, and whether the requester counts."""
+    apart = ", never the requester (separate_duties)" if rule.separate_duties else ""
+    if rule.quorum > 1:
+        says = f"{rule.quorum} distinct approvers must approve{apart}; one Deny vetoes"
+        return Step(rule.origin("quorum"), says)
+    return Step(rule.origin("separate_duties"), "true: one approver decides, never the requester")
 
 
 def _found(rule: ToolRule, tool: str) -> Step:
@@ -243,6 +307,22 @@ def below(rule: ToolRule, parameters: Mapping[str, Any]) -> tuple[bool, str]:
         if 0 <= value < limit.value:
             return True, f"{limit.parameter} {value:g} < {limit.value:g}"
         return False, f"{limit.parameter} {value:g} is not in [0, {limit.value:g})"
+    return False, f"{limit.parameter} is {'absent' if value is None else 'not a number'}"
+
+
+def above(rule: ToolRule, parameters: Mapping[str, Any]) -> tuple[bool, str]:
+    """Whether `deny_above` refuses the call, and what its parameter held. Keys that differ only
+    by case or width make it ambiguous, which refuses (fail closed)."""
+    limit = rule.deny_above
+    if limit is None:
+        return False, ""
+    if ambiguous(parameters, limit.parameter):
+        return True, f"{limit.parameter} is ambiguous (keys differing only by case or width)"
+    value = lookup(parameters, limit.parameter)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if value > limit.value:
+            return True, f"{limit.parameter} {value:g} > {limit.value:g}"
+        return False, f"{limit.parameter} {value:g} is not above {limit.value:g}"
     return False, f"{limit.parameter} is {'absent' if value is None else 'not a number'}"
 
 
@@ -335,6 +415,7 @@ __all__ = [
     "RUN_TIME",
     "Ruling",
     "Step",
+    "above",
     "below",
     "decide",
     "differences",

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from bot.policy.merge import Layers
-from bot.policy.schema import OperationOverride, OperationSection, PolicyFile, TenantPolicy
+from bot.policy.schema import EscalateStep, OperationOverride, OperationSection, PolicyFile, TenantPolicy
 from bot.policy.validation import key_path
 from contracts.enums import ApproverKind, ToolKind
 from contracts.names import fold
@@ -35,6 +35,12 @@ class OperationRule:
     prepare_timeout: float
     deny: bool
     source: str
+    remind_after: float | None = None
+    escalate: tuple[EscalateStep, ...] = ()
+    # Which section set each follow-up key (`remind_after`, `escalate`), as for tools.
+    quorum: int = 1
+    separate_duties: bool = False
+    origins: tuple[tuple[str, str], ...] = ()
 
 
 def _merge(name: str, base: OperationSection, over: OperationOverride | None, source: str) -> OperationRule:
@@ -44,6 +50,8 @@ def _merge(name: str, base: OperationSection, over: OperationOverride | None, so
         # An operation section's own defaults (its model's) stand where neither sets the key.
         return layers.pick(key, getattr(base, key))
 
+    quorum = layers.pick("quorum", 1)
+    separate = layers.pick("separate_duties", None)
     return OperationRule(
         name=name,
         url=pick("url"),
@@ -57,6 +65,15 @@ def _merge(name: str, base: OperationSection, over: OperationOverride | None, so
         prepare_timeout=pick("prepare_timeout"),
         deny=over.deny if over is not None else False,
         source=source,
+        remind_after=pick("remind_after"),
+        escalate=tuple(pick("escalate") or ()),
+        origins=tuple(
+            (k, v)
+            for k, v in layers.origins.items()
+            if k in ("remind_after", "escalate", "timeout", "quorum", "separate_duties")
+        ),
+        quorum=quorum,
+        separate_duties=separate if separate is not None else quorum > 1,
     )
 
 

@@ -94,6 +94,20 @@ def route_for(
     )
 
 
+def route_to(
+    policy: Policy,
+    tenant: str,
+    kind: ApproverKind,
+    surface: object,
+    enabled: Collection[str],
+    sms: SmsSender,
+) -> Route | list[str]:
+    """The route of one approver kind alone (an escalation's `to`), or why there is none."""
+    problems: list[str] = []
+    route = _route_one(policy, policy.tenant(tenant), kind, surface, enabled, sms, problems)
+    return route if route is not None else problems
+
+
 def _route_one(
     policy: Policy,
     tpol: TenantPolicy,

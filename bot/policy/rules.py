@@ -15,11 +15,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from bot.policy.follow_up_checks import follow_up_problems
 from bot.policy.merge import Layers
 from bot.policy.operation_rules import OperationRule, missing_secrets, operation_rules
+from bot.policy.quorum import problem as quorum_problem
+from bot.policy.redaction import is_secret_key
 from bot.policy.schema import (
     Admins,
     Defaults,
+    EscalateStep,
     HandoffSection,
     OperationSection,
     PolicyFile,
@@ -72,8 +76,16 @@ class ToolRule:
     source: str
     mode: ApprovalMode
     handoff: HandoffSection | None = None
+    deny_above: Threshold | None = None
+    # `editable`: the top-level parameters an approver may change (True: every one).
+    editable: bool | tuple[str, ...] = False
+    quorum: int = 1  # distinct approvers who must approve
+    separate_duties: bool = False  # the requester never counts toward the quorum
     # Which section set each key the merge picked (`kind` → "tenants.acme.tools.x").
     origins: tuple[tuple[str, str], ...] = ()
+    # Follow-ups while nobody answers (`bot.workers.follow_ups`): one reminder, then the escalations.
+    remind_after: float | None = None
+    escalate: tuple[EscalateStep, ...] = ()
 
     def origin(self, key: str) -> str:
         """The key path of `key` as the merge took it: the tenant's override or the tool's."""
@@ -118,8 +130,11 @@ def _rule(
     kind: ToolKind = pick("kind", None) or ToolKind.DANGER
     confirm: Confirm = pick("confirm", None)
     allow = pick("allow_below", None)
+    deny_above = pick("deny_above", None)
     handoff: HandoffSection | None = pick("handoff", None)
     timeout = pick("timeout", None)
+    quorum: int = pick("quorum", 1)
+    separate: bool | None = pick("separate_duties", None)
     return ToolRule(
         name=name,
         kind=kind,
@@ -131,10 +146,16 @@ def _rule(
         deny=pick("deny", False),
         deny_reason=pick("deny_reason", None),
         allow_below=Threshold(allow.parameter, allow.value) if allow is not None else None,
+        deny_above=Threshold(deny_above.parameter, deny_above.value) if deny_above is not None else None,
+        editable=pick("editable", False),
         gate_all=gate_all,
         source=source,
         mode=mode_of(kind, confirm, gate_all, handoff is not None),
         handoff=handoff,
+        remind_after=pick("remind_after", None),
+        escalate=tuple(pick("escalate", ())),
+        quorum=quorum,
+        separate_duties=separate if separate is not None else quorum > 1,
         origins=tuple(layers.origins.items()),
     )
 
@@ -196,6 +217,42 @@ class Policy:
                 if org is not None:
                     self._orgs[(surface, org)] = n
 
+    def quorum_problems(self) -> list[str]:
+        """Every quorum that could never be met: on a handoff, or above the approvers its
+        route can reach (per tenant; a tool's own section where no tenant is involved)."""
+        staff = staff_counts(self.staff)
+        found: list[str] = []
+        contexts: list[tuple[TenantPolicy | None, Mapping[str, ToolRule], Mapping[str, OperationRule]]] = [
+            (None, self._default_rules, self._operations)
+        ]
+        contexts += [
+            (self.tenants[n], self._rules[n], self._tenant_operations.get(n, {})) for n in self.tenants
+        ]
+        for tenant, rules, operations in contexts:
+            for r in rules.values():
+                if r.mode is ApprovalMode.NONE and r.handoff is None:
+                    continue
+                # Where no tenant is named, tenant_admins depends on the tenant: not counted.
+                if tenant is None and ApproverKind.TENANT_ADMINS in r.approvers and r.handoff is None:
+                    continue
+                handoff = r.origin("handoff") if r.handoff is not None else None
+                # Only tenant_admins differ by tenant: otherwise one problem, said once.
+                whose = tenant if ApproverKind.TENANT_ADMINS in r.approvers else None
+                said = quorum_problem(
+                    r.origin("quorum"), r.quorum, r.approvers, whose, staff, r.separate_duties, handoff
+                )
+                if said is not None:
+                    found.append(said)
+            for o in operations.values():
+                if tenant is None and ApproverKind.TENANT_ADMINS in o.approvers:
+                    continue
+                path = dict(o.origins).get("quorum", o.source) + ".quorum"
+                whose = tenant if ApproverKind.TENANT_ADMINS in o.approvers else None
+                said = quorum_problem(path, o.quorum, o.approvers, whose, staff, o.separate_duties)
+                if said is not None:
+                    found.append(said)
+        return list(dict.fromkeys(found))
+
     def tenant(self, name: str) -> TenantPolicy:
         """The tenant's section, or an empty one: a tenant without a section gets defaults."""
         found = self.tenants.get(name)
@@ -213,6 +270,17 @@ class Policy:
         section = self.tenants.get(tenant)
         gate_all = section.gate_all if section is not None else False
         return _rule(tool, None, None, gate_all, f"unknown tool {tool} (treated as danger)")
+
+    def rules_of(self, tenant: str) -> list[ToolRule]:
+        """Every rule one tenant ("": a tenant without a section) has: each tool's, and each
+        operation's in the form a tool's is read (`operation_tool_rule`)."""
+        section = self.tenants.get(tenant)
+        gate_all = section.gate_all if section is not None else False
+        ops = self._tenant_operations.get(tenant, self._operations)
+        return [
+            *self._rules.get(tenant, self._default_rules).values(),
+            *(operation_tool_rule(op, gate_all) for op in ops.values()),
+        ]
 
     def operation_rule(self, tenant: str, name: str) -> OperationRule | None:
         """The merged rule of `[operations.X]` and `[tenants.T.operations.X]`; None if unknown."""
@@ -261,6 +329,41 @@ class Policy:
         return self._orgs.get((surface, org))
 
 
+def operation_tool_rule(rule: OperationRule, gate_all: bool) -> ToolRule:
+    """An operation's approval rule in the form routing and intake read for tools."""
+    return ToolRule(
+        name=rule.name,
+        kind=rule.kind,
+        confirm=rule.confirm,
+        approvers=rule.approvers,
+        redact=rule.redact,
+        timeout=rule.timeout,
+        deny=rule.deny,
+        deny_reason=None,
+        allow_below=None,
+        gate_all=gate_all,
+        source=rule.source,
+        mode=mode_of(rule.kind, rule.confirm, gate_all),
+        remind_after=rule.remind_after,
+        escalate=rule.escalate,
+        quorum=rule.quorum,
+        separate_duties=rule.separate_duties,
+        origins=rule.origins,
+    )
+
+
+def staff_counts(staff: StaffPolicy | None) -> dict[SurfaceType, int]:
+    """How many of the operator's people can answer on each surface."""
+    if staff is None:
+        return {}
+    slack = len(staff.users) if staff.channel and (staff.slack_team or staff.slack_enterprise) else 0
+    return {
+        SurfaceType.SLACK: slack,
+        SurfaceType.SMS: len(staff.sms),
+        SurfaceType.DASHBOARD: len(staff.dashboard),
+    }
+
+
 def load_policy_file(
     path: str | Path, environ: Mapping[str, str] | None = None, *, check_secrets: bool = True
 ) -> Policy:
@@ -291,4 +394,61 @@ def load_policy(text: str, source: str = "policy") -> Policy:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise PolicyError([f"not valid TOML: {exc}"], source) from exc
-    return Policy(read_policy(data, source), source)
+    policy = Policy(read_policy(data, source), source)
+    # The follow-ups, the quorum and `editable` are checked on the merged rules, so once the
+    # rest of the file is valid.
+    problems = follow_up_problems(policy) + policy.quorum_problems() + editable_problems(policy)
+    if problems:
+        raise PolicyError(problems, source)
+    return policy
+
+
+def editable_problems(policy: Policy) -> list[str]:
+    """`editable` where no edit can happen: a tool that never asks a person, a handoff, or a
+    parameter that is hidden (redacted by the policy or by its secret-looking name), which an
+    approver may never see and so never change."""
+    problems: list[str] = []
+    for rules in (policy._default_rules, *policy._rules.values()):
+        for rule in rules.values():
+            problems += _editable_rule(rule)
+    return list(dict.fromkeys(problems))
+
+
+def _editable_rule(rule: ToolRule) -> list[str]:
+    if rule.editable is False or rule.editable == ():
+        return []
+    path = rule.origin("editable")
+    if rule.handoff is not None:
+        return [f"{path}: a handoff is done or cancelled, never approved, so there is no call to edit"]
+    if rule.mode is ApprovalMode.NONE:
+        return [
+            f"{path}: {rule.name} never asks a person ({rule.describe()}), so nobody could edit a "
+            "call; remove editable, or set confirm = true"
+        ]
+    if rule.quorum > 1:
+        # Each approver of a quorum approves one call; an edit would start another count.
+        return [
+            f"{path}: {rule.name} needs {rule.quorum} approvers ({rule.origin('quorum')}), and an edit "
+            "by one of them is not an approval by the others; remove editable or the quorum"
+        ]
+    if rule.editable is True:
+        return []
+    problems = []
+    # A path hides its first segment's parameter, wholly or in part; `*` hides every one.
+    hidden = {_normal(p.split(".")[0]) for p in rule.redact}
+    for name in rule.editable:
+        if _normal(name) in hidden or "*" in hidden:
+            problems.append(
+                f'{path}: "{name}" is hidden by {rule.origin("redact")}; a hidden value is never shown, '
+                "so it can never be edited: remove it from one of them"
+            )
+        elif is_secret_key(name):
+            problems.append(
+                f'{path}: "{name}" names a secret (Cosigner hides any parameter named like a '
+                "credential), so it is never shown and can never be edited; remove it"
+            )
+    return problems
+
+
+def _normal(name: str) -> str:
+    return "*" if name == "*" else "".join(ch for ch in name.casefold() if ch.isalnum())

@@ -141,6 +141,26 @@ Approvers = Annotated[
     _list('["requester"]', nonempty="must name at least one approver"),
 ]
 RedactPaths = Annotated[tuple[RedactPath, ...], Field(strict=False), _list('["cardToken", "customer.email"]')]
+ParameterName = Annotated[
+    str,
+    Field(pattern=r"^[^.]+$"),
+    _say('"{input}" is not a parameter name; editable names top-level parameters such as "amountCents"'),
+]
+
+
+def _editable(value: Any) -> Any:
+    if isinstance(value, bool):
+        return value
+    if not isinstance(value, list) or not value:
+        raise PydanticCustomError(
+            "policy", 'must be true (every parameter) or a non-empty list such as ["amountCents", "note"]'
+        )
+    return value
+
+
+Editable = Annotated[
+    bool | Annotated[tuple[ParameterName, ...], Field(strict=False)], BeforeValidator(_editable)
+]
 
 
 class Table(BaseModel):
@@ -163,6 +183,15 @@ class AllowBelow(Table):
         str, Field(pattern=_DOTTED), _say('"{input}" is not a parameter path such as "amountCents"')
     ]
     value: Annotated[float, _say("must be a number such as 5000"), AfterValidator(_above_zero)]
+
+
+class DenyAbove(Table):
+    """`deny_above`: every call whose `parameter` is a number above `value` is refused."""
+
+    parameter: Annotated[
+        str, Field(pattern=_DOTTED), _say('"{input}" is not a parameter path such as "amountCents"')
+    ]
+    value: Annotated[float, _say("must be a number such as 100000")]
 
 
 def _absolute_url(value: str) -> str:
@@ -200,6 +229,21 @@ class HandoffSection(Table):
     timeout: Duration = 300.0
 
 
+class EscalateStep(Table):
+    """One `escalate` step: while the request is still pending `after` it was asked, it is
+    also delivered to the route `to`, whose approvers may then answer there."""
+
+    after: Duration
+    to: Route
+
+
+EscalateSteps = Annotated[
+    tuple[EscalateStep, ...],
+    Field(strict=False),
+    _list('[{ after = "10m", to = "tenant_admins" }]'),
+]
+
+
 class ToolSection(Table):
     """`[tools.NAME]`; the tenant override `[tenants.T.tools.NAME]` uses the same keys."""
 
@@ -211,8 +255,14 @@ class ToolSection(Table):
     deny: Flag = False
     deny_reason: Text | None = None
     allow_below: AllowBelow | None = None
+    deny_above: DenyAbove | None = None
+    editable: Editable = False
     description: Text | None = None
     handoff: HandoffSection | None = None
+    remind_after: Duration | None = None
+    escalate: EscalateSteps = ()
+    quorum: Count | None = None
+    separate_duties: Flag | None = None
 
 
 class ToolOverride(ToolSection):
@@ -253,6 +303,10 @@ class OperationSection(Table):
     execute_timeout: Duration = 30.0
     prepare_timeout: Duration = 10.0
     description: Text | None = None
+    remind_after: Duration | None = None
+    escalate: EscalateSteps = ()
+    quorum: Count | None = None
+    separate_duties: Flag | None = None
 
 
 class OperationOverride(Table):
@@ -268,6 +322,10 @@ class OperationOverride(Table):
     execute_timeout: Duration | None = None
     prepare_timeout: Duration | None = None
     deny: Flag = False
+    remind_after: Duration | None = None
+    escalate: EscalateSteps | None = None
+    quorum: Count | None = None
+    separate_duties: Flag | None = None
 
 
 class Admins(Table):

@@ -18,6 +18,8 @@ from bot.policy.schema import (
     Admins,
     AllowBelow,
     Defaults,
+    DenyAbove,
+    EscalateStep,
     Expect,
     HandoffSection,
     Headless,
@@ -259,6 +261,7 @@ _TABLES: Mapping[tuple[str, ...], type[Table]] = {
     ("defaults",): Defaults,
     ("tools", "*"): ToolSection,
     ("tools", "*", "allow_below"): AllowBelow,
+    ("tools", "*", "deny_above"): DenyAbove,
     ("tools", "*", "handoff"): HandoffSection,
     ("tools", "*", "handoff", "expect"): Expect,
     ("tenants", "*"): TenantPolicy,
@@ -266,11 +269,16 @@ _TABLES: Mapping[tuple[str, ...], type[Table]] = {
     ("tenants", "*", "headless"): Headless,
     ("tenants", "*", "tools", "*"): ToolOverride,
     ("tenants", "*", "tools", "*", "allow_below"): AllowBelow,
+    ("tenants", "*", "tools", "*", "deny_above"): DenyAbove,
     ("operations", "*"): OperationSection,
     ("tenants", "*", "operations", "*"): OperationOverride,
     ("tenants", "*", "tools", "*", "handoff"): HandoffSection,
     ("tenants", "*", "tools", "*", "handoff", "expect"): Expect,
     ("staff",): StaffPolicy,
+    ("tools", "*", "escalate"): EscalateStep,
+    ("tenants", "*", "tools", "*", "escalate"): EscalateStep,
+    ("operations", "*", "escalate"): EscalateStep,
+    ("tenants", "*", "operations", "*", "escalate"): EscalateStep,
 }
 _BARE = re.compile(r"[A-Za-z0-9_-]+")
 _EXAMPLE = 'write allow_below = { parameter = "amountCents", value = 5000 }'
@@ -285,6 +293,8 @@ _MISSING = {
     "url": "missing; set url = \"https://…\" (the application's endpoint: an operation's contract "
     "endpoint, or the URL a handoff's Done is checked at)",
     "secret_env": 'missing; set secret_env = "NAME_OF_THE_VARIABLE" holding the signing secret',
+    "after": 'missing; write escalate = [{ after = "10m", to = "tenant_admins" }]',
+    "to": 'missing; write escalate = [{ after = "10m", to = "tenant_admins" }]',
 }
 
 

@@ -16,6 +16,7 @@ from bot.egress import Egress, EgressFailed, EgressRefused
 from bot.handoffs import Handoffs
 from bot.observability import Metrics, SpanName, Tracing, delivery_outcome, http_outcome
 from bot.operations import ContractClient, Execution, Finish, Retry
+from bot.workers.follow_ups import FollowUps
 from contracts.enums import AuditEvent, ErrorCode, JobKind
 from contracts.errors import CosignerError, SurfaceUnavailable
 from contracts.ports import SurfaceAdapter
@@ -66,6 +67,7 @@ class JobWorker:
         self.wakeups = wakeups
         self.handoffs = handoffs
         self.execution = execution(self._finish, self._retry)
+        self.follow_ups = FollowUps(engine, surfaces, self._finish, db=db, clock=clock, wakeups=wakeups)
         self.executing: set[asyncio.Task[None]] = set()
 
     async def execute_approved(self, stop: asyncio.Event) -> None:
@@ -119,6 +121,8 @@ class JobWorker:
             JobKind.EXECUTE: self.execution.execute,
             JobKind.RECONCILE: self.execution.reconcile,
             JobKind.VERIFY: self._verify,
+            JobKind.REMIND: self.follow_ups.remind,
+            JobKind.ESCALATE: self.follow_ups.escalate,
         }
         try:
             await handlers[kind](job)
@@ -169,16 +173,20 @@ class JobWorker:
 
     async def _show(self, job: Job) -> None:
         placed = await self.engine.placed(job.approval_id)
-        if placed is None or placed.delivered is None:
+        escalated = placed is not None and bool(placed.card.escalations)
+        if placed is None or (placed.delivered is None and not escalated):
             await self._finish(job.id)
             return
         adapter = self.surfaces.get(placed.route.surface)
-        if adapter is None:
+        if adapter is None and not escalated:
             await self._finish(job.id, "surface not configured")
             return
         try:
-            showing = adapter.show_outcome(placed.card, placed.route, placed.delivered)
-            await self.tracing.run(job.approval_id, SpanName.SHOW, showing, surface=adapter.name)
+            if adapter is not None and placed.delivered is not None:
+                showing = adapter.show_outcome(placed.card, placed.route, placed.delivered)
+                await self.tracing.run(job.approval_id, SpanName.SHOW, showing, surface=adapter.name)
+            if escalated:
+                await self.follow_ups.show_outcomes(job.approval_id)
         except Exception as exc:
             await self._retry(job, type(exc).__name__)
             return

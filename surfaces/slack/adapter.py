@@ -10,6 +10,7 @@ same Bolt app also takes clicks over Socket Mode (`socket_mode.py`), with no pub
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,12 +27,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route as StarletteRoute
 
-from contracts.enums import SurfaceType
+from contracts.enums import ApprovalStatus, SurfaceType
 from contracts.errors import SurfaceUnavailable
 from contracts.ports import ApprovalCard, ApprovalDesk, Delivered, Route, SlackRoute
 from surfaces.slack.blocks import to_blocks, to_closed_blocks
 from surfaces.slack.clicks import Clicks
 from surfaces.slack.commands import Commands
+from surfaces.slack.follow_up_text import reminder_text
 from surfaces.slack.handoff_blocks import to_closed_handoff_blocks, to_handoff_blocks
 from surfaces.slack.home import HOME_EVENT, Pending
 from surfaces.slack.installs import INSTALL_PATH, REDIRECT_PATH, Installs
@@ -218,11 +220,15 @@ class SlackAdapter:
         )
 
     async def show_outcome(self, card: ApprovalCard, route: Route, delivered: Delivered) -> None:
-        """Replace the card in place with its closed form (no buttons, the outcome shown)."""
+        """Replace the card in place with its closed form (no buttons, the outcome shown), or
+        while a quorum is still short, with its progress (the buttons stay for the others)."""
         slack_route = _slack(route)
         if not delivered.message_refs:
             return
-        blocks, text = (to_closed_handoff_blocks if card.handoff else to_closed_blocks)(card, slack_route)
+        if card.status is ApprovalStatus.PENDING:
+            blocks, text = to_blocks(card, slack_route)
+        else:
+            blocks, text = (to_closed_handoff_blocks if card.handoff else to_closed_blocks)(card, slack_route)
         client, _ = await self._client_for(slack_route)
         async with translated("chat.update", delivered.conversation):
             await client.chat_update(
@@ -232,6 +238,39 @@ class SlackAdapter:
                 blocks=blocks,
             )
         self._home.refresh_soon(client, slack_route)
+
+    async def remind(
+        self, card: ApprovalCard, route: Route, delivered: Delivered, approvers: Sequence[str]
+    ) -> None:
+        """Reply in the card's thread, mentioning the approvers still to answer."""
+        slack_route = _slack(route)
+        if not delivered.message_refs:
+            raise SurfaceUnavailable("the card was never posted, so there is no thread to remind in")
+        client, _ = await self._client_for(slack_route)
+        channel = delivered.conversation
+        # A card posted in a thread is answered in that thread: Slack threads are one level.
+        thread = slack_route.thread_ts or delivered.message_refs[0]
+        await self._pacer.wait(channel)
+        async with translated("chat.postMessage", channel):
+            await client.chat_postMessage(
+                channel=channel,
+                thread_ts=thread,
+                text=reminder_text(card, approvers),
+                unfurl_links=False,
+                unfurl_media=False,
+            )
+
+    async def show_escalated(self, card: ApprovalCard, route: Route, delivered: Delivered) -> None:
+        """Update the pending card in place so it says where it was escalated to."""
+        slack_route = _slack(route)
+        if not delivered.message_refs or card.handoff is not None:
+            return
+        blocks, text = to_blocks(card, slack_route)
+        client, _ = await self._client_for(slack_route)
+        async with translated("chat.update", delivered.conversation):
+            await client.chat_update(
+                channel=delivered.conversation, ts=delivered.message_refs[0], text=text, blocks=blocks
+            )
 
     async def permalink(self, route: Route, delivered: Delivered) -> str | None:
         """A link to a delivered card (`contracts.pending.Permalinks`); None if Slack gives none."""

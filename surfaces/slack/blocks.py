@@ -33,6 +33,7 @@ from contracts.ports import ApprovalCard, Outcome, SlackRoute
 from contracts.shown import Hidden, fields, hidden, render
 from surfaces.slack import mrkdwn
 from surfaces.slack.contract_blocks import preview_blocks, result_blocks
+from surfaces.slack.follow_up_text import escalation_blocks
 
 SECTION_LIMIT = 3000
 ACTION_PREFIX = "cosigner."
@@ -43,9 +44,11 @@ COMMENT_BLOCK = "comment"
 COMMENT_ACTION = "comment"
 COMMENT_MAX = 2000
 FULL_CALL_ACTION = f"{ACTION_PREFIX}full_call"
+EDIT_ACTION = f"{ACTION_PREFIX}edit"
 VALUE_LIMIT = 200  # characters of one rendered value on the card; the modal has the rest
 NAME_LIMIT = 80
 MAX_PARAM_SECTIONS = 30  # of Slack's 50 blocks a message, the rest of the card needs at most 12
+QUORUM_SHOWN = 20  # approvers named on the card (a context element holds 3000 characters)
 PARAMS_LABEL = "*Parameters* (redacted as shown to you; the decision binds to exactly this call)\n"
 
 _STATUS_WORDS = {
@@ -66,14 +69,74 @@ def to_blocks(card: ApprovalCard, route: SlackRoute) -> tuple[list[Block], str]:
     """The pending approval card and its escaped notification text."""
     body, left_out = _body(card, route)
     notice = [notice_block(left_out)] if left_out else []
-    return [*body, *notice, _buttons(card, route, left_out)], _fallback(card, "Approval needed")
+    escalated = escalation_blocks(card)
+    lead = "Approval needed" if not card.approvals else f"Approved {card.progress()}, more needed"
+    return [*body, *escalated, *quorum_blocks(card), *notice, _buttons(card, route, left_out)], _fallback(
+        card, lead
+    )
 
 
 def to_closed_blocks(card: ApprovalCard, route: SlackRoute) -> tuple[list[Block], str]:
     """The same card with its buttons gone and the outcome shown."""
     word = _STATUS_WORDS[card.status]
     body, _ = _body(card, route)
-    return [*body, *_outcome(card), *result_blocks(card)], _fallback(card, word)
+    return [
+        *body,
+        *escalation_blocks(card),
+        *_outcome(card),
+        *quorum_blocks(card),
+        *result_blocks(card),
+    ], _fallback(card, word)
+
+
+def quorum_blocks(card: ApprovalCard) -> list[Block]:
+    """A quorum's progress: `Approved 1 of 2 — @Ann, 10:42`, or how many must approve.
+
+    A Slack message is the same for everyone in the channel, so the buttons stay for the
+    approvers still to answer; whoever approved is told so in a reply only they see
+    (`approved_text`), and pressing Approve again changes nothing."""
+    if card.quorum <= 1:
+        return []
+    apart = " (the requester's own Approve does not count)" if card.separate_duties else ""
+    if not card.approvals:
+        line = f"*{card.quorum} distinct approvers must approve*{apart}; one Deny decides."
+    else:
+        shown = card.approvals[:QUORUM_SHOWN]
+        who = "; ".join(f"{_person(v.by, str(v.surface))}, {_clock(v.at)}" for v in shown)
+        if len(card.approvals) > len(shown):
+            who += f"; and {len(card.approvals) - len(shown)} more"
+        if card.status is ApprovalStatus.PENDING:
+            more = card.quorum - len(card.approvals)
+            tail = f" · {more} more approval{'s' if more != 1 else ''} needed{apart}"
+        elif card.status is ApprovalStatus.APPROVED:
+            tail = ""
+        else:
+            tail = " (before it closed)"
+        line = f"*Approved {card.progress()}* — {who}{tail}"
+    # Every part is escaped already (mentions and date tokens are built, never taken from text).
+    return [ContextBlock(block_id=f"{BLOCK_PREFIX}quorum", elements=[md(line)])]
+
+
+def approved_text(card: ApprovalCard) -> str:
+    """What an approver who approved a request that needs more approvals reads (only they)."""
+    tool = mrkdwn.fit(card.tool_name, 128)
+    more = card.quorum - len(card.approvals)
+    return (
+        f":white_check_mark: You approved *{tool}* ({card.short_code}): {card.progress()} approvals. "
+        f"It runs once {more} more approver{'s' if more != 1 else ''} approve{'s' if more == 1 else ''}; "
+        "pressing Approve again changes nothing."
+    )
+
+
+def _person(who: str, surface: str) -> str:
+    if surface == "slack":
+        return mrkdwn.mention(who) or mrkdwn.fit(who, 80)
+    return mrkdwn.fit(f"{who} ({surface})", 120)
+
+
+def _clock(moment: Any) -> str:
+    epoch = int(moment.timestamp())
+    return f"<!date^{epoch}^{{time}}|{moment.strftime('%H:%M')} UTC>"
 
 
 def parameter_sections(card: ApprovalCard) -> tuple[list[SectionBlock], Hidden]:
@@ -221,7 +284,13 @@ def _buttons(card: ApprovalCard, route: SlackRoute, left_out: Hidden) -> Actions
             deny=PlainTextObject(text="Cancel"),
         )
     buttons = [_button("Approve", Verdict.APPROVE, card.approval_id, "primary", confirm)]
-    if card.mode == ApprovalMode.ASK:
+    if card.editable:
+        # Opens the edit form (contracts.edits); nothing is decided until its confirm step.
+        buttons.append(
+            ButtonElement(text=PlainTextObject(text="Edit"), action_id=EDIT_ACTION, value=card.approval_id)
+        )
+    # One person's "for this run" would let later calls through without the quorum.
+    if card.mode == ApprovalMode.ASK and card.quorum <= 1:
         buttons.append(
             _button(
                 "Approve for this run",
@@ -308,10 +377,25 @@ def _outcome(card: ApprovalCard) -> list[Block]:
         return [SectionBlock(text=md(f"*{word}*"))]
     line = f"*{word}* by {_decider(outcome)} · {mrkdwn.date_token(outcome.decided_at)}"
     blocks: list[Block] = [SectionBlock(block_id=f"{BLOCK_PREFIX}outcome", text=md(line))]
+    if card.edited is not None and card.status is ApprovalStatus.APPROVED:
+        blocks.append(SectionBlock(text=md(_edited_text(card))))
     if outcome.comment:
         comment = mrkdwn.fit(outcome.comment, SECTION_LIMIT - 20)
         blocks.append(SectionBlock(text=md(f"*Comment*\n{comment}")))
     return blocks
+
+
+def _edited_text(card: ApprovalCard) -> str:
+    """What an approver changed, old → new: the call that runs is the edited one."""
+    edited = card.edited or {}
+    lines = ["*Approved with an edit*: this call runs instead of the one asked for"]
+    for name in sorted(edited, key=str):
+        old, new = card.parameters.get(name), edited[name]
+        if old != new or type(old) is not type(new):
+            before = mrkdwn.fit(json.dumps(old, ensure_ascii=False), 300)
+            after = mrkdwn.fit(json.dumps(new, ensure_ascii=False), 300)
+            lines.append(f"• {mrkdwn.fit(str(name), NAME_LIMIT)}: {before} → {after}")
+    return mrkdwn.fit("\n".join(lines), SECTION_LIMIT - 20)
 
 
 def _decider(outcome: Outcome) -> str:

@@ -11,19 +11,47 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from contracts.enums import SurfaceType, Verdict
-from contracts.errors import CosignerError
+from contracts.edits import EditDesk, EditField, parse_input
+from contracts.enums import ApprovalStatus, SurfaceType, Verdict
+from contracts.errors import CosignerError, InvalidRequest
 from contracts.ports import Answer, ApprovalDesk
 from surfaces.slack import mrkdwn
-from surfaces.slack.blocks import ACTION_PREFIX, COMMENT_BLOCK, DENY_CALLBACK, FULL_CALL_ACTION, deny_modal
+from surfaces.slack.blocks import (
+    ACTION_PREFIX,
+    COMMENT_ACTION,
+    COMMENT_BLOCK,
+    COMMENT_MAX,
+    DENY_CALLBACK,
+    FULL_CALL_ACTION,
+    approved_text,
+    deny_modal,
+)
+from surfaces.slack.edit_modal import (
+    CONFIRM_CALLBACK,
+    EDIT_ACTION,
+    EDIT_CALLBACK,
+    FIELD_PREFIX,
+    VALUE_ACTION,
+    confirm_modal,
+    edit_modal,
+    errors_for,
+    shown_fields,
+)
 from surfaces.slack.full_call import NEXT_ACTION, PREVIOUS_ACTION, full_call_modal
-from surfaces.slack.parse import parse_block_action, parse_look, parse_page, parse_view_submission
+from surfaces.slack.parse import (
+    input_text,
+    parse_block_action,
+    parse_look,
+    parse_modal,
+    parse_page,
+    parse_view_submission,
+)
 from surfaces.slack.web_client import translated
 
 logger = logging.getLogger("cosigner.slack.clicks")
@@ -90,6 +118,16 @@ class Clicks:
             await ack()
             self._later(self._turn_page(body, client))
 
+        async def on_edit(ack: Ack, body: dict[str, Any], client: AsyncWebClient) -> None:
+            await ack()
+            self._later(self._open_edit(body, client))
+
+        async def on_edit_review(ack: Ack, body: dict[str, Any]) -> None:
+            await self._review_edit(ack, body)
+
+        async def on_edit_confirm(ack: Ack, body: dict[str, Any]) -> None:
+            await self._confirm_edit(ack, body)
+
         async def ignore(ack: Ack) -> None:
             await ack()
 
@@ -99,6 +137,9 @@ class Clicks:
         app.action(FULL_CALL_ACTION)(on_full_call)
         app.action(NEXT_ACTION)(on_page)
         app.action(PREVIOUS_ACTION)(on_page)
+        app.action(EDIT_ACTION)(on_edit)
+        app.view_submission(EDIT_CALLBACK)(on_edit_review)
+        app.view_submission(CONFIRM_CALLBACK)(on_edit_confirm)
         # Acknowledge anything else quietly: Bolt's "unhandled request" warning prints the body.
         app.action(re.compile(".*"))(ignore)
         app.view_submission(re.compile(".*"))(ignore)
@@ -116,6 +157,10 @@ class Clicks:
             card = await self._desk.answer(answer)
             if answer.verdict is Verdict.ALWAYS_DENY:
                 self._later(self._tell(client, body, always_denied_text(card.tool_name)))
+            elif card.status is ApprovalStatus.PENDING and card.approved_by(answer.actor):
+                # The card is the same for the whole channel and keeps its buttons for the
+                # others: the approver alone is told their Approve counted.
+                self._later(self._tell(client, body, approved_text(card)))
         except CosignerError as error:
             self._later(self._tell(client, body, refusal_text(error)))
         except Exception:
@@ -167,6 +212,88 @@ class Clicks:
         except CosignerError as error:
             # A modal has no place for an ephemeral notice; the page simply stays.
             logger.warning("Turning a full-call page refused (%s): %s", error.code, error.message)
+
+    async def _open_edit(self, body: dict[str, Any], client: AsyncWebClient) -> None:
+        """Open the edit form for one of the call's approvers, checked as an answer would be."""
+        if not isinstance(self._desk, EditDesk):
+            return
+        try:
+            look = parse_look(body, EDIT_ACTION)
+            form = await self._desk.edit_form(look)
+        except CosignerError as error:
+            await self._tell(client, body, refusal_text(error))
+            return
+        view = edit_modal(form, look.conversation, look.message_ref or "", look.actor)
+        try:
+            async with translated("views.open", look.conversation):
+                await client.views_open(trigger_id=body.get("trigger_id"), view=view)
+        except CosignerError as error:
+            logger.warning("Opening the edit form failed: %s", error.message)
+            await self._tell(client, body, ":warning: Could not open the edit form. Press Edit again.")
+
+    async def _review_edit(self, ack: Ack, body: dict[str, Any]) -> None:
+        """Check the edited values and show old → new for confirmation; errors stay in the form."""
+        names: list[str] = []
+        try:
+            if not isinstance(self._desk, EditDesk):
+                raise InvalidRequest("this server cannot take edits")
+            look, _meta, state = parse_modal(body, EDIT_CALLBACK)
+            form = await self._desk.edit_form(look)
+            fields = shown_fields(form)
+            names = [f.name for f in fields]
+            values, problems = _read_inputs(fields, state)
+            if problems:
+                await ack(response_action="errors", errors=errors_for(names, problems))
+                return
+            preview = await self._desk.check_edit(look, values)
+        except CosignerError as error:
+            problems = error.details.get("problems") or [
+                {"field": "", "message": f"{error.code}: {error.message}"}
+            ]
+            await ack(response_action="errors", errors=errors_for(names, problems))
+            return
+        view = confirm_modal(preview, look.conversation, look.message_ref or "", look.actor)
+        if view is None:
+            message = "the changes are too long to confirm in Slack; change fewer or shorter values"
+            await ack(response_action="errors", errors=errors_for(names, [{"field": "", "message": message}]))
+            return
+        await ack(response_action="update", view=view)
+
+    async def _confirm_edit(self, ack: Ack, body: dict[str, Any]) -> None:
+        """Approve the edited call the confirm step showed; the desk checks it all again."""
+        try:
+            look, meta, state = parse_modal(body, CONFIRM_CALLBACK)
+            values = meta.get("v")
+            if not isinstance(values, dict) or not values:
+                raise InvalidRequest("the confirm step carries no edit; press Edit on the card again")
+            comment = input_text((state.get(COMMENT_BLOCK) or {}).get(COMMENT_ACTION))
+            answer = Answer(
+                approval_id=look.approval_id,
+                surface=look.surface,
+                verdict=Verdict.APPROVE,
+                actor=look.actor,
+                org=look.org,
+                actor_org=look.actor_org,
+                conversation=look.conversation,
+                message_ref=look.message_ref,
+                app_id=look.app_id,
+                enterprise_id=look.enterprise_id,
+                comment=(comment or "").strip()[:COMMENT_MAX] or None,
+                edit=values,
+            )
+            self._notice_grid(answer)
+            await self._desk.answer(answer)
+        except CosignerError as error:
+            message = f"Not recorded ({error.code}): {error.message}"[:300]
+            await ack(response_action="errors", errors={COMMENT_BLOCK: message})
+            return
+        except Exception:
+            logger.exception("Recording a Slack edit failed")
+            await ack(
+                response_action="errors", errors={COMMENT_BLOCK: "Cosigner could not record this. Try again."}
+            )
+            return
+        await ack(response_action="clear")
 
     async def _answer_comment(self, ack: Ack, body: dict[str, Any]) -> None:
         try:
@@ -223,6 +350,30 @@ class Clicks:
         task = asyncio.ensure_future(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+
+def _read_inputs(
+    fields: list[EditField], state: Mapping[str, Any]
+) -> tuple[dict[str, Any], list[dict[str, str]]]:
+    """The values entered, by parameter name, read as each field's type; a block that is not
+    one of the form's fields is passed on by its name, for the desk to refuse."""
+    by_name = {f"{FIELD_PREFIX}{f.name}": f for f in fields}
+    values: dict[str, Any] = {}
+    problems: list[dict[str, str]] = []
+    for block_id, inputs in state.items():
+        if not isinstance(block_id, str) or not block_id.startswith(FIELD_PREFIX):
+            problems.append({"field": str(block_id)[:80], "message": "is not a field of this form"})
+            continue
+        raw = input_text((inputs or {}).get(VALUE_ACTION) if isinstance(inputs, dict) else None)
+        f = by_name.get(block_id)
+        if f is None:
+            values[block_id[len(FIELD_PREFIX) :]] = raw  # not editable: the desk names why
+            continue
+        try:
+            values[f.name] = parse_input(f, raw)
+        except ValueError as exc:
+            problems.append({"field": f.name, "message": str(exc)})
+    return values, problems
 
 
 def _tool_name(body: dict[str, Any]) -> str:

@@ -238,7 +238,15 @@ async def submit_view(
 ) -> httpx.Response:
     """Submit the modal the emulator opened (the latest by default) with input `values`."""
     payload = submission_payload(emu, values=values, index=index, **fields)
-    return await send_signed(http, url, payload, secret=secret, timestamp=timestamp, signature=signature)
+    response = await send_signed(http, url, payload, secret=secret, timestamp=timestamp, signature=signature)
+    # As Slack does: an answer `{"response_action": "update", "view": …}` replaces the modal.
+    if response.status_code == 200 and response.content.startswith(b"{"):
+        answer = response.json()
+        if answer.get("response_action") == "update" and isinstance(answer.get("view"), dict):
+            opened = emu.views[index]
+            opened.view = answer["view"]
+            opened.updates += 1
+    return response
 
 
 def submission_payload(

@@ -62,11 +62,12 @@ def parse_block_action(payload: Mapping[str, Any]) -> Answer:
     )
 
 
-def parse_look(payload: Mapping[str, Any]) -> Look:
-    """A press of *See the full call* on a card as a `Look`; raises `InvalidRequest` when malformed."""
+def parse_look(payload: Mapping[str, Any], action_id: str = FULL_CALL_ACTION) -> Look:
+    """A press of *See the full call* (or of another button that reads the call, such as
+    *Edit*) on a card as a `Look`; raises `InvalidRequest` when malformed."""
     action = _one_action(payload)
-    if action.get("action_id") != FULL_CALL_ACTION:
-        raise InvalidRequest("not the full-call button", field="actions.action_id")
+    if action.get("action_id") != action_id:
+        raise InvalidRequest("not the button expected", field="actions.action_id")
     approval_id = _match(action.get("value"), _APPROVAL_ID, "actions.value")
     if action.get("block_id") not in (None, f"{BLOCK_PREFIX}{approval_id}"):
         raise InvalidRequest("button block does not belong to this approval", field="actions.block_id")
@@ -122,6 +123,47 @@ def parse_view_submission(payload: Mapping[str, Any]) -> Answer:
         comment=_comment(view),
         **_who(payload),
     )
+
+
+def parse_modal(
+    payload: Mapping[str, Any], callback_id: str
+) -> tuple[Look, Mapping[str, Any], Mapping[str, Any]]:
+    """A submitted Cosigner modal (`callback_id`) as the `Look` of the person who submitted it,
+    bound to the card named in its metadata, with the metadata and the inputs' state by block.
+
+    The metadata names the card and who opened the modal; a submission by anyone else is
+    refused here, and the desk checks the submitter as an answer in any case."""
+    if payload.get("type") != "view_submission":
+        raise InvalidRequest("expected a view_submission payload", field="type")
+    view = _mapping(payload, "view")
+    if view.get("callback_id") != callback_id:
+        raise InvalidRequest("not this Cosigner modal", field="view.callback_id")
+    meta = _metadata(view)
+    look = Look(
+        approval_id=_match(meta.get("a"), _APPROVAL_ID, "view.private_metadata.a"),
+        surface=SurfaceType.SLACK,
+        conversation=_match(meta.get("c"), _SLACK_ID, "view.private_metadata.c"),
+        message_ref=_match(meta.get("t"), _TS, "view.private_metadata.t"),
+        **_who(payload),
+    )
+    if meta.get("u") != look.actor:
+        raise InvalidRequest("this dialog was opened by someone else; press Edit on the card yourself")
+    values = (view.get("state") or {}).get("values") or {}
+    if not isinstance(values, dict):
+        raise InvalidRequest("unreadable modal state", field="view.state.values")
+    return look, meta, values
+
+
+def input_text(element: Any) -> str | None:
+    """The text an input holds: a text or number input's `value`, a select's option value."""
+    if not isinstance(element, dict):
+        return None
+    option = element.get("selected_option")
+    if isinstance(option, dict):
+        value = option.get("value")
+        return value if isinstance(value, str) else None
+    value = element.get("value")
+    return value if isinstance(value, str) else None
 
 
 def parse_form_payload(form: Mapping[str, str]) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +24,7 @@ from contracts.enums import ApprovalStatus, SurfaceType
 from contracts.errors import SurfaceUnavailable
 from contracts.ports import ApprovalCard, Delivered, SmsDesk, SmsRoute
 from contracts.ports import Route as ApprovalRoute
+from surfaces.sms.follow_up_text import reminder_text
 from surfaces.sms.handoff_text import to_handoff_outcome_text, to_handoff_text
 from surfaces.sms.text import to_outcome_text, to_sms_text
 from surfaces.sms.transport import HttpxTwilioClient
@@ -240,6 +241,35 @@ class SmsAdapter:
                     mask(number),
                     exc.message,
                 )
+
+    async def remind(
+        self, card: ApprovalCard, route: ApprovalRoute, delivered: Delivered, approvers: Sequence[str]
+    ) -> None:
+        """Text the reminder to each approver still to answer who can be reached; raises
+        `SurfaceUnavailable` when none could be."""
+        if not isinstance(route, SmsRoute):
+            raise SurfaceUnavailable(f"the sms surface cannot remind on a {route.surface} route")
+        client = self._live_client()
+        if delivered.conversation.startswith("MG"):
+            from_number, service = None, delivered.conversation
+        else:
+            from_number, service = delivered.conversation, None
+        sent, problems = 0, []
+        for number in approvers:
+            if not E164.match(number) or await self.desk.opted_out(number):
+                problems.append(f"{mask(number)} cannot be texted")
+                continue
+            try:
+                await self._send(client, number, from_number, service, reminder_text(card), None)
+                sent += 1
+            except SurfaceUnavailable as exc:
+                problems.append(exc.message)
+        if not sent:
+            raise SurfaceUnavailable("no reminder was texted: " + ("; ".join(problems) or "no approver"))
+
+    async def show_escalated(self, card: ApprovalCard, route: ApprovalRoute, delivered: Delivered) -> None:
+        """A text already sent cannot change: the escalated approvers get their own."""
+        return
 
     async def _send(
         self,

@@ -136,6 +136,9 @@ def to_sms_text(card: ApprovalCard, *, code_required: bool) -> str:
         )
     else:
         how = "Reply YES or NO."
+    if card.quorum > 1:
+        # Part of `how`, so the budget counts it: the approver knows one YES is not enough.
+        how += f" {card.quorum} approvers must say YES; one NO denies."
     claim = " ".join((card.reason or "").translate(_PLAIN).split())
     if card.preview is not None:
         claim = " ".join(f"{compact_parameters(card.parameters)}. {claim}".translate(_PLAIN).split())
@@ -248,6 +251,16 @@ def to_outcome_text(card: ApprovalCard) -> str:
     if card.status == ApprovalStatus.CANCELLED:
         return f"Cancelled {label} by the agent, nothing was done."
     return f"Request {label} is still pending."
+
+
+def counted_text(card: ApprovalCard) -> str:
+    """The reply to a YES that counted toward a quorum still short: `1 of 2 approvals`."""
+    label = f"{card.preview.title if card.preview else card.tool_name} ({card.short_code})"
+    more = card.quorum - len(card.approvals)
+    return (
+        f"You approved {label}: {card.progress()} approvals. Nothing runs until "
+        f"{more} more approver{'s' if more != 1 else ''} say{'s' if more == 1 else ''} YES."
+    )
 
 
 HANDOFF_HELP = "Reply DONE once you have done the step, or NO to cancel. Nothing was decided."

@@ -24,6 +24,7 @@ from contracts.ports import Answer, Placed, SmsDesk
 from surfaces.sms.reply import is_help, is_opt_in, is_opt_out, parse_more, parse_reply
 from surfaces.sms.text import (
     closed_text,
+    counted_text,
     help_text,
     more_texts,
     refusal_text,
@@ -177,7 +178,7 @@ class SmsWebhooks:
             message_id=message_sid,
         )
         try:
-            await self.desk.answer(answer)
+            card = await self.desk.answer(answer)
         except CosignerError as exc:
             # The refusal is recorded with the message id, so a retry repeats nothing.
             logger.info("sms answer refused approval=%s code=%s", target.card.approval_id, exc.code)
@@ -185,6 +186,10 @@ class SmsWebhooks:
         logger.info("sms answer handled approval=%s verdict=%s", answer.approval_id, reply.verdict)
         if reply.verdict is Verdict.ALWAYS_DENY:
             return twiml(standing_text(target.card)), True
+        if card.status is ApprovalStatus.PENDING and card.approved_by(sender):
+            # A YES toward a quorum still short: only this approver is told; the outcome is
+            # texted to every approver once the quorum is met (or at a NO).
+            return twiml(counted_text(card)), True
         # No TwiML confirmation: the engine calls show_outcome, which texts every approver.
         return twiml(), True
 
@@ -228,6 +233,9 @@ class SmsWebhooks:
         """True once the request was texted (or was being texted) to `sender`."""
         if placed.delivered is None:
             return False
+        if sender not in placed.route.approvers:
+            # A number the request was escalated to: texted by that step, not the first one.
+            return await self.desk.was_texted(placed.card.approval_id, sender)
         if placed.delivered.message_refs:
             return True  # the full receipt: every approver was texted
         return await self.desk.was_texted(placed.card.approval_id, sender)

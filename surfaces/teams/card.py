@@ -161,6 +161,16 @@ def to_closed_card(card: ApprovalCard) -> dict[str, Any]:
         body.append(_text(f"**{word}** {who} at {when}", weight="Bolder"))
         if outcome.comment:
             body.append(_text(f"Comment: {escape(outcome.comment)}"))
+    elif card.status is ApprovalStatus.PENDING and card.approvals:
+        # The clicker's own view after an Approve below the quorum: no buttons for them.
+        more = card.quorum - len(card.approvals)
+        body.append(
+            _text(
+                f"**You approved** ({card.progress()} approvals); it runs once {more} more "
+                f"approver{'s' if more != 1 else ''} approve{'s' if more == 1 else ''}.",
+                weight="Bolder",
+            )
+        )
     return _envelope(card, body, [])
 
 

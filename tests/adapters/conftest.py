@@ -54,6 +54,10 @@ class Person:
         """Press approve."""
         return self.app.decide(approval_id, decision="approve", user_id=USER)
 
+    def edit(self, approval_id: str, **values: Any) -> Decision:
+        """Edit the call, then approve the edited one."""
+        return self.app.decide(approval_id, decision="approve", user_id=USER, edit=values)
+
     def deny(self, approval_id: str, comment: str) -> Decision:
         """Press deny with a comment."""
         return self.app.decide(approval_id, decision="deny", user_id=USER, comment=comment)

@@ -13,7 +13,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from cosigner import AsyncCosigner, Cosigner
-from cosigner.adapters.langchain import CosignerMiddleware, pending_approvals
+from cosigner.adapters.langchain import CosignerMiddleware, hitl_decision, pending_approvals
 from tests.adapters.conftest import HEADLESS, SURFACE, Person, in_background, results_of, run_script
 from tests.adapters.langchain_agent import ScriptedChat, agent, calls
 from tests.sdk.conftest import Polling, Target
@@ -174,3 +174,27 @@ def test_a_run_without_a_thread_id_is_refused_before_anything_runs(inprocess: Ta
     with inprocess.client() as client, pytest.raises(ValueError, match="thread_id"):
         agent(model, CosignerMiddleware(client, SURFACE), ran).invoke({"messages": [("user", "go")]})
     assert ran == []
+
+
+def test_an_edited_call_runs_once_with_exactly_the_edited_arguments(
+    agent_client: Cosigner, polling: Polling, person: Person, run_id: str
+) -> None:
+    ran: list[Any] = []
+    model, invoke = refund_run(agent_client, run_id, ran)
+    running = in_background(invoke)
+    assert polling.polling.wait(30)
+    shown = person.find(run_id, "call_r1", "issue_refund", REFUND)
+    assert shown.editable == ("amount_cents",)  # the middleware accepts edits; `note` is not in the call
+    decided = person.edit(shown.approval_id, amount_cents=4000)
+    running.result(timeout=30)
+    edited = {**REFUND, "amount_cents": 4000}
+    assert ran == [("issue_refund", edited)]  # once, with the edit; the original never ran
+    (seen,) = model.tool_messages()
+    assert seen.startswith("refunded 4000 on ord_1") and "edited" in seen and "12900" not in seen
+    assert hitl_decision(decided.with_original(REFUND)) == {
+        "type": "edit",
+        "edited_action": {"name": "issue_refund", "args": edited},
+    }
+    # The request carried the tool's schema, so the approver gets typed inputs.
+    requested = person.audit(shown.approval_id)[0]["data"]
+    assert requested["editable"] == ["amount_cents"]

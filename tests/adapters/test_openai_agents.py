@@ -12,6 +12,7 @@ from agents import Agent, Runner
 
 from cosigner import AsyncCosigner, Cosigner
 from cosigner.adapters.openai_agents import CosignerApprovals, CosignerGuardrail
+from cosigner.errors import InvalidRequest
 from tests.adapters.conftest import HEADLESS, SURFACE, Person, results_of, run_script
 from tests.adapters.openai_agents_agent import REFUND, agent, config, model, seen
 from tests.harness import until
@@ -201,3 +202,24 @@ async def test_the_guardrail_blocks_until_decided(
         assert results_of(person.audit(shown.approval_id))[0]["result"] == "refunded 12900 on ord_1"
     else:
         assert ran == [] and "no refunds today" in seen(scripted)[0]
+
+
+async def test_the_adapter_says_it_cannot_run_an_edited_call(
+    agent_client: Cosigner, polling: Polling, person: Person, run_id: str
+) -> None:
+    # RunState.approve runs the call as the model made it: no edit is offered, so none can run.
+    ran: list[Any] = []
+    scripted = model()
+    running = asyncio.create_task(
+        CosignerApprovals(agent_client, SURFACE).run(
+            agent(scripted, ran), "refund", run_config=config(run_id)
+        )
+    )
+    await until(polling.polling.is_set, seconds=30)
+    shown = person.find(run_id, "call_1", "issue_refund", REFUND)
+    assert shown.editable == ()  # the policy marks amount_cents editable, but the agent cannot run an edit
+    with pytest.raises(InvalidRequest, match="offers no edit"):
+        person.edit(shown.approval_id, amount_cents=4000)
+    person.approve(shown.approval_id)
+    await running
+    assert ran == [("issue_refund", REFUND)]

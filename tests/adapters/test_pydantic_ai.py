@@ -157,3 +157,22 @@ async def test_a_paused_run_resumes_from_its_history_in_a_new_process(
     }
     out = json.loads(run_script(Path(__file__).with_name("pydantic_ai_resume.py"), env))
     assert out == {"ran": [["issue_refund", REFUND]], "output": "done", "seen": ["refunded 12900 on ord_1"]}
+
+
+async def test_an_edited_call_runs_once_with_exactly_the_edited_arguments(
+    agent_client: Cosigner, polling: Polling, person: Person, run_id: str
+) -> None:
+    ran: list[Any] = []
+    script = Script()
+    support = agent(script, CosignerApprovals(agent_client, SURFACE), ran)
+    running = asyncio.create_task(support.run("refund", conversation_id=run_id))
+    await until(polling.polling.is_set, seconds=30)
+    shown = person.find(run_id, "call_1", "issue_refund", REFUND)
+    assert shown.editable == ("amount_cents",)
+    person.edit(shown.approval_id, amount_cents=4000)
+    result = await running
+    edited = {**REFUND, "amount_cents": 4000}
+    assert result.output == "done" and ran == [("issue_refund", edited)]  # once, never the original
+    assert script.tool_returns() == ["refunded 4000 on ord_1"]
+    assert agent_client.flush_reports(timeout=30)
+    assert results_of(person.audit(shown.approval_id))[0]["result"] == "refunded 4000 on ord_1"

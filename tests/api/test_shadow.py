@@ -10,10 +10,10 @@ import pytest
 import sqlalchemy as sa
 
 from storage.tables import audit_events
-from tests.harness import DEFAULT_POLICY, cosigner_app
+from tests.harness import DEFAULT_POLICY, EDITABLE_LINE, cosigner_app
 
 # The shadow lets refunds run unasked (a loosening) and sends credits to the tenant admins.
-SHADOW = DEFAULT_POLICY.replace(
+SHADOW = DEFAULT_POLICY.replace(EDITABLE_LINE, "").replace(
     'kind = "danger"\napprovers = ["requester"]', 'kind = "read"\napprovers = ["requester"]'
 )
 SHADOW = SHADOW.replace("confirm = true\n", 'confirm = true\napprovers = ["tenant_admins"]\n', 1)

@@ -8,7 +8,7 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.approvals.lifecycle import TRANSITIONS, Closing, Refused, Transition, decide
+from bot.approvals.lifecycle import TRANSITIONS, Closing, Counted, Refused, Transition, Unchanged, decide
 from contracts.answers import PersonDecider, TimeoutDecider
 from contracts.enums import ApprovalMode, ApprovalStatus, SurfaceType
 from contracts.errors import AlreadyDecided, ApprovalExpired, CosignerError, NotAnApprover
@@ -65,3 +65,73 @@ def test_an_answer_decides_only_a_pending_approval_in_time_as_the_transition_tab
     else:
         assert (out.decided_by, out.comment, out.refusal) == (PERSON, comment, None)
     assert not isinstance(out.refusal, CosignerError) or late
+
+
+# --- four eyes: a quorum of distinct approvers --------------------------------------
+
+REQUESTER = "u_2"  # who triggered the run in `earlier`
+PEOPLE = [REQUESTER, "u_a", "u_b", "u_c", "u_d"]
+
+
+def person(user: str) -> PersonDecider:
+    return PersonDecider(surface=SurfaceType.DASHBOARD, userId=user)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(
+    quorum=st.integers(1, 4),
+    separate=st.booleans(),
+    answers=st.lists(st.tuples(st.sampled_from(PEOPLE), st.sampled_from(["approve", "deny"])), max_size=10),
+)
+def test_a_quorum_closes_once_when_enough_distinct_approvers_approve_and_one_deny_vetoes(
+    quorum: int, separate: bool, answers: list[tuple[str, str]]
+) -> None:
+    rec = replace(
+        earlier("issue_refund", "sha256:" + "a" * 64),
+        status=ApprovalStatus.PENDING,
+        mode=ApprovalMode.ASK_ALWAYS,
+        quorum=quorum,
+        separate_duties=separate,
+    )
+    counted: list[str] = []
+    closed: ApprovalStatus | None = None
+    for i, (who, verdict) in enumerate(answers):
+        to = ApprovalStatus.APPROVED if verdict == "approve" else ApprovalStatus.DENIED
+        out = decide(rec, Closing(to, person(who), comment=f"#{i}"), 1500.0 + i)
+        if closed is not None:
+            assert isinstance(out, Refused) and isinstance(out.error, AlreadyDecided)
+            continue
+        if to is ApprovalStatus.DENIED:
+            # Any single Deny vetoes, with that person's comment.
+            assert isinstance(out, Transition) and out.to is ApprovalStatus.DENIED and out.comment == f"#{i}"
+            closed = ApprovalStatus.DENIED
+        elif separate and who == REQUESTER:
+            assert isinstance(out, Refused) and isinstance(out.error, NotAnApprover)
+        elif quorum == 1:
+            assert isinstance(out, Transition) and out.to is ApprovalStatus.APPROVED and out.vote is None
+            closed = ApprovalStatus.APPROVED
+        elif who in counted:
+            assert isinstance(out, Unchanged), "the same person never counts twice"
+        elif len(counted) + 1 < quorum:
+            assert isinstance(out, Counted) and (out.count, out.quorum) == (len(counted) + 1, quorum)
+            assert out.vote.by == who
+            counted.append(who)
+            rec = replace(rec, votes=(*rec.votes, out.vote))
+        else:
+            assert isinstance(out, Transition) and out.to is ApprovalStatus.APPROVED
+            assert out.vote is not None and out.vote.by == who
+            counted.append(who)
+            assert len(set(counted)) == quorum, "approved exactly when the quorum of distinct people is met"
+            closed = ApprovalStatus.APPROVED
+        if closed is not None:
+            rec = replace(rec, status=closed)
+    if closed is not ApprovalStatus.APPROVED:
+        assert len(counted) < quorum or quorum == 1
+    if separate:
+        assert REQUESTER not in counted, "the requester never counts"
+
+
+def test_a_late_approve_toward_a_quorum_expires_the_approval_instead() -> None:
+    rec = replace(earlier("issue_refund", "sha256:" + "a" * 64), status=ApprovalStatus.PENDING, quorum=2)
+    out = decide(rec, Closing(ApprovalStatus.APPROVED, person("u_a")), 2500.0)
+    assert isinstance(out, Transition) and out.to is ApprovalStatus.EXPIRED and out.vote is None

@@ -99,13 +99,13 @@ def test_a_wrong_expectation_fails_with_what_was_decided_instead(
     assert failure is not None and "expected mode ask_always" in (failure.get("message") or "")
 
 
-def test_a_quorum_other_than_one_fails_clearly(
+def test_a_quorum_other_than_the_policys_fails_clearly(
     policy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     tests = tmp_path / "t.toml"
     tests.write_text(CASES.replace('expect = { mode = "none" }', 'expect = { mode = "none", quorum = 2 }'))
     code, out, _ = run(capsys, "policy", "test", str(policy), str(tests))
-    assert code == 1 and "expected quorum 2, but this policy format has no quorum" in out
+    assert code == 1 and "expected quorum 2, got 1 (tenants.acme.tools.issue_refund.quorum)" in out
 
 
 @pytest.mark.parametrize(

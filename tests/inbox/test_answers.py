@@ -176,3 +176,39 @@ async def test_a_slack_request_naming_the_person_is_listed_read_only_with_its_pe
         # Answering it here is refused: it was asked in Slack.
         refused = await post_answer(w, w.h.client, aid, "approve")
         assert refused.status_code == 403 and "only dashboard requests" in refused.text
+
+
+QUORUM_POLICY = """
+[tools.delete_account]
+kind = "danger"
+approvers = ["tenant_admins"]
+quorum = 2
+
+[tenants.acme]
+slack_team = "T0ACME"
+admins = { dashboard = ["ada@acme.example", "bob@acme.example", "cy@acme.example"] }
+"""
+
+
+async def test_a_quorum_in_the_inbox_shows_the_progress_and_you_approved_instead_of_buttons() -> None:
+    async with inbox_world(QUORUM_POLICY) as w:
+        key = await w.h.create_tenant("acme")
+        aid = await w.ask(key, "cy@acme.example", tool="delete_account")
+        await w.sign_in(w.h.client, "U0ADMIN")
+        page = (await w.h.client.get("/inbox/")).text
+        assert "2 distinct approvers must approve" in page and 'value="approve"' in page
+        assert (await post_answer(w, w.h.client, aid, "approve")).status_code == 303
+        ada = (await w.h.client.get("/inbox/")).text
+        assert "Approved 1 of 2 —" in ada and "ada@acme.example" in ada
+        assert "You approved (1 of 2 approvals)" in ada and 'value="approve"' not in ada
+        async with w.browser() as bob:
+            await w.sign_in(bob, "U0BOB")
+            theirs = (await bob.get("/inbox/")).text
+            assert "Approved 1 of 2 —" in theirs and 'value="approve"' in theirs, "Bob keeps his buttons"
+            assert (await post_answer(w, bob, aid, "approve")).status_code == 303
+        body = (await w.h.client.get(f"/v1/approvals/{aid}?wait=5", headers=w.h.auth(key))).json()
+        assert body["status"] == "approved"
+        assert [a["by"] for a in body["approvals"]] == ["ada@acme.example", "bob@acme.example"]
+        trail = (await w.h.client.get(f"/v1/approvals/{aid}/audit", headers=w.h.auth(key))).json()
+        events = [e["event"] for e in trail["events"]]
+        assert events.count("approval_counted") == 2 and events.count("signed_in") == 2, events

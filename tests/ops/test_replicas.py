@@ -10,6 +10,9 @@ waits on the real clock, and the test reads the job outbox to know when no work 
   decision POSTs spread over A and B: exactly one 200, nineteen 409 ALREADY_DECIDED, and
   both long-polls answer the decision although their own wait cannot end (the clock stands
   still); the replica that did not decide counts the wake-up as another replica's NOTIFY;
+- a quorum-3 approval answered by five admins at once, each three times, over A and B:
+  exactly three distinct approvals are counted, it closes once, and its callback arrives
+  once naming the three (`test_two_serve_processes_count_a_quorum_once`);
 - approvals with `timeoutSeconds=60` and a `callbackUrl` on a loopback receiver, then both
   clocks moved past it: each expires once (one `expired` audit event) and each callback
   arrives exactly once, with a `webhook-id` never delivered twice and a valid Standard
@@ -55,9 +58,15 @@ kind = "danger"
 approvers = ["requester"]
 redact = ["cardToken"]
 
+[tools.wire_money]
+kind = "danger"
+approvers = ["tenant_admins"]
+quorum = 3
+
 [tenants.acme]
-admins = { dashboard = ["u_admin"] }
+admins = { dashboard = ["u_admin", "u_a", "u_b", "u_c", "u_d", "u_e"] }
 """
+QUORUM_ADMINS = ["u_a", "u_b", "u_c", "u_d", "u_e"]
 EXPIRING = 6  # approvals left to expire, each with a callback
 TIMEOUT = 60  # their timeoutSeconds; the test moves the replicas' clock past it
 START = float(int(time.time()))  # where both replicas' stepped clock starts (COSIGNER_TEST_CLOCK)
@@ -368,3 +377,47 @@ async def test_two_serve_processes_agree(
 
 async def _parked(client: httpx.AsyncClient, url: str) -> bool:
     return await _metric(client, url, "cosigner_waiters") >= 1
+
+
+async def test_two_serve_processes_count_a_quorum_once(
+    tenant: tuple[str, str, str], replicas: list[str], operator_env: dict[str, str]
+) -> None:
+    api_key, callback_secret, approver_key = tenant
+    a, b = replicas
+    database_url = operator_env["COSIGNER_DATABASE_URL"]
+    with CallbackReceiver() as receiver:
+        async with httpx.AsyncClient(timeout=60, headers={"Authorization": f"Bearer {api_key}"}) as client:
+            body = _request("quorum_1", callbackUrl=receiver.url, toolName="wire_money")
+            r = await client.post(f"{a}/v1/approvals", json=body)
+            assert r.status_code == 201, r.text
+            approval_id = r.json()["approvalId"]
+
+            async def approve(i: int, who: str) -> httpx.Response:
+                return await client.post(
+                    f"{(a, b)[i % 2]}/v1/approvals/{approval_id}/decision",
+                    json={"decision": "approve", "userId": who},
+                    headers={"Authorization": f"Bearer {approver_key}"},
+                )
+
+            votes = [who for _ in range(3) for who in QUORUM_ADMINS]
+            answers = await asyncio.gather(*(approve(i, who) for i, who in enumerate(votes)))
+            closing = [r for r in answers if r.status_code == 200 and r.json()["type"] == "approval_decided"]
+            assert len(closing) == 1, [r.text for r in answers]
+            for r in answers:
+                assert r.status_code == 200 or r.json()["error"]["code"] == "ALREADY_DECIDED", r.text
+            decided = closing[0].json()
+            assert decided["status"] == "approved" and decided["quorum"] == 3
+            approvers = [x["by"] for x in decided["approvals"]]
+            assert len(approvers) == 3 and len(set(approvers)) == 3, approvers
+
+            events = _names(await _audit(client, b, api_key, approval_id))
+            assert events.count("approval_counted") == 3 and events.count("approved") == 1, events
+
+            async def called_back() -> bool:
+                return bool(receiver.snapshot()) and await _jobs_left(database_url) == 0
+
+            await until_async(called_back, seconds=30, interval=0.1)
+    (call,) = receiver.snapshot()
+    assert verify_request(call["body"], call["headers"], callback_secret, now=START) == call["delivery"]
+    told = json.loads(call["body"])
+    assert told["status"] == "approved" and [x["by"] for x in told["approvals"]] == approvers

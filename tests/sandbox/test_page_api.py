@@ -66,6 +66,7 @@ async def test_page_and_assets_are_served(sb: Sandbox, http: httpx.AsyncClient) 
     assert data["team"] == "T0DEMO" and {p["key"] for p in data["people"]} == {
         "requester",
         "admin",
+        "second_admin",
         "outsider",
         "other_workspace",
     }
@@ -267,6 +268,26 @@ async def test_see_the_full_call_opens_a_paged_modal_on_the_page(
 
     (view,) = await until_async(turned)
     assert "Page 2 of" in json.dumps(view)
+
+
+async def test_closing_an_account_needs_two_admins_and_each_sees_only_their_own_you_approved(
+    sb: Sandbox, http: httpx.AsyncClient, wait_until: Any
+) -> None:
+    approval = await ask(http, "close_account", {"accountId": "acct_9"})
+    card = await card_of(http, "close_account")
+    assert card["channel"] == "C0ADMINS" and "2 distinct approvers must approve" in json.dumps(card)
+    assert (await click(http, card, "cosigner.approve", "admin")).json() == {"status": 200}
+    await wait_until(lambda: sb.slack.ephemerals)
+    (mine,) = (await state(http))["ephemerals"]
+    assert mine["user"] == "U0ADMIN" and "You approved" in mine["text"] and "1 of 2 approvals" in mine["text"]
+    progress = await card_of(http, "close_account", edited=True)
+    assert "Approved 1 of 2" in json.dumps(progress, ensure_ascii=False)
+    assert [b for b in progress["blocks"] if b["type"] == "actions"], "Ben still has his buttons"
+    assert (await http.get(f"/v1/approvals/{approval}")).json()["status"] == "pending"
+    assert (await click(http, progress, "cosigner.approve", "second_admin")).json() == {"status": 200}
+    decision = (await http.get(f"/v1/approvals/{approval}?wait=10")).json()
+    assert decision["status"] == "approved"
+    assert [a["by"] for a in decision["approvals"]] == ["U0ADMIN", "U0ADMIN2"]
 
 
 async def test_the_home_tab_opens_as_the_chosen_person_and_lists_what_waits(

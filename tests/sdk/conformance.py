@@ -22,7 +22,9 @@ from typing import Any
 from standardwebhooks.webhooks import Webhook
 
 from bot.approvals.grants import GrantSigner
+from cosigner.decision import parse_approval
 from cosigner.digest import canonical_json, parameters_digest
+from cosigner.errors import ParametersMismatch
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "test-vectors.md"
@@ -62,6 +64,55 @@ WEBHOOK_BODY = {
     "parametersDigest": "sha256:bf4315b9037a003e9c3237800c03fa8487029f2803b8f22522a1f9751cbf582b",
     "grant": None,
 }
+
+
+QUORUM_APPROVERS = [{"by": "U0ANN", "surface": "slack"}, {"by": "+15550000012", "surface": "sms"}]
+QUORUM_DECISION = {
+    **WEBHOOK_BODY,
+    "approvalId": "apv_7Kq2LmN4pQ8rS1tU3vW5",
+    "decidedBy": {"kind": "person", "surface": "sms", "userId": "+15550000012"},
+    "quorum": 2,
+    "approvals": [
+        {"by": "U0ANN", "surface": "slack", "at": "2026-11-30T09:18:02.500Z"},
+        {"by": "+15550000012", "surface": "sms", "at": "2026-11-30T09:20:10Z"},
+    ],
+}
+
+
+def decisions() -> list[dict[str, Any]]:
+    """Decision objects both SDKs must read the same: a quorum's, a pending one, and one from a
+    server that predates quorums (no `quorum` nor `approvals`: one approval decides)."""
+    pending = {
+        "type": "approval_start",
+        "approvalId": "apv_7Kq3LmN4pQ8rS1tU3vW5",
+        "executionId": "run_81",
+        "toolCallId": "call_8",
+        "toolName": "delete_account",
+        "parameters": {"accountId": "acct_9"},
+        "parametersDigest": parameters_digest({"accountId": "acct_9"}),
+        "timeout": 300000,
+        "startedAt": "2026-11-30T09:15:00Z",
+        "expiresAt": "2026-11-30T09:20:00Z",
+        "status": "pending",
+        "shortCode": "4821",
+        "quorum": 3,
+        "approvals": [{"by": "u_ann", "surface": "dashboard", "at": "2026-11-30T09:16:00Z"}],
+    }
+    return [
+        {
+            "name": "approved by a quorum of two",
+            "body": QUORUM_DECISION,
+            "quorum": 2,
+            "approvers": ["U0ANN", "+15550000012"],
+        },
+        {"name": "pending, one of three", "body": pending, "quorum": 3, "approvers": ["u_ann"]},
+        {
+            "name": "from a server without quorums",
+            "body": {**WEBHOOK_BODY, "approvalId": "apv_7Kq4LmN4pQ8rS1tU3vW5"},
+            "quorum": 1,
+            "approvers": [],
+        },
+    ]
 
 
 def doc_blocks() -> list[Any]:
@@ -174,6 +225,13 @@ def grants(doc: dict[str, Any]) -> dict[str, Any]:
             "ok": False,
             "refusal": "unknown key",
         },
+        {
+            "name": "a quorum's grant names every approver",
+            "token": signer.sign({**claims, "approvers": QUORUM_APPROVERS}),
+            "parameters": doc["parameters"],
+            "ok": True,
+            "approvers": QUORUM_APPROVERS,
+        },
     ]
     for case in cases:
         case.setdefault("toolName", claims["toolName"])
@@ -254,6 +312,41 @@ def numbers(page: list[dict[str, str]]) -> list[dict[str, str]]:
     return page
 
 
+def edits() -> list[dict[str, Any]]:
+    """Edited decisions: the call asked, the decision, and the call to run that follows (the
+    asked call with `editedFields` taken from `parameters`), or a refusal when it does not
+    match `digest`. Worked out by the Python SDK's `Decision.with_original`."""
+    asked = {"orderId": "ord_4421", "amountCents": 40000, "note": "late", "cardToken": "tok_x"}
+    edited = {**asked, "amountCents": 4000, "note": "goodwill: 10 %"}
+    shown = {**edited, "cardToken": "[REDACTED]"}
+    decision = {
+        "type": "approval_decided",
+        "approvalId": "apv_AAAAAAAAAAAAAAAAAAAA",
+        "executionId": "run_81",
+        "toolCallId": "call_7",
+        "toolName": "issue_refund",
+        "status": "approved",
+        "decidedBy": {"kind": "person", "surface": "slack", "userId": "U2", "teamId": "T1"},
+        "decidedAt": "2026-11-30T09:20:10.000Z",
+        "comment": None,
+        "parametersDigest": parameters_digest(edited),
+        "grant": None,
+        "edited": True,
+        "parameters": shown,
+        "editedFields": ["amountCents", "note"],
+        "originalDigest": parameters_digest(asked),
+        "digest": parameters_digest(edited),
+    }
+    cases: list[dict[str, Any]] = []
+    for name, original in [("the call as asked", asked), ("another call", {**asked, "cardToken": "tok_y"})]:
+        try:
+            run = parse_approval(json.dumps(decision)).with_original(original).parameters
+            cases.append({"name": name, "asked": original, "decision": decision, "ok": True, "run": run})
+        except ParametersMismatch:
+            cases.append({"name": name, "asked": original, "decision": decision, "ok": False})
+    return cases
+
+
 def vectors() -> dict[str, Any]:
     """The whole file's content."""
     page_digests, page_numbers, page_grant = doc_blocks()
@@ -264,6 +357,8 @@ def vectors() -> dict[str, Any]:
         "numbers": numbers(page_numbers),
         "grants": grants(page_grant),
         "webhooks": webhooks(),
+        "edits": edits(),
+        "decisions": decisions(),
     }
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
+from cosigner.decision import parse_approval
 from cosigner.digest import canonical_json, parameters_digest
 from cosigner.grants import GrantRefused, verify_grant
 from tests.sdk import conformance
@@ -60,10 +61,20 @@ def test_grant(case: dict[str, Any]) -> None:
         )
 
     if case["ok"]:
-        assert check().digest == parameters_digest(case["parameters"])
+        claims = check()
+        assert claims.digest == parameters_digest(case["parameters"])
+        assert claims.approvers == tuple((a["surface"], a["by"]) for a in case.get("approvers", []))
     else:
         with pytest.raises(GrantRefused, match=case["refusal"]):
             check()
+
+
+@pytest.mark.parametrize("case", VECTORS["decisions"], ids=[c["name"] for c in VECTORS["decisions"]])
+def test_decision(case: dict[str, Any]) -> None:
+    decision = parse_approval(json.dumps(case["body"]))
+    assert decision.quorum == case["quorum"]
+    assert [a.by for a in decision.approvals] == case["approvers"]
+    assert all(a.at.tzinfo is not None for a in decision.approvals)
 
 
 @pytest.mark.parametrize("case", HOOKS["cases"], ids=[c["name"] for c in HOOKS["cases"]])

@@ -43,3 +43,29 @@ def test_expiry_and_cancel_say_so() -> None:
         closed(ApprovalStatus.EXPIRED, DecidedBy(kind=DeciderKind.TIMEOUT))
     )
     assert "was cancelled." in text(closed(ApprovalStatus.CANCELLED, DecidedBy(kind=DeciderKind.AGENT)))
+
+
+def test_a_pending_quorum_says_how_many_have_approved_and_passes_them_on() -> None:
+    from datetime import UTC, datetime
+
+    from cosigner import Approval
+
+    at = datetime(2026, 12, 2, 10, 42, tzinfo=UTC)
+    waiting = Decision(
+        approval_id="apv_0123456789abcdefghij",
+        execution_id="mcp-1",
+        tool_call_id="mcp-2",
+        tool_name="delete_account",
+        status=ApprovalStatus.PENDING,
+        parameters_digest="sha256:00",
+        quorum=2,
+        approvals=(Approval(by="U0ANN", surface="slack", at=at),),
+    )
+    result = answers.pending(waiting, "delete_account")
+    (content,) = result.content
+    assert "2 people must approve this call (1 of 2 have)" in str(getattr(content, "text", ""))
+    facts = (result.meta or {})[answers.META_KEY]
+    assert facts["quorum"] == 2
+    assert facts["approvals"] == [{"by": "U0ANN", "surface": "slack", "at": "2026-12-02T10:42:00+00:00"}]
+    plain = answers.pending(closed(ApprovalStatus.PENDING, None), "issue_refund")
+    assert "quorum" not in (plain.meta or {})[answers.META_KEY]

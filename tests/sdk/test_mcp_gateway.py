@@ -298,3 +298,34 @@ async def test_a_tool_the_upstream_does_not_list_is_answered_as_it_would_with_no
         assert "cosigner" not in (result.meta or {})  # no approval to name
     assert text(known) == "order ord_9: delivered" and calls == [("lookup_order", {"orderId": "ord_9"})]
     assert sent.sent.count("POST /v1/approvals") == 1  # the known tool only: no card for the other
+
+
+async def test_an_edited_call_reaches_the_upstream_once_with_exactly_the_edited_arguments(
+    inprocess: Target,
+) -> None:
+    calls: Calls = []
+    async with (
+        gateway(inprocess.url, inprocess.acme, shop(calls)) as gw,
+        Client(gw.server, mode="legacy") as agent,
+    ):
+        await agent.list_tools()  # the gateway sends each tool's schema with its calls
+        first = await agent.call_tool("issue_refund", REFUND)
+        approval_id = approval_of(first)
+        async with AsyncCosigner(url=inprocess.url, api_key=inprocess.acme_approver) as dashboard:
+            pending = await dashboard.get(approval_id)
+            assert pending.editable == ("amountCents",)
+            # Below acme's allow_below: still a person's approval of the edited call, never the policy's.
+            decided = await dashboard.decide(
+                approval_id, decision="approve", user_id=USER, edit={"amountCents": 4000}
+            )
+        assert decided.decided_by is not None and decided.decided_by.kind.value == "person"
+        done = await agent.call_tool("issue_refund", REFUND)
+    assert not done.is_error and text(done) == "refunded 4000 on ord_1"
+    assert calls == [("issue_refund", {**REFUND, "amountCents": 4000})]  # never the original
+    async with AsyncCosigner(url=inprocess.url, api_key=inprocess.acme) as c:
+        requested = (await c.audit(approval_id))[0]["data"]
+    assert requested["editable"] == ["amountCents"]
+    assert inprocess.live is not None
+    stored = inprocess.live.call(inprocess.live.harness.engine.record(approval_id))
+    assert stored.edit is not None and stored.edit.json_schema is not None
+    assert stored.edit.json_schema["properties"]["amountCents"]["type"] == "integer"

@@ -316,7 +316,9 @@ function renderMessages(data) {
   const atBottom = box.scrollHeight - box.scrollTop - box.clientHeight < 40;
   const items = [
     ...data.messages.filter((m) => m.channel === state.channel).map((m) => [m, false]),
-    ...data.ephemerals.filter((m) => m.channel === state.channel).map((m) => [m, true]),
+    // Like Slack, a reply only one person sees is shown to that person alone: pick someone
+    // else under "Act as" and it is gone (a quorum's "You approved" is Ada's, not Ben's).
+    ...data.ephemerals.filter((m) => m.channel === state.channel && m.user === me().user_id).map((m) => [m, true]),
   ].sort((a, b) => Number(a[0].ts) - Number(b[0].ts));
   const nodes = items.map(([m, eph]) => messageNode(m, eph));
   if (!nodes.length) nodes.push(document.getElementById("empty") || el("p", "empty", "No cards yet."));

@@ -12,7 +12,7 @@ from cosigner import errors, webhooks
 from cosigner.async_client import AsyncCosigner
 from cosigner.client import Cosigner
 from cosigner.context import execution, tool_call
-from cosigner.decision import DecidedBy, Decision
+from cosigner.decision import Approval, DecidedBy, Decision
 from cosigner.digest import parameters_digest
 from cosigner.enums import ApprovalStatus, DeciderKind, SurfaceType
 from cosigner.events import ApprovalEvent
@@ -29,6 +29,7 @@ from cosigner.surfaces import (
 )
 
 __all__ = [
+    "Approval",
     "ApprovalEvent",
     "ApprovalStatus",
     "AsyncCosigner",

@@ -142,10 +142,15 @@ def request_approval(
     callback_url: str | None = None,
     wait: bool = True,
     wait_timeout: float | None = None,
+    accepts_edits: bool = False,
+    parameters_schema: Mapping[str, Any] | None = None,
 ) -> Flow[Decision]:
     """`POST /v1/approvals`, then (with `wait`) long-poll until settled (an operation: until
-    its outcome is known)."""
+    its outcome is known). An approval of an edited call comes back with `parameters` the whole
+    call to run (`Decision.with_original`)."""
     body = _http.approval_body(
+        accepts_edits=accepts_edits,
+        parameters_schema=parameters_schema,
         execution_id=execution_id,
         tool_call_id=tool_call_id,
         tool_name=tool_name,
@@ -161,8 +166,8 @@ def request_approval(
     if wait and not decision.settled:
         if decision.pending:
             _gate.log_waiting(decision)
-        return (yield from wait_for(config, decision, wait_timeout))
-    return decision
+        decision = yield from wait_for(config, decision, wait_timeout)
+    return decision.with_original(parameters) if decision.edited and parameters is not None else decision
 
 
 def wait_for(config: _http.Config, approval: str | Decision, timeout: float | None) -> Flow[Decision]:
@@ -217,9 +222,10 @@ def decide(
     decision: Literal["approve", "deny", "always_deny", "done", "cancel"],
     user_id: str,
     comment: str | None,
+    edit: Mapping[str, Any] | None = None,
 ) -> Flow[Decision]:
     """`POST /v1/approvals/{id}/decision` (dashboard surface); needs an approver key."""
-    body = _http.decision_body(decision, user_id, comment)
+    body = _http.decision_body(decision, user_id, comment, edit)
     try:
         response = yield from send(
             config, "POST", path_of(approval, "/decision"), content=body, idempotent=False
@@ -270,8 +276,12 @@ def gated_call(
     run the body, and report what it returned or raised."""
     call = _gate.plan(fn, options, default_execution, *args, **kwargs)
     decision = yield from request_approval(config, **call.request())
+    # An approver's edit runs only where the gate allowed edits (the request said so); the
+    # body then gets the edited arguments, checked against the approved digest and grant.
+    args, kwargs = _gate.edited_arguments(decision, signature, options, args, kwargs)
     _gate.refuse_unless_approved(decision, signature, *args, **kwargs)
-    yield from verify_grant(config, keys, decision.grant, call.parameters, call.tool_name, None)
+    to_run = _gate.arguments(signature, args, kwargs) if decision.edited else call.parameters
+    yield from verify_grant(config, keys, decision.grant, to_run, call.tool_name, None)
     try:
         result = yield Body(fn, args, kwargs)
     except Exception as exc:

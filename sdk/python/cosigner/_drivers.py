@@ -113,10 +113,22 @@ class Shell:
         execution_id: str | None = None,
         reason: str | None = None,
         timeout_seconds: int | None = None,
+        allow_edits: bool = False,
     ) -> Callable[[F], F]:
-        """Decorate a tool: its body runs only once Cosigner approved exactly these arguments."""
-        options = _gate.Options(surface, tool_name, execution_id, reason, timeout_seconds)
-        return lambda fn: self._gated(fn, options, inspect.signature(fn))  # type: ignore[return-value]
+        """Decorate a tool: its body runs only once Cosigner approved exactly these arguments.
+
+        With `allow_edits`, the request says the call may be edited (`acceptsEdits`, with the
+        arguments' JSON Schema from the signature): an approver may change the arguments the
+        policy marks `editable`, and the body then runs once, with exactly the edited ones."""
+
+        def wrap(fn: F) -> F:
+            schema = _gate.schema_of(fn) if allow_edits else None
+            options = _gate.Options(
+                surface, tool_name, execution_id, reason, timeout_seconds, allow_edits, schema
+            )
+            return self._gated(fn, options, inspect.signature(fn))  # type: ignore[return-value]
+
+        return wrap
 
     def _gated(
         self, fn: Callable[..., Any], options: _gate.Options, signature: inspect.Signature

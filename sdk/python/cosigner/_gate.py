@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import TypeAdapter
 from pydantic_core import to_jsonable_python
 
 from cosigner import context
@@ -36,6 +37,18 @@ class Options:
     execution_id: str | None
     reason: str | None
     timeout_seconds: int | None
+    allow_edits: bool = False
+    parameters_schema: dict[str, Any] | None = None
+
+
+def schema_of(fn: Callable[..., Any]) -> dict[str, Any] | None:
+    """The JSON Schema of `fn`'s arguments, as pydantic builds it from the signature (None
+    when it cannot): sent with `allow_edits` so the approver gets typed inputs."""
+    try:
+        schema: dict[str, Any] = TypeAdapter(fn).json_schema()  # type: ignore[arg-type]
+    except Exception:
+        return None
+    return schema
 
 
 @dataclass(frozen=True)
@@ -49,10 +62,14 @@ class Call:
     surface: Surface
     reason: str | None
     timeout_seconds: int | None
+    accepts_edits: bool = False
+    parameters_schema: dict[str, Any] | None = None
 
     def request(self) -> dict[str, Any]:
         """Keyword arguments of `request_approval` for this call."""
         return {
+            "accepts_edits": self.accepts_edits,
+            "parameters_schema": self.parameters_schema,
             "execution_id": self.execution_id,
             "tool_call_id": self.tool_call_id,
             "tool_name": self.tool_name,
@@ -99,7 +116,36 @@ def plan(fn: Callable[..., Any], options: Options, default_execution: str | None
         surface=surface,
         reason=options.reason,
         timeout_seconds=options.timeout_seconds,
+        accepts_edits=options.allow_edits,
+        parameters_schema=options.parameters_schema if options.allow_edits else None,
     )
+
+
+def edited_arguments(
+    decision: Decision, signature: inspect.Signature, options: Options, a: tuple[Any, ...], kw: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The arguments to run the body with: the caller's, or for an edited call the caller's with
+    the approver's changes. An edit where the gate did not allow one is refused."""
+    if not decision.edited or not decision.approved:
+        return a, kw
+    if not options.allow_edits:
+        raise ParametersMismatch(
+            f"{decision.tool_name} was approved with an edit, but this gate runs only the call as asked "
+            "(gate(allow_edits=True) runs edited calls); the call was not run",
+            approvalId=decision.approval_id,
+        )
+    bound = signature.bind(*a, **kw)
+    bound.apply_defaults()
+    edited = decision.parameters or {}
+    for name in decision.edited_fields:
+        if name not in bound.arguments or name not in edited:
+            raise ParametersMismatch(
+                f"the edit of {decision.approval_id} names {name}, which is not an argument of "
+                f"{decision.tool_name}; the call was not run",
+                approvalId=decision.approval_id,
+            )
+        bound.arguments[name] = copy.deepcopy(edited[name])
+    return bound.args, bound.kwargs
 
 
 def refuse_unless_approved(decision: Decision, signature: inspect.Signature, *a: Any, **kw: Any) -> None:

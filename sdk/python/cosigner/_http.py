@@ -125,6 +125,8 @@ def approval_body(
     callback_url: str | None,
     operation: str | None = None,
     request: Mapping[str, Any] | None = None,
+    accepts_edits: bool = False,
+    parameters_schema: Mapping[str, Any] | None = None,
 ) -> bytes:
     """The `POST /v1/approvals` body, checked against the wire model before it is sent."""
     if (operation is None) == (tool_name is None):
@@ -157,6 +159,9 @@ def approval_body(
             "surface": surface.to_json(),
             "timeoutSeconds": timeout_seconds,
             "callbackUrl": callback_url,
+            # Only when set: a body without them is the one every server version takes.
+            **({"acceptsEdits": True} if accepts_edits else {}),
+            **({"parametersSchema": dict(parameters_schema)} if parameters_schema is not None else {}),
         },
     )
 
@@ -168,9 +173,14 @@ def admit_body(execution_id: str, surface: Surface, tools: list[str]) -> bytes:
     )
 
 
-def decision_body(decision: str, user_id: str, comment: str | None) -> bytes:
-    """The `POST /v1/approvals/{id}/decision` body (dashboard surface)."""
-    return _checked(wire.DecisionRequest, {"decision": decision, "userId": user_id, "comment": comment})
+def decision_body(
+    decision: str, user_id: str, comment: str | None, edit: Mapping[str, Any] | None = None
+) -> bytes:
+    """The `POST /v1/approvals/{id}/decision` body (dashboard surface); `edit` approves an edited call."""
+    body: dict[str, Any] = {"decision": decision, "userId": user_id, "comment": comment}
+    if edit is not None:
+        body["edit"] = dict(edit)
+    return _checked(wire.DecisionRequest, body)
 
 
 def result_body(result: Any, error: str | None) -> bytes:

@@ -31,6 +31,25 @@ class AdmitResponse(Wire):
     standingDenies: list[Denial] = Field(default_factory=list, exclude_if=_empty)
 
 
+class ApprovalGiven(Wire):
+    """One approver's Approve, counted toward the request's quorum: who, where, when."""
+
+    by: str = Field(description="The approver's id on that surface (a Slack user id, a phone number).")
+    surface: SurfaceType
+    at: Timestamp
+
+
+_QUORUM_DOC = (
+    "How many distinct approvers must approve (the policy's `quorum`); sent only above 1, so a "
+    "request one answer decides keeps the shape older SDKs read."
+)
+_APPROVALS_DOC = "Every Approve counted so far, oldest first; one entry per approver (sent with `quorum`)."
+
+
+def _one(value: Any) -> bool:
+    return bool(value == 1)
+
+
 class ApprovalStart(Wire):
     """`201`: a person must decide."""
 
@@ -46,9 +65,19 @@ class ApprovalStart(Wire):
     expiresAt: Timestamp
     status: ApprovalStatus
     shortCode: str | None = None
+    quorum: int = Field(default=1, ge=1, exclude_if=_one, description=_QUORUM_DOC)
+    approvals: list[ApprovalGiven] = Field(
+        default_factory=list, exclude_if=_empty, description=_APPROVALS_DOC
+    )
     operation: str | None = Field(default=None, exclude_if=_absent)
     preview: Preview | None = Field(default=None, exclude_if=_absent, description="What the person approves.")
     argumentsDigest: str | None = Field(default=None, exclude_if=_absent)
+    editable: list[str] | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="Edits: the parameters an approver may change (the agent accepts edits and the "
+        "policy marks them editable).",
+    )
 
 
 class PersonDecider(Wire):
@@ -110,6 +139,13 @@ class Decision(Wire):
     comment: str | None
     parametersDigest: str
     grant: str | None = Field(description="A compact JWS; only when approved.")
+    quorum: int = Field(default=1, ge=1, exclude_if=_one, description=_QUORUM_DOC)
+    approvals: list[ApprovalGiven] = Field(
+        default_factory=list,
+        exclude_if=_empty,
+        description=_APPROVALS_DOC + " Approved: the approvers who made the quorum; denied: who had "
+        "approved before the veto.",
+    )
     traceId: str | None = Field(
         default=None,
         exclude_if=_absent,
@@ -127,6 +163,29 @@ class Decision(Wire):
         default=None, exclude_if=_absent, description="Handoffs: completed."
     )
     detail: str | None = Field(default=None, exclude_if=_absent, description="Handoffs: what the check said.")
+    edited: bool | None = Field(
+        default=None, exclude_if=_absent, description="Edits: true when an approver changed the call."
+    )
+    parameters: dict[str, Any] | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="Edits: the call to run, as the approver saw it (values the policy hides stay "
+        "hidden: they are the agent's own, unchanged).",
+    )
+    editedFields: list[str] | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="Edits: the parameters the approver changed; every other one is the agent's own.",
+    )
+    originalDigest: str | None = Field(
+        default=None, exclude_if=_absent, description="Edits: the digest of the call the agent asked for."
+    )
+    digest: str | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="Edits: the RFC 8785 digest of the call to run (also `parametersDigest` and the "
+        "grant's `digest`).",
+    )
 
 
 class ResultRecorded(Wire):

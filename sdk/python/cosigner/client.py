@@ -82,6 +82,8 @@ class Cosigner(Shell):
         callback_url: str | None = None,
         wait: bool = True,
         wait_timeout: float | None = None,
+        accepts_edits: bool = False,
+        parameters_schema: Mapping[str, Any] | None = None,
     ) -> Decision:
         """Ask before a gated call; return once decided (or at once, pending, with `wait=False`).
 
@@ -91,6 +93,9 @@ class Cosigner(Shell):
         With `operation` and `request` instead of `tool_name` and `parameters`, the agent
         proposes an operation its application carries out once approved; waiting then
         returns once the application's `outcome` is known.
+
+        With `accepts_edits` (and the tool's `parameters_schema`), an approver may edit the call
+        where the policy allows it; the decision's `parameters` is then the call to run.
         """
         flow = _core.request_approval(
             self.config,
@@ -106,6 +111,8 @@ class Cosigner(Shell):
             callback_url=callback_url,
             wait=wait,
             wait_timeout=wait_timeout,
+            accepts_edits=accepts_edits,
+            parameters_schema=parameters_schema,
         )
         return drive(flow, self._send)
 
@@ -172,13 +179,17 @@ class Cosigner(Shell):
         decision: Literal["approve", "deny", "always_deny", "done", "cancel"],
         user_id: str,
         comment: str | None = None,
+        edit: Mapping[str, Any] | None = None,
     ) -> Decision:
         """Answer a `dashboard` request on behalf of the tenant app's signed-in `user_id` (approver key only).
+
+        `edit` (with `decision="approve"`) approves an edited call: the parameters changed and
+        their new values, of those the pending approval lists as `editable`.
 
         A client made with an agent key gets `WrongKeyScope` (`KEY_SCOPE`): the agent may ask,
         never answer; the approval app holds an approver key.
         """
-        return drive(_core.decide(self.config, approval, decision, user_id, comment), self._send)
+        return drive(_core.decide(self.config, approval, decision, user_id, comment, edit), self._send)
 
     def audit(self, approval: str | Decision) -> list[dict[str, Any]]:
         """The approval's hash-chained audit events."""

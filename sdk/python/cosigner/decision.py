@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
-from dataclasses import MISSING, dataclass, fields
+from collections.abc import Mapping
+from dataclasses import MISSING, dataclass, fields, replace
 from datetime import datetime
 from typing import Annotated, Any, TypeVar
 
 from pydantic import Field, TypeAdapter
 
 from cosigner import answers
+from cosigner.digest import parameters_digest
 from cosigner.enums import ApprovalStatus, DeciderKind
+from cosigner.errors import ParametersMismatch
 from cosigner.handoff import HandoffReceipt, HandoffStart
 from cosigner.operations import OperationOutcome, Preview
 
-__all__ = ["DecidedBy", "Decision", "parse_approval"]
+__all__ = ["Approval", "DecidedBy", "Decision", "parse_approval"]
 
 T = TypeVar("T")
 
@@ -72,14 +75,31 @@ class DecidedBy:
 
 
 @dataclass(frozen=True)
+class Approval:
+    """One approver's Approve counted toward the quorum: their id, the surface, when."""
+
+    by: str
+    surface: str
+    at: datetime
+
+
+def _approvals(given: list[Any]) -> tuple[Approval, ...]:
+    return tuple(_build(Approval, {"by": a.by, "surface": str(a.surface), "at": a.at}) for a in given)
+
+
+@dataclass(frozen=True)
 class Decision:
     """An approval as the agent sees it; `approved` is the only field a gate should trust.
 
     While pending (`wait=False`), `parameters` holds the redacted parameters exactly as the
-    approver sees them and `expires_at` the deadline; once decided, `decided_by`,
+    approver sees them and `expires_at` the deadline; once approved with an edit (`edited`),
+    `parameters` is the call to run (see `with_original`) and `parameters_digest` its digest,
+    `original_digest` the digest of the call asked for; once decided, `decided_by`,
     `decided_at`, `comment` and (approved only) the signed `grant` are set. For an
     operation, `operation`, `arguments_digest`, the application's `preview` (while pending)
     and, once carried out, its `outcome` are set; `tool_name` is then the operation's name.
+    `quorum` is how many distinct approvers must approve, and `approvals` every Approve
+    counted so far (approved: the approvers who made the quorum).
     """
 
     approval_id: str
@@ -104,6 +124,12 @@ class Decision:
     code: str | None = None
     receipt: HandoffReceipt | None = None
     detail: str | None = None
+    edited: bool = False
+    edited_fields: tuple[str, ...] = ()
+    editable: tuple[str, ...] = ()
+    original_digest: str | None = None
+    quorum: int = 1
+    approvals: tuple[Approval, ...] = ()
 
     @property
     def approved(self) -> bool:
@@ -127,6 +153,22 @@ class Decision:
             return False
         return self.operation is None or not self.approved or self.outcome is not None
 
+    def with_original(self, original: Mapping[str, Any]) -> Decision:
+        """This decision with `parameters` the whole call to run, given the call the agent asked
+        with: the agent's own values, with the approver's changes to `edited_fields` (values the
+        policy hides are never edited, so the agent's own are the ones to run). Unchanged for a
+        call approved as asked; raises ParametersMismatch unless the result is the approved call."""
+        if not self.edited or self.parameters is None:
+            return self
+        call = {**dict(original), **{name: self.parameters[name] for name in self.edited_fields}}
+        if parameters_digest(call) != self.parameters_digest:
+            raise ParametersMismatch(
+                f"the edited call of {self.approval_id} does not follow from these parameters; "
+                "pass the parameters the approval was asked with",
+                approvalId=self.approval_id,
+            )
+        return replace(self, parameters=call)
+
     @classmethod
     def from_wire(cls, model: Any) -> Decision:
         """The view of a wire `ApprovalStart` or `Decision` model."""
@@ -141,6 +183,11 @@ class Decision:
             "status": ApprovalStatus(given["status"]),
             "parameters_digest": given["parametersDigest"],
         }
+        quorum = given.get("quorum")
+        if quorum is not None and quorum != 1:
+            common["quorum"] = quorum
+        if given.get("approvals"):
+            common["approvals"] = _approvals(given["approvals"])
         if isinstance(model, answers.Decision):
             common["decided_by"] = DecidedBy.from_wire(given["decidedBy"])
             common["decided_at"] = given["decidedAt"]
@@ -151,6 +198,8 @@ class Decision:
                 value = given[wire_name]
                 if value is not None:
                     common[name] = value
+            if given["edited"]:
+                common["edited_fields"] = tuple(given["editedFields"] or ())
         elif isinstance(model, HandoffStart):
             common.update(
                 parameters=model.parameters,
@@ -167,6 +216,8 @@ class Decision:
                 value = given[wire_name]
                 if value is not None:
                     common[name] = value
+            if given["editable"]:
+                common["editable"] = tuple(given["editable"])
         return _build(cls, common)
 
 
@@ -177,6 +228,9 @@ _DECIDED_EXTRAS = (
     ("code", "code"),
     ("receipt", "receipt"),
     ("detail", "detail"),
+    ("edited", "edited"),
+    ("parameters", "parameters"),
+    ("originalDigest", "original_digest"),
 )
 _START_EXTRAS = (("preview", "preview"), ("operation", "operation"), ("argumentsDigest", "arguments_digest"))
 

@@ -86,6 +86,8 @@ class JobKind(StrEnum):
     EXECUTE = "execute"  # carry out an approved operation at its application
     RECONCILE = "reconcile"  # ask the application's status until the outcome is final
     VERIFY = "verify"  # ask a handoff's `expect` endpoint whether the step really happened
+    REMIND = "remind"  # remind the approvers still to answer, where the request was asked
+    ESCALATE = "escalate"  # deliver a still-pending request to an escalation step's route too
 
 
 class AuditEvent(StrEnum):
@@ -110,6 +112,11 @@ class AuditEvent(StrEnum):
     RECONCILED = "reconciled"
     HANDOFF_DONE = "handoff_done"  # Done was pressed; the check against `expect` is queued
     HANDOFF_CHECK = "handoff_check"  # what the `expect` endpoint answered
+    REMINDED = "reminded"  # the one reminder went out, to the approvers still to answer
+    ESCALATED = "escalated"  # an escalation step: the request goes to its route too
+    ESCALATION_DELIVERED = "escalation_delivered"  # where the escalated request was shown
+    ESCALATION_FAILED = "escalation_failed"  # the step's route could not be reached
+    APPROVAL_COUNTED = "approval_counted"  # one approver's Approve toward a quorum above 1
 
 
 class OperationState(StrEnum):

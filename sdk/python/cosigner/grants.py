@@ -55,6 +55,8 @@ class GrantClaims:
     expires_at: int
     arguments_digest: str | None = None  # an operation's grant: the contract it approves
     preview_digest: str | None = None  # an operation's grant: the preview the approver saw
+    # A grant past a quorum above 1: every approver who made it, as (surface, id) pairs.
+    approvers: tuple[tuple[str, str], ...] = ()
 
 
 def jwk_thumbprint(jwk: Mapping[str, Any]) -> str:
@@ -274,4 +276,5 @@ def _claims(claims: dict[str, Any]) -> GrantClaims:
         expires_at=claims["exp"],
         arguments_digest=claims.get("argumentsDigest"),
         preview_digest=claims.get("previewDigest"),
+        approvers=tuple((str(a["surface"]), str(a["by"])) for a in claims.get("approvers") or ()),
     )

@@ -221,6 +221,16 @@ class ApprovalRequest(Wire):
     surface: Surface
     timeoutSeconds: int | None = Field(default=None, ge=1, le=7 * 24 * 3600)
     callbackUrl: CallbackUrl | None = None
+    acceptsEdits: bool = Field(
+        default=False,
+        description="The agent can run an edited call: an approver may then change the fields the "
+        "policy marks `editable`, and the decision carries the call to run.",
+    )
+    parametersSchema: dict[str, Any] | None = Field(
+        default=None,
+        description="The tool's JSON Schema for `parameters` (as the framework gives it to the "
+        "model): typed inputs for an edit, and every edited call is validated against it.",
+    )
 
 
 class OperationRequest(Wire):
@@ -253,6 +263,11 @@ class DecisionRequest(Wire):
     )
     userId: str = Field(min_length=1, max_length=200)
     comment: FreeText | None = Field(default=None, max_length=2000)
+    edit: dict[str, Any] | None = Field(
+        default=None,
+        description='Approve an edited call ("decision": "approve"): the parameters changed and their '
+        "new values, only those the approval lists as `editable`.",
+    )
 
 
 class ResultReport(Wire):

@@ -48,6 +48,12 @@ export interface ApprovalRequest {
   reason?: string;
   timeoutSeconds?: number;
   callbackUrl?: string;
+  /** The agent can run an edited call: an approver may change the parameters the policy marks
+   * `editable`; the decision then carries the call to run (`withOriginal`). This SDK's `gate`
+   * and adapters do not send it. */
+  acceptsEdits?: boolean;
+  /** The tool's JSON Schema: typed inputs for an edit, which must satisfy it. */
+  parametersSchema?: Record<string, unknown>;
 }
 
 /** How to wait for a decision. */

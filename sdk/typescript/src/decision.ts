@@ -1,5 +1,6 @@
 /** Decision: an approval, pending or decided, as the SDK returns it (the wire's own camelCase). */
-import { InvalidRequest } from "./errors.js";
+import { parametersDigest } from "./digest.js";
+import { InvalidRequest, ParametersMismatch } from "./errors.js";
 
 /** Every status an approval can be in. */
 export const ApprovalStatus = {
@@ -25,6 +26,13 @@ export interface DecidedBy {
   code?: string;
 }
 
+/** One approver's Approve counted toward the quorum: their id on the surface, the surface, when. */
+export interface ApprovalGiven {
+  by: string;
+  surface: string;
+  at: string;
+}
+
 /** An approval as the agent sees it; only `status === "approved"` with a verified grant allows a call. */
 export interface Decision {
   type: "approval_start" | "approval_decided" | "handoff_start";
@@ -47,10 +55,40 @@ export interface Decision {
   outcome?: unknown;
   code?: string;
   detail?: string;
+  /** While pending, when the agent accepts edits: the parameters an approver may change. */
+  editable?: string[];
+  /** An approval of an edited call (only for requests that said `acceptsEdits`). `parameters` is
+   * then the call to run as the approver saw it (see `withOriginal`), `parametersDigest` and
+   * `digest` its digest, `originalDigest` the asked call's. */
+  edited?: boolean;
+  editedFields?: string[];
+  originalDigest?: string;
+  digest?: string;
+  /** How many distinct approvers must approve (absent from servers without quorums: 1). */
+  quorum?: number;
+  /** Every Approve counted so far, oldest first (approved: the approvers who made the quorum). */
+  approvals?: ApprovalGiven[];
 }
 
 const STATUSES = new Set<string>(Object.values(ApprovalStatus));
 const TYPES = new Set(["approval_start", "approval_decided", "handoff_start"]);
+
+/** For an approval of an edited call: the call to run, given the call asked for. It is the asked
+ * call with the approver's `editedFields` taken from `parameters` (values the policy hides are
+ * never edited, so the asked ones run), and must match the approved digest. The asked call
+ * itself for a decision approved as asked. Throws ParametersMismatch otherwise. */
+export function withOriginal(decision: Decision, asked: Record<string, unknown>): Record<string, unknown> {
+  if (!decision.edited || decision.parameters === undefined) return asked;
+  const call: Record<string, unknown> = { ...asked };
+  for (const name of decision.editedFields ?? []) call[name] = decision.parameters[name];
+  if (parametersDigest(call) !== decision.parametersDigest) {
+    throw new ParametersMismatch(
+      `the edited call of ${decision.approvalId} does not follow from these parameters; pass the parameters the approval was asked with`,
+      { approvalId: decision.approvalId },
+    );
+  }
+  return call;
+}
 
 /** A Decision from a response body; a body that is not one is refused, never guessed at. */
 export function parseDecision(body: unknown): Decision {

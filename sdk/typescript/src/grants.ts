@@ -23,6 +23,8 @@ export interface GrantClaims {
   digest: string;
   issuedAt: number;
   expiresAt: number;
+  /** A grant past a quorum above 1: every approver who made it. */
+  approvers?: { by: string; surface: string }[];
 }
 
 /** What the call about to run must match, and the moment of the check. */
@@ -164,7 +166,16 @@ export async function verifyGrantWithKeys(
     digest: claims.digest as string,
     issuedAt: claims.iat as number,
     expiresAt: claims.exp as number,
+    ...(claims.approvers === undefined ? {} : { approvers: approversOf(claims.approvers) }),
   };
+}
+
+function approversOf(value: unknown): { by: string; surface: string }[] {
+  const ok =
+    Array.isArray(value) &&
+    value.every((a) => typeof a === "object" && a !== null && typeof a.by === "string" && typeof a.surface === "string");
+  if (!ok) throw new GrantRefused('grant claim "approvers" must list {by, surface} objects');
+  return (value as { by: string; surface: string }[]).map((a) => ({ by: a.by, surface: a.surface }));
 }
 
 /** `verifyGrantWithKeys` for the JSON of `GET /v1/keys`. */

@@ -3,7 +3,17 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { canonicalJson, GrantRefused, InvalidSignature, parametersDigest, verifyGrant, webhooks } from "../src/index.js";
+import {
+  canonicalJson,
+  GrantRefused,
+  InvalidSignature,
+  ParametersMismatch,
+  parametersDigest,
+  parseDecision,
+  verifyGrant,
+  webhooks,
+  withOriginal,
+} from "../src/index.js";
 
 interface Vectors {
   digests: { name: string; input: string; canonical: string; digest: string }[];
@@ -19,8 +29,17 @@ interface Vectors {
       checkAt: number;
       ok: boolean;
       refusal?: string;
+      approvers?: { by: string; surface: string }[];
     }[];
   };
+  edits: {
+    name: string;
+    asked: Record<string, unknown>;
+    decision: unknown;
+    ok: boolean;
+    run?: Record<string, unknown>;
+  }[];
+  decisions: { name: string; body: unknown; quorum: number; approvers: string[] }[];
   webhooks: {
     secret: string;
     cases: {
@@ -70,7 +89,9 @@ for (const vector of vectors.grants.cases) {
       now: vector.checkAt,
     });
     if (vector.ok) {
-      assert.equal((await check).digest, parametersDigest(vector.parameters));
+      const claims = await check;
+      assert.equal(claims.digest, parametersDigest(vector.parameters));
+      assert.deepEqual(claims.approvers, vector.approvers);
     } else {
       await assert.rejects(check, (exc: unknown) => {
         assert.ok(exc instanceof GrantRefused, String(exc));
@@ -78,6 +99,17 @@ for (const vector of vectors.grants.cases) {
         return true;
       });
     }
+  });
+}
+
+for (const vector of vectors.decisions) {
+  test(`decision: ${vector.name}`, () => {
+    const decision = parseDecision(vector.body);
+    assert.equal(decision.quorum ?? 1, vector.quorum);
+    assert.deepEqual(
+      (decision.approvals ?? []).map((a) => a.by),
+      vector.approvers,
+    );
   });
 }
 
@@ -101,3 +133,14 @@ test("a webhook without its headers is refused, naming the header", () => {
   assert.throws(() => webhooks.verify("{}", {}, vectors.webhooks.secret), /no webhook-id header/);
 
 });
+
+for (const vector of vectors.edits) {
+  test(`edited call: ${vector.name}`, () => {
+    const decision = parseDecision(vector.decision);
+    if (vector.ok) {
+      assert.deepEqual(withOriginal(decision, vector.asked), vector.run);
+    } else {
+      assert.throws(() => withOriginal(decision, vector.asked), ParametersMismatch);
+    }
+  });
+}

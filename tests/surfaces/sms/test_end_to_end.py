@@ -239,3 +239,32 @@ async def test_a_reply_before_the_receipt_is_stored_is_matched(
         release.set()
         await until(lambda: len(emu.texts_to(ALICE)) == 3)
         assert emu.sent[2].body == f"Approved issue_refund ({code})."
+
+
+async def test_sms_cannot_edit_the_approver_answers_the_call_as_sent(db_kind: str) -> None:
+    policy = POLICY.replace('redact = ["cardToken"]', 'redact = ["cardToken"]\neditable = ["amountCents"]')
+    async with TwilioEmulator.running(ACCOUNT, TOKEN) as emu:
+        config = SmsConfig(ACCOUNT, TOKEN, None, None, emu.api_url, PUBLIC)
+        surfaces = [lambda desk: SmsAdapter(config, desk)]
+        async with cosigner_app(policy, surfaces=surfaces, database_kind=db_kind) as h:
+            phone = TwilioCaller(h.client, public_url=PUBLIC, account_sid=ACCOUNT, auth_token=TOKEN)
+            key = await h.create_tenant("acme")
+            response = await h.client.post(
+                "/v1/approvals",
+                headers=h.auth(key),
+                json={
+                    "executionId": "run_1",
+                    "toolCallId": "c1",
+                    "toolName": "issue_refund",
+                    "parameters": {"orderId": "ord_4421", "amountCents": 12900, "cardToken": "tok_x"},
+                    "surface": {"type": "sms", "phone": ALICE},
+                    "acceptsEdits": True,
+                },
+            )
+            start = response.json()
+            assert response.status_code == 201 and "editable" not in start  # exact keywords only
+            await h.delivered(start["approvalId"], every_message=True)
+            await phone.text(ALICE, BOT, "YES")
+            decided = await decision(h, key, start["approvalId"])
+    assert decided["status"] == "approved" and "edited" not in decided
+    assert decided["parametersDigest"] == start["parametersDigest"]

@@ -136,3 +136,12 @@ def test_settings_errors_name_the_variable_to_fix() -> None:
     ok = TeamsConfig(app_id=USER, app_password="p", app_tenant_id="botframework.com")
     assert "p" not in repr(ok).replace("app_", "").replace("api", "")
     assert ok.token_url == "https://login.microsoftonline.com/botframework.com/oauth2/v2.0/token"
+
+
+def test_an_approve_below_the_quorum_shows_the_clicker_you_approved_without_buttons() -> None:
+    from contracts.ports import ApprovalVote
+
+    counted = card(quorum=2, approvals=(ApprovalVote(USER, SurfaceType.TEAMS, T0),))
+    mine = to_closed_card(counted)
+    assert "actions" not in mine
+    assert "**You approved** (1 of 2 approvals); it runs once 1 more approver approves." in texts(mine)

@@ -8,7 +8,10 @@ The execution id is the LangGraph thread id and the tool call id the model's. Bl
 default), `wrap_tool_call` waits for the decision. With `interrupt=True` it creates the
 approval, pauses the graph with `interrupt()` (value: `PendingApproval`), and a later process
 resumes it with `resume_command(...)` once Cosigner decided. Answers use the
-`HumanInTheLoopMiddleware` vocabulary: approve, or reject with a message; Cosigner never edits.
+`HumanInTheLoopMiddleware` vocabulary: approve, edit (`edited_action`, the same tool with the
+approver's arguments), or reject with a message. The middleware says it accepts edits (the
+tool's argument schema goes with the request): an edited call runs with exactly the edited
+arguments, and its result tells the model the call was edited, so it does not retry its own.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from cosigner.adapters.verdict import (
     ToolCall,
     Verdict,
     denial_message,
+    edited_note,
     error_report,
     result_report,
     snapshot,
@@ -51,10 +55,17 @@ class PendingApproval(TypedDict):
     description: str
 
 
-def hitl_decision(decision: Decision) -> dict[str, str]:
-    """A Cosigner decision in `HumanInTheLoopMiddleware`'s words: approve, or reject with a message."""
+def hitl_decision(decision: Decision) -> dict[str, Any]:
+    """A Cosigner decision in `HumanInTheLoopMiddleware`'s words: approve, edit (the same tool,
+    the edited arguments: pass a decision `with_original` so they are the whole call), or reject
+    with a message."""
     if decision.pending:
         raise ValueError(f"approval {decision.approval_id} is still pending; resume once it is decided")
+    if decision.approved and decision.edited:
+        return {
+            "type": "edit",
+            "edited_action": {"name": decision.tool_name, "args": dict(decision.parameters or {})},
+        }
     if decision.approved:
         return {"type": "approve"}
     return {"type": "reject", "message": denial_message(decision)}
@@ -103,7 +114,9 @@ class CosignerMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         timeout_seconds: int | None = None,
     ) -> None:
         super().__init__()
-        self.approver = Approver(client, surface, reason=reason, timeout_seconds=timeout_seconds)
+        self.approver = Approver(
+            client, surface, reason=reason, timeout_seconds=timeout_seconds, accepts_edits=True
+        )
         self.gated = None if tools is None else frozenset(tools)
         self.interrupt = interrupt
 
@@ -116,7 +129,11 @@ class CosignerMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 f"tool call {tool_call['name']} has no id; Cosigner needs the model's tool call ids"
             )
         return ToolCall(
-            _thread_id(request), str(tool_call["id"]), tool_call["name"], snapshot(tool_call["args"])
+            _thread_id(request),
+            str(tool_call["id"]),
+            tool_call["name"],
+            snapshot(tool_call["args"]),
+            _schema_of(request),
         )
 
     def _pause(self, verdict: Verdict) -> None:
@@ -148,12 +165,12 @@ class CosignerMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if not verdict.allowed:
             return _refused(request, verdict)
         try:
-            result = handler(_exactly(request, call))
+            result = handler(_exactly(request, verdict))
         except Exception as exc:
             self.approver.report(verdict, error_report(exc), wait=False)
             raise
         self.approver.report(verdict, _report(result), wait=False)
-        return result
+        return _told(result, verdict)
 
     async def awrap_tool_call(
         self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Awaitable[Result]]
@@ -169,12 +186,12 @@ class CosignerMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if not verdict.allowed:
             return _refused(request, verdict)
         try:
-            result = await handler(_exactly(request, call))
+            result = await handler(_exactly(request, verdict))
         except Exception as exc:
             await self.approver.areport(verdict, error_report(exc), wait=False)
             raise
         await self.approver.areport(verdict, _report(result), wait=False)
-        return result
+        return _told(result, verdict)
 
 
 def _thread_id(request: ToolCallRequest) -> str:
@@ -188,9 +205,30 @@ def _thread_id(request: ToolCallRequest) -> str:
     return str(thread_id)
 
 
-def _exactly(request: ToolCallRequest, call: ToolCall) -> ToolCallRequest:
-    """The request with the arguments Cosigner was shown, so nothing else can run."""
-    return request.override(tool_call={**request.tool_call, "args": snapshot(call.parameters)})
+def _exactly(request: ToolCallRequest, verdict: Verdict) -> ToolCallRequest:
+    """The request with the arguments Cosigner approved (an approver's edit included), so
+    nothing else can run; the tool name never changes."""
+    return request.override(tool_call={**request.tool_call, "args": snapshot(verdict.arguments)})
+
+
+def _schema_of(request: ToolCallRequest) -> dict[str, Any] | None:
+    """The tool's argument schema as the model is given it, if the tool has one."""
+    tool = request.tool
+    if tool is None:
+        return None
+    try:
+        schema = tool.tool_call_schema.model_json_schema()  # type: ignore[union-attr]
+    except Exception:
+        return None
+    return schema if isinstance(schema, dict) else None
+
+
+def _told(result: Result, verdict: Verdict) -> Result:
+    """An edited call's result, with a note that tells the model its call was edited."""
+    note = edited_note(verdict)
+    if not note or not isinstance(result, ToolMessage) or not isinstance(result.content, str):
+        return result
+    return result.model_copy(update={"content": f"{result.content}\n\n{note}"})
 
 
 def _refused(request: ToolCallRequest, verdict: Verdict) -> ToolMessage:

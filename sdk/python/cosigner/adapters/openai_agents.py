@@ -86,7 +86,11 @@ class CosignerApprovals:
         reason: str | None = None,
         timeout_seconds: int | None = None,
     ) -> None:
-        self.approver = Approver(client, surface, reason=reason, timeout_seconds=timeout_seconds)
+        # RunState.approve runs the call as the model made it: an edited call could not run,
+        # so the request says so (acceptsEdits false) and no approver is offered an edit.
+        self.approver = Approver(
+            client, surface, reason=reason, timeout_seconds=timeout_seconds, accepts_edits=False
+        )
 
     def gate(self, tool: FunctionTool) -> FunctionTool:
         """Make `tool` ask Cosigner when it is called in `run` (returned for chaining).
@@ -215,7 +219,11 @@ class CosignerGuardrail:
         reason: str | None = None,
         timeout_seconds: int | None = None,
     ) -> None:
-        self.approver = Approver(client, surface, reason=reason, timeout_seconds=timeout_seconds)
+        # RunState.approve runs the call as the model made it: an edited call could not run,
+        # so the request says so (acceptsEdits false) and no approver is offered an edit.
+        self.approver = Approver(
+            client, surface, reason=reason, timeout_seconds=timeout_seconds, accepts_edits=False
+        )
         self.execution_id = execution_id
         self._running: dict[tuple[str, str], Verdict] = {}
         self.input: ToolInputGuardrail[Any] = ToolInputGuardrail(self._ask, name="cosigner")

@@ -16,7 +16,10 @@ Cosigner again (whoever built the `DeferredToolResults`), and its result is repo
 the call's path (`report_result(wait=False)`).
 
 The execution id is the run's `conversation_id` (kept in the message history across runs)
-and the tool call id the model's.
+and the tool call id the model's. The capability accepts edits (the tool's own JSON schema
+goes with the request): an approver's edit is answered `ToolApproved(override_args=…)`, with
+the same tool, and the call runs once with exactly the edited arguments, checked again
+against Cosigner's decision and grant before it runs.
 """
 
 from __future__ import annotations
@@ -51,8 +54,11 @@ class CosignerApprovals(AbstractCapability[Any]):
         timeout_seconds: int | None = None,
     ) -> None:
         super().__init__()
-        self.approver = Approver(client, surface, reason=reason, timeout_seconds=timeout_seconds)
+        self.approver = Approver(
+            client, surface, reason=reason, timeout_seconds=timeout_seconds, accepts_edits=True
+        )
         self.gated = None if tools is None else frozenset(tools)
+        self._schemas: dict[str, dict[str, Any]] = {}
         self.wait = wait
         self._decided: dict[tuple[str, str], Verdict] = {}
         self._running: dict[tuple[str, str], Verdict] = {}
@@ -67,7 +73,13 @@ class CosignerApprovals(AbstractCapability[Any]):
             raise ValueError(
                 "Cosigner needs the run's conversation_id as its execution id; pass conversation_id="
             )
-        return ToolCall(ctx.conversation_id, part.tool_call_id, part.tool_name, snapshot(part.args_as_dict()))
+        return ToolCall(
+            ctx.conversation_id,
+            part.tool_call_id,
+            part.tool_name,
+            snapshot(part.args_as_dict()),
+            self._schemas.get(part.tool_name),
+        )
 
     async def handle_deferred_tool_calls(
         self, ctx: RunContext[Any], *, requests: DeferredToolRequests
@@ -87,7 +99,10 @@ class CosignerApprovals(AbstractCapability[Any]):
                 continue
             if verdict.allowed:
                 self._decided[(call.execution_id, call.tool_call_id)] = verdict
-                approvals[call.tool_call_id] = ToolApproved()
+                edited = verdict.edited is not None
+                approvals[call.tool_call_id] = ToolApproved(
+                    override_args=verdict.arguments if edited else None
+                )
             else:
                 assert verdict.message is not None
                 approvals[call.tool_call_id] = ToolDenied(verdict.message)
@@ -100,6 +115,7 @@ class CosignerApprovals(AbstractCapability[Any]):
         gated = self.gated is None or call.tool_name in self.gated
         if not gated and not ctx.tool_call_approved:
             return args
+        self._schemas[tool_def.name] = tool_def.parameters_json_schema
         asked = self._call(ctx, call)
         key = (asked.execution_id, asked.tool_call_id)
         if not ctx.tool_call_approved:
@@ -111,8 +127,14 @@ class CosignerApprovals(AbstractCapability[Any]):
             self._running[key] = early
             return args
         verdict = self._decided.pop(key, None)
-        if verdict is None or verdict.call != asked:
-            verdict = await self.approver.aask(asked, wait=False)
+        # An approved edit arrives as the call's arguments (`override_args`): it must be
+        # exactly the edited call Cosigner approved, as any other approved call must be.
+        if (
+            verdict is None
+            or verdict.call.tool_name != asked.tool_name
+            or verdict.arguments != asked.parameters
+        ):
+            verdict = await self.approver.aconfirm(asked)
         if not verdict.allowed:
             raise SkipToolExecution(
                 verdict.message

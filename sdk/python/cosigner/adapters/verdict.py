@@ -33,6 +33,7 @@ __all__ = [
     "ToolCall",
     "Verdict",
     "denial_message",
+    "edited_note",
     "expiry_message",
     "refusal_message",
 ]
@@ -52,15 +53,24 @@ class ToolCall:
     tool_call_id: str
     tool_name: str
     parameters: dict[str, Any]
+    schema: dict[str, Any] | None = None  # the tool's JSON Schema, sent when edits are accepted
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """Cosigner's answer for one call: run it, wait for it, or tell the model why it did not run."""
+    """Cosigner's answer for one call: run it, wait for it, or tell the model why it did not run.
+
+    `arguments` are what the tool runs with: the call's own, or the approver's edited call."""
 
     call: ToolCall
     decision: Decision | None
     message: str | None = None
+    edited: dict[str, Any] | None = None
+
+    @property
+    def arguments(self) -> dict[str, Any]:
+        """The arguments to run the tool with: the approved (possibly edited) call."""
+        return self.edited if self.edited is not None else self.call.parameters
 
     @property
     def allowed(self) -> bool:
@@ -97,6 +107,18 @@ def denial_message(decision: Decision) -> str:
     )
 
 
+def edited_note(verdict: Verdict) -> str:
+    """What the model reads beside the result of an edited call, so it does not retry its own."""
+    decision = verdict.decision
+    if decision is None or not decision.edited:
+        return ""
+    changed = ", ".join(f"{name}={verdict.arguments.get(name)!r}" for name in decision.edited_fields)
+    return (
+        f"(An approver edited this `{verdict.call.tool_name}` call before approving it; it ran with "
+        f"{changed}. Do not run the original call again.)"
+    )
+
+
 def expiry_message(tool_name: str) -> str:
     """What the model reads when nobody answered in time."""
     return (
@@ -117,14 +139,16 @@ def refusal_message(call: ToolCall, exc: CosignerError) -> str:
     return f"Not run: the policy forbids `{call.tool_name}`: {exc.message} Do not retry it."
 
 
-def check_binding(call: ToolCall, decision: Decision) -> None:
-    """Raise unless the decision is for exactly this call and these arguments."""
+def check_binding(call: ToolCall, decision: Decision, arguments: dict[str, Any] | None = None) -> None:
+    """Raise unless the decision is for exactly this call and these arguments (`arguments`: the
+    edited call to run instead, which keeps the tool name)."""
     same_call = (decision.execution_id, decision.tool_call_id, decision.tool_name) == (
         call.execution_id,
         call.tool_call_id,
         call.tool_name,
     )
-    if not same_call or parameters_digest(call.parameters) != decision.parameters_digest:
+    to_run = call.parameters if arguments is None else arguments
+    if not same_call or parameters_digest(to_run) != decision.parameters_digest:
         raise ParametersMismatch(
             f"the decision {decision.approval_id} is not for this {call.tool_name} call with these "
             "arguments; the call was not run",
@@ -159,11 +183,14 @@ class Approver:
         *,
         reason: str | None = None,
         timeout_seconds: int | None = None,
+        accepts_edits: bool = False,
     ) -> None:
         self.client = client
         self.surface = surface
         self.reason = reason
         self.timeout_seconds = timeout_seconds
+        # Only an adapter whose framework can run edited arguments says it accepts edits.
+        self.accepts_edits = accepts_edits
 
     def _request(self, call: ToolCall, wait: bool, callback_url: str | None) -> dict[str, Any]:
         return {
@@ -176,6 +203,8 @@ class Approver:
             "timeout_seconds": self.timeout_seconds,
             "wait": wait,
             "callback_url": callback_url,
+            "accepts_edits": self.accepts_edits,
+            "parameters_schema": call.schema if self.accepts_edits else None,
         }
 
     def _blocking(self) -> Cosigner:
@@ -201,11 +230,29 @@ class Approver:
             return Verdict(call, decision)
         if not decision.approved:
             return Verdict(call, decision, denial_message(decision))
-        check_binding(call, decision)
+        decision, edited = self._edited(call, decision)
+        check_binding(call, decision, edited)
         self._blocking().verify_grant(
-            decision.grant, call.parameters, tool_name=call.tool_name, tool_call_id=call.tool_call_id
+            decision.grant,
+            edited or call.parameters,
+            tool_name=call.tool_name,
+            tool_call_id=call.tool_call_id,
         )
-        return Verdict(call, decision)
+        return Verdict(call, decision, edited=edited)
+
+    def _edited(self, call: ToolCall, decision: Decision) -> tuple[Decision, dict[str, Any] | None]:
+        """An approved edit: the decision with the whole call to run, and that call (None when
+        approved as asked). An edit this adapter did not ask for is refused, never run."""
+        if not decision.edited:
+            return decision, None
+        if not self.accepts_edits:
+            raise ParametersMismatch(
+                f"{call.tool_name} was approved with an edit, which this adapter cannot run; "
+                "the call was not run",
+                approvalId=decision.approval_id,
+            )
+        decision = decision.with_original(call.parameters)
+        return decision, snapshot(decision.parameters)
 
     def wait(self, verdict: Verdict) -> Verdict:
         """Wait until a pending verdict is decided; blocking."""
@@ -233,11 +280,47 @@ class Approver:
             return Verdict(call, decision)
         if not decision.approved:
             return Verdict(call, decision, denial_message(decision))
-        check_binding(call, decision)
+        decision, edited = self._edited(call, decision)
+        check_binding(call, decision, edited)
         await client.verify_grant(
-            decision.grant, call.parameters, tool_name=call.tool_name, tool_call_id=call.tool_call_id
+            decision.grant,
+            edited or call.parameters,
+            tool_name=call.tool_name,
+            tool_call_id=call.tool_call_id,
         )
-        return Verdict(call, decision)
+        return Verdict(call, decision, edited=edited)
+
+    async def aconfirm(self, call: ToolCall) -> Verdict:
+        """Confirm with Cosigner a call about to run: asked again (idempotent), or, when these are
+        an approver's edited arguments (Cosigner then answers PARAMETERS_MISMATCH for the asked
+        ones), the approval read by its id and checked to have approved exactly this edited call."""
+        try:
+            return await self.aask(call, wait=False)
+        except ParametersMismatch as exc:
+            approval_id = exc.details.get("approvalId")
+            if not self.accepts_edits or not isinstance(approval_id, str):
+                raise
+            client = self.client
+            if isinstance(client, AsyncCosigner):
+                decision = await client.get(approval_id)
+            else:
+                decision = await asyncio.to_thread(client.get, approval_id)
+            if not (decision.approved and decision.edited):
+                raise
+            check_binding(call, decision)
+            if isinstance(client, AsyncCosigner):
+                await client.verify_grant(
+                    decision.grant, call.parameters, tool_name=call.tool_name, tool_call_id=call.tool_call_id
+                )
+            else:
+                await asyncio.to_thread(
+                    client.verify_grant,
+                    decision.grant,
+                    call.parameters,
+                    tool_name=call.tool_name,
+                    tool_call_id=call.tool_call_id,
+                )
+            return Verdict(call, decision, edited=call.parameters)
 
     async def await_decision(self, verdict: Verdict) -> Verdict:
         """Wait until a pending verdict is decided."""

@@ -27,17 +27,32 @@ def _error(text: str, **facts: Any) -> CallToolResult:
     )
 
 
+def _approvals(decision: Decision) -> list[dict[str, str]] | None:
+    """The approvals counted so far, as `_meta` shows them (None when there are none)."""
+    if not decision.approvals:
+        return None
+    return [{"by": a.by, "surface": a.surface, "at": a.at.isoformat()} for a in decision.approvals]
+
+
 def pending(decision: Decision, tool: str) -> CallToolResult:
     """The call waits for a person: call it again, unchanged, to get its result."""
     expires = decision.expires_at.isoformat() if decision.expires_at else None
+    who = "a person must approve this call"
+    if decision.quorum > 1:
+        who = (
+            f"{decision.quorum} people must approve this call ({len(decision.approvals)} of "
+            f"{decision.quorum} have)"
+        )
     return _error(
-        f"Approval {decision.approval_id} for {tool} is pending: a person must approve this call "
+        f"Approval {decision.approval_id} for {tool} is pending: {who} "
         f"before it runs{f' (it expires at {expires})' if expires else ''}. It has not run. "
         f"Call {tool} again with exactly the same arguments to get its result: once approved, "
         "that same call goes through (and runs only once); while still pending it answers this again.",
         status="pending",
         approvalId=decision.approval_id,
         expiresAt=expires,
+        quorum=decision.quorum if decision.quorum > 1 else None,
+        approvals=_approvals(decision),
     )
 
 
@@ -61,6 +76,8 @@ def refused(decision: Decision, tool: str) -> CallToolResult:
         status=status,
         approvalId=decision.approval_id,
         comment=decision.comment,
+        quorum=decision.quorum if decision.quorum > 1 else None,
+        approvals=_approvals(decision),
     )
 
 

@@ -82,6 +82,8 @@ class Gateway:
         self.ledger = Ledger()
         self._tools: frozenset[str] = frozenset()
         """The names the upstream listed last; a call to any other is not put to Cosigner."""
+        self._schemas: dict[str, dict[str, Any]] = {}
+        """Each listed tool's input schema, sent with its calls: an approver edits typed values."""
         self.server: Server[dict[str, Any]] = GatewayServer(
             options.name,
             version="0.2.0",
@@ -102,6 +104,7 @@ class Gateway:
         # Unchanged: names, schemas and annotations as the upstream lists them.
         listed = await self.upstream.list_tools(cursor=params.cursor if params else None, cache_mode="bypass")
         self._tools = self._tools | {tool.name for tool in listed.tools}
+        self._schemas.update({tool.name: dict(tool.input_schema) for tool in listed.tools})
         return listed
 
     def _tools_has(self, tool: str) -> bool:
@@ -116,6 +119,7 @@ class Gateway:
         for _ in range(LIST_PAGES):
             page = await self.upstream.list_tools(cursor=cursor, cache_mode="bypass")
             names.update(t.name for t in page.tools)
+            self._schemas.update({t.name: dict(t.input_schema) for t in page.tools})
             cursor = page.next_cursor
             if cursor is None:
                 break
@@ -171,7 +175,14 @@ class Gateway:
         if not decision.approved:
             self.ledger.close(call)
             return answers.refused(decision, tool)
-        return await self.ledger.run_once(call, lambda: self._run(call, decision, tool, arguments))
+        try:
+            # An approver's edit: the upstream gets the edited call, never the one asked.
+            decision = decision.with_original(arguments)
+        except CosignerError as error:
+            self.ledger.close(call)
+            return answers.rejected(error, tool)
+        to_run = dict(decision.parameters or {}) if decision.edited else arguments
+        return await self.ledger.run_once(call, lambda: self._run(call, decision, tool, to_run))
 
     async def _ask(self, call: OpenCall, policy_name: str, arguments: dict[str, Any]) -> Decision:
         """Put the call to Cosigner; its answer at once (the policy's, or pending)."""
@@ -183,6 +194,9 @@ class Gateway:
             surface=self.options.surface,
             timeout_seconds=self.options.timeout_seconds,
             wait=False,
+            # The gateway forwards whatever call was approved, so an approver may edit it.
+            accepts_edits=True,
+            parameters_schema=self._schemas.get(policy_name[len(self.options.tool_prefix) :]),
         )
 
     async def _hold(self, decision: Decision) -> Decision:

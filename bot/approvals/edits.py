@@ -1,0 +1,284 @@
+"""Edit before approve, the engine side: what an approver may change of a call, the check of
+an edit, and the edited call that the grant binds.
+
+An edit is offered only when the agent can run an edited call (`acceptsEdits`) and the policy
+marks parameters `editable`; of those, only the ones present in the call with nothing hidden
+in them (no redacted path, no masked credential): an approver never sees, so never changes, a
+hidden value. The tool name is never editable. The edited call keeps every other parameter
+exactly as the agent sent it; when redaction hid some of them, the call is kept sealed under
+COSIGNER_SECRET so the edited call's digest covers their real values, while the decision and
+the audit record show them hidden as everywhere else.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from jsonschema import SchemaError
+from jsonschema import exceptions as schema_errors
+from jsonschema.validators import Draft202012Validator, validator_for
+from referencing import Registry
+from referencing.exceptions import Unresolvable
+
+from bot.policy import ToolRule, json_limits, redact
+from contracts.digest import CanonicalFormError, canonical_json, parameters_digest
+from contracts.edits import (
+    MAX_SCHEMA_BYTES,
+    Change,
+    EditField,
+    EditResult,
+    EditState,
+    InputKind,
+)
+from contracts.enums import ApprovalMode
+from contracts.errors import InvalidRequest
+from contracts.wire import ApprovalRequest
+from storage.records import Record
+from storage.sealing import TokenSeal
+
+MAX_CHOICES = 100  # of a static select in Slack
+MAX_CACHED_SCHEMAS = 1024
+_VALID_SCHEMAS: set[bytes] = set()
+"""Schemas (their RFC 8785 bytes) that passed `check_schema`; bounded, cleared when full."""
+_VALIDATORS: dict[bytes, Any] = {}
+"""A validator per schema, built once (the same bound)."""
+_JSON_TYPES = {bool: "boolean", int: "number", float: "number", str: "string", list: "array", dict: "object"}
+
+
+class _Unknown:
+    """The validator `validator_for` gives for a `$schema` it does not know."""
+
+
+def check_schema(schema: dict[str, Any] | None) -> None:
+    """Refuse a `parametersSchema` that is too large or not a valid JSON Schema."""
+    if schema is None:
+        return
+    try:
+        canonical = canonical_json(schema, "parametersSchema")
+    except CanonicalFormError as exc:
+        raise InvalidRequest(str(exc), field="parametersSchema") from exc
+    if canonical in _VALID_SCHEMAS:
+        return  # an agent sends its tool's one schema with every call: checked once
+    size = len(canonical)
+    if size > MAX_SCHEMA_BYTES:
+        raise InvalidRequest(
+            f"parametersSchema is {size} bytes; the limit is {MAX_SCHEMA_BYTES}: send the tool's own "
+            "schema without descriptions or examples",
+            field="parametersSchema",
+        )
+    cls = validator_for(schema, default=_Unknown) if "$schema" in schema else Draft202012Validator
+    if cls is _Unknown:
+        raise InvalidRequest(
+            f"parametersSchema names $schema {str(schema.get('$schema'))[:200]!r}, which is not a JSON "
+            'Schema draft Cosigner knows; use "https://json-schema.org/draft/2020-12/schema" or leave '
+            "$schema out",
+            field="parametersSchema",
+        )
+    try:
+        cls.check_schema(schema)
+    except SchemaError as exc:
+        raise InvalidRequest(
+            f"parametersSchema is not a valid JSON Schema: {exc.message[:300]}", field="parametersSchema"
+        ) from None
+    if len(_VALID_SCHEMAS) >= MAX_CACHED_SCHEMAS:
+        _VALID_SCHEMAS.clear()
+    _VALID_SCHEMAS.add(canonical)
+
+
+def sealed_context(tenant: str, execution_id: str, tool_call_id: str) -> str:
+    """What a sealed call is bound to: it opens for this call only."""
+    return f"edit:{tenant}:{execution_id}:{tool_call_id}"
+
+
+def offer(
+    rule: ToolRule, req: ApprovalRequest, shown: Mapping[str, Any], seal: TokenSeal | None, tenant: str
+) -> EditState | None:
+    """What an approver may edit of this call (None: nothing)."""
+    if not req.acceptsEdits or rule.editable is False or rule.handoff is not None:
+        return None
+    if rule.mode is ApprovalMode.NONE or rule.quorum > 1:
+        return None
+    names = (
+        list(req.parameters) if rule.editable is True else [n for n in rule.editable if n in req.parameters]
+    )
+    fields = tuple(n for n in names if shown.get(n) == req.parameters[n])
+    if not fields:
+        return None
+    sealed = None
+    if dict(shown) != req.parameters:
+        if seal is None:
+            return None  # the edited call's digest needs the hidden values: no edit without a seal
+        context = sealed_context(tenant, req.executionId, req.toolCallId)
+        sealed = seal.seal(json.dumps(req.parameters, separators=(",", ":")), context)
+    return EditState(fields=fields, json_schema=req.parametersSchema, sealed=sealed)
+
+
+def form_fields(state: EditState, shown: Mapping[str, Any]) -> tuple[EditField, ...]:
+    """The editable fields as inputs: typed from the schema, else by the value's own JSON type."""
+    properties = (state.json_schema or {}).get("properties")
+    properties = properties if isinstance(properties, dict) else {}
+    out = []
+    for name in state.fields:
+        value = shown.get(name)
+        spec = properties.get(name)
+        spec = spec if isinstance(spec, dict) else {}
+        kind, choices = _input(spec, value)
+        description = spec.get("description")
+        out.append(
+            EditField(
+                name=name,
+                kind=kind,
+                value=value,
+                choices=choices,
+                description=description[:300] if isinstance(description, str) else None,
+            )
+        )
+    return tuple(out)
+
+
+def _input(spec: Mapping[str, Any], value: Any) -> tuple[InputKind, tuple[str, ...]]:
+    enum = spec.get("enum")
+    if isinstance(enum, list) and 0 < len(enum) <= MAX_CHOICES:
+        return InputKind.CHOICE, tuple(json.dumps(v, ensure_ascii=False) for v in enum)
+    declared = spec.get("type")
+    if declared is None and not spec:
+        declared = {bool: "boolean", int: "integer", float: "number", str: "string"}.get(type(value))
+    kinds = {
+        "integer": InputKind.INTEGER,
+        "number": InputKind.NUMBER,
+        "boolean": InputKind.BOOLEAN,
+        "string": InputKind.TEXT,
+    }
+    return (kinds.get(declared, InputKind.JSON) if isinstance(declared, str) else InputKind.JSON), ()
+
+
+@dataclass(frozen=True)
+class Edited:
+    """An edit that may be approved: the edited call (unredacted, for the policy), the result
+    to store, and the changes as the confirm step shows them."""
+
+    call: dict[str, Any]
+    result: EditResult
+    changes: tuple[Change, ...]
+
+
+def original_call(rec: Record, seal: TokenSeal | None) -> dict[str, Any]:
+    """The call as the agent sent it: sealed when redaction changed it, else as stored."""
+    state = rec.edit
+    if state is None or state.sealed is None:
+        return dict(rec.parameters)
+    if seal is None:
+        raise InvalidRequest(
+            "this call can be edited only where COSIGNER_SECRET is the one it was sealed under"
+        )
+    opened: dict[str, Any] = json.loads(
+        seal.open(state.sealed, sealed_context(rec.tenant, rec.execution_id, rec.tool_call_id))
+    )
+    return opened
+
+
+def edited(rec: Record, values: Mapping[str, Any], seal: TokenSeal | None, rule: ToolRule) -> Edited:
+    """Check an edit of `rec` and build the edited call; raise `InvalidRequest` whose
+    `problems` name each field and why."""
+    state = rec.edit
+    if state is None or not state.fields:
+        raise InvalidRequest(f"approval {rec.id} offers no edit; approve or deny the call as it is")
+    allowed = set(state.fields)
+    if rule.editable is not True:
+        allowed &= set(
+            rule.editable or ()
+        )  # the policy as it stands now: a field it no longer lists is not editable
+    problems: list[dict[str, str]] = []
+    changes: list[Change] = []
+    for name, new in values.items():
+        if name not in allowed:
+            may = ", ".join(sorted(allowed)) or "none"
+            problems.append({"field": name, "message": f"{name} cannot be edited; editable here: {may}"})
+            continue
+        old = rec.parameters.get(name)
+        if new == old and type(new) is type(old):
+            continue
+        if state.json_schema is None and _JSON_TYPES.get(type(new)) != _JSON_TYPES.get(type(old)):
+            problems.append(
+                {
+                    "field": name,
+                    "message": f"must stay {_article(_JSON_TYPES.get(type(old), 'null'))} "
+                    f"(the agent sent {json.dumps(old, ensure_ascii=False)[:80]})",
+                }
+            )
+            continue
+        if redact({name: new}) != {name: new}:
+            problems.append(
+                {
+                    "field": name,
+                    "message": "looks like a credential, which Cosigner would hide; enter another value",
+                }
+            )
+            continue
+        changes.append(Change(name, old, new))
+    if problems:
+        raise InvalidRequest(_summary(problems), problems=problems)
+    if not changes:
+        raise InvalidRequest(
+            "nothing was changed; approve the call as it is instead",
+            problems=[{"field": state.fields[0], "message": "change a value, or close and approve as it is"}],
+        )
+    call = original_call(rec, seal)
+    for change in changes:
+        call[change.name] = change.new
+    try:
+        json_limits(call)
+    except InvalidRequest as exc:
+        raise InvalidRequest(
+            exc.message, problems=[{"field": changes[0].name, "message": exc.message}]
+        ) from None
+    if state.json_schema is not None:
+        _validate(state.json_schema, call, [c.name for c in changes])
+    shown = dict(rec.parameters)
+    shown.update({c.name: c.new for c in changes})
+    result = EditResult(
+        parameters=shown, fields=tuple(c.name for c in changes), digest=parameters_digest(call)
+    )
+    return Edited(call, result, tuple(changes))
+
+
+def _validate(schema: dict[str, Any], call: dict[str, Any], changed: list[str]) -> None:
+    key = canonical_json(schema, "parametersSchema")
+    validator = _VALIDATORS.get(key)
+    if validator is None:
+        cls = validator_for(schema, default=Draft202012Validator)
+        validator = cls(schema, registry=Registry())  # no retrieval: a remote $ref is never fetched
+        if len(_VALIDATORS) >= MAX_CACHED_SCHEMAS:
+            _VALIDATORS.clear()
+        _VALIDATORS[key] = validator
+    try:
+        errors = sorted(validator.iter_errors(call), key=lambda e: list(e.absolute_path))
+    except (Unresolvable, schema_errors.UnknownType, schema_errors._WrappedReferencingError) as exc:
+        raise InvalidRequest(
+            f"the tool's schema could not be applied ({type(exc).__name__}); no edit is possible",
+            problems=[{"field": changed[0], "message": "the tool's schema could not be applied"}],
+        ) from None
+    if not errors:
+        return
+    problems = []
+    for error in errors[:10]:
+        path = list(error.absolute_path)
+        field = str(path[0]) if path and str(path[0]) in changed else changed[0]
+        problems.append({"field": field, "message": error.message[:300]})
+    raise InvalidRequest(_summary(problems), problems=problems)
+
+
+def _summary(problems: list[dict[str, str]]) -> str:
+    return "; ".join(f"{p['field']}: {p['message']}" for p in problems)[:1500]
+
+
+def _article(word: str) -> str:
+    return ("an " if word[:1] in "aeiou" else "a ") + word
+
+
+def state_after(state: EditState, result: EditResult) -> EditState:
+    """The stored edit once approved: the edited call kept, the sealed original dropped."""
+    return state.model_copy(update={"result": result, "sealed": None})

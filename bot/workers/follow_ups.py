@@ -1,0 +1,201 @@
+"""Reminders and escalations, run by the job worker when their jobs fall due.
+
+The intake queued one job per follow-up with the request (`bot.policy.follow_up_plan`), due at its
+time; the outbox gives each to one worker on one replica, and a job done is never run
+again, across restarts. A job that finds the request closed does nothing.
+
+- `remind`: once, where the request was asked, to the approvers still to answer (Slack: a
+  thread reply under the card mentioning them; SMS: a text to each). A surface with no way
+  to reach a person (the dashboard: the tenant's own app) gets the audit event only.
+- `escalate`: the step is recorded first (`storage.follow_ups.escalate`, once per step),
+  then the card is delivered on the step's route and its receipt stored, which is what lets
+  that route's approvers answer there; the original card then says so.
+- `show_outcomes`: when the request closes, each escalated card is closed in place too.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
+
+from bot.approvals import Engine, Wakeups
+from contracts.enums import ApprovalStatus, ApproverKind, AuditEvent, JobKind
+from contracts.errors import CosignerError, SurfaceUnavailable
+from contracts.ports import (
+    DashboardRoute,
+    Delivered,
+    FollowUpSurface,
+    Route,
+    SmsRoute,
+    SurfaceAdapter,
+)
+from storage import follow_ups as store
+from storage import jobs
+from storage.audit import Event
+from storage.database import Database
+from storage.jobs import Job
+from storage.records import Escalation, Record, route_fields, route_from_json
+
+log = logging.getLogger("cosigner.follow_ups")
+
+SYSTEM = {"kind": "system"}
+SHOW_WINDOW = 3600.0
+Finish = Callable[..., Awaitable[None]]
+
+
+def still_to_answer(rec: Record) -> tuple[str, ...]:
+    """The approvers of the request's own route who have not answered: all of them while
+    one answer decides; under a quorum, those whose Approve is not counted yet."""
+    if rec.route is None:
+        return ()
+    counted = {v.by for v in rec.votes}
+    return tuple(a for a in rec.route.approvers if a not in counted)
+
+
+class FollowUps:
+    """The worker's handlers of `remind` and `escalate` jobs, and the escalated cards' closing."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        surfaces: Mapping[str, SurfaceAdapter],
+        finish: Finish,
+        *,
+        db: Database,
+        clock: Callable[[], float],
+        wakeups: Wakeups,
+    ) -> None:
+        self.engine = engine
+        self.surfaces = surfaces
+        self._finish = finish
+        self.db = db
+        self.clock = clock
+        self.wakeups = wakeups
+
+    async def remind(self, job: Job) -> None:
+        """Send the one reminder, if the request is still pending; then put it on the chain."""
+        rec = await self.engine.record(job.approval_id)
+        state = rec.follow_ups
+        if rec.closed or rec.route is None or (state is not None and state.reminded_at is not None):
+            await self._finish(job.id)
+            return
+        who = still_to_answer(rec)
+        adapter = self.surfaces.get(rec.route.surface)
+        sent, why = False, None
+        if not isinstance(adapter, FollowUpSurface):
+            why = f"{rec.route.surface.value} has no way to reach the approvers; this record is the reminder"
+        elif rec.delivered is None:
+            why = "the request has no delivered card or text to remind about"
+        else:
+            try:
+                await adapter.remind(rec.card(), rec.route, rec.delivered, who)
+                sent = True
+            except SurfaceUnavailable as exc:
+                why = exc.message
+        data = {"surface": rec.route.surface.value, "approvers": list(who), "sent": sent, "why": why}
+        event = Event(AuditEvent.REMINDED, SYSTEM, data)
+        await self.db.run_write(lambda tx: store.remind(tx, rec.id, self.clock, event))
+        await self._finish(job.id)
+
+    async def escalate(self, job: Job) -> None:
+        """Record the step, deliver the request on its route, store the receipt."""
+        step = int(job.payload["step"])
+        to = ApproverKind(job.payload["to"])
+        route = route_from_json(json.dumps(job.payload["route"]))
+        if route is None:
+            await self._finish(job.id, "no route")
+            return
+
+        def event(e: Escalation) -> Event:
+            return Event(
+                AuditEvent.ESCALATED,
+                SYSTEM,
+                {"step": e.step, "to": e.to.value, "route": route_fields(e.route)},
+            )
+
+        sending = _sending(route)
+        taken = await self.db.run_write(
+            lambda tx: store.escalate(tx, job.approval_id, step, to, route, self.clock, event, sending)
+        )
+        if taken is None or isinstance(route, DashboardRoute):
+            # Closed (nothing to do), or the dashboard: the tenant's app lists it for its approvers.
+            await self._finish(job.id)
+            return
+        if taken.step.delivered is not None and taken.step.delivered.message_refs:
+            await self._finish(job.id)  # delivered before; this attempt repeated the job
+            return
+        adapter = self.surfaces.get(route.surface)
+        if adapter is None:
+            await self._failed(job, taken.record, step, f"{route.surface.value} is not configured")
+            return
+        # Always deny belongs to the request's one approver (`bot.approvals.denials`): not offered here.
+        card = replace(taken.record.card(), offers_always_deny=False)
+        try:
+            delivered = await adapter.deliver(card, route)
+        except SurfaceUnavailable as exc:
+            # The request stays pending with its own approvers: a step that cannot be
+            # delivered takes nothing away from them.
+            await self._failed(job, taken.record, step, exc.message)
+            return
+        shown = Event(AuditEvent.ESCALATION_DELIVERED, SYSTEM, {"step": step, **_where(delivered)})
+        closed = await self.db.run_write(
+            lambda tx: store.receipt(tx, job.approval_id, step, delivered, self.clock, shown)
+        )
+        if closed:
+            self.wakeups.jobs.set()
+        else:
+            await self._show_escalated(taken.record.id)
+        await self._finish(job.id)
+
+    async def _failed(self, job: Job, rec: Record, step: int, why: str) -> None:
+        log.warning("escalation not delivered", extra={"approval_id": rec.id, "job": "escalate"})
+        await self.engine.note(rec.id, AuditEvent.ESCALATION_FAILED, {"step": step, "why": why})
+        await self._finish(job.id, why)
+
+    async def _show_escalated(self, approval_id: str) -> None:
+        """Say on the original card that the request was escalated; if it closed meanwhile,
+        close the card again (the update may have overtaken the closing one)."""
+        rec = await self.engine.record(approval_id)
+        if rec.route is None or rec.delivered is None:
+            return
+        adapter = self.surfaces.get(rec.route.surface)
+        if not isinstance(adapter, FollowUpSurface):
+            return
+        try:
+            await adapter.show_escalated(rec.card(), rec.route, rec.delivered)
+        except CosignerError as exc:
+            log.warning("card not updated: %s", exc.message, extra={"approval_id": rec.id})
+            return
+        after = await self.engine.record(approval_id)
+        if after.closed:
+            now = self.clock()
+            await self.db.run_write(
+                lambda tx: jobs.queue(tx, JobKind.SHOW, approval_id, {}, now, now + SHOW_WINDOW)
+            )
+            self.wakeups.jobs.set()
+
+    async def show_outcomes(self, approval_id: str) -> None:
+        """Close each escalated card in place (or text the outcome) once the request closed."""
+        rec = await self.engine.record(approval_id)
+        if rec.status is ApprovalStatus.PENDING:
+            return
+        card = rec.card()
+        for e in rec.escalated:
+            adapter = self.surfaces.get(e.route.surface)
+            if adapter is not None and e.delivered is not None:
+                await adapter.show_outcome(card, e.route, e.delivered)
+
+
+def _sending(route: Route) -> Delivered | None:
+    """SMS: where answers will come from, stored before any text leaves (a reply may be fast)."""
+    if isinstance(route, SmsRoute):
+        return Delivered(
+            surface=route.surface, conversation=route.from_number or route.messaging_service_sid or ""
+        )
+    return None
+
+
+def _where(d: Delivered) -> dict[str, object]:
+    return {"surface": d.surface.value, "conversation": d.conversation, "messages": list(d.message_refs)}

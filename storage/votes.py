@@ -1,0 +1,67 @@
+"""The approvals counted so far toward a quorum above 1: one row per approver and approval.
+
+Rows are written only under the approval's lock (`storage.answers.load`), in the same
+transaction as the audit event that records them; the primary key (approval, approver)
+is the last guard against counting one person twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+
+from contracts.enums import SurfaceType
+from storage.database import Tx
+from storage.direct import Direct
+from storage.tables import approval_votes
+
+# Every answer to a quorum and every read of one run these: straight to the driver on SQLite.
+_OF = Direct(
+    sa.select(
+        approval_votes.c.approval_id, approval_votes.c.approver, approval_votes.c.surface, approval_votes.c.at
+    )
+    .where(approval_votes.c.approval_id == sa.bindparam("id"))
+    .order_by(approval_votes.c.at, approval_votes.c.approver)
+)
+_ADD = Direct(approval_votes.insert(), ("approval_id", "approver", "surface", "at"))
+_OF_MANY = (
+    sa.select(
+        approval_votes.c.approval_id, approval_votes.c.approver, approval_votes.c.surface, approval_votes.c.at
+    )
+    .where(approval_votes.c.approval_id.in_(sa.bindparam("ids", expanding=True)))
+    .order_by(approval_votes.c.at, approval_votes.c.approver)
+)
+
+
+@dataclass(frozen=True)
+class Vote:
+    """One approver's Approve: their id on the surface, the surface, and when (UNIX seconds)."""
+
+    by: str
+    surface: SurfaceType
+    at: float
+
+
+def of(tx: Tx, approval_id: str) -> tuple[Vote, ...]:
+    """The approvals counted for one request, oldest first."""
+    rows = _OF.all(tx, {"id": approval_id})
+    return tuple(Vote(r.approver, SurfaceType(r.surface), r.at) for r in rows)
+
+
+def of_many(tx: Tx, approval_ids: Collection[str]) -> dict[str, tuple[Vote, ...]]:
+    """The approvals counted for each of several requests (those with none are left out)."""
+    if not approval_ids:
+        return {}
+    found: dict[str, list[Vote]] = {}
+    for r in tx.execute(_OF_MANY, {"ids": sorted(approval_ids)}).all():
+        found.setdefault(r.approval_id, []).append(Vote(r.approver, SurfaceType(r.surface), r.at))
+    return {k: tuple(v) for k, v in found.items()}
+
+
+def add(tx: Tx, approval_id: str, vote: Vote) -> None:
+    """Count one approver's Approve (the caller holds the approval's lock)."""
+    _ADD.rowcount(
+        tx, {"approval_id": approval_id, "approver": vote.by, "surface": vote.surface.value, "at": vote.at}
+    )
