@@ -51,7 +51,8 @@ def field_path(loc: tuple[Any, ...]) -> str:
     """`('surface', 'slack', 'teamId')` → `surface.teamId` (the union tag is not a field)."""
     tags = {t.value for t in SurfaceType}
     parts = [str(p) for i, p in enumerate(loc) if not (i > 0 and loc[i - 1] == "surface" and p in tags)]
-    return ".".join(parts) or "body"
+    # A key the caller sent may hold NUL, which no error body may carry: it is written escaped.
+    return ".".join(parts).replace("\x00", "\\u0000") or "body"
 
 
 def problem(error: Any) -> dict[str, str]:

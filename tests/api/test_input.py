@@ -246,3 +246,16 @@ def test_every_string_of_every_wire_model_refuses_nul() -> None:
             for part in (prop, *prop.get("anyOf", ()), prop.get("items") or {}):
                 if part.get("type") == "string" and "enum" not in part and "const" not in part:
                     assert "pattern" in part or "format" in part, (model.__name__, name)
+
+
+async def test_a_key_holding_nul_is_refused_naming_it_escaped() -> None:
+    """A key with NUL in it is named in the error body escaped, never as a 500."""
+    async with cosigner_app() as h:
+        key = await h.create_tenant("acme")
+        headers = {**h.auth(key), "content-type": "application/json"}
+        for path in ("/v1/approvals", "/v1/approvals/apv_00000000000000000000/cancel"):
+            r = await h.client.post(path, content=b'{"\\u0000": null}', headers=headers)
+            assert r.status_code == 400, r.text
+            error = r.json()["error"]
+            assert error["code"] == "INVALID_REQUEST" and "\x00" not in r.text
+            assert "\\u0000" in [p["field"] for p in error["problems"]]
