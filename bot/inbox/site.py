@@ -32,9 +32,11 @@ from bot.inbox.people import Person, SignInRefused, names_on_slack, tenants_of, 
 from bot.inbox.signin import SignIn
 from bot.policy.rules import Policy
 from bot.settings import Settings
+from contracts.edits import EditField, InputKind, initial_text, parse_input
 from contracts.enums import ApprovalStatus, SurfaceType
-from contracts.errors import CosignerError, DenialNotFound
+from contracts.errors import CosignerError, DenialNotFound, InvalidRequest
 from contracts.pending import Permalinks
+from cosigner.strict_json import read
 from storage import inbox as listing
 from storage.database import Database
 from storage.records import Record
@@ -45,6 +47,8 @@ COOKIE = "cosigner_inbox"
 HEARTBEAT = 15.0  # seconds of quiet after which the live list's stream says it is alive
 MIN_INTERVAL = 1.0  # seconds between two reads of one stream's list: a burst is read once
 FORM_VERDICTS = {v.value: v for v in answering.VERDICTS}
+FIELD = "f."  # an edit form's input for one parameter: "f.<name>"
+TEXT_MAX = 3000  # the longest value an edit's input takes
 LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
 _pages = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]))
 
@@ -222,6 +226,8 @@ class Inbox:
                 {"by": v.by, "surface": v.surface.value, "at": when(v.at.timestamp())} for v in card.approvals
             ],
             "you_approved": any(v.by in mine for v in card.approvals if v.surface is SurfaceType.DASHBOARD),
+            "editable": rec.edit is not None and bool(rec.edit.fields) and rec.quorum <= 1 and not rec.closed,
+            "edited": _edited(rec),
         }
 
     async def home(self, request: Request) -> Response:
@@ -313,6 +319,105 @@ class Inbox:
             return self.refused(request, person, str(exc), exc.status)
         return RedirectResponse("/inbox/", status_code=303)
 
+    # --- edit before approve ------------------------------------------------------------
+
+    async def edit(self, request: Request) -> Response:
+        """The edit form: one typed input per editable parameter, filled with its current value."""
+        person = self.who(request)
+        if person is None:
+            return RedirectResponse("/inbox/", status_code=303)
+        tenants = set(tenants_of(self.policy, person))
+        try:
+            rec, fields = await answering.editable(
+                self.engine, self.db, person, tenants, request.path_params["approval_id"]
+            )
+        except CosignerError as exc:
+            return self.refused(request, person, str(exc), exc.status)
+        inputs = [_input(f, initial_text(f) if f.kind not in _PICKED else _picked(f), None) for f in fields]
+        return self.page(request, "edit.html", person=person, item=self.item(rec), inputs=inputs, others=[])
+
+    async def review(self, request: Request) -> Response:
+        """The review step: old → new for each changed parameter, or the form again with each
+        problem under its field."""
+        person = self.who(request)
+        if person is None:
+            return RedirectResponse("/inbox/", status_code=303)
+        form = await request.form()
+        if not session.csrf_ok(request, form.get("csrf")):
+            return self.refused(request, person, "This form has expired; reload the page and try again.", 403)
+        tenants = set(tenants_of(self.policy, person))
+        aid = request.path_params["approval_id"]
+        try:
+            rec, fields = await answering.editable(self.engine, self.db, person, tenants, aid)
+        except CosignerError as exc:
+            return self.refused(request, person, str(exc), exc.status)
+        offered = {f.name for f in fields}
+        raw = {f.name: str(form.get(FIELD + f.name, ""))[: TEXT_MAX + 1] for f in fields}
+        problems: dict[str, str] = {}
+        others = [
+            f"{k[len(FIELD) :][:100]} cannot be edited; editable here: {', '.join(sorted(offered))}"
+            for k in form
+            if k.startswith(FIELD) and k[len(FIELD) :] not in offered
+        ]
+        values: dict[str, object] = {}
+        for f in fields:
+            if len(raw[f.name]) > TEXT_MAX:
+                problems[f.name] = f"is longer than {TEXT_MAX} characters"
+                continue
+            try:
+                values[f.name] = parse_input(f, raw[f.name])
+            except ValueError as exc:
+                problems[f.name] = str(exc)
+        if not problems and not others:
+            try:
+                rec, changes = await answering.review(self.engine, self.db, person, tenants, aid, values)
+            except InvalidRequest as exc:
+                for p in exc.details.get("problems") or [{"field": "", "message": exc.message}]:
+                    name, said = str(p.get("field", "")), str(p.get("message", ""))
+                    if name in offered:
+                        problems[name] = f"{problems[name]}; {said}" if name in problems else said
+                    else:
+                        others.append(f"{name}: {said}" if name else said)
+            except CosignerError as exc:
+                return self.refused(request, person, str(exc), exc.status)
+            else:
+                shown = [{"name": c.name, "old": _shown(c.old), "new": _shown(c.new)} for c in changes]
+                edit = json.dumps({c.name: c.new for c in changes}, ensure_ascii=False, separators=(",", ":"))
+                return self.page(
+                    request, "review.html", person=person, item=self.item(rec), changes=shown, edit=edit
+                )
+        inputs = [_input(f, raw[f.name], problems.get(f.name)) for f in fields]
+        return self.page(
+            request, "edit.html", 400, person=person, item=self.item(rec), inputs=inputs, others=others
+        )
+
+    async def approve_edited(self, request: Request) -> Response:
+        """Approve the edited call shown on the review step; the engine checks it all again."""
+        person = self.who(request)
+        if person is None:
+            return RedirectResponse("/inbox/", status_code=303)
+        form = await request.form()
+        if not session.csrf_ok(request, form.get("csrf")):
+            return self.refused(request, person, "This form has expired; reload the page and try again.", 403)
+        reading = read(str(form.get("edit", "")))
+        if reading.error is not None or reading.ambiguous or not isinstance(reading.value, dict):
+            return self.refused(request, person, "the edit is not a JSON object; edit the request again", 400)
+        comment = str(form.get("comment", "")).strip()[:2000] or None
+        tenants = set(tenants_of(self.policy, person))
+        try:
+            await answering.approve_edited(
+                self.engine,
+                self.db,
+                person,
+                tenants,
+                request.path_params["approval_id"],
+                reading.value,
+                comment,
+            )
+        except CosignerError as exc:
+            return self.refused(request, person, str(exc), exc.status)
+        return RedirectResponse("/inbox/", status_code=303)
+
     async def lift(self, request: Request) -> Response:
         person = self.who(request)
         if person is None:
@@ -381,6 +486,60 @@ class Inbox:
         return tuple(r.id for r in [*mine, *elsewhere])
 
 
+_PICKED = (InputKind.BOOLEAN, InputKind.CHOICE)
+
+
+def _picked(f: EditField) -> str:
+    """The option a true/false or a choice starts on: the current value's."""
+    if f.kind is InputKind.BOOLEAN:
+        return "true" if f.value is True else "false" if f.value is False else ""
+    current = json.dumps(f.value, ensure_ascii=False)
+    return next((str(i) for i, c in enumerate(f.choices) if c == current), "")
+
+
+def _input(f: EditField, text: str, problem: str | None) -> dict[str, Any]:
+    """One input of the edit form, as the template draws it."""
+    options: list[tuple[str, str]] = []
+    if f.kind is InputKind.BOOLEAN:
+        options = [("true", "true"), ("false", "false")]
+    elif f.kind is InputKind.CHOICE:
+        options = [(str(i), c) for i, c in enumerate(f.choices)]
+    hint = f.description or ""
+    if f.kind is InputKind.JSON:
+        hint = f"JSON; it must stay {_kind_of(f.value)}. {hint}".strip() if f.value is not None else "JSON"
+    return {
+        "name": f.name,
+        "input": FIELD + f.name,
+        "kind": f.kind.value,
+        "text": text,
+        "options": options,
+        "hint": hint,
+        "problem": problem,
+        "long": f.kind is InputKind.JSON or len(text) > 80 or "\n" in text,
+    }
+
+
+def _kind_of(value: Any) -> str:
+    return {dict: "an object", list: "an array", str: "a string", bool: "true or false"}.get(
+        type(value), "a number"
+    )
+
+
+def _shown(value: Any) -> str:
+    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
+
+
+def _edited(rec: Record) -> list[dict[str, str]]:
+    """What an approver changed of an approved call: old → new per field, as shown."""
+    result = rec.edit.result if rec.edit is not None else None
+    if result is None:
+        return []
+    return [
+        {"name": n, "old": _shown(rec.parameters.get(n)), "new": _shown(result.parameters.get(n))}
+        for n in result.fields
+    ]
+
+
 def secure_cookie(public_url: str) -> bool:
     """The cookie is Secure unless Cosigner is reached over loopback (local development)."""
     return urlsplit(public_url).hostname not in LOOPBACK
@@ -409,6 +568,9 @@ def inbox_mount(
             Route("/events", inbox.events, methods=["GET"]),
             Route("/approvals/{approval_id}", inbox.trail, methods=["GET"]),
             Route("/approvals/{approval_id}/answer", inbox.answer, methods=["POST"]),
+            Route("/approvals/{approval_id}/edit", inbox.edit, methods=["GET"]),
+            Route("/approvals/{approval_id}/edit", inbox.review, methods=["POST"]),
+            Route("/approvals/{approval_id}/edit/approve", inbox.approve_edited, methods=["POST"]),
             Route("/denials/{denial_id}/lift", inbox.lift, methods=["POST"]),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ],
