@@ -28,11 +28,12 @@ from starlette.staticfiles import StaticFiles
 
 from bot.approvals import Denials, Engine, Notifier
 from bot.inbox import answering, session
+from bot.inbox.editing import FIELD, TEXT_MAX, edited_changes, input_of, shown, starting_text
 from bot.inbox.people import Person, SignInRefused, names_on_slack, tenants_of, texted_to
 from bot.inbox.signin import SignIn
 from bot.policy.rules import Policy
 from bot.settings import Settings
-from contracts.edits import EditField, InputKind, initial_text, parse_input
+from contracts.edits import parse_input
 from contracts.enums import ApprovalStatus, SurfaceType
 from contracts.errors import CosignerError, DenialNotFound, InvalidRequest
 from contracts.pending import Permalinks
@@ -47,8 +48,6 @@ COOKIE = "cosigner_inbox"
 HEARTBEAT = 15.0  # seconds of quiet after which the live list's stream says it is alive
 MIN_INTERVAL = 1.0  # seconds between two reads of one stream's list: a burst is read once
 FORM_VERDICTS = {v.value: v for v in answering.VERDICTS}
-FIELD = "f."  # an edit form's input for one parameter: "f.<name>"
-TEXT_MAX = 3000  # the longest value an edit's input takes
 LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
 _pages = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]))
 
@@ -227,7 +226,7 @@ class Inbox:
             ],
             "you_approved": any(v.by in mine for v in card.approvals if v.surface is SurfaceType.DASHBOARD),
             "editable": rec.edit is not None and bool(rec.edit.fields) and rec.quorum <= 1 and not rec.closed,
-            "edited": _edited(rec),
+            "edited": edited_changes(rec),
         }
 
     async def home(self, request: Request) -> Response:
@@ -333,7 +332,7 @@ class Inbox:
             )
         except CosignerError as exc:
             return self.refused(request, person, str(exc), exc.status)
-        inputs = [_input(f, initial_text(f) if f.kind not in _PICKED else _picked(f), None) for f in fields]
+        inputs = [input_of(f, starting_text(f), None) for f in fields]
         return self.page(request, "edit.html", person=person, item=self.item(rec), inputs=inputs, others=[])
 
     async def review(self, request: Request) -> Response:
@@ -381,12 +380,12 @@ class Inbox:
             except CosignerError as exc:
                 return self.refused(request, person, str(exc), exc.status)
             else:
-                shown = [{"name": c.name, "old": _shown(c.old), "new": _shown(c.new)} for c in changes]
+                rows = [{"name": c.name, "old": shown(c.old), "new": shown(c.new)} for c in changes]
                 edit = json.dumps({c.name: c.new for c in changes}, ensure_ascii=False, separators=(",", ":"))
                 return self.page(
-                    request, "review.html", person=person, item=self.item(rec), changes=shown, edit=edit
+                    request, "review.html", person=person, item=self.item(rec), changes=rows, edit=edit
                 )
-        inputs = [_input(f, raw[f.name], problems.get(f.name)) for f in fields]
+        inputs = [input_of(f, raw[f.name], problems.get(f.name)) for f in fields]
         return self.page(
             request, "edit.html", 400, person=person, item=self.item(rec), inputs=inputs, others=others
         )
@@ -484,60 +483,6 @@ class Inbox:
     async def _waiting_ids(self, person: Person) -> tuple[str, ...]:
         mine, elsewhere = await self.waiting(person)
         return tuple(r.id for r in [*mine, *elsewhere])
-
-
-_PICKED = (InputKind.BOOLEAN, InputKind.CHOICE)
-
-
-def _picked(f: EditField) -> str:
-    """The option a true/false or a choice starts on: the current value's."""
-    if f.kind is InputKind.BOOLEAN:
-        return "true" if f.value is True else "false" if f.value is False else ""
-    current = json.dumps(f.value, ensure_ascii=False)
-    return next((str(i) for i, c in enumerate(f.choices) if c == current), "")
-
-
-def _input(f: EditField, text: str, problem: str | None) -> dict[str, Any]:
-    """One input of the edit form, as the template draws it."""
-    options: list[tuple[str, str]] = []
-    if f.kind is InputKind.BOOLEAN:
-        options = [("true", "true"), ("false", "false")]
-    elif f.kind is InputKind.CHOICE:
-        options = [(str(i), c) for i, c in enumerate(f.choices)]
-    hint = f.description or ""
-    if f.kind is InputKind.JSON:
-        hint = f"JSON; it must stay {_kind_of(f.value)}. {hint}".strip() if f.value is not None else "JSON"
-    return {
-        "name": f.name,
-        "input": FIELD + f.name,
-        "kind": f.kind.value,
-        "text": text,
-        "options": options,
-        "hint": hint,
-        "problem": problem,
-        "long": f.kind is InputKind.JSON or len(text) > 80 or "\n" in text,
-    }
-
-
-def _kind_of(value: Any) -> str:
-    return {dict: "an object", list: "an array", str: "a string", bool: "true or false"}.get(
-        type(value), "a number"
-    )
-
-
-def _shown(value: Any) -> str:
-    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
-
-
-def _edited(rec: Record) -> list[dict[str, str]]:
-    """What an approver changed of an approved call: old → new per field, as shown."""
-    result = rec.edit.result if rec.edit is not None else None
-    if result is None:
-        return []
-    return [
-        {"name": n, "old": _shown(rec.parameters.get(n)), "new": _shown(result.parameters.get(n))}
-        for n in result.fields
-    ]
 
 
 def secure_cookie(public_url: str) -> bool:
