@@ -404,7 +404,7 @@ class Inbox:
         comment = str(form.get("comment", "")).strip()[:2000] or None
         tenants = set(tenants_of(self.policy, person))
         try:
-            await answering.approve_edited(
+            rec = await answering.approve_edited(
                 self.engine,
                 self.db,
                 person,
@@ -415,6 +415,8 @@ class Inbox:
             )
         except CosignerError as exc:
             return self.refused(request, person, str(exc), exc.status)
+        if rec.status is not ApprovalStatus.APPROVED:  # the edited call met a deny rule
+            return self.refused(request, person, f"The edited call was denied: {rec.comment}", 403)
         return RedirectResponse("/inbox/", status_code=303)
 
     async def lift(self, request: Request) -> Response:

@@ -27,6 +27,7 @@ kind = "danger"
 approvers = ["requester"]
 redact = ["cardToken"]
 editable = ["amountCents", "note", "currency"]
+deny_above = { parameter = "amountCents", value = 100000 }
 
 [tenants.acme]
 slack_team = "T0ACME"
@@ -247,3 +248,17 @@ async def test_only_its_approver_may_edit_and_only_when_the_agent_accepts_edits(
         assert f"/inbox/approvals/{aid}/edit" not in (await w.h.client.get("/inbox/")).text
         r = await w.h.client.get(f"/inbox/approvals/{aid}/edit")
         assert r.status_code == 400 and "offers no edit" in r.text
+
+
+async def test_an_edit_that_crosses_a_deny_rule_is_denied_and_the_approver_is_told() -> None:
+    async with inbox_world(POLICY) as w:
+        key = await w.h.create_tenant("acme")
+        aid = (await ask(w, key))["approvalId"]
+        await w.sign_in(w.h.client, "U0ADMIN")
+        shown, _ = await review(w.h.client, aid, **{"f.amountCents": "400000"})
+        assert shown.status_code == 200, shown.text  # the schema allows it; the policy decides
+        r = await w.h.client.post(f"/inbox/approvals/{aid}/edit/approve", data=form_of(shown.text))
+        assert r.status_code == 403 and "The edited call was denied" in r.text
+        assert "deny_above" in html.unescape(r.text), r.text
+        body = await decided(w, key, aid)
+        assert body["status"] == "denied" and body["grant"] is None
