@@ -111,6 +111,20 @@ def json_type(value: Any) -> str:
     return JSON_TYPES.get(type(value), "null")
 
 
+def initial_text(f: EditField) -> str:
+    """The value as its input starts: the number, the text, or indented JSON (a choice or a
+    true/false starts from its current option instead)."""
+    if f.kind in (InputKind.INTEGER, InputKind.NUMBER):
+        return (
+            json.dumps(f.value) if isinstance(f.value, (int, float)) and not isinstance(f.value, bool) else ""
+        )
+    if f.kind is InputKind.TEXT:
+        return f.value if isinstance(f.value, str) else ""
+    if f.kind in (InputKind.BOOLEAN, InputKind.CHOICE):
+        return ""
+    return json.dumps(f.value, indent=2, ensure_ascii=False)
+
+
 def parse_input(field: EditField, raw: str | None) -> Any:
     """The value an approver entered for `field`, as JSON; `ValueError` says what is wrong.
 

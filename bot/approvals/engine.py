@@ -64,8 +64,8 @@ from contracts.names import fold
 from contracts.ports import ApprovalCard, DashboardRoute, Delivered, Placed, SlackRoute
 from contracts.wire import AdmitRequest, ApprovalRequest, DecisionRequest, ResultReport
 from storage import approvals as ledger
-from storage.audit import AuditRow
-from storage.database import Conflict, Database
+from storage.audit import AuditRow, Event
+from storage.database import Conflict, Database, Tx
 from storage.jobs import Job
 from storage.operations import OperationRecord
 from storage.records import Changes, Record, delivered_to_json
@@ -580,8 +580,10 @@ class Engine:
         comment: str | None = None,
         tenant: str | None = None,
         inbound: tuple[SurfaceType, str] | None = None,
+        also: Callable[[Tx, Record, float], list[Event]] | None = None,
     ) -> Record:
-        """Approve an edited call: `check` is the answer's own (who, where); the edit is checked
+        """Approve an edited call: `check` is the answer's own (who, where), `also` more audited
+        with the closing (who vouched for the person); the edit is checked
         here again (nothing a surface checked is trusted) and the edited call put to the policy
         again. A deny rule or a standing deny it meets denies it; `allow_below` never makes it a
         call that needs nobody (a person approved it). Where a quorum must approve, no edit is
@@ -620,6 +622,7 @@ class Engine:
                 check=check,
                 audit_refusal=True,
                 inbound=inbound,
+                also=also,
                 data=data,
             )
         else:
@@ -632,6 +635,7 @@ class Engine:
                 check=check,
                 audit_refusal=True,
                 inbound=inbound,
+                also=also,
                 changes=Changes(edit=edits.state_after(rec.edit, done.result)),
                 data=data,
             )

@@ -3,18 +3,23 @@
 The tenant is checked first (a request of a tenant the person does not belong to is "not
 found", never answered), then the same `check_dashboard` and `check_verdict` the decision
 endpoint runs, inside the one transition; the closing is audited with the issuer and subject.
+An edit goes the decision endpoint's way too (`Engine.check_edit`, `Engine.approve_edited`):
+the fields, their types and current values always come from the stored approval.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from bot.approvals import Closing, Engine, denials
 from bot.approvals import lifecycle as approval
+from bot.approvals.edits import form_fields
 from bot.inbox.people import Person, dashboard_id
 from contracts.answers import PersonDecider
+from contracts.edits import Change, EditField
 from contracts.enums import ApprovalStatus, AuditEvent, SurfaceType, Verdict
-from contracts.errors import ApprovalNotFound
+from contracts.errors import ApprovalNotFound, InvalidRequest
 from storage import approvals as ledger
 from storage.audit import Event
 from storage.database import Database, Tx
@@ -79,3 +84,73 @@ async def answer(
         also=both(signed_in_event(person, decider), standing),
     )
     return await engine.close(approval_id, closing)
+
+
+async def editable(
+    engine: Engine, db: Database, person: Person, tenants: set[str], approval_id: str
+) -> tuple[Record, tuple[EditField, ...]]:
+    """A pending request this person may edit, with its editable fields (typed from the
+    tool's schema, as the policy lists them now); a `CosignerError` says why not."""
+    rec = await db.run_read(lambda tx: ledger.load(tx, approval_id))
+    if rec is None or rec.tenant not in tenants:
+        raise ApprovalNotFound(f"approval {approval_id} does not exist")
+    approval.check_dashboard(rec, dashboard_id(person, rec))
+    if rec.closed:
+        raise approval.closed_error(rec)
+    if rec.edit is None or not rec.edit.fields or rec.quorum > 1:
+        raise InvalidRequest(f"approval {rec.id} offers no edit; approve or deny the call as it is")
+    rule = engine.policy.rule_for(rec.tenant, rec.tool_name)
+    fields = tuple(
+        f
+        for f in form_fields(rec.edit, rec.parameters)
+        if rule.editable is True or (rule.editable and f.name in rule.editable)
+    )
+    if not fields:
+        raise InvalidRequest(f"the policy no longer lets {rec.tool_name} be edited; approve or deny it")
+    return rec, fields
+
+
+async def review(
+    engine: Engine,
+    db: Database,
+    person: Person,
+    tenants: set[str],
+    approval_id: str,
+    values: Mapping[str, Any],
+) -> tuple[Record, tuple[Change, ...]]:
+    """Check an edit for the review step (old → new); nothing is written. An `InvalidRequest`
+    carries `problems`, each a field and why."""
+    rec, _ = await editable(engine, db, person, tenants, approval_id)
+    return rec, engine.check_edit(rec, values).changes
+
+
+async def approve_edited(
+    engine: Engine,
+    db: Database,
+    person: Person,
+    tenants: set[str],
+    approval_id: str,
+    values: Mapping[str, Any],
+    comment: str | None,
+) -> Record:
+    """Approve the edited call as the signed-in person: the engine checks the answer and the
+    edit again, puts the edited call to the policy, and audits who vouched for the person."""
+    rec = await db.run_read(lambda tx: ledger.load(tx, approval_id))
+    if rec is None or rec.tenant not in tenants:
+        raise ApprovalNotFound(f"approval {approval_id} does not exist")
+    user = dashboard_id(person, rec)
+    decider = PersonDecider(surface=SurfaceType.DASHBOARD, userId=user, teamId=person.slack_team)
+
+    def check(r: Record) -> None:
+        approval.check_dashboard(r, user)
+        approval.check_verdict(r, Verdict.APPROVE)
+
+    return await engine.approve_edited(
+        approval_id,
+        values,
+        decider,
+        check,
+        comment=comment,
+        tenant=rec.tenant,
+        also=signed_in_event(person, decider),
+    )

@@ -28,13 +28,16 @@ from starlette.staticfiles import StaticFiles
 
 from bot.approvals import Denials, Engine, Notifier
 from bot.inbox import answering, session
+from bot.inbox.editing import FIELD, TEXT_MAX, edited_changes, input_of, shown, starting_text
 from bot.inbox.people import Person, SignInRefused, names_on_slack, tenants_of, texted_to
 from bot.inbox.signin import SignIn
 from bot.policy.rules import Policy
 from bot.settings import Settings
+from contracts.edits import parse_input
 from contracts.enums import ApprovalStatus, SurfaceType
-from contracts.errors import CosignerError, DenialNotFound
+from contracts.errors import CosignerError, DenialNotFound, InvalidRequest
 from contracts.pending import Permalinks
+from cosigner.strict_json import read
 from storage import inbox as listing
 from storage.database import Database
 from storage.records import Record
@@ -222,6 +225,8 @@ class Inbox:
                 {"by": v.by, "surface": v.surface.value, "at": when(v.at.timestamp())} for v in card.approvals
             ],
             "you_approved": any(v.by in mine for v in card.approvals if v.surface is SurfaceType.DASHBOARD),
+            "editable": rec.edit is not None and bool(rec.edit.fields) and rec.quorum <= 1 and not rec.closed,
+            "edited": edited_changes(rec),
         }
 
     async def home(self, request: Request) -> Response:
@@ -311,6 +316,107 @@ class Inbox:
             )
         except CosignerError as exc:
             return self.refused(request, person, str(exc), exc.status)
+        return RedirectResponse("/inbox/", status_code=303)
+
+    # --- edit before approve ------------------------------------------------------------
+
+    async def edit(self, request: Request) -> Response:
+        """The edit form: one typed input per editable parameter, filled with its current value."""
+        person = self.who(request)
+        if person is None:
+            return RedirectResponse("/inbox/", status_code=303)
+        tenants = set(tenants_of(self.policy, person))
+        try:
+            rec, fields = await answering.editable(
+                self.engine, self.db, person, tenants, request.path_params["approval_id"]
+            )
+        except CosignerError as exc:
+            return self.refused(request, person, str(exc), exc.status)
+        inputs = [input_of(f, starting_text(f), None) for f in fields]
+        return self.page(request, "edit.html", person=person, item=self.item(rec), inputs=inputs, others=[])
+
+    async def review(self, request: Request) -> Response:
+        """The review step: old → new for each changed parameter, or the form again with each
+        problem under its field."""
+        person = self.who(request)
+        if person is None:
+            return RedirectResponse("/inbox/", status_code=303)
+        form = await request.form()
+        if not session.csrf_ok(request, form.get("csrf")):
+            return self.refused(request, person, "This form has expired; reload the page and try again.", 403)
+        tenants = set(tenants_of(self.policy, person))
+        aid = request.path_params["approval_id"]
+        try:
+            rec, fields = await answering.editable(self.engine, self.db, person, tenants, aid)
+        except CosignerError as exc:
+            return self.refused(request, person, str(exc), exc.status)
+        offered = {f.name for f in fields}
+        raw = {f.name: str(form.get(FIELD + f.name, ""))[: TEXT_MAX + 1] for f in fields}
+        problems: dict[str, str] = {}
+        others = [
+            f"{k[len(FIELD) :][:100]} cannot be edited; editable here: {', '.join(sorted(offered))}"
+            for k in form
+            if k.startswith(FIELD) and k[len(FIELD) :] not in offered
+        ]
+        values: dict[str, object] = {}
+        for f in fields:
+            if len(raw[f.name]) > TEXT_MAX:
+                problems[f.name] = f"is longer than {TEXT_MAX} characters"
+                continue
+            try:
+                values[f.name] = parse_input(f, raw[f.name])
+            except ValueError as exc:
+                problems[f.name] = str(exc)
+        if not problems and not others:
+            try:
+                rec, changes = await answering.review(self.engine, self.db, person, tenants, aid, values)
+            except InvalidRequest as exc:
+                for p in exc.details.get("problems") or [{"field": "", "message": exc.message}]:
+                    name, said = str(p.get("field", "")), str(p.get("message", ""))
+                    if name in offered:
+                        problems[name] = f"{problems[name]}; {said}" if name in problems else said
+                    else:
+                        others.append(f"{name}: {said}" if name else said)
+            except CosignerError as exc:
+                return self.refused(request, person, str(exc), exc.status)
+            else:
+                rows = [{"name": c.name, "old": shown(c.old), "new": shown(c.new)} for c in changes]
+                edit = json.dumps({c.name: c.new for c in changes}, ensure_ascii=False, separators=(",", ":"))
+                return self.page(
+                    request, "review.html", person=person, item=self.item(rec), changes=rows, edit=edit
+                )
+        inputs = [input_of(f, raw[f.name], problems.get(f.name)) for f in fields]
+        return self.page(
+            request, "edit.html", 400, person=person, item=self.item(rec), inputs=inputs, others=others
+        )
+
+    async def approve_edited(self, request: Request) -> Response:
+        """Approve the edited call shown on the review step; the engine checks it all again."""
+        person = self.who(request)
+        if person is None:
+            return RedirectResponse("/inbox/", status_code=303)
+        form = await request.form()
+        if not session.csrf_ok(request, form.get("csrf")):
+            return self.refused(request, person, "This form has expired; reload the page and try again.", 403)
+        reading = read(str(form.get("edit", "")))
+        if reading.error is not None or reading.ambiguous or not isinstance(reading.value, dict):
+            return self.refused(request, person, "the edit is not a JSON object; edit the request again", 400)
+        comment = str(form.get("comment", "")).strip()[:2000] or None
+        tenants = set(tenants_of(self.policy, person))
+        try:
+            rec = await answering.approve_edited(
+                self.engine,
+                self.db,
+                person,
+                tenants,
+                request.path_params["approval_id"],
+                reading.value,
+                comment,
+            )
+        except CosignerError as exc:
+            return self.refused(request, person, str(exc), exc.status)
+        if rec.status is not ApprovalStatus.APPROVED:  # the edited call met a deny rule
+            return self.refused(request, person, f"The edited call was denied: {rec.comment}", 403)
         return RedirectResponse("/inbox/", status_code=303)
 
     async def lift(self, request: Request) -> Response:
@@ -409,6 +515,9 @@ def inbox_mount(
             Route("/events", inbox.events, methods=["GET"]),
             Route("/approvals/{approval_id}", inbox.trail, methods=["GET"]),
             Route("/approvals/{approval_id}/answer", inbox.answer, methods=["POST"]),
+            Route("/approvals/{approval_id}/edit", inbox.edit, methods=["GET"]),
+            Route("/approvals/{approval_id}/edit", inbox.review, methods=["POST"]),
+            Route("/approvals/{approval_id}/edit/approve", inbox.approve_edited, methods=["POST"]),
             Route("/denials/{denial_id}/lift", inbox.lift, methods=["POST"]),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ],

@@ -27,7 +27,7 @@ from slack_sdk.models.blocks import (
 )
 from slack_sdk.models.views import View
 
-from contracts.edits import Change, EditField, EditForm, EditPreview, InputKind
+from contracts.edits import Change, EditField, EditForm, EditPreview, InputKind, initial_text
 from surfaces.slack import mrkdwn
 from surfaces.slack.blocks import ACTION_PREFIX, COMMENT_ACTION, COMMENT_BLOCK, COMMENT_MAX, EDIT_ACTION, md
 
@@ -53,19 +53,6 @@ def metadata(approval_id: str, channel_id: str, message_ts: str, user: str, **mo
 def shown_fields(form: EditForm) -> list[EditField]:
     """The fields Slack can hold: a name fits a block id, a value fits an input."""
     return [f for f in form.fields if len(FIELD_PREFIX + f.name) <= 255 and len(initial_text(f)) <= TEXT_MAX]
-
-
-def initial_text(f: EditField) -> str:
-    """The value as its input starts: the number, the text, or indented JSON."""
-    if f.kind in (InputKind.INTEGER, InputKind.NUMBER):
-        return (
-            json.dumps(f.value) if isinstance(f.value, (int, float)) and not isinstance(f.value, bool) else ""
-        )
-    if f.kind is InputKind.TEXT:
-        return f.value if isinstance(f.value, str) else ""
-    if f.kind in (InputKind.BOOLEAN, InputKind.CHOICE):
-        return ""
-    return json.dumps(f.value, indent=2, ensure_ascii=False)
 
 
 def edit_modal(form: EditForm, channel_id: str, message_ts: str, user: str) -> View:

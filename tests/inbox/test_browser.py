@@ -145,3 +145,53 @@ async def test_an_approver_answers_in_the_inbox_and_others_are_refused(chromium:
             assert errors == []
             await bob_context.close()
             await ada.close()
+
+
+async def test_an_approver_edits_reviews_and_approves_the_edited_call(chromium: Any, tmp_path: Path) -> None:
+    from playwright.async_api import expect
+
+    from tests.inbox.test_edit import CALL, POLICY, ask
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    async with inbox_world(POLICY, public_url=url) as w:
+        acme = await w.h.create_tenant("acme")
+        refund = (await ask(w, acme))["approvalId"]
+        async with served(w.h.app, port):
+            ada = await chromium.new_page(viewport={"width": 1100, "height": 900})
+            errors: list[str] = []
+            ada.on("pageerror", lambda exc: errors.append(str(exc)))
+            await sign_in(ada, url, "Ada Admin")
+            await ada.locator(f".card:has(#{refund})").get_by_role("link", name="Edit").click()
+            await expect(ada.get_by_role("heading", name="Edit before approving")).to_be_visible()
+            # Typed inputs; the redacted cardToken is no input at all.
+            await expect(ada.get_by_label("amountCents")).to_have_value("40000")
+            await expect(ada.get_by_label("currency")).to_have_value("0")
+            await expect(ada.locator('[name="f.cardToken"]')).to_have_count(0)
+
+            # A value the schema refuses: the reason under its field, nothing decided.
+            await ada.get_by_label("note").fill("x" * 41)
+            await ada.get_by_role("button", name="Review").click()
+            await expect(ada.locator(".problem")).to_contain_text("note: ")
+            await expect(ada.locator(".problem")).to_contain_text("is too long")
+
+            await ada.get_by_label("note").fill("refund")
+            await ada.get_by_label("amountCents").fill("4000")
+            await ada.get_by_role("button", name="Review").click()
+            change = ada.locator("tr.change")
+            await expect(change).to_have_count(1)
+            await expect(change.locator(".old")).to_have_text("40000")
+            await expect(change.locator(".new")).to_have_text("4000")
+            await ada.screenshot(path=shot(tmp_path, "edit-review"), full_page=True)
+
+            waiting = asyncio.create_task(
+                w.h.client.get(f"/v1/approvals/{refund}?wait=30", headers=w.h.auth(acme))
+            )
+            await w.h.waiters()
+            await ada.get_by_role("button", name="Approve edited").click()
+            decided = (await waiting).json()
+            assert decided["status"] == "approved" and decided["edited"] is True
+            assert decided["parameters"] == {**CALL, "amountCents": 4000, "cardToken": "[REDACTED]"}
+            await expect(ada.locator(".empty")).to_contain_text("Nothing waits for you")
+            assert errors == []
+            await ada.close()
