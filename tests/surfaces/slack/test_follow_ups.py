@@ -205,7 +205,7 @@ async def test_remind_then_escalate_then_an_admin_approves_on_the_escalated_card
     assert told.text is not None and "ALREADY_DECIDED" in told.text
 
     h.advance(25 * MINUTE)  # past the staff step: the request is closed, so nothing goes out
-    await until_async(lambda: _outbox_empty(h))
+    await until_async(lambda: _outbox_empty(h), seconds=60)
     assert cards(emu, "C0STAFF") == []
     assert len(posted(emu, "C1")) == 2  # the card and the one reminder
 
@@ -260,7 +260,7 @@ async def test_a_request_decided_before_its_steps_takes_none(world: Any) -> None
     decided = (await h.client.get(f"/v1/approvals/{approval_id}?wait=5", headers=h.auth(key))).json()
     assert decided["status"] == "approved"
     h.advance(61 * MINUTE)
-    await until_async(lambda: _outbox_empty(h))
+    await until_async(lambda: _outbox_empty(h), seconds=60)
     assert [m.channel for m in emu.messages if m.method == "chat.postMessage"] == ["C1"]
     assert await named(h, key, approval_id, "reminded") == []
     assert await named(h, key, approval_id, "escalated") == []
@@ -275,7 +275,7 @@ async def test_an_agent_asking_less_time_than_a_step_skips_it(world: Any) -> Non
     h.advance(3 * MINUTE)
     decided = (await h.client.get(f"/v1/approvals/{approval_id}?wait=5", headers=h.auth(key))).json()
     assert decided["status"] == "expired"
-    await until_async(lambda: _outbox_empty(h))
+    await until_async(lambda: _outbox_empty(h), seconds=60)
     assert cards(emu, "C0ADMINS") == []
 
 
@@ -290,15 +290,15 @@ async def test_a_restart_does_not_take_a_step_twice() -> None:
             h.advance(10 * MINUTE)
             await until(lambda: cards(emu, "C0ADMINS"))
             await until(lambda: [m for m in posted(emu, "C1") if m.thread_ts])
-            await until_async(lambda: _outbox_empty(h, upto=clock.now))
+            await until_async(lambda: _outbox_empty(h, upto=clock.now), seconds=60)
         restarted = ManualClock(clock.now + 1)
         async with slack_world(emu, db=db, clock=restarted) as again:
             again.advance(5 * MINUTE)  # not yet staff's step (30 minutes)
-            await until_async(lambda: _outbox_empty(again, upto=restarted.now))
+            await until_async(lambda: _outbox_empty(again, upto=restarted.now), seconds=60)
             assert len(cards(emu, "C0ADMINS")) == 1 and len(posted(emu, "C1")) == 2
             again.advance(15 * MINUTE)
             await until(lambda: cards(emu, "C0STAFF"))
-            await until_async(lambda: _outbox_empty(again, upto=restarted.now))
+            await until_async(lambda: _outbox_empty(again, upto=restarted.now), seconds=60)
             assert len(cards(emu, "C0ADMINS")) == 1 and len(cards(emu, "C0STAFF")) == 1
             rows = await again.engine.audit_trail(None, approval_id)
             assert [r.event for r in rows].count("escalated") == 2
@@ -349,7 +349,7 @@ async def test_two_replicas_on_postgresql_take_each_step_once() -> None:
             for minutes in (5, 5, 20):
                 a.advance(minutes * MINUTE)
                 b.advance(minutes * MINUTE)
-                await until_async(lambda: _outbox_empty(a, upto=first.now))
+                await until_async(lambda: _outbox_empty(a, upto=first.now), seconds=60)
             assert len(cards(emu, "C0ADMINS")) == 6 and len(cards(emu, "C0STAFF")) == 6
             assert len([m for m in posted(emu, "C1") if m.thread_ts]) == 6
             for approval_id in ids:
