@@ -247,6 +247,9 @@ async def test_staff_answer_from_their_own_workspace_once_escalated(world: Any) 
     await until(lambda: cards(emu, "C1"))
     h.advance(30 * MINUTE)
     (staff,) = await until(lambda: cards(emu, "C0STAFF"))
+    # A click counts once Cosigner has recorded where the escalated card was posted (as Slack
+    # refuses a click before the card's message is known); the receipt follows the post.
+    await until_async(lambda: named(h, key, approval_id, "escalation_delivered"))
     await click(h, emu, staff, "U0OPS1", team="T0OPS", user_team="T0OPS")
     decided = (await h.client.get(f"/v1/approvals/{approval_id}?wait=5", headers=h.auth(key))).json()
     assert decided["status"] == "approved" and decided["decidedBy"]["userId"] == "U0OPS1"
