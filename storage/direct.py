@@ -157,14 +157,18 @@ class Direct:
         self.stmt = stmt
         self.column_keys = tuple(column_keys) if column_keys is not None else None
         self.writes = isinstance(stmt, sa.sql.dml.UpdateBase) if writes is None else writes
-        self._compiled: dict[int, _Compiled] = {}
+        self._compiled: dict[tuple[Any, ...], _Compiled] = {}
 
     def _for(self, tx: Connection) -> _Compiled:
         dialect = tx.dialect
-        found = self._compiled.get(id(dialect))
+        # Keyed by what the SQL text depends on, never by the dialect object's id(): a process
+        # with engines on two databases (the tests) may see a freed SQLite dialect's id reused
+        # by a PostgreSQL one, and run the other database's SQL.
+        key = (dialect.name, dialect.driver, dialect.paramstyle, dialect.server_version_info)
+        found = self._compiled.get(key)
         if found is None:
             found = _Compiled(self.stmt, dialect, self.column_keys)  # type: ignore[arg-type]
-            self._compiled[id(dialect)] = found
+            self._compiled[key] = found
         return found
 
     def _cursor(self, tx: Connection, compiled: _Compiled, run: Callable[[Any], Any], shown: Any) -> Any:

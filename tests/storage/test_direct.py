@@ -149,3 +149,31 @@ async def test_a_duplicate_among_concurrent_creates_fails_alone(db_kind: str) ->
             lambda tx: sorted(tx.execute(sa.select(audit_events.c.approval_id)).scalars())
         )
         assert stored == sorted(f"apv_{i}" for i in range(30) if i not in failed)
+
+
+def test_a_statement_compiled_for_one_database_is_never_run_on_another() -> None:
+    """Two dialects alive one after the other may share an id() (the first freed, the second
+    allocated at its address); a cache keyed by id() then handed PostgreSQL the SQLite text.
+    `id` is made to collide here so that the test does not depend on the allocator."""
+    import storage.direct
+
+    stmt = Direct(sa.select(approvals.c.id).where(approvals.c.id == sa.bindparam("id")).with_for_update())
+
+    class On:
+        def __init__(self, dialect: Any) -> None:
+            self.dialect = dialect
+
+    def nothing(*_: Any) -> None:
+        return None
+
+    lite = sa.create_mock_engine("sqlite://", nothing).dialect
+    pg = sa.create_mock_engine("postgresql+asyncpg://", nothing).dialect
+    collide = pytest.MonkeyPatch()
+    collide.setattr(storage.direct, "id", lambda _: 1, raising=False)
+    try:
+        on_sqlite = stmt._for(On(lite))  # type: ignore[arg-type]
+        on_postgres = stmt._for(On(pg))  # type: ignore[arg-type]
+    finally:
+        collide.undo()
+    assert "FOR UPDATE" not in on_sqlite.sql, "SQLite has no row locks"
+    assert "FOR UPDATE" in on_postgres.sql and "$1" in on_postgres.sql
