@@ -38,7 +38,6 @@ import secrets
 import signal
 import sys
 import tempfile
-import time
 from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -140,51 +139,12 @@ async def two_replicas(admin_dsn: str, log_level: str) -> AsyncIterator[Replicas
                         print("\n".join("   | " + ln for ln in problems[:5]))
 
 
-class Trip:
+def trip(agent: Client, person: Client, key: str, approver: str) -> rt.Load:
     """One agent (on `agent`'s replica) and one person (on `person`'s replica)."""
-
-    def __init__(self, agent: Client, person: Client, key: str, approver: str) -> None:
-        self.load = rt.Load(agent, key, approver)  # the request bodies and the create
-        self.person = person
-
-    async def round_trip(self) -> tuple[float, float]:
-        load = self.load
-        t0 = time.perf_counter()
-        approval_id = await load.create()
-        on_wire = asyncio.Event()
-        poll = asyncio.create_task(
-            load.client.request(
-                "GET", f"/v1/approvals/{approval_id}?wait=30", headers=load.headers, on_wire=on_wire
-            )
-        )
-        try:
-            if not on_wire.is_set():
-                wire = asyncio.create_task(on_wire.wait())
-                await asyncio.wait({poll, wire}, return_when=asyncio.FIRST_COMPLETED)
-                wire.cancel()
-            r = await self.person.request(
-                "POST",
-                f"/v1/approvals/{approval_id}/decision",
-                json={"decision": "approve", "userId": rt.USER, "comment": "ok"},
-                headers=load.approver,
-            )
-            t_decided = time.perf_counter()
-            body = rt._expect(r, 200, "decision")
-            if body.get("status") != "approved":
-                raise rt.Failure(f"decision: status {body.get('status')!r}")
-            answer = rt._expect(await poll, 200, "long-poll")
-        finally:
-            if not poll.done():
-                poll.cancel()
-                with contextlib.suppress(BaseException):
-                    await poll
-        if answer.get("status") != "approved" or not answer.get("grant"):
-            raise rt.Failure(f"long-poll: status {answer.get('status')!r}, wanted approved with a grant")
-        t_end = time.perf_counter()
-        return t_end - t0, max(0.0, t_end - t_decided)
+    return rt.Load(agent, key, approver, person=person)
 
 
-def of(trips: list[Trip]) -> rt.Op:
+def of(trips: list[rt.Load]) -> rt.Op:
     """Worker i runs round trips on `trips[i]`."""
 
     async def op(i: int) -> tuple[float, float]:
@@ -201,7 +161,7 @@ class Phase:
 
 
 async def phase(
-    name: str, trips: list[Trip], served: dict[str, float], reps: tuple[Replica, Replica], args: Any
+    name: str, trips: list[rt.Load], served: dict[str, float], reps: tuple[Replica, Replica], args: Any
 ) -> Phase:
     """Run round trips for `args.seconds`; `served` is each replica's share of the work."""
     a = reps[0]
@@ -286,15 +246,15 @@ async def main_async(args: argparse.Namespace) -> int:
                     return made
 
                 key, approver = a.server.key, a.server.approver
-                single = [Trip(cl, cl, key, approver) for cl in (client(a.server.url) for _ in range(c // 2))]
+                single = [trip(cl, cl, key, approver) for cl in (client(a.server.url) for _ in range(c // 2))]
                 split = [
-                    Trip(cl, cl, key, approver)
+                    trip(cl, cl, key, approver)
                     for cl in (client((a if i % 2 == 0 else b).server.url) for i in range(c))
                 ]
                 cross = []
                 for i in range(c):
                     here, there = (a, b) if i % 2 == 0 else (b, a)
-                    cross.append(Trip(client(here.server.url), client(there.server.url), key, approver))
+                    cross.append(trip(client(here.server.url), client(there.server.url), key, approver))
                 # Warm up every connection on both replicas; not measured.
                 for trips in (split, cross):
                     await rt.run_phase(c, 0.5, 2 * c, a.server.pid, of(trips))

@@ -389,10 +389,12 @@ async def wait_ready(server: Server, proc: subprocess.Popen[bytes]) -> None:
 
 
 class Load:
-    """The requests an agent and a person make, on one keep-alive client."""
+    """The requests an agent and a person make, on one keep-alive client (or the person's
+    decision on a client of its own: another replica, in bench/replicas.py)."""
 
-    def __init__(self, client: Client, key: str, approver: str) -> None:
+    def __init__(self, client: Client, key: str, approver: str, person: Client | None = None) -> None:
         self.client = client
+        self.person = person if person is not None else client
         self.headers = {"Authorization": f"Bearer {key}"}
         self.approver = {"Authorization": f"Bearer {approver}"}
         self.run = secrets.token_hex(4)
@@ -438,7 +440,7 @@ class Load:
                 wire = asyncio.create_task(on_wire.wait())
                 await asyncio.wait({poll, wire}, return_when=asyncio.FIRST_COMPLETED)
                 wire.cancel()
-            r = await self.client.request(
+            r = await self.person.request(
                 "POST",
                 f"/v1/approvals/{approval_id}/decision",
                 json={"decision": "approve", "userId": USER, "comment": "ok"},
