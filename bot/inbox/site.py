@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
+from starlette.datastructures import FormData
 from starlette.middleware import Middleware
 from starlette.middleware.sessions import SessionMiddleware
 from starlette.requests import Request
@@ -298,13 +299,23 @@ class Inbox:
 
     # --- answering -----------------------------------------------------------------
 
-    async def answer(self, request: Request) -> Response:
+    async def signed_form(self, request: Request) -> tuple[Person, FormData] | Response:
+        """The signed-in person and the form they posted, or what refuses it: back to the
+        inbox (and its sign-in) without a session, 403 when the form's CSRF token does not
+        match. Every POST of a signed-in person starts here."""
         person = self.who(request)
         if person is None:
             return RedirectResponse("/inbox/", status_code=303)
         form = await request.form()
         if not session.csrf_ok(request, form.get("csrf")):
             return self.refused(request, person, "This form has expired; reload the page and try again.", 403)
+        return person, form
+
+    async def answer(self, request: Request) -> Response:
+        signed = await self.signed_form(request)
+        if isinstance(signed, Response):
+            return signed
+        person, form = signed
         verdict = FORM_VERDICTS.get(str(form.get("decision", "")))
         if verdict is None:
             return self.refused(request, person, "answer approve, deny or always_deny", 400)
@@ -338,12 +349,10 @@ class Inbox:
     async def review(self, request: Request) -> Response:
         """The review step: old → new for each changed parameter, or the form again with each
         problem under its field."""
-        person = self.who(request)
-        if person is None:
-            return RedirectResponse("/inbox/", status_code=303)
-        form = await request.form()
-        if not session.csrf_ok(request, form.get("csrf")):
-            return self.refused(request, person, "This form has expired; reload the page and try again.", 403)
+        signed = await self.signed_form(request)
+        if isinstance(signed, Response):
+            return signed
+        person, form = signed
         tenants = set(tenants_of(self.policy, person))
         aid = request.path_params["approval_id"]
         try:
@@ -392,12 +401,10 @@ class Inbox:
 
     async def approve_edited(self, request: Request) -> Response:
         """Approve the edited call shown on the review step; the engine checks it all again."""
-        person = self.who(request)
-        if person is None:
-            return RedirectResponse("/inbox/", status_code=303)
-        form = await request.form()
-        if not session.csrf_ok(request, form.get("csrf")):
-            return self.refused(request, person, "This form has expired; reload the page and try again.", 403)
+        signed = await self.signed_form(request)
+        if isinstance(signed, Response):
+            return signed
+        person, form = signed
         reading = read(str(form.get("edit", "")))
         if reading.error is not None or reading.ambiguous or not isinstance(reading.value, dict):
             return self.refused(request, person, "the edit is not a JSON object; edit the request again", 400)
@@ -420,12 +427,10 @@ class Inbox:
         return RedirectResponse("/inbox/", status_code=303)
 
     async def lift(self, request: Request) -> Response:
-        person = self.who(request)
-        if person is None:
-            return RedirectResponse("/inbox/", status_code=303)
-        form = await request.form()
-        if not session.csrf_ok(request, form.get("csrf")):
-            return self.refused(request, person, "This form has expired; reload the page and try again.", 403)
+        signed = await self.signed_form(request)
+        if isinstance(signed, Response):
+            return signed
+        person, _ = signed
         denial_id = request.path_params["denial_id"]
         actor = {"kind": "person", "surface": SurfaceType.DASHBOARD.value, "userId": person.ids[0]}
         by = f"{SurfaceType.DASHBOARD.value}:{person.ids[0]}"
