@@ -227,17 +227,8 @@ def _admins(
             and (tpol.slack_team or tpol.slack_enterprise)
         ):
             if _need(SurfaceType.SLACK, enabled, problems):
-                team = tpol.slack_team or tpol.slack_enterprise or ""
-                teams = tuple(t for t in (tpol.slack_team, tpol.slack_enterprise) if t)
-                return SlackRoute(
-                    surface=SurfaceType.SLACK,
-                    team_id=team,
-                    enterprise_id=tpol.slack_enterprise,
-                    channel_id=tpol.admin_channel,
-                    thread_ts=None,
-                    approvers=a.slack,
-                    approver_teams=teams,
-                    requester=_slack_user(surface),
+                return _channel_route(
+                    tpol.slack_team, tpol.slack_enterprise, tpol.admin_channel, a.slack, _slack_user(surface)
                 )
         if name is SurfaceType.SMS and a.sms and _need(SurfaceType.SMS, enabled, problems):
             route = _sms_route(tpol, a.sms, sms)
@@ -271,18 +262,7 @@ def _staff(
         and (s.slack_team or s.slack_enterprise)
         and _need(SurfaceType.SLACK, enabled, problems)
     ):
-        team = s.slack_team or s.slack_enterprise or ""
-        teams = tuple(t for t in (s.slack_team, s.slack_enterprise) if t)
-        return SlackRoute(
-            surface=SurfaceType.SLACK,
-            team_id=team,
-            enterprise_id=s.slack_enterprise,
-            channel_id=s.channel,
-            thread_ts=None,
-            approvers=s.users,
-            approver_teams=teams,
-            requester=None,
-        )
+        return _channel_route(s.slack_team, s.slack_enterprise, s.channel, s.users, None)
     if s.sms and _need(SurfaceType.SMS, enabled, problems):
         route = _sms_route(tpol, s.sms, sms)
         if route is not None:
@@ -347,3 +327,20 @@ def _with_peers(
             requester=route.requester,
         )
     return DashboardRoute(surface=SurfaceType.DASHBOARD, approvers=merged)
+
+
+def _channel_route(
+    team: str | None, enterprise: str | None, channel: str, approvers: tuple[str, ...], requester: str | None
+) -> SlackRoute:
+    """A card in a named channel (the tenant's admin channel, the staff channel), answered by
+    the listed people from the workspace or organisation the policy names."""
+    return SlackRoute(
+        surface=SurfaceType.SLACK,
+        team_id=team or enterprise or "",
+        enterprise_id=enterprise,
+        channel_id=channel,
+        thread_ts=None,
+        approvers=approvers,
+        approver_teams=tuple(t for t in (team, enterprise) if t),
+        requester=requester,
+    )
