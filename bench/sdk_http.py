@@ -13,6 +13,9 @@ Asyncio clients (what `AsyncCosigner` and the MCP gateway send with):
 
 - keepalive: the SDK's own connections (`cosigner._keepalive.KeepAlive`, a request written
   whole, the answer read by httptools);
+- httpcore-free-list: httpcore's `AsyncHTTP11Connection`s on streams of the event loop's
+  protocol callbacks, in a free list, without their anyio lock (bench/httpcore_connections.py,
+  what `bench/httpcore_sdk.py` builds the SDK on);
 - httpx: `httpx.AsyncClient`, as `AsyncCosigner` uses it for `https://`;
 - httpx-tuned: `httpx.AsyncClient(trust_env=False)` over an HTTP/1.1-only
   `httpx.AsyncHTTPTransport`, requests sent with a prebuilt `httpx.URL`;
@@ -25,7 +28,9 @@ Asyncio clients (what `AsyncCosigner` and the MCP gateway send with):
 - ka-transport-direct: that transport called with a prebuilt `httpx.Request`, no client.
 
 Blocking clients (what `Cosigner` and the queued reports send with): keepalive
-(`BlockingKeepAlive`), httpx (`httpx.Client`) and httpcore (`httpcore.ConnectionPool`).
+(`BlockingKeepAlive`), httpcore-free-list (`httpcore.HTTP11Connection`s on blocking sockets in
+a free list, bench/httpcore_connections.py), httpx (`httpx.Client`) and httpcore
+(`httpcore.ConnectionPool`).
 
 The server's egress (callbacks, `expect` checks, operation calls), `--concurrent` requests
 at a time (1 and 64 by default): `bot.egress.transport.Egress` (aiohttp's connector, checked and
@@ -54,6 +59,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "sdk" / "python"
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from cosigner._core import Send
 from cosigner._keepalive import BlockingKeepAlive, KeepAlive, Origin, send_async
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import httpcore_connections
 
 ANSWER = json.dumps(
     {
@@ -276,7 +284,15 @@ async def async_clients(url: str) -> tuple[dict[str, AsyncSend], Callable[[], Aw
         request = httpx.Request(s.method, target, content=s.content, headers=prepared)
         return (await transport.handle_async_request(request)).status_code
 
+    core_origin = httpcore_connections.Origin.of(url, HEADERS, None)
+    assert core_origin is not None
+    sdk_core = httpcore_connections.AsyncConnections(core_origin)
+
+    async def httpcore_free_list() -> int:
+        return (await sdk_core.send(step())).status_code
+
     async def close() -> None:
+        sdk_core.close()
         pool.close()
         seam_pool.close()
         await seam.aclose()
@@ -289,6 +305,7 @@ async def async_clients(url: str) -> tuple[dict[str, AsyncSend], Callable[[], Aw
 
     clients: dict[str, AsyncSend] = {
         "keepalive": keepalive,
+        "httpcore-free-list": httpcore_free_list,
         "httpx": httpx_default,
         "httpx-tuned": httpx_tuned,
         "httpcore": httpcore_pool,
@@ -324,13 +341,19 @@ def blocking_clients(url: str) -> tuple[dict[str, Callable[[], int]], Callable[[
             s.method, core_url, headers=fixed, content=s.content, extensions={"timeout": timeouts}
         ).status
 
+    core_origin = httpcore_connections.Origin.of(url, HEADERS, None)
+    assert core_origin is not None
+    sdk_core = httpcore_connections.BlockingConnections(core_origin)
+
     def close() -> None:
+        sdk_core.close()
         pool.close()
         plain.close()
         core.close()
 
     clients = {
         "keepalive": lambda: pool.send(step()).status_code,
+        "httpcore-free-list": lambda: sdk_core.send(step()).status_code,
         "httpx": httpx_default,
         "httpcore": httpcore_pool,
     }
