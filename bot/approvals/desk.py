@@ -96,6 +96,7 @@ class Desk:
             run_grant=run_grant,
             inbound=inbound_of(answer),
             also=standing,
+            seen=answer.seen,
         )
         rec = await self.engine.close(answer.approval_id, closing)
         return rec.card()
@@ -109,7 +110,7 @@ class Desk:
         rule = self.policy.rule_for(rec.tenant, rec.tool_name)
         fields = [
             f
-            for f in edits.form_fields(rec.edit, rec.parameters)
+            for f in edits.form_fields(rec.edit, rec.call_shown)
             if rule.editable is True or (rule.editable and f.name in rule.editable)
         ]
         if not fields:
@@ -143,6 +144,7 @@ class Desk:
             lambda r: check_answer(r, answer),
             comment=answer.comment,
             inbound=inbound_of(answer),
+            seen=answer.seen,
         )
         return rec.card()
 

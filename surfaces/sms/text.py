@@ -305,6 +305,15 @@ def closed_text(card: ApprovalCard) -> str:
     return f"Request {card.short_code} is already {card.status.value}. Nothing changed."
 
 
+def edited_text(card: ApprovalCard) -> str:
+    """The reply to an answer to a call an approver edited after it was texted: the call
+    texted is not the one asked now, so the answer is not counted."""
+    return (
+        f"Not accepted: request {card.short_code} was edited by an approver after it was texted "
+        "to you, so your answer was not counted. Nothing was decided."
+    )
+
+
 def refusal_text(message: str) -> str:
     """The reply when the engine refuses an answer; the message says why."""
     message = cut(message.strip(), 100)
