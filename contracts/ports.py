@@ -309,8 +309,13 @@ class SmsDesk(ApprovalDesk, Protocol):
         """Record an opt-out (STOP) or clear it (START)."""
         ...
 
-    async def mark_texting(self, approval_id: str, number: str) -> None:
-        """Record that the request is about to be texted to `number`."""
+    async def mark_texting(self, approval_id: str, number: str, digest: str | None = None) -> None:
+        """Record that the request is about to be texted to `number`, showing the call with
+        `digest` (`ApprovalCard.digest`)."""
+        ...
+
+    async def texted_digest(self, approval_id: str, number: str) -> str | None:
+        """The digest of the call last texted to `number` (what its answer is given for)."""
         ...
 
     async def was_texted(self, approval_id: str, number: str) -> bool:

@@ -177,6 +177,8 @@ class SmsWebhooks:
             conversation=conversation,
             message_ref=None,
             message_id=message_sid,
+            # The call this number's text showed: an answer to a call edited since is refused.
+            seen=await self.desk.texted_digest(target.card.approval_id, sender),
         )
         try:
             card = await self.desk.answer(answer)
