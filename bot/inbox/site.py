@@ -446,7 +446,9 @@ class Inbox:
             )
         except CosignerError as exc:
             return self.refused(request, person, str(exc), exc.status)
-        if rec.status is not ApprovalStatus.APPROVED:  # the edited call met a deny rule
+        # Denied: the edited call met a deny rule. Still pending: the edit was one approval of
+        # the edited call toward a quorum.
+        if rec.closed and rec.status is not ApprovalStatus.APPROVED:
             return self.refused(request, person, f"The edited call was denied: {rec.comment}", 403)
         return RedirectResponse("/inbox/", status_code=303)
 
