@@ -292,3 +292,47 @@ async def test_an_edit_and_an_approve_at_once_have_one_consistent_outcome(world:
         assert confirmed.json() == {"response_action": "clear"}
     events = [e["event"] for e in await trail(h, key, aid)]
     assert events.count("approved") + events.count("call_edited") == 1
+
+
+ESCALATING = """
+[tools.issue_refund]
+kind = "danger"
+approvers = ["tenant_admins"]
+quorum = 2
+editable = ["amountCents", "note"]
+timeout = "1h"
+escalate = [{ after = "10m", to = "staff" }]
+
+[tenants.acme]
+slack_team = "T0ACME"
+admins = { slack = ["U0ANN", "U0BOB"] }
+admin_channel = "C0ADMINS"
+
+[staff]
+slack_team = "T0ACME"
+channel = "C0STAFF"
+users = ["U0OPS"]
+"""
+
+
+async def test_an_escalated_card_shows_the_edited_call_and_answers_only_it(db_kind: str) -> None:
+    async with slack_app(ESCALATING, secret=SECRET, app_id=APP_ID, database_kind=db_kind) as (h, emu):
+        key = await h.create_tenant("acme")
+        aid = await ask(h, key)
+        card = await posted(h, emu, aid)
+        h.advance(10 * 60.0)
+        (staff,) = await until(
+            lambda: [m for m in emu.messages if m.method == "chat.postMessage" and m.channel == "C0STAFF"]
+        )
+        assert parameters_digest(CALL) in buttons(staff.blocks)["cosigner.approve"]
+
+        await edit(h, emu, card, "U0ANN", amountCents=4000)
+        shown = await updated(emu, staff, "Edited by <@U0ANN>", "*Approved 1 of 2* — <@U0ANN>")
+        assert parameters_digest(EDITED) in buttons(shown.blocks)["cosigner.approve"]
+        # The staff card as first posted answers the call before the edit: refused.
+        await click(h, staff, "U0OPS")
+        assert [a["by"] for a in (await state(h, key, aid))["approvals"]] == ["U0ANN"]
+        await click(h, shown, "U0OPS")
+        body = await state(h, key, aid)
+        assert body["status"] == "approved" and body["parameters"] == EDITED
+        assert [a["by"] for a in body["approvals"]] == ["U0ANN", "U0OPS"]
