@@ -149,3 +149,13 @@ async def test_an_edit_that_crosses_a_deny_rule_denies_the_request(db_kind: str)
         assert r.status_code == 200
         body = await current(h, key, aid)
         assert body["status"] == "denied" and body["decidedBy"]["rule"] == "tools.issue_refund.deny_above"
+
+
+async def test_openapi_publishes_the_digest_an_answer_names_and_the_current_call() -> None:
+    async with cosigner_app(POLICY) as h:
+        schemas = (await h.client.get("/openapi.json")).json()["components"]["schemas"]
+        digest = schemas["DecisionRequest"]["properties"]["parametersDigest"]
+        assert "PARAMETERS_MISMATCH" in digest["description"]
+        assert "parametersDigest" not in schemas["DecisionRequest"].get("required", [])
+        assert "currentCall" in schemas["ApprovalStart"]["properties"]
+        assert set(schemas["CurrentCall"]["required"]) >= {"parameters", "editedFields", "digest"}
