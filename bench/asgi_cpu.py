@@ -12,6 +12,12 @@ long-poll, two admins approve in turn (the first answer is still pending, 1 of 2
 long-poll answers approved; and the single round trips per second it is worth (single CPU
 / quorum CPU: the share of the single-approver round trips/s the quorum's reach when the
 server is the bottleneck).
+
+And, interleaved with both, a quorum-2 round trip with an edit: the agent says it accepts
+edits, the first admin approves with an edit (`edit` and the `parametersDigest` of the call
+shown; the answer is still pending, 1 of 2, with the edited call as `currentCall`), the
+second approves the edited call (naming its digest), the long-poll answers approved with
+the edited call.
 """
 
 import asyncio
@@ -41,11 +47,13 @@ kind = "danger"
 approvers = ["tenant_admins"]
 quorum = 2
 redact = ["cardToken"]
+editable = ["amountCents"]  # offered only to a request that says acceptsEdits (the edited kind)
 
 [tenants.acme]
 admins = { dashboard = ["u_admin_1", "u_admin_2"] }
 """
 APPROVERS = {"wire_money": ("u_bench",), "close_account": ("u_admin_1", "u_admin_2")}
+EDITED = "close_account (edited)"  # the quorum-2 round trip in which the first admin edits
 
 
 async def call(
@@ -105,8 +113,11 @@ async def main() -> None:
         async def rt(tool: str = "wire_money") -> None:
             n[0] += 1
             i = n[0]
+            edits = tool == EDITED
+            tool = "close_account" if edits else tool
             body = json.dumps(
                 {
+                    **({"acceptsEdits": True} if edits else {}),
                     "executionId": f"run_{i}",
                     "toolCallId": f"call_{i}",
                     "toolName": tool,
@@ -122,25 +133,32 @@ async def main() -> None:
             ).encode()
             s, b = await call(app, "POST", "/v1/approvals", body, auth)
             assert s == 201, b
-            aid = json.loads(b)["approvalId"]
+            start = json.loads(b)
+            aid = start["approvalId"]
             poll = asyncio.create_task(call(app, "GET", f"/v1/approvals/{aid}?wait=30", b"", auth))
             await asyncio.sleep(0)
-            for who in APPROVERS[tool]:
+            shown = start["parametersDigest"]
+            for k, who in enumerate(APPROVERS[tool]):
+                answer: dict[str, object] = {"decision": "approve", "userId": who}
+                if edits:
+                    answer["parametersDigest"] = shown
+                    if k == 0:
+                        answer["edit"] = {"amountCents": 4000}
                 s, b = await call(
-                    app,
-                    "POST",
-                    f"/v1/approvals/{aid}/decision",
-                    json.dumps({"decision": "approve", "userId": who}).encode(),
-                    approver,
+                    app, "POST", f"/v1/approvals/{aid}/decision", json.dumps(answer).encode(), approver
                 )
                 assert s == 200, b
+                if edits and k == 0:
+                    shown = json.loads(b)["currentCall"]["digest"]
             s, b = await poll
-            assert json.loads(b)["status"] == "approved", b
+            decided = json.loads(b)
+            assert decided["status"] == "approved" and decided.get("edited", False) is edits, b
 
         for _ in range(100):
             await rt()
             await rt("close_account")
-        cpu: dict[str, list[float]] = {"wire_money": [], "close_account": []}
+            await rt(EDITED)
+        cpu: dict[str, list[float]] = {"wire_money": [], "close_account": [], EDITED: []}
         for _ in range(int(sys.argv[1]) if len(sys.argv) > 1 else 8):
             for tool, runs in cpu.items():
                 t0 = time.process_time()
@@ -155,6 +173,12 @@ async def main() -> None:
         print(
             f"server CPU ms per quorum-2 round trip: min {quorum[0]:.3f} median {middle:.3f}"
             f" ({single[0] / quorum[0]:.0%} of the single round trips/s, best against best)"
+        )
+        edited = cpu[EDITED]
+        print(
+            f"server CPU ms per quorum-2 round trip with an edit: min {edited[0]:.3f} median "
+            f"{edited[len(edited) // 2]:.3f} ({quorum[0] / edited[0]:.0%} of the plain quorum-2 "
+            "round trips/s)"
         )
 
 

@@ -34,6 +34,9 @@ class EditResult(BaseModel):
     parameters: dict[str, Any]  # the edited call as shown: values the policy hides stay hidden
     fields: tuple[str, ...]  # the parameters the approver changed
     digest: str  # RFC 8785 digest of the unredacted edited call: what the grant binds
+    # Who made this version of the call (their id on `surface`); a quorum's approvers see it.
+    by: str | None = None
+    surface: str | None = None
 
 
 class EditState(BaseModel):
@@ -46,6 +49,8 @@ class EditState(BaseModel):
     # The unredacted parameters sealed under COSIGNER_SECRET, only when redaction changed them:
     # the edited call's digest is over the real values of the fields nobody may change.
     sealed: str | None = None
+    # The edited call: while pending under a quorum, the current call every approver is asked
+    # to approve; once approved, the call that runs.
     result: EditResult | None = None
 
 

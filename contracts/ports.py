@@ -82,9 +82,15 @@ class ApprovalCard:
     preview: Preview | None = None
     result: OperationOutcome | None = None
     # Edits: the parameters an approver may change (only while pending, only when the agent
-    # accepts edits), and once approved with an edit the call that runs, as shown.
+    # accepts edits), and once edited the edited call as shown: while pending (a quorum) the
+    # call the approvers are now asked to approve, once approved the call that runs.
     editable: tuple[str, ...] = ()
     edited: Mapping[str, Any] | None = None
+    edited_by: str | None = None  # who made the current version (their id on `edited_on`)
+    edited_on: str | None = None
+    # The RFC 8785 digest of the call the approvers are asked to approve (the edited one after
+    # an edit): an answer names the version it was given for (`Answer.seen`).
+    digest: str = ""
     # Escalation steps taken while nobody answered, oldest first.
     escalations: tuple[EscalationNote, ...] = ()
     # Four eyes: how many distinct approvers must approve, whether the requester's own
@@ -92,6 +98,13 @@ class ApprovalCard:
     quorum: int = 1
     separate_duties: bool = False
     approvals: tuple[ApprovalVote, ...] = ()
+
+    def asked(self) -> Mapping[str, Any]:
+        """The call the approvers are asked to approve, as shown: while pending, the edited
+        call once an approver edited it (a quorum); else the call as the agent asked it."""
+        if self.edited is not None and self.status is ApprovalStatus.PENDING:
+            return self.edited
+        return self.parameters
 
     def approved_by(self, person: str) -> bool:
         """True when `person` has approved already (their Approve is counted)."""
@@ -201,6 +214,9 @@ class Answer:
     # tap whose one-time nonce was not sent to this number, or that replies to another
     # message): the desk refuses it, and the refusal goes on the audit record.
     mismatch: str | None = None
+    # The digest of the call the person was shown (`ApprovalCard.digest` when the card or
+    # form was made); None: the agent's own call. An answer to a call edited since is refused.
+    seen: str | None = None
 
 
 @dataclass(frozen=True)
@@ -293,8 +309,13 @@ class SmsDesk(ApprovalDesk, Protocol):
         """Record an opt-out (STOP) or clear it (START)."""
         ...
 
-    async def mark_texting(self, approval_id: str, number: str) -> None:
-        """Record that the request is about to be texted to `number`."""
+    async def mark_texting(self, approval_id: str, number: str, digest: str | None = None) -> None:
+        """Record that the request is about to be texted to `number`, showing the call with
+        `digest` (`ApprovalCard.digest`)."""
+        ...
+
+    async def texted_digest(self, approval_id: str, number: str) -> str | None:
+        """The digest of the call last texted to `number` (what its answer is given for)."""
         ...
 
     async def was_texted(self, approval_id: str, number: str) -> bool:

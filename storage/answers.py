@@ -73,6 +73,21 @@ def count(tx: Tx, rec: Record, now: float, events: list[Event], vote: Vote, *, s
     return replace(rec, votes=votes.joined(rec.votes, vote))
 
 
+def revise(
+    tx: Tx, rec: Record, now: float, events: list[Event], changes: Changes, vote: Vote, *, show: bool
+) -> Record:
+    """An edit of a call a quorum must approve (the approval stays pending): the new version
+    of the call stored (`changes.edit`) with its audit events, every approval of an earlier
+    version set aside, the editor's own Approve counted as the first of the new version, and
+    (`show`) a card update so the surface shows the edited call."""
+    rec = ledger.append(tx, rec, now, events, changes, only_pending=True)
+    votes.set_aside(tx, rec.id)
+    votes.add(tx, rec.id, vote)
+    if show:
+        jobs.queue(tx, JobKind.SHOW, rec.id, {}, now, now + SHOW_WINDOW)
+    return replace(rec, votes=(vote,))
+
+
 SHOW_WINDOW = 3600.0
 """Seconds a progress update of a card may be retried (as a closed card's update)."""
 

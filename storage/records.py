@@ -377,6 +377,19 @@ class Record:
             return (Vote(by.userId, by.surface, self.decided_at),)
         return ()
 
+    @property
+    def call_digest(self) -> str:
+        """The digest of the call the approvers are asked to approve: the agent's, or once an
+        approver edited it (a quorum's request stays pending) the edited one."""
+        result = self.edit.result if self.edit is not None else None
+        return result.digest if result is not None else self.digest
+
+    @property
+    def call_shown(self) -> dict[str, Any]:
+        """That call as shown (values the policy hides stay hidden)."""
+        result = self.edit.result if self.edit is not None else None
+        return dict(result.parameters) if result is not None else dict(self.parameters)
+
     def triggered_by(self) -> str:
         """Who or what started the run, for cards: `slack:U1`, `sms:+1555…`, `schedule`."""
         kind = self.surface.get("type", "unknown")
@@ -420,6 +433,9 @@ class Record:
             handoff=self.handoff.card() if self.handoff is not None else None,
             editable=self.edit.fields if self.edit is not None and not self.closed else (),
             edited=self.edit.result.parameters if self.edit is not None and self.edit.result else None,
+            edited_by=self.edit.result.by if self.edit is not None and self.edit.result else None,
+            edited_on=self.edit.result.surface if self.edit is not None and self.edit.result else None,
+            digest=self.call_digest,
             escalations=tuple(EscalationNote(e.to, ts(e.at)) for e in self.escalated),
             quorum=self.quorum,
             separate_duties=self.separate_duties,

@@ -29,9 +29,17 @@ def set_opted_out(tx: Tx, number: str, out: bool, now: float) -> None:
     set_flag(tx, OPT_OUT, number, "1" if out else None, now)
 
 
-def mark_texting(tx: Tx, approval_id: str, number: str, now: float) -> None:
-    """Record that the request is about to be texted to `number`."""
-    set_flag(tx, TEXTED, _pair(approval_id, number), "1", now)
+def mark_texting(tx: Tx, approval_id: str, number: str, now: float, digest: str | None = None) -> None:
+    """Record that the request is about to be texted to `number`, showing the call with
+    `digest` (the latest text to a number is the version its answers are given for)."""
+    set_flag(tx, TEXTED, _pair(approval_id, number), digest or "1", now)
+
+
+def texted_digest(tx: Tx, approval_id: str, number: str) -> str | None:
+    """The digest of the call the request's latest text to `number` showed (None: not
+    texted, or texted before texts recorded it: the agent's own call)."""
+    value = get_flag(tx, TEXTED, _pair(approval_id, number))
+    return value if value is not None and value.startswith("sha256:") else None
 
 
 def was_texted(tx: Tx, approval_id: str, number: str) -> bool:

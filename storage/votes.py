@@ -26,6 +26,7 @@ _OF = Direct(
     .order_by(approval_votes.c.at, approval_votes.c.approver)
 )
 _ADD = Direct(approval_votes.insert(), ("approval_id", "approver", "surface", "at"))
+_SET_ASIDE = approval_votes.delete().where(approval_votes.c.approval_id == sa.bindparam("id"))
 _OF_MANY = (
     sa.select(
         approval_votes.c.approval_id, approval_votes.c.approver, approval_votes.c.surface, approval_votes.c.at
@@ -71,3 +72,9 @@ def add(tx: Tx, approval_id: str, vote: Vote) -> None:
     _ADD.rowcount(
         tx, {"approval_id": approval_id, "approver": vote.by, "surface": vote.surface.value, "at": vote.at}
     )
+
+
+def set_aside(tx: Tx, approval_id: str) -> None:
+    """Count none of the approvals so far: they approved a version of the call an edit
+    replaced (the caller holds the approval's lock, and puts who they were on the audit chain)."""
+    tx.execute(_SET_ASIDE, {"id": approval_id})

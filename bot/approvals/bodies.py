@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from bot.approvals.grants import GrantSigner
-from contracts.answers import ApprovalGiven, ApprovalStart, DecidedBy, Decision, SystemDecider
+from contracts.answers import ApprovalGiven, ApprovalStart, CurrentCall, DecidedBy, Decision, SystemDecider
 from contracts.digest import parameters_digest
-from contracts.enums import ApprovalStatus
+from contracts.enums import ApprovalStatus, SurfaceType
 from contracts.handoff import CODES, HandoffStart
 from storage.records import Record, ts
 
@@ -86,9 +86,24 @@ def start_body(rec: Record) -> Start:
         status=rec.status,
         shortCode=rec.short_code,
         editable=list(rec.edit.fields) if rec.edit is not None and not rec.closed else None,
+        currentCall=current_call(rec),
         quorum=rec.quorum,
         approvals=approvals_of(rec),
         **operation_fields(rec, preview=True),
+    )
+
+
+def current_call(rec: Record) -> CurrentCall | None:
+    """A pending call an approver edited: the call the approvers are asked to approve now."""
+    result = rec.edit.result if rec.edit is not None else None
+    if result is None or rec.closed:
+        return None
+    return CurrentCall(
+        parameters=result.parameters,
+        editedFields=list(result.fields),
+        digest=result.digest,
+        editedBy=result.by,
+        editedOn=SurfaceType(result.surface) if result.surface else None,
     )
 
 

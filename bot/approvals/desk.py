@@ -96,6 +96,7 @@ class Desk:
             run_grant=run_grant,
             inbound=inbound_of(answer),
             also=standing,
+            seen=answer.seen,
         )
         rec = await self.engine.close(answer.approval_id, closing)
         return rec.card()
@@ -109,7 +110,7 @@ class Desk:
         rule = self.policy.rule_for(rec.tenant, rec.tool_name)
         fields = [
             f
-            for f in edits.form_fields(rec.edit, rec.parameters)
+            for f in edits.form_fields(rec.edit, rec.call_shown)
             if rule.editable is True or (rule.editable and f.name in rule.editable)
         ]
         if not fields:
@@ -143,6 +144,7 @@ class Desk:
             lambda r: check_answer(r, answer),
             comment=answer.comment,
             inbound=inbound_of(answer),
+            seen=answer.seen,
         )
         return rec.card()
 
@@ -234,9 +236,13 @@ class Desk:
         """Record an opt-out (STOP) or clear it (START)."""
         await self._write(lambda tx, now: sms_state.set_opted_out(tx, number, out, now))
 
-    async def mark_texting(self, approval_id: str, number: str) -> None:
-        """Record that the request is about to be texted to `number`."""
-        await self._write(lambda tx, now: sms_state.mark_texting(tx, approval_id, number, now))
+    async def mark_texting(self, approval_id: str, number: str, digest: str | None = None) -> None:
+        """Record that the request is about to be texted to `number`, showing the call with `digest`."""
+        await self._write(lambda tx, now: sms_state.mark_texting(tx, approval_id, number, now, digest))
+
+    async def texted_digest(self, approval_id: str, number: str) -> str | None:
+        """The digest of the call last texted to `number` (what its answer is given for)."""
+        return await self._read(lambda tx: sms_state.texted_digest(tx, approval_id, number))
 
     async def was_texted(self, approval_id: str, number: str) -> bool:
         """True once the request was (or was being) texted to `number`."""

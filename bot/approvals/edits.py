@@ -99,7 +99,7 @@ def offer(
     """What an approver may edit of this call (None: nothing)."""
     if not req.acceptsEdits or rule.editable is False or rule.handoff is not None:
         return None
-    if rule.mode is ApprovalMode.NONE or rule.quorum > 1:
+    if rule.mode is ApprovalMode.NONE:
         return None
     names = (
         list(req.parameters) if rule.editable is True else [n for n in rule.editable if n in req.parameters]
@@ -180,9 +180,22 @@ def original_call(rec: Record, seal: TokenSeal | None) -> dict[str, Any]:
     return opened
 
 
+def current_call(rec: Record, seal: TokenSeal | None) -> dict[str, Any]:
+    """The call the approvers are asked to approve, unredacted: the agent's, or after an edit
+    (a quorum's request stays pending) the edited one. Only fields with nothing hidden in
+    them are ever edited, so their values as shown are their real values."""
+    call = original_call(rec, seal)
+    state = rec.edit
+    if state is not None and state.result is not None:
+        shown = state.result.parameters
+        call.update({n: shown[n] for n in state.fields if n in shown})
+    return call
+
+
 def edited(rec: Record, values: Mapping[str, Any], seal: TokenSeal | None, rule: ToolRule) -> Edited:
-    """Check an edit of `rec` and build the edited call; raise `InvalidRequest` whose
-    `problems` name each field and why."""
+    """Check an edit of `rec`'s current call (the agent's, or the one an earlier edit made) and
+    build the edited call; raise `InvalidRequest` whose `problems` name each field and why.
+    The result's `fields` are those that differ from the agent's own call."""
     state = rec.edit
     if state is None or not state.fields:
         raise InvalidRequest(f"approval {rec.id} offers no edit; approve or deny the call as it is")
@@ -193,13 +206,14 @@ def edited(rec: Record, values: Mapping[str, Any], seal: TokenSeal | None, rule:
         )  # the policy as it stands now: a field it no longer lists is not editable
     problems: list[dict[str, str]] = []
     changes: list[Change] = []
+    current = rec.call_shown
     for name, new in values.items():
         if name not in allowed:
             may = ", ".join(sorted(allowed)) or "none"
             problems.append({"field": name, "message": f"{name} cannot be edited; editable here: {may}"})
             continue
-        old = rec.parameters.get(name)
-        if new == old and type(new) is type(old):
+        old = current.get(name)
+        if _same(new, old):
             continue
         if state.json_schema is None and _JSON_TYPES.get(type(new)) != _JSON_TYPES.get(type(old)):
             problems.append(
@@ -226,7 +240,7 @@ def edited(rec: Record, values: Mapping[str, Any], seal: TokenSeal | None, rule:
             "nothing was changed; approve the call as it is instead",
             problems=[{"field": state.fields[0], "message": "change a value, or close and approve as it is"}],
         )
-    call = original_call(rec, seal)
+    call = current_call(rec, seal)
     for change in changes:
         call[change.name] = change.new
     try:
@@ -237,11 +251,10 @@ def edited(rec: Record, values: Mapping[str, Any], seal: TokenSeal | None, rule:
         ) from None
     if state.json_schema is not None:
         _validate(state.json_schema, call, [c.name for c in changes])
-    shown = dict(rec.parameters)
+    shown = dict(current)
     shown.update({c.name: c.new for c in changes})
-    result = EditResult(
-        parameters=shown, fields=tuple(c.name for c in changes), digest=parameters_digest(call)
-    )
+    differ = tuple(n for n in state.fields if not _same(shown.get(n), rec.parameters.get(n)))
+    result = EditResult(parameters=shown, fields=differ, digest=parameters_digest(call))
     return Edited(call, result, tuple(changes))
 
 
@@ -279,6 +292,16 @@ def _article(word: str) -> str:
     return ("an " if word[:1] in "aeiou" else "a ") + word
 
 
+def _same(a: Any, b: Any) -> bool:
+    return bool(a == b) and type(a) is type(b)
+
+
 def state_after(state: EditState, result: EditResult) -> EditState:
     """The stored edit once approved: the edited call kept, the sealed original dropped."""
     return state.model_copy(update={"result": result, "sealed": None})
+
+
+def state_pending(state: EditState, result: EditResult) -> EditState:
+    """The stored edit of a call a quorum must still approve: the edited call is the current
+    one; the sealed original is kept, for the next edit's digest."""
+    return state.model_copy(update={"result": result})

@@ -542,7 +542,13 @@ class Engine:
                     'an edit is an approval: send it with "decision": "approve"', field="edit"
                 )
             return await self.approve_edited(
-                approval_id, req.edit, person, check, comment=req.comment, tenant=tenant
+                approval_id,
+                req.edit,
+                person,
+                check,
+                comment=req.comment,
+                tenant=tenant,
+                seen=req.parametersDigest,
             )
         if verdict is Verdict.DONE:
             if self.handoffs is None:
@@ -562,6 +568,7 @@ class Engine:
             audit_refusal=True,
             check=checked,
             also=setting,
+            seen=req.parametersDigest,
         )
         return await self.close(approval_id, closing)
 
@@ -581,21 +588,28 @@ class Engine:
         tenant: str | None = None,
         inbound: tuple[SurfaceType, str] | None = None,
         also: Callable[[Tx, Record, float], list[Event]] | None = None,
+        seen: str | None = None,
     ) -> Record:
         """Approve an edited call: `check` is the answer's own (who, where), `also` more audited
-        with the closing (who vouched for the person); the edit is checked
-        here again (nothing a surface checked is trusted) and the edited call put to the policy
-        again. A deny rule or a standing deny it meets denies it; `allow_below` never makes it a
-        call that needs nobody (a person approved it). Where a quorum must approve, no edit is
-        offered: one approver's edit is not the others' approval of the edited call."""
+        with the closing (who vouched for the person), `seen` the digest of the call the edit
+        was made of (None: the agent's own). The edit is checked here again (nothing a surface
+        checked is trusted) and the edited call put to the policy again: a deny rule or a
+        standing deny it meets denies it; `allow_below` never makes it a call that needs
+        nobody (a person approved it).
+
+        Where a quorum must approve, the edited call becomes the current one: the edit is the
+        editor's Approve of it, every Approve of the call it replaced is set aside, and the
+        count starts again (`bot.approvals.lifecycle.revise`). Under the approval's lock the
+        call must still be the one the edit was made of: of two concurrent edits, or an edit
+        and an Approve that closes, one wins and the other is refused."""
         rec = await self.record(approval_id, tenant)
         check(rec)
         if rec.closed:
             raise approval.closed_error(rec)
-        if rec.quorum > 1:
-            # Never offered (the policy refuses editable with a quorum): each approver of a
-            # quorum approves the one call; an edit would have to start another count.
-            raise InvalidRequest(f"approval {rec.id} needs {rec.quorum} approvers: it cannot be edited")
+        changed = approval.stale(rec, seen)
+        if changed is not None:
+            raise changed
+        basis = rec.call_digest  # the version this edit is of, checked again under the lock
         rule = self.policy.rule_for(rec.tenant, rec.tool_name)
         done = self.check_edit(rec, values)
         ruling = decide(
@@ -604,12 +618,15 @@ class Engine:
         held = await self.db.run_read(
             lambda tx: standing.held_against(tx, rec.tenant, rec.tool_name, rec.mode, rec.route, rec.surface)
         )
-        data = {
+        result = done.result.model_copy(update={"by": person.userId, "surface": person.surface.value})
+        data: dict[str, Any] = {
             "edited": {
-                "parameters": done.result.parameters,
-                "fields": list(done.result.fields),
-                "digest": done.result.digest,
+                "parameters": result.parameters,
+                "fields": list(result.fields),
+                "changed": [c.name for c in done.changes],
+                "digest": result.digest,
                 "originalDigest": rec.digest,
+                **({"replacedDigest": basis} if basis != rec.digest else {}),
             }
         }
         if ruling.deny or held is not None:
@@ -624,9 +641,12 @@ class Engine:
                 inbound=inbound,
                 also=also,
                 data=data,
+                seen=basis,
             )
         else:
             assert rec.edit is not None  # edits.edited refuses a call without one
+            quorum = rec.quorum > 1
+            state = (edits.state_pending if quorum else edits.state_after)(rec.edit, result)
             closing = Closing(
                 ApprovalStatus.APPROVED,
                 person,
@@ -636,8 +656,10 @@ class Engine:
                 audit_refusal=True,
                 inbound=inbound,
                 also=also,
-                changes=Changes(edit=edits.state_after(rec.edit, done.result)),
+                changes=Changes(edit=state),
                 data=data,
+                seen=basis,
+                revises=quorum,
             )
         return await self.close(approval_id, closing)
 

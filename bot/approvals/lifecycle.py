@@ -26,6 +26,7 @@ from contracts.errors import (
     CosignerError,
     InvalidRequest,
     NotAnApprover,
+    ParametersMismatch,
     WrongConversation,
     WrongTenant,
 )
@@ -244,6 +245,12 @@ class Closing:
     also: Callable[[Tx, Record, float], list[Event]] | None = None
     changes: Changes | None = None  # more written with the status (a handoff's check, an edit)
     data: Mapping[str, Any] | None = None  # more on the closing's audit event (the edited call)
+    # The digest of the call the answer was given for (None: the agent's own). A person's
+    # answer, or a closing that names one, is refused when the call was edited since.
+    seen: str | None = None
+    # An edit of a call a quorum must approve: the edited call (`changes.edit`) becomes the
+    # current one, the editor's Approve its first, and every earlier Approve is set aside.
+    revises: bool = False
 
 
 EXECUTE_GRACE = 5.0
@@ -310,7 +317,43 @@ class Unchanged:
     """The same approver approved before: their Approve is counted once, nothing changes."""
 
 
-Effect = Refused | Transition | Counted | Unchanged
+@dataclass(frozen=True)
+class Revised:
+    """An approver edited a call a quorum must approve: the edited call is the current one,
+    `vote` (the editor's) its first Approve, and `set_aside` the approvals of the call it
+    replaced, which no longer count."""
+
+    vote: Vote
+    comment: str | None
+    set_aside: tuple[Vote, ...]
+    quorum: int
+
+
+Effect = Refused | Transition | Counted | Unchanged | Revised
+
+
+def stale(rec: Record, seen: str | None) -> ParametersMismatch | None:
+    """The refusal of an answer given for another version of the call than the current one
+    (`seen` None: the agent's own call); None when it is the current one."""
+    current = rec.call_digest
+    if (seen or rec.digest) == current:
+        return None
+    result = rec.edit.result if rec.edit is not None else None
+    if result is None:
+        return ParametersMismatch(
+            f"the digest answered ({(seen or '')[:80]}) is not that of approval {rec.id}'s call; "
+            "fetch the approval and answer the call it shows",
+            approvalId=rec.id,
+            digest=current,
+        )
+    by = f" by {result.by}" if result.by else ""
+    return ParametersMismatch(
+        f"the call of approval {rec.id} was edited{by} after the version you answered was shown "
+        "to you, so your answer was not counted: read the edited call and answer it",
+        approvalId=rec.id,
+        digest=current,
+        **({"editedBy": result.by} if result.by else {}),
+    )
 
 
 def requester_refused(rec: Record) -> NotAnApprover:
@@ -321,10 +364,19 @@ def requester_refused(rec: Record) -> NotAnApprover:
     )
 
 
-def count(rec: Record, to: ApprovalStatus, by: DecidedBy, comment: str | None, now: float) -> Effect | None:
+def count(
+    rec: Record,
+    to: ApprovalStatus,
+    by: DecidedBy,
+    comment: str | None,
+    now: float,
+    *,
+    revises: bool = False,
+) -> Effect | None:
     """Four eyes, for an approval as loaded: a requester's Approve refused (separate duties),
-    the same approver again unchanged, an Approve below the quorum counted; None when the
-    answer closes the approval as asked (a Deny vetoes at once)."""
+    an edit (`revises`) the first Approve of the edited call, the same approver again
+    unchanged, an Approve below the quorum counted; None when the answer closes the approval
+    as asked (a Deny vetoes at once)."""
     if to is not ApprovalStatus.APPROVED or not isinstance(by, PersonDecider):
         return None
     if rec.quorum <= 1 and not rec.separate_duties:
@@ -333,9 +385,11 @@ def count(rec: Record, to: ApprovalStatus, by: DecidedBy, comment: str | None, n
         return Refused(requester_refused(rec))
     if rec.quorum <= 1:
         return None
+    vote = Vote(by.userId, by.surface, now)
+    if revises:
+        return Revised(vote, comment, rec.votes, rec.quorum)
     if any(v.by == by.userId for v in rec.votes):
         return Unchanged()
-    vote = Vote(by.userId, by.surface, now)
     if len(rec.votes) + 1 < rec.quorum:
         return Counted(vote, comment, len(rec.votes) + 1, rec.quorum)
     return Transition(to, by, comment, vote=vote)
@@ -363,8 +417,13 @@ def decide(rec: Record, c: Closing, now: float) -> Effect:
         to = ApprovalStatus.FAILED  # a handoff is never denied: failing closed fails it
     if not allowed(rec.status, to):
         return Refused(closed_error(rec), audited=False)
+    if refusal is None and (isinstance(decided_by, PersonDecider) or c.seen is not None):
+        # What a person answered is the call they were shown: never another version of it.
+        changed = stale(rec, c.seen)
+        if changed is not None:
+            return Refused(changed)
     if refusal is None:
-        counted = count(rec, to, decided_by, comment, now)
+        counted = count(rec, to, decided_by, comment, now, revises=c.revises)
         if counted is not None:
             return counted
     return Transition(to, decided_by, comment, refusal)
@@ -401,6 +460,8 @@ def close(
         return Closed(
             ledger.append(tx, rec, now, [refused(c.decided_by, answer.error, c.to)]), answer.error, False
         )
+    if isinstance(answer, Revised):
+        return Closed(revise(tx, rec, now, c, answer), None, False, counted=True)
     if isinstance(answer, Counted):
         counted = [counted_event(c.decided_by, answer.comment, answer.count, answer.quorum)]
         if c.also is not None:
@@ -415,9 +476,10 @@ def close(
         data["approvers"] = [{"by": v.by, "surface": v.surface.value} for v in joined(rec.votes, answer.vote)]
     events.append(Event(to.value, actor_of(decided_by), data))
     changes = replace(c.changes or Changes(), decided=Decided(to, now, decided_by, comment))
-    if rec.edit is not None and rec.edit.sealed is not None and changes.edit is None:
+    kept = changes.edit or rec.edit
+    if kept is not None and kept.sealed is not None:
         # A closed call is never edited: its sealed original is not kept.
-        changes = replace(changes, edit=rec.edit.model_copy(update={"sealed": None}))
+        changes = replace(changes, edit=kept.model_copy(update={"sealed": None}))
     if c.also is not None and to is c.to:
         events += c.also(tx, rec, now)
     claim = None
@@ -450,6 +512,33 @@ def close(
         vote=answer.vote,
     )
     return Closed(rec, refusal, True, execute)
+
+
+def revise(tx: Tx, rec: Record, now: float, c: Closing, answer: Revised) -> Record:
+    """Store an edit of a call a quorum must approve: the edit (who, the edited call, both
+    digests), the approvals it sets aside and why, and the editor's Approve as the first of
+    the edited call, each its own link of the audit chain."""
+    assert c.changes is not None and c.changes.edit is not None  # an edit carries its call
+    events = [Event(AuditEvent.CALL_EDITED, actor_of(c.decided_by), dict(c.data or {}))]
+    if answer.set_aside:
+        new = c.changes.edit.result.digest if c.changes.edit.result is not None else rec.digest
+        events.append(
+            Event(
+                AuditEvent.APPROVALS_SET_ASIDE,
+                actor_of(c.decided_by),
+                {
+                    "approvers": [{"by": v.by, "surface": v.surface.value} for v in answer.set_aside],
+                    "approvedDigest": rec.call_digest,
+                    "digest": new,
+                    "reason": "they approved a version of the call that an edit replaced",
+                },
+            )
+        )
+    events.append(counted_event(c.decided_by, answer.comment, 1, answer.quorum))
+    if c.also is not None:
+        events += c.also(tx, rec, now)  # who vouched for the person (an inbox answer)
+    show = rec.delivered is not None or bool(rec.escalated)
+    return answers.revise(tx, rec, now, events, Changes(edit=c.changes.edit), answer.vote, show=show)
 
 
 def counted_event(by: DecidedBy, comment: str | None, n: int, quorum: int) -> Event:

@@ -58,8 +58,10 @@ async def answer(
     approval_id: str,
     verdict: Verdict,
     comment: str | None,
+    seen: str | None = None,
 ) -> Record:
-    """Apply a signed-in person's answer; refusals are audited and raised as `CosignerError`."""
+    """Apply a signed-in person's answer to the call shown with digest `seen`; refusals are
+    audited and raised as `CosignerError`."""
     rec = await db.run_read(lambda tx: ledger.load(tx, approval_id))
     if rec is None or rec.tenant not in tenants:
         raise ApprovalNotFound(f"approval {approval_id} does not exist")
@@ -82,6 +84,7 @@ async def answer(
         check=checked,
         audit_refusal=True,
         also=both(signed_in_event(person, decider), standing),
+        seen=seen,
     )
     return await engine.close(approval_id, closing)
 
@@ -97,12 +100,12 @@ async def editable(
     approval.check_dashboard(rec, dashboard_id(person, rec))
     if rec.closed:
         raise approval.closed_error(rec)
-    if rec.edit is None or not rec.edit.fields or rec.quorum > 1:
+    if rec.edit is None or not rec.edit.fields:
         raise InvalidRequest(f"approval {rec.id} offers no edit; approve or deny the call as it is")
     rule = engine.policy.rule_for(rec.tenant, rec.tool_name)
     fields = tuple(
         f
-        for f in form_fields(rec.edit, rec.parameters)
+        for f in form_fields(rec.edit, rec.call_shown)
         if rule.editable is True or (rule.editable and f.name in rule.editable)
     )
     if not fields:
@@ -132,9 +135,11 @@ async def approve_edited(
     approval_id: str,
     values: Mapping[str, Any],
     comment: str | None,
+    seen: str | None = None,
 ) -> Record:
     """Approve the edited call as the signed-in person: the engine checks the answer and the
-    edit again, puts the edited call to the policy, and audits who vouched for the person."""
+    edit (of the call with digest `seen`) again, puts the edited call to the policy, and
+    audits who vouched for the person."""
     rec = await db.run_read(lambda tx: ledger.load(tx, approval_id))
     if rec is None or rec.tenant not in tenants:
         raise ApprovalNotFound(f"approval {approval_id} does not exist")
@@ -153,4 +158,5 @@ async def approve_edited(
         comment=comment,
         tenant=rec.tenant,
         also=signed_in_event(person, decider),
+        seen=seen,
     )

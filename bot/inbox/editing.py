@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from contracts.edits import EditField, InputKind, initial_text
+from contracts.enums import ApprovalStatus
 from storage.records import Record
 
 FIELD = "f."  # an edit form's input for one parameter: "f.<name>"
@@ -61,9 +62,10 @@ def shown(value: Any) -> str:
 
 
 def edited_changes(rec: Record) -> list[dict[str, str]]:
-    """What an approver changed of an approved call: old → new per field, as shown."""
+    """What approvers changed of a call, old → new per field as shown: the call a quorum is
+    asked to approve while pending, the call that ran once approved (nothing otherwise)."""
     result = rec.edit.result if rec.edit is not None else None
-    if result is None:
+    if result is None or (rec.closed and rec.status is not ApprovalStatus.APPROVED):
         return []
     return [
         {"name": n, "old": shown(rec.parameters.get(n)), "new": shown(result.parameters.get(n))}

@@ -53,6 +53,13 @@ LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
 _pages = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]))
 
 
+def seen_digest(form: FormData) -> str | None:
+    """The digest of the call the page showed (every answer form carries it); None from a page
+    made before forms carried one: taken as the agent's own call."""
+    value = str(form.get("digest", ""))[:200]
+    return value or None
+
+
 def not_configured_message() -> str:
     """What `/inbox` and `serve` say when no sign-in is configured."""
     return (
@@ -205,7 +212,16 @@ class Inbox:
             "id": rec.id,
             "tenant": rec.tenant,
             "tool": card.tool_name,
-            "call": json.dumps(dict(card.parameters), indent=2, sort_keys=True, ensure_ascii=False),
+            # While pending, the call the approvers are asked to approve (an edited one after an
+            # edit); once closed, the agent's, with an approved edit's changes beside it.
+            "call": json.dumps(
+                rec.call_shown if not rec.closed else dict(card.parameters),
+                indent=2,
+                sort_keys=True,
+                ensure_ascii=False,
+            ),
+            "digest": card.digest,
+            "edited_by": card.edited_by,
             "reason": card.reason,
             "triggered_by": card.triggered_by,
             "policy": card.policy_rule,
@@ -226,7 +242,7 @@ class Inbox:
                 {"by": v.by, "surface": v.surface.value, "at": when(v.at.timestamp())} for v in card.approvals
             ],
             "you_approved": any(v.by in mine for v in card.approvals if v.surface is SurfaceType.DASHBOARD),
-            "editable": rec.edit is not None and bool(rec.edit.fields) and rec.quorum <= 1 and not rec.closed,
+            "editable": rec.edit is not None and bool(rec.edit.fields) and not rec.closed,
             "edited": edited_changes(rec),
         }
 
@@ -323,7 +339,14 @@ class Inbox:
         tenants = set(tenants_of(self.policy, person))
         try:
             await answering.answer(
-                self.engine, self.db, person, tenants, request.path_params["approval_id"], verdict, comment
+                self.engine,
+                self.db,
+                person,
+                tenants,
+                request.path_params["approval_id"],
+                verdict,
+                comment,
+                seen_digest(form),
             )
         except CosignerError as exc:
             return self.refused(request, person, str(exc), exc.status)
@@ -419,10 +442,13 @@ class Inbox:
                 request.path_params["approval_id"],
                 reading.value,
                 comment,
+                seen_digest(form),
             )
         except CosignerError as exc:
             return self.refused(request, person, str(exc), exc.status)
-        if rec.status is not ApprovalStatus.APPROVED:  # the edited call met a deny rule
+        # Denied: the edited call met a deny rule. Still pending: the edit was one approval of
+        # the edited call toward a quorum.
+        if rec.closed and rec.status is not ApprovalStatus.APPROVED:
             return self.refused(request, person, f"The edited call was denied: {rec.comment}", 403)
         return RedirectResponse("/inbox/", status_code=303)
 

@@ -425,12 +425,6 @@ def _editable_rule(rule: ToolRule) -> list[str]:
             f"{path}: {rule.name} never asks a person ({rule.describe()}), so nobody could edit a "
             "call; remove editable, or set confirm = true"
         ]
-    if rule.quorum > 1:
-        # Each approver of a quorum approves one call; an edit would start another count.
-        return [
-            f"{path}: {rule.name} needs {rule.quorum} approvers ({rule.origin('quorum')}), and an edit "
-            "by one of them is not an approval by the others; remove editable or the quorum"
-        ]
     if rule.editable is True:
         return []
     problems = []

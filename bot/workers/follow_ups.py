@@ -181,15 +181,22 @@ class FollowUps:
             self.wakeups.jobs.set()
 
     async def show_outcomes(self, approval_id: str) -> None:
-        """Close each escalated card in place (or text the outcome) once the request closed."""
+        """Close each escalated card in place (or text the outcome) once the request closed;
+        while it is pending, show each escalated card as it stands now (a quorum's progress,
+        or the call an approver edited, with buttons that answer that call only)."""
         rec = await self.engine.record(approval_id)
-        if rec.status is ApprovalStatus.PENDING:
-            return
         card = rec.card()
+        pending = rec.status is ApprovalStatus.PENDING
         for e in rec.escalated:
             adapter = self.surfaces.get(e.route.surface)
-            if adapter is not None and e.delivered is not None:
+            if adapter is None or e.delivered is None:
+                continue
+            if not pending:
                 await adapter.show_outcome(card, e.route, e.delivered)
+            elif isinstance(adapter, FollowUpSurface):
+                await adapter.show_escalated(card, e.route, e.delivered)
+        if pending and rec.escalated and (await self.engine.record(approval_id)).closed:
+            await self.show_outcomes(approval_id)  # it closed meanwhile: close the cards again
 
 
 def _sending(route: Route) -> Delivered | None:

@@ -45,6 +45,7 @@ COMMENT_ACTION = "comment"
 COMMENT_MAX = 2000
 FULL_CALL_ACTION = f"{ACTION_PREFIX}full_call"
 EDIT_ACTION = f"{ACTION_PREFIX}edit"
+VALUE_SEPARATOR = "|"  # between the approval id and the call's digest in an answer button's value
 VALUE_LIMIT = 200  # characters of one rendered value on the card; the modal has the rest
 NAME_LIMIT = 80
 MAX_PARAM_SECTIONS = 30  # of Slack's 50 blocks a message, the rest of the card needs at most 12
@@ -71,9 +72,19 @@ def to_blocks(card: ApprovalCard, route: SlackRoute) -> tuple[list[Block], str]:
     notice = [notice_block(left_out)] if left_out else []
     escalated = escalation_blocks(card)
     lead = "Approval needed" if not card.approvals else f"Approved {card.progress()}, more needed"
-    return [*body, *escalated, *quorum_blocks(card), *notice, _buttons(card, route, left_out)], _fallback(
-        card, lead
-    )
+    if card.edited is not None:
+        lead = f"Edited, approval needed ({card.progress()})"
+    edited = [edited_block(card)] if card.edited is not None else []
+    blocks = [*body, *edited, *escalated, *quorum_blocks(card), *notice, _buttons(card, route, left_out)]
+    return blocks, _fallback(card, lead)
+
+
+def edited_block(card: ApprovalCard) -> Block:
+    """A pending call an approver edited (a quorum): who, and old → new; the parameters above
+    are the edited call, the one the buttons answer."""
+    who = _person(card.edited_by, card.edited_on or "slack") if card.edited_by else "an approver"
+    lead = f"*Edited by {who}*: approve this call, not the one the agent asked for"
+    return SectionBlock(block_id=f"{BLOCK_PREFIX}edited", text=md(_edited_text(card, lead)))
 
 
 def to_closed_blocks(card: ApprovalCard, route: SlackRoute) -> tuple[list[Block], str]:
@@ -142,7 +153,7 @@ def _clock(moment: Any) -> str:
 def parameter_sections(card: ApprovalCard) -> tuple[list[SectionBlock], Hidden]:
     """Every parameter, one line each, sorted by name, each value cut to `VALUE_LIMIT`;
     and what the card leaves out (masked spans, cut values, fields beyond the block budget)."""
-    shown = fields(card.parameters)
+    shown = fields(dict(card.asked()) if card.status is ApprovalStatus.PENDING else card.parameters)
     left_out = hidden(shown, VALUE_LIMIT)
     cut_names = [f.name for f in shown if len(f.text) > VALUE_LIMIT or len(render(f.name)) > NAME_LIMIT]
     lines = []
@@ -186,9 +197,13 @@ def notice_block(left_out: Hidden) -> Block:
     )
 
 
-def deny_modal(card_id: str, tool_name: str, channel_id: str, message_ts: str) -> View:
-    """The modal asking for an optional comment before a deny is recorded."""
-    metadata = json.dumps({"a": card_id, "c": channel_id, "t": message_ts}, separators=(",", ":"))
+def deny_modal(
+    card_id: str, tool_name: str, channel_id: str, message_ts: str, seen: str | None = None
+) -> View:
+    """The modal asking for an optional comment before a deny is recorded (of the call with
+    digest `seen`, as the card showed it)."""
+    bound = {"a": card_id, "c": channel_id, "t": message_ts, **({"d": seen} if seen else {})}
+    metadata = json.dumps(bound, separators=(",", ":"))
     return View(
         type="modal",
         callback_id=DENY_CALLBACK,
@@ -283,7 +298,8 @@ def _buttons(card: ApprovalCard, route: SlackRoute, left_out: Hidden) -> Actions
             confirm=PlainTextObject(text="Approve"),
             deny=PlainTextObject(text="Cancel"),
         )
-    buttons = [_button("Approve", Verdict.APPROVE, card.approval_id, "primary", confirm)]
+    value = answer_value(card)
+    buttons = [_button("Approve", Verdict.APPROVE, value, "primary", confirm)]
     if card.editable:
         # Opens the edit form (contracts.edits); nothing is decided until its confirm step.
         buttons.append(
@@ -295,13 +311,13 @@ def _buttons(card: ApprovalCard, route: SlackRoute, left_out: Hidden) -> Actions
             _button(
                 "Approve for this run",
                 Verdict.APPROVE_FOR_RUN,
-                card.approval_id,
+                value,
                 confirm=_for_run(card, route, left_out),
             )
         )
-    buttons.append(_button("Deny", Verdict.DENY, card.approval_id, "danger"))
+    buttons.append(_button("Deny", Verdict.DENY, value, "danger"))
     if card.offers_always_deny:
-        buttons.append(_always_deny(card))
+        buttons.append(_always_deny(card, value))
     if card.preview is None:
         buttons.append(
             ButtonElement(
@@ -338,7 +354,13 @@ def _inline(text: str, limit: int) -> str:
     return mrkdwn.truncate(escaped, limit - 1)[0] + "…"
 
 
-def _always_deny(card: ApprovalCard) -> ButtonElement:
+def answer_value(card: ApprovalCard) -> str:
+    """An answer button's value: the approval, and the digest of the call the card shows, so
+    a click from a card made before an edit is refused rather than counted for the edited call."""
+    return f"{card.approval_id}{VALUE_SEPARATOR}{card.digest}" if card.digest else card.approval_id
+
+
+def _always_deny(card: ApprovalCard, value: str) -> ButtonElement:
     """The third button: deny, and refuse this tool from now on for requests this person approves."""
     tool = mrkdwn.fit(card.tool_name, 128)
     confirm = ConfirmObject(
@@ -351,20 +373,20 @@ def _always_deny(card: ApprovalCard) -> ButtonElement:
         deny=PlainTextObject(text="Cancel"),
         style="danger",
     )
-    return _button("Always deny", Verdict.ALWAYS_DENY, card.approval_id, confirm=confirm)
+    return _button("Always deny", Verdict.ALWAYS_DENY, value, confirm=confirm)
 
 
 def _button(
     label: str,
     verdict: Verdict,
-    approval_id: str,
+    value: str,
     style: str | None = None,
     confirm: ConfirmObject | None = None,
 ) -> ButtonElement:
     return ButtonElement(
         text=PlainTextObject(text=label),
         action_id=f"{ACTION_PREFIX}{verdict.value}",
-        value=approval_id,
+        value=value,
         style=style,
         confirm=confirm,
     )
@@ -385,17 +407,21 @@ def _outcome(card: ApprovalCard) -> list[Block]:
     return blocks
 
 
-def _edited_text(card: ApprovalCard) -> str:
-    """What an approver changed, old → new: the call that runs is the edited one."""
+def _edited_text(
+    card: ApprovalCard, lead: str = "*Approved with an edit*: this call runs instead of the one asked for"
+) -> str:
+    """What approvers changed, old → new: the call that runs is the edited one."""
     edited = card.edited or {}
-    lines = ["*Approved with an edit*: this call runs instead of the one asked for"]
+    lines = [lead]
     for name in sorted(edited, key=str):
         old, new = card.parameters.get(name), edited[name]
         if old != new or type(old) is not type(new):
             before = mrkdwn.fit(json.dumps(old, ensure_ascii=False), 300)
             after = mrkdwn.fit(json.dumps(new, ensure_ascii=False), 300)
             lines.append(f"• {mrkdwn.fit(str(name), NAME_LIMIT)}: {before} → {after}")
-    return mrkdwn.fit("\n".join(lines), SECTION_LIMIT - 20)
+    # Each part is escaped already (the lead's mention is built): cut, never escaped again.
+    text, limit = "\n".join(lines), SECTION_LIMIT - 20
+    return text if len(text) <= limit else mrkdwn.truncate(text, limit - 1)[0] + "…"
 
 
 def _decider(outcome: Outcome) -> str:

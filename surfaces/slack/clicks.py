@@ -18,7 +18,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from contracts.edits import EditDesk, EditField, parse_input
-from contracts.enums import ApprovalStatus, SurfaceType, Verdict
+from contracts.enums import ApprovalStatus, ErrorCode, SurfaceType, Verdict
 from contracts.errors import CosignerError, InvalidRequest
 from contracts.ports import Answer, ApprovalDesk
 from surfaces.slack import mrkdwn
@@ -51,6 +51,7 @@ from surfaces.slack.parse import (
     parse_modal,
     parse_page,
     parse_view_submission,
+    seen_in,
 )
 from surfaces.slack.web_client import translated
 
@@ -68,7 +69,16 @@ Ack = Callable[..., Awaitable[Any]]
 
 
 def refusal_text(error: CosignerError) -> str:
-    """What a clicker whose answer was refused reads: the reason code and the engine's message."""
+    """What a clicker whose answer was refused reads: the reason code and the engine's message
+    (for an answer to a call edited since the card was shown: who edited it, and that the
+    card now shows the edited call)."""
+    if error.code == ErrorCode.PARAMETERS_MISMATCH and error.details.get("digest"):
+        who = mrkdwn.mention(str(error.details.get("editedBy") or "")) or "another approver"
+        return (
+            f":arrows_counterclockwise: Your answer was not recorded: the call was edited by {who} "
+            "since you opened it. The card now shows the edited call (old → new): read it, then "
+            "answer that call."
+        )
     reason = mrkdwn.fit(error.message, 500)
     return f":no_entry: Your answer was not recorded ({error.code}): {reason}"
 
@@ -177,7 +187,9 @@ class Clicks:
             await self._tell(client, body, refusal_text(error))
             return
         tool = _tool_name(body)
-        view = deny_modal(answer.approval_id, tool, answer.conversation, answer.message_ref or "")
+        view = deny_modal(
+            answer.approval_id, tool, answer.conversation, answer.message_ref or "", answer.seen
+        )
         try:
             async with translated("views.open", answer.conversation):
                 await client.views_open(trigger_id=body.get("trigger_id"), view=view)
@@ -237,10 +249,17 @@ class Clicks:
         try:
             if not isinstance(self._desk, EditDesk):
                 raise InvalidRequest("this server cannot take edits")
-            look, _meta, state = parse_modal(body, EDIT_CALLBACK)
+            look, meta, state = parse_modal(body, EDIT_CALLBACK)
             form = await self._desk.edit_form(look)
             fields = shown_fields(form)
             names = [f.name for f in fields]
+            opened = seen_in(meta)
+            if opened is not None and opened != form.card.digest:
+                who = f" by {form.card.edited_by}" if form.card.edited_by else ""
+                raise InvalidRequest(
+                    f"the call was edited{who} since you opened this form; close it and press Edit "
+                    "on the card again, which shows the edited call"
+                )
             values, problems = _read_inputs(fields, state)
             if problems:
                 await ack(response_action="errors", errors=errors_for(names, problems))
@@ -280,6 +299,7 @@ class Clicks:
                 enterprise_id=look.enterprise_id,
                 comment=(comment or "").strip()[:COMMENT_MAX] or None,
                 edit=values,
+                seen=seen_in(meta),
             )
             self._notice_grid(answer)
             await self._desk.answer(answer)

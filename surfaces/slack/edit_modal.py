@@ -72,7 +72,7 @@ def edit_modal(form: EditForm, channel_id: str, message_ts: str, user: str) -> V
         title=PlainTextObject(text="Edit before approving"),
         submit=PlainTextObject(text="Review"),
         close=PlainTextObject(text="Cancel"),
-        private_metadata=metadata(card.approval_id, channel_id, message_ts, user),
+        private_metadata=metadata(card.approval_id, channel_id, message_ts, user, d=card.digest),
         blocks=blocks,
     )
 
@@ -127,7 +127,7 @@ def confirm_modal(preview: EditPreview, channel_id: str, message_ts: str, user: 
     """The second step: old → new for each changed parameter; submitting approves the edited
     call. None when the changes do not fit Slack's metadata (the person is told to edit less)."""
     card = preview.card
-    meta = metadata(card.approval_id, channel_id, message_ts, user, v=preview.values())
+    meta = metadata(card.approval_id, channel_id, message_ts, user, v=preview.values(), d=card.digest)
     if len(meta) > METADATA_MAX:
         return None
     lead = (

@@ -38,7 +38,8 @@ PIECES_PER_PAGE = 12  # of a modal's 100 blocks; about 17,000 characters a page
 
 def pages(card: ApprovalCard) -> list[list[str]]:
     """The call as pages of fenced code-block texts, each within Slack's section limit."""
-    ordered = {name: card.parameters[name] for name in sorted(card.parameters, key=str)}
+    call = card.asked()
+    ordered = {name: call[name] for name in sorted(call, key=str)}
     text = json.dumps(ordered, indent=2, ensure_ascii=False, default=str)
     escaped = mrkdwn.escape(text)
     pieces = []

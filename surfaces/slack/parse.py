@@ -24,12 +24,14 @@ from surfaces.slack.blocks import (
     COMMENT_MAX,
     DENY_CALLBACK,
     FULL_CALL_ACTION,
+    VALUE_SEPARATOR,
 )
 from surfaces.slack.full_call import FULL_CALL_CALLBACK, PAGE_ACTIONS
 
 _SLACK_ID = re.compile(r"^[A-Z0-9]{2,64}$")
 _TS = re.compile(r"^\d{1,12}\.\d{1,8}$")
 _APPROVAL_ID = re.compile(r"^[A-Za-z0-9_.:\-]{1,200}$")
+_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 # What of an event's `type` may reach the log; anything else is logged as "unrecognized".
 _EVENT_TYPE = re.compile(r"^[a-z][a-z0-9_.]{0,63}$")
 
@@ -45,7 +47,7 @@ def parse_block_action(payload: Mapping[str, Any]) -> Answer:
     verdict = ACTIONS.get(action.get("action_id", ""))
     if verdict is None:
         raise InvalidRequest("not a Cosigner button", field="actions.action_id")
-    approval_id = _match(action.get("value"), _APPROVAL_ID, "actions.value")
+    approval_id, seen = answer_value(action.get("value"))
     block_id = action.get("block_id")
     if block_id is not None and block_id != f"{BLOCK_PREFIX}{approval_id}":
         raise InvalidRequest("button block does not belong to this approval", field="actions.block_id")
@@ -58,8 +60,18 @@ def parse_block_action(payload: Mapping[str, Any]) -> Answer:
         verdict=verdict,
         conversation=_match(container.get("channel_id"), _SLACK_ID, "container.channel_id"),
         message_ref=_match(container.get("message_ts"), _TS, "container.message_ts"),
+        seen=seen,
         **_who(payload),
     )
+
+
+def answer_value(value: Any) -> tuple[str, str | None]:
+    """An answer button's value: the approval id and the digest of the call its card showed
+    (None on a card made before buttons carried one: the agent's own call)."""
+    if isinstance(value, str) and VALUE_SEPARATOR in value:
+        approval_id, digest = value.split(VALUE_SEPARATOR, 1)
+        return _match(approval_id, _APPROVAL_ID, "actions.value"), _match(digest, _DIGEST, "actions.value")
+    return _match(value, _APPROVAL_ID, "actions.value"), None
 
 
 def parse_look(payload: Mapping[str, Any], action_id: str = FULL_CALL_ACTION) -> Look:
@@ -121,8 +133,15 @@ def parse_view_submission(payload: Mapping[str, Any]) -> Answer:
         conversation=_match(meta.get("c"), _SLACK_ID, "view.private_metadata.c"),
         message_ref=_match(meta.get("t"), _TS, "view.private_metadata.t"),
         comment=_comment(view),
+        seen=seen_in(meta),
         **_who(payload),
     )
+
+
+def seen_in(meta: Mapping[str, Any]) -> str | None:
+    """The digest of the call a modal was opened for (its metadata's `d`), if it names one."""
+    digest = meta.get("d")
+    return None if digest is None else _match(digest, _DIGEST, "view.private_metadata.d")
 
 
 def parse_modal(

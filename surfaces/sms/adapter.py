@@ -201,7 +201,7 @@ class SmsAdapter:
                 pending = await self.desk.pending_for_number(conversation, number)
                 others = [p for p in pending if p.card.approval_id != card.approval_id]
                 body = (to_handoff_text if card.handoff else to_sms_text)(card, code_required=bool(others))
-                await self.desk.mark_texting(card.approval_id, number)
+                await self.desk.mark_texting(card.approval_id, number, card.digest or None)
                 sid = await self._send(client, number, from_number, service, body, status_callback)
                 await self.desk.record_sent(card.approval_id, number, sid)
                 logger.info("sms request texted approval=%s sid=%s", card.approval_id, sid)

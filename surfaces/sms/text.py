@@ -113,10 +113,9 @@ def left_out(card: ApprovalCard, limit: int = VALUE_LIMIT) -> Hidden:
     """What the request text leaves out of the parameters: values masked in place or cut."""
     if card.preview is not None:
         return Hidden()
-    masked = hidden(fields(card.parameters), limit).masked
-    cut = tuple(
-        str(name) for name in sorted(card.parameters, key=str) if len(_value(card.parameters[name])) > limit
-    )
+    call = card.asked()
+    masked = hidden(fields(call), limit).masked
+    cut = tuple(str(name) for name in sorted(call, key=str) if len(_value(call[name])) > limit)
     return Hidden(masked=masked, cut=cut)
 
 
@@ -127,6 +126,8 @@ def to_sms_text(card: ApprovalCard, *, code_required: bool) -> str:
     is then part of its claim."""
     what = card.preview.title if card.preview is not None else card.tool_name
     head = f"Cosigner request {card.short_code}: approve {what}?"
+    if card.edited is not None and card.status is ApprovalStatus.PENDING:
+        head += " (edited by an approver: this call, not the agent's)"
     expiry = f"Expires {_clock(card.expires_at, card.created_at)}."
     code = f" {card.short_code}" if code_required else ""
     if code_required:
@@ -163,7 +164,7 @@ def to_sms_text(card: ApprovalCard, *, code_required: bool) -> str:
         # At the least, the claim line still says how much of the claim it cut.
         least = min(sms_length(claim_line), len(CLAIM_LABEL) + len("(+9999 chars cut)"))
         for reserve, limit in ((r, v) for r in (reserved, least) for v in VALUE_LIMITS):
-            shown = "Params: " + compact_parameters(card.parameters, limit)
+            shown = "Params: " + compact_parameters(card.asked(), limit)
             if sms_length(shown) <= room - reserve:
                 reserved = reserve
                 break
@@ -191,7 +192,7 @@ def more_texts(card: ApprovalCard) -> list[str]:
     At most `MORE_PARTS` texts of `BUDGET` each; what still does not fit is named in the last."""
     what = card.preview.title if card.preview is not None else card.tool_name
     claim = " ".join((card.reason or "").translate(_PLAIN).split())
-    full = f"Params: {compact_parameters(card.parameters)}"
+    full = f"Params: {compact_parameters(card.asked())}"
     if claim:
         full += f' {CLAIM_LABEL}"{claim}"'
     label = f"{card.short_code} {what} "
@@ -303,6 +304,15 @@ def closed_text(card: ApprovalCard) -> str:
     if card.status == ApprovalStatus.CANCELLED:
         return f"Request {card.short_code} was cancelled, nothing was done."
     return f"Request {card.short_code} is already {card.status.value}. Nothing changed."
+
+
+def edited_text(card: ApprovalCard) -> str:
+    """The reply to an answer to a call an approver edited after it was texted: the call
+    texted is not the one asked now, so the answer is not counted."""
+    return (
+        f"Not accepted: request {card.short_code} was edited by an approver after it was texted "
+        "to you, so your answer was not counted. Nothing was decided."
+    )
 
 
 def refusal_text(message: str) -> str:

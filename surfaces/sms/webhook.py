@@ -18,13 +18,14 @@ from starlette.responses import JSONResponse, Response
 from twilio.request_validator import RequestValidator
 from twilio.twiml.messaging_response import MessagingResponse
 
-from contracts.enums import ApprovalStatus, AuditEvent, SurfaceType, Verdict
+from contracts.enums import ApprovalStatus, AuditEvent, ErrorCode, SurfaceType, Verdict
 from contracts.errors import CosignerError, InvalidSignature
 from contracts.ports import Answer, Placed, SmsDesk
 from surfaces.sms.reply import is_help, is_opt_in, is_opt_out, parse_more, parse_reply
 from surfaces.sms.text import (
     closed_text,
     counted_text,
+    edited_text,
     help_text,
     more_texts,
     refusal_text,
@@ -176,12 +177,16 @@ class SmsWebhooks:
             conversation=conversation,
             message_ref=None,
             message_id=message_sid,
+            # The call this number's text showed: an answer to a call edited since is refused.
+            seen=await self.desk.texted_digest(target.card.approval_id, sender),
         )
         try:
             card = await self.desk.answer(answer)
         except CosignerError as exc:
             # The refusal is recorded with the message id, so a retry repeats nothing.
             logger.info("sms answer refused approval=%s code=%s", target.card.approval_id, exc.code)
+            if exc.code == ErrorCode.PARAMETERS_MISMATCH:
+                return twiml(edited_text(target.card)), True
             return twiml(refusal_text(exc.message)), True
         logger.info("sms answer handled approval=%s verdict=%s", answer.approval_id, reply.verdict)
         if reply.verdict is Verdict.ALWAYS_DENY:

@@ -145,7 +145,7 @@ class WhatsAppAdapter:
                 variables = content_variables(
                     card, to_sms_text(card, code_required=others), nonces[nonce_key(number)]
                 )
-                await self.desk.mark_texting(card.approval_id, number)
+                await self.desk.mark_texting(card.approval_id, number, card.digest or None)
                 sid = await self._send(
                     client,
                     to=number,

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING
 from starlette.datastructures import ImmutableMultiDict
 from starlette.responses import Response
 
-from contracts.enums import ApprovalStatus, SurfaceType
+from contracts.enums import ApprovalStatus, ErrorCode, SurfaceType
 from contracts.errors import CosignerError
 from contracts.ports import Answer, Placed, SmsDesk
-from surfaces.sms.text import closed_text, help_text, refusal_text
+from surfaces.sms.text import closed_text, edited_text, help_text, refusal_text
 from surfaces.sms.webhook import SmsWebhooks, twiml
 from surfaces.whatsapp.template import Tap, nonce_key, parse_tap
 
@@ -64,6 +64,7 @@ class WhatsAppWebhooks(SmsWebhooks):
             conversation=to,
             message_id=message_sid,
             mismatch=mismatch,
+            seen=await self.desk.texted_digest(tap.approval_id, sender),
         )
         try:
             await self.desk.answer(answer)
@@ -74,6 +75,8 @@ class WhatsAppWebhooks(SmsWebhooks):
             placed = await self.desk.placed(tap.approval_id)
             if placed is not None and placed.card.status is not ApprovalStatus.PENDING:
                 return twiml(closed_text(placed.card)), True
+            if placed is not None and exc.code == ErrorCode.PARAMETERS_MISMATCH:
+                return twiml(edited_text(placed.card)), True
             return twiml(refusal_text(exc.message)), True
         logger.info("whatsapp tap handled approval=%s verdict=%s", tap.approval_id, tap.verdict)
         return twiml(), True  # the engine's show_outcome tells every approver

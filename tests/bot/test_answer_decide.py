@@ -8,10 +8,20 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.approvals.lifecycle import TRANSITIONS, Closing, Counted, Refused, Transition, Unchanged, decide
+from bot.approvals.lifecycle import (
+    TRANSITIONS,
+    Closing,
+    Counted,
+    Refused,
+    Revised,
+    Transition,
+    Unchanged,
+    decide,
+)
 from contracts.answers import PersonDecider, TimeoutDecider
+from contracts.edits import EditResult, EditState
 from contracts.enums import ApprovalMode, ApprovalStatus, SurfaceType
-from contracts.errors import AlreadyDecided, ApprovalExpired, CosignerError, NotAnApprover
+from contracts.errors import AlreadyDecided, ApprovalExpired, CosignerError, NotAnApprover, ParametersMismatch
 from tests.bot.test_intake_decide import earlier
 
 PERSON = PersonDecider(surface=SurfaceType.DASHBOARD, userId="u_1")
@@ -135,3 +145,82 @@ def test_a_late_approve_toward_a_quorum_expires_the_approval_instead() -> None:
     rec = replace(earlier("issue_refund", "sha256:" + "a" * 64), status=ApprovalStatus.PENDING, quorum=2)
     out = decide(rec, Closing(ApprovalStatus.APPROVED, person("u_a")), 2500.0)
     assert isinstance(out, Transition) and out.to is ApprovalStatus.EXPIRED and out.vote is None
+
+
+# --- edits under a quorum: every answer is bound to the version of the call it was given for ---
+
+
+def version(n: int, original: str) -> str:
+    """The digest of version `n` of the call: 0 is the agent's own."""
+    return original if n == 0 else f"sha256:{n:064x}"
+
+
+@settings(max_examples=1500, deadline=None)
+@given(
+    quorum=st.integers(2, 4),
+    separate=st.booleans(),
+    answers=st.lists(
+        st.tuples(
+            st.sampled_from(PEOPLE),
+            st.sampled_from(["approve", "deny", "edit"]),
+            st.integers(0, 3),  # how many versions behind the current one the answerer's view is
+            st.booleans(),  # whether the answer names the digest it saw (else: the agent's own call)
+        ),
+        max_size=12,
+    ),
+)
+def test_an_answer_counts_only_for_the_version_it_saw_and_an_edit_restarts_the_count(
+    quorum: int, separate: bool, answers: list[tuple[str, str, int, bool]]
+) -> None:
+    rec = replace(
+        earlier("issue_refund", "sha256:" + "a" * 64),
+        status=ApprovalStatus.PENDING,
+        mode=ApprovalMode.ASK_ALWAYS,
+        quorum=quorum,
+        separate_duties=separate,
+        edit=EditState(fields=("amountCents",)),
+    )
+    original = rec.digest
+    current, counted = 0, []  # the version asked now, and who approved it
+    closed = False
+    for i, (who, act, behind, names) in enumerate(answers):
+        saw = max(current - behind, 0)
+        seen = version(saw, original) if names else None
+        to = ApprovalStatus.DENIED if act == "deny" else ApprovalStatus.APPROVED
+        out = decide(rec, Closing(to, person(who), seen=seen, revises=act == "edit"), 1500.0 + i)
+        if closed:
+            assert isinstance(out, Refused) and isinstance(out.error, AlreadyDecided)
+            continue
+        if (saw if names else 0) != current:
+            # Given for another version than the one asked now: refused, never counted.
+            assert isinstance(out, Refused) and isinstance(out.error, ParametersMismatch)
+            assert out.error.details["digest"] == version(current, original)
+            continue
+        if act == "deny":
+            assert isinstance(out, Transition) and out.to is ApprovalStatus.DENIED
+            closed = True
+        elif separate and who == REQUESTER:
+            assert isinstance(out, Refused) and isinstance(out.error, NotAnApprover)
+        elif act == "edit":
+            # The edit is its editor's Approve of the new version; every earlier one is set aside.
+            assert isinstance(out, Revised) and out.vote.by == who
+            assert out.set_aside == rec.votes and out.quorum == quorum
+            current, counted = current + 1, [who]
+            result = EditResult(parameters={}, fields=(), digest=version(current, original))
+            rec = replace(rec, votes=(out.vote,), edit=EditState(fields=("amountCents",), result=result))
+        elif who in counted:
+            assert isinstance(out, Unchanged), "the same person never counts twice for one version"
+        elif len(counted) + 1 < quorum:
+            assert isinstance(out, Counted) and out.count == len(counted) + 1
+            counted.append(who)
+            rec = replace(rec, votes=(*rec.votes, out.vote))
+        else:
+            assert isinstance(out, Transition) and out.to is ApprovalStatus.APPROVED and out.vote is not None
+            counted.append(who)
+            # Approved exactly when the quorum of distinct people approved the version asked now.
+            assert len(set(counted)) == quorum and {v.by for v in rec.votes} | {who} == set(counted)
+            closed = True
+        if closed:
+            rec = replace(rec, status=to)
+    if separate:
+        assert REQUESTER not in counted, "the requester never counts"

@@ -15,7 +15,7 @@ import pytest
 import cosigner
 from cosigner import Cosigner
 from cosigner.digest import parameters_digest
-from cosigner.errors import InvalidRequest
+from cosigner.errors import InvalidRequest, ParametersMismatch
 from tests.loopback import LiveServer, loopback_server
 from tests.sdk.conftest import SURFACE, USER, Polling
 from tests.sdk.test_outcomes import in_background
@@ -29,11 +29,18 @@ kind = "danger"
 redact = ["card_token"]
 editable = ["amount_cents", "note"]
 
+[tools.refund_twice]
+kind = "danger"
+approvers = ["tenant_admins"]
+quorum = 2
+separate_duties = false
+editable = ["amount_cents"]
+
 [tenants.acme.headless]
 route = "tenant_admins"
 
 [tenants.acme]
-admins = { dashboard = ["u_1"] }
+admins = { dashboard = ["u_1", "u_2"] }
 """
 
 
@@ -136,3 +143,62 @@ def test_a_gate_without_allow_edits_asks_without_an_edit_and_cannot_be_edited(
         person.decide(pending, decision="approve", user_id=USER)
         outcome.result(timeout=30)
     assert ran == [40000]
+
+
+def test_under_a_quorum_an_edit_is_one_approval_and_each_answer_names_the_call_it_was_shown(
+    live: LiveServer, keys: tuple[str, str]
+) -> None:
+    agent_key, approver_key = keys
+    ran: list[int] = []
+    polling = Polling()
+    with (
+        Cosigner(url=live.url, api_key=agent_key, transport=polling) as agent,
+        Cosigner(url=live.url, api_key=agent_key) as finder,
+        Cosigner(url=live.url, api_key=approver_key) as person,
+    ):
+
+        @agent.gate(surface=SURFACE, allow_edits=True)
+        def refund_twice(order_id: str, amount_cents: int) -> str:
+            ran.append(amount_cents)
+            return f"refunded {amount_cents}"
+
+        def run() -> str:
+            with cosigner.execution("run_quorum_edit"), cosigner.tool_call("call_1"):
+                return refund_twice("ord_1", 40000)
+
+        outcome = in_background(run)  # type: ignore[arg-type]
+        assert polling.polling.wait(30)
+        original = {"order_id": "ord_1", "amount_cents": 40000}
+
+        def look() -> cosigner.Decision:
+            return finder.request_approval(
+                execution_id="run_quorum_edit",
+                tool_call_id="call_1",
+                tool_name="refund_twice",
+                parameters=original,
+                surface=SURFACE,
+                wait=False,
+                accepts_edits=True,
+            )
+
+        pending = look()
+        assert pending.quorum == 2 and pending.current_digest is None
+        edited = person.decide(
+            pending,
+            decision="approve",
+            user_id="u_1",
+            edit={"amount_cents": 4000},
+            parameters_digest=pending.parameters_digest,
+        )
+        assert edited.pending and [a.by for a in edited.approvals] == ["u_1"]
+        now = look()
+        assert now.current_parameters == {**original, "amount_cents": 4000}
+        assert now.current_digest == parameters_digest({**original, "amount_cents": 4000})
+        with pytest.raises(ParametersMismatch) as stale:
+            person.decide(now, decision="approve", user_id="u_2", parameters_digest=now.parameters_digest)
+        assert stale.value.details["digest"] == now.current_digest
+        decided = person.decide(now, decision="approve", user_id="u_2", parameters_digest=now.current_digest)
+        assert decided.approved and decided.edited
+        returned: object = outcome.result(timeout=30)
+        assert returned == "refunded 4000"
+    assert ran == [4000]

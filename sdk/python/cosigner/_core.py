@@ -223,9 +223,10 @@ def decide(
     user_id: str,
     comment: str | None,
     edit: Mapping[str, Any] | None = None,
+    parameters_digest: str | None = None,
 ) -> Flow[Decision]:
     """`POST /v1/approvals/{id}/decision` (dashboard surface); needs an approver key."""
-    body = _http.decision_body(decision, user_id, comment, edit)
+    body = _http.decision_body(decision, user_id, comment, edit, parameters_digest)
     try:
         response = yield from send(
             config, "POST", path_of(approval, "/decision"), content=body, idempotent=False

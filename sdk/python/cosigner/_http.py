@@ -174,12 +174,19 @@ def admit_body(execution_id: str, surface: Surface, tools: list[str]) -> bytes:
 
 
 def decision_body(
-    decision: str, user_id: str, comment: str | None, edit: Mapping[str, Any] | None = None
+    decision: str,
+    user_id: str,
+    comment: str | None,
+    edit: Mapping[str, Any] | None = None,
+    parameters_digest: str | None = None,
 ) -> bytes:
-    """The `POST /v1/approvals/{id}/decision` body (dashboard surface); `edit` approves an edited call."""
+    """The `POST /v1/approvals/{id}/decision` body (dashboard surface); `edit` approves an
+    edited call, `parameters_digest` names the call the user was shown."""
     body: dict[str, Any] = {"decision": decision, "userId": user_id, "comment": comment}
     if edit is not None:
         body["edit"] = dict(edit)
+    if parameters_digest is not None:
+        body["parametersDigest"] = parameters_digest
     return _checked(wire.DecisionRequest, body)
 
 

@@ -50,6 +50,21 @@ def _one(value: Any) -> bool:
     return bool(value == 1)
 
 
+class CurrentCall(Wire):
+    """A pending call an approver edited (a quorum must approve): the call the approvers are
+    asked to approve now instead of the agent's."""
+
+    parameters: dict[str, Any] = Field(description="The edited call, redacted as displayed.")
+    editedFields: list[str] = Field(description="The parameters that differ from the agent's call.")
+    digest: str = Field(
+        description="RFC 8785 digest of the edited call: send it as the decision's `parametersDigest`."
+    )
+    editedBy: str | None = Field(default=None, exclude_if=_absent, description="Who made this version.")
+    editedOn: SurfaceType | None = Field(
+        default=None, exclude_if=_absent, description="Where they edited it."
+    )
+
+
 class ApprovalStart(Wire):
     """`201`: a person must decide."""
 
@@ -77,6 +92,13 @@ class ApprovalStart(Wire):
         exclude_if=_absent,
         description="Edits: the parameters an approver may change (the agent accepts edits and the "
         "policy marks them editable).",
+    )
+    currentCall: CurrentCall | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="Edits under a quorum: once an approver edited the call, the call every "
+        "approver is asked to approve now (`parameters` and `parametersDigest` stay the agent's). "
+        "Approvals of an earlier version no longer count.",
     )
 
 
@@ -258,6 +280,19 @@ class ErrorDetail(Wire):
         default=None,
         exclude_if=_absent,
         description="OPERATION_UNAVAILABLE: what to give the operator, who finds the detail under it.",
+    )
+    digest: str | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="PARAMETERS_MISMATCH on an answer: the digest of the call the approvers are asked "
+        "to approve now (an approver edited it since the version answered); fetch the approval, show "
+        "its `currentCall` and answer with this `parametersDigest`.",
+    )
+    editedBy: str | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="PARAMETERS_MISMATCH on an answer: who made the current version of the call "
+        "(their id on the surface they edited it on).",
     )
 
 

@@ -180,16 +180,25 @@ class Cosigner(Shell):
         user_id: str,
         comment: str | None = None,
         edit: Mapping[str, Any] | None = None,
+        parameters_digest: str | None = None,
     ) -> Decision:
         """Answer a `dashboard` request on behalf of the tenant app's signed-in `user_id` (approver key only).
 
         `edit` (with `decision="approve"`) approves an edited call: the parameters changed and
         their new values, of those the pending approval lists as `editable`.
 
+        `parameters_digest` names the call your app showed the user: the pending approval's
+        `parameters_digest`, or once an approver edited it (a quorum) its `current_digest`. An
+        answer for another version is refused with `ParametersMismatch` (409): fetch the
+        approval and show its current call. Left out, the answer is for the agent's own call.
+
         A client made with an agent key gets `WrongKeyScope` (`KEY_SCOPE`): the agent may ask,
         never answer; the approval app holds an approver key.
         """
-        return drive(_core.decide(self.config, approval, decision, user_id, comment, edit), self._send)
+        return drive(
+            _core.decide(self.config, approval, decision, user_id, comment, edit, parameters_digest),
+            self._send,
+        )
 
     def audit(self, approval: str | Decision) -> list[dict[str, Any]]:
         """The approval's hash-chained audit events."""

@@ -99,7 +99,9 @@ class Decision:
     operation, `operation`, `arguments_digest`, the application's `preview` (while pending)
     and, once carried out, its `outcome` are set; `tool_name` is then the operation's name.
     `quorum` is how many distinct approvers must approve, and `approvals` every Approve
-    counted so far (approved: the approvers who made the quorum).
+    counted so far (approved: the approvers who made the quorum). While pending, once an
+    approver edited the call (a quorum), `current_parameters` and `current_digest` are the
+    call the approvers are asked to approve now (`parameters` stays the agent's).
     """
 
     approval_id: str
@@ -130,6 +132,8 @@ class Decision:
     original_digest: str | None = None
     quorum: int = 1
     approvals: tuple[Approval, ...] = ()
+    current_parameters: dict[str, Any] | None = None
+    current_digest: str | None = None
 
     @property
     def approved(self) -> bool:
@@ -218,6 +222,10 @@ class Decision:
                     common[name] = value
             if given["editable"]:
                 common["editable"] = tuple(given["editable"])
+            current = given["currentCall"]
+            if current is not None:
+                common["current_parameters"] = current.parameters
+                common["current_digest"] = current.digest
         return _build(cls, common)
 
 

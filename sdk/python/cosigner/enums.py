@@ -117,6 +117,8 @@ class AuditEvent(StrEnum):
     ESCALATION_DELIVERED = "escalation_delivered"  # where the escalated request was shown
     ESCALATION_FAILED = "escalation_failed"  # the step's route could not be reached
     APPROVAL_COUNTED = "approval_counted"  # one approver's Approve toward a quorum above 1
+    CALL_EDITED = "call_edited"  # an approver edited a call a quorum must approve: a new version
+    APPROVALS_SET_ASIDE = "approvals_set_aside"  # Approves of a version an edit replaced, no longer counted
 
 
 class OperationState(StrEnum):

@@ -268,6 +268,15 @@ class DecisionRequest(Wire):
         description='Approve an edited call ("decision": "approve"): the parameters changed and their '
         "new values, only those the approval lists as `editable`.",
     )
+    parametersDigest: str | None = Field(
+        default=None,
+        max_length=200,
+        description="The digest of the call your app showed the user: the approval's "
+        "`parametersDigest`, or once an approver edited the call (a quorum) its `currentCall.digest`. "
+        "An answer for another version is refused with 409 PARAMETERS_MISMATCH (fetch the "
+        "approval and show its current call); left out, the answer is taken as given for the "
+        "agent's own call, and is refused the same way once the call was edited.",
+    )
 
 
 class ResultReport(Wire):

@@ -24,6 +24,17 @@ const MAX_WAIT = 60; // the server's long-poll limit, in seconds
 const RETRY_STATUSES = new Set([502, 503, 504]);
 const KEYS_MAX_AGE_MS = 300_000; // as the server's Cache-Control on /v1/keys says
 
+/** The body of `POST /v1/approvals/{id}/decision`, as `decide` sends it. */
+export interface DecisionRequest {
+  decision: "approve" | "deny" | "always_deny" | "done" | "cancel";
+  userId: string;
+  comment?: string;
+  /** Approve an edited call: the changed parameters and their new values. */
+  edit?: Record<string, unknown>;
+  /** The digest of the call your app showed the user (see `decide`). */
+  parametersDigest?: string;
+}
+
 /** How to reach Cosigner; `url` and `apiKey` default to COSIGNER_URL and COSIGNER_API_KEY. */
 export interface CosignerOptions {
   url?: string;
@@ -220,14 +231,20 @@ export class Cosigner {
     return body.events as { event: string; data: Record<string, unknown> }[];
   }
 
-  /** `POST /v1/approvals/{id}/decision` (dashboard surface; needs an approver key where keys are scoped). */
+  /** `POST /v1/approvals/{id}/decision` (dashboard surface; needs an approver key where keys are scoped).
+   * `parametersDigest` names the call your app showed the user (the approval's `parametersDigest`, or its
+   * `currentCall.digest` once an approver edited it); an answer for another version is refused with
+   * ParametersMismatch (409): fetch the approval and show its current call. */
   async decide(
     approval: string | Decision,
     decision: "approve" | "deny",
     userId: string,
     comment?: string,
+    parametersDigest?: string,
   ): Promise<Decision> {
-    const body = comment === undefined ? { decision, userId } : { decision, userId, comment };
+    const body: DecisionRequest = { decision, userId };
+    if (comment !== undefined) body.comment = comment;
+    if (parametersDigest !== undefined) body.parametersDigest = parametersDigest;
     return parseDecision(await this.send("POST", pathOf(approval, "/decision"), body, { idempotent: false }));
   }
 

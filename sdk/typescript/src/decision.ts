@@ -33,6 +33,16 @@ export interface ApprovalGiven {
   at: string;
 }
 
+/** A pending call an approver edited (a quorum must approve): the call every approver is asked to
+ * approve now instead of the agent's. Answer it with `parametersDigest` = `digest`. */
+export interface CurrentCall {
+  parameters: Record<string, unknown>;
+  editedFields: string[];
+  digest: string;
+  editedBy?: string;
+  editedOn?: string;
+}
+
 /** An approval as the agent sees it; only `status === "approved"` with a verified grant allows a call. */
 export interface Decision {
   type: "approval_start" | "approval_decided" | "handoff_start";
@@ -57,6 +67,8 @@ export interface Decision {
   detail?: string;
   /** While pending, when the agent accepts edits: the parameters an approver may change. */
   editable?: string[];
+  /** While pending, once an approver edited the call (a quorum): the call asked now. */
+  currentCall?: CurrentCall;
   /** An approval of an edited call (only for requests that said `acceptsEdits`). `parameters` is
    * then the call to run as the approver saw it (see `withOriginal`), `parametersDigest` and
    * `digest` its digest, `originalDigest` the asked call's. */

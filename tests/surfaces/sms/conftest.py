@@ -97,6 +97,7 @@ class FakeDesk:
         self.sids: dict[str, str] = {}  # MessageSid → approval id
         self.sent: dict[tuple[str, str], str] = {}  # (approval id, number) → MessageSid
         self.marks: set[tuple[str, str]] = set()
+        self.texted: dict[tuple[str, str], str | None] = {}
         self.notes: list[tuple[str, str, dict[str, Any]]] = []
         self.answers: list[Answer] = []
         self.failures: list[tuple[str, str, str]] = []
@@ -201,8 +202,12 @@ class FakeDesk:
         else:
             self.opted.discard(number)
 
-    async def mark_texting(self, approval_id: str, number: str) -> None:
+    async def mark_texting(self, approval_id: str, number: str, digest: str | None = None) -> None:
         self._mark("texted", f"{approval_id}:{number}")
+        self.texted[(approval_id, number)] = digest
+
+    async def texted_digest(self, approval_id: str, number: str) -> str | None:
+        return self.texted.get((approval_id, number))
 
     async def was_texted(self, approval_id: str, number: str) -> bool:
         return ("texted", f"{approval_id}:{number}") in self.marks
