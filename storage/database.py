@@ -30,13 +30,14 @@ import sqlalchemy as sa
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import event
-from sqlalchemy.engine import Connection, Engine, make_url
+from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 from sqlalchemy.util import greenlet_spawn
 
 from storage.direct import SINGLE_WRITE
 from storage.group_commit import GroupWriter
 from storage.permissions import make_private
+from storage.work import Work
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 # Every engine hides bound parameters from its error messages: they hold reasons, comments
@@ -100,11 +101,6 @@ def head_revision() -> str | None:
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS))
     return ScriptDirectory.from_config(cfg).get_current_head()
-
-
-# A transaction (or read connection) handed to the synchronous store functions; code
-# outside storage/ passes it along and never looks inside.
-Tx = Connection
 
 
 # Any failure of the database or its driver, for callers that report it (the CLI).
@@ -210,8 +206,8 @@ class Database:
         """True on SQLite, where one process owns the database."""
         return self.dialect == "sqlite"
 
-    async def run_write(self, fn: Callable[[Connection], T], *, single_write: bool = False) -> T:
-        """Run `fn(conn)` in one write transaction: committed if it returns, rolled back if
+    async def run_write(self, fn: Callable[[Work], T], *, single_write: bool = False) -> T:
+        """Run `fn(work)` in one write transaction: committed if it returns, rolled back if
         it raises. `fn` is synchronous and must not block on anything but the database.
 
         `single_write`: `fn` reads, then writes with at most one statement (e.g.
@@ -231,8 +227,8 @@ class Database:
         except sa.exc.IntegrityError as exc:
             raise Conflict("a concurrent write created the same row") from exc
 
-    async def run_read(self, fn: Callable[[Connection], T]) -> T:
-        """Run the synchronous `fn(conn)` on a read connection (no transaction held)."""
+    async def run_read(self, fn: Callable[[Work], T]) -> T:
+        """Run the synchronous `fn(work)` on a read connection (no transaction held)."""
         if self._read_threads is not None:
             return await asyncio.get_running_loop().run_in_executor(
                 self._read_threads, self._on_connection, self._sync_reader, fn
@@ -240,12 +236,12 @@ class Database:
         return await greenlet_spawn(_read_on, self.reader.sync_engine, fn)
 
     @staticmethod
-    def _on_connection(engine: Engine | None, fn: Callable[[Connection], T]) -> T:
+    def _on_connection(engine: Engine | None, fn: Callable[[Work], T]) -> T:
         if engine is None:
             raise RuntimeError("the database is closed")
         with engine.connect() as conn:
             try:
-                return fn(conn)
+                return fn(Work(conn))
             finally:
                 conn.rollback()
 
@@ -293,29 +289,29 @@ class Database:
         self._sync_writer = self._sync_reader = None
 
 
-def _write_on(engine: Engine, fn: Callable[[Connection], T]) -> T:
+def _write_on(engine: Engine, fn: Callable[[Work], T]) -> T:
     """`fn` in one transaction of `engine` (inside a greenlet, on PostgreSQL)."""
     with engine.begin() as conn:
-        return fn(conn)
+        return fn(Work(conn))
 
 
-def _single_write_on(engine: Engine, fn: Callable[[Connection], T]) -> T:
+def _single_write_on(engine: Engine, fn: Callable[[Work], T]) -> T:
     """`fn` on a connection of `engine` in autocommit, allowed one write statement."""
     with engine.connect() as conn:
         auto = conn.execution_options(isolation_level="AUTOCOMMIT")
         auto.info[SINGLE_WRITE] = 0
         try:
-            return fn(auto)
+            return fn(Work(auto))
         finally:
             auto.info.pop(SINGLE_WRITE, None)
 
 
-def _read_on(engine: Engine, fn: Callable[[Connection], T]) -> T:
+def _read_on(engine: Engine, fn: Callable[[Work], T]) -> T:
     """`fn` on a connection of `engine` in autocommit: a read needs no BEGIN or ROLLBACK
     round trips to the server, and under READ COMMITTED each statement sees the same
     committed data it would inside a transaction."""
     with engine.connect() as conn:
-        return fn(conn.execution_options(isolation_level="AUTOCOMMIT"))
+        return fn(Work(conn.execution_options(isolation_level="AUTOCOMMIT")))
 
 
 def _configure_sqlite(engine: Engine, synchronous: SqliteSync, *, begin: str | None) -> None:

@@ -16,9 +16,9 @@ from contracts.ports import Delivered, Route
 from storage import approvals as ledger
 from storage import jobs
 from storage.audit import Event
-from storage.database import Tx
 from storage.records import Changes, Escalation, FollowUps, Record, delivery_key
 from storage.tables import escalations
+from storage.work import Work
 
 SHOW_WINDOW = 3600.0
 
@@ -33,7 +33,7 @@ class Taken:
 
 
 def escalate(
-    tx: Tx,
+    tx: Work,
     approval_id: str,
     step: int,
     to: ApproverKind,
@@ -67,7 +67,7 @@ def escalate(
 
 
 def receipt(
-    tx: Tx, approval_id: str, step: int, delivered: Delivered, clock: Callable[[], float], event: Event
+    tx: Work, approval_id: str, step: int, delivered: Delivered, clock: Callable[[], float], event: Event
 ) -> bool:
     """Store where escalation `step` was delivered; True when the approval closed meanwhile
     (its card update is queued, so the escalated card is closed too)."""
@@ -86,7 +86,7 @@ def receipt(
     return False
 
 
-def remind(tx: Tx, approval_id: str, clock: Callable[[], float], event: Event) -> bool:
+def remind(tx: Work, approval_id: str, clock: Callable[[], float], event: Event) -> bool:
     """Record the reminder on a pending approval, once; False if closed or reminded already."""
     rec = ledger.load(tx, approval_id, lock=True)
     if rec is None or rec.closed:

@@ -14,9 +14,9 @@ from typing import Any
 import sqlalchemy as sa
 
 from contracts.enums import JobKind
-from storage.database import Tx
 from storage.direct import Direct
 from storage.tables import jobs
+from storage.work import Work
 
 _INSERT = jobs.insert()
 _QUEUE = Direct(
@@ -47,7 +47,7 @@ class Queued:
 
 
 def queue(
-    tx: Tx, kind: JobKind, approval_id: str, payload: Mapping[str, Any], due: float, deadline: float
+    tx: Work, kind: JobKind, approval_id: str, payload: Mapping[str, Any], due: float, deadline: float
 ) -> None:
     """Add a job, in the caller's transaction."""
     _QUEUE.rowcount(
@@ -65,12 +65,12 @@ def queue(
 
 
 def queue_claimed(
-    tx: Tx, kind: JobKind, approval_id: str, due: float, deadline: float, locked_until: float
+    tx: Work, kind: JobKind, approval_id: str, due: float, deadline: float, locked_until: float
 ) -> Job:
     """Add a job already claimed by its caller (its first attempt counted), in the caller's
     transaction: the caller runs it at once, and the worker takes it over after
     `locked_until` only if that attempt never finished it."""
-    row = tx.execute(
+    row = tx.conn.execute(
         _INSERT.returning(jobs.c.id),
         {
             "kind": kind.value,
@@ -85,7 +85,7 @@ def queue_claimed(
     return Job(id=row.id, kind=kind, approval_id=approval_id, payload={}, attempts=1, deadline_at=deadline)
 
 
-def claim(tx: Tx, now: float, lock_seconds: float, batch: int) -> list[Job]:
+def claim(tx: Work, now: float, lock_seconds: float, batch: int) -> list[Job]:
     """Lock up to `batch` due jobs for `lock_seconds` and count the attempt."""
     due = (
         sa.select(jobs.c.id)
@@ -93,7 +93,7 @@ def claim(tx: Tx, now: float, lock_seconds: float, batch: int) -> list[Job]:
         .order_by(jobs.c.due_at)
         .limit(batch)
     )
-    if tx.dialect.name != "sqlite":
+    if tx.conn.dialect.name != "sqlite":
         due = due.with_for_update(skip_locked=True)
     stmt = (
         jobs.update()
@@ -112,11 +112,11 @@ def claim(tx: Tx, now: float, lock_seconds: float, batch: int) -> list[Job]:
             attempts=row.attempts,
             deadline_at=row.deadline_at,
         )
-        for row in tx.execute(stmt).all()
+        for row in tx.conn.execute(stmt).all()
     ]
 
 
-def claim_one(tx: Tx, approval_id: str, kind: JobKind, now: float, lock_seconds: float) -> Job | None:
+def claim_one(tx: Work, approval_id: str, kind: JobKind, now: float, lock_seconds: float) -> Job | None:
     """Claim one approval's due job of `kind` right away (as `claim` would), if nobody holds it."""
     stmt = (
         jobs.update()
@@ -132,7 +132,7 @@ def claim_one(tx: Tx, approval_id: str, kind: JobKind, now: float, lock_seconds:
             jobs.c.id, jobs.c.kind, jobs.c.approval_id, jobs.c.payload, jobs.c.attempts, jobs.c.deadline_at
         )
     )
-    row = tx.execute(stmt).first()
+    row = tx.conn.execute(stmt).first()
     if row is None:
         return None
     return Job(
@@ -145,18 +145,18 @@ def claim_one(tx: Tx, approval_id: str, kind: JobKind, now: float, lock_seconds:
     )
 
 
-def finish(tx: Tx, job_id: int, now: float, error: str | None = None) -> None:
+def finish(tx: Work, job_id: int, now: float, error: str | None = None) -> None:
     """Mark a job done (successfully, or given up with `error`)."""
-    tx.execute(jobs.update().where(jobs.c.id == job_id).values(done_at=now, last_error=error))
+    tx.conn.execute(jobs.update().where(jobs.c.id == job_id).values(done_at=now, last_error=error))
 
 
-def reschedule(tx: Tx, job_id: int, retry_at: float, error: str) -> None:
+def reschedule(tx: Work, job_id: int, retry_at: float, error: str) -> None:
     """Release a job for another attempt at `retry_at`."""
-    tx.execute(
+    tx.conn.execute(
         jobs.update().where(jobs.c.id == job_id).values(due_at=retry_at, locked_until=0, last_error=error)
     )
 
 
-def relock(tx: Tx, job_id: int, until: float) -> None:
+def relock(tx: Work, job_id: int, until: float) -> None:
     """Hold a claimed job until `until` (a long call), or release it sooner after a crash."""
-    tx.execute(jobs.update().where(jobs.c.id == job_id).values(locked_until=until))
+    tx.conn.execute(jobs.update().where(jobs.c.id == job_id).values(locked_until=until))

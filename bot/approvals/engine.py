@@ -65,11 +65,12 @@ from contracts.ports import ApprovalCard, DashboardRoute, Delivered, Placed, Sla
 from contracts.wire import AdmitRequest, ApprovalRequest, DecisionRequest, ResultReport
 from storage import approvals as ledger
 from storage.audit import AuditRow, Event
-from storage.database import Conflict, Database, Tx
+from storage.database import Conflict, Database
 from storage.jobs import Job
 from storage.operations import OperationRecord
 from storage.records import Changes, Record, delivered_to_json
 from storage.sealing import TokenSeal
+from storage.work import Work
 
 log = logging.getLogger("cosigner.engine")
 
@@ -580,7 +581,7 @@ class Engine:
         comment: str | None = None,
         tenant: str | None = None,
         inbound: tuple[SurfaceType, str] | None = None,
-        also: Callable[[Tx, Record, float], list[Event]] | None = None,
+        also: Callable[[Work, Record, float], list[Event]] | None = None,
     ) -> Record:
         """Approve an edited call: `check` is the answer's own (who, where), `also` more audited
         with the closing (who vouched for the person); the edit is checked

@@ -43,10 +43,10 @@ from contracts.ports import (
 from storage import answers, jobs, operations
 from storage import approvals as ledger
 from storage.audit import Event
-from storage.database import Tx
 from storage.jobs import Queued
 from storage.records import Changes, Decided, Record
 from storage.votes import Vote, joined
+from storage.work import Work
 
 # --- states -------------------------------------------------------------------
 
@@ -241,7 +241,7 @@ class Closing:
     run_grant: str | None = None
     inbound: tuple[SurfaceType, str] | None = None
     # More to record in the same transaction when it closes as asked (a standing deny).
-    also: Callable[[Tx, Record, float], list[Event]] | None = None
+    also: Callable[[Work, Record, float], list[Event]] | None = None
     changes: Changes | None = None  # more written with the status (a handoff's check, an edit)
     data: Mapping[str, Any] | None = None  # more on the closing's audit event (the edited call)
 
@@ -371,7 +371,7 @@ def decide(rec: Record, c: Closing, now: float) -> Effect:
 
 
 def close(
-    tx: Tx,
+    tx: Work,
     approval_id: str,
     c: Closing,
     clock: Callable[[], float],
@@ -478,22 +478,24 @@ def jobs_after(
 # --- what a transition queues ---------------------------------------------------
 
 
-def queue_callback(tx: Tx, approval_id: str, now: float, window: float) -> None:
+def queue_callback(tx: Work, approval_id: str, now: float, window: float) -> None:
     """Queue the POST of the decision to the agent's `callbackUrl`."""
     jobs.queue(tx, JobKind.CALLBACK, approval_id, {"delivery": new_id("dlv")}, now, now + window)
 
 
-def queue_card_update(tx: Tx, approval_id: str, now: float) -> None:
+def queue_card_update(tx: Work, approval_id: str, now: float) -> None:
     """Queue showing the outcome where the approval was delivered."""
     jobs.queue(tx, JobKind.SHOW, approval_id, {}, now, now + CARD_UPDATE_WINDOW)
 
 
-def queue_execution(tx: Tx, approval_id: str, now: float, window: float) -> None:
+def queue_execution(tx: Work, approval_id: str, now: float, window: float) -> None:
     """Queue carrying out an approved operation at its application."""
     jobs.queue(tx, JobKind.EXECUTE, approval_id, {}, now, now + window)
 
 
-def queue_after_close(tx: Tx, rec: Record, now: float, run_grant: str | None, callback_window: float) -> None:
+def queue_after_close(
+    tx: Work, rec: Record, now: float, run_grant: str | None, callback_window: float
+) -> None:
     """The callback, the card update and the run grant a closed approval asks for (an
     approved operation's once its outcome is stored)."""
     if rec.callback_url and rec.settled:

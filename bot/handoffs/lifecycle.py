@@ -33,10 +33,11 @@ from contracts.wire import ApprovalRequest
 from storage import approvals as ledger
 from storage import inbound, jobs
 from storage.audit import Event
-from storage.database import Database, Tx
+from storage.database import Database
 from storage.jobs import Job
 from storage.records import Changes, Record, ts
 from storage.sealing import TokenSeal
+from storage.work import Work
 
 if TYPE_CHECKING:
     from bot.approvals import Engine
@@ -85,7 +86,7 @@ class Claimed:
 
 
 def claim(
-    tx: Tx,
+    tx: Work,
     approval_id: str,
     decider: PersonDecider,
     check: Check,
