@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import Connection
 
+from storage import raw
 from storage.database import Database, SqliteSync
 from storage.work import Work
 
@@ -31,9 +32,9 @@ async def test_every_connection_syncs_as_configured(sync: SqliteSync, tmp_path: 
         assert db.sqlite_synchronous is sync
         assert await db.run_write(on_work) == LEVEL[sync]  # the group-commit writer
         assert await db.run_read(on_work) == LEVEL[sync]  # the read threads
-        async with db.write() as conn:  # the async engines, off the hot path
+        async with raw.write(db) as conn:  # the async engines, off the hot path
             assert await conn.run_sync(synchronous) == LEVEL[sync]
-        async with db.read() as conn:
+        async with raw.read(db) as conn:
             assert await conn.run_sync(synchronous) == LEVEL[sync]
     finally:
         await db.close()
