@@ -23,13 +23,13 @@ from sqlalchemy.dialects import postgresql
 
 from contracts.enums import ApprovalMode, ApprovalStatus
 from contracts.errors import AlreadyDecided
-from contracts.ports import Route, SmsRoute
+from contracts.ports import Delivered, Route, SmsRoute
 from storage import votes
 from storage.audit import AuditRow, Event, chain_rows
 from storage.direct import Direct
 from storage.jobs import Queued, queue
 from storage.notify import channel_for
-from storage.records import Changes, Record, delivery_key
+from storage.records import Changes, Record, delivered_to_json, delivery_key
 from storage.tables import approvals, audit_events, escalations, flags, jobs, run_grants
 from storage.work import Work
 
@@ -110,7 +110,7 @@ def head(tx: Work, approval_id: str, *, lock: bool = False) -> Head | None:
     )
 
 
-def row_of_call(tx: Work, tenant: str, execution_id: str, tool_call_id: str) -> Any:
+def _row_of_call(tx: Work, tenant: str, execution_id: str, tool_call_id: str) -> Any:
     """The raw approvals row of this call (tenant, execution, tool call id), as the driver
     returns it; `load_call` is the typed read."""
     return _MADE_BEFORE.first(tx, {"tenant": tenant, "execution": execution_id, "call": tool_call_id})
@@ -118,7 +118,7 @@ def row_of_call(tx: Work, tenant: str, execution_id: str, tool_call_id: str) -> 
 
 def load_call(tx: Work, tenant: str, execution_id: str, tool_call_id: str) -> Record | None:
     """The approval of this call (tenant, execution, tool call id), if it was made before."""
-    row = row_of_call(tx, tenant, execution_id, tool_call_id)
+    row = _row_of_call(tx, tenant, execution_id, tool_call_id)
     return with_votes(tx, Record.from_row(row)) if row is not None else None
 
 
@@ -383,7 +383,7 @@ def notify_closed(tx: Work, schema: str | None, approval_id: str) -> None:
         _NOTIFY.first(tx, {"channel": channel_for(schema), "id": approval_id})
 
 
-def set_receipt_if_pending(tx: Work, approval_id: str, receipt: str) -> None:
+def set_receipt_if_pending(tx: Work, approval_id: str, receipt: Delivered) -> None:
     """Store a first receipt (before anything is sent) on a pending approval that has none."""
     tx.conn.execute(
         approvals.update()
@@ -392,7 +392,7 @@ def set_receipt_if_pending(tx: Work, approval_id: str, receipt: str) -> None:
             approvals.c.status == ApprovalStatus.PENDING.value,
             approvals.c.delivered.is_(None),
         )
-        .values(delivered=receipt)
+        .values(delivered=delivered_to_json(receipt))
     )
 
 

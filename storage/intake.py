@@ -31,7 +31,7 @@ from storage.audit import Event
 from storage.denials import StandingDeny, standing_denies
 from storage.direct import Direct
 from storage.operations import OperationRecord
-from storage.records import Record, delivery_key, edit_to_json, route_to_json
+from storage.records import Record, TraceContext, delivery_key, edit_to_json, route_to_json
 from storage.tables import approvals, run_grants
 from storage.work import Work
 
@@ -103,7 +103,7 @@ class NewApproval:
     expires_at: float
     decided_by: DecidedBy | None
     trace_id: str | None = None
-    trace_context: str | None = None
+    trace_context: TraceContext | None = None
     operation: OperationRecord | None = None
     handoff: HandoffState | None = None
     edit: EditState | None = None
@@ -240,7 +240,7 @@ def write(tx: Work, new: NewApproval) -> Record:
         "decided_by": new.decided_by.model_dump_json(exclude_none=True) if new.decided_by else None,
         "comment": None,
         "trace_id": new.trace_id,
-        "trace_context": new.trace_context,
+        "trace_context": new.trace_context.to_json() if new.trace_context is not None else None,
         "operation": new.operation.to_json() if new.operation is not None else None,
         "handoff": new.handoff.model_dump_json() if new.handoff is not None else None,
         "edit": edit_to_json(new.edit) if new.edit is not None else None,

@@ -15,7 +15,6 @@ again, across restarts. A job that finds the request closed does nothing.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
@@ -36,7 +35,7 @@ from storage import jobs
 from storage.audit import Event
 from storage.database import Database
 from storage.jobs import Job
-from storage.records import Escalation, Record, route_fields, route_from_json
+from storage.records import Escalation, Record, route_fields, route_from_fields
 
 log = logging.getLogger("cosigner.follow_ups")
 
@@ -107,10 +106,7 @@ class FollowUps:
         """Record the step, deliver the request on its route, store the receipt."""
         step = int(job.payload["step"])
         to = ApproverKind(job.payload["to"])
-        route = route_from_json(json.dumps(job.payload["route"]))
-        if route is None:
-            await self._finish(job.id, "no route")
-            return
+        route = route_from_fields(job.payload["route"])
 
         def event(e: Escalation) -> Event:
             return Event(

@@ -65,7 +65,7 @@ async def test_rows_written_and_read_directly_match_sqlalchemys(db_kind: str) ->
         assert rec.created_at == 1000
 
         def read(tx: Work) -> tuple[Any, Any, Any, list[Any]]:
-            direct = ledger.row_of_call(tx, "acme", "run_1", "call_apv_1")
+            direct = ledger._row_of_call(tx, "acme", "run_1", "call_apv_1")
             loaded = ledger.load(tx, "apv_1")
             return direct, loaded, through_sqlalchemy(tx.conn, "apv_1"), ledger.events_of(tx, "apv_1")
 
@@ -74,7 +74,7 @@ async def test_rows_written_and_read_directly_match_sqlalchemys(db_kind: str) ->
         assert type(direct.created_at) is float and direct.created_at == 1000.0
         assert loaded == rec.replace(created_at=1000.0)
         assert [(r.seq, r.event, r.prev_hash) for r in rows] == [(1, "requested", GENESIS)]
-        assert await db.run_read(lambda tx: ledger.row_of_call(tx, "acme", "run_1", "nope")) is None
+        assert await db.run_read(lambda tx: ledger._row_of_call(tx, "acme", "run_1", "nope")) is None
         assert await db.run_read(lambda tx: ledger.load(tx, "apv_nope")) is None
 
         # The conditional UPDATE: it changes the row only while it is pending and unchanged.
