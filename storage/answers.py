@@ -69,7 +69,7 @@ def count(tx: Work, rec: Record, now: float, events: list[Event], vote: Vote, *,
     rec = ledger.append(tx, rec, now, events, None, only_pending=True)
     votes.add(tx, rec.id, vote)
     if show:
-        jobs.queue(tx, JobKind.SHOW, rec.id, {}, now, now + SHOW_WINDOW)
+        jobs.queue(tx, JobKind.SHOW, rec.id, None, now, now + SHOW_WINDOW)
     return replace(rec, votes=votes.joined(rec.votes, vote))
 
 

@@ -11,7 +11,6 @@ directly (`storage.direct`). The differences between SQLite and PostgreSQL (row 
 
 from __future__ import annotations
 
-import json
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -27,7 +26,7 @@ from contracts.ports import Delivered, Route, SmsRoute
 from storage import votes
 from storage.audit import AuditRow, Event, chain_rows
 from storage.direct import Direct
-from storage.jobs import Queued, queue
+from storage.jobs import Queued, payload_json, queue
 from storage.notify import channel_for
 from storage.records import Changes, Record, delivered_to_json, delivery_key
 from storage.tables import approvals, audit_events, escalations, flags, jobs, run_grants
@@ -276,7 +275,7 @@ def _event_arrays(rows: list[dict[str, Any]]) -> dict[str, list[Any]]:
 def _job_arrays(queued: Sequence[Queued]) -> dict[str, list[Any]]:
     return {
         "job_kind": [j.kind.value for j in queued],
-        "job_payload": [json.dumps(dict(j.payload)) for j in queued],
+        "job_payload": [payload_json(j.payload) for j in queued],
         "job_due_at": [j.due for j in queued],
         "job_deadline_at": [j.deadline for j in queued],
     }

@@ -81,7 +81,7 @@ def receipt(
     updated = Escalation(taken.step, taken.to, taken.at, taken.route, delivered)
     ledger.append(tx, rec, now, [event], Changes(follow_ups=rec.follow_ups.with_step(updated)))
     if rec.closed:
-        jobs.queue(tx, JobKind.SHOW, rec.id, {}, now, now + SHOW_WINDOW)
+        jobs.queue(tx, JobKind.SHOW, rec.id, None, now, now + SHOW_WINDOW)
         return True
     return False
 

@@ -7,14 +7,14 @@ PostgreSQL), so each attempt runs on one replica only, and none is lost across a
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 import sqlalchemy as sa
 
-from contracts.enums import JobKind
+from contracts.enums import ApproverKind, JobKind
+from contracts.ports import Route
 from storage.direct import Direct
+from storage.records import route_fields, route_from_fields
 from storage.tables import jobs
 from storage.work import Work
 
@@ -25,15 +25,62 @@ _QUEUE = Direct(
 
 
 @dataclass(frozen=True)
+class Delivery:
+    """What a callback or a handoff check carries: the id of its delivery (the receiver
+    deduplicates on it; a handoff check runs for the delivery it was queued for only)."""
+
+    id: str
+
+
+@dataclass(frozen=True)
+class EscalationStep:
+    """What an escalation carries: its step, whom it asks, the route it delivers on."""
+
+    step: int
+    to: ApproverKind
+    route: Route
+
+
+# A job's payload, by kind: callback and verify a Delivery, escalate an EscalationStep, the
+# others nothing. Stored as the JSON object it always was.
+Payload = Delivery | EscalationStep | None
+
+
+def payload_json(payload: Payload) -> str:
+    """The jobs table's `payload` text."""
+    if isinstance(payload, Delivery):
+        return json.dumps({"delivery": payload.id})
+    if isinstance(payload, EscalationStep):
+        step = {"step": payload.step, "to": payload.to.value, "route": route_fields(payload.route)}
+        return json.dumps(step)
+    return "{}"
+
+
+def payload_from_json(text: str) -> Payload:
+    """Rebuild a stored payload."""
+    d = json.loads(text)
+    if "delivery" in d:
+        return Delivery(str(d["delivery"]))
+    if "step" in d:
+        return EscalationStep(int(d["step"]), ApproverKind(d["to"]), route_from_fields(d["route"]))
+    return None
+
+
+@dataclass(frozen=True)
 class Job:
     """One claimed attempt of a job."""
 
     id: int
     kind: JobKind
     approval_id: str
-    payload: Mapping[str, Any]
+    payload: Payload
     attempts: int
     deadline_at: float
+
+    @property
+    def delivery(self) -> str | None:
+        """The delivery id of a callback or a handoff check (None for other kinds)."""
+        return self.payload.id if isinstance(self.payload, Delivery) else None
 
 
 @dataclass(frozen=True)
@@ -43,19 +90,17 @@ class Queued:
     kind: JobKind
     due: float
     deadline: float
-    payload: Mapping[str, Any] = field(default_factory=dict)
+    payload: Payload = None
 
 
-def queue(
-    tx: Work, kind: JobKind, approval_id: str, payload: Mapping[str, Any], due: float, deadline: float
-) -> None:
+def queue(tx: Work, kind: JobKind, approval_id: str, payload: Payload, due: float, deadline: float) -> None:
     """Add a job, in the caller's transaction."""
     _QUEUE.rowcount(
         tx,
         {
             "kind": kind.value,
             "approval_id": approval_id,
-            "payload": json.dumps(dict(payload)),
+            "payload": payload_json(payload),
             "due_at": due,
             "deadline_at": deadline,
             "attempts": 0,
@@ -82,7 +127,7 @@ def queue_claimed(
             "locked_until": locked_until,
         },
     ).one()
-    return Job(id=row.id, kind=kind, approval_id=approval_id, payload={}, attempts=1, deadline_at=deadline)
+    return Job(id=row.id, kind=kind, approval_id=approval_id, payload=None, attempts=1, deadline_at=deadline)
 
 
 def claim(tx: Work, now: float, lock_seconds: float, batch: int) -> list[Job]:
@@ -108,7 +153,7 @@ def claim(tx: Work, now: float, lock_seconds: float, batch: int) -> list[Job]:
             id=row.id,
             kind=JobKind(row.kind),
             approval_id=row.approval_id,
-            payload=json.loads(row.payload),
+            payload=payload_from_json(row.payload),
             attempts=row.attempts,
             deadline_at=row.deadline_at,
         )
@@ -139,7 +184,7 @@ def claim_one(tx: Work, approval_id: str, kind: JobKind, now: float, lock_second
         id=row.id,
         kind=JobKind(row.kind),
         approval_id=row.approval_id,
-        payload=json.loads(row.payload),
+        payload=payload_from_json(row.payload),
         attempts=row.attempts,
         deadline_at=row.deadline_at,
     )

@@ -37,7 +37,7 @@ from storage import intake as store
 from storage import operations
 from storage.audit import Event
 from storage.denials import StandingDeny
-from storage.jobs import Queued
+from storage.jobs import Delivery, Queued
 from storage.operations import OperationRecord
 from storage.records import Record, route_fields
 from storage.work import Work
@@ -258,7 +258,7 @@ def new_approval(it: Intake, admit: Admit, now: float) -> store.NewApproval:
     if executing:
         queued.append(Queued(JobKind.EXECUTE, now, now + window))
     elif decided_by is not None and req.callbackUrl:
-        queued.append(Queued(JobKind.CALLBACK, now, now + window, {"delivery": new_id("dlv")}))
+        queued.append(Queued(JobKind.CALLBACK, now, now + window, Delivery(new_id("dlv"))))
     return store.NewApproval(
         id=approval_id,
         tenant=it.tenant,

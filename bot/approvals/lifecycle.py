@@ -43,7 +43,7 @@ from contracts.ports import (
 from storage import answers, jobs, operations
 from storage import approvals as ledger
 from storage.audit import Event
-from storage.jobs import Queued
+from storage.jobs import Delivery, Queued
 from storage.records import Changes, Decided, Record
 from storage.votes import Vote, joined
 from storage.work import Work
@@ -469,7 +469,7 @@ def jobs_after(
     if rec.operation is not None and rec.status is ApprovalStatus.APPROVED and not executes_itself:
         queued.append(Queued(JobKind.EXECUTE, now, now + callback_window))
     if rec.callback_url and rec.settled:
-        queued.append(Queued(JobKind.CALLBACK, now, now + callback_window, {"delivery": new_id("dlv")}))
+        queued.append(Queued(JobKind.CALLBACK, now, now + callback_window, Delivery(new_id("dlv"))))
     if (rec.delivered is not None or rec.escalated) and rec.settled:
         queued.append(Queued(JobKind.SHOW, now, now + CARD_UPDATE_WINDOW))
     return queued
@@ -480,17 +480,17 @@ def jobs_after(
 
 def queue_callback(tx: Work, approval_id: str, now: float, window: float) -> None:
     """Queue the POST of the decision to the agent's `callbackUrl`."""
-    jobs.queue(tx, JobKind.CALLBACK, approval_id, {"delivery": new_id("dlv")}, now, now + window)
+    jobs.queue(tx, JobKind.CALLBACK, approval_id, Delivery(new_id("dlv")), now, now + window)
 
 
 def queue_card_update(tx: Work, approval_id: str, now: float) -> None:
     """Queue showing the outcome where the approval was delivered."""
-    jobs.queue(tx, JobKind.SHOW, approval_id, {}, now, now + CARD_UPDATE_WINDOW)
+    jobs.queue(tx, JobKind.SHOW, approval_id, None, now, now + CARD_UPDATE_WINDOW)
 
 
 def queue_execution(tx: Work, approval_id: str, now: float, window: float) -> None:
     """Queue carrying out an approved operation at its application."""
-    jobs.queue(tx, JobKind.EXECUTE, approval_id, {}, now, now + window)
+    jobs.queue(tx, JobKind.EXECUTE, approval_id, None, now, now + window)
 
 
 def queue_after_close(

@@ -109,7 +109,7 @@ def settle(
     if rec.delivered is not None:
         queue_card_update(tx, rec.id, now)
     if not outcome.final:
-        jobs.queue(tx, JobKind.RECONCILE, rec.id, {}, now, now + window)
+        jobs.queue(tx, JobKind.RECONCILE, rec.id, None, now, now + window)
     ledger.notify_closed(tx, schema, rec.id)
     return rec
 

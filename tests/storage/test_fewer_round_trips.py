@@ -21,7 +21,7 @@ from storage import denials, intake
 from storage.audit import GENESIS, Event
 from storage.database import Database
 from storage.direct import SecondWrite
-from storage.jobs import Queued
+from storage.jobs import Delivery, Queued
 from storage.notify import channel_for
 from storage.records import Changes, Decided
 from storage.tables import approvals, audit_events, jobs, run_grants
@@ -90,8 +90,8 @@ async def test_a_new_approval_its_chain_and_its_jobs_are_written_together(db_kin
     async with database(db_kind) as db:
         events = [Event("requested", {"kind": "agent"}, {"n": 1}), Event("note", {}, {"ü": "Zoë"})]
         queued = [
-            Queued(JobKind.DELIVER, 1000.0, 4600.0, {"to": "C1"}),
-            Queued(JobKind.CALLBACK, 1001.5, 5000.0),
+            Queued(JobKind.DELIVER, 1000.0, 4600.0),
+            Queued(JobKind.CALLBACK, 1001.5, 5000.0, Delivery("dlv_1")),
         ]
         rec = await db.run_write(
             lambda tx: ledger.insert_approval(tx, values("apv_1"), events, queued), single_write=True
@@ -117,8 +117,8 @@ async def test_a_new_approval_its_chain_and_its_jobs_are_written_together(db_kin
         assert [(s, e) for s, e, _d, _p in chain] == [(1, "requested"), (2, "note")]
         assert chain[0][3] == GENESIS and json.loads(chain[1][2]) == {"ü": "Zoë"}
         assert [tuple(r) for r in outbox] == [
-            ("deliver", '{"to": "C1"}', 1000.0, 0, 0.0),
-            ("callback", "{}", 1001.5, 0, 0.0),
+            ("deliver", "{}", 1000.0, 0, 0.0),
+            ("callback", '{"delivery": "dlv_1"}', 1001.5, 0, 0.0),
         ]
         # A duplicate call writes nothing at all: not its chain, not its jobs.
         with pytest.raises(Exception, match="same row"):
