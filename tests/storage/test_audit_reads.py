@@ -57,6 +57,11 @@ async def test_the_whole_log_streams_in_order(db_kind: str) -> None:
             ("apv_2", "acme", 2000),
         ]
         assert await db.run_read(verify_chains, snapshot=True) == (EVENTS + 2, [])
+        # The connection goes back to the pool as it was: read-write, READ COMMITTED.
+        await db.run_write(
+            lambda tx: ledger.insert_approval(tx, values("apv_3", tool_call_id="c3"), requested(1))
+        )
+        assert await db.run_read(lambda tx: ledger.load(tx, "apv_3")) is not None
 
 
 async def test_a_snapshot_sees_nothing_committed_after_its_first_statement(db_kind: str) -> None:
