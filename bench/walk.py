@@ -75,8 +75,8 @@ def trace_transactions() -> None:
     async def run_write(self: Database, fn: Any, *, single_write: bool = False) -> Any:
         return await write(self, traced_on_its_thread(fn), single_write=single_write)
 
-    async def run_read(self: Database, fn: Any) -> Any:
-        return await read(self, traced_on_its_thread(fn))
+    async def run_read(self: Database, fn: Any, *, snapshot: bool = False) -> Any:
+        return await read(self, traced_on_its_thread(fn), snapshot=snapshot)
 
     Database.run_write = run_write  # type: ignore[method-assign]
     Database.run_read = run_read  # type: ignore[method-assign]

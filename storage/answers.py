@@ -16,11 +16,11 @@ from contracts.enums import ApprovalStatus, JobKind, SurfaceType
 from storage import approvals as ledger
 from storage import inbound, jobs, votes
 from storage.audit import Event
-from storage.database import Tx
 from storage.jobs import Job, Queued
 from storage.notify import channel_for
 from storage.records import Changes, Record
 from storage.votes import Vote
+from storage.work import Work
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ class Claim:
 
 
 def load(
-    tx: Tx, approval_id: str, clock: Callable[[], float], message: tuple[SurfaceType, str] | None = None
+    tx: Work, approval_id: str, clock: Callable[[], float], message: tuple[SurfaceType, str] | None = None
 ) -> Loaded | None:
     """Lock and read the approval, then the clock; record `message` (None: no approval)."""
     rec = ledger.load(tx, approval_id, lock=True)
@@ -63,18 +63,18 @@ def load(
     return Loaded(rec, now, first)
 
 
-def count(tx: Tx, rec: Record, now: float, events: list[Event], vote: Vote, *, show: bool) -> Record:
+def count(tx: Work, rec: Record, now: float, events: list[Event], vote: Vote, *, show: bool) -> Record:
     """Count one Approve toward the quorum (the approval stays pending): its audit events, its
     row, and (`show`) a card update so the surface shows the progress."""
     rec = ledger.append(tx, rec, now, events, None, only_pending=True)
     votes.add(tx, rec.id, vote)
     if show:
-        jobs.queue(tx, JobKind.SHOW, rec.id, {}, now, now + SHOW_WINDOW)
+        jobs.queue(tx, JobKind.SHOW, rec.id, None, now, now + SHOW_WINDOW)
     return replace(rec, votes=votes.joined(rec.votes, vote))
 
 
 def revise(
-    tx: Tx, rec: Record, now: float, events: list[Event], changes: Changes, vote: Vote, *, show: bool
+    tx: Work, rec: Record, now: float, events: list[Event], changes: Changes, vote: Vote, *, show: bool
 ) -> Record:
     """An edit of a call a quorum must approve (the approval stays pending): the new version
     of the call stored (`changes.edit`) with its audit events, every approval of an earlier
@@ -84,7 +84,7 @@ def revise(
     votes.set_aside(tx, rec.id)
     votes.add(tx, rec.id, vote)
     if show:
-        jobs.queue(tx, JobKind.SHOW, rec.id, {}, now, now + SHOW_WINDOW)
+        jobs.queue(tx, JobKind.SHOW, rec.id, None, now, now + SHOW_WINDOW)
     return replace(rec, votes=(vote,))
 
 
@@ -93,7 +93,7 @@ SHOW_WINDOW = 3600.0
 
 
 def write(
-    tx: Tx,
+    tx: Work,
     rec: Record,
     now: float,
     events: list[Event],

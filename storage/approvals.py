@@ -1,9 +1,9 @@
 """The approvals store: synchronous reads and writes of approvals, their audit chains,
 run grants, the job outbox and surface flags.
 
-Every function takes a `Tx`, a connection already inside a transaction
-(`Database.run_write`) or on a read connection (`Database.run_read`), so a whole engine
-step is one call into the database thread. The statements are built once here; SQLAlchemy
+Every function takes a `Work`, the unit of work of a transaction (`Database.run_write`)
+or of a read (`Database.run_read`), so a whole engine step is one call into the database
+thread. The statements are built once here; SQLAlchemy
 caches their compiled form, and on SQLite those every agent request runs go to the driver
 directly (`storage.direct`). The differences between SQLite and PostgreSQL (row locks,
 `ON CONFLICT`, `NOTIFY`) stay in this package.
@@ -11,7 +11,6 @@ directly (`storage.direct`). The differences between SQLite and PostgreSQL (row 
 
 from __future__ import annotations
 
-import json
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -23,15 +22,15 @@ from sqlalchemy.dialects import postgresql
 
 from contracts.enums import ApprovalMode, ApprovalStatus
 from contracts.errors import AlreadyDecided
-from contracts.ports import Route, SmsRoute
+from contracts.ports import Delivered, Route, SmsRoute
 from storage import votes
 from storage.audit import AuditRow, Event, chain_rows
-from storage.database import Tx
 from storage.direct import Direct
-from storage.jobs import Queued, queue
+from storage.jobs import Queued, payload_json, queue
 from storage.notify import channel_for
-from storage.records import Changes, Record, delivery_key
+from storage.records import Changes, Record, delivered_to_json, delivery_key
 from storage.tables import approvals, audit_events, escalations, flags, jobs, run_grants
+from storage.work import Work
 
 _BY_ID = sa.select(approvals).where(approvals.c.id == sa.bindparam("id"))
 _BY_CALL = sa.select(approvals).where(
@@ -58,14 +57,14 @@ _INSERT_EVENTS = Direct(audit_events.insert(), _EVENT_COLUMNS)
 _INSERT_APPROVAL: dict[tuple[str, ...], Direct] = {}
 
 
-def load(tx: Tx, approval_id: str, *, lock: bool = False) -> Record | None:
+def load(tx: Work, approval_id: str, *, lock: bool = False) -> Record | None:
     """One approval, with the approvals counted so far; `lock` takes the row lock on
     PostgreSQL (SQLite has one writer)."""
     row = (_LOAD_LOCKED if lock else _LOAD).first(tx, {"id": approval_id})
     return with_votes(tx, Record.from_row(row)) if row else None
 
 
-def with_votes(tx: Tx, rec: Record) -> Record:
+def with_votes(tx: Work, rec: Record) -> Record:
     """The record with its counted approvals (read only for a quorum above 1)."""
     if rec.quorum <= 1:
         return rec
@@ -93,7 +92,7 @@ _HEAD = Direct(sa.select(*_HEAD_COLUMNS).where(approvals.c.id == sa.bindparam("i
 _HEAD_LOCKED = Direct(sa.select(*_HEAD_COLUMNS).where(approvals.c.id == sa.bindparam("id")).with_for_update())
 
 
-def head(tx: Tx, approval_id: str, *, lock: bool = False) -> Head | None:
+def head(tx: Work, approval_id: str, *, lock: bool = False) -> Head | None:
     """An approval's tenant, tool, status and chain head (not its parameters or route);
     `lock` as for `load`."""
     row = (_HEAD_LOCKED if lock else _HEAD).first(tx, {"id": approval_id})
@@ -110,32 +109,32 @@ def head(tx: Tx, approval_id: str, *, lock: bool = False) -> Head | None:
     )
 
 
-def row_of_call(tx: Tx, tenant: str, execution_id: str, tool_call_id: str) -> Any:
+def _row_of_call(tx: Work, tenant: str, execution_id: str, tool_call_id: str) -> Any:
     """The raw approvals row of this call (tenant, execution, tool call id), as the driver
     returns it; `load_call` is the typed read."""
     return _MADE_BEFORE.first(tx, {"tenant": tenant, "execution": execution_id, "call": tool_call_id})
 
 
-def load_call(tx: Tx, tenant: str, execution_id: str, tool_call_id: str) -> Record | None:
+def load_call(tx: Work, tenant: str, execution_id: str, tool_call_id: str) -> Record | None:
     """The approval of this call (tenant, execution, tool call id), if it was made before."""
-    row = row_of_call(tx, tenant, execution_id, tool_call_id)
+    row = _row_of_call(tx, tenant, execution_id, tool_call_id)
     return with_votes(tx, Record.from_row(row)) if row is not None else None
 
 
-def gated_count(tx: Tx, tenant: str, execution_id: str) -> int:
+def gated_count(tx: Work, tenant: str, execution_id: str) -> int:
     """How many of an execution's calls needed more than mode none (counted by the database:
     an execution may make any number of calls that need nobody)."""
     return int(_GATED.scalar(tx, {"tenant": tenant, "execution": execution_id}))
 
 
-def short_code(tx: Tx, route: Route) -> str:
+def short_code(tx: Work, route: Route) -> str:
     """Four digits; for SMS, unused among the number's pending requests (replies name it)."""
     if not isinstance(route, SmsRoute):
         return f"{secrets.randbelow(9000) + 1000}"
     key = delivery_key(route)
     for _ in range(20):
         code = f"{secrets.randbelow(9000) + 1000}"
-        clash = tx.execute(
+        clash = tx.conn.execute(
             sa.select(approvals.c.id)
             .where(
                 approvals.c.delivery_key == key,
@@ -150,7 +149,7 @@ def short_code(tx: Tx, route: Route) -> str:
 
 
 def insert_approval(
-    tx: Tx, values: Mapping[str, Any], events: list[Event], queued: Sequence[Queued] = ()
+    tx: Work, values: Mapping[str, Any], events: list[Event], queued: Sequence[Queued] = ()
 ) -> Record:
     """Insert a new approval with the first links of its audit chain and its first jobs;
     return it as stored. On PostgreSQL this is one statement, so it needs no transaction
@@ -158,7 +157,7 @@ def insert_approval(
     rows, seq, head = chain_rows(values["id"], values["tenant"], 0, "0" * 64, values["created_at"], events)
     stored = {**values, "audit_seq": seq, "audit_head": head}
     columns = tuple(stored)
-    if tx.dialect.name == "postgresql":
+    if tx.conn.dialect.name == "postgresql":
         # One statement: the approval, its audit rows, its jobs (a duplicate call fails it whole).
         made = _INSERT_WITH_EVENTS.get(columns)
         if made is None:
@@ -176,7 +175,7 @@ def insert_approval(
 
 
 def append(
-    tx: Tx,
+    tx: Work,
     rec: Record,
     now: float,
     events: list[Event],
@@ -201,7 +200,7 @@ def append(
     return rec.replace(**values)
 
 
-def add_events(tx: Tx, approval: Head, now: float, events: list[Event]) -> None:
+def add_events(tx: Work, approval: Head, now: float, events: list[Event]) -> None:
     """Chain `events` onto the approval, changing nothing else (as `append` does)."""
     _chain(
         tx,
@@ -218,7 +217,7 @@ def add_events(tx: Tx, approval: Head, now: float, events: list[Event]) -> None:
 
 
 def _chain(
-    tx: Tx,
+    tx: Work,
     approval_id: str,
     tenant: str,
     seq: int,
@@ -234,7 +233,7 @@ def _chain(
     params = {f"set_{k}": v for k, v in values.items()}
     params |= {"where_id": approval_id, "where_seq": seq}
     columns = tuple(values)
-    if tx.dialect.name == "postgresql":
+    if tx.conn.dialect.name == "postgresql":
         # One round trip: the UPDATE, the audit rows only if it matched, the NOTIFY.
         key = (columns, only_pending, notify is not None)
         stmt = _CHAINS.get(key)
@@ -276,7 +275,7 @@ def _event_arrays(rows: list[dict[str, Any]]) -> dict[str, list[Any]]:
 def _job_arrays(queued: Sequence[Queued]) -> dict[str, list[Any]]:
     return {
         "job_kind": [j.kind.value for j in queued],
-        "job_payload": [json.dumps(dict(j.payload)) for j in queued],
+        "job_payload": [payload_json(j.payload) for j in queued],
         "job_due_at": [j.due for j in queued],
         "job_deadline_at": [j.deadline for j in queued],
     }
@@ -342,12 +341,12 @@ def _update(columns: tuple[str, ...], only_pending: bool) -> Direct:
 _IGNORING: dict[tuple[str, str, tuple[str, ...]], Direct] = {}
 
 
-def insert_ignore(tx: Tx, table: sa.Table, values: Mapping[str, Any]) -> bool:
+def insert_ignore(tx: Work, table: sa.Table, values: Mapping[str, Any]) -> bool:
     """INSERT … ON CONFLICT DO NOTHING on either database; True when a row was inserted."""
-    key = (tx.dialect.name, table.name, tuple(values))
+    key = (tx.conn.dialect.name, table.name, tuple(values))
     stmt = _IGNORING.get(key)
     if stmt is None:
-        if tx.dialect.name == "sqlite":
+        if tx.conn.dialect.name == "sqlite":
             from sqlalchemy.dialects.sqlite import insert as dialect_insert
         else:
             from sqlalchemy.dialects.postgresql import insert as dialect_insert  # type: ignore[assignment]
@@ -356,7 +355,7 @@ def insert_ignore(tx: Tx, table: sa.Table, values: Mapping[str, Any]) -> bool:
     return stmt.rowcount(tx, values) > 0
 
 
-def grant_for_run(tx: Tx, rec: Record, tool_key: str, requester: str, granted_by: str, now: float) -> None:
+def grant_for_run(tx: Work, rec: Record, tool_key: str, requester: str, granted_by: str, now: float) -> None:
     """Record "approve for this run": later calls of the tool in the execution, from the same
     requester and conversation, need nobody."""
     insert_ignore(
@@ -377,26 +376,26 @@ def grant_for_run(tx: Tx, rec: Record, tool_key: str, requester: str, granted_by
 _NOTIFY = Direct(sa.select(sa.func.pg_notify(sa.bindparam("channel"), sa.bindparam("id"))))
 
 
-def notify_closed(tx: Tx, schema: str | None, approval_id: str) -> None:
+def notify_closed(tx: Work, schema: str | None, approval_id: str) -> None:
     """Tell the other replicas (PostgreSQL NOTIFY, sent at commit) that an approval closed."""
-    if tx.dialect.name != "sqlite":
+    if tx.conn.dialect.name != "sqlite":
         _NOTIFY.first(tx, {"channel": channel_for(schema), "id": approval_id})
 
 
-def set_receipt_if_pending(tx: Tx, approval_id: str, receipt: str) -> None:
+def set_receipt_if_pending(tx: Work, approval_id: str, receipt: Delivered) -> None:
     """Store a first receipt (before anything is sent) on a pending approval that has none."""
-    tx.execute(
+    tx.conn.execute(
         approvals.update()
         .where(
             approvals.c.id == approval_id,
             approvals.c.status == ApprovalStatus.PENDING.value,
             approvals.c.delivered.is_(None),
         )
-        .values(delivered=receipt)
+        .values(delivered=delivered_to_json(receipt))
     )
 
 
-def by_delivery(tx: Tx, key: str, *, pending: bool, limit: int) -> list[Record]:
+def by_delivery(tx: Work, key: str, *, pending: bool, limit: int) -> list[Record]:
     """Approvals delivered at `key` (e.g. `sms:+1555…`), or escalated to it, newest first."""
     escalated = sa.select(escalations.c.approval_id).where(escalations.c.delivery_key == key)
     q = sa.select(approvals).where(
@@ -405,13 +404,13 @@ def by_delivery(tx: Tx, key: str, *, pending: bool, limit: int) -> list[Record]:
     if pending:
         q = q.where(approvals.c.status == "pending")
     q = q.order_by(approvals.c.created_at.desc()).limit(limit)
-    return [Record.from_row(r) for r in tx.execute(q)]
+    return [Record.from_row(r) for r in tx.conn.execute(q)]
 
 
-def due_ids(tx: Tx, now: float, limit: int) -> list[str]:
+def due_ids(tx: Work, now: float, limit: int) -> list[str]:
     """Pending approvals whose time is up, oldest first."""
     return list(
-        tx.execute(
+        tx.conn.execute(
             sa.select(approvals.c.id)
             .where(approvals.c.status == "pending", approvals.c.expires_at <= now)
             .order_by(approvals.c.expires_at)
@@ -420,37 +419,37 @@ def due_ids(tx: Tx, now: float, limit: int) -> list[str]:
     )
 
 
-def next_expiry(tx: Tx) -> float | None:
+def next_expiry(tx: Work) -> float | None:
     """When the next pending approval expires."""
-    value = tx.execute(
+    value = tx.conn.execute(
         sa.select(sa.func.min(approvals.c.expires_at)).where(approvals.c.status == "pending")
     ).scalar_one()
     return float(value) if value is not None else None
 
 
-def events_of(tx: Tx, approval_id: str) -> list[AuditRow]:
+def events_of(tx: Work, approval_id: str) -> list[AuditRow]:
     """An approval's audit rows, oldest first."""
-    rows = tx.execute(
+    rows = tx.conn.execute(
         sa.select(audit_events).where(audit_events.c.approval_id == approval_id).order_by(audit_events.c.seq)
     )
     return [AuditRow.from_row(r) for r in rows]
 
 
-def get_flag(tx: Tx, namespace: str, key: str) -> str | None:
+def get_flag(tx: Work, namespace: str, key: str) -> str | None:
     """A durable flag's value."""
-    value = tx.execute(
+    value = tx.conn.execute(
         sa.select(flags.c.value).where(flags.c.namespace == namespace, flags.c.key == key)
     ).scalar_one_or_none()
     return str(value) if value is not None else None
 
 
-def mark_once(tx: Tx, namespace: str, key: str, now: float) -> bool:
+def mark_once(tx: Work, namespace: str, key: str, now: float) -> bool:
     """Record `key` in `namespace`; True the first time, False for a repeat."""
     return insert_ignore(tx, flags, {"namespace": namespace, "key": key, "value": "1", "created_at": now})
 
 
-def set_flag(tx: Tx, namespace: str, key: str, value: str | None, now: float) -> None:
+def set_flag(tx: Work, namespace: str, key: str, value: str | None, now: float) -> None:
     """Set or clear a durable flag."""
-    tx.execute(flags.delete().where(flags.c.namespace == namespace, flags.c.key == key))
+    tx.conn.execute(flags.delete().where(flags.c.namespace == namespace, flags.c.key == key))
     if value is not None:
-        tx.execute(flags.insert().values(namespace=namespace, key=key, value=value, created_at=now))
+        tx.conn.execute(flags.insert().values(namespace=namespace, key=key, value=value, created_at=now))

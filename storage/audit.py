@@ -9,17 +9,18 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from contracts.digest import SAFE_INTEGER, canonical_json
 from storage.tables import approvals, audit_events
+from storage.work import Work
 
 GENESIS = "0" * 64
+_STREAMED = 500  # rows fetched at a time by the reads that stream the whole log
 
 
 @dataclass(frozen=True)
@@ -125,12 +126,14 @@ class Finding:
     problem: str
 
 
-async def verify_chains(conn: AsyncConnection) -> tuple[int, list[Finding]]:
-    """Check every chain; return the number of events checked and every break found."""
+def verify_chains(tx: Work) -> tuple[int, list[Finding]]:
+    """Check every chain; return the number of events checked and every break found. Run it
+    with `Database.run_read(..., snapshot=True)`: the approval rows and the events it
+    compares are read at one moment, and the events are streamed."""
     heads = {
         r.id: (r.audit_seq, r.audit_head, r.tenant)
         for r in (
-            await conn.execute(
+            tx.conn.execute(
                 sa.select(approvals.c.id, approvals.c.audit_seq, approvals.c.audit_head, approvals.c.tenant)
             )
         )
@@ -141,8 +144,10 @@ async def verify_chains(conn: AsyncConnection) -> tuple[int, list[Finding]]:
     prev = GENESIS
     expected_seq = 0
     seen: set[str] = set()
-    result = await conn.stream(
-        sa.select(audit_events).order_by(audit_events.c.approval_id, audit_events.c.seq)
+    result = tx.conn.execute(
+        sa.select(audit_events)
+        .order_by(audit_events.c.approval_id, audit_events.c.seq)
+        .execution_options(yield_per=_STREAMED)
     )
 
     def close(aid: str | None) -> None:
@@ -161,7 +166,7 @@ async def verify_chains(conn: AsyncConnection) -> tuple[int, list[Finding]]:
                 )
             )
 
-    async for row in result:
+    for row in result:
         checked += 1
         if row.approval_id != current:
             close(current)
@@ -241,22 +246,16 @@ def event_to_json(row: AuditRow) -> dict[str, Any]:
     }
 
 
-async def events_of(conn: AsyncConnection, approval_id: str) -> list[AuditRow]:
-    """One approval's audit rows, oldest first."""
-    result = await conn.execute(
-        sa.select(audit_events).where(audit_events.c.approval_id == approval_id).order_by(audit_events.c.seq)
-    )
-    return [AuditRow.from_row(r) for r in result]
-
-
-async def stream_since(conn: AsyncConnection, since: float) -> AsyncIterator[AuditRow]:
-    """Every audit row at or after `since`, in time order, without loading them all."""
-    result = await conn.stream(
+def stream_since(tx: Work, since: float) -> Iterator[AuditRow]:
+    """Every audit row at or after `since`, in time order, without loading them all (read
+    inside the unit of work, run with `Database.run_read(..., snapshot=True)`)."""
+    result = tx.conn.execute(
         sa.select(audit_events)
         .where(audit_events.c.at >= since)
         .order_by(audit_events.c.at, audit_events.c.id)
+        .execution_options(yield_per=_STREAMED)
     )
-    async for row in result:
+    for row in result:
         yield AuditRow.from_row(row)
 
 
@@ -271,13 +270,14 @@ class Requested:
     data: str
 
 
-async def stream_requests(conn: AsyncConnection, since: float) -> AsyncIterator[Requested]:
-    """Every `requested` audit row at or after `since`, oldest first, without loading them all."""
-    result = await conn.stream(
+def stream_requests(tx: Work, since: float) -> Iterator[Requested]:
+    """Every `requested` audit row at or after `since`, oldest first, without loading them all
+    (as `stream_since`)."""
+    result = tx.conn.execute(
         sa.select(audit_events.c.approval_id, audit_events.c.tenant, audit_events.c.at, audit_events.c.data)
         .where(audit_events.c.at >= since, audit_events.c.event == "requested")
         .order_by(audit_events.c.at, audit_events.c.id)
-        .execution_options(yield_per=500)
+        .execution_options(yield_per=_STREAMED)
     )
-    async for row in result:
+    for row in result:
         yield Requested(row.approval_id, row.tenant, row.at, row.data)

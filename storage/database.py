@@ -12,16 +12,17 @@ autocommit (no BEGIN or ROLLBACK round trips), and a step that only reads and th
 one statement (`single_write`, a create) runs without a transaction. The hot statements
 go to asyncpg's prepared statements directly (`storage.direct`).
 
-`read()` and `write()` give async connections for code off the hot path (CLI, audit
-export, Slack's installation store).
+Each function runs in a unit of work (`storage.work.Work`) that storage owns: code outside
+storage/ hands it to storage's functions and never sees a connection. The engines are
+storage's too (`storage.raw` opens connections on them for tests, `storage.slack_installs`
+gives slack_sdk's stores the writer).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import asynccontextmanager
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, TypeVar
@@ -30,13 +31,14 @@ import sqlalchemy as sa
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import event
-from sqlalchemy.engine import Connection, Engine, make_url
-from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.util import greenlet_spawn
 
 from storage.direct import SINGLE_WRITE
 from storage.group_commit import GroupWriter
 from storage.permissions import make_private
+from storage.work import Work
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 # Every engine hides bound parameters from its error messages: they hold reasons, comments
@@ -102,11 +104,6 @@ def head_revision() -> str | None:
     return ScriptDirectory.from_config(cfg).get_current_head()
 
 
-# A transaction (or read connection) handed to the synchronous store functions; code
-# outside storage/ passes it along and never looks inside.
-Tx = Connection
-
-
 # Any failure of the database or its driver, for callers that report it (the CLI).
 DatabaseError = sa.exc.DBAPIError
 
@@ -149,15 +146,15 @@ class Database:
                 raise DatabaseUrlError(f"{shown!r}: give SQLite a file path; in-memory is not shared")
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
             make_private(Path(parsed.database))
-            self.writer = create_async_engine(
+            self._writer = create_async_engine(
                 url, pool_size=1, max_overflow=0, pool_timeout=60, hide_parameters=True
             )
-            self.reader = create_async_engine(
+            self._reader = create_async_engine(
                 url, pool_size=2, max_overflow=0, pool_timeout=60, hide_parameters=True
             )
             sync = self.sqlite_synchronous = SqliteSync(sqlite_synchronous)
-            _configure_sqlite(self.writer.sync_engine, sync, begin="BEGIN IMMEDIATE")
-            _configure_sqlite(self.reader.sync_engine, sync, begin="BEGIN")
+            _configure_sqlite(self._writer.sync_engine, sync, begin="BEGIN IMMEDIATE")
+            _configure_sqlite(self._reader.sync_engine, sync, begin="BEGIN")
             sync_url = parsed.set(drivername="sqlite+pysqlite")
             self._sync_writer: Engine | None = sa.create_engine(
                 sync_url,
@@ -187,7 +184,7 @@ class Database:
             connect_args: dict[str, Any] = {}
             if schema:
                 connect_args["server_settings"] = {"search_path": schema}
-            self.writer = create_async_engine(
+            self._writer = create_async_engine(
                 url,
                 pool_size=pool_size,
                 max_overflow=pool_size,
@@ -195,7 +192,7 @@ class Database:
                 pool_recycle=1800,
                 hide_parameters=True,
             )
-            self.reader = self.writer
+            self._reader = self._writer
             self._sync_writer = self._sync_reader = None
             self._group = None
             self._read_threads = None
@@ -210,8 +207,8 @@ class Database:
         """True on SQLite, where one process owns the database."""
         return self.dialect == "sqlite"
 
-    async def run_write(self, fn: Callable[[Connection], T], *, single_write: bool = False) -> T:
-        """Run `fn(conn)` in one write transaction: committed if it returns, rolled back if
+    async def run_write(self, fn: Callable[[Work], T], *, single_write: bool = False) -> T:
+        """Run `fn(work)` in one write transaction: committed if it returns, rolled back if
         it raises. `fn` is synchronous and must not block on anything but the database.
 
         `single_write`: `fn` reads, then writes with at most one statement (e.g.
@@ -226,61 +223,58 @@ class Database:
             # One greenlet for the whole transaction (connect, BEGIN, fn, COMMIT, check-in):
             # `AsyncEngine.begin()` and `run_sync` would spawn one for each step.
             if single_write and self.dialect == "postgresql":
-                return await greenlet_spawn(_single_write_on, self.writer.sync_engine, fn)
-            return await greenlet_spawn(_write_on, self.writer.sync_engine, fn)
+                return await greenlet_spawn(_single_write_on, self._writer.sync_engine, fn)
+            return await greenlet_spawn(_write_on, self._writer.sync_engine, fn)
         except sa.exc.IntegrityError as exc:
             raise Conflict("a concurrent write created the same row") from exc
 
-    async def run_read(self, fn: Callable[[Connection], T]) -> T:
-        """Run the synchronous `fn(conn)` on a read connection (no transaction held)."""
+    async def run_read(self, fn: Callable[[Work], T], *, snapshot: bool = False) -> T:
+        """Run the synchronous `fn(work)` on a read connection (no transaction held).
+
+        `snapshot`: `fn` sees the database as it was at its first statement throughout, and
+        may stream rows it does not hold at once (a statement with `yield_per`): for long
+        reads off the hot path (audit export and verification, policy replay). On
+        PostgreSQL it runs in one read-only REPEATABLE READ transaction, whose server-side
+        cursors stream; SQLite's reads always run in one transaction, which WAL keeps at
+        its snapshot."""
         if self._read_threads is not None:
             return await asyncio.get_running_loop().run_in_executor(
                 self._read_threads, self._on_connection, self._sync_reader, fn
             )
-        return await greenlet_spawn(_read_on, self.reader.sync_engine, fn)
+        if snapshot:
+            return await greenlet_spawn(_snapshot_on, self._reader.sync_engine, fn)
+        return await greenlet_spawn(_read_on, self._reader.sync_engine, fn)
 
     @staticmethod
-    def _on_connection(engine: Engine | None, fn: Callable[[Connection], T]) -> T:
+    def _on_connection(engine: Engine | None, fn: Callable[[Work], T]) -> T:
         if engine is None:
             raise RuntimeError("the database is closed")
         with engine.connect() as conn:
             try:
-                return fn(conn)
+                return fn(Work(conn))
             finally:
                 conn.rollback()
 
-    @asynccontextmanager
-    async def write(self) -> AsyncIterator[AsyncConnection]:
-        """A write transaction, committed on exit and rolled back on error."""
-        async with self.writer.begin() as conn:
-            yield conn
-
-    @asynccontextmanager
-    async def read(self) -> AsyncIterator[AsyncConnection]:
-        """A read-only connection."""
-        async with self.reader.connect() as conn:
-            yield conn
-
     async def migrate(self) -> None:
         """Bring the schema to the newest revision (idempotent)."""
-        async with self.writer.begin() as conn:
+        async with self._writer.begin() as conn:
             await conn.run_sync(_upgrade)
 
     async def revision(self) -> str | None:
         """The schema revision in the database, or None when it was never migrated."""
-        async with self.reader.connect() as conn:
+        async with self._reader.connect() as conn:
             return await conn.run_sync(_current_revision)
 
     async def ping(self) -> None:
         """Raise if the database cannot answer a trivial query."""
-        async with self.reader.connect() as conn:
+        async with self._reader.connect() as conn:
             await conn.execute(sa.text("SELECT 1"))
 
     async def close(self) -> None:
         """Dispose of every pooled connection."""
-        await self.writer.dispose()
-        if self.reader is not self.writer:
-            await self.reader.dispose()
+        await self._writer.dispose()
+        if self._reader is not self._writer:
+            await self._reader.dispose()
         if self._group is not None:
             self._group.close()
         if self._read_threads is not None:
@@ -293,29 +287,39 @@ class Database:
         self._sync_writer = self._sync_reader = None
 
 
-def _write_on(engine: Engine, fn: Callable[[Connection], T]) -> T:
+def _write_on(engine: Engine, fn: Callable[[Work], T]) -> T:
     """`fn` in one transaction of `engine` (inside a greenlet, on PostgreSQL)."""
     with engine.begin() as conn:
-        return fn(conn)
+        return fn(Work(conn))
 
 
-def _single_write_on(engine: Engine, fn: Callable[[Connection], T]) -> T:
+def _single_write_on(engine: Engine, fn: Callable[[Work], T]) -> T:
     """`fn` on a connection of `engine` in autocommit, allowed one write statement."""
     with engine.connect() as conn:
         auto = conn.execution_options(isolation_level="AUTOCOMMIT")
         auto.info[SINGLE_WRITE] = 0
         try:
-            return fn(auto)
+            return fn(Work(auto))
         finally:
             auto.info.pop(SINGLE_WRITE, None)
 
 
-def _read_on(engine: Engine, fn: Callable[[Connection], T]) -> T:
+def _read_on(engine: Engine, fn: Callable[[Work], T]) -> T:
     """`fn` on a connection of `engine` in autocommit: a read needs no BEGIN or ROLLBACK
     round trips to the server, and under READ COMMITTED each statement sees the same
     committed data it would inside a transaction."""
     with engine.connect() as conn:
-        return fn(conn.execution_options(isolation_level="AUTOCOMMIT"))
+        return fn(Work(conn.execution_options(isolation_level="AUTOCOMMIT")))
+
+
+def _snapshot_on(engine: Engine, fn: Callable[[Work], T]) -> T:
+    """`fn` in one read-only REPEATABLE READ transaction of `engine`, rolled back after."""
+    with engine.connect() as conn:
+        snap = conn.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
+        try:
+            return fn(Work(snap))
+        finally:
+            snap.rollback()
 
 
 def _configure_sqlite(engine: Engine, synchronous: SqliteSync, *, begin: str | None) -> None:

@@ -15,9 +15,9 @@ import sqlalchemy as sa
 from contracts.denials import Scope
 from contracts.enums import SurfaceType
 from storage.approvals import insert_ignore
-from storage.database import Tx
 from storage.direct import Direct
 from storage.tables import metadata
+from storage.work import Work
 
 standing_denies = sa.Table(
     "standing_denies",
@@ -72,7 +72,7 @@ _IN_FORCE = Direct(
 )
 
 
-def in_force(tx: Tx, scope: Scope) -> StandingDeny | None:
+def in_force(tx: Work, scope: Scope) -> StandingDeny | None:
     """The standing deny in force for exactly this scope, if any."""
     row = _IN_FORCE.first(
         tx,
@@ -88,7 +88,7 @@ def in_force(tx: Tx, scope: Scope) -> StandingDeny | None:
 
 
 def record(
-    tx: Tx, denial_id: str, scope: Scope, team: str | None, approval_id: str, now: float
+    tx: Work, denial_id: str, scope: Scope, team: str | None, approval_id: str, now: float
 ) -> StandingDeny:
     """Put a standing deny in force for `scope`; if one already is, that one is kept and returned."""
     insert_ignore(
@@ -112,14 +112,14 @@ def record(
     return found
 
 
-def load(tx: Tx, denial_id: str) -> StandingDeny | None:
+def load(tx: Work, denial_id: str) -> StandingDeny | None:
     """One standing deny by id, lifted or not."""
-    row = tx.execute(sa.select(standing_denies).where(_T.id == denial_id)).first()
+    row = tx.conn.execute(sa.select(standing_denies).where(_T.id == denial_id)).first()
     return StandingDeny.from_row(row) if row else None
 
 
 def listed(
-    tx: Tx,
+    tx: Work,
     tenant: str | None = None,
     *,
     surface: SurfaceType | None = None,
@@ -133,12 +133,12 @@ def listed(
     if surface is not None and approver is not None:
         q = q.where(_T.surface == surface.value, _T.approver == approver)
     q = q.order_by(_T.created_at.desc(), _T.id).limit(limit)
-    return [StandingDeny.from_row(r) for r in tx.execute(q)]
+    return [StandingDeny.from_row(r) for r in tx.conn.execute(q)]
 
 
-def lift(tx: Tx, denial_id: str, by: str, now: float) -> bool:
+def lift(tx: Work, denial_id: str, by: str, now: float) -> bool:
     """Mark a standing deny lifted; False if it was lifted already (the first lift stands)."""
-    result = tx.execute(
+    result = tx.conn.execute(
         standing_denies.update()
         .where(_T.id == denial_id, _T.lifted_at.is_(None))
         .values(lifted_at=now, lifted_by=by)

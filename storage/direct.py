@@ -26,6 +26,8 @@ from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.util import await_
 
+from storage.work import Work
+
 Processor = Callable[[Any], Any]
 
 
@@ -185,8 +187,9 @@ class Direct:
             ) from exc
         return cursor
 
-    def rowcount(self, tx: Connection, params: Mapping[str, Any]) -> int:
+    def rowcount(self, work: Work, params: Mapping[str, Any]) -> int:
         """Execute once; the number of rows it changed."""
+        tx = work.conn
         if self.writes:
             _count_write(tx)
         fast = _fast(tx)
@@ -202,8 +205,9 @@ class Direct:
         finally:
             cursor.close()
 
-    def many(self, tx: Connection, rows: Iterable[Mapping[str, Any]]) -> None:
+    def many(self, work: Work, rows: Iterable[Mapping[str, Any]]) -> None:
         """Execute once per row of parameters."""
+        tx = work.conn
         if self.writes:
             _count_write(tx)
         fast = _fast(tx)
@@ -220,8 +224,9 @@ class Direct:
             return
         self._cursor(tx, compiled, lambda c: c.executemany(compiled.sql, args), args).close()
 
-    def all(self, tx: Connection, params: Mapping[str, Any]) -> list[Any]:
+    def all(self, work: Work, params: Mapping[str, Any]) -> list[Any]:
         """Every row a SELECT gives (attributes by column name)."""
+        tx = work.conn
         if self.writes:
             _count_write(tx)
         fast = _fast(tx)
@@ -238,8 +243,9 @@ class Direct:
             cursor.close()
         return [compiled.make_row(r) for r in rows]
 
-    def first(self, tx: Connection, params: Mapping[str, Any]) -> Any:
+    def first(self, work: Work, params: Mapping[str, Any]) -> Any:
         """The first row a SELECT (or a RETURNING) gives (attributes by column name), or None."""
+        tx = work.conn
         if self.writes:
             _count_write(tx)
         fast = _fast(tx)
@@ -257,7 +263,7 @@ class Direct:
             cursor.close()
         return None if row is None else compiled.make_row(row)
 
-    def scalar(self, tx: Connection, params: Mapping[str, Any]) -> Any:
+    def scalar(self, work: Work, params: Mapping[str, Any]) -> Any:
         """The first column of the first row, or None."""
-        row = self.first(tx, params)
+        row = self.first(work, params)
         return None if row is None else row[0]

@@ -16,9 +16,9 @@ from contracts.ports import Delivered, Route
 from storage import approvals as ledger
 from storage import jobs
 from storage.audit import Event
-from storage.database import Tx
 from storage.records import Changes, Escalation, FollowUps, Record, delivery_key
 from storage.tables import escalations
+from storage.work import Work
 
 SHOW_WINDOW = 3600.0
 
@@ -33,7 +33,7 @@ class Taken:
 
 
 def escalate(
-    tx: Tx,
+    tx: Work,
     approval_id: str,
     step: int,
     to: ApproverKind,
@@ -67,7 +67,7 @@ def escalate(
 
 
 def receipt(
-    tx: Tx, approval_id: str, step: int, delivered: Delivered, clock: Callable[[], float], event: Event
+    tx: Work, approval_id: str, step: int, delivered: Delivered, clock: Callable[[], float], event: Event
 ) -> bool:
     """Store where escalation `step` was delivered; True when the approval closed meanwhile
     (its card update is queued, so the escalated card is closed too)."""
@@ -81,12 +81,12 @@ def receipt(
     updated = Escalation(taken.step, taken.to, taken.at, taken.route, delivered)
     ledger.append(tx, rec, now, [event], Changes(follow_ups=rec.follow_ups.with_step(updated)))
     if rec.closed:
-        jobs.queue(tx, JobKind.SHOW, rec.id, {}, now, now + SHOW_WINDOW)
+        jobs.queue(tx, JobKind.SHOW, rec.id, None, now, now + SHOW_WINDOW)
         return True
     return False
 
 
-def remind(tx: Tx, approval_id: str, clock: Callable[[], float], event: Event) -> bool:
+def remind(tx: Work, approval_id: str, clock: Callable[[], float], event: Event) -> bool:
     """Record the reminder on a pending approval, once; False if closed or reminded already."""
     rec = ledger.load(tx, approval_id, lock=True)
     if rec is None or rec.closed:

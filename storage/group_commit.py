@@ -23,8 +23,10 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from storage.work import Work
+
 MAX_BATCH = 64
-Job = tuple[Callable[[Connection], Any], asyncio.AbstractEventLoop, "asyncio.Future[Any]"]
+Job = tuple[Callable[[Work], Any], asyncio.AbstractEventLoop, "asyncio.Future[Any]"]
 
 
 def _settle(results: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:
@@ -71,8 +73,8 @@ class GroupWriter:
         self.batches = 0
         self.transactions = 0
 
-    async def submit(self, fn: Callable[[Connection], Any]) -> Any:
-        """Run `fn(conn)` in a write transaction and return what it returned."""
+    async def submit(self, fn: Callable[[Work], Any]) -> Any:
+        """Run `fn(work)` in a write transaction and return what it returned."""
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[Any] = loop.create_future()
         self._queue.put((fn, loop, fut))
@@ -130,11 +132,11 @@ class GroupWriter:
             with conn.begin():
                 _begin_immediate(conn)
                 if len(batch) == 1:
-                    return [(True, batch[0][0](conn))]
+                    return [(True, batch[0][0](Work(conn)))]
                 for fn, _loop, _fut in batch:
                     savepoint = conn.begin_nested()
                     try:
-                        value = fn(conn)
+                        value = fn(Work(conn))
                     except Exception as exc:
                         savepoint.rollback()
                         outcomes.append((False, exc))

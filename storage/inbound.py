@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from contracts.enums import SurfaceType
 from storage.approvals import get_flag, mark_once
-from storage.database import Tx
+from storage.work import Work
 
 
 def namespace(surface: SurfaceType) -> str:
@@ -12,11 +12,11 @@ def namespace(surface: SurfaceType) -> str:
     return f"{surface.value}_in"
 
 
-def record(tx: Tx, surface: SurfaceType, message_id: str, now: float) -> bool:
+def record(tx: Work, surface: SurfaceType, message_id: str, now: float) -> bool:
     """Record a handled message; True the first time, False for a copy."""
     return mark_once(tx, namespace(surface), message_id, now)
 
 
-def seen(tx: Tx, surface: SurfaceType, message_id: str) -> bool:
+def seen(tx: Work, surface: SurfaceType, message_id: str) -> bool:
     """True if the message was handled before."""
     return get_flag(tx, namespace(surface), message_id) is not None

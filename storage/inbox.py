@@ -10,13 +10,13 @@ import sqlalchemy as sa
 from contracts.enums import SurfaceType
 from contracts.ports import Placed
 from storage import votes
-from storage.database import Tx
 from storage.records import Record
 from storage.tables import approvals
+from storage.work import Work
 
 
 def listed(
-    tx: Tx,
+    tx: Work,
     tenants: Collection[str],
     *,
     pending: bool,
@@ -37,12 +37,12 @@ def listed(
     if since is not None:
         q = q.where(approvals.c.created_at >= since)
     q = q.order_by(approvals.c.created_at.desc()).limit(limit)
-    recs = [Record.from_row(r) for r in tx.execute(q)]
+    recs = [Record.from_row(r) for r in tx.conn.execute(q)]
     counted = votes.of_many(tx, [r.id for r in recs if r.quorum > 1])
     return [replace(r, votes=counted[r.id]) if r.id in counted else r for r in recs]
 
 
-def naming(tx: Tx, tenant: str, surface: SurfaceType, person: str, limit: int = 200) -> list[Placed]:
+def naming(tx: Work, tenant: str, surface: SurfaceType, person: str, limit: int = 200) -> list[Placed]:
     """Pending requests of `tenant` routed to `surface` that name `person` as an approver."""
     found = []
     for rec in listed(tx, [tenant], pending=True, limit=limit):
@@ -52,7 +52,7 @@ def naming(tx: Tx, tenant: str, surface: SurfaceType, person: str, limit: int = 
     return found
 
 
-def texted(tx: Tx, numbers: Collection[str], limit: int = 200) -> list[Record]:
+def texted(tx: Work, numbers: Collection[str], limit: int = 200) -> list[Record]:
     """Pending approvals of any tenant whose text or WhatsApp message went to one of `numbers`."""
     if not numbers:
         return []
@@ -69,7 +69,7 @@ def texted(tx: Tx, numbers: Collection[str], limit: int = 200) -> list[Record]:
     )
     wanted = set(numbers)
     found = []
-    for row in tx.execute(q):
+    for row in tx.conn.execute(q):
         rec = Record.from_row(row)
         if rec.route is not None and wanted & set(rec.route.approvers):
             found.append(rec)

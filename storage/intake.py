@@ -28,12 +28,12 @@ from contracts.ports import Route
 from storage import approvals as ledger
 from storage import denials, jobs
 from storage.audit import Event
-from storage.database import Tx
 from storage.denials import StandingDeny, standing_denies
 from storage.direct import Direct
 from storage.operations import OperationRecord
-from storage.records import Record, delivery_key, edit_to_json, route_to_json
+from storage.records import Record, TraceContext, delivery_key, edit_to_json, route_to_json
 from storage.tables import approvals, run_grants
+from storage.work import Work
 
 _RUN_GRANT = Direct(
     sa.select(run_grants.c.approval_id, run_grants.c.granted_by).where(
@@ -103,7 +103,7 @@ class NewApproval:
     expires_at: float
     decided_by: DecidedBy | None
     trace_id: str | None = None
-    trace_context: str | None = None
+    trace_context: TraceContext | None = None
     operation: OperationRecord | None = None
     handoff: HandoffState | None = None
     edit: EditState | None = None
@@ -113,10 +113,10 @@ class NewApproval:
     jobs: Sequence[jobs.Queued] = field(default_factory=tuple)
 
 
-def load(tx: Tx, q: Question) -> Snapshot:
+def load(tx: Work, q: Question) -> Snapshot:
     """Read, in this transaction, what the call is decided on; an earlier call ends the read
     (it is replayed, nothing else matters). On PostgreSQL it is one statement."""
-    if tx.dialect.name == "postgresql":
+    if tx.conn.dialect.name == "postgresql":
         return _load_at_once(tx, q)
     earlier = ledger.load_call(tx, q.tenant, q.execution_id, q.tool_call_id)
     if earlier is not None:
@@ -189,7 +189,7 @@ def _prefixed(row: Any, prefix: str) -> SimpleNamespace:
     return SimpleNamespace(**{k[n:]: v for k, v in row._asdict().items() if k.startswith(prefix)})
 
 
-def _load_at_once(tx: Tx, q: Question) -> Snapshot:
+def _load_at_once(tx: Work, q: Question) -> Snapshot:
     params: dict[str, Any] = {"tenant": q.tenant, "execution": q.execution_id, "call": q.tool_call_id}
     if q.scope is not None:
         params |= {
@@ -211,7 +211,7 @@ def _load_at_once(tx: Tx, q: Question) -> Snapshot:
     return Snapshot(gated=int(row.gated) if q.count else 0, grant=grant)
 
 
-def write(tx: Tx, new: NewApproval) -> Record:
+def write(tx: Work, new: NewApproval) -> Record:
     """Insert the approval with its first audit events and queue its first jobs; return it as
     stored."""
     route = new.route
@@ -240,7 +240,7 @@ def write(tx: Tx, new: NewApproval) -> Record:
         "decided_by": new.decided_by.model_dump_json(exclude_none=True) if new.decided_by else None,
         "comment": None,
         "trace_id": new.trace_id,
-        "trace_context": new.trace_context,
+        "trace_context": new.trace_context.to_json() if new.trace_context is not None else None,
         "operation": new.operation.to_json() if new.operation is not None else None,
         "handoff": new.handoff.model_dump_json() if new.handoff is not None else None,
         "edit": edit_to_json(new.edit) if new.edit is not None else None,

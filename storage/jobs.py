@@ -7,21 +7,63 @@ PostgreSQL), so each attempt runs on one replica only, and none is lost across a
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 import sqlalchemy as sa
 
-from contracts.enums import JobKind
-from storage.database import Tx
+from contracts.enums import ApproverKind, JobKind
+from contracts.ports import Route
 from storage.direct import Direct
+from storage.records import route_fields, route_from_fields
 from storage.tables import jobs
+from storage.work import Work
 
 _INSERT = jobs.insert()
 _QUEUE = Direct(
     _INSERT, ("kind", "approval_id", "payload", "due_at", "deadline_at", "attempts", "locked_until")
 )
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """What a callback or a handoff check carries: the id of its delivery (the receiver
+    deduplicates on it; a handoff check runs for the delivery it was queued for only)."""
+
+    id: str
+
+
+@dataclass(frozen=True)
+class EscalationStep:
+    """What an escalation carries: its step, whom it asks, the route it delivers on."""
+
+    step: int
+    to: ApproverKind
+    route: Route
+
+
+# A job's payload, by kind: callback and verify a Delivery, escalate an EscalationStep, the
+# others nothing. Stored as the JSON object it always was.
+Payload = Delivery | EscalationStep | None
+
+
+def payload_json(payload: Payload) -> str:
+    """The jobs table's `payload` text."""
+    if isinstance(payload, Delivery):
+        return json.dumps({"delivery": payload.id})
+    if isinstance(payload, EscalationStep):
+        step = {"step": payload.step, "to": payload.to.value, "route": route_fields(payload.route)}
+        return json.dumps(step)
+    return "{}"
+
+
+def payload_from_json(text: str) -> Payload:
+    """Rebuild a stored payload."""
+    d = json.loads(text)
+    if "delivery" in d:
+        return Delivery(str(d["delivery"]))
+    if "step" in d:
+        return EscalationStep(int(d["step"]), ApproverKind(d["to"]), route_from_fields(d["route"]))
+    return None
 
 
 @dataclass(frozen=True)
@@ -31,9 +73,14 @@ class Job:
     id: int
     kind: JobKind
     approval_id: str
-    payload: Mapping[str, Any]
+    payload: Payload
     attempts: int
     deadline_at: float
+
+    @property
+    def delivery(self) -> str | None:
+        """The delivery id of a callback or a handoff check (None for other kinds)."""
+        return self.payload.id if isinstance(self.payload, Delivery) else None
 
 
 @dataclass(frozen=True)
@@ -43,19 +90,17 @@ class Queued:
     kind: JobKind
     due: float
     deadline: float
-    payload: Mapping[str, Any] = field(default_factory=dict)
+    payload: Payload = None
 
 
-def queue(
-    tx: Tx, kind: JobKind, approval_id: str, payload: Mapping[str, Any], due: float, deadline: float
-) -> None:
+def queue(tx: Work, kind: JobKind, approval_id: str, payload: Payload, due: float, deadline: float) -> None:
     """Add a job, in the caller's transaction."""
     _QUEUE.rowcount(
         tx,
         {
             "kind": kind.value,
             "approval_id": approval_id,
-            "payload": json.dumps(dict(payload)),
+            "payload": payload_json(payload),
             "due_at": due,
             "deadline_at": deadline,
             "attempts": 0,
@@ -65,12 +110,12 @@ def queue(
 
 
 def queue_claimed(
-    tx: Tx, kind: JobKind, approval_id: str, due: float, deadline: float, locked_until: float
+    tx: Work, kind: JobKind, approval_id: str, due: float, deadline: float, locked_until: float
 ) -> Job:
     """Add a job already claimed by its caller (its first attempt counted), in the caller's
     transaction: the caller runs it at once, and the worker takes it over after
     `locked_until` only if that attempt never finished it."""
-    row = tx.execute(
+    row = tx.conn.execute(
         _INSERT.returning(jobs.c.id),
         {
             "kind": kind.value,
@@ -82,10 +127,10 @@ def queue_claimed(
             "locked_until": locked_until,
         },
     ).one()
-    return Job(id=row.id, kind=kind, approval_id=approval_id, payload={}, attempts=1, deadline_at=deadline)
+    return Job(id=row.id, kind=kind, approval_id=approval_id, payload=None, attempts=1, deadline_at=deadline)
 
 
-def claim(tx: Tx, now: float, lock_seconds: float, batch: int) -> list[Job]:
+def claim(tx: Work, now: float, lock_seconds: float, batch: int) -> list[Job]:
     """Lock up to `batch` due jobs for `lock_seconds` and count the attempt."""
     due = (
         sa.select(jobs.c.id)
@@ -93,7 +138,7 @@ def claim(tx: Tx, now: float, lock_seconds: float, batch: int) -> list[Job]:
         .order_by(jobs.c.due_at)
         .limit(batch)
     )
-    if tx.dialect.name != "sqlite":
+    if tx.conn.dialect.name != "sqlite":
         due = due.with_for_update(skip_locked=True)
     stmt = (
         jobs.update()
@@ -108,15 +153,15 @@ def claim(tx: Tx, now: float, lock_seconds: float, batch: int) -> list[Job]:
             id=row.id,
             kind=JobKind(row.kind),
             approval_id=row.approval_id,
-            payload=json.loads(row.payload),
+            payload=payload_from_json(row.payload),
             attempts=row.attempts,
             deadline_at=row.deadline_at,
         )
-        for row in tx.execute(stmt).all()
+        for row in tx.conn.execute(stmt).all()
     ]
 
 
-def claim_one(tx: Tx, approval_id: str, kind: JobKind, now: float, lock_seconds: float) -> Job | None:
+def claim_one(tx: Work, approval_id: str, kind: JobKind, now: float, lock_seconds: float) -> Job | None:
     """Claim one approval's due job of `kind` right away (as `claim` would), if nobody holds it."""
     stmt = (
         jobs.update()
@@ -132,31 +177,31 @@ def claim_one(tx: Tx, approval_id: str, kind: JobKind, now: float, lock_seconds:
             jobs.c.id, jobs.c.kind, jobs.c.approval_id, jobs.c.payload, jobs.c.attempts, jobs.c.deadline_at
         )
     )
-    row = tx.execute(stmt).first()
+    row = tx.conn.execute(stmt).first()
     if row is None:
         return None
     return Job(
         id=row.id,
         kind=JobKind(row.kind),
         approval_id=row.approval_id,
-        payload=json.loads(row.payload),
+        payload=payload_from_json(row.payload),
         attempts=row.attempts,
         deadline_at=row.deadline_at,
     )
 
 
-def finish(tx: Tx, job_id: int, now: float, error: str | None = None) -> None:
+def finish(tx: Work, job_id: int, now: float, error: str | None = None) -> None:
     """Mark a job done (successfully, or given up with `error`)."""
-    tx.execute(jobs.update().where(jobs.c.id == job_id).values(done_at=now, last_error=error))
+    tx.conn.execute(jobs.update().where(jobs.c.id == job_id).values(done_at=now, last_error=error))
 
 
-def reschedule(tx: Tx, job_id: int, retry_at: float, error: str) -> None:
+def reschedule(tx: Work, job_id: int, retry_at: float, error: str) -> None:
     """Release a job for another attempt at `retry_at`."""
-    tx.execute(
+    tx.conn.execute(
         jobs.update().where(jobs.c.id == job_id).values(due_at=retry_at, locked_until=0, last_error=error)
     )
 
 
-def relock(tx: Tx, job_id: int, until: float) -> None:
+def relock(tx: Work, job_id: int, until: float) -> None:
     """Hold a claimed job until `until` (a long call), or release it sooner after a crash."""
-    tx.execute(jobs.update().where(jobs.c.id == job_id).values(locked_until=until))
+    tx.conn.execute(jobs.update().where(jobs.c.id == job_id).values(locked_until=until))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -51,9 +52,12 @@ def route_to_json(route: Route) -> str:
 
 def route_from_json(text: str | None) -> Route | None:
     """Rebuild a route stored by `route_to_json`."""
-    if not text:
-        return None
-    d = json.loads(text)
+    return route_from_fields(json.loads(text)) if text else None
+
+
+def route_from_fields(fields: Mapping[str, Any]) -> Route:
+    """Rebuild a route from its plain fields (`route_fields`), as a job's payload holds it."""
+    d = dict(fields)
     d["approvers"] = tuple(d["approvers"])
     d["surface"] = SurfaceType(d["surface"])
     if d["surface"] is SurfaceType.SLACK:
@@ -64,6 +68,44 @@ def route_from_json(text: str | None) -> Route | None:
     if d["surface"] is SurfaceType.TEAMS:
         return TeamsRoute(**d)
     return DashboardRoute(**d)
+
+
+@dataclass(frozen=True)
+class TraceContext:
+    """What an approval keeps of its trace besides the trace id: its span's id (hex), the
+    sampler's say, and its parent (the incoming span's id, flags and tracestate), enough to
+    export the span later anywhere."""
+
+    span: str
+    sampled: bool
+    parent: str | None = None
+    parent_flags: int = 0
+    state: str | None = None
+
+    def to_json(self) -> str:
+        """The approvals table's `trace_context` text."""
+        stored: dict[str, Any] = {"span": self.span, "sampled": self.sampled}
+        if self.parent is not None:
+            stored.update(parent=self.parent, parentFlags=self.parent_flags, state=self.state)
+        return json.dumps(stored, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str | None) -> TraceContext | None:
+        """Rebuild a stored trace context; None without one, or for an unreadable one."""
+        if not text:
+            return None
+        try:
+            d = json.loads(text)
+            parent = str(d["parent"]) if d.get("parent") else None
+            return cls(
+                str(d["span"]),
+                bool(d["sampled"]),
+                parent,
+                int(d["parentFlags"]) if parent is not None else 0,
+                str(d["state"]) if parent is not None and d.get("state") else None,
+            )
+        except (ValueError, KeyError, TypeError):
+            return None
 
 
 def delivered_to_json(d: Delivered) -> str:
@@ -284,7 +326,7 @@ class Record:
     audit_seq: int
     audit_head: str
     trace_id: str | None = None
-    trace_context: str | None = None
+    trace_context: TraceContext | None = None
     operation: OperationRecord | None = None
     handoff: HandoffState | None = None
     edit: EditState | None = None
@@ -322,7 +364,7 @@ class Record:
             audit_seq=row.audit_seq,
             audit_head=row.audit_head,
             trace_id=row.trace_id,
-            trace_context=row.trace_context,
+            trace_context=TraceContext.from_json(row.trace_context),
             operation=OperationRecord.from_json(getattr(row, "operation", None)),
             handoff=handoff_from_json(getattr(row, "handoff", None)),
             edit=edit_from_json(getattr(row, "edit", None)),

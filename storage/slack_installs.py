@@ -20,6 +20,7 @@ from slack_sdk.oauth.state_store.sqlalchemy import AsyncSQLAlchemyOAuthStateStor
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from contracts.errors import SurfaceUnavailable
+from storage.database import Database
 from storage.sealing import SealError, TokenSeal, is_sealed
 
 STATE_SECONDS = 600
@@ -37,8 +38,9 @@ class SlackInstallStores:
     states: AsyncSQLAlchemyOAuthStateStore
 
     @classmethod
-    def on(cls, engine: AsyncEngine, *, client_id: str, token_secret: str) -> SlackInstallStores:
+    def on(cls, db: Database, *, client_id: str, token_secret: str) -> SlackInstallStores:
         """Stores for the app `client_id`, sealing tokens with a key derived from `token_secret`."""
+        engine = db._writer  # slack_sdk's stores run their own statements on storage's writer
         return cls(
             installations=SealedInstallationStore(
                 TokenSeal(token_secret), client_id=client_id, engine=engine

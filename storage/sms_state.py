@@ -6,7 +6,7 @@ Each kind of fact has its own namespace in the `flags` table; nothing else write
 from __future__ import annotations
 
 from storage.approvals import get_flag, mark_once, set_flag
-from storage.database import Tx
+from storage.work import Work
 
 OPT_OUT = "sms_opt_out"  # number → "1" while it has opted out
 SENT_SID = "sms_sid"  # MessageSid → approval id, to map status callbacks
@@ -19,50 +19,50 @@ def _pair(approval_id: str, number: str) -> str:
     return f"{approval_id}:{number}"
 
 
-def opted_out(tx: Tx, number: str) -> bool:
+def opted_out(tx: Work, number: str) -> bool:
     """True while `number` has opted out by STOP."""
     return get_flag(tx, OPT_OUT, number) is not None
 
 
-def set_opted_out(tx: Tx, number: str, out: bool, now: float) -> None:
+def set_opted_out(tx: Work, number: str, out: bool, now: float) -> None:
     """Record an opt-out (STOP) or clear it (START)."""
     set_flag(tx, OPT_OUT, number, "1" if out else None, now)
 
 
-def mark_texting(tx: Tx, approval_id: str, number: str, now: float, digest: str | None = None) -> None:
+def mark_texting(tx: Work, approval_id: str, number: str, now: float, digest: str | None = None) -> None:
     """Record that the request is about to be texted to `number`, showing the call with
     `digest` (the latest text to a number is the version its answers are given for)."""
     set_flag(tx, TEXTED, _pair(approval_id, number), digest or "1", now)
 
 
-def texted_digest(tx: Tx, approval_id: str, number: str) -> str | None:
+def texted_digest(tx: Work, approval_id: str, number: str) -> str | None:
     """The digest of the call the request's latest text to `number` showed (None: not
     texted, or texted before texts recorded it: the agent's own call)."""
     value = get_flag(tx, TEXTED, _pair(approval_id, number))
     return value if value is not None and value.startswith("sha256:") else None
 
 
-def was_texted(tx: Tx, approval_id: str, number: str) -> bool:
+def was_texted(tx: Work, approval_id: str, number: str) -> bool:
     """True once the request was (or was being) texted to `number`."""
     return get_flag(tx, TEXTED, _pair(approval_id, number)) is not None
 
 
-def record_sent(tx: Tx, approval_id: str, number: str, sid: str, now: float) -> None:
+def record_sent(tx: Work, approval_id: str, number: str, sid: str, now: float) -> None:
     """Record the MessageSid of the request texted to `number`."""
     set_flag(tx, SENT_SID, sid, approval_id, now)
     set_flag(tx, SENT, _pair(approval_id, number), sid, now)
 
 
-def sent_sid(tx: Tx, approval_id: str, number: str) -> str | None:
+def sent_sid(tx: Work, approval_id: str, number: str) -> str | None:
     """The MessageSid of the request already texted to `number`, if any."""
     return get_flag(tx, SENT, _pair(approval_id, number))
 
 
-def approval_of_sid(tx: Tx, sid: str) -> str | None:
+def approval_of_sid(tx: Work, sid: str) -> str | None:
     """The approval a request text with this MessageSid belongs to."""
     return get_flag(tx, SENT_SID, sid)
 
 
-def first_outcome(tx: Tx, approval_id: str, number: str, now: float) -> bool:
+def first_outcome(tx: Work, approval_id: str, number: str, now: float) -> bool:
     """Record that the outcome is texted to `number`; False if it was before."""
     return mark_once(tx, OUTCOME, _pair(approval_id, number), now)

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 
 from contracts.enums import KeyScope
-from storage.database import Tx
 from storage.tables import api_keys, tenants
+from storage.work import Work
 
 _BY_HASH = sa.select(api_keys.c.tenant, api_keys.c.scope, api_keys.c.id).where(
     api_keys.c.key_hash == sa.bindparam("digest")
@@ -30,45 +30,47 @@ def new_key_id() -> str:
     return f"key_{secrets.token_hex(6)}"
 
 
-def insert(tx: Tx, name: str, now: float) -> None:
+def insert(tx: Work, name: str, now: float) -> None:
     """Add a tenant; `storage.database.Conflict` (at commit) when the name is taken."""
-    tx.execute(tenants.insert().values(id=f"ten_{secrets.token_hex(8)}", name=name, created_at=now))
+    tx.conn.execute(tenants.insert().values(id=f"ten_{secrets.token_hex(8)}", name=name, created_at=now))
 
 
-def exists(tx: Tx, name: str) -> bool:
+def exists(tx: Work, name: str) -> bool:
     """Whether there is a tenant of this name."""
-    return tx.execute(sa.select(tenants.c.id).where(tenants.c.name == name)).first() is not None
+    return tx.conn.execute(sa.select(tenants.c.id).where(tenants.c.name == name)).first() is not None
 
 
-def add_key(tx: Tx, tenant: str, key_id: str, scope: KeyScope, key_hash: str, now: float) -> None:
+def add_key(tx: Work, tenant: str, key_id: str, scope: KeyScope, key_hash: str, now: float) -> None:
     """Store a key's hash under its id and scope."""
-    tx.execute(
+    tx.conn.execute(
         api_keys.insert().values(
             id=key_id, tenant=tenant, scope=scope.value, key_hash=key_hash, created_at=now
         )
     )
 
 
-def revoke_key(tx: Tx, tenant: str, key_id: str) -> bool:
+def revoke_key(tx: Work, tenant: str, key_id: str) -> bool:
     """Delete one of a tenant's keys; False when the tenant has no key of that id."""
-    done = tx.execute(api_keys.delete().where(api_keys.c.tenant == tenant, api_keys.c.id == key_id))
+    done = tx.conn.execute(api_keys.delete().where(api_keys.c.tenant == tenant, api_keys.c.id == key_id))
     return done.rowcount == 1
 
 
-def revoke_scope(tx: Tx, tenant: str, scope: KeyScope) -> int:
+def revoke_scope(tx: Work, tenant: str, scope: KeyScope) -> int:
     """Delete every key of a tenant's in one scope; how many there were."""
-    done = tx.execute(api_keys.delete().where(api_keys.c.tenant == tenant, api_keys.c.scope == scope.value))
+    done = tx.conn.execute(
+        api_keys.delete().where(api_keys.c.tenant == tenant, api_keys.c.scope == scope.value)
+    )
     return int(done.rowcount)
 
 
-def names(tx: Tx) -> list[str]:
+def names(tx: Work) -> list[str]:
     """Every tenant name, sorted."""
-    return list(tx.execute(sa.select(tenants.c.name).order_by(tenants.c.name)).scalars())
+    return list(tx.conn.execute(sa.select(tenants.c.name).order_by(tenants.c.name)).scalars())
 
 
-def holder_of(tx: Tx, key_hash: str) -> KeyHolder | None:
+def holder_of(tx: Work, key_hash: str) -> KeyHolder | None:
     """The tenant, scope and id of the key that hashes to `key_hash`."""
-    row = tx.execute(_BY_HASH, {"digest": key_hash}).first()
+    row = tx.conn.execute(_BY_HASH, {"digest": key_hash}).first()
     if row is None:
         return None
     return KeyHolder(tenant=row.tenant, scope=KeyScope(row.scope), key_id=row.id)

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 
 from contracts.enums import SurfaceType
-from storage.database import Tx
 from storage.direct import Direct
 from storage.tables import approval_votes
+from storage.work import Work
 
 # Every answer to a quorum and every read of one run these: straight to the driver on SQLite.
 _OF = Direct(
@@ -45,18 +45,18 @@ class Vote:
     at: float
 
 
-def of(tx: Tx, approval_id: str) -> tuple[Vote, ...]:
+def of(tx: Work, approval_id: str) -> tuple[Vote, ...]:
     """The approvals counted for one request, oldest first."""
     rows = _OF.all(tx, {"id": approval_id})
     return tuple(Vote(r.approver, SurfaceType(r.surface), r.at) for r in rows)
 
 
-def of_many(tx: Tx, approval_ids: Collection[str]) -> dict[str, tuple[Vote, ...]]:
+def of_many(tx: Work, approval_ids: Collection[str]) -> dict[str, tuple[Vote, ...]]:
     """The approvals counted for each of several requests (those with none are left out)."""
     if not approval_ids:
         return {}
     found: dict[str, list[Vote]] = {}
-    for r in tx.execute(_OF_MANY, {"ids": sorted(approval_ids)}).all():
+    for r in tx.conn.execute(_OF_MANY, {"ids": sorted(approval_ids)}).all():
         found.setdefault(r.approval_id, []).append(Vote(r.approver, SurfaceType(r.surface), r.at))
     return {k: tuple(v) for k, v in found.items()}
 
@@ -67,14 +67,14 @@ def joined(counted: tuple[Vote, ...], vote: Vote) -> tuple[Vote, ...]:
     return tuple(sorted((*counted, vote), key=lambda v: (v.at, v.by)))
 
 
-def add(tx: Tx, approval_id: str, vote: Vote) -> None:
+def add(tx: Work, approval_id: str, vote: Vote) -> None:
     """Count one approver's Approve (the caller holds the approval's lock)."""
     _ADD.rowcount(
         tx, {"approval_id": approval_id, "approver": vote.by, "surface": vote.surface.value, "at": vote.at}
     )
 
 
-def set_aside(tx: Tx, approval_id: str) -> None:
+def set_aside(tx: Work, approval_id: str) -> None:
     """Count none of the approvals so far: they approved a version of the call an edit
     replaced (the caller holds the approval's lock, and puts who they were on the audit chain)."""
-    tx.execute(_SET_ASIDE, {"id": approval_id})
+    tx.conn.execute(_SET_ASIDE, {"id": approval_id})

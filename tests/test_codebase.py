@@ -191,3 +191,33 @@ def test_every_bot_package_exports_what_its_all_names_and_loads_it_only_when_ask
     )
     assert lazy.returncode == 0, lazy.stderr
     assert lazy.stdout.split() == []
+
+
+# What a unit of work and a Database hold: storage's own, never reached from bot/.
+_STORAGE_INSIDES = {"conn", "_writer", "_reader", "_sync_writer", "_sync_reader", "_group"}
+
+
+def test_bot_never_reaches_inside_a_unit_of_work_or_the_database() -> None:
+    reached = [
+        f"{path.relative_to(ROOT)}:{node.lineno} {ast.unparse(node)}"
+        for path in sorted((ROOT / "bot").rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(), str(path)))
+        if isinstance(node, ast.Attribute) and node.attr in _STORAGE_INSIDES
+    ]
+    assert reached == [], "bot hands a Work to storage's functions and never opens it"
+
+
+def test_mypy_refuses_anything_but_a_unit_of_work_where_storage_wants_one(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "import sqlalchemy as sa\n"
+        "from storage import approvals\n"
+        "from storage.database import Database\n"
+        "async def f(db: Database, conn: sa.Connection) -> None:\n"
+        "    approvals.load(conn, 'apv_1')\n"
+        "    await db.run_read(lambda conn: conn.execute(sa.text('SELECT 1')))\n"
+    )
+    result = run(sys.executable, "-m", "mypy", str(probe))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert 'incompatible type "Connection"; expected "Work"' in result.stdout, result.stdout
+    assert '"Work" has no attribute "execute"' in result.stdout, result.stdout

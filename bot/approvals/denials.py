@@ -30,16 +30,17 @@ from contracts.ports import Route
 from storage import approvals as ledger
 from storage import denials as store
 from storage.audit import Event
-from storage.database import Database, Tx
+from storage.database import Database
 from storage.denials import StandingDeny
 from storage.records import Record, iso, ts
+from storage.work import Work
 
 log = logging.getLogger("cosigner.denials")
 RULE_PREFIX = "standing deny "
 _RULE = re.compile(r"^standing deny (den_[A-Za-z0-9_-]{20})(?: |$)")
 LIFT_HOW = "lift it with DELETE /v1/denials/{id}, `/cosigner` in Slack, or `cosigner denials lift {id}`"
 Check = Callable[[Record], None]
-Step = Callable[[Tx, Record, float], list[Event]]
+Step = Callable[[Work, Record, float], list[Event]]
 _ID = re.compile(r"den_[A-Za-z0-9_-]{20}")
 
 
@@ -104,7 +105,7 @@ def denial_of(rec: Record) -> str | None:
 
 
 def held_against(
-    tx: Tx,
+    tx: Work,
     tenant: str,
     tool: str,
     mode: ApprovalMode,
@@ -145,7 +146,7 @@ def checked(check: Check, person: str) -> Check:
 def setting(person: str, team: str | None) -> Step:
     """The closing step that puts the standing deny in force, with its audit event."""
 
-    def step(tx: Tx, rec: Record, now: float) -> list[Event]:
+    def step(tx: Work, rec: Record, now: float) -> list[Event]:
         scope = offered(rec, person)
         held = store.record(tx, new_id("den"), scope, team, rec.id, now)
         data = {
@@ -161,7 +162,7 @@ def setting(person: str, team: str | None) -> Step:
 
 
 def lift_tx(
-    tx: Tx, denial_id: str, by: str, actor: Mapping[str, Any], now: float, allowed: Callable[[Scope], bool]
+    tx: Work, denial_id: str, by: str, actor: Mapping[str, Any], now: float, allowed: Callable[[Scope], bool]
 ) -> StandingDeny:
     """Lift one standing deny, with its audit event on the request where it was set."""
     found = store.load(tx, denial_id)

@@ -24,8 +24,9 @@ from contracts.ports import Answer, ApprovalCard, Delivered, Look, Placed
 from storage import approvals as ledger
 from storage import inbound, sms_state
 from storage import inbox as pending
-from storage.database import Database, Tx
+from storage.database import Database
 from storage.records import Record
+from storage.work import Work
 
 T = TypeVar("T")
 CLOSING_VERDICTS = {
@@ -264,9 +265,9 @@ class Desk:
         """Record that the outcome is texted to `number`; False if it was before."""
         return await self._write(lambda tx, now: sms_state.first_outcome(tx, approval_id, number, now))
 
-    async def _read(self, step: Callable[[Tx], T]) -> T:
+    async def _read(self, step: Callable[[Work], T]) -> T:
         return await self.db.run_read(step)
 
-    async def _write(self, step: Callable[[Tx, float], T]) -> T:
+    async def _write(self, step: Callable[[Work, float], T]) -> T:
         now = self.clock()
         return await self.db.run_write(lambda tx: step(tx, now))

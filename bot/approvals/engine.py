@@ -65,11 +65,12 @@ from contracts.ports import ApprovalCard, DashboardRoute, Delivered, Placed, Sla
 from contracts.wire import AdmitRequest, ApprovalRequest, DecisionRequest, ResultReport
 from storage import approvals as ledger
 from storage.audit import AuditRow, Event
-from storage.database import Conflict, Database, Tx
+from storage.database import Conflict, Database
 from storage.jobs import Job
 from storage.operations import OperationRecord
-from storage.records import Changes, Record, delivered_to_json
+from storage.records import Changes, Record
 from storage.sealing import TokenSeal
+from storage.work import Work
 
 log = logging.getLogger("cosigner.engine")
 
@@ -587,7 +588,7 @@ class Engine:
         comment: str | None = None,
         tenant: str | None = None,
         inbound: tuple[SurfaceType, str] | None = None,
-        also: Callable[[Tx, Record, float], list[Event]] | None = None,
+        also: Callable[[Work, Record, float], list[Event]] | None = None,
         seen: str | None = None,
     ) -> Record:
         """Approve an edited call: `check` is the answer's own (who, where), `also` more audited
@@ -689,8 +690,7 @@ class Engine:
     async def sending(self, approval_id: str, receipt: Delivered) -> None:
         """Store a receipt without messages before the surface sends anything, so an answer
         racing the delivery is matched; only while the approval is pending and has none."""
-        stored = delivered_to_json(receipt)
-        await self.db.run_write(lambda tx: ledger.set_receipt_if_pending(tx, approval_id, stored))
+        await self.db.run_write(lambda tx: ledger.set_receipt_if_pending(tx, approval_id, receipt))
 
     async def delivered(self, approval_id: str, receipt: Delivered) -> None:
         """Store a delivery receipt; if the approval closed meanwhile, queue the card update."""

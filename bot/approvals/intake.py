@@ -36,11 +36,11 @@ from contracts.wire import ApprovalRequest
 from storage import intake as store
 from storage import operations
 from storage.audit import Event
-from storage.database import Tx
 from storage.denials import StandingDeny
-from storage.jobs import Queued
+from storage.jobs import Delivery, Queued
 from storage.operations import OperationRecord
 from storage.records import Record, route_fields
+from storage.work import Work
 
 DELIVERY_WINDOW = 120.0
 
@@ -194,7 +194,7 @@ class Intake:
     follow_ups: Plan | None = None  # the reminder and escalations, queued with a pending request
 
 
-def create_tx(tx: Tx, it: Intake, now: float) -> Created:
+def create_tx(tx: Work, it: Intake, now: float) -> Created:
     """Load what the call is decided on, decide, and store the outcome: two storage calls."""
     snap = store.load(tx, question(it.tenant, it.call, it.req.surface.model_dump()))
     outcome = decide(it.call, snap)
@@ -258,7 +258,7 @@ def new_approval(it: Intake, admit: Admit, now: float) -> store.NewApproval:
     if executing:
         queued.append(Queued(JobKind.EXECUTE, now, now + window))
     elif decided_by is not None and req.callbackUrl:
-        queued.append(Queued(JobKind.CALLBACK, now, now + window, {"delivery": new_id("dlv")}))
+        queued.append(Queued(JobKind.CALLBACK, now, now + window, Delivery(new_id("dlv"))))
     return store.NewApproval(
         id=approval_id,
         tenant=it.tenant,

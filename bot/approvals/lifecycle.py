@@ -44,10 +44,10 @@ from contracts.ports import (
 from storage import answers, jobs, operations
 from storage import approvals as ledger
 from storage.audit import Event
-from storage.database import Tx
-from storage.jobs import Queued
+from storage.jobs import Delivery, Queued
 from storage.records import Changes, Decided, Record
 from storage.votes import Vote, joined
+from storage.work import Work
 
 # --- states -------------------------------------------------------------------
 
@@ -242,7 +242,7 @@ class Closing:
     run_grant: str | None = None
     inbound: tuple[SurfaceType, str] | None = None
     # More to record in the same transaction when it closes as asked (a standing deny).
-    also: Callable[[Tx, Record, float], list[Event]] | None = None
+    also: Callable[[Work, Record, float], list[Event]] | None = None
     changes: Changes | None = None  # more written with the status (a handoff's check, an edit)
     data: Mapping[str, Any] | None = None  # more on the closing's audit event (the edited call)
     # The digest of the call the answer was given for (None: the agent's own). A person's
@@ -430,7 +430,7 @@ def decide(rec: Record, c: Closing, now: float) -> Effect:
 
 
 def close(
-    tx: Tx,
+    tx: Work,
     approval_id: str,
     c: Closing,
     clock: Callable[[], float],
@@ -514,7 +514,7 @@ def close(
     return Closed(rec, refusal, True, execute)
 
 
-def revise(tx: Tx, rec: Record, now: float, c: Closing, answer: Revised) -> Record:
+def revise(tx: Work, rec: Record, now: float, c: Closing, answer: Revised) -> Record:
     """Store an edit of a call a quorum must approve: the edit (who, the edited call, both
     digests), the approvals it sets aside and why, and the editor's Approve as the first of
     the edited call, each its own link of the audit chain."""
@@ -558,7 +558,7 @@ def jobs_after(
     if rec.operation is not None and rec.status is ApprovalStatus.APPROVED and not executes_itself:
         queued.append(Queued(JobKind.EXECUTE, now, now + callback_window))
     if rec.callback_url and rec.settled:
-        queued.append(Queued(JobKind.CALLBACK, now, now + callback_window, {"delivery": new_id("dlv")}))
+        queued.append(Queued(JobKind.CALLBACK, now, now + callback_window, Delivery(new_id("dlv"))))
     if (rec.delivered is not None or rec.escalated) and rec.settled:
         queued.append(Queued(JobKind.SHOW, now, now + CARD_UPDATE_WINDOW))
     return queued
@@ -567,22 +567,24 @@ def jobs_after(
 # --- what a transition queues ---------------------------------------------------
 
 
-def queue_callback(tx: Tx, approval_id: str, now: float, window: float) -> None:
+def queue_callback(tx: Work, approval_id: str, now: float, window: float) -> None:
     """Queue the POST of the decision to the agent's `callbackUrl`."""
-    jobs.queue(tx, JobKind.CALLBACK, approval_id, {"delivery": new_id("dlv")}, now, now + window)
+    jobs.queue(tx, JobKind.CALLBACK, approval_id, Delivery(new_id("dlv")), now, now + window)
 
 
-def queue_card_update(tx: Tx, approval_id: str, now: float) -> None:
+def queue_card_update(tx: Work, approval_id: str, now: float) -> None:
     """Queue showing the outcome where the approval was delivered."""
-    jobs.queue(tx, JobKind.SHOW, approval_id, {}, now, now + CARD_UPDATE_WINDOW)
+    jobs.queue(tx, JobKind.SHOW, approval_id, None, now, now + CARD_UPDATE_WINDOW)
 
 
-def queue_execution(tx: Tx, approval_id: str, now: float, window: float) -> None:
+def queue_execution(tx: Work, approval_id: str, now: float, window: float) -> None:
     """Queue carrying out an approved operation at its application."""
-    jobs.queue(tx, JobKind.EXECUTE, approval_id, {}, now, now + window)
+    jobs.queue(tx, JobKind.EXECUTE, approval_id, None, now, now + window)
 
 
-def queue_after_close(tx: Tx, rec: Record, now: float, run_grant: str | None, callback_window: float) -> None:
+def queue_after_close(
+    tx: Work, rec: Record, now: float, run_grant: str | None, callback_window: float
+) -> None:
     """The callback, the card update and the run grant a closed approval asks for (an
     approved operation's once its outcome is stored)."""
     if rec.callback_url and rec.settled:

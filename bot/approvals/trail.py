@@ -18,13 +18,13 @@ from contracts.ports import Delivered
 from contracts.wire import ResultReport
 from storage import approvals as ledger
 from storage.audit import Event
-from storage.database import Tx
 from storage.records import Changes
+from storage.work import Work
 
 Clock = Callable[[], float]
 
 
-def record_delivery(tx: Tx, approval_id: str, receipt: Delivered, clock: Clock) -> bool:
+def record_delivery(tx: Work, approval_id: str, receipt: Delivered, clock: Clock) -> bool:
     """Store a delivery receipt; True if the approval closed meanwhile (its card update is queued)."""
     rec = ledger.load(tx, approval_id, lock=True)
     if rec is None:
@@ -47,7 +47,7 @@ def record_delivery(tx: Tx, approval_id: str, receipt: Delivered, clock: Clock) 
     return rec.closed
 
 
-def record_note(tx: Tx, approval_id: str, event: AuditEvent, data: Mapping[str, Any], clock: Clock) -> None:
+def record_note(tx: Work, approval_id: str, event: AuditEvent, data: Mapping[str, Any], clock: Clock) -> None:
     """Append a surface or worker event (redacted); nothing if the approval is gone."""
     rec = ledger.load(tx, approval_id, lock=True)
     if rec is not None:
@@ -55,7 +55,7 @@ def record_note(tx: Tx, approval_id: str, event: AuditEvent, data: Mapping[str, 
 
 
 def record_result(
-    tx: Tx, policy: Policy, tenant: str, approval_id: str, report: ResultReport, clock: Clock
+    tx: Work, policy: Policy, tenant: str, approval_id: str, report: ResultReport, clock: Clock
 ) -> str:
     """Put what an approved call returned on its audit record (redacted); the approval's id.
     Only the approval's chain head and status are read: the report changes nothing else."""

@@ -21,8 +21,8 @@ from bot.policy import Policy, load_policy, load_policy_file
 from bot.settings import Settings, SettingsError, load_settings
 from contracts.enums import KeyScope
 from contracts.errors import CosignerError, PolicyError
-from storage.audit import event_to_json, stream_since, verify_chains
-from storage.audit import events_of as audit_rows
+from storage import approvals as ledger
+from storage.audit import AuditRow, Finding, event_to_json, stream_since, verify_chains
 from storage.database import (
     Database,
     DatabaseError,
@@ -31,6 +31,7 @@ from storage.database import (
     missing_sqlite_file,
     safe_url,
 )
+from storage.work import Work
 
 if TYPE_CHECKING:
     from starlette.routing import BaseRoute
@@ -304,11 +305,10 @@ def policy_check(args: argparse.Namespace) -> int:
 def audit_show(args: argparse.Namespace) -> int:
     """Print an approval's audit events as JSON lines."""
 
-    async def go(db: Database, settings: Settings) -> list[Any]:
-        async with db.read() as conn:
-            return await audit_rows(conn, args.id)
+    async def go(db: Database, settings: Settings) -> list[AuditRow]:
+        return await db.run_read(lambda tx: ledger.events_of(tx, args.id))
 
-    rows = asyncio.run(_with_db(go))
+    rows: list[AuditRow] = asyncio.run(_with_db(go))
     if not rows:
         raise UsageError(
             f"no audit events for {args.id!r}; give an approval id (apv_…), e.g. from `cosigner audit export`"
@@ -337,13 +337,15 @@ def audit_export(args: argparse.Namespace) -> int:
     """Write every audit event since a time as JSON lines."""
     since = _since(args.since)
 
-    async def go(db: Database, settings: Settings) -> int:
+    def export(tx: Work) -> int:
         count = 0
-        async with db.read() as conn:
-            async for row in stream_since(conn, since):
-                sys.stdout.write(json.dumps(event_to_json(row)) + "\n")
-                count += 1
+        for row in stream_since(tx, since):
+            sys.stdout.write(json.dumps(event_to_json(row)) + "\n")
+            count += 1
         return count
+
+    async def go(db: Database, settings: Settings) -> int:
+        return await db.run_read(export, snapshot=True)
 
     asyncio.run(_with_db(go))
     return 0
@@ -352,9 +354,8 @@ def audit_export(args: argparse.Namespace) -> int:
 def audit_verify(args: argparse.Namespace) -> int:
     """Check every hash chain; exit 1 and list the breaks if any row was edited or deleted."""
 
-    async def go(db: Database, settings: Settings) -> Any:
-        async with db.read() as conn:
-            return await verify_chains(conn)
+    async def go(db: Database, settings: Settings) -> tuple[int, list[Finding]]:
+        return await db.run_read(verify_chains, snapshot=True)
 
     checked, findings = asyncio.run(_with_db(go))
     for f in findings:

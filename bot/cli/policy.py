@@ -114,8 +114,9 @@ async def _replay(policy: Policy, since: float, examples: int, usage_error: type
                 f"the database at {safe_url(db.url)} is at schema revision {current}, not {newest}; "
                 "run `cosigner migrate` first"
             )
-        async with db.read() as conn:
-            return await replay(stream_requests(conn, since), policy, examples)
+        return await db.run_read(
+            lambda tx: replay(stream_requests(tx, since), policy, examples), snapshot=True
+        )
     finally:
         await db.close()
 

@@ -33,10 +33,11 @@ from contracts.wire import ApprovalRequest
 from storage import approvals as ledger
 from storage import inbound, jobs
 from storage.audit import Event
-from storage.database import Database, Tx
-from storage.jobs import Job
+from storage.database import Database
+from storage.jobs import Delivery, Job
 from storage.records import Changes, Record, ts
 from storage.sealing import TokenSeal
+from storage.work import Work
 
 if TYPE_CHECKING:
     from bot.approvals import Engine
@@ -85,7 +86,7 @@ class Claimed:
 
 
 def claim(
-    tx: Tx,
+    tx: Work,
     approval_id: str,
     decider: PersonDecider,
     check: Check,
@@ -123,7 +124,7 @@ def claim(
     changes = Changes(handoff=state, expires_at=max(rec.expires_at, now + CHECK_WINDOW))
     event = Event(AuditEvent.HANDOFF_DONE, actor_of(decider), {"delivery": delivery})
     rec = ledger.append(tx, rec, now, [event], changes, only_pending=True)
-    jobs.queue(tx, JobKind.VERIFY, rec.id, {"delivery": delivery}, now, now + CHECK_WINDOW)
+    jobs.queue(tx, JobKind.VERIFY, rec.id, Delivery(delivery), now, now + CHECK_WINDOW)
     return Claimed(rec)
 
 
@@ -203,9 +204,10 @@ class Handoffs:
         """The `verify` job: ask `expect` once and close the handoff completed or failed."""
         rec = await engine.record(job.approval_id)
         state = rec.handoff
-        if rec.closed or state is None or state.delivery != job.payload.get("delivery"):
+        delivery = job.delivery
+        if rec.closed or state is None or delivery is None or state.delivery != delivery:
             return
-        asking = self._ask(http, rec, state, job.payload["delivery"])
+        asking = self._ask(http, rec, state, delivery)
         checked = await self.tracing.run(rec, SpanName.EXPECT, asking, result=expect_outcome)
         outcome, detail, receipt, note = checked
         await engine.note(rec.id, AuditEvent.HANDOFF_CHECK, note)

@@ -108,9 +108,7 @@ def slack_install_stores(settings: Settings, db: Database) -> SlackInstallStores
     """The database stores for multi-workspace Slack installs, when OAuth is configured."""
     if not (settings.slack_enabled and settings.slack_client_id and settings.slack_client_secret):
         return None
-    return SlackInstallStores.on(
-        db.writer, client_id=settings.slack_client_id, token_secret=settings.secret or ""
-    )
+    return SlackInstallStores.on(db, client_id=settings.slack_client_id, token_secret=settings.secret or "")
 
 
 def default_surfaces(

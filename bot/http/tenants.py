@@ -22,8 +22,9 @@ from contracts.enums import KeyScope
 from contracts.errors import InvalidRequest, Unauthenticated
 from contracts.names import TENANT_NAME_PATTERN
 from storage import tenants as store
-from storage.database import Conflict, Database, Tx
+from storage.database import Conflict, Database
 from storage.tenants import KeyHolder
+from storage.work import Work
 
 _NAME = re.compile(TENANT_NAME_PATTERN)
 CACHE_SECONDS = 30.0
@@ -76,7 +77,7 @@ class TenantKeys:
         made = NewTenant(agent=_issue(KeyScope.AGENT), approver=_issue(KeyScope.APPROVER))
         now = self.clock()
 
-        def write(tx: Tx) -> None:
+        def write(tx: Work) -> None:
             store.insert(tx, name, now)
             for k in (made.agent, made.approver):
                 store.add_key(tx, name, k.key_id, k.scope, hash_key(k.key), now)
@@ -96,7 +97,7 @@ class TenantKeys:
         made = _issue(scope)
         now = self.clock()
 
-        def write(tx: Tx) -> bool:
+        def write(tx: Work) -> bool:
             if not store.exists(tx, tenant):
                 return False
             store.add_key(tx, tenant, made.key_id, scope, hash_key(made.key), now)
@@ -119,7 +120,7 @@ class TenantKeys:
         made = _issue(KeyScope.AGENT)
         now = self.clock()
 
-        def write(tx: Tx) -> bool:
+        def write(tx: Work) -> bool:
             if not store.exists(tx, name):
                 return False
             store.revoke_scope(tx, name, KeyScope.AGENT)

@@ -22,8 +22,9 @@ from contracts.enums import ApprovalStatus, AuditEvent, SurfaceType, Verdict
 from contracts.errors import ApprovalNotFound, InvalidRequest
 from storage import approvals as ledger
 from storage.audit import Event
-from storage.database import Database, Tx
+from storage.database import Database
 from storage.records import Record
+from storage.work import Work
 
 VERDICTS = {
     Verdict.APPROVE: ApprovalStatus.APPROVED,
@@ -32,10 +33,10 @@ VERDICTS = {
 }
 
 
-def signed_in_event(person: Person, decider: PersonDecider) -> Callable[[Tx, Record, float], list[Event]]:
+def signed_in_event(person: Person, decider: PersonDecider) -> Callable[[Work, Record, float], list[Event]]:
     """The closing step that records which issuer vouched for the person who answered."""
 
-    def step(tx: Tx, rec: Record, now: float) -> list[Event]:
+    def step(tx: Work, rec: Record, now: float) -> list[Event]:
         actor = decider.model_dump(mode="json", exclude_none=True)
         return [Event(AuditEvent.SIGNED_IN, actor, {"issuer": person.issuer, "subject": person.subject})]
 
@@ -43,9 +44,9 @@ def signed_in_event(person: Person, decider: PersonDecider) -> Callable[[Tx, Rec
 
 
 def both(
-    first: Callable[[Tx, Record, float], list[Event]],
-    second: Callable[[Tx, Record, float], list[Event]] | None,
-) -> Callable[[Tx, Record, float], list[Event]]:
+    first: Callable[[Work, Record, float], list[Event]],
+    second: Callable[[Work, Record, float], list[Event]] | None,
+) -> Callable[[Work, Record, float], list[Event]]:
     """Two closing steps in order."""
     return first if second is None else (lambda tx, rec, now: [*first(tx, rec, now), *second(tx, rec, now)])
 

@@ -8,19 +8,17 @@ the SDK is made to reuse them when the span is finally started (`ApprovalIds`).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.sdk.trace.id_generator import IdGenerator, RandomIdGenerator
 from opentelemetry.trace import SpanContext, TraceFlags, TraceState
 
-from storage.records import Record
+from storage.records import Record, TraceContext
 
 MAX_TRACESTATE = 512  # longer vendor state is dropped rather than stored with every approval
 
@@ -29,29 +27,28 @@ MAX_TRACESTATE = 512  # longer vendor state is dropped rather than stored with e
 class ApprovalTrace:
     """The trace an approval belongs to, chosen at its request and stored with it.
 
-    `context` is JSON: the approval span's id, whether it is sampled, and its parent (the
-    incoming span's id, flags and tracestate), enough to export it later anywhere.
+    `context`: the approval span's id, whether it is sampled, and its parent (the incoming
+    span's id, flags and tracestate), enough to export it later anywhere.
     """
 
     trace_id: str | None = None
-    context: str | None = None
+    context: TraceContext | None = None
 
     @classmethod
     def chosen(cls, trace_id: int, span_id: int, sampled: bool, parent: SpanContext | None) -> ApprovalTrace:
         """The trace of a new approval span with these ids, under `parent` (the incoming span)."""
-        stored: dict[str, Any] = {"span": trace.format_span_id(span_id), "sampled": sampled}
-        if parent is not None:
-            state = parent.trace_state.to_header()
-            stored.update(
-                parent=trace.format_span_id(parent.span_id),
-                parentFlags=int(parent.trace_flags),
-                state=state if 0 < len(state) <= MAX_TRACESTATE else None,
-            )
-        return cls(trace.format_trace_id(trace_id), json.dumps(stored, separators=(",", ":")))
-
-    def columns(self) -> dict[str, str | None]:
-        """The approvals table's columns for it."""
-        return {"trace_id": self.trace_id, "trace_context": self.context}
+        span = trace.format_span_id(span_id)
+        if parent is None:
+            return cls(trace.format_trace_id(trace_id), TraceContext(span, sampled))
+        state = parent.trace_state.to_header()
+        context = TraceContext(
+            span,
+            sampled,
+            trace.format_span_id(parent.span_id),
+            int(parent.trace_flags),
+            state if 0 < len(state) <= MAX_TRACESTATE else None,
+        )
+        return cls(trace.format_trace_id(trace_id), context)
 
 
 NO_TRACE = ApprovalTrace()
@@ -100,18 +97,16 @@ class StoredTrace:
     @classmethod
     def of(cls, rec: Record) -> StoredTrace | None:
         """The stored trace of an approval; None without one (or an unreadable one)."""
-        if not rec.trace_id or not rec.trace_context:
+        d = rec.trace_context
+        if not rec.trace_id or d is None:
             return None
         try:
-            d = json.loads(rec.trace_context)
             trace_id = int(rec.trace_id, 16)
             parent = None
-            if d.get("parent"):
-                state = TraceState.from_header([d["state"]]) if d.get("state") else None
-                parent = SpanContext(
-                    trace_id, int(d["parent"], 16), True, TraceFlags(int(d["parentFlags"])), state
-                )
-            return cls(trace_id, int(d["span"], 16), bool(d["sampled"]), parent)
+            if d.parent is not None:
+                state = TraceState.from_header([d.state]) if d.state else None
+                parent = SpanContext(trace_id, int(d.parent, 16), True, TraceFlags(d.parent_flags), state)
+            return cls(trace_id, int(d.span, 16), d.sampled, parent)
         except (ValueError, KeyError, TypeError):
             return None
 

@@ -42,11 +42,12 @@ from contracts.operations import (
 )
 from storage import approvals as ledger
 from storage import jobs, operations
-from storage.database import Database, Tx
+from storage.database import Database
 from storage.jobs import Job
 from storage.operations import arguments_context
 from storage.records import Changes, Record, iso
 from storage.sealing import SealError, TokenSeal
+from storage.work import Work
 
 log = logging.getLogger("cosigner.jobs")
 
@@ -56,7 +57,7 @@ Finish = Callable[[int], Awaitable[None]]
 Retry = Callable[[Job, str], Awaitable[bool]]
 
 
-def mark_sent(tx: Tx, approval_id: str, now: float, job_id: int, until: float) -> Record | None:
+def mark_sent(tx: Work, approval_id: str, now: float, job_id: int, until: float) -> Record | None:
     """Count an `execute` about to leave, and hold its job until the answer is due (so after a
     crash another attempt starts soon, and asks `status`); None unless it is executing."""
     rec = ledger.load(tx, approval_id, lock=True)
@@ -67,7 +68,7 @@ def mark_sent(tx: Tx, approval_id: str, now: float, job_id: int, until: float) -
     return ledger.append(tx, rec, now, [event], Changes(operation=counted))
 
 
-def claim_to_send(tx: Tx, approval_id: str, now: float) -> tuple[Job, Record] | None:
+def claim_to_send(tx: Work, approval_id: str, now: float) -> tuple[Job, Record] | None:
     """Claim a just-approved operation's job and count its first `execute`, in one step;
     None if it was sent before (its attempt must ask `status`) or another holds the job."""
     rec = ledger.load(tx, approval_id, lock=True)
@@ -82,7 +83,7 @@ def claim_to_send(tx: Tx, approval_id: str, now: float) -> tuple[Job, Record] | 
 
 
 def settle(
-    tx: Tx,
+    tx: Work,
     job_id: int,
     approval_id: str,
     outcome: OperationOutcome,
@@ -108,12 +109,12 @@ def settle(
     if rec.delivered is not None:
         queue_card_update(tx, rec.id, now)
     if not outcome.final:
-        jobs.queue(tx, JobKind.RECONCILE, rec.id, {}, now, now + window)
+        jobs.queue(tx, JobKind.RECONCILE, rec.id, None, now, now + window)
     ledger.notify_closed(tx, schema, rec.id)
     return rec
 
 
-def execute_again(tx: Tx, approval_id: str, now: float, window: float) -> None:
+def execute_again(tx: Work, approval_id: str, now: float, window: float) -> None:
     """`status` said `not_started` while reconciling: execute again, with the same key."""
     rec = ledger.load(tx, approval_id, lock=True)
     if rec is None or rec.operation is None or rec.operation.state is not OperationState.RECONCILING:

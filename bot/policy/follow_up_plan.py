@@ -19,8 +19,7 @@ from bot.policy.rules import Policy, ToolRule
 from contracts.enums import ApproverKind, JobKind
 from contracts.errors import ApprovalModeUnsupported
 from contracts.ports import Route
-from storage.jobs import Queued
-from storage.records import route_fields
+from storage.jobs import EscalationStep, Queued
 
 
 @dataclass(frozen=True)
@@ -47,8 +46,8 @@ class Plan:
         if self.remind_after is not None:
             queued.append(Queued(JobKind.REMIND, now + self.remind_after, expires_at))
         for s in self.steps:
-            payload = {"step": s.step, "to": s.to.value, "route": route_fields(s.route)}
-            queued.append(Queued(JobKind.ESCALATE, now + s.after, expires_at, payload))
+            step = EscalationStep(s.step, s.to, s.route)
+            queued.append(Queued(JobKind.ESCALATE, now + s.after, expires_at, step))
         return queued
 
 

@@ -9,7 +9,7 @@ that were asked before come first, marked as loosenings.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -103,11 +103,11 @@ def recorded_label(data: dict[str, Any]) -> str:
 _RUNS_UNASKED = "none"
 
 
-async def replay(rows: AsyncIterator[Requested], policy: Policy, examples: int = EXAMPLES) -> Replay:
+def replay(rows: Iterable[Requested], policy: Policy, examples: int = EXAMPLES) -> Replay:
     """Decide every recorded request again under `policy`; count what changes."""
     found = Replay()
     sender = assumed_sender()
-    async for row in rows:
+    for row in rows:
         found.read += 1
         try:
             data = json.loads(row.data)

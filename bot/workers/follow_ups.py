@@ -15,13 +15,12 @@ again, across restarts. A job that finds the request closed does nothing.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 
 from bot.approvals import Engine, Wakeups
-from contracts.enums import ApprovalStatus, ApproverKind, AuditEvent, JobKind
+from contracts.enums import ApprovalStatus, AuditEvent, JobKind
 from contracts.errors import CosignerError, SurfaceUnavailable
 from contracts.ports import (
     DashboardRoute,
@@ -35,8 +34,8 @@ from storage import follow_ups as store
 from storage import jobs
 from storage.audit import Event
 from storage.database import Database
-from storage.jobs import Job
-from storage.records import Escalation, Record, route_fields, route_from_json
+from storage.jobs import EscalationStep, Job
+from storage.records import Escalation, Record, route_fields
 
 log = logging.getLogger("cosigner.follow_ups")
 
@@ -105,12 +104,10 @@ class FollowUps:
 
     async def escalate(self, job: Job) -> None:
         """Record the step, deliver the request on its route, store the receipt."""
-        step = int(job.payload["step"])
-        to = ApproverKind(job.payload["to"])
-        route = route_from_json(json.dumps(job.payload["route"]))
-        if route is None:
-            await self._finish(job.id, "no route")
+        if not isinstance(job.payload, EscalationStep):
+            await self._finish(job.id, "no escalation step")
             return
+        step, to, route = job.payload.step, job.payload.to, job.payload.route
 
         def event(e: Escalation) -> Event:
             return Event(
@@ -176,7 +173,7 @@ class FollowUps:
         if after.closed:
             now = self.clock()
             await self.db.run_write(
-                lambda tx: jobs.queue(tx, JobKind.SHOW, approval_id, {}, now, now + SHOW_WINDOW)
+                lambda tx: jobs.queue(tx, JobKind.SHOW, approval_id, None, now, now + SHOW_WINDOW)
             )
             self.wakeups.jobs.set()
 

@@ -209,10 +209,10 @@ class JobWorker:
 
     async def _callback(self, job: Job) -> None:
         rec = await self.engine.record(job.approval_id)
-        if rec.callback_url is None:
-            await self._finish(job.id)
+        delivery = job.delivery
+        if rec.callback_url is None or delivery is None:
+            await self._finish(job.id, None if delivery is not None else "no delivery id")
             return
-        payload = job.payload
         body = self.engine.body(rec).model_dump_json().encode()
         status: int | None = None
         error: str | None = None
@@ -221,7 +221,7 @@ class JobWorker:
                 rec.callback_url,
                 body,
                 secret=callback_secret(self.secret, rec.tenant),
-                delivery=payload["delivery"],
+                delivery=delivery,
                 at=self.clock(),
                 user_agent="cosigner-callback/1",
             )
@@ -230,7 +230,7 @@ class JobWorker:
             )
             status = response.status_code
         except EgressRefused as exc:
-            await self._refuse(job, rec.id, payload["delivery"], str(exc))
+            await self._refuse(job, rec.id, delivery, str(exc))
             return
         except EgressFailed as exc:
             error = exc.reason
@@ -239,7 +239,7 @@ class JobWorker:
             rec.id,
             AuditEvent.CALLBACK_ATTEMPT,
             {
-                "delivery": payload["delivery"],
+                "delivery": delivery,
                 "attempt": job.attempts,
                 "status": status,
                 "error": error,
@@ -253,7 +253,7 @@ class JobWorker:
             await self.engine.note(
                 rec.id,
                 AuditEvent.CALLBACK_ABANDONED,
-                {"delivery": payload["delivery"], "attempts": job.attempts},
+                {"delivery": delivery, "attempts": job.attempts},
             )
 
     async def _refuse(self, job: Job, approval_id: str, delivery: str, reason: str) -> None:

@@ -10,6 +10,7 @@ import sqlalchemy as sa
 
 from contracts.digest import parameters_digest
 from contracts.grants import verify_grant
+from storage import raw
 from storage.tables import approvals, audit_events
 from tests.harness import Harness, cosigner_app
 
@@ -82,7 +83,7 @@ async def test_start_body_is_redacted_and_digest_binds_unredacted(db_kind: str) 
         assert body["parameters"]["customer"] == {"email": "[REDACTED]", "name": "Ann"}
         assert body["parametersDigest"] == parameters_digest(params)
         assert body["status"] == "pending" and body["timeout"] == 300_000
-        async with h.parts.db.read() as conn:
+        async with raw.read(h.parts.db) as conn:
             stored = (await conn.execute(sa.select(approvals))).first()
             events = (await conn.execute(sa.select(audit_events))).all()
         assert stored is not None
@@ -274,7 +275,7 @@ async def test_bad_input_names_the_field(db_kind: str) -> None:
         assert (r.status_code, r.json()["error"]["code"]) == (401, "UNAUTHENTICATED")
         r = await h.client.get("/v1/approvals/apv_x?wait=61", headers=auth)
         assert r.json()["error"]["field"] == "wait"
-        async with h.parts.db.read() as conn:
+        async with raw.read(h.parts.db) as conn:
             count = await conn.execute(sa.select(sa.func.count()).select_from(approvals))
             assert count.scalar_one() == 0, "no half-written rows"
 

@@ -11,6 +11,7 @@ import sqlalchemy as sa
 from bot.policy import checks
 from contracts.digest import parameters_digest
 from contracts.errors import InvalidRequest
+from storage import raw
 from storage.tables import approvals
 from tests.api.test_approvals import call
 from tests.harness import cosigner_app
@@ -38,7 +39,7 @@ async def test_parameters_without_a_canonical_form_are_refused(
         error = r.json()["error"]
         assert (error["code"], error["field"]) == ("INVALID_REQUEST", field)
         assert fix in error["message"], error["message"]
-        async with h.parts.db.read() as conn:
+        async with raw.read(h.parts.db) as conn:
             count = await conn.execute(sa.select(sa.func.count()).select_from(approvals))
             assert count.scalar_one() == 0, "nothing is stored for a refused call"
 

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
+from storage import raw
 from storage.tables import approvals, audit_events
 from tests.api.test_approvals import DASH, call, start
 from tests.harness import Harness, cosigner_app
@@ -15,7 +16,7 @@ from tests.harness import Harness, cosigner_app
 
 async def rows(h: Harness) -> tuple[int, int]:
     """How many approvals and audit events are stored."""
-    async with h.parts.db.read() as conn:
+    async with raw.read(h.parts.db) as conn:
         n_approvals = (await conn.execute(sa.select(sa.func.count()).select_from(approvals))).scalar_one()
         n_events = (await conn.execute(sa.select(sa.func.count()).select_from(audit_events))).scalar_one()
     return n_approvals, n_events

@@ -11,6 +11,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from contracts.grants import verify_grant
+from storage import raw
 from storage.tables import approval_votes, audit_events, jobs
 from tests.harness import CallbackReceiver, Harness, cosigner_app, until
 
@@ -66,7 +67,7 @@ async def decide(h: Harness, key: str, aid: str, user: str, decision: str = "app
 
 
 async def events_of(h: Harness, aid: str) -> list[tuple[str, Any, Any]]:
-    async with h.parts.db.read() as conn:
+    async with raw.read(h.parts.db) as conn:
         rows = await conn.execute(
             sa.select(audit_events.c.event, audit_events.c.actor, audit_events.c.data)
             .where(audit_events.c.approval_id == aid)
@@ -105,7 +106,7 @@ async def test_two_distinct_approvers_approve_and_the_agent_is_told_once(db_kind
             late = await decide(h, key, aid, "u_cat")
             assert late.json()["error"]["code"] == "ALREADY_DECIDED"
             await until(lambda: len(receiver.snapshot()) >= 1)
-            async with h.parts.db.read() as conn:
+            async with raw.read(h.parts.db) as conn:
                 queued = (
                     await conn.execute(
                         sa.select(jobs).where(jobs.c.approval_id == aid, jobs.c.kind == "callback")
@@ -174,7 +175,7 @@ async def test_concurrent_approvals_are_each_counted_once_and_close_once(db_kind
         final = (await h.client.get(f"/v1/approvals/{aid}", headers=h.auth(key))).json()
         assert final["status"] == "approved" and len(final["approvals"]) == 3
         assert len({a["by"] for a in final["approvals"]}) == 3
-        async with h.parts.db.read() as conn:
+        async with raw.read(h.parts.db) as conn:
             votes = (
                 await conn.execute(sa.select(approval_votes).where(approval_votes.c.approval_id == aid))
             ).all()
@@ -212,5 +213,5 @@ async def test_quorum_one_keeps_its_decision_shape(db_kind: str) -> None:
         # One answer decides: the body keeps the shape older SDKs read (no quorum, no approvals).
         assert body["status"] == "approved" and "quorum" not in body and "approvals" not in body
         assert body["decidedBy"]["userId"] == "u_req"
-        async with h.parts.db.read() as conn:
+        async with raw.read(h.parts.db) as conn:
             assert (await conn.execute(sa.select(approval_votes))).all() == [], "quorum 1 writes no vote rows"

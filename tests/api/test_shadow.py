@@ -9,6 +9,7 @@ import logging
 import pytest
 import sqlalchemy as sa
 
+from storage import raw
 from storage.tables import audit_events
 from tests.harness import DEFAULT_POLICY, EDITABLE_LINE, cosigner_app
 
@@ -52,7 +53,7 @@ async def test_the_shadow_acts_on_nothing_and_reports_each_difference_once(
         assert loosening in metrics, metrics
         assert 'tool="issue_credit"' in metrics and 'tool="lookup_order"' not in metrics
 
-        async with h.parts.db.read() as conn:
+        async with raw.read(h.parts.db) as conn:
             rows = (
                 await conn.execute(
                     sa.select(audit_events.c.approval_id, audit_events.c.data).where(

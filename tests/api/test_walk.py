@@ -18,7 +18,7 @@ import pytest
 import bot.approvals.engine
 import bot.approvals.intake
 import bot.approvals.lifecycle
-from storage.database import Tx
+from storage.work import Work
 from tests.api.test_approvals import call
 from tests.harness import cosigner_app
 
@@ -39,7 +39,7 @@ def crossings_of(fn: Any, found: list[str]) -> Any:
         ):
             found.append(f"{callee}.{code.co_name}")
 
-    def measured(tx: Tx, *args: Any, **kwargs: Any) -> Any:
+    def measured(tx: Work, *args: Any, **kwargs: Any) -> Any:
         sys.setprofile(profile)
         try:
             return fn(tx, *args, **kwargs)

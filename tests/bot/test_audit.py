@@ -8,7 +8,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from storage.audit import GENESIS, Event, chain_hash, chain_rows, event_to_json, verify_chains
+from storage import raw
+from storage.audit import GENESIS, Event, Finding, chain_hash, chain_rows, event_to_json, verify_chains
 from storage.tables import approvals, audit_events
 from tests.harness import Harness, cosigner_app
 
@@ -56,7 +57,7 @@ async def populate(h: Harness) -> dict[str, str]:
 
 
 async def events_of(h: Harness, approval_id: str) -> list[Any]:
-    async with h.parts.db.read() as conn:
+    async with raw.read(h.parts.db) as conn:
         return list(
             (
                 await conn.execute(
@@ -68,13 +69,12 @@ async def events_of(h: Harness, approval_id: str) -> list[Any]:
         )
 
 
-async def check(h: Harness) -> tuple[int, list[Any]]:
-    async with h.parts.db.read() as conn:
-        return await verify_chains(conn)
+async def check(h: Harness) -> tuple[int, list[Finding]]:
+    return await h.parts.db.run_read(verify_chains, snapshot=True)
 
 
 async def write(h: Harness, statement: Any) -> None:
-    async with h.parts.db.write() as conn:
+    async with raw.write(h.parts.db) as conn:
         result = await conn.execute(statement)
         assert result.rowcount >= 1, "the tampering statement must hit a row"
 
@@ -90,7 +90,7 @@ async def test_intact_chains_verify(db_kind: str) -> None:
         assert [e.seq for e in full] == [1, 2, 3]
         assert full[0].prev_hash == GENESIS
         assert all(b.prev_hash == a.hash for a, b in itertools.pairwise(full))
-        async with h.parts.db.read() as conn:
+        async with raw.read(h.parts.db) as conn:
             total = (await conn.execute(sa.select(sa.func.count()).select_from(audit_events))).scalar_one()
         checked, findings = await check(h)
         assert findings == []
@@ -208,7 +208,7 @@ async def test_rewritten_chain_without_the_head_is_found(db_kind: str) -> None:
             [Event(r.event, json.loads(r.actor), {"rewritten": True}) for r in rows],
         )
         assert seq == 3
-        async with h.parts.db.write() as conn:
+        async with raw.write(h.parts.db) as conn:
             await conn.execute(audit_events.delete().where(audit_events.c.approval_id == ids["full"]))
             await conn.execute(audit_events.insert(), fresh)
         _, findings = await check(h)

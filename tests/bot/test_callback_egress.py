@@ -14,6 +14,7 @@ import trustme
 
 from bot.egress.transport import Unreached, callback_client
 from bot.egress.urls import EgressRefused, parse_allow_list
+from storage import raw
 from storage.tables import jobs
 from tests.harness import CallbackReceiver, Harness, cosigner_app, until_async
 
@@ -61,7 +62,7 @@ async def finished_callback_job(h: Harness) -> Any:
     """The callback job's row, once the worker has finished it for good (within 30 s)."""
 
     async def finished() -> Any:
-        async with h.parts.db.read() as conn:
+        async with raw.read(h.parts.db) as conn:
             job = (await conn.execute(sa.select(jobs).where(jobs.c.kind == "callback"))).one()
         return job if job.done_at is not None else None
 
@@ -109,7 +110,7 @@ async def test_a_refused_callback_url_is_400_naming_it_and_creates_nothing(url: 
         assert r.status_code == 400, r.text
         error = r.json()["error"]
         assert error["code"] == "INVALID_REQUEST" and error["field"] == "callbackUrl", error
-        async with h.parts.db.read() as conn:
+        async with raw.read(h.parts.db) as conn:
             assert (await conn.execute(sa.select(sa.func.count()).select_from(jobs))).scalar_one() == 0
         ok = await h.client.post(
             "/v1/approvals", headers=h.auth(key), json=call(callbackUrl="https://agent.example/hook")

@@ -10,6 +10,7 @@ import sqlalchemy as sa
 from bot.policy.decision import decide, differences
 from bot.policy.rules import load_policy
 from contracts.wire import DashboardSurface, ScheduleSurface, SlackSurface
+from storage import raw
 from storage.tables import audit_events
 from tests.harness import DEFAULT_POLICY, EDITABLE_LINE, Harness, cosigner_app
 
@@ -17,7 +18,7 @@ DASH = {"type": "dashboard", "userId": "u_1"}
 
 
 async def requested(h: Harness, approval_id: str) -> dict[str, Any]:
-    async with h.parts.db.read() as conn:
+    async with raw.read(h.parts.db) as conn:
         row = (
             await conn.execute(
                 sa.select(audit_events.c.data).where(

@@ -14,6 +14,7 @@ import sqlalchemy as sa
 from bot.approvals.grants import callback_secret
 from cosigner.errors import InvalidSignature
 from cosigner.webhooks import verify_request
+from storage import raw
 from storage.database import Database
 from storage.tables import audit_events, jobs
 from tests.harness import (
@@ -74,7 +75,7 @@ async def test_of_many_concurrent_decisions_exactly_one_wins(db_kind: str) -> No
             assert {(r.status_code, r.json()["error"]["code"]) for r in losers} == {(409, "ALREADY_DECIDED")}
             final = (await h.client.get(f"/v1/approvals/{aid}", headers=h.auth(key))).json()
             assert final["status"] == winners[0].json()["status"]
-            async with h.parts.db.read() as conn:
+            async with raw.read(h.parts.db) as conn:
                 closing = (
                     await conn.execute(
                         sa.select(audit_events.c.event).where(
@@ -109,7 +110,7 @@ async def test_decision_racing_cancel_and_expiry(db_kind: str) -> None:
         assert statuses.count(200) <= 1
         final = (await h.client.get(f"/v1/approvals/{aid}", headers=h.auth(key))).json()
         assert final["status"] in ("cancelled", "approved", "expired")
-        async with h.parts.db.read() as conn:
+        async with raw.read(h.parts.db) as conn:
             closing = (
                 (
                     await conn.execute(
@@ -193,14 +194,14 @@ async def test_two_replicas_expire_once_and_deliver_each_callback_attempt_once()
             # Once no job is left unfinished neither worker has anything to send, so a second
             # delivery of any attempt would already be in `receiver.snapshot()`.
             async def all_jobs_finished() -> bool:
-                async with a.parts.db.read() as conn:
+                async with raw.read(a.parts.db) as conn:
                     open_jobs = await conn.execute(
                         sa.select(sa.func.count()).select_from(jobs).where(jobs.c.done_at.is_(None))
                     )
                     return open_jobs.scalar_one() == 0
 
             await until_async(all_jobs_finished, seconds=30)
-            async with a.parts.db.read() as conn:
+            async with raw.read(a.parts.db) as conn:
                 expired = (
                     (
                         await conn.execute(
@@ -274,7 +275,7 @@ async def test_restart_expires_what_expired_while_down_and_delivers_the_outbox(d
                 state = (await h2.client.get(f"/v1/approvals/{doomed}", headers=h2.auth(key))).json()
 
                 async def outbox_empty() -> bool:
-                    async with h2.parts.db.read() as conn:
+                    async with raw.read(h2.parts.db) as conn:
                         left = await conn.execute(
                             sa.select(sa.func.count()).select_from(jobs).where(jobs.c.done_at.is_(None))
                         )

@@ -6,17 +6,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from sqlalchemy.engine import Connection
 
 from bot.http.app import build_app, parts_of
 from bot.policy.rules import load_policy
 from bot.settings import SettingsError, load_settings
 from storage.database import SqliteSync
+from storage.work import Work
 from tests.harness import DEFAULT_POLICY, TEST_SECRET
 
 
-def synchronous(conn: Connection) -> int:
-    return int(conn.exec_driver_sql("PRAGMA synchronous").scalar_one())
+def synchronous(tx: Work) -> int:
+    return int(tx.conn.exec_driver_sql("PRAGMA synchronous").scalar_one())
 
 
 @pytest.fixture

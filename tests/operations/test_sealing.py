@@ -8,6 +8,7 @@ import json
 import pytest
 import sqlalchemy as sa
 
+from storage import raw
 from storage.tables import approvals
 from tests.harness import Harness, cosigner_app, until
 from tests.operations.application import SECRET, SECRET_ENV, contract_application, policy_for
@@ -20,7 +21,7 @@ def secret(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 async def _column(h: Harness, aid: str) -> str:
-    async with h.parts.db.read() as conn:
+    async with raw.read(h.parts.db) as conn:
         found = (
             await conn.execute(sa.select(approvals.c.operation).where(approvals.c.id == aid))
         ).scalar_one()
@@ -52,7 +53,7 @@ async def test_a_row_with_clear_arguments_from_before_sealing_still_executes() -
             old = json.loads(await _column(h, aid))
             del old["sealed_arguments"]
             old["arguments"] = {"orderId": "ord_4421", "amountCents": 12900, "currency": "usd"}
-            async with h.parts.db.write() as conn:
+            async with raw.write(h.parts.db) as conn:
                 await conn.execute(
                     sa.update(approvals).where(approvals.c.id == aid).values(operation=json.dumps(old))
                 )

@@ -17,6 +17,7 @@ from storage.database import Conflict
 from storage.direct import Direct
 from storage.records import Changes, Decided
 from storage.tables import approvals, audit_events
+from storage.work import Work
 from tests.harness import database
 
 
@@ -63,17 +64,17 @@ async def test_rows_written_and_read_directly_match_sqlalchemys(db_kind: str) ->
         rec = await db.run_write(lambda tx: ledger.insert_approval(tx, values("apv_1"), events))
         assert rec.created_at == 1000
 
-        def read(tx: Connection) -> tuple[Any, Any, Any, list[Any]]:
-            direct = ledger.row_of_call(tx, "acme", "run_1", "call_apv_1")
+        def read(tx: Work) -> tuple[Any, Any, Any, list[Any]]:
+            direct = ledger._row_of_call(tx, "acme", "run_1", "call_apv_1")
             loaded = ledger.load(tx, "apv_1")
-            return direct, loaded, through_sqlalchemy(tx, "apv_1"), ledger.events_of(tx, "apv_1")
+            return direct, loaded, through_sqlalchemy(tx.conn, "apv_1"), ledger.events_of(tx, "apv_1")
 
         direct, loaded, plain, rows = await db.run_read(read)
         assert direct._asdict() == plain._asdict()
         assert type(direct.created_at) is float and direct.created_at == 1000.0
         assert loaded == rec.replace(created_at=1000.0)
         assert [(r.seq, r.event, r.prev_hash) for r in rows] == [(1, "requested", GENESIS)]
-        assert await db.run_read(lambda tx: ledger.row_of_call(tx, "acme", "run_1", "nope")) is None
+        assert await db.run_read(lambda tx: ledger._row_of_call(tx, "acme", "run_1", "nope")) is None
         assert await db.run_read(lambda tx: ledger.load(tx, "apv_nope")) is None
 
         # The conditional UPDATE: it changes the row only while it is pending and unchanged.
@@ -102,7 +103,7 @@ async def test_rows_written_and_read_directly_match_sqlalchemys(db_kind: str) ->
                 )
             )
         count = await db.run_read(
-            lambda tx: tx.execute(sa.select(sa.func.count()).select_from(audit_events)).scalar_one()
+            lambda tx: tx.conn.execute(sa.select(sa.func.count()).select_from(audit_events)).scalar_one()
         )
         assert count == 2
 
@@ -146,7 +147,7 @@ async def test_a_duplicate_among_concurrent_creates_fails_alone(db_kind: str) ->
         pairs = [(i - 1, i) for i in range(30) if i % 3 == 2]
         assert all(len(failed & set(pair)) == 1 for pair in pairs) and len(failed) == len(pairs)
         stored = await db.run_read(
-            lambda tx: sorted(tx.execute(sa.select(audit_events.c.approval_id)).scalars())
+            lambda tx: sorted(tx.conn.execute(sa.select(audit_events.c.approval_id)).scalars())
         )
         assert stored == sorted(f"apv_{i}" for i in range(30) if i not in failed)
 

@@ -10,7 +10,7 @@ from typing import Any
 import asyncpg
 import pytest
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection, make_url
+from sqlalchemy.engine import make_url
 
 from contracts.answers import PolicyDecider
 from contracts.denials import Scope
@@ -21,10 +21,11 @@ from storage import denials, intake
 from storage.audit import GENESIS, Event
 from storage.database import Database
 from storage.direct import SecondWrite
-from storage.jobs import Queued
+from storage.jobs import Delivery, Queued
 from storage.notify import channel_for
 from storage.records import Changes, Decided
 from storage.tables import approvals, audit_events, jobs, run_grants
+from storage.work import Work
 from tests.harness import database, postgres_url
 from tests.storage.test_direct import values
 
@@ -34,7 +35,7 @@ SCOPE = Scope("acme", "issue_refund", SurfaceType.DASHBOARD, "u_boss", "dashboar
 async def seed(db: Database) -> None:
     """Run run_1: two gated calls and one that needed nobody, a run grant, a standing deny."""
 
-    def fill(tx: Connection) -> None:
+    def fill(tx: Work) -> None:
         for i, mode in enumerate(("ask", "ask_always", "none")):
             ledger.insert_approval(tx, values(f"apv_{i}", tool_call_id=f"call_{i}", mode=mode), [])
         ledger.insert_ignore(
@@ -89,23 +90,23 @@ async def test_a_new_approval_its_chain_and_its_jobs_are_written_together(db_kin
     async with database(db_kind) as db:
         events = [Event("requested", {"kind": "agent"}, {"n": 1}), Event("note", {}, {"ü": "Zoë"})]
         queued = [
-            Queued(JobKind.DELIVER, 1000.0, 4600.0, {"to": "C1"}),
-            Queued(JobKind.CALLBACK, 1001.5, 5000.0),
+            Queued(JobKind.DELIVER, 1000.0, 4600.0),
+            Queued(JobKind.CALLBACK, 1001.5, 5000.0, Delivery("dlv_1")),
         ]
         rec = await db.run_write(
             lambda tx: ledger.insert_approval(tx, values("apv_1"), events, queued), single_write=True
         )
         assert rec.audit_seq == 2
 
-        def read(tx: Connection) -> tuple[list[Any], list[Any]]:
-            chain = tx.execute(
+        def read(tx: Work) -> tuple[list[Any], list[Any]]:
+            chain = tx.conn.execute(
                 sa.select(
                     audit_events.c.seq, audit_events.c.event, audit_events.c.data, audit_events.c.prev_hash
                 )
                 .where(audit_events.c.approval_id == "apv_1")
                 .order_by(audit_events.c.seq)
             ).all()
-            outbox = tx.execute(
+            outbox = tx.conn.execute(
                 sa.select(jobs.c.kind, jobs.c.payload, jobs.c.due_at, jobs.c.attempts, jobs.c.locked_until)
                 .where(jobs.c.approval_id == "apv_1")
                 .order_by(jobs.c.due_at)
@@ -116,8 +117,8 @@ async def test_a_new_approval_its_chain_and_its_jobs_are_written_together(db_kin
         assert [(s, e) for s, e, _d, _p in chain] == [(1, "requested"), (2, "note")]
         assert chain[0][3] == GENESIS and json.loads(chain[1][2]) == {"ü": "Zoë"}
         assert [tuple(r) for r in outbox] == [
-            ("deliver", '{"to": "C1"}', 1000.0, 0, 0.0),
-            ("callback", "{}", 1001.5, 0, 0.0),
+            ("deliver", "{}", 1000.0, 0, 0.0),
+            ("callback", '{"delivery": "dlv_1"}', 1001.5, 0, 0.0),
         ]
         # A duplicate call writes nothing at all: not its chain, not its jobs.
         with pytest.raises(Exception, match="same row"):
@@ -129,7 +130,7 @@ async def test_a_new_approval_its_chain_and_its_jobs_are_written_together(db_kin
             )
         counts = await db.run_read(
             lambda tx: [
-                tx.execute(sa.select(sa.func.count()).select_from(t)).scalar_one()
+                tx.conn.execute(sa.select(sa.func.count()).select_from(t)).scalar_one()
                 for t in (approvals, audit_events, jobs)
             ]
         )
@@ -140,7 +141,7 @@ async def test_a_write_on_the_driver_is_rolled_back_with_its_transaction(db_kind
     async with database(db_kind) as db:
         rec = await db.run_write(lambda tx: ledger.insert_approval(tx, values("apv_1"), []))
 
-        def decide_then_fail(tx: Connection) -> None:
+        def decide_then_fail(tx: Work) -> None:
             now = 2000.0
             by = PolicyDecider(rule="tools.t")
             ledger.append(
@@ -164,13 +165,13 @@ async def test_a_second_write_without_a_transaction_is_refused_before_it_is_sent
         pytest.skip("needs PostgreSQL (COSIGNER_TEST_POSTGRES_URL): SQLite always runs a transaction")
     async with database("postgres") as db:
 
-        def two(tx: Connection) -> None:
+        def two(tx: Work) -> None:
             ledger.insert_approval(tx, values("apv_1"), [])
             ledger.insert_approval(tx, values("apv_2", tool_call_id="call_2"), [])
 
         with pytest.raises(SecondWrite, match="run it in a transaction"):
             await db.run_write(two, single_write=True)
-        stored = await db.run_read(lambda tx: list(tx.execute(sa.select(approvals.c.id)).scalars()))
+        stored = await db.run_read(lambda tx: list(tx.conn.execute(sa.select(approvals.c.id)).scalars()))
         assert stored == ["apv_1"]  # the first committed on its own; the second was never sent
         # The connection goes back to the pool clean: the next step runs in a transaction.
         await db.run_write(lambda tx: ledger.insert_approval(tx, values("apv_3", tool_call_id="c3"), []))

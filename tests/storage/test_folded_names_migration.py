@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import command
 
+from storage import raw
 from storage.database import _alembic_config
 from tests.harness import database
 
@@ -16,12 +17,12 @@ INSERT = sa.text(
 
 async def test_old_standing_denies_are_folded_and_a_case_twin_is_lifted(db_kind: str) -> None:
     async with database(db_kind) as db:
-        async with db.write() as conn:  # the schema before names were folded
+        async with raw.write(db) as conn:  # the schema before names were folded
             await conn.run_sync(lambda c: command.downgrade(_alembic_config(c), "0007"))
             await conn.execute(INSERT, {"id": "den_old", "tool": "Issue_Credit", "at": 1.0})
             await conn.execute(INSERT, {"id": "den_twin", "tool": "issue_credit", "at": 2.0})
         await db.migrate()
-        async with db.read() as conn:
+        async with raw.read(db) as conn:
             rows = (
                 await conn.execute(
                     sa.text("SELECT id, tool_name, lifted_by FROM standing_denies ORDER BY id")

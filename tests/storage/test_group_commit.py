@@ -12,6 +12,7 @@ from sqlalchemy.engine import Connection
 
 from storage.database import Conflict, Database
 from storage.tables import flags
+from storage.work import Work
 
 
 @pytest.fixture
@@ -22,9 +23,9 @@ async def db(tmp_path: Path) -> AsyncIterator[Database]:
     await database.close()
 
 
-def put(key: str, fail: bool = False) -> Callable[[Connection], str]:
-    def tx(conn: Connection) -> str:
-        conn.execute(flags.insert().values(namespace="t", key=key, value="1", created_at=0.0))
+def put(key: str, fail: bool = False) -> Callable[[Work], str]:
+    def tx(work: Work) -> str:
+        work.conn.execute(flags.insert().values(namespace="t", key=key, value="1", created_at=0.0))
         if fail:
             raise ValueError(f"refused {key}")
         return key
@@ -36,13 +37,17 @@ def count(conn: Connection) -> int:
     return int(conn.execute(sa.select(sa.func.count()).select_from(flags)).scalar_one())
 
 
+def counted(work: Work) -> int:
+    return count(work.conn)
+
+
 async def test_a_failing_transaction_is_rolled_back_alone(db: Database) -> None:
     calls = [db.run_write(put(f"k{i}", fail=i % 10 == 3)) for i in range(200)]
     results = await asyncio.gather(*calls, return_exceptions=True)
     failed = [r for r in results if isinstance(r, Exception)]
     assert len(failed) == 20 and all(isinstance(r, ValueError) for r in failed)
-    assert await db.run_read(count) == 180
-    rows = await db.run_read(lambda c: set(c.execute(sa.select(flags.c.key)).scalars()))
+    assert await db.run_read(counted) == 180
+    rows = await db.run_read(lambda c: set(c.conn.execute(sa.select(flags.c.key)).scalars()))
     assert "k3" not in rows and "k4" in rows
     group = db._group
     assert group is not None and group.transactions == 200
@@ -54,7 +59,7 @@ async def test_duplicate_keys_conflict_inside_one_batch(db: Database) -> None:
         *(db.run_write(put(f"k{i // 2}")) for i in range(100)), return_exceptions=True
     )
     assert sum(isinstance(r, Conflict) for r in results) == 50
-    assert await db.run_read(count) == 50
+    assert await db.run_read(counted) == 50
 
 
 async def test_nothing_is_reported_committed_before_it_is(db: Database, tmp_path: Path) -> None:
@@ -66,39 +71,39 @@ async def test_nothing_is_reported_committed_before_it_is(db: Database, tmp_path
 
 
 async def test_the_writer_keeps_its_connection_between_batches(db: Database) -> None:
-    def connection(conn: Connection) -> object:
-        return conn
+    def connection(work: Work) -> object:
+        return work.conn
 
     first = await db.run_write(connection)
     await db.run_write(put("a"))
     with pytest.raises(ValueError):
         await db.run_write(put("b", fail=True))  # a refusal, not a database error
     assert await db.run_write(connection) is first
-    assert await db.run_read(count) == 1
+    assert await db.run_read(counted) == 1
 
 
 async def test_a_database_error_drops_the_connection_and_the_next_batch_gets_a_fresh_one(
     db: Database,
 ) -> None:
-    def connection(conn: Connection) -> object:
-        return conn
+    def connection(work: Work) -> object:
+        return work.conn
 
-    def broken(conn: Connection) -> None:
-        conn.exec_driver_sql("INSERT INTO no_such_table VALUES (1)")
+    def broken(work: Work) -> None:
+        work.conn.exec_driver_sql("INSERT INTO no_such_table VALUES (1)")
 
     first = await db.run_write(connection)
     with pytest.raises(sa.exc.OperationalError):
         await db.run_write(broken)
     assert await db.run_write(connection) is not first
     assert await db.run_write(put("after")) == "after"
-    assert await db.run_read(count) == 1
+    assert await db.run_read(counted) == 1
 
 
 async def test_begin_immediate_refused_is_a_sqlalchemy_error_and_nothing_runs(
     db: Database, tmp_path: Path
 ) -> None:
     # Another process holds SQLite's write lock; the writer does not wait for it here.
-    await db.run_write(lambda conn: conn.exec_driver_sql("PRAGMA busy_timeout=0"))
+    await db.run_write(lambda work: work.conn.exec_driver_sql("PRAGMA busy_timeout=0"))
     other = sa.create_engine(f"sqlite:///{tmp_path / 'g.db'}", isolation_level="AUTOCOMMIT")
     with other.connect() as holder:
         holder.exec_driver_sql("BEGIN IMMEDIATE")
@@ -107,4 +112,4 @@ async def test_begin_immediate_refused_is_a_sqlalchemy_error_and_nothing_runs(
         holder.exec_driver_sql("ROLLBACK")
     other.dispose()
     assert await db.run_write(put("later")) == "later"
-    assert await db.run_read(lambda c: set(c.execute(sa.select(flags.c.key)).scalars())) == {"later"}
+    assert await db.run_read(lambda c: set(c.conn.execute(sa.select(flags.c.key)).scalars())) == {"later"}

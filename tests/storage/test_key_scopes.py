@@ -7,6 +7,7 @@ import hashlib
 import sqlalchemy as sa
 from alembic import command
 
+from storage import raw
 from storage.database import _alembic_config, head_revision
 from tests.harness import cosigner_app, database
 
@@ -15,7 +16,7 @@ OLD_KEY = "csk_made-before-scopes"
 
 async def test_a_key_from_before_scopes_keeps_working_as_an_agent_key(db_kind: str) -> None:
     async with database(db_kind) as db:
-        async with db.write() as conn:  # the schema as the release before scopes left it
+        async with raw.write(db) as conn:  # the schema as the release before scopes left it
             await conn.run_sync(lambda c: command.downgrade(_alembic_config(c), "0006"))
             await conn.execute(
                 sa.text(

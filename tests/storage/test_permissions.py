@@ -23,7 +23,7 @@ async def test_a_new_database_and_its_wal_files_are_owner_only(tmp_path: Path) -
         db = Database(f"sqlite+aiosqlite:///{tmp_path / 'new.db'}")
         await db.migrate()
         await db.run_write(
-            lambda c: c.execute(flags.insert().values(namespace="t", key="k", value="1", created_at=0.0))
+            lambda c: c.conn.execute(flags.insert().values(namespace="t", key="k", value="1", created_at=0.0))
         )
         files = {name: mode(tmp_path / name) for name in ("new.db", "new.db-wal", "new.db-shm")}
         await db.close()

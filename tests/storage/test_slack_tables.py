@@ -9,6 +9,7 @@ from alembic import command
 from slack_sdk.oauth.installation_store.sqlalchemy import SQLAlchemyInstallationStore
 from slack_sdk.oauth.state_store.sqlalchemy import SQLAlchemyOAuthStateStore
 
+from storage import raw
 from storage.database import _alembic_config, head_revision
 from tests.harness import database
 
@@ -46,7 +47,7 @@ async def test_upgrade_creates_exactly_the_tables_slack_sdk_uses(db_kind: str) -
         for table in slack_sdk_tables().sorted_tables
     }
     async with database(db_kind) as db:
-        async with db.read() as conn:
+        async with raw.read(db) as conn:
             found = await conn.run_sync(shape)
             names = set(await conn.run_sync(lambda c: sa.inspect(c).get_table_names()))
     assert found == dict(sorted(expected.items()))
@@ -55,7 +56,7 @@ async def test_upgrade_creates_exactly_the_tables_slack_sdk_uses(db_kind: str) -
 
 async def test_tables_slack_sdk_created_before_are_adopted(db_kind: str) -> None:
     async with database(db_kind) as db:
-        async with db.write() as conn:  # back to the first schema, as an older Cosigner left it
+        async with raw.write(db) as conn:  # back to the first schema, as an older Cosigner left it
             await conn.run_sync(lambda c: command.downgrade(_alembic_config(c), "0001"))
             await conn.run_sync(slack_sdk_tables().create_all)
             await conn.execute(
@@ -64,7 +65,7 @@ async def test_tables_slack_sdk_created_before_are_adopted(db_kind: str) -> None
                 )
             )
         await db.migrate()
-        async with db.read() as conn:
+        async with raw.read(db) as conn:
             kept = (await conn.execute(sa.text("SELECT state FROM slack_oauth_states"))).scalars().all()
             length = await conn.run_sync(token_length)
         assert await db.revision() == head_revision()

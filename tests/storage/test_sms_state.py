@@ -6,22 +6,22 @@ import sqlalchemy as sa
 
 from contracts.enums import SurfaceType
 from storage import inbound, sms_state
-from storage.database import Tx
 from storage.tables import flags
+from storage.work import Work
 from tests.harness import database
 
 ALICE = "+15550000001"
 NOW = 1_700_000_000.0
 
 
-def rows(tx: Tx) -> set[tuple[str, str, str]]:
-    return {(r.namespace, r.key, r.value) for r in tx.execute(sa.select(flags))}
+def rows(tx: Work) -> set[tuple[str, str, str]]:
+    return {(r.namespace, r.key, r.value) for r in tx.conn.execute(sa.select(flags))}
 
 
 async def test_each_fact_keeps_the_row_an_existing_deployment_has(db_kind: str) -> None:
     async with database(db_kind) as db:
 
-        def write(tx: Tx) -> None:
+        def write(tx: Work) -> None:
             sms_state.set_opted_out(tx, ALICE, True, NOW)
             sms_state.mark_texting(tx, "apv_1", ALICE, NOW)
             sms_state.record_sent(tx, "apv_1", ALICE, "SM1", NOW)
@@ -42,13 +42,13 @@ async def test_each_fact_keeps_the_row_an_existing_deployment_has(db_kind: str) 
 async def test_facts_read_back_and_repeat_once(db_kind: str) -> None:
     async with database(db_kind) as db:
 
-        def write(tx: Tx) -> None:
+        def write(tx: Work) -> None:
             sms_state.set_opted_out(tx, ALICE, True, NOW)
             sms_state.record_sent(tx, "apv_1", ALICE, "SM1", NOW)
 
         await db.run_write(write)
 
-        def read(tx: Tx) -> tuple[object, ...]:
+        def read(tx: Work) -> tuple[object, ...]:
             return (
                 sms_state.opted_out(tx, ALICE),
                 sms_state.sent_sid(tx, "apv_1", ALICE),

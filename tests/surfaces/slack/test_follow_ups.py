@@ -22,6 +22,7 @@ from contracts.ports import ApprovalDesk, Delivered
 from storage import jobs as outbox
 from storage.database import Database
 from storage.tables import jobs
+from storage.work import Work
 from surfaces.slack import SlackAdapter, SlackConfig
 from surfaces.slack.emulated_methods import Recorded
 from surfaces.slack.emulator import SlackEmulator
@@ -364,8 +365,8 @@ async def _outbox_empty(h: Harness, upto: float | None = None) -> bool:
     """No job due (by `upto`, default the app's clock) is left unfinished."""
     now = h.clock.now if upto is None else upto
 
-    def due(tx: Any) -> int:
-        rows = tx.execute(select(jobs.c.id).where(jobs.c.done_at.is_(None), jobs.c.due_at <= now)).all()
+    def due(tx: Work) -> int:
+        rows = tx.conn.execute(select(jobs.c.id).where(jobs.c.done_at.is_(None), jobs.c.due_at <= now)).all()
         return len(rows)
 
     return await h.engine.db.run_read(due) == 0

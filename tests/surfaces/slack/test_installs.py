@@ -16,6 +16,7 @@ from starlette.applications import Starlette
 from bot.http.app import build_app, parts_of
 from bot.policy.rules import load_policy
 from contracts.errors import SurfaceUnavailable
+from storage import raw
 from storage.database import Database
 from storage.sealing import TokenSeal
 from storage.slack_installs import SlackInstallStores
@@ -46,7 +47,7 @@ async def oauth_adapter(
     db: Database, emu: SlackEmulator, desk: Any, secret: str, token_secret: str = TOKEN_SECRET
 ) -> AsyncIterator[tuple[SlackAdapter, httpx.AsyncClient]]:
     """A started multi-workspace adapter on `db`, served over an ASGI client."""
-    stores = SlackInstallStores.on(db.writer, client_id="cid", token_secret=token_secret)
+    stores = SlackInstallStores.on(db, client_id="cid", token_secret=token_secret)
     await stores.seal_plaintext()  # what the app does at start
     config = SlackConfig(
         signing_secret=secret,
@@ -159,7 +160,7 @@ async def test_clicks_are_authorized_by_the_installation(
 
 async def stored_rows(db: Database) -> list[dict[str, Any]]:
     """Every row of slack_sdk's installation and bot tables, as the database holds them."""
-    async with db.read() as conn:
+    async with raw.read(db) as conn:
         rows: list[dict[str, Any]] = []
         for table in ("slack_installations", "slack_bots"):
             result = await conn.execute(sa.text(f"SELECT * FROM {table}"))
@@ -201,7 +202,7 @@ async def test_plain_text_tokens_of_an_older_version_are_sealed_at_start(
     _, emu, http = oauth
     await install(http, emu, team_id="T1")
     seal = TokenSeal(TOKEN_SECRET)
-    async with db.write() as conn:  # what slack_sdk stored before tokens were sealed
+    async with raw.write(db) as conn:  # what slack_sdk stored before tokens were sealed
         for table in ("slack_installations", "slack_bots"):
             for row in (await conn.execute(sa.text(f"SELECT id, bot_token FROM {table}"))).all():
                 plain = seal.open(row.bot_token, "bot_token||T1")
