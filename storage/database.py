@@ -8,9 +8,11 @@ writer is never contended inside the process (its transactions begin with
 (`storage.group_commit`); reads run in a small thread pool beside it, which WAL allows. On
 PostgreSQL the whole step (check-out, BEGIN, the function, COMMIT, check-in) runs in one
 greenlet on the async engine's connection, whose asyncpg driver it awaits; reads run in
-autocommit (no BEGIN or ROLLBACK round trips), and a step that only reads and then writes
-one statement (`single_write`, a create) runs without a transaction. The hot statements
-go to asyncpg's prepared statements directly (`storage.direct`).
+autocommit (no BEGIN or ROLLBACK round trips), a step that only reads and then writes
+one statement (`single_write`, a create) runs without a transaction, and so does a
+decision (`optimistic`), its one statement conditional on what it read and the step run
+again when that changed. The hot statements go to asyncpg's prepared statements directly
+(`storage.direct`).
 
 `read()` and `write()` give async connections for code off the hot path (CLI, audit
 export, Slack's installation store).
