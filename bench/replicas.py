@@ -74,6 +74,30 @@ async def connections(admin_dsn: str, url: str) -> tuple[int, int]:
     return int(row[0]), int(row[1])
 
 
+async def headroom(admin_dsn: str) -> tuple[int, int, int]:
+    """(max_connections, superuser_reserved_connections, connections open now) of the server."""
+    import asyncpg
+
+    admin = await asyncpg.connect(admin_dsn, timeout=10)
+    try:
+        most = int(await admin.fetchval("SHOW max_connections"))
+        reserved = int(await admin.fetchval("SHOW superuser_reserved_connections"))
+        open_now = int(
+            await admin.fetchval(
+                "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'"
+            )
+        )
+    finally:
+        await admin.close()
+    return most, reserved, open_now
+
+
+def most_held(pool_size: int) -> int:
+    """The connections one replica holds at the most: its pool, as many again under a burst
+    (`max_overflow`), and its LISTEN connection."""
+    return 2 * pool_size + 1
+
+
 @dataclass
 class Replicas:
     a: Replica
@@ -82,7 +106,7 @@ class Replicas:
 
 
 @contextlib.asynccontextmanager
-async def two_replicas(admin_dsn: str, log_level: str) -> AsyncIterator[Replicas]:
+async def two_replicas(admin_dsn: str, log_level: str, pool_size: int) -> AsyncIterator[Replicas]:
     """Migrate a fresh database, create a tenant, start replicas A and B on it."""
     cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_setaffinity") else []
     with tempfile.TemporaryDirectory(prefix="cosigner-replicas-") as tmp_name:
@@ -99,6 +123,7 @@ async def two_replicas(admin_dsn: str, log_level: str) -> AsyncIterator[Replicas
                     "COSIGNER_POLICY": str(policy),
                     "COSIGNER_SECRET": secrets.token_urlsafe(32),
                     "COSIGNER_LOG_LEVEL": log_level,
+                    "COSIGNER_DATABASE_POOL_SIZE": str(pool_size),
                     "PYTHONUNBUFFERED": "1",
                 }
             )
@@ -230,8 +255,21 @@ async def main_async(args: argparse.Namespace) -> int:
         return 1
     cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_setaffinity") else []
     print(rt.machine())
+    most, reserved, open_now = await headroom(args.pg_admin)
+    needed = 2 * most_held(args.pool_size) + 1  # and this process's connection for pg_stat_activity
+    room = most - reserved - open_now
+    print(
+        f"PostgreSQL max_connections {most} ({reserved} reserved), {open_now} open by other clients: "
+        f"room for {room}; two replicas at COSIGNER_DATABASE_POOL_SIZE={args.pool_size} hold at "
+        f"most 2 x {most_held(args.pool_size)}, and the bench 1: {needed}"
+    )
+    if needed > room:
+        print(
+            f"!! not enough connections left: expect `too many clients already`; lower --pool-size "
+            f"to {max(1, (room - 3) // 4)} or less, or wait for the other clients to finish"
+        )
     failed = False
-    async with two_replicas(args.pg_admin, args.server_log_level) as pair:
+    async with two_replicas(args.pg_admin, args.server_log_level, args.pool_size) as pair:
         a, b = reps = (pair.a, pair.b)
         if len(cores) > 1:
             os.sched_setaffinity(0, {cores[1]})
@@ -309,6 +347,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=os.environ.get("COSIGNER_BENCH_PG", rt.DEFAULT_PG_ADMIN),
         help="libpq URL of a PostgreSQL database to run CREATE/DROP DATABASE from",
     )
+    p.add_argument(
+        "--pool-size",
+        type=int,
+        default=8,
+        help="COSIGNER_DATABASE_POOL_SIZE of each replica: each holds at most 2 x this + 1 "
+        "connections (see docs/scaling.md); 8 fits both beside other clients of a default "
+        "max_connections of 100",
+    )
     p.add_argument("--server-log-level", default="INFO", help="COSIGNER_LOG_LEVEL for both replicas")
     args = p.parse_args(argv)
     try:
@@ -317,6 +363,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error("--concurrency takes whole numbers, e.g. 16,64")
     if not args.concurrency or min(args.concurrency) < 2:
         p.error("--concurrency needs levels >= 2 (the workers are split over two replicas)")
+    if args.pool_size < 1:
+        p.error("--pool-size must be at least 1")
     if args.seconds <= 0 or args.seconds > 600:
         p.error("--seconds must be in (0, 600]")
     return args

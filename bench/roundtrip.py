@@ -259,9 +259,11 @@ async def postgres_database(admin_dsn: str) -> AsyncIterator[str]:
         await admin.execute(f'CREATE DATABASE "{name}"')
     finally:
         await admin.close()
-    base = admin_dsn.split("://", 1)[1].rsplit("/", 1)[0]
+    # postgresql://user@host:port/db, or ...@/db?host=/var/run/postgresql for the Unix socket
+    where, _, query = admin_dsn.split("://", 1)[1].partition("?")
+    base = where.rsplit("/", 1)[0]
     try:
-        yield f"postgresql+asyncpg://{base}/{name}"
+        yield f"postgresql+asyncpg://{base}/{name}" + (f"?{query}" if query else "")
     finally:
         admin = await asyncpg.connect(admin_dsn, timeout=10)
         try:

@@ -72,8 +72,10 @@ def traced_on_its_thread(fn: Any) -> Any:
 def trace_transactions() -> None:
     write, read = Database.run_write, Database.run_read
 
-    async def run_write(self: Database, fn: Any, *, single_write: bool = False) -> Any:
-        return await write(self, traced_on_its_thread(fn), single_write=single_write)
+    async def run_write(
+        self: Database, fn: Any, *, single_write: bool = False, optimistic: bool = False
+    ) -> Any:
+        return await write(self, traced_on_its_thread(fn), single_write=single_write, optimistic=optimistic)
 
     async def run_read(self: Database, fn: Any, *, snapshot: bool = False) -> Any:
         return await read(self, traced_on_its_thread(fn), snapshot=snapshot)

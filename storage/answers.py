@@ -2,9 +2,11 @@
 
 `load` locks the approval's row, reads the clock once it holds the lock, and records the
 surface message that carried the answer (a copy of a handled message changes nothing);
-`write` applies the transition in one conditional UPDATE with its audit events, claims or
-queues the jobs it asks for, records an "approve for this run" grant, and (PostgreSQL)
-notifies the other replicas. Both run inside the same write transaction.
+`write` applies the transition in one conditional UPDATE with its audit events and the
+jobs it queues, claims the job it asks for, records an "approve for this run" grant, and
+(PostgreSQL) notifies the other replicas. Both run inside the same write transaction, or,
+in an optimistic step on PostgreSQL, without one: the read unlocked, the write one
+conditional statement (see `storage.database.Database.run_write`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from contracts.enums import ApprovalStatus, JobKind, SurfaceType
 from storage import approvals as ledger
 from storage import inbound, jobs, votes
 from storage.audit import Event
+from storage.direct import NeedsLock, optimistic
 from storage.jobs import Job, Queued
 from storage.notify import channel_for
 from storage.records import Changes, Record
@@ -54,10 +57,19 @@ class Claim:
 def load(
     tx: Work, approval_id: str, clock: Callable[[], float], message: tuple[SurfaceType, str] | None = None
 ) -> Loaded | None:
-    """Lock and read the approval, then the clock; record `message` (None: no approval)."""
-    rec = ledger.load(tx, approval_id, lock=True)
+    """Lock and read the approval, then the clock; record `message` (None: no approval).
+
+    In an optimistic step (`Database.run_write(optimistic=True)`) the read takes no lock,
+    and what needs more than the one conditional write (the message to record, a quorum's
+    votes) raises `NeedsLock` so the step runs in a transaction instead."""
+    unlocked = optimistic(tx)
+    if unlocked and message is not None:
+        raise NeedsLock("recording the answer's message is a second write")
+    rec = ledger.load(tx, approval_id, lock=not unlocked)
     if rec is None:
         return None
+    if unlocked and rec.quorum > 1:
+        raise NeedsLock("a quorum's votes are rows of their own")
     now = clock()  # read once the row is locked: the expiry check is against this instant
     first = message is None or inbound.record(tx, *message, now)
     return Loaded(rec, now, first)
@@ -66,6 +78,8 @@ def load(
 def count(tx: Work, rec: Record, now: float, events: list[Event], vote: Vote, *, show: bool) -> Record:
     """Count one Approve toward the quorum (the approval stays pending): its audit events, its
     row, and (`show`) a card update so the surface shows the progress."""
+    if optimistic(tx):
+        raise NeedsLock("a vote is a row of its own")
     rec = ledger.append(tx, rec, now, events, None, only_pending=True)
     votes.add(tx, rec.id, vote)
     if show:
@@ -108,8 +122,13 @@ def write(
     """Apply the transition (only while pending), its jobs and grant, and count `vote` (the
     Approve that made the quorum); the record as it now stands and the `execute` job claimed
     for the caller, if one was asked for."""
-    # The NOTIFY goes with the UPDATE (PostgreSQL sends it at commit, after the jobs below).
-    rec = ledger.append(tx, rec, now, events, changes, only_pending=True, notify=channel_for(schema))
+    if optimistic(tx) and (vote is not None or claim is not None or grant is not None):
+        raise NeedsLock("a vote, a claimed job or a run grant is a second write")
+    # The NOTIFY and the queued jobs go with the UPDATE (PostgreSQL: in one statement; the
+    # NOTIFY is sent at commit).
+    rec = ledger.append(
+        tx, rec, now, events, changes, only_pending=True, notify=channel_for(schema), queued=queued
+    )
     if vote is not None:
         votes.add(tx, rec.id, vote)
         rec = replace(rec, votes=votes.joined(rec.votes, vote))
@@ -118,8 +137,6 @@ def write(
         execute = jobs.queue_claimed(
             tx, JobKind.EXECUTE, rec.id, claim.due, claim.deadline, claim.locked_until
         )
-    for job in queued:
-        jobs.queue(tx, job.kind, rec.id, job.payload, job.due, job.deadline)
     if grant is not None and rec.status is ApprovalStatus.APPROVED:
         ledger.grant_for_run(tx, rec, grant.tool_key, grant.requester, grant.granted_by, now)
     return rec, execute

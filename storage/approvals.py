@@ -25,7 +25,7 @@ from contracts.errors import AlreadyDecided
 from contracts.ports import Delivered, Route, SmsRoute
 from storage import votes
 from storage.audit import AuditRow, Event, chain_rows
-from storage.direct import Direct
+from storage.direct import Direct, Raced, optimistic
 from storage.jobs import Queued, payload_json, queue
 from storage.notify import channel_for
 from storage.records import Changes, Record, delivered_to_json, delivery_key
@@ -183,8 +183,10 @@ def append(
     *,
     only_pending: bool = False,
     notify: str | None = None,
+    queued: Sequence[Queued] = (),
 ) -> Record:
-    """Chain `events` onto the approval and apply `changes` in one conditional UPDATE.
+    """Chain `events` onto the approval, apply `changes` and queue `queued` in one
+    conditional UPDATE (on PostgreSQL one statement with the audit rows and the jobs).
 
     The UPDATE requires the chain length we read, so a concurrent append (on PostgreSQL)
     fails loudly instead of forking the chain; with `only_pending` it also requires the
@@ -192,10 +194,26 @@ def append(
     channel (`storage.notify.channel_for`) on which the other replicas hear that the
     approval closed, as `notify_closed` tells them, here in the same statement; SQLite
     has no other replicas and ignores it.
+
+    In an optimistic step (`Database.run_write(optimistic=True)`, the row read without its
+    lock) the UPDATE also requires a receipt to be still missing if there was none when
+    read (the one column written without a link on the chain), and a mismatch raises
+    `Raced` so the step runs again, instead of `AlreadyDecided`.
     """
     columns = changes.columns() if changes is not None else None
     values = _chain(
-        tx, rec.id, rec.tenant, rec.audit_seq, rec.audit_head, now, events, columns, only_pending, notify
+        tx,
+        rec.id,
+        rec.tenant,
+        rec.audit_seq,
+        rec.audit_head,
+        now,
+        events,
+        columns,
+        only_pending,
+        notify,
+        queued,
+        undelivered=rec.delivered is None,
     )
     return rec.replace(**values)
 
@@ -227,6 +245,9 @@ def _chain(
     changes: Mapping[str, Any] | None,
     only_pending: bool,
     notify: str | None,
+    queued: Sequence[Queued] = (),
+    *,
+    undelivered: bool = False,
 ) -> dict[str, Any]:
     rows, new_seq, new_head = chain_rows(approval_id, tenant, seq, head, now, events)
     values = {**(changes or {}), "audit_seq": new_seq, "audit_head": new_head}
@@ -234,21 +255,26 @@ def _chain(
     params |= {"where_id": approval_id, "where_seq": seq}
     columns = tuple(values)
     if tx.conn.dialect.name == "postgresql":
-        # One round trip: the UPDATE, the audit rows only if it matched, the NOTIFY.
-        key = (columns, only_pending, notify is not None)
+        # One round trip: the UPDATE, the audit rows and jobs only if it matched, the NOTIFY.
+        raced = optimistic(tx)
+        key = (columns, only_pending, notify is not None, bool(queued), raced and undelivered)
         stmt = _CHAINS.get(key)
         if stmt is None:
-            stmt = _CHAINS[key] = Direct(
-                _update_with_events(columns, only_pending, notify is not None), writes=True
-            )
+            stmt = _CHAINS[key] = Direct(_update_with_events(*key), writes=True)
         if notify is not None:
             params["channel"] = notify
+        if queued:
+            params |= _job_arrays(queued)
         if stmt.scalar(tx, params | _event_arrays(rows)) != 1:
+            if raced:
+                raise Raced(f"approval {approval_id} changed since it was read")
             raise AlreadyDecided(f"approval {approval_id} changed while recording; it is closed")
         return values
     if _update(columns, only_pending).rowcount(tx, params) != 1:
         raise AlreadyDecided(f"approval {approval_id} changed while recording; it is closed")
     _INSERT_EVENTS.many(tx, rows)
+    for job in queued:
+        queue(tx, job.kind, approval_id, job.payload, job.due, job.deadline)
     return values
 
 
@@ -258,7 +284,7 @@ def _chain(
 _EVENT_ARRAYS = [
     sa.bindparam(f"ev_{c}", type_=postgresql.ARRAY(audit_events.c[c].type)) for c in _EVENT_COLUMNS
 ]
-_CHAINS: dict[tuple[tuple[str, ...], bool, bool], Direct] = {}
+_CHAINS: dict[tuple[tuple[str, ...], bool, bool, bool, bool], Direct] = {}
 _INSERT_WITH_EVENTS: dict[tuple[str, ...], Direct] = {}
 
 
@@ -289,29 +315,44 @@ def _events_from_arrays(only_after: Any = None) -> sa.Insert:
     return audit_events.insert().from_select(list(_EVENT_COLUMNS), rows)
 
 
+def _jobs_from_arrays(approval_id: str, only_after: Any = None) -> sa.Insert:
+    """The jobs of the `job_*` arrays for the approval bound as `approval_id` (with
+    `only_after`, only if that CTE has a row)."""
+    due = sa.func.unnest(*_JOB_ARRAYS.values()).table_valued(*_JOB_ARRAYS).render_derived()
+    rows = sa.select(
+        sa.bindparam(approval_id, type_=approvals.c.id.type),
+        *(due.c[c] for c in _JOB_ARRAYS),
+        sa.literal(0, sa.Integer),
+        sa.literal(0.0, sa.Double),
+    )
+    if only_after is not None:
+        rows = rows.where(sa.exists(sa.select(only_after.c.id)))
+    return jobs.insert().from_select(
+        ["approval_id", "kind", "payload", "due_at", "deadline_at", "attempts", "locked_until"], rows
+    )
+
+
 def _insert_with_events(columns: tuple[str, ...]) -> sa.Insert:
     made = approvals.insert().values({c: sa.bindparam(c) for c in columns}).cte("made")
-    due = sa.func.unnest(*_JOB_ARRAYS.values()).table_valued(*_JOB_ARRAYS).render_derived()
-    queued = jobs.insert().from_select(
-        ["approval_id", "kind", "payload", "due_at", "deadline_at", "attempts", "locked_until"],
-        sa.select(
-            sa.bindparam("id", type_=approvals.c.id.type),
-            *(due.c[c] for c in _JOB_ARRAYS),
-            sa.literal(0, sa.Integer),
-            sa.literal(0.0, sa.Double),
-        ),
-    )
-    return _events_from_arrays().add_cte(made).add_cte(queued.cte("queued"))
+    return _events_from_arrays().add_cte(made).add_cte(_jobs_from_arrays("id").cte("queued"))
 
 
-def _update_with_events(columns: tuple[str, ...], only_pending: bool, notify: bool) -> sa.Select[Any]:
-    changed = _update_stmt(columns, only_pending).returning(approvals.c.id).cte("changed")
+def _update_with_events(
+    columns: tuple[str, ...], only_pending: bool, notify: bool, with_jobs: bool, undelivered: bool
+) -> sa.Select[Any]:
+    update = _update_stmt(columns, only_pending)
+    if undelivered:
+        update = update.where(approvals.c.delivered.is_(None))
+    changed = update.returning(approvals.c.id).cte("changed")
     chained = _events_from_arrays(changed).cte("chained")
     counts = [sa.select(sa.func.count()).select_from(changed).scalar_subquery().label("changed")]
     if notify:
         told = sa.select(sa.func.pg_notify(sa.bindparam("channel"), changed.c.id)).cte("told")
         counts.append(sa.select(sa.func.count()).select_from(told).scalar_subquery().label("told"))
-    return sa.select(*counts).add_cte(chained)
+    out = sa.select(*counts).add_cte(chained)
+    if with_jobs:
+        out = out.add_cte(_jobs_from_arrays("where_id", changed).cte("queued"))
+    return out
 
 
 # The conditional UPDATEs `append` runs, one per set of columns, built once with bound

@@ -8,9 +8,11 @@ writer is never contended inside the process (its transactions begin with
 (`storage.group_commit`); reads run in a small thread pool beside it, which WAL allows. On
 PostgreSQL the whole step (check-out, BEGIN, the function, COMMIT, check-in) runs in one
 greenlet on the async engine's connection, whose asyncpg driver it awaits; reads run in
-autocommit (no BEGIN or ROLLBACK round trips), and a step that only reads and then writes
-one statement (`single_write`, a create) runs without a transaction. The hot statements
-go to asyncpg's prepared statements directly (`storage.direct`).
+autocommit (no BEGIN or ROLLBACK round trips), a step that only reads and then writes
+one statement (`single_write`, a create) runs without a transaction, and so does a
+decision (`optimistic`), its one statement conditional on what it read and the step run
+again when that changed. The hot statements go to asyncpg's prepared statements directly
+(`storage.direct`).
 
 Each function runs in a unit of work (`storage.work.Work`) that storage owns: code outside
 storage/ hands it to storage's functions and never sees a connection. The engines are
@@ -35,7 +37,7 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.util import greenlet_spawn
 
-from storage.direct import SINGLE_WRITE
+from storage.direct import OPTIMISTIC, SINGLE_WRITE, NeedsLock, Raced
 from storage.group_commit import GroupWriter
 from storage.permissions import make_private
 from storage.work import Work
@@ -184,10 +186,15 @@ class Database:
             connect_args: dict[str, Any] = {}
             if schema:
                 connect_args["server_settings"] = {"search_path": schema}
+            # At most twice `pool_size` connections, as before, but every one opened is kept:
+            # an overflow connection is closed when returned to a full pool and opened again
+            # at the next burst (a connect, authentication, the driver's type setup, every
+            # prepared statement prepared anew), which at 64 concurrent round trips opened
+            # about 15 connections a second.
             self._writer = create_async_engine(
                 url,
-                pool_size=pool_size,
-                max_overflow=pool_size,
+                pool_size=2 * pool_size,
+                max_overflow=0,
                 connect_args=connect_args,
                 pool_recycle=1800,
                 hide_parameters=True,
@@ -207,7 +214,9 @@ class Database:
         """True on SQLite, where one process owns the database."""
         return self.dialect == "sqlite"
 
-    async def run_write(self, fn: Callable[[Work], T], *, single_write: bool = False) -> T:
+    async def run_write(
+        self, fn: Callable[[Work], T], *, single_write: bool = False, optimistic: bool = False
+    ) -> T:
         """Run `fn(work)` in one write transaction: committed if it returns, rolled back if
         it raises. `fn` is synchronous and must not block on anything but the database.
 
@@ -215,13 +224,23 @@ class Database:
         `storage.intake.write`), so on PostgreSQL it runs without BEGIN and COMMIT, two
         round trips fewer: under READ COMMITTED each read sees what it would see inside a
         transaction, and one statement is atomic by itself. A second write raises
-        `SecondWrite` before it is sent. SQLite runs it in a transaction as any other."""
+        `SecondWrite` before it is sent. SQLite runs it in a transaction as any other.
+
+        `optimistic` (PostgreSQL; a decision): `fn` runs as with `single_write`, its reads
+        taking no row lock (`storage.direct.optimistic(conn)` is true), and its one write
+        is conditional on the row being as it read it. When that write matches nothing
+        (`Raced`: a concurrent write got there first) `fn` runs again from its reads, up to
+        `OPTIMISTIC_TRIES` times, then in a transaction; when `fn` finds it needs more than
+        one write (`NeedsLock`, raised before anything is written) it runs at once in a
+        transaction, where its reads lock. SQLite runs it in a transaction as any other."""
         try:
             if self._group is not None:
                 result: T = await self._group.submit(fn)
                 return result
             # One greenlet for the whole transaction (connect, BEGIN, fn, COMMIT, check-in):
             # `AsyncEngine.begin()` and `run_sync` would spawn one for each step.
+            if optimistic and self.dialect == "postgresql":
+                return await greenlet_spawn(_optimistic_on, self._writer.sync_engine, fn)
             if single_write and self.dialect == "postgresql":
                 return await greenlet_spawn(_single_write_on, self._writer.sync_engine, fn)
             return await greenlet_spawn(_write_on, self._writer.sync_engine, fn)
@@ -302,6 +321,32 @@ def _single_write_on(engine: Engine, fn: Callable[[Work], T]) -> T:
             return fn(Work(auto))
         finally:
             auto.info.pop(SINGLE_WRITE, None)
+
+
+OPTIMISTIC_TRIES = 3
+"""Optimistic runs of a step before it runs in a transaction: each lost race means another
+step changed the row meanwhile, and under that much contention the row lock is cheaper."""
+
+
+def _optimistic_on(engine: Engine, fn: Callable[[Work], T]) -> T:
+    """`fn` in autocommit with one conditional write (reads unlocked), again while it loses
+    the race, then in one transaction (see `Database.run_write`)."""
+    with engine.connect() as conn:
+        auto = conn.execution_options(isolation_level="AUTOCOMMIT")
+        try:
+            for _ in range(OPTIMISTIC_TRIES):
+                auto.info[SINGLE_WRITE] = 0
+                auto.info[OPTIMISTIC] = True
+                try:
+                    return fn(Work(auto))
+                except Raced:
+                    continue
+                except NeedsLock:
+                    break
+        finally:
+            auto.info.pop(SINGLE_WRITE, None)
+            auto.info.pop(OPTIMISTIC, None)
+    return _write_on(engine, fn)
 
 
 def _read_on(engine: Engine, fn: Callable[[Work], T]) -> T:

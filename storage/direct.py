@@ -137,6 +137,26 @@ class SecondWrite(RuntimeError):
     """A step run without a transaction tried a second write (a programming error)."""
 
 
+# `Connection.info` key of a step run optimistically (`Database.run_write` with `optimistic`):
+# its reads take no lock and its one write is conditional on what they read.
+OPTIMISTIC = "cosigner_optimistic"
+
+
+class Raced(RuntimeError):
+    """An optimistic step's conditional write matched no row: the row changed since the step
+    read it. Nothing was written; the step runs again and reads it anew."""
+
+
+class NeedsLock(RuntimeError):
+    """An optimistic step needs more than one write (or a read under the row lock) for what
+    it found; raised before anything is written, so the step runs again in a transaction."""
+
+
+def optimistic(work: Work) -> bool:
+    """Whether `work` runs a step optimistically (see `OPTIMISTIC`)."""
+    return bool(work.conn.info.get(OPTIMISTIC))
+
+
 def _count_write(tx: Connection) -> None:
     info = tx.info
     sent = info.get(SINGLE_WRITE)

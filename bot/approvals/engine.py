@@ -437,7 +437,10 @@ class Engine:
                 schema=self.db.schema,
                 callback_window=self.policy.defaults.callback_retry_window,
                 send_execute=self.executes,
-            )
+            ),
+            # Without a message to record or more to write, PostgreSQL decides in two round
+            # trips (an unlocked read, one conditional write) instead of a locked transaction.
+            optimistic=closing.inbound is None and closing.also is None and closing.run_grant is None,
         )
         if self.tracing.enabled:  # the answer's span and the approval's, when spans are exported
             answered = Answered(closing.decided_by, closing.to, done.refusal, done.changed, done.counted)

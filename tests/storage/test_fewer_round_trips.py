@@ -11,13 +11,14 @@ import asyncpg
 import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
+from sqlalchemy.pool import QueuePool
 
 from contracts.answers import PolicyDecider
 from contracts.denials import Scope
 from contracts.enums import ApprovalStatus, JobKind, SurfaceType
 from contracts.errors import AlreadyDecided
 from storage import approvals as ledger
-from storage import denials, intake
+from storage import denials, intake, raw
 from storage.audit import GENESIS, Event
 from storage.database import Database
 from storage.direct import SecondWrite
@@ -215,3 +216,32 @@ async def test_a_decision_notifies_in_its_own_statement_and_only_if_it_won() -> 
             ]
         finally:
             await listener.close()
+
+
+async def test_connections_a_burst_opens_are_kept_for_the_next_one() -> None:
+    url = postgres_url()
+    if not url:
+        pytest.skip("needs PostgreSQL (COSIGNER_TEST_POSTGRES_URL): SQLite keeps its own connections")
+    async with database("postgres") as made:
+        db = Database(url, schema=made.schema, pool_size=1)
+        try:
+            held = asyncio.Event()
+
+            async def hold() -> None:
+                async with raw.read(db) as conn:  # two at once: the pool's size, then one more
+                    await conn.execute(sa.select(1))
+                    await held.wait()
+
+            waiting = [asyncio.create_task(hold()) for _ in range(2)]
+            pool = db._writer.sync_engine.pool
+            assert isinstance(pool, QueuePool)
+            while pool.checkedout() < 2:
+                await asyncio.sleep(0)
+            held.set()
+            await asyncio.gather(*waiting)
+            # Both stay open (opening one again costs a connect and every statement prepared
+            # anew), and twice the pool size is still the most ever open.
+            assert pool.checkedin() == 2
+            assert pool.size() == 2 and pool._max_overflow == 0
+        finally:
+            await db.close()
