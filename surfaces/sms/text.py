@@ -308,10 +308,12 @@ def closed_text(card: ApprovalCard) -> str:
 
 def edited_text(card: ApprovalCard) -> str:
     """The reply to an answer to a call an approver edited after it was texted: the call
-    texted is not the one asked now, so the answer is not counted."""
+    texted is not the one asked now, so the answer is not counted; the edited call is texted
+    to the same number (`SmsAdapter.retext`), and an answer to that text counts."""
     return (
         f"Not accepted: request {card.short_code} was edited by an approver after it was texted "
-        "to you, so your answer was not counted. Nothing was decided."
+        "to you, so your answer was not counted. The edited call has been texted to you (or will "
+        "be in a moment): answer that text. Nothing was decided."
     )
 
 
