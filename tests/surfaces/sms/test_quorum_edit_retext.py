@@ -158,7 +158,8 @@ async def test_edited_call_is_texted_once_across_a_restart_and_only_its_yes_coun
             code = first.split(":")[0].removeprefix("Cosigner request ")
             assert edited.startswith(f"Cosigner request {code}: approve issue_refund?"), edited
             assert "(edited by an approver: this call, not the agent's)" in edited
-            assert "amountCents=4000," in edited and "2 approvers must say YES" in edited
+            assert "\nParams: amountCents=4000, orderId=ord_1\nChanged: amountCents 40000->4000.\n" in edited
+            assert "2 approvers must say YES" in edited
             await until_async(lambda: _all_done(db, aid))
 
             # The same version queued again (another replica's copy, a retried attempt): no text.
