@@ -380,3 +380,26 @@ class FollowUpSurface(Protocol):
     async def show_escalated(self, card: ApprovalCard, route: Route, delivered: Delivered) -> None:
         """Show on the pending card, in place, that the request was escalated."""
         ...
+
+
+@dataclass(frozen=True)
+class Retexted:
+    """What texting an edited call again did: the numbers texted it now, those whose first
+    text of the request is still on its way (try again shortly), and why any other number
+    that was shown an earlier version could not be texted."""
+
+    texted: tuple[str, ...] = ()
+    in_flight: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()
+
+
+@runtime_checkable
+class RetextSurface(Protocol):
+    """What a surface whose texts cannot change once sent (SMS, WhatsApp) offers besides: an
+    edited call texted to the numbers that were texted an earlier version of it."""
+
+    async def retext(self, card: ApprovalCard, route: Route, delivered: Delivered) -> Retexted:
+        """Text the call on `card` (its current version) to each approver of `route` who was
+        texted the request showing another version and has not opted out, once per number
+        and version; each answer to it is then counted for this version."""
+        ...

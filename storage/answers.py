@@ -88,17 +88,29 @@ def count(tx: Work, rec: Record, now: float, events: list[Event], vote: Vote, *,
 
 
 def revise(
-    tx: Work, rec: Record, now: float, events: list[Event], changes: Changes, vote: Vote, *, show: bool
+    tx: Work,
+    rec: Record,
+    now: float,
+    events: list[Event],
+    changes: Changes,
+    vote: Vote,
+    *,
+    show: bool,
+    retext: str | None = None,
 ) -> Record:
     """An edit of a call a quorum must approve (the approval stays pending): the new version
     of the call stored (`changes.edit`) with its audit events, every approval of an earlier
-    version set aside, the editor's own Approve counted as the first of the new version, and
-    (`show`) a card update so the surface shows the edited call."""
+    version set aside, the editor's own Approve counted as the first of the new version,
+    (`show`) a card update so the surface shows the edited call, and (`retext`, the new
+    version's digest) a job texting it to the numbers an earlier version was texted to,
+    due now and tried until the approval expires."""
     rec = ledger.append(tx, rec, now, events, changes, only_pending=True)
     votes.set_aside(tx, rec.id)
     votes.add(tx, rec.id, vote)
     if show:
         jobs.queue(tx, JobKind.SHOW, rec.id, None, now, now + SHOW_WINDOW)
+    if retext is not None:
+        jobs.queue(tx, JobKind.RETEXT, rec.id, jobs.Version(retext), now, max(rec.expires_at, now))
     return replace(rec, votes=(vote,))
 
 

@@ -41,9 +41,17 @@ class EscalationStep:
     route: Route
 
 
-# A job's payload, by kind: callback and verify a Delivery, escalate an EscalationStep, the
-# others nothing. Stored as the JSON object it always was.
-Payload = Delivery | EscalationStep | None
+@dataclass(frozen=True)
+class Version:
+    """What a retext carries: the digest of the edited call to text (a later edit queues
+    its own; a retext of a version replaced since texts nothing)."""
+
+    digest: str
+
+
+# A job's payload, by kind: callback and verify a Delivery, escalate an EscalationStep,
+# retext a Version, the others nothing. Stored as the JSON object it always was.
+Payload = Delivery | EscalationStep | Version | None
 
 
 def payload_json(payload: Payload) -> str:
@@ -53,6 +61,8 @@ def payload_json(payload: Payload) -> str:
     if isinstance(payload, EscalationStep):
         step = {"step": payload.step, "to": payload.to.value, "route": route_fields(payload.route)}
         return json.dumps(step)
+    if isinstance(payload, Version):
+        return json.dumps({"digest": payload.digest})
     return "{}"
 
 
@@ -63,6 +73,8 @@ def payload_from_json(text: str) -> Payload:
         return Delivery(str(d["delivery"]))
     if "step" in d:
         return EscalationStep(int(d["step"]), ApproverKind(d["to"]), route_from_fields(d["route"]))
+    if "digest" in d:
+        return Version(str(d["digest"]))
     return None
 
 

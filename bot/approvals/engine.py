@@ -466,8 +466,8 @@ class Engine:
                 "approval counted",
                 extra={"approval_id": approval_id, "tenant": done.record.tenant, "status": "pending"},
             )
-            if done.record.delivered is not None:
-                self.wakeups.jobs.set()  # the card shows the progress
+            if done.record.delivered is not None or done.record.escalated:
+                self.wakeups.jobs.set()  # the card shows the progress (an edit: texts it again)
         if done.refusal is not None:
             raise done.refusal
         return done.record

@@ -538,7 +538,21 @@ def revise(tx: Work, rec: Record, now: float, c: Closing, answer: Revised) -> Re
     if c.also is not None:
         events += c.also(tx, rec, now)  # who vouched for the person (an inbox answer)
     show = rec.delivered is not None or bool(rec.escalated)
-    return answers.revise(tx, rec, now, events, Changes(edit=c.changes.edit), answer.vote, show=show)
+    new = c.changes.edit.result.digest if c.changes.edit.result is not None else rec.digest
+    retext = new if texted(rec) else None
+    return answers.revise(
+        tx, rec, now, events, Changes(edit=c.changes.edit), answer.vote, show=show, retext=retext
+    )
+
+
+TEXTED = frozenset({SurfaceType.SMS, SurfaceType.WHATSAPP})
+
+
+def texted(rec: Record) -> bool:
+    """True when the request was texted to a phone (SMS or WhatsApp, on its own route or an
+    escalation step's): an edit of its call is then texted again (`JobKind.RETEXT`)."""
+    steps = [(rec.route, rec.delivered), *((e.route, e.delivered) for e in rec.escalated)]
+    return any(r is not None and r.surface in TEXTED and d is not None for r, d in steps)
 
 
 def counted_event(by: DecidedBy, comment: str | None, n: int, quorum: int) -> Event:

@@ -11,6 +11,9 @@ again, across restarts. A job that finds the request closed does nothing.
   then the card is delivered on the step's route and its receipt stored, which is what lets
   that route's approvers answer there; the original card then says so.
 - `show_outcomes`: when the request closes, each escalated card is closed in place too.
+- `retext`: after an edit under a quorum (`lifecycle.revise` queues it), the edited call is
+  texted to every number that was texted an earlier version (SMS and WhatsApp texts cannot
+  change in place), once per number and version; their answers then count for it.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from contracts.ports import (
     DashboardRoute,
     Delivered,
     FollowUpSurface,
+    RetextSurface,
     Route,
     SmsRoute,
     SurfaceAdapter,
@@ -34,7 +38,7 @@ from storage import follow_ups as store
 from storage import jobs
 from storage.audit import Event
 from storage.database import Database
-from storage.jobs import EscalationStep, Job
+from storage.jobs import EscalationStep, Job, Version
 from storage.records import Escalation, Record, route_fields
 
 log = logging.getLogger("cosigner.follow_ups")
@@ -148,6 +152,48 @@ class FollowUps:
             self.wakeups.jobs.set()
         else:
             await self._show_escalated(taken.record.id)
+        await self._finish(job.id)
+
+    async def retext(self, job: Job) -> None:
+        """Text an edited call to every number that was texted an earlier version of the
+        request (SMS, WhatsApp; its own route and each escalation step's), once per number
+        and version, so they can answer it; then record who was texted on the chain. A
+        request closed or edited again since texts nothing (the later edit queued its own)."""
+        if not isinstance(job.payload, Version):
+            await self._finish(job.id, "no version")
+            return
+        rec = await self.engine.record(job.approval_id)
+        if rec.closed or rec.call_digest != job.payload.digest:
+            await self._finish(job.id)
+            return
+        card = rec.card()
+        steps = [(rec.route, rec.delivered, card)]
+        # Always deny belongs to the request's one approver (see `escalate`).
+        escalated = replace(card, offers_always_deny=False)
+        steps += [(e.route, e.delivered, escalated) for e in rec.escalated]
+        texted: list[str] = []
+        in_flight: list[str] = []
+        problems: list[str] = []
+        for route, delivered, shown in steps:
+            adapter = self.surfaces.get(route.surface) if route is not None else None
+            if route is None or delivered is None or not isinstance(adapter, RetextSurface):
+                continue
+            try:
+                done = await adapter.retext(shown, route, delivered)
+            except SurfaceUnavailable as exc:
+                problems.append(exc.message)
+                continue
+            texted += done.texted
+            in_flight += done.in_flight
+            problems += done.problems
+        if texted or (problems and not in_flight):
+            data = {"digest": job.payload.digest, "texted": texted, "problems": problems}
+            await self.engine.note(rec.id, AuditEvent.EDIT_TEXTED, data)
+        if in_flight:
+            # A number's first text is still being sent (an escalation running now): text
+            # the edited call after it, not before.
+            await self._finish(job.id, "a first text is still on its way", self.clock() + NOT_DELIVERED_RETRY)
+            return
         await self._finish(job.id)
 
     async def _failed(self, job: Job, rec: Record, step: int, why: str) -> None:

@@ -123,6 +123,7 @@ class JobWorker:
             JobKind.VERIFY: self._verify,
             JobKind.REMIND: self.follow_ups.remind,
             JobKind.ESCALATE: self.follow_ups.escalate,
+            JobKind.RETEXT: self.follow_ups.retext,
         }
         try:
             await handlers[kind](job)

@@ -22,7 +22,7 @@ from twilio.rest import Client
 
 from contracts.enums import ApprovalStatus, SurfaceType
 from contracts.errors import SurfaceUnavailable
-from contracts.ports import ApprovalCard, Delivered, SmsDesk, SmsRoute
+from contracts.ports import ApprovalCard, Delivered, Retexted, SmsDesk, SmsRoute
 from contracts.ports import Route as ApprovalRoute
 from surfaces.sms.follow_up_text import reminder_text
 from surfaces.sms.handoff_text import to_handoff_outcome_text, to_handoff_text
@@ -270,6 +270,46 @@ class SmsAdapter:
     async def show_escalated(self, card: ApprovalCard, route: ApprovalRoute, delivered: Delivered) -> None:
         """A text already sent cannot change: the escalated approvers get their own."""
         return
+
+    async def retext(self, card: ApprovalCard, route: ApprovalRoute, delivered: Delivered) -> Retexted:
+        """Text the edited call to each approver of `route` who was texted another version.
+
+        A number is texted once per version: its latest text's digest (`texted_digest`) is
+        written once Twilio accepted the text, so a retried job skips it. Until then a YES
+        from it still names the version texted before, and is refused as such; a crash
+        between the two texts it again (at least once, as a delivery does)."""
+        if not isinstance(route, SmsRoute):
+            raise SurfaceUnavailable(f"the sms surface cannot text a {route.surface} route")
+        client = self._live_client()
+        if delivered.conversation.startswith("MG"):
+            from_number, service = None, delivered.conversation
+        else:
+            from_number, service = delivered.conversation, None
+        conversation = delivered.conversation
+        texted, in_flight, problems = [], [], []
+        for number in route.approvers:
+            if not await self.desk.was_texted(card.approval_id, number):
+                continue  # never shown: a text still to come shows the current call
+            if await self.desk.texted_digest(card.approval_id, number) == card.digest:
+                continue  # shows this version already
+            if not E164.match(number) or await self.desk.opted_out(number):
+                problems.append(f"{mask(number)} cannot be texted (opted out by STOP)")
+                continue
+            if await self.desk.sent_sid(card.approval_id, number) is None:
+                in_flight.append(number)  # its first text is being sent: not after it
+                continue
+            pending = await self.desk.pending_for_number(conversation, number)
+            others = any(p.card.approval_id != card.approval_id for p in pending)
+            body = (to_handoff_text if card.handoff else to_sms_text)(card, code_required=others)
+            try:
+                sid = await self._send(client, number, from_number, service, body, None)
+            except SurfaceUnavailable as exc:
+                problems.append(exc.message)
+                continue
+            await self.desk.mark_texting(card.approval_id, number, card.digest or None)
+            logger.info("sms edited call texted approval=%s sid=%s", card.approval_id, sid)
+            texted.append(number)
+        return Retexted(tuple(texted), tuple(in_flight), tuple(problems))
 
     async def _send(
         self,

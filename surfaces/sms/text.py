@@ -119,15 +119,38 @@ def left_out(card: ApprovalCard, limit: int = VALUE_LIMIT) -> Hidden:
     return Hidden(masked=masked, cut=cut)
 
 
+EDITED_MARKS = (
+    " (edited by an approver: this call, not the agent's)",
+    " (edited by an approver)",
+    " (edited)",
+)
+
+
 def to_sms_text(card: ApprovalCard, *, code_required: bool) -> str:
     """The request text: tool, redacted parameters, the agent's claim, expiry, how to answer.
 
     For an operation, the application's preview is what is approved; the agent's request
-    is then part of its claim."""
+    is then part of its claim. A call an approver edited is marked so in the first line,
+    with a line saying what changed (`changed_lines`) under the call; shorter forms of both
+    are used when the long ones would leave the call itself cut, and none at the last."""
+    if card.edited is None or card.status is not ApprovalStatus.PENDING:
+        return _request_text(card, code_required, "", "")[0]
+    tried = []
+    for change in [*changed_lines(card), ""]:
+        for mark in EDITED_MARKS:
+            text, whole = _request_text(card, code_required, mark, change)
+            if whole and sms_length(text) <= BUDGET:
+                return text
+            tried.append(text)
+    fitting = [t for t in tried if sms_length(t) <= BUDGET]
+    return fitting[0] if fitting else tried[-1]
+
+
+def _request_text(card: ApprovalCard, code_required: bool, mark: str, change: str) -> tuple[str, bool]:
+    """The request text with `mark` after its question and `change` under the call, and
+    whether it is whole: the call's list of fields not cut, and the claim's line kept."""
     what = card.preview.title if card.preview is not None else card.tool_name
-    head = f"Cosigner request {card.short_code}: approve {what}?"
-    if card.edited is not None and card.status is ApprovalStatus.PENDING:
-        head += " (edited by an approver: this call, not the agent's)"
+    head = f"Cosigner request {card.short_code}: approve {what}?{mark}"
     expiry = f"Expires {_clock(card.expires_at, card.created_at)}."
     code = f" {card.short_code}" if code_required else ""
     if code_required:
@@ -145,14 +168,15 @@ def to_sms_text(card: ApprovalCard, *, code_required: bool) -> str:
         claim = " ".join(f"{compact_parameters(card.parameters)}. {claim}".translate(_PLAIN).split())
     missing = left_out(card)
     notice = f"{missing.notice(f'reply MORE{code} for the whole call')}." if missing else ""
+    said = claim
     claim_line = f'{CLAIM_LABEL}"{claim}"' if claim else ""
     # The parameters come first; the claim keeps only a short minimum for itself.
     reserved = min(sms_length(claim_line), len(CLAIM_LABEL) + CLAIM_MIN)
 
     def room_for(notice: str) -> int:
         # What is left for the parameters and the claim; each newline is one septet.
-        lines = 4 + (1 if claim else 0) + (1 if notice else 0)
-        fixed = sum(sms_length(line) for line in (head, expiry, how, notice))
+        lines = 4 + (1 if claim else 0) + (1 if notice else 0) + (1 if change else 0)
+        fixed = sum(sms_length(line) for line in (head, change, expiry, how, notice))
         return BUDGET - fixed - (lines - 1)
 
     room = room_for(notice)
@@ -163,8 +187,11 @@ def to_sms_text(card: ApprovalCard, *, code_required: bool) -> str:
         limit = VALUE_LIMITS[-1]
         # At the least, the claim line still says how much of the claim it cut.
         least = min(sms_length(claim_line), len(CLAIM_LABEL) + len("(+9999 chars cut)"))
-        for reserve, limit in ((r, v) for r in (reserved, least) for v in VALUE_LIMITS):
+        # At the last, the claim gives up its line (MORE texts it with the whole call).
+        for reserve, limit in ((r, v) for r in (reserved, least, 0) for v in VALUE_LIMITS):
             shown = "Params: " + compact_parameters(card.asked(), limit)
+            if reserve == 0 and claim:
+                claim, room = "", room + 1  # the claim's newline too
             if sms_length(shown) <= room - reserve:
                 reserved = reserve
                 break
@@ -179,11 +206,30 @@ def to_sms_text(card: ApprovalCard, *, code_required: bool) -> str:
         notice = f"Not all fields shown. {more or f'Reply MORE{code} for the whole call'}."
         room = room_for(notice)
         params = cut(shown, max(room - reserved, MIN_PARAMS))
-    body = [head, params]
+    body = [head, params, *([change] if change else [])]
     if claim:
         budget = min(room - sms_length(params), len(CLAIM_LABEL) + CLAIM_MAX)
         body.append(CLAIM_LABEL + cut(f'"{claim}"', max(budget - len(CLAIM_LABEL), 0)))
-    return "\n".join([*body, *([notice] if notice else []), expiry, how])
+    return "\n".join([*body, *([notice] if notice else []), expiry, how]), params == shown and claim == said
+
+
+def changed_lines(card: ApprovalCard) -> list[str]:
+    """What an approver's edit changed, longest first: `Changed: amountCents 40000->4000.`,
+    then the fields' names only; none when the call was not edited (or is closed)."""
+    if card.edited is None or card.status is not ApprovalStatus.PENDING or card.preview is not None:
+        return []
+    names = sorted(
+        (k for k in card.edited if k not in card.parameters or card.parameters[k] != card.edited[k]), key=str
+    )
+    if not names:
+        return []
+    listed = f"Changed: {', '.join(_token(str(n)) for n in names)}."
+    olds = [_value(card.parameters[n]) if n in card.parameters else "(none)" for n in names]
+    news = [_value(card.edited[n]) for n in names]
+    if any(len(v) > VALUE_LIMITS[-1] for v in (*olds, *news)):
+        return [listed]  # long values: the call above shows the new ones, MORE the rest
+    pairs = ", ".join(f"{_token(str(n))} {o}->{v}" for n, o, v in zip(names, olds, news, strict=True))
+    return [f"Changed: {pairs}.", listed]
 
 
 def more_texts(card: ApprovalCard) -> list[str]:
@@ -308,10 +354,12 @@ def closed_text(card: ApprovalCard) -> str:
 
 def edited_text(card: ApprovalCard) -> str:
     """The reply to an answer to a call an approver edited after it was texted: the call
-    texted is not the one asked now, so the answer is not counted."""
+    texted is not the one asked now, so the answer is not counted; the edited call is texted
+    to the same number (`SmsAdapter.retext`), and an answer to that text counts."""
     return (
         f"Not accepted: request {card.short_code} was edited by an approver after it was texted "
-        "to you, so your answer was not counted. Nothing was decided."
+        "to you, so your answer was not counted. The edited call has been texted to you (or will "
+        "be in a moment): answer that text. Nothing was decided."
     )
 
 

@@ -23,7 +23,7 @@ from twilio.rest import Client
 
 from contracts.enums import ApprovalStatus, SurfaceType
 from contracts.errors import SurfaceUnavailable
-from contracts.ports import ApprovalCard, Delivered, SmsDesk, SmsRoute
+from contracts.ports import ApprovalCard, Delivered, Retexted, SmsDesk, SmsRoute
 from contracts.ports import Route as ApprovalRoute
 from surfaces.sms.adapter import SEND_TIMEOUT, SmsConfig, SmsConfigError, mask
 from surfaces.sms.text import to_outcome_text, to_sms_text
@@ -189,6 +189,51 @@ class WhatsAppAdapter:
                     mask(number),
                     exc.message,
                 )
+
+    async def retext(self, card: ApprovalCard, route: ApprovalRoute, delivered: Delivered) -> Retexted:
+        """Send the template again, showing the edited call, to each approver of `route` who
+        was sent another version; as `SmsAdapter.retext`, once per number and version.
+
+        It is the same approved template (the call is its `{{1}}`), so it reaches a number
+        outside its 24-hour session too. The number keeps its nonce; the new message becomes
+        the one its taps must answer (`OriginalRepliedMessageSid`), so a tap on the message
+        sent before the edit is refused and told the call was edited."""
+        if not isinstance(route, SmsRoute) or route.surface is not SurfaceType.WHATSAPP:
+            raise SurfaceUnavailable(f"the whatsapp surface cannot message a {route.surface} route")
+        client = self._live()
+        sender = delivered.conversation
+        texted, in_flight, problems = [], [], []
+        for number in route.approvers:
+            if not await self.desk.was_texted(card.approval_id, number):
+                continue
+            if await self.desk.texted_digest(card.approval_id, number) == card.digest:
+                continue
+            if await self.desk.opted_out(number):
+                problems.append(f"{mask(number)} cannot be messaged (opted out by STOP)")
+                continue
+            nonce = delivered.extra.get(nonce_key(number))
+            if nonce is None or await self.desk.sent_sid(card.approval_id, number) is None:
+                in_flight.append(number)  # its first message is being sent: not after it
+                continue
+            pending = await self.desk.pending_for_number(sender, number)
+            others = any(p.card.approval_id != card.approval_id for p in pending)
+            variables = content_variables(card, to_sms_text(card, code_required=others), nonce)
+            try:
+                sid = await self._send(
+                    client,
+                    to=number,
+                    from_=sender,
+                    content_sid=self.config.content_sid,
+                    content_variables=json.dumps(variables),
+                )
+            except SurfaceUnavailable as exc:
+                problems.append(exc.message)
+                continue
+            await self.desk.mark_texting(card.approval_id, number, card.digest or None)
+            await self.desk.record_sent(card.approval_id, number, sid)
+            logger.info("whatsapp edited call sent approval=%s sid=%s", card.approval_id, sid)
+            texted.append(number)
+        return Retexted(tuple(texted), tuple(in_flight), tuple(problems))
 
     def _live(self) -> Client:
         if self._client is None:

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("cosigner.whatsapp")
 NOT_YOURS = "This button was not sent to this number for this request; it decides nothing."
+EDITED_SINCE = "the tap answers a message of this request sent before an approver edited its call"
 
 
 class WhatsAppWebhooks(SmsWebhooks):
@@ -70,6 +71,8 @@ class WhatsAppWebhooks(SmsWebhooks):
             await self.desk.answer(answer)
         except CosignerError as exc:
             logger.info("whatsapp tap refused approval=%s code=%s", tap.approval_id, exc.code)
+            if mismatch == EDITED_SINCE and placed.card.status is ApprovalStatus.PENDING:
+                return twiml(edited_text(placed.card)), True
             if mismatch is not None:
                 return twiml(NOT_YOURS), True
             placed = await self.desk.placed(tap.approval_id)
@@ -94,5 +97,7 @@ class WhatsAppWebhooks(SmsWebhooks):
             return "the nonce was not sent to this number"
         sent = await self.desk.sent_sid(tap.approval_id, sender)
         if replied is not None and sent is not None and replied != sent:
+            if await self.desk.approval_of_sid(replied) == tap.approval_id:
+                return EDITED_SINCE  # the edited call was sent since (`WhatsAppAdapter.retext`)
             return "the tap answers another message"
         return None

@@ -88,6 +88,7 @@ class JobKind(StrEnum):
     VERIFY = "verify"  # ask a handoff's `expect` endpoint whether the step really happened
     REMIND = "remind"  # remind the approvers still to answer, where the request was asked
     ESCALATE = "escalate"  # deliver a still-pending request to an escalation step's route too
+    RETEXT = "retext"  # text an edited call to the numbers an earlier version of it was texted to
 
 
 class AuditEvent(StrEnum):
@@ -119,6 +120,7 @@ class AuditEvent(StrEnum):
     APPROVAL_COUNTED = "approval_counted"  # one approver's Approve toward a quorum above 1
     CALL_EDITED = "call_edited"  # an approver edited a call a quorum must approve: a new version
     APPROVALS_SET_ASIDE = "approvals_set_aside"  # Approves of a version an edit replaced, no longer counted
+    EDIT_TEXTED = "edit_texted"  # the edited call texted to the numbers shown an earlier version
 
 
 class OperationState(StrEnum):

@@ -135,6 +135,8 @@ class FakeDesk:
             raise WrongTenant("another tenant's number.")
         if answer.actor not in placed.route.approvers:
             raise NotAnApprover("you are not an approver of this request.")
+        if answer.mismatch is not None:
+            raise WrongConversation(answer.mismatch)  # a WhatsApp tap not this number's to give
         self.answers.append(answer)
         status = ApprovalStatus.APPROVED if answer.verdict is Verdict.APPROVE else ApprovalStatus.DENIED
         self.close(answer.approval_id, status, "person", answer.actor)

@@ -116,7 +116,9 @@ async def test_a_text_sent_after_the_edit_shows_the_edited_call_and_its_yes_coun
         h.advance(20 * MINUTE)
         (texted,) = await until(lambda: emu.texts_to(STAFF))
         assert "edited by an approver" in texted.body and "amountCents=4000," in texted.body, texted.body
-        assert "40000" not in texted.body
+        # The agent's value appears only as what the edit changed, never as the call asked.
+        assert "Params: amountCents=4000," in texted.body, texted.body
+        assert "\nChanged: amountCents 40000->4000.\n" in texted.body, texted.body
 
         answered = await phone.text(STAFF, BOT, "YES")
         assert answered.status_code == 200 and "Not accepted" not in answered.text, answered.text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import timedelta
 from typing import Any
 
@@ -178,3 +179,72 @@ def test_help_and_closed_texts(kit: Any) -> None:
     assert "CANCEL" not in both and "STOP" not in both
     assert closed_text(kit.card(status=ApprovalStatus.EXPIRED)) == ("Request 4821 expired, nothing was done.")
     assert "already approved" in closed_text(kit.card(status=ApprovalStatus.APPROVED))
+
+
+def test_an_edited_call_is_marked_and_says_what_changed(kit: Any) -> None:
+    card = dataclasses.replace(
+        kit.card(),
+        edited={"orderId": "ord_4421", "amountCents": 4000, "cardToken": "[REDACTED]"},
+        quorum=2,
+    )
+    text = to_sms_text(card, code_required=False)
+    assert text.splitlines() == [
+        # The long mark would cut the call: the shorter one, and what changed, fit.
+        "Cosigner request 4821: approve issue_refund? (edited by an approver)",
+        "Params: amountCents=4000, cardToken=[REDACTED], orderId=ord_4421",
+        "Changed: amountCents 12900->4000.",
+        'Agent says (unverified): "Customer says ... (+29 chars cut)',
+        "Expires 16:00 UTC.",
+        "Reply YES or NO. 2 approvers must say YES; one NO denies.",
+    ]
+    assert segments(text) <= 2
+
+
+def test_an_edit_of_long_values_names_the_fields_only_and_a_full_text_says_nothing(kit: Any) -> None:
+    long = {"note": "a" * 40, "orderId": "ord_1"}
+    card = dataclasses.replace(kit.card(parameters=long), edited={**long, "note": "b" * 40}, quorum=2)
+    assert "Changed: note.\n" in to_sms_text(card, code_required=False)
+    full = {"note": "x" * 600, "orderId": "ord_1"}
+    card = dataclasses.replace(kit.card(parameters=full), edited={**full, "note": "y" * 600}, quorum=2)
+    text = to_sms_text(card, code_required=True)
+    assert sms_length(text) <= BUDGET and "Params: note=yyyyyyyyyyyy...(+588), orderId=ord_1\n" in text
+    assert "Changed: note.\n" in text and "(edited)" in text
+
+
+def test_a_quorum_text_needing_a_code_still_shows_the_call(kit: Any) -> None:
+    # Before, the quorum's longer answer line left no room: "Param... (+44 chars cut)", and
+    # 312 septets (three segments). The claim now gives up its line; MORE texts it.
+    card = dataclasses.replace(kit.card(parameters={"note": "x" * 600, "orderId": "ord_1"}), quorum=2)
+    text = to_sms_text(card, code_required=True)
+    assert sms_length(text) <= BUDGET
+    assert text.splitlines()[1].startswith("Params: note=xxxx") and "orderId=ord_1" in text
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    data=st.data(),
+    code_required=st.booleans(),
+    quorum=st.integers(1, 5),
+    tool=st.from_regex(r"[A-Za-z0-9_.\-]{1,40}", fullmatch=True),
+)
+def test_any_quorum_or_edited_request_fits_two_segments_worth(
+    kit: Any, data: st.DataObject, code_required: bool, quorum: int, tool: str
+) -> None:
+    text_kind = data.draw(st.sampled_from([GSM_TEXT, ANY_TEXT]))
+    values = st.one_of(text_kind, st.integers(), st.booleans(), st.none())
+    params = data.draw(
+        st.dictionaries(text_kind.filter(bool).map(lambda key: key[:20]), values, min_size=1, max_size=8)
+    )
+    edited = {**params, **data.draw(st.dictionaries(st.sampled_from(sorted(params)), values, min_size=1))}
+    reason = data.draw(st.one_of(st.none(), text_kind))
+    card = kit.card(tool_name=tool, parameters=params, reason=reason)
+    if data.draw(st.booleans()):
+        card = dataclasses.replace(card, edited=edited, quorum=max(quorum, 2))
+    else:
+        card = dataclasses.replace(card, quorum=quorum)
+    text = to_sms_text(card, code_required=code_required)
+    assert sms_length(text) <= BUDGET
+    assert text.startswith(f"Cosigner request 4821: approve {tool}?")
+    assert ("(edited" in text.splitlines()[0]) == (card.edited is not None)
+    if text_kind is GSM_TEXT:
+        assert segments(text) <= 2
