@@ -8,9 +8,13 @@ async with cosigner_app(POLICY, database=db) as h:
 from __future__ import annotations
 
 import asyncio
+import atexit
+import contextlib
 import http.server
 import os
 import secrets
+import shutil
+import sqlite3
 import ssl
 import tempfile
 import threading
@@ -23,7 +27,9 @@ from typing import Any, Literal, TypeVar
 
 import httpx
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy import event
+from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
+from sqlalchemy.pool import NullPool
 from starlette.applications import Starlette
 
 from bot.approvals.desk import Desk
@@ -87,14 +93,27 @@ def postgres_url() -> str | None:
     return os.environ.get(POSTGRES_ENV) or None
 
 
+REAL_MIGRATIONS_ENV = "COSIGNER_TEST_REAL_MIGRATIONS"
+"""Set to 1 to have `database()` run Alembic for every test instead of copying the template."""
+
+
 @asynccontextmanager
 async def database(kind: str) -> AsyncIterator[Database]:
-    """A fresh, migrated database: a temporary SQLite file, or a new PostgreSQL schema."""
+    """A fresh database at the newest revision: a temporary SQLite file, or a new PostgreSQL
+    schema. Alembic runs once per process into a template (`sqlite_template`,
+    `postgres_template`) that each database is copied from; tests/storage/test_template.py
+    holds the copy equal to a real migration, and tests of migrations run Alembic themselves."""
+    real = os.environ.get(REAL_MIGRATIONS_ENV) == "1"
     if kind == "sqlite":
         with tempfile.TemporaryDirectory() as tmp:
-            db = Database(f"sqlite+aiosqlite:///{Path(tmp) / 'test.db'}")
-            await db.migrate()
+            path = Path(tmp) / "test.db"
+            if not real:
+                path.touch(mode=0o600)  # owner-only, as `Database` makes its files
+                shutil.copyfile(await sqlite_template(), path)
+            db = Database(f"sqlite+aiosqlite:///{path}")
             try:
+                if real:
+                    await db.migrate()
                 yield db
             finally:
                 await db.close()
@@ -102,18 +121,130 @@ async def database(kind: str) -> AsyncIterator[Database]:
     url = postgres_url()
     assert url, f"set {POSTGRES_ENV}"
     schema = f"t_{secrets.token_hex(6)}"
-    admin = create_async_engine(url)
-    async with admin.begin() as conn:
-        await conn.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
-    db = Database(url, schema=schema)
+    template = None if real else await postgres_template()
+    admin = create_async_engine(url, poolclass=NullPool)
     try:
-        await db.migrate()
-        yield db
-    finally:
-        await db.close()
         async with admin.begin() as conn:
-            await conn.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
+            await conn.execute(sa.text(NO_FLUSH))
+            await conn.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
+            if template is not None:
+                await template.replay(conn, schema)
+        db = Database(url, schema=schema)
+        try:
+            if template is None:
+                await db.migrate()
+            yield db
+        finally:
+            await db.close()
+            async with admin.begin() as conn:
+                await conn.execute(sa.text(NO_FLUSH))
+                await conn.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
+    finally:
         await admin.dispose()
+
+
+NO_FLUSH = "SET LOCAL synchronous_commit = off"
+"""A test's schema is made and dropped without waiting for the WAL flush: nothing is lost
+that a crash would matter for, and the wait was most of a test database's cost."""
+
+_TEMPLATE_DIR: Path | None = None
+_SQLITE_TEMPLATE: Path | None = None
+
+
+def _template_dir() -> Path:
+    global _TEMPLATE_DIR
+    if _TEMPLATE_DIR is None:
+        _TEMPLATE_DIR = Path(tempfile.mkdtemp(prefix="cosigner-template-"))
+        atexit.register(shutil.rmtree, _TEMPLATE_DIR, ignore_errors=True)
+    return _TEMPLATE_DIR
+
+
+async def sqlite_template() -> Path:
+    """A SQLite file Alembic migrated to head once per process, its WAL checkpointed into
+    it, so that a byte copy of the one file is the whole migrated database."""
+    global _SQLITE_TEMPLATE
+    if _SQLITE_TEMPLATE is None:
+        path = _template_dir() / "template.db"
+        db = Database(f"sqlite+aiosqlite:///{path}")
+        try:
+            await db.migrate()
+        finally:
+            await db.close()
+        _checkpoint(path)
+        _SQLITE_TEMPLATE = path
+    return _SQLITE_TEMPLATE
+
+
+def _checkpoint(path: Path) -> None:
+    """Move `path`'s WAL into the file itself, so the file alone is the database."""
+    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as conn:
+        busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    wal = Path(f"{path}-wal")
+    assert busy == 0 and (not wal.exists() or wal.stat().st_size == 0), f"{wal} was not checkpointed"
+
+
+@dataclass(frozen=True)
+class PostgresTemplate:
+    """What Alembic sent PostgreSQL to migrate an empty schema to head, in order (its reads
+    left out), to be replayed into another empty schema under that schema's search_path."""
+
+    statements: tuple[tuple[str, tuple[Any, ...]], ...]
+
+    async def replay(self, conn: AsyncConnection, schema: str) -> None:
+        """Build `schema` (empty, created in this transaction) as Alembic did the template:
+        runs of statements without parameters go as one script (one round trip)."""
+        raw = (await conn.get_raw_connection()).driver_connection
+        assert raw is not None
+        await raw.execute(f'SET LOCAL search_path TO "{schema}"')
+        script: list[str] = []
+        for statement, params in self.statements:
+            if not params:
+                script.append(statement)
+                continue
+            if script:
+                await raw.execute(";\n".join(script))
+                script = []
+            await raw.execute(statement, *params)
+        if script:
+            await raw.execute(";\n".join(script))
+
+
+_POSTGRES_TEMPLATE: PostgresTemplate | None = None
+
+
+async def postgres_template() -> PostgresTemplate:
+    """Migrate a scratch schema once per process with Alembic, recording every statement it
+    sends; each test's schema is then built by replaying them (see `PostgresTemplate`)."""
+    global _POSTGRES_TEMPLATE
+    if _POSTGRES_TEMPLATE is not None:
+        return _POSTGRES_TEMPLATE
+    url = postgres_url()
+    assert url, f"set {POSTGRES_ENV}"
+    schema = f"t_template_{secrets.token_hex(6)}"
+    admin = create_async_engine(url, poolclass=NullPool)
+    recorded: list[tuple[str, tuple[Any, ...]]] = []
+
+    def record(conn: Any, cursor: Any, statement: str, params: Any, context: Any, many: bool) -> None:
+        if statement.lstrip().upper().startswith("SELECT"):
+            return  # a read (Alembic's and the migrations' own checks) changes nothing
+        assert not many, f"executemany during a migration: {statement}"
+        recorded.append((statement, tuple(params or ())))
+
+    try:
+        async with admin.begin() as conn:
+            await conn.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
+        db = Database(url, schema=schema)
+        try:
+            event.listen(db._writer.sync_engine, "before_cursor_execute", record)
+            await db.migrate()
+        finally:
+            await db.close()
+            async with admin.begin() as conn:
+                await conn.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
+    finally:
+        await admin.dispose()
+    _POSTGRES_TEMPLATE = PostgresTemplate(tuple(recorded))
+    return _POSTGRES_TEMPLATE
 
 
 class ManualClock:

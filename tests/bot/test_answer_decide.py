@@ -3,6 +3,7 @@ target, time and check outcome."""
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import replace
 
 from hypothesis import given, settings
@@ -32,16 +33,22 @@ def failing_check(rec: object) -> None:
     raise NOT_AN_APPROVER
 
 
-@settings(max_examples=2000, deadline=None)
-@given(
-    status=st.sampled_from(ApprovalStatus),
-    mode=st.sampled_from(ApprovalMode),
-    to=st.sampled_from(ApprovalStatus),
-    now=st.sampled_from([1500.0, 2000.0, 2500.0]),  # before, at and after expires_at (2000)
-    check_fails=st.booleans(),
-    comment=st.sampled_from([None, "ok"]),
-)
-def test_an_answer_decides_only_a_pending_approval_in_time_as_the_transition_table_allows(
+TIMES = [1500.0, 2000.0, 2500.0]  # before, at and after expires_at (2000)
+
+
+def test_an_answer_decides_only_a_pending_approval_in_time_as_the_transition_table_allows() -> None:
+    """Every combination of status, mode, target, time, check outcome and comment (2,352)."""
+    for case in itertools.product(
+        ApprovalStatus, ApprovalMode, ApprovalStatus, TIMES, [False, True], [None, "ok"]
+    ):
+        try:
+            _an_answer_decides(*case)
+        except AssertionError as failed:
+            failed.add_note(f"status, mode, to, now, check_fails, comment = {case}")
+            raise
+
+
+def _an_answer_decides(
     status: ApprovalStatus,
     mode: ApprovalMode,
     to: ApprovalStatus,

@@ -11,13 +11,15 @@ from typing import Any
 
 import httpx
 
+from surfaces.slack.blocks import VALUE_SEPARATOR
 from tests.harness import until_async
 
 
 def approval_on(card: dict[str, Any]) -> str:
-    """The approval a card's buttons answer."""
+    """The approval a card's buttons answer (their value is the approval, then the digest of
+    the call the card shows)."""
     buttons = [e for b in card["blocks"] if b["type"] == "actions" for e in b["elements"]]
-    return str(buttons[0]["value"])
+    return str(buttons[0]["value"]).split(VALUE_SEPARATOR)[0]
 
 
 async def until_delivered(http: httpx.AsyncClient, card: dict[str, Any], seconds: float = 10) -> None:
