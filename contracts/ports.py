@@ -89,7 +89,9 @@ class ApprovalCard:
     edited_by: str | None = None  # who made the current version (their id on `edited_on`)
     edited_on: str | None = None
     # The RFC 8785 digest of the call the approvers are asked to approve (the edited one after
-    # an edit): an answer names the version it was given for (`Answer.seen`).
+    # an edit) as the card shows it, hidden values hidden: an answer names the version it was
+    # given for (`Answer.seen`), and nothing a surface carries can test a guess of what the
+    # policy hides (the digest of the real call would).
     digest: str = ""
     # Escalation steps taken while nobody answered, oldest first.
     escalations: tuple[EscalationNote, ...] = ()

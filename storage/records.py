@@ -10,6 +10,7 @@ from typing import Any
 
 from contracts.answers import DecidedBy, PersonDecider, PolicyDecider, SystemDecider, decider_from_json
 from contracts.denials import scope_of
+from contracts.digest import parameters_digest
 from contracts.edits import EditState
 from contracts.enums import ApprovalMode, ApprovalStatus, ApproverKind, DeciderKind, SurfaceType, ToolKind
 from contracts.handoff import HandoffState
@@ -432,6 +433,16 @@ class Record:
         result = self.edit.result if self.edit is not None else None
         return dict(result.parameters) if result is not None else dict(self.parameters)
 
+    @property
+    def call_tag(self) -> str:
+        """What a surface carries to name the call it showed (`ApprovalCard.digest`): the RFC
+        8785 digest of the call **as shown**, not of the call. A digest of the real call would
+        let whoever sees a button's value, a form or a modal's metadata (Slack among them)
+        test guesses of the values the policy hides; this one covers only what the card
+        shows. Two versions of a call never show the same: an edit changes only fields shown
+        whole. Without redaction it equals `call_digest`."""
+        return parameters_digest(self.call_shown)
+
     def triggered_by(self) -> str:
         """Who or what started the run, for cards: `slack:U1`, `sms:+1555…`, `schedule`."""
         kind = self.surface.get("type", "unknown")
@@ -477,7 +488,7 @@ class Record:
             edited=self.edit.result.parameters if self.edit is not None and self.edit.result else None,
             edited_by=self.edit.result.by if self.edit is not None and self.edit.result else None,
             edited_on=self.edit.result.surface if self.edit is not None and self.edit.result else None,
-            digest=self.call_digest,
+            digest=self.call_tag,
             escalations=tuple(EscalationNote(e.to, ts(e.at)) for e in self.escalated),
             quorum=self.quorum,
             separate_duties=self.separate_duties,

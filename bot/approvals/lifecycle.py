@@ -334,9 +334,12 @@ Effect = Refused | Transition | Counted | Unchanged | Revised
 
 def stale(rec: Record, seen: str | None) -> ParametersMismatch | None:
     """The refusal of an answer given for another version of the call than the current one
-    (`seen` None: the agent's own call); None when it is the current one."""
+    (`seen`: the call's digest, or the digest of the call as shown; None: the agent's own
+    call); None when it is the current one."""
     current = rec.call_digest
-    if (seen or rec.digest) == current:
+    # A dashboard app names the call by its digest; a surface (a button, a form, a text) by
+    # the digest of the call as it showed it (`Record.call_tag`), which reveals nothing hidden.
+    if (seen or rec.digest) == current or (seen is not None and seen == rec.call_tag):
         return None
     result = rec.edit.result if rec.edit is not None else None
     if result is None:

@@ -336,3 +336,31 @@ async def test_an_escalated_card_shows_the_edited_call_and_answers_only_it(db_ki
         body = await state(h, key, aid)
         assert body["status"] == "approved" and body["parameters"] == EDITED
         assert [a["by"] for a in body["approvals"]] == ["U0ANN", "U0OPS"]
+
+
+async def test_a_card_names_its_call_by_a_digest_that_tests_no_guess_of_a_hidden_value(db_kind: str) -> None:
+    # A button's value travels through Slack: a digest of the real call there would let anyone
+    # who reads the message test guesses of the card token against it.
+    policy = POLICY.replace("deny_above", 'redact = ["cardToken"]\ndeny_above')
+    secret_call = {**CALL, "cardToken": "tok_4242"}
+    async with slack_app(policy, secret=SECRET, app_id=APP_ID, database_kind=db_kind) as (h, emu):
+        key = await h.create_tenant("acme")
+        body = {
+            "executionId": "run_1",
+            "toolCallId": "call_1",
+            "toolName": "issue_refund",
+            "parameters": secret_call,
+            "surface": {"type": "slack", "teamId": "T0ACME", "channelId": "C1", "userId": "U1"},
+            "acceptsEdits": True,
+        }
+        r = await h.client.post("/v1/approvals", json=body, headers=h.auth(key))
+        assert r.status_code == 201, r.text
+        aid = str(r.json()["approvalId"])
+        card = await posted(h, emu, aid)
+        sent = json.dumps(card.blocks)
+        assert parameters_digest(secret_call) not in sent and "tok_4242" not in sent
+        shown = parameters_digest({**secret_call, "cardToken": "[REDACTED]"})
+        assert buttons(card.blocks)["cosigner.approve"] == f"{aid}|{shown}"
+        # The click names the call as the card showed it, and counts.
+        assert (await click(h, card, "U0ANN")).status_code == 200
+        assert [a["by"] for a in (await state(h, key, aid))["approvals"]] == ["U0ANN"]
