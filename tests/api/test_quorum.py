@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from contracts.grants import verify_grant
 from storage import raw
 from storage.tables import approval_votes, audit_events, jobs
-from tests.harness import CallbackReceiver, Harness, cosigner_app, until
+from tests.harness import CallbackReceiver, Harness, cosigner_app, until, until_async
 
 LOOPBACK = "127.0.0.0/8"
 ADMINS = ["u_ann", "u_bob", "u_cat", "u_dan"]
@@ -118,9 +118,14 @@ async def test_two_distinct_approvers_approve_and_the_agent_is_told_once(db_kind
             told = json.loads(sent[0]["body"])
             assert told["status"] == "approved" and [a["by"] for a in told["approvals"]] == ["u_ann", "u_bob"]
 
-            events = await events_of(h, aid)
+            # The attempt goes on the chain once the receiver answered: read the chain after it.
+            async def attempted() -> list[tuple[str, Any, Any]] | None:
+                found = await events_of(h, aid)
+                return found if any(e[0] == "callback_attempt" for e in found) else None
+
+            events = await until_async(attempted)
             names = [e[0] for e in events]
-            assert names.count("approval_counted") == 2, names
+            assert names.count("approval_counted") == 2 and names.count("callback_attempt") == 1, names
             assert names.count("approved") == 1 and names.count("decision_refused") == 1, names
             assert names.index("approval_counted") < names.index("approved") < names.index("decision_refused")
             approved = next(e for e in events if e[0] == "approved")
