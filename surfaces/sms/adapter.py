@@ -97,6 +97,12 @@ def mask(number: str) -> str:
     return f"…{number[-4:]}" if len(number) > 4 else "…"
 
 
+def sender_of(conversation: str) -> tuple[str | None, str | None]:
+    """Whom a request's texts come from, as stored in its receipt: (number, None), or (None,
+    the Messaging Service SID) when a service sends them."""
+    return (None, conversation) if conversation.startswith("MG") else (conversation, None)
+
+
 class SmsAdapter:
     """The `sms` surface adapter (implements `contracts.ports.SurfaceAdapter`)."""
 
@@ -146,6 +152,13 @@ class SmsAdapter:
         self._http = None
         self._client = None
         self._state = _State.STOPPED
+
+    async def _request_text(self, card: ApprovalCard, conversation: str, number: str) -> str:
+        """The request's text to `number`: with its short code when that number has another
+        request pending from `conversation`."""
+        pending = await self.desk.pending_for_number(conversation, number)
+        others = any(p.card.approval_id != card.approval_id for p in pending)
+        return (to_handoff_text if card.handoff else to_sms_text)(card, code_required=others)
 
     def _live_client(self) -> Client:
         if self._client is None:
@@ -198,9 +211,7 @@ class SmsAdapter:
         for number in route.approvers:
             sid = await self.desk.sent_sid(card.approval_id, number)
             if sid is None:
-                pending = await self.desk.pending_for_number(conversation, number)
-                others = [p for p in pending if p.card.approval_id != card.approval_id]
-                body = (to_handoff_text if card.handoff else to_sms_text)(card, code_required=bool(others))
+                body = await self._request_text(card, conversation, number)
                 await self.desk.mark_texting(card.approval_id, number, card.digest or None)
                 sid = await self._send(client, number, from_number, service, body, status_callback)
                 await self.desk.record_sent(card.approval_id, number, sid)
@@ -217,10 +228,7 @@ class SmsAdapter:
         except SurfaceUnavailable as exc:
             logger.warning("sms outcome not texted approval=%s: %s", card.approval_id, exc)
             return
-        if delivered.conversation.startswith("MG"):
-            from_number, service = None, delivered.conversation
-        else:
-            from_number, service = delivered.conversation, None
+        from_number, service = sender_of(delivered.conversation)
         body = (to_handoff_outcome_text if card.handoff else to_outcome_text)(card)
         # Each approver is told each outcome once: an operation whose outcome needed
         # reconciliation is told that first, and its final outcome once it is known.
@@ -250,10 +258,7 @@ class SmsAdapter:
         if not isinstance(route, SmsRoute):
             raise SurfaceUnavailable(f"the sms surface cannot remind on a {route.surface} route")
         client = self._live_client()
-        if delivered.conversation.startswith("MG"):
-            from_number, service = None, delivered.conversation
-        else:
-            from_number, service = delivered.conversation, None
+        from_number, service = sender_of(delivered.conversation)
         sent, problems = 0, []
         for number in approvers:
             if not E164.match(number) or await self.desk.opted_out(number):
@@ -281,10 +286,7 @@ class SmsAdapter:
         if not isinstance(route, SmsRoute):
             raise SurfaceUnavailable(f"the sms surface cannot text a {route.surface} route")
         client = self._live_client()
-        if delivered.conversation.startswith("MG"):
-            from_number, service = None, delivered.conversation
-        else:
-            from_number, service = delivered.conversation, None
+        from_number, service = sender_of(delivered.conversation)
         conversation = delivered.conversation
         texted, in_flight, problems = [], [], []
         for number in route.approvers:
@@ -298,9 +300,7 @@ class SmsAdapter:
             if await self.desk.sent_sid(card.approval_id, number) is None:
                 in_flight.append(number)  # its first text is being sent: not after it
                 continue
-            pending = await self.desk.pending_for_number(conversation, number)
-            others = any(p.card.approval_id != card.approval_id for p in pending)
-            body = (to_handoff_text if card.handoff else to_sms_text)(card, code_required=others)
+            body = await self._request_text(card, conversation, number)
             try:
                 sid = await self._send(client, number, from_number, service, body, None)
             except SurfaceUnavailable as exc:

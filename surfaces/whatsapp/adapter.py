@@ -140,11 +140,7 @@ class WhatsAppAdapter:
         for number in route.approvers:
             sid = await self.desk.sent_sid(card.approval_id, number)
             if sid is None:
-                pending = await self.desk.pending_for_number(sender, number)
-                others = any(p.card.approval_id != card.approval_id for p in pending)
-                variables = content_variables(
-                    card, to_sms_text(card, code_required=others), nonces[nonce_key(number)]
-                )
+                variables = await self._variables(card, sender, number, nonces[nonce_key(number)])
                 await self.desk.mark_texting(card.approval_id, number, card.digest or None)
                 sid = await self._send(
                     client,
@@ -215,9 +211,7 @@ class WhatsAppAdapter:
             if nonce is None or await self.desk.sent_sid(card.approval_id, number) is None:
                 in_flight.append(number)  # its first message is being sent: not after it
                 continue
-            pending = await self.desk.pending_for_number(sender, number)
-            others = any(p.card.approval_id != card.approval_id for p in pending)
-            variables = content_variables(card, to_sms_text(card, code_required=others), nonce)
+            variables = await self._variables(card, sender, number, nonce)
             try:
                 sid = await self._send(
                     client,
@@ -234,6 +228,13 @@ class WhatsAppAdapter:
             logger.info("whatsapp edited call sent approval=%s sid=%s", card.approval_id, sid)
             texted.append(number)
         return Retexted(tuple(texted), tuple(in_flight), tuple(problems))
+
+    async def _variables(self, card: ApprovalCard, sender: str, number: str, nonce: str) -> dict[str, str]:
+        """The template's variables for `number`: the request's text (with its short code when
+        that number has another request pending from `sender`) and the number's nonce."""
+        pending = await self.desk.pending_for_number(sender, number)
+        others = any(p.card.approval_id != card.approval_id for p in pending)
+        return content_variables(card, to_sms_text(card, code_required=others), nonce)
 
     def _live(self) -> Client:
         if self._client is None:
