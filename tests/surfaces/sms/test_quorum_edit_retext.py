@@ -24,6 +24,7 @@ from surfaces.sms import SmsAdapter, SmsConfig
 from surfaces.sms.caller import TwilioCaller
 from surfaces.sms.emulator import TwilioEmulator
 from tests.harness import Harness, ManualClock, cosigner_app, database, until, until_async
+from tests.surfaces.sms.test_quorum_edit import EDITED, ask, edit_on_dashboard
 
 ACCOUNT = "AC" + "f" * 32
 TOKEN = "quorum-retext-auth-token"
@@ -52,8 +53,6 @@ sms = ["{STAFF}", "{STAFF2}"]
 sms_from = "{BOT}"
 admins = {{ dashboard = ["u_ann", "u_bob"] }}
 """
-CALL = {"orderId": "ord_1", "amountCents": 40000}
-EDITED = {**CALL, "amountCents": 4000}
 
 
 @asynccontextmanager
@@ -65,34 +64,6 @@ async def instance(
     surfaces = [lambda desk: SmsAdapter(config, desk)]
     async with cosigner_app(POLICY, db=db, surfaces=surfaces, run_workers=workers, clock=clock) as h:
         yield h, TwilioCaller(h.client, public_url=PUBLIC, account_sid=ACCOUNT, auth_token=TOKEN)
-
-
-async def ask(h: Harness, key: str) -> str:
-    body = {
-        "executionId": "run_1",
-        "toolCallId": "c1",
-        "toolName": "issue_refund",
-        "parameters": CALL,
-        "surface": {"type": "dashboard", "userId": "u_req"},
-        "acceptsEdits": True,
-    }
-    r = await h.client.post("/v1/approvals", json=body, headers=h.auth(key))
-    assert r.status_code == 201, r.text
-    return str(r.json()["approvalId"])
-
-
-async def edit_on_dashboard(h: Harness, key: str, aid: str) -> None:
-    r = await h.client.post(
-        f"/v1/approvals/{aid}/decision",
-        headers=h.auth(h.approver_of(key)),
-        json={
-            "decision": "approve",
-            "userId": "u_ann",
-            "edit": {"amountCents": 4000},
-            "parametersDigest": parameters_digest(CALL),
-        },
-    )
-    assert r.status_code == 200, r.text
 
 
 async def trail(h: Harness, key: str, aid: str) -> list[dict[str, Any]]:
