@@ -19,6 +19,16 @@ trips (create, long-poll, decision, as bench/roundtrip.py makes them):
           notify (decision response -> long-poll response) is the cross-replica
           wake-up latency (the target: 5 ms p50); CPU per round trip of A and B together.
 
+With `--rate R1,R2` it then runs the same three phases paced instead of as fast as the
+workers go: round trips start at a fixed rate (R per second on each replica that serves;
+in single only A serves, at R; in split and cross both serve, 2R in all), whatever the
+answers' latency. The closed-loop levels above fill both cores of a small machine, where
+the two replicas, PostgreSQL and the client take turns on the same cores and each
+process's CPU per request grows with the contention, not with anything one replica does
+for the other; a paced level below saturation compares each replica's CPU per round trip
+at the same work per replica with the cores not contended, which isolates what a second
+replica costs the first (its NOTIFYs). The machine's busy cores are printed per phase.
+
 Then a race: `--race` approvals, each decided by 8 concurrent decision POSTs spread over
 both replicas: exactly one must win (200) and the others get 409 ALREADY_DECIDED.
 
@@ -38,6 +48,7 @@ import secrets
 import signal
 import sys
 import tempfile
+import time
 from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -204,6 +215,73 @@ async def phase(
     return Phase(name, res, cpu_ms)
 
 
+async def paced_run(pid: int, rate: float, seconds: float, groups: list[list[rt.Load]]) -> rt.PhaseResult:
+    """Start one round trip every 1/`rate` s for `seconds`, taking the groups in turn (one per
+    replica, so each serves its share) and in each the next free `Load` (one round trip at a
+    time each); a start that finds its group's clients all busy is an error ("no free
+    client": the level is past what the replicas serve, lower the rate)."""
+    res = rt.PhaseResult()
+    free = [list(g) for g in groups]
+    running: set[asyncio.Task[None]] = set()
+    cpu0, proc0, busy0 = rt.cpu_seconds(pid), time.process_time(), rt.machine_busy_seconds()
+
+    async def one(load: rt.Load, back: list[rt.Load]) -> None:
+        try:
+            total, notify = await load.round_trip()
+        except rt.Failure as exc:
+            res.errors[str(exc)] += 1
+        except Exception as exc:
+            res.errors[f"{type(exc).__name__}: {exc}"[:120]] += 1
+        else:
+            res.ok += 1
+            res.latencies.append(total)
+            res.notify.append(notify)
+        finally:
+            back.append(load)
+
+    t0 = time.perf_counter()
+    for k in range(int(rate * seconds)):
+        delay = t0 + k / rate - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        group = free[k % len(free)]
+        if not group:
+            res.errors["no free client: the replicas are behind the rate"] += 1
+            continue
+        task = asyncio.create_task(one(group.pop(), group))
+        running.add(task)
+        task.add_done_callback(running.discard)
+    if running:
+        await asyncio.wait(running, timeout=rt.DRAIN_SECONDS)
+    res.elapsed = time.perf_counter() - t0
+    res.server_cpu = (rt.cpu_seconds(pid) - cpu0) / res.elapsed
+    res.client_cpu = (time.process_time() - proc0) / res.elapsed
+    res.other_cpu = (rt.machine_busy_seconds() - busy0) / res.elapsed  # here: the whole machine
+    return res
+
+
+async def paced_phase(
+    name: str,
+    rate: float,
+    groups: list[list[rt.Load]],
+    served: dict[str, float],
+    reps: tuple[Replica, Replica],
+    args: Any,
+) -> Phase:
+    """`phase`, paced at `rate` round trips per second in all."""
+    cpu0 = {r.name: rt.cpu_seconds(r.server.pid) for r in reps}
+    res = await paced_run(reps[0].server.pid, rate, args.seconds, groups)
+    cpu_ms = {}
+    for r in reps:
+        used = rt.cpu_seconds(r.server.pid) - cpu0[r.name]
+        share = served[r.name] * res.ok
+        cpu_ms[r.name] = 1000.0 * used / share if share else float("nan")
+    if name == "cross":
+        total = sum(rt.cpu_seconds(r.server.pid) for r in reps) - sum(cpu0.values())
+        cpu_ms = {"A+B": 1000.0 * total / res.ok if res.ok else float("nan")}
+    return Phase(name, res, cpu_ms)
+
+
 async def race(reps: tuple[Replica, Replica], approvals: int, client_for: dict[str, Client]) -> Counter[str]:
     """Create approvals on A; decide each with DECIDERS concurrent POSTs over A and B."""
     a = reps[0]
@@ -227,14 +305,16 @@ async def race(reps: tuple[Replica, Replica], approvals: int, client_for: dict[s
     return outcomes
 
 
-def row(level: int, p: Phase) -> str:
+def row(level: int, p: Phase, *, machine: bool = False) -> str:
+    """One phase's line; `machine` adds the busy cores of the whole machine (paced phases)."""
     r = p.result
     ms = 1000.0
     cpu = ", ".join(f"{k} {v:.2f}" for k, v in p.cpu_ms.items())
+    busy = f" {r.other_cpu:>8.2f}" if machine else ""
     return (
         f"{level:>5} {p.name:>6} {r.rate:>7.0f} {rt.percentile(r.latencies, 50) * ms:>8.1f} "
         f"{rt.percentile(r.latencies, 99) * ms:>8.1f} {rt.percentile(r.notify, 50) * ms:>10.1f} "
-        f"{rt.percentile(r.notify, 99) * ms:>10.1f} {r.error_count:>7}   {cpu}"
+        f"{rt.percentile(r.notify, 99) * ms:>10.1f} {r.error_count:>7}{busy}   {cpu}"
     )
 
 
@@ -315,6 +395,56 @@ async def main_async(args: argparse.Namespace) -> int:
                     f"cross notify p50 {rt.percentile(phases[2].result.notify, 50) * 1000:.1f} ms "
                     "(target <= 5)"
                 )
+        if args.rate:
+            print(
+                "\npaced: R round trips per second on each replica that serves (single: A at R; "
+                "split and cross: 2R in all); machine = busy cores of 2 during the phase"
+            )
+            print(HEADER.replace("errors   ", "errors  machine   ", 1))
+        for per_replica in args.rate:
+            async with contextlib.AsyncExitStack() as stack:
+
+                def paced_client(url: str) -> Client:
+                    made = make_client("raw", url, limit=2, timeout=60.0)
+                    stack.push_async_callback(made.aclose)
+                    return made
+
+                keys = (a.server.key, a.server.approver)
+                # Clients for a second of round trips at the rate: far more than are ever busy
+                # at once below saturation.
+                n = max(8, int(per_replica))
+
+                def clients_of(
+                    agent: Replica, person: Replica, n: int = n, keys: tuple[str, str] = keys
+                ) -> list[rt.Load]:
+                    return [
+                        trip(paced_client(agent.server.url), paced_client(person.server.url), *keys)
+                        for _ in range(n)
+                    ]
+
+                alone = [clients_of(a, a)]
+                halves = [clients_of(a, a), clients_of(b, b)]
+                crossed = [clients_of(a, b), clients_of(b, a)]
+                for groups in (halves, crossed):
+                    warm = [t for g in groups for t in g]
+                    await rt.run_phase(len(warm), 0.5, 2 * len(warm), a.server.pid, of(warm))
+                phases = [
+                    await paced_phase("single", per_replica, alone, {"A": 1.0, "B": 0.0}, reps, args),
+                    await paced_phase("split", 2 * per_replica, halves, {"A": 0.5, "B": 0.5}, reps, args),
+                    await paced_phase("cross", 2 * per_replica, crossed, {"A": 0.5, "B": 0.5}, reps, args),
+                ]
+                for p in phases:
+                    print(row(int(per_replica), p, machine=True))
+                    for err, count in p.result.errors.most_common(5):
+                        print(f"      {count} x {err}")
+                    failed = failed or p.result.error_count > 0
+                single_ms = phases[0].cpu_ms["A"]
+                worst = max(phases[1].cpu_ms.values())
+                print(
+                    f"      paced at {per_replica:g}/s per replica: split / single {worst / single_ms:.2f}x "
+                    f"(target <= 1.10); cross notify p50 "
+                    f"{rt.percentile(phases[2].result.notify, 50) * 1000:.1f} ms (target <= 5)"
+                )
         async with contextlib.AsyncExitStack() as stack:
             clients: dict[str, Client] = {}
             for r in reps:
@@ -355,8 +485,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "connections (see docs/scaling.md); 8 fits both beside other clients of a default "
         "max_connections of 100",
     )
+    p.add_argument(
+        "--rate",
+        default="",
+        help="comma-separated paced levels: round trips per second on each serving replica "
+        "(e.g. 40,80), run after the closed-loop levels; below saturation of the machine",
+    )
     p.add_argument("--server-log-level", default="INFO", help="COSIGNER_LOG_LEVEL for both replicas")
     args = p.parse_args(argv)
+    try:
+        args.rate = [float(r) for r in args.rate.split(",") if r.strip()]
+    except ValueError:
+        p.error("--rate takes numbers, e.g. 40,80")
+    if any(r <= 0 for r in args.rate):
+        p.error("--rate levels must be above 0")
     try:
         args.concurrency = [int(c) for c in args.concurrency.split(",") if c.strip()]
     except ValueError:

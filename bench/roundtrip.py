@@ -597,6 +597,8 @@ async def bench_database(
 ) -> list[Level]:
     levels: list[Level] = []
     sync = {"COSIGNER_SQLITE_SYNCHRONOUS": args.sqlite_synchronous} if kind == "sqlite" else {}
+    if kind == "postgres" and args.pool_size is not None:
+        sync["COSIGNER_DATABASE_POOL_SIZE"] = str(args.pool_size)
     async with running_server(kind, args.pg_admin, cores[0], args.server_log_level, extra_env=sync) as server:
         print(
             f"\n== {kind}: server pid {server.pid} on {server.url}, pinned to core "
@@ -799,6 +801,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "(time in C with the GIL released, e.g. SQLite itself, is not seen)",
     )
     p.add_argument("--profile-concurrency", type=int, default=64)
+    p.add_argument(
+        "--pool-size",
+        type=int,
+        default=None,
+        help="COSIGNER_DATABASE_POOL_SIZE for the PostgreSQL server (default: the server's own, 20)",
+    )
     p.add_argument(
         "--profile-db",
         choices=["sqlite", "postgres"],

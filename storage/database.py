@@ -175,6 +175,7 @@ class Database:
             _configure_sqlite(self._sync_writer, sync, begin=None)  # GroupWriter sends BEGIN IMMEDIATE
             _configure_sqlite(self._sync_reader, sync, begin="BEGIN")
             self._group: GroupWriter | None = GroupWriter(self._sync_writer)
+            self._gate: _Gate | None = None
             self._read_threads: ThreadPoolExecutor | None = ThreadPoolExecutor(
                 READ_THREADS, thread_name_prefix="cosigner-db-read"
             )
@@ -200,6 +201,9 @@ class Database:
                 hide_parameters=True,
             )
             self._reader = self._writer
+            # Steps queue here for a connection, first come first served, never in the
+            # pool (see `_Gate`).
+            self._gate = _Gate(2 * pool_size)
             self._sync_writer = self._sync_reader = None
             self._group = None
             self._read_threads = None
@@ -240,10 +244,10 @@ class Database:
             # One greenlet for the whole transaction (connect, BEGIN, fn, COMMIT, check-in):
             # `AsyncEngine.begin()` and `run_sync` would spawn one for each step.
             if optimistic and self.dialect == "postgresql":
-                return await greenlet_spawn(_optimistic_on, self._writer.sync_engine, fn)
+                return await self._gated(_optimistic_on, fn)
             if single_write and self.dialect == "postgresql":
-                return await greenlet_spawn(_single_write_on, self._writer.sync_engine, fn)
-            return await greenlet_spawn(_write_on, self._writer.sync_engine, fn)
+                return await self._gated(_single_write_on, fn)
+            return await self._gated(_write_on, fn)
         except sa.exc.IntegrityError as exc:
             raise Conflict("a concurrent write created the same row") from exc
 
@@ -261,8 +265,16 @@ class Database:
                 self._read_threads, self._on_connection, self._sync_reader, fn
             )
         if snapshot:
-            return await greenlet_spawn(_snapshot_on, self._reader.sync_engine, fn)
-        return await greenlet_spawn(_read_on, self._reader.sync_engine, fn)
+            return await self._gated(_snapshot_on, fn)
+        return await self._gated(_read_on, fn)
+
+    async def _gated(self, on: Callable[[Engine, Callable[[Work], T]], T], fn: Callable[[Work], T]) -> T:
+        """`on(engine, fn)` in one greenlet, once the gate lets the step have a connection."""
+        gate = self._gate
+        if gate is None:  # SQLite runs no step through here
+            return await greenlet_spawn(on, self._writer.sync_engine, fn)
+        async with gate.semaphore():
+            return await greenlet_spawn(on, self._writer.sync_engine, fn)
 
     @staticmethod
     def _on_connection(engine: Engine | None, fn: Callable[[Work], T]) -> T:
@@ -304,6 +316,31 @@ class Database:
         self._group = None
         self._read_threads = None
         self._sync_writer = self._sync_reader = None
+
+
+class _Gate:
+    """How many steps may hold a pooled connection at once (the pool's size), the others
+    waiting their turn in arrival order.
+
+    Waiting in the pool itself is neither cheap nor fair: each waiter runs
+    `asyncio.wait_for` on a queue (a task and a timer per wait), and a connection returned
+    while its next waiter is being woken goes to whichever step asks first, sending the
+    waiter to the back of the queue. Under 256 concurrent round trips that put some
+    requests seconds behind the rest. An `asyncio.Semaphore` queues in order (a newcomer
+    waits behind every earlier waiter) for the price of one future. The semaphore belongs
+    to the event loop that first waits on it, so one is made per loop."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._semaphore = asyncio.Semaphore(size)
+
+    def semaphore(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:
+            self._loop = loop
+            self._semaphore = asyncio.Semaphore(self.size)
+        return self._semaphore
 
 
 def _write_on(engine: Engine, fn: Callable[[Work], T]) -> T:

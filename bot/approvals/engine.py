@@ -427,47 +427,49 @@ class Engine:
     async def close(self, approval_id: str, closing: Closing) -> Record:
         """Run the one transition (`bot.approvals.lifecycle.close`); a refusal it audited is raised after
         its transaction commits."""
-        started = self.tracing.clock()
-        done = await self.db.run_write(
-            lambda tx: approval.close(
-                tx,
-                approval_id,
-                closing,
-                self.clock,
-                schema=self.db.schema,
-                callback_window=self.policy.defaults.callback_retry_window,
-                send_execute=self.executes,
-            ),
-            # Without a message to record or more to write, PostgreSQL decides in two round
-            # trips (an unlocked read, one conditional write) instead of a locked transaction.
-            optimistic=closing.inbound is None and closing.also is None and closing.run_grant is None,
-        )
-        if self.tracing.enabled:  # the answer's span and the approval's, when spans are exported
-            answered = Answered(closing.decided_by, closing.to, done.refusal, done.changed, done.counted)
-            self.tracing.after_close(done.record, answered, started)
-        if isinstance(closing.decided_by, PersonDecider) and log.isEnabledFor(logging.DEBUG):
-            refused = str(done.refusal.code) if done.refusal is not None else None
-            log.debug(
-                "answer",
-                extra={
-                    "approval_id": approval_id,
-                    "code": refused,
-                    "activity": Activity(
-                        Step.ANSWERED, done.record, Answer(closing.decided_by, closing.to, refused)
-                    ),
-                },
+        # This process hands its waiters the closed record: its own NOTIFY wakes none of them.
+        with self.notifier.closing(approval_id):
+            started = self.tracing.clock()
+            done = await self.db.run_write(
+                lambda tx: approval.close(
+                    tx,
+                    approval_id,
+                    closing,
+                    self.clock,
+                    schema=self.db.schema,
+                    callback_window=self.policy.defaults.callback_retry_window,
+                    send_execute=self.executes,
+                ),
+                # Without a message to record or more to write, PostgreSQL decides in two round
+                # trips (an unlocked read, one conditional write) instead of a locked transaction.
+                optimistic=closing.inbound is None and closing.also is None and closing.run_grant is None,
             )
-        if done.changed:
-            self._closed(done.record, done.execute)
-        elif done.counted:
-            # Each counted Approve is on the audit chain; the log says so only at DEBUG, as
-            # it does for every answer, and at INFO once the approval closes.
-            log.debug(
-                "approval counted",
-                extra={"approval_id": approval_id, "tenant": done.record.tenant, "status": "pending"},
-            )
-            if done.record.delivered is not None or done.record.escalated:
-                self.wakeups.jobs.set()  # the card shows the progress (an edit: texts it again)
+            if self.tracing.enabled:  # the answer's span and the approval's, when spans are exported
+                answered = Answered(closing.decided_by, closing.to, done.refusal, done.changed, done.counted)
+                self.tracing.after_close(done.record, answered, started)
+            if isinstance(closing.decided_by, PersonDecider) and log.isEnabledFor(logging.DEBUG):
+                refused = str(done.refusal.code) if done.refusal is not None else None
+                log.debug(
+                    "answer",
+                    extra={
+                        "approval_id": approval_id,
+                        "code": refused,
+                        "activity": Activity(
+                            Step.ANSWERED, done.record, Answer(closing.decided_by, closing.to, refused)
+                        ),
+                    },
+                )
+            if done.changed:
+                self._closed(done.record, done.execute)
+            elif done.counted:
+                # Each counted Approve is on the audit chain; the log says so only at DEBUG, as
+                # it does for every answer, and at INFO once the approval closes.
+                log.debug(
+                    "approval counted",
+                    extra={"approval_id": approval_id, "tenant": done.record.tenant, "status": "pending"},
+                )
+                if done.record.delivered is not None or done.record.escalated:
+                    self.wakeups.jobs.set()  # the card shows the progress (an edit: texts it again)
         if done.refusal is not None:
             raise done.refusal
         return done.record

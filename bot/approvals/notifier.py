@@ -4,6 +4,14 @@ Long-polls and event streams register a future before they read the row, so a de
 committed between the read and the wait is never missed. On PostgreSQL a decision also
 sends `NOTIFY cosigner_decided`, and every replica's listener wakes its own waiters.
 
+A replica hears its own NOTIFY too, often before the step that sent it has returned (the
+notification and the statement's answer arrive together, and the step needs a few turns
+of the event loop more): woken by it, a waiter would read the row again for a record the
+step is about to hand it. So while this process closes an approval (`closing`), the
+NOTIFY for it wakes nobody; the step hands its waiters the closed record, or, when it
+ends with an error (it lost to another replica, whose NOTIFY was skipped meanwhile), its
+waiters are woken to read again.
+
 Lists of what waits (the inbox's live list) wait on `changes()` instead: one shared future
 completed when any approval is created here or closes here or on another replica.
 """
@@ -11,9 +19,10 @@ completed when any approval is created here or closes here or on another replica
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from storage.notify import Listener
@@ -29,6 +38,7 @@ class Notifier:
         self._listener = Listener()
         self._on_replica_wake = on_replica_wake
         self._change: asyncio.Future[None] | None = None
+        self._closing: dict[str, int] = {}  # approvals this process is closing: how many steps
 
     def changes(self) -> asyncio.Future[None]:
         """A future completed at the next change of what is pending (a request created, or
@@ -68,14 +78,35 @@ class Notifier:
                 woken += 1
         return woken
 
+    @contextlib.contextmanager
+    def closing(self, approval_id: str) -> Iterator[None]:
+        """Around a step of this process that may close `approval_id` and then `publish` it:
+        the NOTIFY it sends wakes nobody meanwhile; if the step raises, the waiters are
+        woken (with None) to read the row again."""
+        self._closing[approval_id] = self._closing.get(approval_id, 0) + 1
+        try:
+            yield
+        except BaseException:
+            self.publish(approval_id)
+            raise
+        finally:
+            left = self._closing[approval_id] - 1
+            if left:
+                self._closing[approval_id] = left
+            else:
+                del self._closing[approval_id]
+
+    def heard(self, approval_id: str) -> None:
+        """A NOTIFY said `approval_id` closed: wake its waiters to read it, unless this
+        process is closing it (that step hands them the record)."""
+        if approval_id in self._closing:
+            return
+        if woken := self.publish(approval_id):
+            self._on_replica_wake(woken)
+
     async def listen(self, database_url: str, schema: str | None = None) -> None:
         """Start listening for other replicas' decisions (PostgreSQL)."""
-
-        def on_closed(approval_id: str) -> None:
-            if woken := self.publish(approval_id):
-                self._on_replica_wake(woken)
-
-        await self._listener.start(database_url, schema, on_closed)
+        await self._listener.start(database_url, schema, self.heard)
 
     async def close(self) -> None:
         """Stop listening."""

@@ -274,12 +274,14 @@ class Execution:
     async def _settle(self, job: Job, approval_id: str, outcome: OperationOutcome, event: AuditEvent) -> None:
         now = self.clock()
         db = self.db
-        rec = await db.run_write(
-            lambda tx: settle(
-                tx, job.id, approval_id, outcome, event, now, schema=db.schema, window=self._window
+        with self.notifier.closing(approval_id):  # its own NOTIFY wakes no waiter here
+            rec = await db.run_write(
+                lambda tx: settle(
+                    tx, job.id, approval_id, outcome, event, now, schema=db.schema, window=self._window
+                )
             )
-        )
+            if rec is not None:
+                self.notifier.publish(rec.id, rec)
         if rec is not None:
-            self.notifier.publish(rec.id, rec)
             if rec.callback_url or rec.delivered is not None or not outcome.final:
                 self.wakeups.jobs.set()  # only when it queued work: a wake-up costs a claim

@@ -299,6 +299,40 @@ async def test_long_poll_is_woken_by_the_decision(db_kind: str) -> None:
         assert r.json()["grant"] is None
 
 
+async def test_a_long_poll_woken_by_a_decision_on_its_own_replica_reads_the_approval_once(
+    db_kind: str,
+) -> None:
+    """The decision hands the closed record to the long-poll waiting on the same process. On
+    PostgreSQL the decision's own NOTIFY reaches this process's listener too, often before the
+    deciding step has returned: it must not wake the long-poll to read the row a second time."""
+    async with cosigner_app(database_kind=db_kind) as h:
+        key = await h.create_tenant("acme")
+        h.engine.recheck_seconds = 3600
+        reads: list[str] = []
+        read = h.engine.record
+
+        async def counted(approval_id: str, tenant: str | None = None) -> Any:
+            reads.append(approval_id)
+            return await read(approval_id, tenant)
+
+        h.engine.record = counted  # type: ignore[method-assign]
+        for i in range(20):
+            aid = (await start(h, key, execution=f"run_{i}"))["approvalId"]
+            poll = asyncio.create_task(h.client.get(f"/v1/approvals/{aid}?wait=30", headers=h.auth(key)))
+            await h.waiters(1)
+            decided = await h.client.post(
+                f"/v1/approvals/{aid}/decision",
+                headers=h.auth(h.approver_of(key)),
+                json={"decision": "approve", "userId": "u_1", "comment": "ok"},
+            )
+            assert decided.status_code == 200, decided.text
+            r = await asyncio.wait_for(poll, 30)
+            assert r.json()["status"] == "approved" and r.json()["grant"]
+            assert reads.count(aid) == 1, (
+                f"round trip {i}: the long-poll read the approval {reads.count(aid)} times"
+            )
+
+
 async def test_server_sent_events(db_kind: str) -> None:
     async with cosigner_app(database_kind=db_kind) as h:
         key = await h.create_tenant("acme")
