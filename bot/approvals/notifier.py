@@ -9,8 +9,8 @@ notification and the statement's answer arrive together, and the step needs a fe
 of the event loop more): woken by it, a waiter would read the row again for a record the
 step is about to hand it. So while this process closes an approval (`closing`), the
 NOTIFY for it wakes nobody; the step hands its waiters the closed record, or, when it
-ends with an error (it lost to another replica, whose NOTIFY was skipped meanwhile), its
-waiters are woken to read again.
+ends without doing so (it lost to another replica, whose NOTIFY is held until then, or
+failed), its waiters are woken to read again.
 
 Lists of what waits (the inbox's live list) wait on `changes()` instead: one shared future
 completed when any approval is created here or closes here or on another replica.
@@ -39,6 +39,7 @@ class Notifier:
         self._on_replica_wake = on_replica_wake
         self._change: asyncio.Future[None] | None = None
         self._closing: dict[str, int] = {}  # approvals this process is closing: how many steps
+        self._deferred: set[str] = set()  # of those, the ones a NOTIFY was heard for meanwhile
 
     def changes(self) -> asyncio.Future[None]:
         """A future completed at the next change of what is pending (a request created, or
@@ -80,14 +81,17 @@ class Notifier:
 
     @contextlib.contextmanager
     def closing(self, approval_id: str) -> Iterator[None]:
-        """Around a step of this process that may close `approval_id` and then `publish` it:
-        the NOTIFY it sends wakes nobody meanwhile; if the step raises, the waiters are
-        woken (with None) to read the row again."""
+        """Around a step of this process that may close `approval_id` and then `publish` it.
+        A NOTIFY heard for it meanwhile wakes nobody: the step hands its waiters the closed
+        record. Once the last such step ends, a NOTIFY heard meanwhile wakes whoever still
+        waits (another replica closed it: this process lost the race), and a step that
+        raised wakes its waiters to read the row again."""
         self._closing[approval_id] = self._closing.get(approval_id, 0) + 1
+        failed = False
         try:
             yield
         except BaseException:
-            self.publish(approval_id)
+            failed = True
             raise
         finally:
             left = self._closing[approval_id] - 1
@@ -95,11 +99,19 @@ class Notifier:
                 self._closing[approval_id] = left
             else:
                 del self._closing[approval_id]
+            heard = not left and approval_id in self._deferred
+            if heard:
+                self._deferred.discard(approval_id)
+            if heard or failed:
+                woken = self.publish(approval_id)
+                if heard and woken:
+                    self._on_replica_wake(woken)
 
     def heard(self, approval_id: str) -> None:
-        """A NOTIFY said `approval_id` closed: wake its waiters to read it, unless this
-        process is closing it (that step hands them the record)."""
+        """A NOTIFY said `approval_id` closed: wake its waiters to read it; while this
+        process is closing it, once that step ends (see `closing`)."""
         if approval_id in self._closing:
+            self._deferred.add(approval_id)
             return
         if woken := self.publish(approval_id):
             self._on_replica_wake(woken)

@@ -19,13 +19,37 @@ async def test_a_notify_heard_while_this_process_closes_the_approval_wakes_nobod
     assert fut.result() == "the closed record"
 
 
-async def test_a_closing_step_that_fails_wakes_its_waiters_to_read_again() -> None:
-    notifier = Notifier()
+async def test_a_closing_step_that_lost_to_another_replica_wakes_its_waiters_once_it_ends() -> None:
+    woken: list[int] = []
+    notifier = Notifier(on_replica_wake=woken.append)
     fut = notifier.subscribe("apv_1")
     with pytest.raises(RuntimeError), notifier.closing("apv_1"):
         notifier.heard("apv_1")  # another replica won: its NOTIFY came while this one tried
+        assert not fut.done()
         raise RuntimeError("already decided")
     assert fut.done() and fut.result() is None
+    assert woken == [1]  # woken by the other replica's decision
+
+
+async def test_a_closing_step_that_fails_wakes_its_waiters_to_read_again() -> None:
+    woken: list[int] = []
+    notifier = Notifier(on_replica_wake=woken.append)
+    fut = notifier.subscribe("apv_1")
+    with pytest.raises(RuntimeError), notifier.closing("apv_1"):
+        raise RuntimeError("the database went away")
+    assert fut.done() and fut.result() is None
+    assert woken == []  # no other replica said anything
+
+
+async def test_the_own_notify_heard_after_the_record_was_handed_on_wakes_nobody() -> None:
+    woken: list[int] = []
+    notifier = Notifier(on_replica_wake=woken.append)
+    fut = notifier.subscribe("apv_1")
+    with notifier.closing("apv_1"):
+        notifier.heard("apv_1")
+        notifier.publish("apv_1", "the closed record")
+    assert fut.result() == "the closed record"
+    assert woken == []
 
 
 async def test_a_notify_for_an_approval_closed_elsewhere_wakes_its_waiters() -> None:
