@@ -47,6 +47,9 @@ MIGRATIONS = Path(__file__).parent / "migrations"
 # and redacted parameters, and a database error may end up in a traceback in the log.
 T = TypeVar("T")
 READ_THREADS = 3
+POOL_TIMEOUT = 30.0
+"""Seconds a PostgreSQL step waits for a pooled connection before it fails (SQLAlchemy's
+default `pool_timeout`, which the pool keeps as a backstop)."""
 
 
 class SqliteSync(StrEnum):
@@ -273,8 +276,23 @@ class Database:
         gate = self._gate
         if gate is None:  # SQLite runs no step through here
             return await greenlet_spawn(on, self._writer.sync_engine, fn)
-        async with gate.semaphore():
+        semaphore = gate.semaphore()
+        if semaphore.locked():  # every connection taken: wait in line, as long as the pool would
+            try:
+                async with asyncio.timeout(gate.timeout):
+                    await semaphore.acquire()
+            except TimeoutError:
+                raise sa.exc.TimeoutError(
+                    f"no database connection came free within {gate.timeout:g} s: all "
+                    f"{gate.size} of this replica's were busy (COSIGNER_DATABASE_POOL_SIZE sets "
+                    "half that); the database is slow to answer, or the pool is too small for the load"
+                ) from None
+        else:
+            await semaphore.acquire()
+        try:
             return await greenlet_spawn(on, self._writer.sync_engine, fn)
+        finally:
+            semaphore.release()
 
     @staticmethod
     def _on_connection(engine: Engine | None, fn: Callable[[Work], T]) -> T:
@@ -327,11 +345,14 @@ class _Gate:
     while its next waiter is being woken goes to whichever step asks first, sending the
     waiter to the back of the queue. Under 256 concurrent round trips that put some
     requests seconds behind the rest. An `asyncio.Semaphore` queues in order (a newcomer
-    waits behind every earlier waiter) for the price of one future. The semaphore belongs
-    to the event loop that first waits on it, so one is made per loop."""
+    waits behind every earlier waiter) for the price of one future. A step that waits
+    longer than the pool would have (`timeout`) fails as it would have, with SQLAlchemy's
+    `TimeoutError`. The semaphore belongs to the event loop that first waits on it, so one
+    is made per loop."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, timeout: float = POOL_TIMEOUT) -> None:
         self.size = size
+        self.timeout = timeout  # seconds a step waits for a connection, then fails
         self._loop: asyncio.AbstractEventLoop | None = None
         self._semaphore = asyncio.Semaphore(size)
 
