@@ -42,6 +42,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import os
 import re
 import secrets
@@ -173,6 +174,19 @@ async def two_replicas(admin_dsn: str, log_level: str, pool_size: int) -> AsyncI
                     if problems:
                         print(f"!! replica {r.name}: {len(problems)} error line(s) on its stderr; first 5:")
                         print("\n".join("   | " + ln for ln in problems[:5]))
+
+
+def opened(stack: contextlib.AsyncExitStack, url: str) -> Client:
+    """A kept-alive client of `url` for one round trip at a time, closed with `stack`."""
+    made = make_client("raw", url, limit=2, timeout=60.0)
+    stack.push_async_callback(made.aclose)
+    return made
+
+
+def loads(stack: contextlib.AsyncExitStack, n: int, agent: Replica, person: Replica) -> list[rt.Load]:
+    """`n` agent and person pairs: the agent on `agent`'s replica, the person on `person`'s."""
+    keys = (agent.server.key, agent.server.approver)
+    return [trip(opened(stack, agent.server.url), opened(stack, person.server.url), *keys) for _ in range(n)]
 
 
 def trip(agent: Client, person: Client, key: str, approver: str) -> rt.Load:
@@ -357,12 +371,7 @@ async def main_async(args: argparse.Namespace) -> int:
         print(HEADER)
         for c in args.concurrency:
             async with contextlib.AsyncExitStack() as stack:
-
-                def client(url: str) -> Client:
-                    made = make_client("raw", url, limit=2, timeout=60.0)
-                    stack.push_async_callback(made.aclose)
-                    return made
-
+                client = functools.partial(opened, stack)
                 key, approver = a.server.key, a.server.approver
                 single = [trip(cl, cl, key, approver) for cl in (client(a.server.url) for _ in range(c // 2))]
                 split = [
@@ -403,25 +412,9 @@ async def main_async(args: argparse.Namespace) -> int:
             print(HEADER.replace("errors   ", "errors  machine   ", 1))
         for per_replica in args.rate:
             async with contextlib.AsyncExitStack() as stack:
-
-                def paced_client(url: str) -> Client:
-                    made = make_client("raw", url, limit=2, timeout=60.0)
-                    stack.push_async_callback(made.aclose)
-                    return made
-
-                keys = (a.server.key, a.server.approver)
                 # Clients for a second of round trips at the rate: far more than are ever busy
                 # at once below saturation.
-                n = max(8, int(per_replica))
-
-                def clients_of(
-                    agent: Replica, person: Replica, n: int = n, keys: tuple[str, str] = keys
-                ) -> list[rt.Load]:
-                    return [
-                        trip(paced_client(agent.server.url), paced_client(person.server.url), *keys)
-                        for _ in range(n)
-                    ]
-
+                clients_of = functools.partial(loads, stack, max(8, int(per_replica)))
                 alone = [clients_of(a, a)]
                 halves = [clients_of(a, a), clients_of(b, b)]
                 crossed = [clients_of(a, b), clients_of(b, a)]
