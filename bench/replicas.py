@@ -210,23 +210,29 @@ class Phase:
     cpu_ms: dict[str, float]  # per replica: CPU ms per round trip it served (or shared)
 
 
-async def phase(
-    name: str, trips: list[rt.Load], served: dict[str, float], reps: tuple[Replica, Replica], args: Any
-) -> Phase:
-    """Run round trips for `args.seconds`; `served` is each replica's share of the work."""
-    a = reps[0]
-    cpu0 = {r.name: rt.cpu_seconds(r.server.pid) for r in reps}
-    res = await rt.run_phase(len(trips), args.seconds, args.max_ops, a.server.pid, of(trips))
-    done = res.ok
+def cpu_per_trip(
+    name: str, reps: tuple[Replica, Replica], cpu0: dict[str, float], served: dict[str, float], done: int
+) -> dict[str, float]:
+    """Each replica's CPU ms per round trip it served (`served`: its share of the `done`), or,
+    in cross, where each round trip is served by both, their CPU together."""
+    if name == "cross":
+        total = sum(rt.cpu_seconds(r.server.pid) for r in reps) - sum(cpu0.values())
+        return {"A+B": 1000.0 * total / done if done else float("nan")}
     cpu_ms = {}
     for r in reps:
         used = rt.cpu_seconds(r.server.pid) - cpu0[r.name]
         share = served[r.name] * done
         cpu_ms[r.name] = 1000.0 * used / share if share else float("nan")
-    if name == "cross":  # each round trip is served by both: their CPU together
-        total = sum(rt.cpu_seconds(r.server.pid) for r in reps) - sum(cpu0.values())
-        cpu_ms = {"A+B": 1000.0 * total / done if done else float("nan")}
-    return Phase(name, res, cpu_ms)
+    return cpu_ms
+
+
+async def phase(
+    name: str, trips: list[rt.Load], served: dict[str, float], reps: tuple[Replica, Replica], args: Any
+) -> Phase:
+    """Run round trips for `args.seconds`; `served` is each replica's share of the work."""
+    cpu0 = {r.name: rt.cpu_seconds(r.server.pid) for r in reps}
+    res = await rt.run_phase(len(trips), args.seconds, args.max_ops, reps[0].server.pid, of(trips))
+    return Phase(name, res, cpu_per_trip(name, reps, cpu0, served, res.ok))
 
 
 async def paced_run(pid: int, rate: float, seconds: float, groups: list[list[rt.Load]]) -> rt.PhaseResult:
@@ -237,25 +243,16 @@ async def paced_run(pid: int, rate: float, seconds: float, groups: list[list[rt.
     res = rt.PhaseResult()
     free = [list(g) for g in groups]
     running: set[asyncio.Task[None]] = set()
-    cpu0, proc0, busy0 = rt.cpu_seconds(pid), time.process_time(), rt.machine_busy_seconds()
+    meter = rt.Meter(pid)
 
     async def one(load: rt.Load, back: list[rt.Load]) -> None:
         try:
-            total, notify = await load.round_trip()
-        except rt.Failure as exc:
-            res.errors[str(exc)] += 1
-        except Exception as exc:
-            res.errors[f"{type(exc).__name__}: {exc}"[:120]] += 1
-        else:
-            res.ok += 1
-            res.latencies.append(total)
-            res.notify.append(notify)
+            await rt.attempt(res, load.round_trip())
         finally:
             back.append(load)
 
-    t0 = time.perf_counter()
     for k in range(int(rate * seconds)):
-        delay = t0 + k / rate - time.perf_counter()
+        delay = meter.t0 + k / rate - time.perf_counter()
         if delay > 0:
             await asyncio.sleep(delay)
         group = free[k % len(free)]
@@ -265,12 +262,8 @@ async def paced_run(pid: int, rate: float, seconds: float, groups: list[list[rt.
         task = asyncio.create_task(one(group.pop(), group))
         running.add(task)
         task.add_done_callback(running.discard)
-    if running:
-        await asyncio.wait(running, timeout=rt.DRAIN_SECONDS)
-    res.elapsed = time.perf_counter() - t0
-    res.server_cpu = (rt.cpu_seconds(pid) - cpu0) / res.elapsed
-    res.client_cpu = (time.process_time() - proc0) / res.elapsed
-    res.other_cpu = (rt.machine_busy_seconds() - busy0) / res.elapsed  # here: the whole machine
+    await rt.drain(res, set(running), rt.DRAIN_SECONDS)
+    meter.stop(res)
     return res
 
 
@@ -285,15 +278,7 @@ async def paced_phase(
     """`phase`, paced at `rate` round trips per second in all."""
     cpu0 = {r.name: rt.cpu_seconds(r.server.pid) for r in reps}
     res = await paced_run(reps[0].server.pid, rate, args.seconds, groups)
-    cpu_ms = {}
-    for r in reps:
-        used = rt.cpu_seconds(r.server.pid) - cpu0[r.name]
-        share = served[r.name] * res.ok
-        cpu_ms[r.name] = 1000.0 * used / share if share else float("nan")
-    if name == "cross":
-        total = sum(rt.cpu_seconds(r.server.pid) for r in reps) - sum(cpu0.values())
-        cpu_ms = {"A+B": 1000.0 * total / res.ok if res.ok else float("nan")}
-    return Phase(name, res, cpu_ms)
+    return Phase(name, res, cpu_per_trip(name, reps, cpu0, served, res.ok))
 
 
 async def race(reps: tuple[Replica, Replica], approvals: int, client_for: dict[str, Client]) -> Counter[str]:
@@ -324,7 +309,7 @@ def row(level: int, p: Phase, *, machine: bool = False) -> str:
     r = p.result
     ms = 1000.0
     cpu = ", ".join(f"{k} {v:.2f}" for k, v in p.cpu_ms.items())
-    busy = f" {r.other_cpu:>8.2f}" if machine else ""
+    busy = f" {r.server_cpu + r.client_cpu + r.other_cpu:>8.2f}" if machine else ""
     return (
         f"{level:>5} {p.name:>6} {r.rate:>7.0f} {rt.percentile(r.latencies, 50) * ms:>8.1f} "
         f"{rt.percentile(r.latencies, 99) * ms:>8.1f} {rt.percentile(r.notify, 50) * ms:>10.1f} "

@@ -54,7 +54,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -466,6 +466,57 @@ class Load:
         return t_end - t0, max(0.0, t_end - t_decided)
 
 
+async def attempt(res: PhaseResult, op: Awaitable[tuple[float, float] | None]) -> None:
+    """Await one operation and record it in `res`: its latency (and notify, when it reports
+    its own timing), or its error."""
+    s = time.perf_counter()
+    try:
+        timing = await op
+    except Failure as exc:
+        res.errors[str(exc)] += 1
+        return
+    except Exception as exc:
+        res.errors[f"{type(exc).__name__}: {exc}"[:120]] += 1
+        return
+    res.ok += 1
+    if timing is None:
+        res.latencies.append(time.perf_counter() - s)
+    else:
+        res.latencies.append(timing[0])
+        res.notify.append(timing[1])
+
+
+async def drain(res: PhaseResult, tasks: Collection[asyncio.Task[None]], within: float) -> None:
+    """Wait up to `within` seconds for `tasks`; those still running are cancelled and counted
+    as errors."""
+    if not tasks:
+        return
+    _, pending = await asyncio.wait(tasks, timeout=within)
+    for task in pending:
+        task.cancel()
+    if pending:
+        res.errors[f"still running {DRAIN_SECONDS:.0f} s after the phase ended"] += len(pending)
+        await asyncio.gather(*pending, return_exceptions=True)
+
+
+class Meter:
+    """The clock and the CPU counters at a phase's start; `stop` fills in the phase's rates."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.t0 = time.perf_counter()
+        self.server = cpu_seconds(pid)
+        self.client = time.process_time()
+        self.busy = machine_busy_seconds()
+
+    def stop(self, res: PhaseResult) -> None:
+        res.elapsed = time.perf_counter() - self.t0
+        res.server_cpu = (cpu_seconds(self.pid) - self.server) / res.elapsed
+        res.client_cpu = (time.process_time() - self.client) / res.elapsed
+        busy = (machine_busy_seconds() - self.busy) / res.elapsed
+        res.other_cpu = max(0.0, busy - res.server_cpu - res.client_cpu)
+
+
 async def run_phase(
     concurrency: int,
     seconds: float,
@@ -476,42 +527,18 @@ async def run_phase(
     """Run `op` from `concurrency` workers for `seconds` (and at most `max_ops` times)."""
     res = PhaseResult()
     started = 0
-    t0 = time.perf_counter()
-    deadline = t0 + seconds
-    cpu0, proc0, busy0 = cpu_seconds(pid), time.process_time(), machine_busy_seconds()
+    meter = Meter(pid)
+    deadline = meter.t0 + seconds
 
     async def worker(i: int) -> None:
         nonlocal started
         while time.perf_counter() < deadline and started < max_ops:
             started += 1
-            s = time.perf_counter()
-            try:
-                timing = await op(i)
-            except Failure as exc:
-                res.errors[str(exc)] += 1
-                continue
-            except Exception as exc:
-                res.errors[f"{type(exc).__name__}: {exc}"[:120]] += 1
-                continue
-            res.ok += 1
-            if timing is None:
-                res.latencies.append(time.perf_counter() - s)
-            else:
-                res.latencies.append(timing[0])
-                res.notify.append(timing[1])
+            await attempt(res, op(i))
 
     tasks = [asyncio.create_task(worker(i)) for i in range(concurrency)]
-    _, pending = await asyncio.wait(tasks, timeout=seconds + DRAIN_SECONDS)
-    for task in pending:
-        task.cancel()
-    if pending:
-        res.errors[f"still running {DRAIN_SECONDS:.0f} s after the phase ended"] += len(pending)
-        await asyncio.gather(*pending, return_exceptions=True)
-    res.elapsed = time.perf_counter() - t0
-    res.server_cpu = (cpu_seconds(pid) - cpu0) / res.elapsed
-    res.client_cpu = (time.process_time() - proc0) / res.elapsed
-    busy = (machine_busy_seconds() - busy0) / res.elapsed
-    res.other_cpu = max(0.0, busy - res.server_cpu - res.client_cpu)
+    await drain(res, tasks, seconds + DRAIN_SECONDS)
+    meter.stop(res)
     return res
 
 
