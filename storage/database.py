@@ -274,7 +274,7 @@ class Database:
     async def _gated(self, on: Callable[[Engine, Callable[[Work], T]], T], fn: Callable[[Work], T]) -> T:
         """`on(engine, fn)` in one greenlet, once the gate lets the step have a connection."""
         gate = self._gate
-        if gate is None:  # SQLite runs no step through here
+        if gate is None:  # SQLite, after `close` took its writer and read threads: ungated
             return await greenlet_spawn(on, self._writer.sync_engine, fn)
         semaphore = gate.semaphore()
         if semaphore.locked():  # every connection taken: wait in line, as long as the pool would
@@ -353,12 +353,12 @@ class _Gate:
     def __init__(self, size: int, timeout: float = POOL_TIMEOUT) -> None:
         self.size = size
         self.timeout = timeout  # seconds a step waits for a connection, then fails
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._semaphore = asyncio.Semaphore(size)
+        self._semaphore: asyncio.Semaphore | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # the one `_semaphore` belongs to
 
     def semaphore(self) -> asyncio.Semaphore:
         loop = asyncio.get_running_loop()
-        if loop is not self._loop:
+        if self._semaphore is None or loop is not self._loop:
             self._loop = loop
             self._semaphore = asyncio.Semaphore(self.size)
         return self._semaphore

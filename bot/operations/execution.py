@@ -282,6 +282,5 @@ class Execution:
             )
             if rec is not None:
                 self.notifier.publish(rec.id, rec)
-        if rec is not None:
-            if rec.callback_url or rec.delivered is not None or not outcome.final:
-                self.wakeups.jobs.set()  # only when it queued work: a wake-up costs a claim
+                if rec.callback_url or rec.delivered is not None or not outcome.final:
+                    self.wakeups.jobs.set()  # only when it queued work: a wake-up costs a claim
