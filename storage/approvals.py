@@ -23,7 +23,7 @@ from sqlalchemy.dialects import postgresql
 from contracts.enums import ApprovalMode, ApprovalStatus
 from contracts.errors import AlreadyDecided
 from contracts.ports import Delivered, Route, SmsRoute
-from storage import votes
+from storage import known, votes
 from storage.audit import AuditRow, Event, chain_rows
 from storage.direct import Direct, Raced, optimistic
 from storage.jobs import Queued, payload_json, queue
@@ -59,7 +59,10 @@ _INSERT_APPROVAL: dict[tuple[str, ...], Direct] = {}
 
 def load(tx: Work, approval_id: str, *, lock: bool = False) -> Record | None:
     """One approval, with the approvals counted so far; `lock` takes the row lock on
-    PostgreSQL (SQLite has one writer)."""
+    PostgreSQL (SQLite has one writer). Unlocked, in an optimistic step's first try, it is
+    the replica's copy when it has one (`storage.known`)."""
+    if not lock and (copy := known.offered(tx, approval_id)) is not None:
+        return copy
     row = (_LOAD_LOCKED if lock else _LOAD).first(tx, {"id": approval_id})
     return with_votes(tx, Record.from_row(row)) if row else None
 

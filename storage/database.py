@@ -39,6 +39,7 @@ from sqlalchemy.util import greenlet_spawn
 
 from storage.direct import OPTIMISTIC, SINGLE_WRITE, NeedsLock, Raced
 from storage.group_commit import GroupWriter
+from storage.known import OFFERED, USED, Known
 from storage.permissions import make_private
 from storage.work import Work
 
@@ -215,6 +216,9 @@ class Database:
                 f"{shown!r}: Cosigner runs on sqlite+aiosqlite:// or postgresql+asyncpg://"
             )
         self.schema = schema
+        # The pending approvals this replica created, usable while it hears every close
+        # (PostgreSQL's LISTEN; see `storage.known`). SQLite never listens: nothing is kept.
+        self.known = Known()
 
     @property
     def is_sqlite(self) -> bool:
@@ -239,7 +243,10 @@ class Database:
         (`Raced`: a concurrent write got there first) `fn` runs again from its reads, up to
         `OPTIMISTIC_TRIES` times, then in a transaction; when `fn` finds it needs more than
         one write (`NeedsLock`, raised before anything is written) it runs at once in a
-        transaction, where its reads lock. SQLite runs it in a transaction as any other."""
+        transaction, where its reads lock. Its first try may read the approval from the
+        replica's copy (`self.known`, `storage.known`), which its conditional write checks;
+        a first try that read the copy and ends without writing runs again on the database.
+        SQLite runs it in a transaction as any other."""
         try:
             if self._group is not None:
                 result: T = await self._group.submit(fn)
@@ -247,7 +254,7 @@ class Database:
             # One greenlet for the whole transaction (connect, BEGIN, fn, COMMIT, check-in):
             # `AsyncEngine.begin()` and `run_sync` would spawn one for each step.
             if optimistic and self.dialect == "postgresql":
-                return await self._gated(_optimistic_on, fn)
+                return await self._gated(self._optimistic_on, fn)
             if single_write and self.dialect == "postgresql":
                 return await self._gated(_single_write_on, fn)
             return await self._gated(_write_on, fn)
@@ -293,6 +300,42 @@ class Database:
             return await greenlet_spawn(on, self._writer.sync_engine, fn)
         finally:
             semaphore.release()
+
+    def _optimistic_on(self, engine: Engine, fn: Callable[[Work], T]) -> T:
+        """`fn` in autocommit with one conditional write (reads unlocked), again while it
+        loses the race, then in one transaction (see `run_write`). The first try is offered
+        the replica's copies; a try that read one and wrote nothing (it refused, or raised)
+        runs again, on the database."""
+        known = self.known if self.known.live else None
+        with engine.connect() as conn:
+            auto = conn.execution_options(isolation_level="AUTOCOMMIT")
+            info = auto.info
+            try:
+                for _ in range(OPTIMISTIC_TRIES + (known is not None)):
+                    info[SINGLE_WRITE] = 0
+                    info[OPTIMISTIC] = True
+                    info.pop(USED, None)
+                    if known is not None:
+                        info[OFFERED], known = known, None
+                    try:
+                        result = fn(Work(auto))
+                    except Raced:
+                        continue
+                    except NeedsLock:
+                        break
+                    except Exception:
+                        if info.pop(USED, False) and not info[SINGLE_WRITE]:
+                            continue  # refused on the copy: ask the database
+                        raise
+                    finally:
+                        info.pop(OFFERED, None)
+                    if info.pop(USED, False) and not info[SINGLE_WRITE]:
+                        continue  # decided on the copy without a write to check it
+                    return result
+            finally:
+                for key in (SINGLE_WRITE, OPTIMISTIC, OFFERED, USED):
+                    info.pop(key, None)
+        return _write_on(engine, fn)
 
     @staticmethod
     def _on_connection(engine: Engine | None, fn: Callable[[Work], T]) -> T:
@@ -384,27 +427,6 @@ def _single_write_on(engine: Engine, fn: Callable[[Work], T]) -> T:
 OPTIMISTIC_TRIES = 3
 """Optimistic runs of a step before it runs in a transaction: each lost race means another
 step changed the row meanwhile, and under that much contention the row lock is cheaper."""
-
-
-def _optimistic_on(engine: Engine, fn: Callable[[Work], T]) -> T:
-    """`fn` in autocommit with one conditional write (reads unlocked), again while it loses
-    the race, then in one transaction (see `Database.run_write`)."""
-    with engine.connect() as conn:
-        auto = conn.execution_options(isolation_level="AUTOCOMMIT")
-        try:
-            for _ in range(OPTIMISTIC_TRIES):
-                auto.info[SINGLE_WRITE] = 0
-                auto.info[OPTIMISTIC] = True
-                try:
-                    return fn(Work(auto))
-                except Raced:
-                    continue
-                except NeedsLock:
-                    break
-        finally:
-            auto.info.pop(SINGLE_WRITE, None)
-            auto.info.pop(OPTIMISTIC, None)
-    return _write_on(engine, fn)
 
 
 def _read_on(engine: Engine, fn: Callable[[Work], T]) -> T:

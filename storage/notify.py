@@ -39,16 +39,26 @@ class Listener:
         self._dsn = ""
         self._channel = CHANNEL
         self._on_closed: Callable[[str], None] = lambda _id: None
+        self._on_state: Callable[[bool], None] = lambda _up: None
         self._closing = False
         self._reopening: asyncio.Task[None] | None = None
         self.reconnects = 0  # how many times the connection was opened again
 
-    async def start(self, database_url: str, schema: str | None, on_closed: Callable[[str], None]) -> None:
-        """Connect and listen on the schema's channel."""
+    async def start(
+        self,
+        database_url: str,
+        schema: str | None,
+        on_closed: Callable[[str], None],
+        on_state: Callable[[bool], None] = lambda _up: None,
+    ) -> None:
+        """Connect and listen on the schema's channel; `on_state(True)` once listening,
+        `on_state(False)` when the connection is lost or closed (closes go unheard until
+        it is `True` again)."""
         url = make_url(database_url).set(drivername="postgresql")
         self._dsn = url.render_as_string(hide_password=False)
         self._channel = channel_for(schema)
         self._on_closed = on_closed
+        self._on_state = on_state
         self._closing = False
         await self._open()
 
@@ -63,6 +73,7 @@ class Listener:
             raise
         conn.add_termination_listener(self._on_lost)
         self._conn = conn
+        self._on_state(True)
 
     def _on_notify(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
         self._on_closed(payload)
@@ -71,6 +82,7 @@ class Listener:
         if self._closing or conn is not self._conn:
             return
         self._conn = None
+        self._on_state(False)
         log.warning("notify listener lost its connection; opening it again")
         self._reopening = asyncio.get_running_loop().create_task(self._reopen())
 
@@ -86,6 +98,7 @@ class Listener:
                 log.warning("notify listener could not reconnect; retrying in %.1f s", delay)
                 continue
             if self._closing:  # closed while connecting
+                self._on_state(False)
                 await self._conn.close()
                 self._conn = None
                 return
@@ -96,6 +109,7 @@ class Listener:
     async def close(self) -> None:
         """Stop listening."""
         self._closing = True
+        self._on_state(False)
         if self._reopening is not None:
             self._reopening.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):

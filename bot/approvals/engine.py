@@ -208,10 +208,16 @@ class Engine:
         slow recheck covers a lost notification.
         """
         deadline = self.clock() + seconds
+        # The first look may take "pending" from this replica's copy (PostgreSQL, `Database.known`):
+        # it only starts the wait, and a close, heard here, wakes it to read the database.
+        copy = self.db.known.get(approval_id)
         while True:
             fut = self.notifier.subscribe(approval_id)
             try:
-                rec = await self.record(approval_id, tenant)
+                if copy is not None and copy.tenant == tenant and deadline > self.clock():
+                    rec, copy = copy, None
+                else:
+                    rec = await self.record(approval_id, tenant)
                 now = self.clock()
                 if rec.settled or deadline <= now:
                     return rec
@@ -320,6 +326,7 @@ class Engine:
         for _attempt in range(3):
             try:
                 # Reads, then one write (storage.intake.write): no transaction needed.
+                since = self.db.known.epoch()
                 created = await self.db.run_write(
                     lambda tx: create_tx(tx, it, self.clock()), single_write=True
                 )
@@ -332,6 +339,7 @@ class Engine:
         if created.replay:
             await self.denials.refuse_again(rec)
             return self._replay(rec)
+        self.db.known.keep(rec, since)  # pending: the agent's long-poll and the decision read it
         if rec.closed:
             self.tracing.closed(rec)
         if shadow is not None:
@@ -430,20 +438,24 @@ class Engine:
         # This process hands its waiters the closed record: its own NOTIFY wakes none of them.
         with self.notifier.closing(approval_id):
             started = self.tracing.clock()
-            done = await self.db.run_write(
-                lambda tx: approval.close(
-                    tx,
-                    approval_id,
-                    closing,
-                    self.clock,
-                    schema=self.db.schema,
-                    callback_window=self.policy.defaults.callback_retry_window,
-                    send_execute=self.executes,
-                ),
-                # Without a message to record or more to write, PostgreSQL decides in two round
-                # trips (an unlocked read, one conditional write) instead of a locked transaction.
-                optimistic=closing.inbound is None and closing.also is None and closing.run_grant is None,
-            )
+            try:
+                done = await self.db.run_write(
+                    lambda tx: approval.close(
+                        tx,
+                        approval_id,
+                        closing,
+                        self.clock,
+                        schema=self.db.schema,
+                        callback_window=self.policy.defaults.callback_retry_window,
+                        send_execute=self.executes,
+                    ),
+                    # Without a message to record or more to write, PostgreSQL decides in one
+                    # conditional write, after an unlocked read (of this replica's copy, when
+                    # it created the approval), instead of a locked transaction.
+                    optimistic=closing.inbound is None and closing.also is None and closing.run_grant is None,
+                )
+            finally:
+                self.db.known.forget(approval_id)  # closed or changed: the copy is out of date
             if self.tracing.enabled:  # the answer's span and the approval's, when spans are exported
                 answered = Answered(closing.decided_by, closing.to, done.refusal, done.changed, done.counted)
                 self.tracing.after_close(done.record, answered, started)

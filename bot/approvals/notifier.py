@@ -25,6 +25,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from storage.known import Known
 from storage.notify import Listener
 
 log = logging.getLogger("cosigner.notifier")
@@ -33,13 +34,18 @@ log = logging.getLogger("cosigner.notifier")
 class Notifier:
     """Futures keyed by approval id, resolved when that approval closes."""
 
-    def __init__(self, on_replica_wake: Callable[[int], None] = lambda woken: None) -> None:
+    def __init__(
+        self, on_replica_wake: Callable[[int], None] = lambda woken: None, known: Known | None = None
+    ) -> None:
         self._waiters: dict[str, set[asyncio.Future[Any]]] = defaultdict(set)
         self._listener = Listener()
         self._on_replica_wake = on_replica_wake
         self._change: asyncio.Future[None] | None = None
         self._closing: dict[str, int] = {}  # approvals this process is closing: how many steps
         self._deferred: set[str] = set()  # of those, the ones a NOTIFY was heard for meanwhile
+        # The database's copies of pending approvals (`storage.known`): usable while this
+        # process listens, each forgotten as its close is heard.
+        self._known = known
 
     def changes(self) -> asyncio.Future[None]:
         """A future completed at the next change of what is pending (a request created, or
@@ -110,6 +116,8 @@ class Notifier:
     def heard(self, approval_id: str) -> None:
         """A NOTIFY said `approval_id` closed: wake its waiters to read it; while this
         process is closing it, once that step ends (see `closing`)."""
+        if self._known is not None:
+            self._known.forget(approval_id)
         if approval_id in self._closing:
             self._deferred.add(approval_id)
             return
@@ -118,7 +126,9 @@ class Notifier:
 
     async def listen(self, database_url: str, schema: str | None = None) -> None:
         """Start listening for other replicas' decisions (PostgreSQL)."""
-        await self._listener.start(database_url, schema, self.heard)
+        known = self._known
+        on_state = known.listening if known is not None else (lambda _up: None)
+        await self._listener.start(database_url, schema, self.heard, on_state)
 
     async def close(self) -> None:
         """Stop listening."""

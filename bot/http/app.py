@@ -224,7 +224,7 @@ def build_app(
     )
     # Each part gets what it uses here, at construction; none reads another's attributes.
     metrics = Metrics()
-    notifier = Notifier(metrics.replica_wakeups.inc)
+    notifier = Notifier(metrics.replica_wakeups.inc, known=db.known)
     provider = tracer_provider or otlp_provider(settings)
     tracing = Tracing(provider, db=db) if provider is not None else Tracing()
     seal = TokenSeal(settings.secret)

@@ -6,10 +6,12 @@ import asyncio
 import json
 from typing import Any
 
+import pytest
 import sqlalchemy as sa
 
 from contracts.digest import parameters_digest
 from contracts.grants import verify_grant
+from storage import approvals as ledger
 from storage import raw
 from storage.tables import approvals, audit_events
 from tests.harness import Harness, cosigner_app
@@ -299,12 +301,35 @@ async def test_long_poll_is_woken_by_the_decision(db_kind: str) -> None:
         assert r.json()["grant"] is None
 
 
+class RowReads:
+    """Counts the reads of one approval's row that reach the database (`storage.approvals.load`'s
+    two statements, unlocked and locked)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.ids: list[str] = []
+        for name in ("_LOAD", "_LOAD_LOCKED"):
+            stmt = getattr(ledger, name)
+            monkeypatch.setattr(ledger, name, self._counting(stmt))
+
+    def _counting(self, stmt: Any) -> Any:
+        reads = self.ids
+
+        class Counting:
+            def first(self, tx: Any, params: dict[str, Any]) -> Any:
+                reads.append(params["id"])
+                return stmt.first(tx, params)
+
+        return Counting()
+
+
 async def test_a_long_poll_woken_by_a_decision_on_its_own_replica_reads_the_approval_once(
-    db_kind: str,
+    db_kind: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The decision hands the closed record to the long-poll waiting on the same process. On
     PostgreSQL the decision's own NOTIFY reaches this process's listener too, often before the
-    deciding step has returned: it must not wake the long-poll to read the row a second time."""
+    deciding step has returned: it must not wake the long-poll to read the row a second time.
+    And there the replica that created the approval keeps it while it is pending
+    (`storage.known`): neither the long-poll nor the decision reads its row from the database."""
     async with cosigner_app(database_kind=db_kind) as h:
         key = await h.create_tenant("acme")
         h.engine.recheck_seconds = 3600
@@ -316,6 +341,7 @@ async def test_a_long_poll_woken_by_a_decision_on_its_own_replica_reads_the_appr
             return await read(approval_id, tenant)
 
         h.engine.record = counted  # type: ignore[method-assign]
+        rows = RowReads(monkeypatch)
         for i in range(20):
             aid = (await start(h, key, execution=f"run_{i}"))["approvalId"]
             poll = asyncio.create_task(h.client.get(f"/v1/approvals/{aid}?wait=30", headers=h.auth(key)))
@@ -328,9 +354,17 @@ async def test_a_long_poll_woken_by_a_decision_on_its_own_replica_reads_the_appr
             assert decided.status_code == 200, decided.text
             r = await asyncio.wait_for(poll, 30)
             assert r.json()["status"] == "approved" and r.json()["grant"]
-            assert reads.count(aid) == 1, (
-                f"round trip {i}: the long-poll read the approval {reads.count(aid)} times"
-            )
+            if db_kind == "postgres":
+                assert (reads.count(aid), rows.ids.count(aid)) == (0, 0), (
+                    f"round trip {i}: the long-poll read the approval {reads.count(aid)} times, "
+                    f"the database was asked for its row {rows.ids.count(aid)} times"
+                )
+            else:  # SQLite reads in process: the long-poll once, the decision under its lock
+                assert (reads.count(aid), rows.ids.count(aid)) == (1, 2), (
+                    f"round trip {i}: the long-poll read the approval {reads.count(aid)} times"
+                )
+        # The copies went with the decisions: nothing closed is kept.
+        assert len(h.parts.db.known) == 0
 
 
 async def test_server_sent_events(db_kind: str) -> None:

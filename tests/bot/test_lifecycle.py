@@ -169,6 +169,50 @@ async def test_two_replicas_agree_on_one_decision_and_wake_each_others_long_poll
 @pytest.mark.skipif(
     not postgres_url(), reason="replicas need PostgreSQL: set COSIGNER_TEST_POSTGRES_URL (.ci/run does)"
 )
+async def test_a_replica_forgets_its_copy_when_another_decides_and_never_decides_on_a_stale_one() -> None:
+    """The replica that created an approval keeps it while pending (`storage.known`); another
+    replica's decision makes it forget it, and a copy that missed the decision (a NOTIFY lost
+    with the LISTEN connection) can neither win a decision nor end a long-poll."""
+    async with two_replicas() as (a, b):
+        key = await a.create_tenant("acme")
+        aid = await create(a, key)
+        kept = a.parts.db.known
+        copy = kept.get(aid)
+        assert copy is not None and copy.status.value == "pending"
+        assert b.parts.db.known.get(aid) is None  # b did not create it
+        denied = await b.client.post(
+            f"/v1/approvals/{aid}/decision",
+            headers=b.auth(b.approver_of(key)),
+            json={"decision": "deny", "userId": "u_1", "comment": "no"},
+        )
+        assert denied.status_code == 200, denied.text
+        await until(lambda: kept.get(aid) is None)  # a heard b's NOTIFY
+
+        kept.keep(copy, kept.epoch())  # as if that NOTIFY had been lost
+        late = await a.client.post(
+            f"/v1/approvals/{aid}/decision",
+            headers=a.auth(a.approver_of(key)),
+            json={"decision": "approve", "userId": "u_1"},
+        )
+        assert (late.status_code, late.json()["error"]["code"]) == (409, "ALREADY_DECIDED")
+        assert kept.get(aid) is None  # a close attempt here forgets it too
+
+        kept.keep(copy, kept.epoch())
+        a.engine.recheck_seconds = 0.05  # the waiters' recheck covers a lost NOTIFY
+        polled = await a.client.get(f"/v1/approvals/{aid}?wait=30", headers=a.auth(key))
+        assert (polled.json()["status"], polled.json()["comment"]) == ("denied", "no")
+        async with raw.read(a.parts.db) as conn:
+            events = (
+                (await conn.execute(sa.select(audit_events.c.event).where(audit_events.c.approval_id == aid)))
+                .scalars()
+                .all()
+            )
+        assert [e for e in events if e in ("approved", "denied")] == ["denied"]
+
+
+@pytest.mark.skipif(
+    not postgres_url(), reason="replicas need PostgreSQL: set COSIGNER_TEST_POSTGRES_URL (.ci/run does)"
+)
 async def test_two_replicas_expire_once_and_deliver_each_callback_attempt_once() -> None:
     with CallbackReceiver(answers=[(204, {})] * 10) as receiver:
         async with two_replicas(callback_allow=LOOPBACK) as (a, b):

@@ -7,6 +7,8 @@ import asyncio
 import pytest
 
 from bot.approvals.notifier import Notifier
+from storage.known import Known
+from tests.storage.test_known import pending
 
 
 async def test_a_notify_heard_while_this_process_closes_the_approval_wakes_nobody() -> None:
@@ -81,3 +83,18 @@ async def test_closing_the_same_approval_twice_at_once_skips_its_notify_until_bo
     await two
     notifier.heard("apv_1")
     assert fut.done()
+
+
+async def test_every_close_heard_makes_the_replica_forget_its_copy() -> None:
+    """The copy a replica keeps of a pending approval it created (`storage.known`) goes with
+    the first NOTIFY for it, its own included, even while this process is closing it."""
+    known = Known()
+    known.listening(True)
+    notifier = Notifier(known=known)
+    for approval_id in ("apv_1", "apv_2"):
+        known.keep(pending(approval_id), known.epoch())
+    notifier.heard("apv_1")
+    with notifier.closing("apv_2"):
+        notifier.heard("apv_2")
+        assert known.get("apv_2") is None
+    assert known.get("apv_1") is None and len(known) == 0

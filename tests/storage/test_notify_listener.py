@@ -30,10 +30,12 @@ async def test_a_lost_listen_connection_is_opened_again_and_hears_the_next_decis
     schema = "t_listener_reconnect"  # a channel of its own: no other test notifies on it
     channel = channel_for(schema)
     heard: asyncio.Queue[str] = asyncio.Queue()
+    states: list[bool] = []  # what the replica's copies are told: usable (True) or not
     listener = Listener()
     admin = await asyncpg.connect(dsn(url))
     try:
-        await listener.start(url, schema, heard.put_nowait)
+        await listener.start(url, schema, heard.put_nowait, states.append)
+        assert states == [True]
         [first] = await until_async(lambda: listeners(admin, channel))
         await admin.execute("SELECT pg_notify($1, 'apv_before')", channel)
         assert await asyncio.wait_for(heard.get(), 10) == "apv_before"
@@ -41,11 +43,13 @@ async def test_a_lost_listen_connection_is_opened_again_and_hears_the_next_decis
         await admin.execute("SELECT pg_terminate_backend($1)", first)
         [second] = await until_async(lambda: _other_than(admin, channel, first), seconds=10)
         assert second != first and listener.reconnects == 1
+        assert states == [True, False, True]  # down in between: closes sent then went unheard
         await admin.execute("SELECT pg_notify($1, 'apv_after')", channel)
         assert await asyncio.wait_for(heard.get(), 10) == "apv_after"
     finally:
         await listener.close()
         await admin.close()
+    assert states == [True, False, True, False]
     # Closing is final: nothing listens any more, and nothing reopens it.
     admin = await asyncpg.connect(dsn(url))
     try:
