@@ -707,15 +707,18 @@ class Engine:
     async def sending(self, approval_id: str, receipt: Delivered) -> None:
         """Store a receipt without messages before the surface sends anything, so an answer
         racing the delivery is matched; only while the approval is pending and has none."""
+        self.db.known.forget(approval_id)  # the row changes: a copy would be out of date
         await self.db.run_write(lambda tx: ledger.set_receipt_if_pending(tx, approval_id, receipt))
 
     async def delivered(self, approval_id: str, receipt: Delivered) -> None:
         """Store a delivery receipt; if the approval closed meanwhile, queue the card update."""
+        self.db.known.forget(approval_id)
         if await self.db.run_write(lambda tx: trail.record_delivery(tx, approval_id, receipt, self.clock)):
             self.wakeups.jobs.set()
 
     async def note(self, approval_id: str, event: AuditEvent, data: Mapping[str, Any]) -> None:
         """Append a surface or worker event to the approval's audit chain (redacted)."""
+        self.db.known.forget(approval_id)
         await self.db.run_write(lambda tx: trail.record_note(tx, approval_id, event, data, self.clock))
 
     async def audit_trail(self, tenant: str | None, approval_id: str) -> list[AuditRow]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from functools import partial
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ from contracts.grants import verify_grant
 from storage import approvals as ledger
 from storage import raw
 from storage.tables import approvals, audit_events
-from tests.harness import Harness, cosigner_app
+from tests.harness import DEFAULT_POLICY, Harness, cosigner_app, postgres_url, slack_app, until
 
 DASH = {"type": "dashboard", "userId": "u_1"}
 
@@ -365,6 +366,74 @@ async def test_a_long_poll_woken_by_a_decision_on_its_own_replica_reads_the_appr
                 )
         # The copies went with the decisions: nothing closed is kept.
         assert len(h.parts.db.known) == 0
+
+
+async def test_the_copy_a_replica_keeps_is_the_row_as_the_database_reads_it() -> None:
+    """What the creating replica keeps (`storage.known`) stands in for a read of the row: it
+    must be that read, field for field, for every kind of route and column a create writes."""
+    if not postgres_url():
+        pytest.skip("only PostgreSQL keeps copies: set COSIGNER_TEST_POSTGRES_URL")
+    from contracts.ports import ApprovalDesk
+    from surfaces.slack import SlackAdapter, SlackConfig
+    from surfaces.slack.emulator import SlackEmulator
+
+    async with SlackEmulator.running(team_id="T0ACME", app_id="A0COPY") as emu:
+        config = SlackConfig(
+            signing_secret="s" * 32, bot_token="xoxb-acme", api_url=emu.api_url, app_id="A0COPY"
+        )
+
+        def slack(desk: ApprovalDesk) -> SlackAdapter:
+            return SlackAdapter(config, desk)
+
+        # No workers: nothing is delivered, so nothing changes the rows after their create.
+        async with cosigner_app(database_kind="postgres", surfaces=[slack], run_workers=False) as h:
+            await compare_copies(h)
+
+
+async def compare_copies(h: Harness) -> None:
+    key = await h.create_tenant("acme")
+    made = [
+        await start(h, key, call_id="dash"),  # dashboard, an edit offered, a redacted token
+        await start(
+            h,
+            key,
+            call_id="slack",
+            surface={"type": "slack", "teamId": "T0ACME", "channelId": "C1", "userId": "U1"},
+            params={"orderId": "ord_2", "amountCents": 99000, "note": "Zoë ✓", "nested": {"a": [1, 2.5]}},
+        ),
+        # Headless: to the tenant's admins in their Slack channel.
+        await start(h, key, tool="issue_credit", call_id="credit", surface={"type": "schedule"}),
+    ]
+    routes = set()
+    for body in made:
+        aid: str = body["approvalId"]
+        copy = h.parts.db.known.get(aid)
+        assert copy is not None and copy.route is not None, f"{aid} was not kept with its route"
+        stored = await h.parts.db.run_read(partial(ledger.load, approval_id=aid))
+        assert copy == stored
+        routes.add(type(copy.route))
+    assert len(routes) >= 2  # a dashboard route and a Slack one
+
+
+async def test_a_delivered_card_makes_the_replica_forget_its_copy() -> None:
+    """Sending the card writes the receipt to the row: the copy, which has none, goes."""
+    if not postgres_url():
+        pytest.skip("only PostgreSQL keeps copies: set COSIGNER_TEST_POSTGRES_URL")
+    async with slack_app(DEFAULT_POLICY, secret="s" * 32, app_id="A0COPY", database_kind="postgres") as (
+        h,
+        emu,
+    ):
+        key = await h.create_tenant("acme")
+        body = await start(
+            h,
+            key,
+            call_id="slack",
+            surface={"type": "slack", "teamId": "T0ACME", "channelId": "C1", "userId": "U1"},
+        )
+        aid = body["approvalId"]
+        await until(lambda: [m for m in emu.messages if m.method == "chat.postMessage"])
+        await h.delivered(aid)
+        assert h.parts.db.known.get(aid) is None
 
 
 async def test_server_sent_events(db_kind: str) -> None:
