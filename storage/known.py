@@ -6,8 +6,9 @@ see that it is still pending, and the decision reads it before its one condition
 the database, and the replica that created the approval already holds it. So it keeps the
 pending approvals it created (`keep`) and forgets one as soon as it might have changed:
 when any replica closes it (the NOTIFY every close sends, which this replica hears too,
-`forget`), when this replica tries to close it or writes its receipt or a note to its
-chain, and all of them while its LISTEN connection is down (`listening(False)`: a close
+`forget`), when this replica tries to close it, writes its receipt or a note to its
+chain, or takes a handoff's Done (other writes here are left to the guards below), and
+all of them while its LISTEN connection is down (`listening(False)`: a close
 sent meanwhile would go unheard).
 
 What it knows is never taken as proof:
