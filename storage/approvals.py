@@ -252,6 +252,7 @@ def _chain(
     *,
     undelivered: bool = False,
 ) -> dict[str, Any]:
+    known.changed(tx, approval_id)
     rows, new_seq, new_head = chain_rows(approval_id, tenant, seq, head, now, events)
     values = {**(changes or {}), "audit_seq": new_seq, "audit_head": new_head}
     params = {f"set_{k}": v for k, v in values.items()}
@@ -428,6 +429,7 @@ def notify_closed(tx: Work, schema: str | None, approval_id: str) -> None:
 
 def set_receipt_if_pending(tx: Work, approval_id: str, receipt: Delivered) -> None:
     """Store a first receipt (before anything is sent) on a pending approval that has none."""
+    known.changed(tx, approval_id)
     tx.conn.execute(
         approvals.update()
         .where(

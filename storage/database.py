@@ -39,7 +39,7 @@ from sqlalchemy.util import greenlet_spawn
 
 from storage.direct import OPTIMISTIC, SINGLE_WRITE, NeedsLock, Raced
 from storage.group_commit import GroupWriter
-from storage.known import OFFERED, USED, Known
+from storage.known import HELD, OFFERED, USED, Known
 from storage.permissions import make_private
 from storage.work import Work
 
@@ -219,6 +219,13 @@ class Database:
         # The pending approvals this replica created, usable while it hears every close
         # (PostgreSQL's LISTEN; see `storage.known`). SQLite never listens: nothing is kept.
         self.known = Known()
+        if self.dialect == "postgresql":
+            # Each connection carries them, so that each write of an approval forgets its copy.
+            known = self.known
+
+            @event.listens_for(self._writer.sync_engine, "connect")
+            def _hold_known(_dbapi_conn: Any, record: Any) -> None:
+                record.info[HELD] = known
 
     @property
     def is_sqlite(self) -> bool:
@@ -324,12 +331,12 @@ class Database:
                     except NeedsLock:
                         break
                     except Exception:
-                        if info.pop(USED, False) and not info[SINGLE_WRITE]:
+                        if _unchecked(info):
                             continue  # refused on the copy: ask the database
                         raise
                     finally:
                         info.pop(OFFERED, None)
-                    if info.pop(USED, False) and not info[SINGLE_WRITE]:
+                    if _unchecked(info):
                         continue  # decided on the copy without a write to check it
                     return result
             finally:
@@ -427,6 +434,12 @@ def _single_write_on(engine: Engine, fn: Callable[[Work], T]) -> T:
 OPTIMISTIC_TRIES = 3
 """Optimistic runs of a step before it runs in a transaction: each lost race means another
 step changed the row meanwhile, and under that much contention the row lock is cheaper."""
+
+
+def _unchecked(info: dict[Any, Any]) -> bool:
+    """Whether the optimistic try that just ended read the replica's copy and wrote nothing
+    that would have checked it."""
+    return bool(info.pop(USED, False)) and not info[SINGLE_WRITE]
 
 
 def _read_on(engine: Engine, fn: Callable[[Work], T]) -> T:

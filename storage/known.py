@@ -6,10 +6,9 @@ see that it is still pending, and the decision reads it before its one condition
 the database, and the replica that created the approval already holds it. So it keeps the
 pending approvals it created (`keep`) and forgets one as soon as it might have changed:
 when any replica closes it (the NOTIFY every close sends, which this replica hears too,
-`forget`), when this replica tries to close it, writes its receipt or a note to its
-chain, or takes a handoff's Done (other writes here are left to the guards below), and
-all of them while its LISTEN connection is down (`listening(False)`: a close
-sent meanwhile would go unheard).
+`forget`), when this replica writes its row (any link on its audit chain, its receipt:
+`changed`, from storage's writes themselves), and all of them while its LISTEN connection
+is down (`listening(False)`: a close sent meanwhile would go unheard).
 
 What it knows is never taken as proof:
 
@@ -97,6 +96,16 @@ class Known:
 # (`Database.run_write`), and whether it did.
 OFFERED = "cosigner_known"
 USED = "cosigner_known_used"
+# Every PostgreSQL connection's `info` holds its database's copies under this key (set when
+# the connection is opened), so that each write of an approval's row forgets its copy.
+HELD = "cosigner_known_held"
+
+
+def changed(work: Work, approval_id: str) -> None:
+    """The approval's row is written in this step: this replica's copy of it is out of date."""
+    known: Known | None = work.conn.info.get(HELD)
+    if known is not None:
+        known.forget(approval_id)
 
 
 def offered(work: Work, approval_id: str) -> Record | None:

@@ -438,24 +438,21 @@ class Engine:
         # This process hands its waiters the closed record: its own NOTIFY wakes none of them.
         with self.notifier.closing(approval_id):
             started = self.tracing.clock()
-            try:
-                done = await self.db.run_write(
-                    lambda tx: approval.close(
-                        tx,
-                        approval_id,
-                        closing,
-                        self.clock,
-                        schema=self.db.schema,
-                        callback_window=self.policy.defaults.callback_retry_window,
-                        send_execute=self.executes,
-                    ),
-                    # Without a message to record or more to write, PostgreSQL decides in one
-                    # conditional write, after an unlocked read (of this replica's copy, when
-                    # it created the approval), instead of a locked transaction.
-                    optimistic=closing.inbound is None and closing.also is None and closing.run_grant is None,
-                )
-            finally:
-                self.db.known.forget(approval_id)  # closed or changed: the copy is out of date
+            done = await self.db.run_write(
+                lambda tx: approval.close(
+                    tx,
+                    approval_id,
+                    closing,
+                    self.clock,
+                    schema=self.db.schema,
+                    callback_window=self.policy.defaults.callback_retry_window,
+                    send_execute=self.executes,
+                ),
+                # Without a message to record or more to write, PostgreSQL decides in one
+                # conditional write, after an unlocked read (of this replica's copy, when
+                # it created the approval), instead of a locked transaction.
+                optimistic=closing.inbound is None and closing.also is None and closing.run_grant is None,
+            )
             if self.tracing.enabled:  # the answer's span and the approval's, when spans are exported
                 answered = Answered(closing.decided_by, closing.to, done.refusal, done.changed, done.counted)
                 self.tracing.after_close(done.record, answered, started)
@@ -707,18 +704,15 @@ class Engine:
     async def sending(self, approval_id: str, receipt: Delivered) -> None:
         """Store a receipt without messages before the surface sends anything, so an answer
         racing the delivery is matched; only while the approval is pending and has none."""
-        self.db.known.forget(approval_id)  # the row changes: a copy would be out of date
         await self.db.run_write(lambda tx: ledger.set_receipt_if_pending(tx, approval_id, receipt))
 
     async def delivered(self, approval_id: str, receipt: Delivered) -> None:
         """Store a delivery receipt; if the approval closed meanwhile, queue the card update."""
-        self.db.known.forget(approval_id)
         if await self.db.run_write(lambda tx: trail.record_delivery(tx, approval_id, receipt, self.clock)):
             self.wakeups.jobs.set()
 
     async def note(self, approval_id: str, event: AuditEvent, data: Mapping[str, Any]) -> None:
         """Append a surface or worker event to the approval's audit chain (redacted)."""
-        self.db.known.forget(approval_id)
         await self.db.run_write(lambda tx: trail.record_note(tx, approval_id, event, data, self.clock))
 
     async def audit_trail(self, tenant: str | None, approval_id: str) -> list[AuditRow]:

@@ -173,7 +173,6 @@ class Handoffs:
     ) -> ApprovalCard:
         """Claim a handoff's check for the person who pressed Done (on the dashboard, or on a
         surface whose `message` carried it); refusals are audited, then raised."""
-        self.db.known.forget(approval_id)  # Done changes the row (its check, its expiry)
         claimed = await self.db.run_write(
             lambda tx: claim(tx, approval_id, decider, check, self.clock(), tenant=tenant, message=message)
         )

@@ -4,6 +4,7 @@ decision (its write checks the copy; a try that wrote nothing runs again on the 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
@@ -11,7 +12,8 @@ from typing import Any
 import pytest
 
 from contracts.answers import PolicyDecider
-from contracts.enums import ApprovalStatus
+from contracts.enums import ApprovalStatus, SurfaceType
+from contracts.ports import Delivered
 from storage import approvals as ledger
 from storage.audit import GENESIS, Event
 from storage.database import Database
@@ -132,6 +134,35 @@ def note(tx: Work) -> Record:
     return ledger.append(tx, rec, 1500.0, [Event("note", {}, {})])
 
 
+async def elsewhere(db: Database, step: Callable[[Work], Any]) -> None:
+    """Run `step` on another replica of the same database, whose writes this one's copies
+    never hear of (its NOTIFY lost, or none sent)."""
+    other = Database(db.url, schema=db.schema)
+    try:
+        await other.run_write(step)
+    finally:
+        await other.close()
+
+
+@needs_postgres
+async def test_every_write_of_an_approvals_row_on_this_replica_forgets_its_copy() -> None:
+    async with database("postgres") as db:
+        await kept(db)
+        await db.run_write(note)  # a link on its chain
+        assert db.known.get("apv_1") is None
+        await kept_again(db)
+        receipt = Delivered(SurfaceType.SLACK, "C1", ("1700000000.000100",))
+        await db.run_write(lambda tx: ledger.set_receipt_if_pending(tx, "apv_1", receipt))
+        assert db.known.get("apv_1") is None
+
+
+async def kept_again(db: Database) -> None:
+    rec = await db.run_read(lambda tx: ledger.load(tx, "apv_1"))
+    assert rec is not None
+    db.known.keep(rec, db.known.epoch())
+    assert db.known.get("apv_1") is rec
+
+
 @needs_postgres
 @pytest.mark.parametrize("stale", [False, True], ids=["true copy", "stale copy"])
 async def test_a_decision_reads_nothing_on_a_true_copy_and_loses_its_race_on_a_stale_one(
@@ -140,7 +171,7 @@ async def test_a_decision_reads_nothing_on_a_true_copy_and_loses_its_race_on_a_s
     async with database("postgres") as db:
         await kept(db)
         if stale:
-            await db.run_write(note)  # the row changed and the copy was not told (a lost NOTIFY)
+            await elsewhere(db, note)  # the row changed and the copy was not told (a lost NOTIFY)
         reads = Reads(monkeypatch)
         closed = await db.run_write(deny, optimistic=True)
         # Stale: its write matched nothing, and the step read the row and decided again.
@@ -154,7 +185,8 @@ async def test_a_decision_reads_nothing_on_a_true_copy_and_loses_its_race_on_a_s
 async def test_what_a_copy_says_without_a_write_to_check_it_is_asked_of_the_database_again() -> None:
     async with database("postgres") as db:
         copy = await kept(db)
-        await db.run_write(deny)  # closed, and the copy still says pending
+        await elsewhere(db, deny)  # closed, and the copy still says pending
+        assert db.known.get("apv_1") is copy
 
         def status(tx: Work) -> ApprovalStatus:
             rec = ledger.load(tx, "apv_1")
