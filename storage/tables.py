@@ -142,3 +142,26 @@ flags = sa.Table(
     sa.Column("value", sa.Text, nullable=False),
     sa.Column("created_at", sa.Double, nullable=False),
 )
+
+inbox_sessions = sa.Table(
+    # A signed-in inbox session, named by the SHA-256 of its random id (the cookie carries the
+    # id; a copy of this table names no session anyone can use). Deleted at Sign out (0013).
+    "inbox_sessions",
+    metadata,
+    sa.Column("id_hash", sa.String(64), primary_key=True),
+    sa.Column("person", sa.Text, nullable=False),  # JSON: who signed in (bot.inbox.people.Person)
+    sa.Column("tenants", sa.Text, nullable=False),  # JSON: the tenants the policy named them in then
+    sa.Column("created_at", sa.Double, nullable=False),
+    sa.Column("expires_at", sa.Double, nullable=False),
+    sa.Index("ix_inbox_sessions_expiry", "expires_at"),
+)
+
+inbox_session_ids = sa.Table(
+    # Each id a session's person holds (Slack user id, verified email and phone), case-folded:
+    # how an operator ends every session of a person by any one of them (0013).
+    "inbox_session_ids",
+    metadata,
+    sa.Column("session", sa.String(64), primary_key=True),  # inbox_sessions.id_hash
+    sa.Column("person_id", sa.String(320), primary_key=True),
+    sa.Index("ix_inbox_session_ids_person", "person_id"),
+)
