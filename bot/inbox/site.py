@@ -118,7 +118,7 @@ class Inbox:
             self.signin = SignIn(
                 settings.oidc_issuer or "", settings.oidc_client_id or "", settings.oidc_client_secret or ""
             )
-        self.lifetime = float(settings.inbox_session_seconds)
+        self.sessions = session.Sessions(db, policy, clock, float(settings.inbox_session_seconds))
         self.heartbeat = HEARTBEAT
         self.min_interval = MIN_INTERVAL
         self.pause: Callable[[float], Awaitable[None]] = asyncio.sleep
@@ -161,18 +161,24 @@ class Inbox:
         except SignInRefused as exc:
             log.warning("inbox sign-in refused", extra={"code": type(exc.__cause__).__name__})
             return self.refused(request, None, f"Sign-in refused: {exc}", 401)
-        session.sign_in(request, person, self.clock, self.lifetime)
+        await self.sessions.start(request, person)
         return RedirectResponse("/inbox/", status_code=303)
 
     async def logout(self, request: Request) -> Response:
         form = await request.form()
         if not session.csrf_ok(request, form.get("csrf")):
             return self.refused(request, None, "This form has expired; reload the page and try again.", 403)
-        session.sign_out(request)
+        await self.sessions.end(request)
         return RedirectResponse("/inbox/", status_code=303)
 
-    def who(self, request: Request) -> Person | None:
-        return session.signed_in(request, self.clock) if self.signin is not None else None
+    async def signed(self, request: Request) -> session.Signed | None:
+        """The request's live session (one read by primary key), or None: signed out."""
+        return await self.sessions.current(request) if self.signin is not None else None
+
+    async def who(self, request: Request) -> Person | None:
+        """The person of the request's live session, or None: signed out."""
+        signed = await self.signed(request)
+        return signed.person if signed is not None else None
 
     # --- what the person sees ------------------------------------------------------
 
@@ -249,7 +255,7 @@ class Inbox:
     async def home(self, request: Request) -> Response:
         if self.signin is None:
             return self.page(request, "off.html", 200, message=not_configured_message())
-        person = self.who(request)
+        person = await self.who(request)
         if person is None:
             return self.page(request, "signin.html", 200, issuer=self.signin.issuer)
         mine, elsewhere = await self.waiting(person)
@@ -263,7 +269,7 @@ class Inbox:
         )
 
     async def history(self, request: Request) -> Response:
-        person = self.who(request)
+        person = await self.who(request)
         if person is None:
             return RedirectResponse("/inbox/", status_code=303)
         q = request.query_params
@@ -299,7 +305,7 @@ class Inbox:
         )
 
     async def trail(self, request: Request) -> Response:
-        person = self.who(request)
+        person = await self.who(request)
         if person is None:
             return RedirectResponse("/inbox/", status_code=303)
         tenants = tenants_of(self.policy, person)
@@ -319,7 +325,7 @@ class Inbox:
         """The signed-in person and the form they posted, or what refuses it: back to the
         inbox (and its sign-in) without a session, 403 when the form's CSRF token does not
         match. Every POST of a signed-in person starts here."""
-        person = self.who(request)
+        person = await self.who(request)
         if person is None:
             return RedirectResponse("/inbox/", status_code=303)
         form = await request.form()
@@ -356,7 +362,7 @@ class Inbox:
 
     async def edit(self, request: Request) -> Response:
         """The edit form: one typed input per editable parameter, filled with its current value."""
-        person = self.who(request)
+        person = await self.who(request)
         if person is None:
             return RedirectResponse("/inbox/", status_code=303)
         tenants = set(tenants_of(self.policy, person))
@@ -484,19 +490,25 @@ class Inbox:
     # --- live updates ----------------------------------------------------------------
 
     async def events(self, request: Request) -> Response:
-        person = self.who(request)
-        if person is None:
+        signed = await self.signed(request)
+        if signed is None:
             return self.refused(request, None, "sign in first", 401)
         return StreamingResponse(
-            self._changes(request, person), media_type="text/event-stream", headers=self.headers()
+            self._changes(request, signed.person, signed.id_hash),
+            media_type="text/event-stream",
+            headers=self.headers(),
         )
 
-    async def _changes(self, request: Request, person: Person) -> AsyncIterator[str]:
+    async def _changes(
+        self, request: Request, person: Person, session_hash: str | None = None
+    ) -> AsyncIterator[str]:
         # Woken by the engine's notifier when a request is created here or closes here or on
         # another replica; the heartbeat keeps proxies from closing an idle stream and
         # re-reads the list, which also catches a request created on another replica.
         # A busy server changes many times a second: one stream reads at most once per
-        # `min_interval`, and what changed meanwhile is in that read.
+        # `min_interval`, and what changed meanwhile is in that read. Each read first asks
+        # whether the session still lasts: signed out (here, in another tab, by the
+        # operator), the stream says so and ends.
         notifier, loop = self.notifier, asyncio.get_running_loop()
         change = notifier.changes()  # before each read, so a change during it is not missed
         seen, read_at = await self._waiting_ids(person), loop.time()
@@ -508,6 +520,9 @@ class Inbox:
             elif (wait := read_at + self.min_interval - loop.time()) > 0:
                 await self.pause(wait)
             change = notifier.changes()
+            if session_hash is not None and not await self.sessions.alive(session_hash):
+                yield "event: signed-out\ndata: {}\n\n"
+                return
             now, read_at = await self._waiting_ids(person), loop.time()
             if now != seen:
                 yield f"event: changed\ndata: {json.dumps({'waiting': len(now)})}\n\n"

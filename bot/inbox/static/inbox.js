@@ -15,4 +15,9 @@
         });
       });
   });
+  // Signed out (in another tab, or by an operator): show the sign-in page.
+  source.addEventListener("signed-out", function () {
+    source.close();
+    window.location.assign("/inbox/");
+  });
 })();
