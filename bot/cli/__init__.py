@@ -1,4 +1,4 @@
-"""The `cosigner` command (`main`): serve, dev, migrate, tenants, policy, audit, denials."""
+"""The `cosigner` command (`main`): serve, dev, migrate, tenants, policy, audit, denials, inbox."""
 
 from bot.cli.commands import main
 

@@ -1,4 +1,4 @@
-"""The `cosigner` command: serve, dev, migrate, tenants, policy, audit, denials."""
+"""The `cosigner` command: serve, dev, migrate, tenants, policy, audit, denials, inbox."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from bot.approvals import callback_secret
 from bot.cli import denials as denial_cli
+from bot.cli import inbox as inbox_cli
 from bot.cli import policy as policy_cli
 from bot.http import IssuedKey, ListenError, NewTenant, TenantKeys, valid_port
 from bot.policy import Policy, load_policy, load_policy_file
@@ -434,6 +435,7 @@ def parser() -> argparse.ArgumentParser:
     # Parsed by the gateway itself (see main): listed here for `cosigner --help`.
     sub.add_parser("mcp-gateway", help="an MCP server in front of another, each tool call gated by Cosigner")
     denial_cli.register(sub, _with_db, UsageError)
+    inbox_cli.register(sub, _with_db, UsageError)
     return p
 
 
