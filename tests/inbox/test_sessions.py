@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, MutableMapping
 from typing import Any
 
 import httpx
@@ -108,7 +108,7 @@ async def test_cosigner_inbox_sign_out_ends_a_session_in_another_browser(
         await w.sign_in(elsewhere, "U0ADMIN")
         assert "Ada Admin" in (await elsewhere.get("/inbox/")).text
         monkeypatch.setenv("COSIGNER_DATABASE_URL", w.h.parts.db.url)
-        monkeypatch.setenv("COSIGNER_SECRET", w.h.parts.settings.secret)
+        monkeypatch.setenv("COSIGNER_SECRET", w.h.parts.settings.secret or "")
         monkeypatch.delenv("COSIGNER_POLICY", raising=False)
         # The command's own process: its own event loop and connection, the server still up.
         assert await asyncio.to_thread(main, ["inbox", "sign-out", "U0ADMIN"]) == 0
@@ -142,9 +142,9 @@ async def test_removing_a_person_from_the_policy_ends_their_session(db_kind: str
 
 
 @contextlib.asynccontextmanager
-async def streaming(w: World, cookie: str) -> AsyncIterator[asyncio.Queue[dict[str, Any]]]:
+async def streaming(w: World, cookie: str) -> AsyncIterator[asyncio.Queue[MutableMapping[str, Any]]]:
     """`GET /inbox/events` with `cookie`, as a browser keeps it open; what the app sends."""
-    sent: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    sent: asyncio.Queue[MutableMapping[str, Any]] = asyncio.Queue()
     gone = asyncio.Event()
 
     async def receive() -> dict[str, Any]:
@@ -173,7 +173,7 @@ async def streaming(w: World, cookie: str) -> AsyncIterator[asyncio.Queue[dict[s
         await asyncio.wait_for(task, 30)
 
 
-async def body_of(sent: asyncio.Queue[dict[str, Any]]) -> str:
+async def body_of(sent: asyncio.Queue[MutableMapping[str, Any]]) -> str:
     while True:  # a bound far above one read; reached only if the stream never says it
         message = await asyncio.wait_for(sent.get(), 30)
         if message["type"] == "http.response.body" and message.get("body"):
