@@ -226,7 +226,7 @@ def build_app(
     metrics = Metrics()
     notifier = Notifier(metrics.replica_wakeups.inc, known=db.known)
     provider = tracer_provider or otlp_provider(settings)
-    tracing = Tracing(provider, db=db) if provider is not None else Tracing()
+    tracing = Tracing(provider)
     seal = TokenSeal(settings.secret)
     signer = GrantSigner(settings.secret)
     sms_sender = SmsSender(
