@@ -15,11 +15,9 @@ cost a server core pays; compare it with the ~2.7 ms of server CPU one round tri
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import dataclasses
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -33,7 +31,6 @@ from bot.observability.tracing import Answered, Tracing
 from contracts.answers import PersonDecider
 from contracts.enums import ApprovalMode, ApprovalStatus, SurfaceType, ToolKind
 from contracts.ports import DashboardRoute
-from storage.database import Database
 from storage.records import Record
 from tests.otlp import OtlpReceiver
 
@@ -106,15 +103,13 @@ def main() -> None:
     parser.add_argument("--endpoint", help="an OTLP/HTTP base URL; default: a receiver started here")
     args = parser.parse_args()
     with contextlib.ExitStack() as stack:
-        # The hooks measured here never read it: only worker steps given an id do.
-        db = Database(f"sqlite+aiosqlite:///{stack.enter_context(tempfile.TemporaryDirectory())}/unused.db")
         endpoint = args.endpoint or stack.enter_context(OtlpReceiver()).base_url
         provider = tracer_provider(BatchSpanProcessor(OTLPSpanExporter(endpoint=f"{endpoint}/v1/traces")))
         rows = [
             ("off, no traceparent", Tracing(), {}),
             ("off, with traceparent", Tracing(), {"traceparent": TRACEPARENT}),
-            ("on, with traceparent", Tracing(provider, db=db), {"traceparent": TRACEPARENT}),
-            ("on, no traceparent", Tracing(provider, db=db), {}),
+            ("on, with traceparent", Tracing(provider), {"traceparent": TRACEPARENT}),
+            ("on, no traceparent", Tracing(provider), {}),
         ]
         loop = baseline(args.approvals)
         print(f"{'tracing':<24} {'CPU µs per approval':>20}")
@@ -123,7 +118,6 @@ def main() -> None:
             cost = per_approval(tracing, headers, args.approvals) - loop
             print(f"{name:<24} {cost:>20.1f}", flush=True)
         provider.shutdown()
-        asyncio.run(db.close())
 
 
 if __name__ == "__main__":

@@ -108,12 +108,6 @@ class EditPreview:
 
 _WHOLE = re.compile(r"^-?\d{1,16}$")
 _NUMBER = re.compile(r"^-?\d{1,16}(\.\d{1,16})?([eE][-+]?\d{1,3})?$")
-JSON_TYPES = {bool: "boolean", int: "number", float: "number", str: "string", list: "array", dict: "object"}
-
-
-def json_type(value: Any) -> str:
-    """The JSON type of a value: "number" for int and float alike, "null" for None."""
-    return JSON_TYPES.get(type(value), "null")
 
 
 def initial_text(f: EditField) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import importlib.util
 import re
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from importlib.metadata import packages_distributions, requires
 from pathlib import Path
 from typing import Any
 
+import grimp  # import-linter's graph of our imports
 from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -221,3 +223,147 @@ def test_mypy_refuses_anything_but_a_unit_of_work_where_storage_wants_one(tmp_pa
     assert result.returncode == 1, result.stdout + result.stderr
     assert 'incompatible type "Connection"; expected "Work"' in result.stdout, result.stdout
     assert '"Work" has no attribute "execute"' in result.stdout, result.stdout
+
+
+# Import cycles between our modules: each module must load without needing one that needs
+# it. grimp finds every import; a cycle counts the ones that run when a module loads (at its
+# top, in a class body, under `if` or `try`), not those inside functions, which run later,
+# nor those under `if TYPE_CHECKING`, which never run. A `bot` package's `__init__` imports
+# nothing itself and hands out each name from its module on first use (`bot.lazy_exports`):
+# `from bot.policy import Policy` at the top of a module loads `bot.policy.rules` then and
+# there, so the import counts as one of that module (without this, every cycle through a
+# package's names would be invisible, since the `__init__` imports none of its modules).
+CYCLE_FREE = ("bot", "storage", "surfaces", "contracts")
+
+
+def _top_level_imports(tree: ast.Module) -> dict[int, ast.Import | ast.ImportFrom]:
+    """The import statements that run when the module loads, by their first line."""
+    found: dict[int, ast.Import | ast.ImportFrom] = {}
+    todo: list[ast.AST] = list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            found[node.lineno] = node
+        elif isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            todo += node.orelse
+        elif not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            todo += ast.iter_child_nodes(node)
+    return found
+
+
+def _lazy_homes(tree: ast.Module) -> dict[str, str]:
+    """A package's lazily exported names and the module each comes from (`lazy_exports`'s map)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and ast.unparse(node.func) == "lazy_exports" and len(node.args) == 3:
+            where: dict[str, list[str]] = ast.literal_eval(node.args[2])
+            return {name: module for module, names in where.items() for name in names}
+    return {}
+
+
+def import_graph(*packages: str) -> dict[str, set[str]]:
+    """Each module of `packages` and the modules of `packages` it loads as it loads."""
+    graph = grimp.build_graph(*packages, exclude_type_checking_imports=True, cache_dir=None)
+    trees = {}
+    for module in graph.modules:
+        spec = importlib.util.find_spec(module)
+        assert spec is not None and spec.origin is not None, module
+        trees[module] = ast.parse(Path(spec.origin).read_text(), spec.origin)
+    homes = {module: _lazy_homes(tree) for module, tree in trees.items()}
+    edges: dict[str, set[str]] = {module: set() for module in graph.modules}
+    for module, tree in trees.items():
+        statements = _top_level_imports(tree)
+        for imported in graph.find_modules_directly_imported_by(module):
+            for detail in graph.get_import_details(importer=module, imported=imported):
+                statement = statements.get(detail["line_number"])
+                if statement is None:
+                    continue  # inside a function, or only for the type checker
+                edges[module].add(imported)
+                if isinstance(statement, ast.ImportFrom) and homes.get(imported):
+                    edges[module] |= {
+                        homes[imported][a.name] for a in statement.names if a.name in homes[imported]
+                    }
+    return edges
+
+
+def import_cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Every set of modules that import each other (strongly connected, Tarjan), each as one
+    cycle through them, sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for other in sorted(edges[module]):
+            if other not in index:
+                visit(other)
+                low[module] = min(low[module], low[other])
+            elif other in stack:
+                low[module] = min(low[module], index[other])
+        if low[module] == index[module]:
+            members = stack[stack.index(module) :]
+            del stack[stack.index(module) :]
+            if len(members) > 1:
+                cycles.append(_cycle_through(sorted(members), edges))
+
+    for module in sorted(edges):
+        if module not in index:
+            visit(module)
+    return sorted(cycles)
+
+
+def _cycle_through(members: list[str], edges: dict[str, set[str]]) -> list[str]:
+    """One cycle from the first of `members` back to it, inside them (breadth first)."""
+    start, inside = members[0], set(members)
+    came: dict[str, str] = {}
+    todo = [start]
+    while todo:
+        module = todo.pop(0)
+        for other in sorted(edges[module] & inside):
+            if other == start:
+                path = [module]
+                while path[-1] != start:
+                    path.append(came[path[-1]])
+                return [*reversed(path), start]
+            if other not in came:
+                came[other] = module
+                todo.append(other)
+    raise AssertionError(f"no cycle through {members}")
+
+
+def test_no_module_of_ours_imports_one_that_imports_it() -> None:
+    cycles = import_cycles(import_graph(*CYCLE_FREE))
+    assert cycles == [], "import cycles: " + "; ".join(" -> ".join(c) for c in cycles)
+
+
+def test_a_cycle_counts_the_imports_that_run_as_a_module_loads(tmp_path: Path) -> None:
+    # cyc.a -> cyc.b through cyc.kinds' lazy export, cyc.b -> cyc.a at the top: a cycle; the
+    # imports of cyc.a inside a function and under TYPE_CHECKING are none.
+    pkg = tmp_path / "cyc"
+    (pkg / "kinds").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "kinds" / "__init__.py").write_text(
+        "from bot import lazy_exports\n"
+        "__all__ = ['B']\n"
+        "__getattr__ = lazy_exports(__name__, __all__, {'cyc.kinds.b': ['B']})\n"
+    )
+    (pkg / "kinds" / "b.py").write_text("import cyc.a\nclass B: ...\n")
+    (pkg / "a.py").write_text("from cyc.kinds import B\n")
+    (pkg / "c.py").write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from cyc.d import D\n"
+        "def f() -> None:\n    from cyc.d import D\n"
+    )
+    (pkg / "d.py").write_text("import cyc.c\nclass D: ...\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        edges = import_graph("cyc")
+    finally:
+        sys.path.remove(str(tmp_path))
+        for name in [m for m in sys.modules if m == "cyc" or m.startswith("cyc.")]:
+            del sys.modules[name]
+    assert edges["cyc.a"] == {"cyc.kinds", "cyc.kinds.b"}
+    assert edges["cyc.c"] == set()
+    assert import_cycles(edges) == [["cyc.a", "cyc.kinds.b", "cyc.a"]]

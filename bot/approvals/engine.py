@@ -698,8 +698,12 @@ class Engine:
 
     async def placed(self, approval_id: str) -> Placed | None:
         """An approval with its route and receipt, whatever its tenant."""
-        rec = await self.db.run_read(lambda tx: ledger.load(tx, approval_id))
+        rec = await self.found(approval_id)
         return rec.placed() if rec else None
+
+    async def found(self, approval_id: str) -> Record | None:
+        """The approval whatever its tenant, or None if there is none."""
+        return await self.db.run_read(lambda tx: ledger.load(tx, approval_id))
 
     async def sending(self, approval_id: str, receipt: Delivered) -> None:
         """Store a receipt without messages before the surface sends anything, so an answer

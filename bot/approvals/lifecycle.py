@@ -597,16 +597,3 @@ def queue_card_update(tx: Work, approval_id: str, now: float) -> None:
 def queue_execution(tx: Work, approval_id: str, now: float, window: float) -> None:
     """Queue carrying out an approved operation at its application."""
     jobs.queue(tx, JobKind.EXECUTE, approval_id, None, now, now + window)
-
-
-def queue_after_close(
-    tx: Work, rec: Record, now: float, run_grant: str | None, callback_window: float
-) -> None:
-    """The callback, the card update and the run grant a closed approval asks for (an
-    approved operation's once its outcome is stored)."""
-    if rec.callback_url and rec.settled:
-        queue_callback(tx, rec.id, now, callback_window)
-    if (rec.delivered is not None or rec.escalated) and rec.settled:
-        queue_card_update(tx, rec.id, now)
-    if run_grant is not None and rec.status is ApprovalStatus.APPROVED:
-        ledger.grant_for_run(tx, rec, fold(rec.tool_name), requester_key(rec.surface), run_grant, now)

@@ -118,9 +118,7 @@ class SandboxPage:
     async def asset(self, request: Request) -> Response:
         name = request.path_params["name"]
         if name not in ASSETS:
-            return JSONResponse(
-                {"error": {"code": "INVALID_REQUEST", "message": "no such file"}}, status_code=404
-            )
+            return JSONResponse(InvalidRequest("no such file").body(), status_code=404)
         return FileResponse(STATIC / name, media_type=ASSETS[name], headers={"Cache-Control": "no-store"})
 
     async def state(self, request: Request) -> Response:
@@ -344,7 +342,7 @@ class SandboxPage:
 
 
 def _error(message: str, status: int) -> JSONResponse:
-    return JSONResponse({"error": {"code": "INVALID_REQUEST", "message": message}}, status_code=status)
+    return JSONResponse(InvalidRequest(message).body(), status_code=status)
 
 
 def _person(key: Any) -> Person:

@@ -35,7 +35,7 @@ from bot.settings import Settings
 from bot.workers import ExpirySweeper, JobWorker
 from contracts.answers import ErrorBody
 from contracts.enums import ErrorCode, SurfaceType
-from contracts.errors import CosignerError
+from contracts.errors import CosignerError, InternalError
 from contracts.ports import SurfaceAdapter
 from storage.database import Database
 from storage.sealing import TokenSeal
@@ -226,7 +226,7 @@ def build_app(
     metrics = Metrics()
     notifier = Notifier(metrics.replica_wakeups.inc, known=db.known)
     provider = tracer_provider or otlp_provider(settings)
-    tracing = Tracing(provider, db=db) if provider is not None else Tracing()
+    tracing = Tracing(provider)
     seal = TokenSeal(settings.secret)
     signer = GrantSigner(settings.secret)
     sms_sender = SmsSender(
@@ -410,15 +410,8 @@ def build_app(
     async def server_error(request: Request, exc: Exception) -> Response:
         # Log the type only: an exception message may quote request data.
         log.error("unhandled error", extra={"route": request.url.path, "code": type(exc).__name__})
-        return JSONResponse(
-            {
-                "error": {
-                    "code": "INTERNAL",
-                    "message": "internal error; nothing was decided. Retry the request.",
-                }
-            },
-            status_code=500,
-        )
+        internal = InternalError("internal error; nothing was decided. Retry the request.")
+        return JSONResponse(internal.body(), status_code=internal.status)
 
     app = Starlette(
         routes=routes,

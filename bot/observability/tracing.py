@@ -17,7 +17,6 @@ comments, phone numbers, user ids, URLs or tokens.
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -37,11 +36,8 @@ from bot.observability.trace_ids import NO_TRACE, ApprovalIds, ApprovalTrace, St
 from contracts.answers import DecidedBy, PersonDecider, SystemDecider
 from contracts.enums import ApprovalStatus, ErrorCode
 from contracts.errors import CosignerError
-from storage import approvals as ledger
-from storage.database import Database
 from storage.records import Record
 
-log = logging.getLogger("cosigner.tracing")
 T = TypeVar("T")
 
 
@@ -127,20 +123,18 @@ class Tracing:
 
     `provider` None (no OTEL_EXPORTER_OTLP_ENDPOINT) is the no-op path. A provider must be
     built with `id_generator=ApprovalIds()` (`bot.observability.telemetry.tracer_provider`
-    does); `db` is where the workers' hooks read an approval's stored trace from.
+    does). Tracing reads no database: a step of an approval is handed its record, whose
+    stored trace the step's span is a child of.
     """
 
-    def __init__(self, provider: TracerProvider | None = None, *, db: Database | None = None) -> None:
+    def __init__(self, provider: TracerProvider | None = None) -> None:
         if provider is not None and not isinstance(provider.id_generator, ApprovalIds):
             raise ValueError(
                 "the tracer provider must be built with "
                 "id_generator=bot.observability.trace_ids.ApprovalIds(), so an approval span exported "
                 "at close keeps the ids its children were given"
             )
-        if provider is not None and db is None:
-            raise ValueError("tracing needs the database the approvals are stored in")
         self.provider = provider
-        self.db = db
         self.tracer = provider.get_tracer("cosigner") if provider is not None else None
         self.propagator = TraceContextTextMapPropagator()
 
@@ -246,7 +240,7 @@ class Tracing:
 
     async def run(
         self,
-        at: Record | str | None,
+        at: Record | None,
         name: SpanName,
         work: Awaitable[T],
         *,
@@ -257,12 +251,12 @@ class Tracing:
         approval_id: str | None = None,
         result: Callable[[T], Mapping[str, AttributeValue]] | None = None,
     ) -> T:
-        """Await `work` inside a span: a child of approval `at` (a record or its id), or of
-        the current context when None (`approval_id` then names the approval it is for). An
+        """Await `work` inside a span: a child of approval `at`, or of the current context
+        when None (`approval_id` then names the approval it is for). An
         exception is recorded by `error.type` (and the HTTP status it carries) and raised."""
         if self.tracer is None:
             return await work
-        parent = await self._parent(at)
+        parent = self._parent(at)
         if parent is None:
             return await work
         kind = SpanKind.CLIENT if name in CLIENT_STEPS else SpanKind.INTERNAL
@@ -270,10 +264,8 @@ class Tracing:
         recording = span.is_recording()
         if recording:
             attrs: dict[str, AttributeValue] = {}
-            if isinstance(at, Record):
+            if at is not None:
                 attrs["cosigner.approval.id"] = at.id
-            elif isinstance(at, str):
-                attrs["cosigner.approval.id"] = at
             elif approval_id is not None:
                 attrs["cosigner.approval.id"] = approval_id
             if operation is not None:
@@ -306,22 +298,13 @@ class Tracing:
         span.end()
         return value
 
-    async def _parent(self, at: Record | str | None) -> otel_context.Context | None:
+    def _parent(self, at: Record | None) -> otel_context.Context | None:
         if at is None:
             return otel_context.get_current()
-        rec = at if isinstance(at, Record) else await self._load(at)
-        stored = StoredTrace.of(rec) if rec is not None else None
+        stored = StoredTrace.of(at)
         if stored is None or not stored.sampled:
             return None
         return stored.under()
-
-    async def _load(self, approval_id: str) -> Record | None:
-        assert self.db is not None
-        try:
-            return await self.db.run_read(lambda tx: ledger.load(tx, approval_id))
-        except Exception:
-            log.warning("could not read an approval's trace; its step is not traced")
-            return None
 
 
 def http_outcome(response: Any) -> dict[str, AttributeValue]:

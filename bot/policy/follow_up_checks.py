@@ -10,16 +10,52 @@ asks a person, or is always denied) is refused.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from bot.policy.durations import format_duration
-from bot.policy.schema import EscalateStep, StaffPolicy, TenantPolicy
+from bot.policy.schema import Defaults, EscalateStep, HandoffSection, StaffPolicy, TenantPolicy
 from contracts.enums import ApprovalMode, ApproverKind, SurfaceType
 
-if TYPE_CHECKING:
-    from bot.policy.rules import Policy
+
+class MergedRule(Protocol):
+    """What the checks read of a merged tool or operation rule (`bot.policy.rules.ToolRule`)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def deny(self) -> bool: ...
+    @property
+    def mode(self) -> ApprovalMode: ...
+    @property
+    def handoff(self) -> HandoffSection | None: ...
+    @property
+    def approvers(self) -> tuple[ApproverKind, ...]: ...
+    @property
+    def timeout(self) -> float | None: ...
+    @property
+    def remind_after(self) -> float | None: ...
+    @property
+    def escalate(self) -> tuple[EscalateStep, ...]: ...
+    @property
+    def origins(self) -> tuple[tuple[str, str], ...]: ...
+    def origin(self, key: str) -> str: ...
+
+
+class LoadedPolicy(Protocol):
+    """What the checks read of a loaded policy (`bot.policy.rules.Policy`, which runs them as
+    it loads: named here as a protocol so that this module needs nothing of that one)."""
+
+    @property
+    def defaults(self) -> Defaults: ...
+    @property
+    def staff(self) -> StaffPolicy | None: ...
+    @property
+    def tenants(self) -> Mapping[str, TenantPolicy]: ...
+    def tenant(self, name: str) -> TenantPolicy: ...
+    def rules_of(self, tenant: str) -> Sequence[MergedRule]: ...
+
 
 _REQUESTER_SURFACES = (
     SurfaceType.SLACK,
@@ -47,7 +83,7 @@ class FollowUpRule:
     escalate_path: str
 
 
-def follow_up_problems(policy: Policy) -> list[str]:
+def follow_up_problems(policy: LoadedPolicy) -> list[str]:
     """Every problem of the follow-ups in `policy`, once each."""
     problems: list[str] = []
     applies: dict[str, bool] = {}
@@ -68,7 +104,7 @@ def follow_up_problems(policy: Policy) -> list[str]:
     return list(dict.fromkeys(problems))
 
 
-def _rules(policy: Policy) -> Iterator[FollowUpRule]:
+def _rules(policy: LoadedPolicy) -> Iterator[FollowUpRule]:
     """The merged rules with follow-ups: the file's own, and each named tenant's."""
     tenants: list[tuple[str, TenantPolicy | None]] = [("", None), *policy.tenants.items()]
     for tenant, section in tenants:
@@ -99,7 +135,7 @@ def _asked(approvers: tuple[ApproverKind, ...], section: TenantPolicy | None) ->
     return tuple(dict.fromkeys([*approvers, *([headless] if headless else [])]))
 
 
-def _timing(policy: Policy, rule: FollowUpRule) -> list[str]:
+def _timing(policy: LoadedPolicy, rule: FollowUpRule) -> list[str]:
     """Each follow-up must come before the shortest timeout the request can have."""
     shortest = _shortest_timeout(policy, rule)
     if shortest is None:
@@ -116,7 +152,7 @@ def _timing(policy: Policy, rule: FollowUpRule) -> list[str]:
     ]
 
 
-def _shortest_timeout(policy: Policy, rule: FollowUpRule) -> tuple[float, str] | None:
+def _shortest_timeout(policy: LoadedPolicy, rule: FollowUpRule) -> tuple[float, str] | None:
     """The shortest timeout a request of this rule can get from the policy, and where it is set."""
     if rule.timeout is not None:
         return rule.timeout, rule.timeout_path
@@ -131,7 +167,7 @@ def _shortest_timeout(policy: Policy, rule: FollowUpRule) -> tuple[float, str] |
     return min(found, default=None)
 
 
-def _surfaces(policy: Policy, rule: FollowUpRule) -> set[SurfaceType]:
+def _surfaces(policy: LoadedPolicy, rule: FollowUpRule) -> set[SurfaceType]:
     """Where the request may be asked: any person surface for the requester, the routes of
     admins and staff as configured."""
     out: set[SurfaceType] = set()
@@ -169,7 +205,7 @@ def _staff_surfaces(staff: StaffPolicy | None) -> set[SurfaceType]:
     return out
 
 
-def _steps(policy: Policy, rule: FollowUpRule) -> list[str]:
+def _steps(policy: LoadedPolicy, rule: FollowUpRule) -> list[str]:
     """Order, repeats, handoffs and routes that cannot exist."""
     problems: list[str] = []
     path = rule.escalate_path
@@ -203,7 +239,7 @@ def _steps(policy: Policy, rule: FollowUpRule) -> list[str]:
     return problems
 
 
-def _unreachable(policy: Policy, tenant: str, to: ApproverKind) -> str | None:
+def _unreachable(policy: LoadedPolicy, tenant: str, to: ApproverKind) -> str | None:
     """Why `to` can never be reached for this tenant, or None. A tenant without a section of
     its own is checked when its request arrives (it is refused then, naming this key)."""
     if to is ApproverKind.STAFF:

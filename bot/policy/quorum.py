@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from bot.policy.schema import TenantPolicy
-from bot.policy.validation import key_path
 from contracts.enums import ApproverKind, SurfaceType
 from contracts.errors import ApprovalModeUnsupported
 from contracts.ports import Route
@@ -135,8 +134,3 @@ def problem(
         f"that approvers = [{who}] can ever reach{whose}{apart}; list more approvers "
         f"(admins, [staff]) or lower quorum"
     )
-
-
-def tenant_path(tenant: str, *keys: str) -> str:
-    """A key path under a tenant's section."""
-    return key_path("tenants", tenant, *keys)

@@ -21,6 +21,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from bot.http import parts_of
+from contracts.errors import InvalidRequest
 
 log = logging.getLogger("cosigner.clock")
 LOOPBACK_NAMES = {"localhost"}
@@ -76,4 +77,4 @@ class SteppedClock:
 
 
 def _refused(status: int, message: str) -> Response:
-    return JSONResponse({"error": {"code": "INVALID_REQUEST", "message": message}}, status_code=status)
+    return JSONResponse(InvalidRequest(message).body(), status_code=status)

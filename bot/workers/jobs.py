@@ -143,8 +143,10 @@ class JobWorker:
         return True
 
     async def _deliver(self, job: Job) -> None:
-        placed = await self.engine.placed(job.approval_id)
-        if placed is None or placed.card.status.value != "pending":
+        # The record, not just its card: its stored trace is the delivery span's parent.
+        rec = await self.engine.found(job.approval_id)
+        placed = rec.placed() if rec is not None else None
+        if rec is None or placed is None or placed.card.status.value != "pending":
             await self._finish(job.id)
             return
         adapter = self.surfaces.get(placed.route.surface)
@@ -157,7 +159,7 @@ class JobWorker:
         try:
             delivery = adapter.deliver(placed.card, placed.route)
             receipt = await self.tracing.run(
-                job.approval_id, SpanName.DELIVER, delivery, surface=adapter.name, result=delivery_outcome
+                rec, SpanName.DELIVER, delivery, surface=adapter.name, result=delivery_outcome
             )
         except SurfaceUnavailable as exc:
             await self.engine.fail_closed(job.approval_id, ErrorCode.SURFACE_UNAVAILABLE, exc.message)
@@ -173,9 +175,10 @@ class JobWorker:
         await self._finish(job.id)
 
     async def _show(self, job: Job) -> None:
-        placed = await self.engine.placed(job.approval_id)
+        rec = await self.engine.found(job.approval_id)  # with its trace, the span's parent
+        placed = rec.placed() if rec is not None else None
         escalated = placed is not None and bool(placed.card.escalations)
-        if placed is None or (placed.delivered is None and not escalated):
+        if rec is None or placed is None or (placed.delivered is None and not escalated):
             await self._finish(job.id)
             return
         adapter = self.surfaces.get(placed.route.surface)
@@ -185,7 +188,7 @@ class JobWorker:
         try:
             if adapter is not None and placed.delivered is not None:
                 showing = adapter.show_outcome(placed.card, placed.route, placed.delivered)
-                await self.tracing.run(job.approval_id, SpanName.SHOW, showing, surface=adapter.name)
+                await self.tracing.run(rec, SpanName.SHOW, showing, surface=adapter.name)
                 if placed.card.quorum > 1 and placed.card.status is ApprovalStatus.PENDING:
                     # A quorum's progress. If the approval closed while it was being shown,
                     # this update may have landed after the closing one: show the closed card again.

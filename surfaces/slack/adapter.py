@@ -28,7 +28,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route as StarletteRoute
 
 from contracts.enums import ApprovalStatus, SurfaceType
-from contracts.errors import SurfaceUnavailable
+from contracts.errors import InvalidRequest, InvalidSignature, SurfaceUnavailable
 from contracts.ports import ApprovalCard, ApprovalDesk, Delivered, Route, SlackRoute
 from surfaces.slack.blocks import to_blocks, to_closed_blocks
 from surfaces.slack.clicks import Clicks
@@ -312,9 +312,7 @@ class SlackAdapter:
         declared = request.headers.get("content-length", "0")
         # isascii: "²".isdigit() is True, and int("²") would raise (a 500).
         if not (declared.isascii() and declared.isdigit()) or int(declared) > MAX_BODY:
-            return JSONResponse(
-                {"error": {"code": "INVALID_REQUEST", "message": ("request too large")}}, status_code=413
-            )
+            return JSONResponse(InvalidRequest("request too large").body(), status_code=413)
         body = await request.body()
         if len(body) > MAX_BODY or not self._signed(body, request):
             # Never log the body: it can carry card content and personal data.
@@ -322,18 +320,10 @@ class SlackAdapter:
                 "Refused a Slack request: bad or stale signature "
                 "(check SLACK_SIGNING_SECRET and the server clock)"
             )
-            return JSONResponse(
-                {
-                    "error": {
-                        "code": "INVALID_SIGNATURE",
-                        "message": (
-                            "the request is not signed with this app's signing secret, or is older than "
-                            "5 minutes"
-                        ),
-                    }
-                },
-                status_code=401,
+            refused = InvalidSignature(
+                "the request is not signed with this app's signing secret, or is older than 5 minutes"
             )
+            return JSONResponse(refused.body(), status_code=refused.status)
         kind = event_type(body)
         if kind is not None and kind != HOME_EVENT:
             # Cosigner acts on no event but the Home tab's, but a non-2xx makes Slack retry and, in the end,

@@ -165,10 +165,6 @@ class SlackEmulator:
         """Make the next `times` calls of `method` fail (status 200 and no error: just slow)."""
         self._faults.setdefault(method, []).append(Fault(status, error, retry_after, times, delay))
 
-    def add_token(self, token: str, team_id: str, enterprise_id: str | None = None) -> None:
-        """Register a bot token for a workspace (other `xoxb-` tokens map to `team_id`)."""
-        self.workspaces[token] = Workspace(team_id, enterprise_id)
-
     def issue_oauth_code(
         self,
         team_id: str | None,

@@ -185,17 +185,6 @@ def input_text(element: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def parse_form_payload(form: Mapping[str, str]) -> dict[str, Any]:
-    """The JSON object in an interaction's form-encoded `payload` field."""
-    try:
-        payload = json.loads(form["payload"])
-    except (KeyError, ValueError) as exc:
-        raise InvalidRequest("expected a form field `payload` with JSON", field="payload") from exc
-    if not isinstance(payload, dict):
-        raise InvalidRequest("payload must be a JSON object", field="payload")
-    return payload
-
-
 def event_type(body: bytes) -> str | None:
     """The loggable type of a signed Events API body other than `url_verification`, else None.
 

@@ -25,6 +25,7 @@ error body, so a code, its HTTP status and its class are defined here and nowher
     ├── OperationRejected         422  the application would not prepare the operation: fix the request
     ├── SurfaceUnavailable        502  the card or text could not be delivered
     ├── OperationUnavailable      503  the application could not be reached; nothing is pending
+    ├── InternalError             500  Cosigner failed unexpectedly; nothing was decided, retry
     ├── HandoffFailed             409  a handoff's step was not confirmed by the application
     ├── HandoffCancelled          409  a handoff was cancelled
     └── HandoffTimeout            409  nobody pressed Done on a handoff in time
@@ -62,6 +63,7 @@ __all__ = [
     "HandoffCancelled",
     "HandoffFailed",
     "HandoffTimeout",
+    "InternalError",
     "InvalidRequest",
     "InvalidSignature",
     "NotAnApprover",
@@ -253,6 +255,13 @@ class OperationUnavailable(CosignerError):
     status = 503
 
 
+class InternalError(CosignerError):
+    """Cosigner failed unexpectedly (its log has the cause); nothing was decided, so retrying is safe."""
+
+    code = ErrorCode.INTERNAL
+    status = 500
+
+
 class HandoffFailed(CosignerError):
     """A handoff's step was not confirmed: the application said no, or could not be asked."""
 
@@ -296,6 +305,7 @@ BY_CODE: dict[str, type[CosignerError]] = {
         SurfaceUnavailable,
         OperationRejected,
         OperationUnavailable,
+        InternalError,
         HandoffFailed,
         HandoffCancelled,
         HandoffTimeout,

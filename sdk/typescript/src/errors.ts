@@ -22,6 +22,7 @@
  *     ├── ToolCallCapExceeded       429  the execution used up its gated calls
  *     ├── SurfaceUnavailable        502  the card or text could not be delivered
  *     ├── OperationUnavailable      503  the application could not be reached
+ *     ├── InternalError             500  Cosigner failed unexpectedly; nothing was decided, retry
  *     ├── HandoffFailed             409  a handoff's step was not confirmed
  *     ├── HandoffCancelled          409  a handoff was cancelled
  *     └── HandoffTimeout            409  nobody pressed Done in time
@@ -51,6 +52,7 @@ export const ErrorCode = {
   TOOL_CALL_CAP_EXCEEDED: "TOOL_CALL_CAP_EXCEEDED",
   SURFACE_UNAVAILABLE: "SURFACE_UNAVAILABLE",
   OPERATION_UNAVAILABLE: "OPERATION_UNAVAILABLE",
+  INTERNAL: "INTERNAL",
   HANDOFF_FAILED: "HANDOFF_FAILED",
   HANDOFF_CANCELLED: "HANDOFF_CANCELLED",
   HANDOFF_TIMEOUT: "HANDOFF_TIMEOUT",
@@ -129,6 +131,8 @@ export class ToolCallCapExceeded extends coded(ErrorCode.TOOL_CALL_CAP_EXCEEDED,
 export class SurfaceUnavailable extends coded(ErrorCode.SURFACE_UNAVAILABLE, 502) {}
 /** The operation's application could not be reached; nothing is pending. */
 export class OperationUnavailable extends coded(ErrorCode.OPERATION_UNAVAILABLE, 503) {}
+/** Cosigner failed unexpectedly; nothing was decided, so retrying is safe. */
+export class InternalError extends coded(ErrorCode.INTERNAL, 500) {}
 /** A handoff's step was not confirmed by the application. */
 export class HandoffFailed extends coded(ErrorCode.HANDOFF_FAILED, 409) {}
 /** A handoff was cancelled. */
@@ -164,6 +168,7 @@ const BY_CODE: Record<string, new (message: string, details?: Record<string, unk
   [ErrorCode.TOOL_CALL_CAP_EXCEEDED]: ToolCallCapExceeded,
   [ErrorCode.SURFACE_UNAVAILABLE]: SurfaceUnavailable,
   [ErrorCode.OPERATION_UNAVAILABLE]: OperationUnavailable,
+  [ErrorCode.INTERNAL]: InternalError,
   [ErrorCode.HANDOFF_FAILED]: HandoffFailed,
   [ErrorCode.HANDOFF_CANCELLED]: HandoffCancelled,
   [ErrorCode.HANDOFF_TIMEOUT]: HandoffTimeout,

@@ -11,7 +11,7 @@ import pytest
 
 from contracts.enums import Verdict
 from contracts.errors import InvalidRequest
-from surfaces.slack.parse import parse_block_action, parse_form_payload, parse_view_submission
+from surfaces.slack.parse import parse_block_action, parse_view_submission
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -128,13 +128,6 @@ def test_malformed_view_submissions_are_invalid(change: dict[str, Any], field: s
     with pytest.raises(InvalidRequest) as caught:
         parse_view_submission(payload)
     assert caught.value.details["field"] == field
-
-
-def test_form_payload() -> None:
-    assert parse_form_payload({"payload": '{"type": "block_actions"}'}) == {"type": "block_actions"}
-    for form in ({}, {"payload": "{"}, {"payload": "[]"}):
-        with pytest.raises(InvalidRequest):
-            parse_form_payload(form)
 
 
 def _full_call_press(**changes: Any) -> dict[str, Any]:

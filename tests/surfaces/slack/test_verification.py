@@ -12,8 +12,10 @@ import httpx
 import pytest
 
 from surfaces.slack import SlackAdapter
+from surfaces.slack.adapter import MAX_BODY
 from surfaces.slack.emulator import SlackEmulator
 from surfaces.slack.interactions import block_actions_payload, send_signed, signed_headers
+from tests.api.test_error_bodies import error_body
 
 
 async def posted_card(adapter: SlackAdapter, make_card: Any, make_route: Any) -> tuple[str, str]:
@@ -133,3 +135,10 @@ async def test_an_oversized_body_is_refused_before_verification(
     body = b"payload=" + b"x" * (300 * 1024)
     response = await http.post("/slack/events", content=body, headers=signed_headers(body, secret))
     assert response.status_code == 413
+
+
+async def test_its_refusals_are_error_bodies(adapter: SlackAdapter, http: httpx.AsyncClient) -> None:
+    unsigned = await http.post("/slack/events", content=b"payload=%7B%7D")
+    too_large = await http.post("/slack/events", content=b"x" * (MAX_BODY + 1))
+    assert unsigned.status_code == 401 and error_body(unsigned) == "INVALID_SIGNATURE"
+    assert too_large.status_code == 413 and error_body(too_large) == "INVALID_REQUEST"
