@@ -77,6 +77,8 @@ approval_votes = sa.Table(
     sa.Column("approver", sa.String(320), primary_key=True),
     sa.Column("surface", sa.String(16), nullable=False),
     sa.Column("at", sa.Double, nullable=False),
+    # JSON: the approver's other ids an identity provider vouched for with the answer (0013).
+    sa.Column("tied", sa.Text),
 )
 
 run_grants = sa.Table(

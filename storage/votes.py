@@ -2,13 +2,17 @@
 
 Rows are written only under the approval's lock (`storage.answers.load`), in the same
 transaction as the audit event that records them; the primary key (approval, approver)
-is the last guard against counting one person twice.
+is the last guard against counting one id twice. A row also keeps the other ids an identity
+provider vouched for with the answer (`tied`), so a later answer is compared with every id
+the approver held (`bot.policy.people`).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection
 from dataclasses import dataclass
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -18,19 +22,22 @@ from storage.tables import approval_votes
 from storage.work import Work
 
 # Every answer to a quorum and every read of one run these: straight to the driver on SQLite.
+_COLUMNS = (
+    approval_votes.c.approval_id,
+    approval_votes.c.approver,
+    approval_votes.c.surface,
+    approval_votes.c.at,
+    approval_votes.c.tied,
+)
 _OF = Direct(
-    sa.select(
-        approval_votes.c.approval_id, approval_votes.c.approver, approval_votes.c.surface, approval_votes.c.at
-    )
+    sa.select(*_COLUMNS)
     .where(approval_votes.c.approval_id == sa.bindparam("id"))
     .order_by(approval_votes.c.at, approval_votes.c.approver)
 )
-_ADD = Direct(approval_votes.insert(), ("approval_id", "approver", "surface", "at"))
+_ADD = Direct(approval_votes.insert(), ("approval_id", "approver", "surface", "at", "tied"))
 _SET_ASIDE = approval_votes.delete().where(approval_votes.c.approval_id == sa.bindparam("id"))
 _OF_MANY = (
-    sa.select(
-        approval_votes.c.approval_id, approval_votes.c.approver, approval_votes.c.surface, approval_votes.c.at
-    )
+    sa.select(*_COLUMNS)
     .where(approval_votes.c.approval_id.in_(sa.bindparam("ids", expanding=True)))
     .order_by(approval_votes.c.at, approval_votes.c.approver)
 )
@@ -38,17 +45,27 @@ _OF_MANY = (
 
 @dataclass(frozen=True)
 class Vote:
-    """One approver's Approve: their id on the surface, the surface, and when (UNIX seconds)."""
+    """One approver's Approve: their id on the surface, the surface, when (UNIX seconds), and
+    the other ids an identity provider vouched for with it (an inbox sign-in's)."""
 
     by: str
     surface: SurfaceType
     at: float
+    tied: tuple[str, ...] = ()
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        """Every id the approver held when they approved."""
+        return (self.by, *self.tied)
+
+
+def _vote(r: Any) -> Vote:
+    return Vote(r.approver, SurfaceType(r.surface), r.at, tuple(json.loads(r.tied)) if r.tied else ())
 
 
 def of(tx: Work, approval_id: str) -> tuple[Vote, ...]:
     """The approvals counted for one request, oldest first."""
-    rows = _OF.all(tx, {"id": approval_id})
-    return tuple(Vote(r.approver, SurfaceType(r.surface), r.at) for r in rows)
+    return tuple(_vote(r) for r in _OF.all(tx, {"id": approval_id}))
 
 
 def of_many(tx: Work, approval_ids: Collection[str]) -> dict[str, tuple[Vote, ...]]:
@@ -57,7 +74,7 @@ def of_many(tx: Work, approval_ids: Collection[str]) -> dict[str, tuple[Vote, ..
         return {}
     found: dict[str, list[Vote]] = {}
     for r in tx.conn.execute(_OF_MANY, {"ids": sorted(approval_ids)}).all():
-        found.setdefault(r.approval_id, []).append(Vote(r.approver, SurfaceType(r.surface), r.at))
+        found.setdefault(r.approval_id, []).append(_vote(r))
     return {k: tuple(v) for k, v in found.items()}
 
 
@@ -69,8 +86,16 @@ def joined(counted: tuple[Vote, ...], vote: Vote) -> tuple[Vote, ...]:
 
 def add(tx: Work, approval_id: str, vote: Vote) -> None:
     """Count one approver's Approve (the caller holds the approval's lock)."""
+    tied = json.dumps(list(vote.tied)) if vote.tied else None
     _ADD.rowcount(
-        tx, {"approval_id": approval_id, "approver": vote.by, "surface": vote.surface.value, "at": vote.at}
+        tx,
+        {
+            "approval_id": approval_id,
+            "approver": vote.by,
+            "surface": vote.surface.value,
+            "at": vote.at,
+            "tied": tied,
+        },
     )
 
 

@@ -447,6 +447,7 @@ class Engine:
                     schema=self.db.schema,
                     callback_window=self.policy.defaults.callback_retry_window,
                     send_execute=self.executes,
+                    people=self.policy.people,
                 ),
                 # Without a message to record or more to write, PostgreSQL decides in one
                 # conditional write, after an unlocked read (of this replica's copy, when
@@ -604,10 +605,12 @@ class Engine:
         inbound: tuple[SurfaceType, str] | None = None,
         also: Callable[[Work, Record, float], list[Event]] | None = None,
         seen: str | None = None,
+        ids: tuple[str, ...] = (),
     ) -> Record:
         """Approve an edited call: `check` is the answer's own (who, where), `also` more audited
         with the closing (who vouched for the person), `seen` the digest of the call the edit
-        was made of (None: the agent's own). The edit is checked here again (nothing a surface
+        was made of (None: the agent's own), `ids` the person's other ids an identity provider
+        vouched for (`Closing.ids`). The edit is checked here again (nothing a surface
         checked is trusted) and the edited call put to the policy again: a deny rule or a
         standing deny it meets denies it; `allow_below` never makes it a call that needs
         nobody (a person approved it).
@@ -675,6 +678,7 @@ class Engine:
                 data=data,
                 seen=basis,
                 revises=quorum,
+                ids=ids,
             )
         return await self.close(approval_id, closing)
 

@@ -16,7 +16,8 @@ from typing import Any
 
 from bot.approvals.bodies import actor_of
 from bot.approvals.run_grants import requester_key
-from bot.policy.quorum import requester_on
+from bot.policy.people import NOBODY_TIED, People
+from bot.policy.quorum import is_requester
 from contracts.answers import DecidedBy, PersonDecider, TimeoutDecider
 from contracts.enums import ApprovalMode, ApprovalStatus, AuditEvent, JobKind, SurfaceType, Verdict
 from contracts.errors import (
@@ -251,6 +252,10 @@ class Closing:
     # An edit of a call a quorum must approve: the edited call (`changes.edit`) becomes the
     # current one, the editor's Approve its first, and every earlier Approve is set aside.
     revises: bool = False
+    # The answering person's other ids, vouched for with this answer by an identity provider
+    # (an inbox sign-in: the Slack user id, the verified email and phone). The person, not the
+    # id, is compared with the requester and with everyone counted (`bot.policy.people`).
+    ids: tuple[str, ...] = ()
 
 
 EXECUTE_GRACE = 5.0
@@ -367,6 +372,15 @@ def requester_refused(rec: Record) -> NotAnApprover:
     )
 
 
+def counted_already(rec: Record, user: str, earlier: Vote) -> NotAnApprover:
+    """No one counts twice: an Approve from another id of a person whose Approve counts."""
+    return NotAnApprover(
+        f"{user} is the same person as {earlier.by}, whose Approve of approval {rec.id} counts already "
+        "(the policy's [people] or their sign-in ties the two ids): one person counts once toward "
+        "the quorum, whichever id they answer with; another approver must approve"
+    )
+
+
 def count(
     rec: Record,
     to: ApprovalStatus,
@@ -375,31 +389,43 @@ def count(
     now: float,
     *,
     revises: bool = False,
+    ids: tuple[str, ...] = (),
+    people: People = NOBODY_TIED,
 ) -> Effect | None:
     """Four eyes, for an approval as loaded: a requester's Approve refused (separate duties),
-    an edit (`revises`) the first Approve of the edited call, the same approver again
-    unchanged, an Approve below the quorum counted; None when the answer closes the approval
-    as asked (a Deny vetoes at once)."""
+    an edit (`revises`) the first Approve of the edited call, the same id again unchanged and
+    another id of a person counted refused, an Approve below the quorum counted; None when
+    the answer closes the approval as asked (a Deny vetoes at once).
+
+    Persons are compared, not ids: every id the answering person holds (`by.userId` and the
+    `ids` vouched for with it, tied further by `people`) against every id of the requester
+    and of each approver counted so far, on any surface."""
     if to is not ApprovalStatus.APPROVED or not isinstance(by, PersonDecider):
         return None
     if rec.quorum <= 1 and not rec.separate_duties:
         return None
-    if rec.separate_duties and by.userId == requester_on(rec.surface, by.surface):
+    tied = tuple(i for i in dict.fromkeys(ids) if i != by.userId)
+    vote = Vote(by.userId, by.surface, now, tied)
+    if rec.separate_duties and is_requester(rec.surface, vote.ids, people):
         return Refused(requester_refused(rec))
     if rec.quorum <= 1:
         return None
-    vote = Vote(by.userId, by.surface, now)
     if revises:
         return Revised(vote, comment, rec.votes, rec.quorum)
-    if any(v.by == by.userId for v in rec.votes):
-        return Unchanged()
-    if len(rec.votes) + 1 < rec.quorum:
-        return Counted(vote, comment, len(rec.votes) + 1, rec.quorum)
+    earlier = next((v for v in rec.votes if people.same(vote.ids, v.ids)), None)
+    if earlier is not None:
+        # The same id again is answered with the progress; another id of that person is refused.
+        return Unchanged() if earlier.by == by.userId else Refused(counted_already(rec, by.userId, earlier))
+    # Counted as persons: rows counted before `[people]` tied two of them count once.
+    n = people.count(v.ids for v in (*rec.votes, vote))
+    if n < rec.quorum:
+        return Counted(vote, comment, n, rec.quorum)
     return Transition(to, by, comment, vote=vote)
 
 
-def decide(rec: Record, c: Closing, now: float) -> Effect:
-    """What an answer does to the approval as loaded at `now`; pure (besides `c.check`)."""
+def decide(rec: Record, c: Closing, now: float, people: People = NOBODY_TIED) -> Effect:
+    """What an answer does to the approval as loaded at `now`, with `people` saying which
+    ids are one person; pure (besides `c.check`)."""
     try:
         if c.check is not None:
             c.check(rec)
@@ -426,7 +452,7 @@ def decide(rec: Record, c: Closing, now: float) -> Effect:
         if changed is not None:
             return Refused(changed)
     if refusal is None:
-        counted = count(rec, to, decided_by, comment, now, revises=c.revises)
+        counted = count(rec, to, decided_by, comment, now, revises=c.revises, ids=c.ids, people=people)
         if counted is not None:
             return counted
     return Transition(to, decided_by, comment, refusal)
@@ -441,8 +467,10 @@ def close(
     schema: str | None,
     callback_window: float,
     send_execute: bool = False,
+    people: People = NOBODY_TIED,
 ) -> Closed:
-    """The one step that writes `status`, run inside one write transaction.
+    """The one step that writes `status`, run inside one write transaction (`people`: which
+    ids are one person, for the quorum and separation of duties).
 
     With `send_execute` (the caller can send `execute` itself), approving an operation also
     claims its `execute` job and counts the first `execute` as sent, in this transaction:
@@ -454,7 +482,7 @@ def close(
     rec, now = loaded.record, loaded.now
     if not loaded.first:
         return Closed(rec, None, False)
-    answer = decide(rec, c, now)
+    answer = decide(rec, c, now, people)
     if isinstance(answer, Unchanged):
         return Closed(rec, None, False)
     if isinstance(answer, Refused):
@@ -475,8 +503,9 @@ def close(
     events: list[Event] = [] if refusal is None else [refused(c.decided_by, refusal, c.to)]
     data: dict[str, object] = {"comment": comment, **(c.data if c.data is not None and to is c.to else {})}
     if answer.vote is not None:
-        events.append(counted_event(decided_by, comment, len(rec.votes) + 1, rec.quorum))
-        data["approvers"] = [{"by": v.by, "surface": v.surface.value} for v in joined(rec.votes, answer.vote)]
+        voted = joined(rec.votes, answer.vote)
+        events.append(counted_event(decided_by, comment, people.count(v.ids for v in voted), rec.quorum))
+        data["approvers"] = [{"by": v.by, "surface": v.surface.value} for v in voted]
     events.append(Event(to.value, actor_of(decided_by), data))
     changes = replace(c.changes or Changes(), decided=Decided(to, now, decided_by, comment))
     kept = changes.edit or rec.edit

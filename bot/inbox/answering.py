@@ -3,6 +3,8 @@
 The tenant is checked first (a request of a tenant the person does not belong to is "not
 found", never answered), then the same `check_dashboard` and `check_verdict` the decision
 endpoint runs, inside the one transition; the closing is audited with the issuer and subject.
+Every id the issuer vouched for goes with the answer, so the person (not the one id it is
+given by) is compared with the requester and with whoever approved before.
 An edit goes the decision endpoint's way too (`Engine.check_edit`, `Engine.approve_edited`):
 the fields, their types and current values always come from the stored approval.
 """
@@ -86,6 +88,7 @@ async def answer(
         audit_refusal=True,
         also=both(signed_in_event(person, decider), standing),
         seen=seen,
+        ids=person.vouched,
     )
     return await engine.close(approval_id, closing)
 
@@ -160,4 +163,5 @@ async def approve_edited(
         tenant=rec.tenant,
         also=signed_in_event(person, decider),
         seen=seen,
+        ids=person.vouched,
     )

@@ -45,6 +45,12 @@ class Person:
         """The ids a policy's `dashboard` list may name this person by."""
         return tuple(i for i in (self.slack_user, self.email) if i)
 
+    @property
+    def vouched(self) -> tuple[str, ...]:
+        """Every id the issuer vouched for in this sign-in (Slack user id, verified email and
+        phone): one person's, whichever of them an answer is given by."""
+        return tuple(i for i in (self.slack_user, self.email, self.phone) if i)
+
     def to_json(self) -> dict[str, Any]:
         """The session's copy."""
         return {k: v for k, v in self.__dict__.items() if v is not None}

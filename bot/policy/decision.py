@@ -189,7 +189,13 @@ def decide(
             route = exc  # refused only if no threshold decides the call
         if isinstance(route, Route) and (rule.quorum > 1 or rule.separate_duties):
             short = check_route(
-                route, _fields(surface), rule.quorum, rule.separate_duties, rule.origin("quorum"), rule.name
+                route,
+                _fields(surface),
+                rule.quorum,
+                rule.separate_duties,
+                rule.origin("quorum"),
+                rule.name,
+                policy.people,
             )
             route = short or route
         step, kinds = _route_step(policy, tenant, rule, surface, route)

@@ -18,6 +18,7 @@ from typing import Literal
 from bot.policy.follow_up_checks import follow_up_problems
 from bot.policy.merge import Layers
 from bot.policy.operation_rules import OperationRule, missing_secrets, operation_rules
+from bot.policy.people import People
 from bot.policy.quorum import problem as quorum_problem
 from bot.policy.redaction import is_secret_key
 from bot.policy.schema import (
@@ -188,6 +189,7 @@ class Policy:
         "_tenant_operations",
         "defaults",
         "operations",
+        "people",
         "source",
         "staff",
         "tenants",
@@ -200,6 +202,7 @@ class Policy:
         self.operations: Mapping[str, OperationSection] = file.operations
         self.tenants: Mapping[str, TenantPolicy] = {n: t.named(n) for n, t in file.tenants.items()}
         self.staff: StaffPolicy | None = file.staff
+        self.people = People(file.people)  # which ids are one person ([people])
         self.source = source
         self._default_rules = _rules(file, "", None)
         self._rules = {n: _rules(file, n, t) for n, t in self.tenants.items()}
@@ -220,7 +223,7 @@ class Policy:
     def quorum_problems(self) -> list[str]:
         """Every quorum that could never be met: on a handoff, or above the approvers its
         route can reach (per tenant; a tool's own section where no tenant is involved)."""
-        staff = staff_counts(self.staff)
+        staff = staff_ids(self.staff)
         found: list[str] = []
         contexts: list[tuple[TenantPolicy | None, Mapping[str, ToolRule], Mapping[str, OperationRule]]] = [
             (None, self._default_rules, self._operations)
@@ -239,7 +242,15 @@ class Policy:
                 # Only tenant_admins differ by tenant: otherwise one problem, said once.
                 whose = tenant if ApproverKind.TENANT_ADMINS in r.approvers else None
                 said = quorum_problem(
-                    r.origin("quorum"), r.quorum, r.approvers, whose, staff, r.separate_duties, handoff
+                    r.origin("quorum"),
+                    r.quorum,
+                    r.approvers,
+                    whose,
+                    staff,
+                    r.separate_duties,
+                    handoff,
+                    self.people,
+                    r.name,
                 )
                 if said is not None:
                     found.append(said)
@@ -248,7 +259,9 @@ class Policy:
                     continue
                 path = dict(o.origins).get("quorum", o.source) + ".quorum"
                 whose = tenant if ApproverKind.TENANT_ADMINS in o.approvers else None
-                said = quorum_problem(path, o.quorum, o.approvers, whose, staff, o.separate_duties)
+                said = quorum_problem(
+                    path, o.quorum, o.approvers, whose, staff, o.separate_duties, None, self.people, o.name
+                )
                 if said is not None:
                     found.append(said)
         return list(dict.fromkeys(found))
@@ -352,16 +365,12 @@ def operation_tool_rule(rule: OperationRule, gate_all: bool) -> ToolRule:
     )
 
 
-def staff_counts(staff: StaffPolicy | None) -> dict[SurfaceType, int]:
-    """How many of the operator's people can answer on each surface."""
+def staff_ids(staff: StaffPolicy | None) -> dict[SurfaceType, tuple[str, ...]]:
+    """The ids of the operator's people who can answer on each surface."""
     if staff is None:
         return {}
-    slack = len(staff.users) if staff.channel and (staff.slack_team or staff.slack_enterprise) else 0
-    return {
-        SurfaceType.SLACK: slack,
-        SurfaceType.SMS: len(staff.sms),
-        SurfaceType.DASHBOARD: len(staff.dashboard),
-    }
+    slack = staff.users if staff.channel and (staff.slack_team or staff.slack_enterprise) else ()
+    return {SurfaceType.SLACK: slack, SurfaceType.SMS: staff.sms, SurfaceType.DASHBOARD: staff.dashboard}
 
 
 def load_policy_file(

@@ -8,6 +8,7 @@ would refuse, a Slack id in lower case) is refused with the rule the API and CLI
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
@@ -28,7 +29,7 @@ from pydantic_core import PydanticCustomError
 
 from bot.policy.durations import parse_duration
 from contracts.enums import ApproverKind, SurfaceType, ToolKind
-from contracts.names import AadId, PhoneNumber, SlackId, TenantName, ToolName
+from contracts.names import PHONE_PATTERN, AadId, PhoneNumber, SlackId, TenantName, ToolName
 
 
 def _say(message: str) -> WrapValidator:
@@ -415,6 +416,48 @@ class Defaults(Table):
         return own.get(surface) or self.timeout
 
 
+# --- [people]: the ids that are one person -------------------------------------
+
+
+def _person_id(value: str) -> str:
+    if value.casefold().startswith("whatsapp:"):
+        raise PydanticCustomError(
+            "policy",
+            '"{input}": write the number without "whatsapp:" (such as "+15550100200"); a number '
+            "names the person by SMS and by WhatsApp",
+            {"input": value},
+        )
+    if value.startswith("+") and not re.fullmatch(PHONE_PATTERN, value):
+        raise PydanticCustomError(
+            "policy", '"{input}" is not an E.164 number; write it as "+15550100200"', {"input": value}
+        )
+    return value
+
+
+PersonName = Annotated[
+    str,
+    Field(pattern=r"^[A-Za-z0-9_-]{1,64}$"),
+    _say('"{input}" is not a person\'s name here: use letters, digits, _ or - (up to 64), such as alice'),
+]
+PersonId = Annotated[
+    str,
+    Field(max_length=320, pattern=r"^\S(?:.*\S)?$"),
+    _say(
+        '"{input}" is not an id: write a Slack user id, an email, a phone number, … (up to 320 '
+        "characters, without spaces around it)"
+    ),
+    AfterValidator(_person_id),
+]
+PersonIds = Annotated[
+    tuple[PersonId, ...],
+    Field(strict=False),
+    _list(
+        '["U0ALICE", "alice@demo.example", "+15550100200"]',
+        nonempty='must list at least one id, e.g. ["U0ALICE", "alice@demo.example"]',
+    ),
+]
+
+
 class PolicyFile(Table):
     """The whole file."""
 
@@ -423,3 +466,5 @@ class PolicyFile(Table):
     operations: dict[PolicyToolName, OperationSection] = {}
     tenants: dict[PolicyTenantName, TenantPolicy] = {}
     staff: StaffPolicy | None = None
+    # Each person's ids, on every surface: `alice = ["U0ALICE", "alice@demo.example"]`.
+    people: dict[PersonName, PersonIds] = {}

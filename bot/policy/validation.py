@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
+from bot.policy.people import people_problems
 from bot.policy.schema import (
     Admins,
     AllowBelow,
@@ -88,6 +89,7 @@ def cross_check(policy: PolicyFile, tool_names: Collection[str]) -> list[str]:
                     f"{key_path('tenants', tn, 'operations', name)}: there is no "
                     f"[{key_path('operations', name)}]; define the operation there first"
                 )
+    problems += people_problems(policy.people)
     return problems + _unreachable_thresholds(policy) + _stacked_handoffs(policy)
 
 
@@ -247,12 +249,19 @@ def _partial(data: dict[str, Any]) -> PolicyFile:
             staff = StaffPolicy.model_validate(data["staff"])
         except ValidationError:
             staff = StaffPolicy()  # present but broken: reported already
+    # A person's ids as written, where they are a list of strings (anything else is reported).
+    people = {
+        str(name): tuple(ids)
+        for name, ids in _table(data.get("people")).items()
+        if isinstance(ids, list) and all(isinstance(i, str) for i in ids)
+    }
     return PolicyFile.model_construct(
         defaults=Defaults(),
         tools=each(data.get("tools"), ToolSection.model_validate),
         operations=each(data.get("operations"), OperationSection.model_validate),
         tenants=each(data.get("tenants"), TenantPolicy.model_validate),
         staff=staff,
+        people=people,
     )
 
 
