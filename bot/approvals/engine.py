@@ -294,7 +294,7 @@ class Engine:
         own_rule = rule is not None
         rule = rule or self.policy.rule_for(tenant, req.toolName)
         dig = digest_of_canonical(canonical)  # the bytes json_limits measured, not written twice
-        shown = redact(req.parameters, rule.redact)
+        shown = redact(req.parameters, rule.redact, rule.show)
         handoff = None
         if rule.handoff is not None:
             if self.handoffs is None:

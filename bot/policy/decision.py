@@ -104,6 +104,7 @@ class Ruling:
             ),
             "timeoutSeconds": self.timeout,
             "redact": list(self.rule.redact),
+            "show": list(self.rule.show),
             "quorum": self.quorum,
             "separateDuties": self.separate_duties,
             "steps": [{"path": s.path, "says": s.says} for s in self.steps],
@@ -360,10 +361,12 @@ def _route_step(
 
 def _redaction(rule: ToolRule, parameters: Mapping[str, Any], steps: list[Step]) -> None:
     named = ", ".join(rule.redact) if rule.redact else "no paths named"
-    hidden = _hidden(parameters, redact(dict(parameters), rule.redact))
+    hidden = _hidden(parameters, redact(dict(parameters), rule.redact, rule.show))
     shown = f"; of these parameters: {', '.join(hidden)}" if hidden else ""
     # Redaction adds up over the tool's and the tenant's sections, so the rule's section speaks.
     steps.append(Step(rule.origin("redact"), f"{named}, and any value that looks like a secret{shown}"))
+    if rule.show:
+        steps.append(Step(rule.origin("show"), f"{', '.join(rule.show)} shown although named like a secret"))
 
 
 def _hidden(given: Any, shown: Any, prefix: str = "") -> list[str]:

@@ -19,7 +19,7 @@ from bot.policy.follow_up_checks import follow_up_problems
 from bot.policy.merge import Layers
 from bot.policy.operation_rules import OperationRule, missing_secrets, operation_rules
 from bot.policy.quorum import problem as quorum_problem
-from bot.policy.redaction import is_secret_key
+from bot.policy.redaction import is_secret_key, shows
 from bot.policy.schema import (
     Admins,
     Defaults,
@@ -32,6 +32,7 @@ from bot.policy.schema import (
     ToolSection,
 )
 from bot.policy.validation import handoff_secrets, read_policy
+from bot.policy.visibility import show_problems
 from contracts.enums import ApprovalMode, ApproverKind, SurfaceType, ToolKind
 from contracts.errors import PolicyError
 from contracts.names import fold
@@ -86,6 +87,7 @@ class ToolRule:
     # Follow-ups while nobody answers (`bot.workers.follow_ups`): one reminder, then the escalations.
     remind_after: float | None = None
     escalate: tuple[EscalateStep, ...] = ()
+    show: tuple[str, ...] = ()  # secret-looking names shown all the same (`redact` still wins)
 
     def origin(self, key: str) -> str:
         """The key path of `key` as the merge took it: the tenant's override or the tool's."""
@@ -142,6 +144,7 @@ def _rule(
         approvers=pick("approvers", (ApproverKind.REQUESTER,)),
         # Redaction adds up: a tenant can hide more, never less.
         redact=layers.joined("redact"),
+        show=tuple(pick("show", ())),
         timeout=timeout if timeout is not None or handoff is None else handoff.timeout,
         deny=pick("deny", False),
         deny_reason=pick("deny_reason", None),
@@ -337,6 +340,7 @@ def operation_tool_rule(rule: OperationRule, gate_all: bool) -> ToolRule:
         confirm=rule.confirm,
         approvers=rule.approvers,
         redact=rule.redact,
+        show=rule.show,
         timeout=rule.timeout,
         deny=rule.deny,
         deny_reason=None,
@@ -395,9 +399,10 @@ def load_policy(text: str, source: str = "policy") -> Policy:
     except tomllib.TOMLDecodeError as exc:
         raise PolicyError([f"not valid TOML: {exc}"], source) from exc
     policy = Policy(read_policy(data, source), source)
-    # The follow-ups, the quorum and `editable` are checked on the merged rules, so once the
-    # rest of the file is valid.
+    # The follow-ups, the quorum, `editable` and `show` are checked on the merged rules, so
+    # once the rest of the file is valid.
     problems = follow_up_problems(policy) + policy.quorum_problems() + editable_problems(policy)
+    problems += show_problems(r for t in ("", *policy.tenants) for r in policy.rules_of(t))
     if problems:
         raise PolicyError(problems, source)
     return policy
@@ -436,7 +441,7 @@ def _editable_rule(rule: ToolRule) -> list[str]:
                 f'{path}: "{name}" is hidden by {rule.origin("redact")}; a hidden value is never shown, '
                 "so it can never be edited: remove it from one of them"
             )
-        elif is_secret_key(name):
+        elif is_secret_key(name) and not shows(rule.show, name):
             problems.append(
                 f'{path}: "{name}" names a secret (Cosigner hides any parameter named like a '
                 "credential), so it is never shown and can never be edited; remove it"

@@ -141,6 +141,13 @@ Approvers = Annotated[
     _list('["requester"]', nonempty="must name at least one approver"),
 ]
 RedactPaths = Annotated[tuple[RedactPath, ...], Field(strict=False), _list('["cardToken", "customer.email"]')]
+# `show`: no `*`, so only a key the operator named is ever shown, never whatever an agent sends.
+ShowPath = Annotated[
+    str,
+    Field(pattern=r"^[^.*]+(\.[^.*]+)*$"),
+    _say('"{input}" is not a dotted path without "*", such as "key" or "object.key"; name each key to show'),
+]
+ShowPaths = Annotated[tuple[ShowPath, ...], Field(strict=False), _list('["key"]')]
 ParameterName = Annotated[
     str,
     Field(pattern=r"^[^.]+$"),
@@ -251,6 +258,7 @@ class ToolSection(Table):
     confirm: Confirm | None = None
     approvers: Approvers = (ApproverKind.REQUESTER,)
     redact: RedactPaths = ()
+    show: ShowPaths = ()  # names Cosigner hides as secret-looking that this tool's are not
     timeout: Duration | None = None
     deny: Flag = False
     deny_reason: Text | None = None
@@ -299,6 +307,7 @@ class OperationSection(Table):
     confirm: Confirm | None = None
     approvers: Approvers = (ApproverKind.REQUESTER,)
     redact: RedactPaths = ()
+    show: ShowPaths = ()
     timeout: Duration | None = None
     execute_timeout: Duration = 30.0
     prepare_timeout: Duration = 10.0
@@ -318,6 +327,7 @@ class OperationOverride(Table):
     confirm: Confirm | None = None
     approvers: Approvers | None = None
     redact: RedactPaths = ()
+    show: ShowPaths | None = None
     timeout: Duration | None = None
     execute_timeout: Duration | None = None
     prepare_timeout: Duration | None = None
