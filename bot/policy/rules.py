@@ -54,10 +54,12 @@ Confirm = bool | Literal["always"] | None
 
 @dataclass(frozen=True, slots=True)
 class Threshold:
-    """`allow_below`: no person is needed while `parameter` is a number below `value`."""
+    """`allow_below` or `deny_above`: `parameter` compared with `value`; with `digits` it may
+    also be a string of digits 0-9, compared as the number it spells."""
 
     parameter: str
     value: float
+    digits: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,8 +150,12 @@ def _rule(
         timeout=timeout if timeout is not None or handoff is None else handoff.timeout,
         deny=pick("deny", False),
         deny_reason=pick("deny_reason", None),
-        allow_below=Threshold(allow.parameter, allow.value) if allow is not None else None,
-        deny_above=Threshold(deny_above.parameter, deny_above.value) if deny_above is not None else None,
+        allow_below=Threshold(allow.parameter, allow.value, allow.digits) if allow is not None else None,
+        deny_above=(
+            Threshold(deny_above.parameter, deny_above.value, deny_above.digits)
+            if deny_above is not None
+            else None
+        ),
         editable=pick("editable", False),
         gate_all=gate_all,
         source=source,

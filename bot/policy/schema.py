@@ -190,6 +190,7 @@ class AllowBelow(Table):
         str, Field(pattern=_DOTTED), _say('"{input}" is not a parameter path such as "amountCents"')
     ]
     value: Annotated[float, _say("must be a number such as 5000"), AfterValidator(_above_zero)]
+    digits: Flag = False  # the parameter may also be a string of digits 0-9, read as its number
 
 
 class DenyAbove(Table):
@@ -199,6 +200,7 @@ class DenyAbove(Table):
         str, Field(pattern=_DOTTED), _say('"{input}" is not a parameter path such as "amountCents"')
     ]
     value: Annotated[float, _say("must be a number such as 100000")]
+    digits: Flag = False  # the parameter may also be a string of digits 0-9, read as its number
 
 
 def _absolute_url(value: str) -> str:
