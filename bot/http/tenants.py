@@ -67,7 +67,10 @@ class TenantKeys:
     """Creates tenants and their keys, and resolves bearer keys to who holds them."""
 
     def __init__(
-        self, db: Database, clock: Callable[[], float] = time.time, on_heard: Callable[[], None] = lambda: None
+        self,
+        db: Database,
+        clock: Callable[[], float] = time.time,
+        on_heard: Callable[[], None] = lambda: None,
     ) -> None:
         self.db = db
         self.clock = clock

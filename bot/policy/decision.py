@@ -181,7 +181,13 @@ def decide(
     if bad is not None:
         steps.append(Step(bad.path, f"refused as invalid: {bad.message}"))
         return ruling(
-            mode=rule.mode, deny=False, decided_by=bad.path, route=None, threshold=None, timeout=None, invalid=bad
+            mode=rule.mode,
+            deny=False,
+            decided_by=bad.path,
+            route=None,
+            threshold=None,
+            timeout=None,
+            invalid=bad,
         )
     over, said = above(rule, parameters)
     if rule.deny_above is not None:

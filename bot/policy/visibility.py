@@ -59,4 +59,3 @@ def _problem(rule: Shown, path: str) -> str | None:
 def _covers(hidden: list[str], wanted: list[str]) -> bool:
     """Whether a redact path hides the key at `wanted`: it is that key or one it lies within."""
     return len(hidden) <= len(wanted) and all(h in ("*", w) for h, w in zip(hidden, wanted, strict=False))
-

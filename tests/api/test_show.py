@@ -16,7 +16,7 @@ import pytest
 
 from bot.policy import load_policy, redact
 from contracts.errors import PolicyError
-from contracts.ports import ApprovalDesk
+from contracts.ports import ApprovalDesk, SmsDesk
 from surfaces.slack import SlackAdapter, SlackConfig
 from surfaces.slack.emulator import SlackEmulator
 from surfaces.sms import SmsAdapter, SmsConfig
@@ -62,7 +62,7 @@ async def world(db_kind: str) -> AsyncIterator[tuple[Harness, SlackEmulator, Twi
         def on_slack(desk: ApprovalDesk) -> SlackAdapter:
             return SlackAdapter(slack_config, desk)
 
-        def on_sms(desk: ApprovalDesk) -> SmsAdapter:
+        def on_sms(desk: SmsDesk) -> SmsAdapter:
             return SmsAdapter(sms_config, desk)
 
         async with cosigner_app(POLICY, surfaces=[on_slack, on_sms], database_kind=db_kind) as h:

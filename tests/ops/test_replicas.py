@@ -429,7 +429,10 @@ async def test_a_key_revoked_with_the_cli_is_refused_by_both_serve_processes_at_
     """`cosigner tenants key revoke` in a third process: its NOTIFY empties both servers' key
     caches, so each refuses the key from its next request while their clock stands still
     (without it each would accept the key it had checked for 30 s more)."""
-    made = re.search(r"id (key_\w+)\): (\S+)", _cosigner(operator_env, "tenants", "key", "create", "acme", "--scope", "agent"))
+    made = re.search(
+        r"id (key_\w+)\): (\S+)",
+        _cosigner(operator_env, "tenants", "key", "create", "acme", "--scope", "agent"),
+    )
     assert made, "tenants key create printed no key"
     key_id, key = made.groups()
     async with httpx.AsyncClient(timeout=30, headers={"Authorization": f"Bearer {key}"}) as client:
