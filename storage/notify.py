@@ -1,9 +1,11 @@
-"""Cross-replica wake-ups on PostgreSQL: the NOTIFY channel and the LISTEN connection.
+"""Cross-replica wake-ups on PostgreSQL: the NOTIFY channels and the LISTEN connection.
 
 A closing transaction sends `NOTIFY <channel>, '<approval id>'` (see
 `storage.approvals.notify_closed`, or the decision's own statement); every replica keeps
 one LISTEN connection, opened again when it is lost, and hands each id to a callback that
-wakes its local waiters. SQLite has one process, so neither
+wakes its local waiters. The same connection listens on a second channel, on which a
+transaction that removes API keys (`storage.tenants.revoke_key`) names their tenant, so
+every replica forgets the keys it had checked at once. SQLite has one process, so neither
 is used there.
 """
 
@@ -19,6 +21,7 @@ from sqlalchemy.engine import make_url
 
 log = logging.getLogger("cosigner.notify")
 CHANNEL = "cosigner_decided"
+KEYS_CHANNEL = "cosigner_keys"  # shorter than CHANNEL: a schema that fits one fits both
 
 
 def channel_for(schema: str | None) -> str:
@@ -26,19 +29,27 @@ def channel_for(schema: str | None) -> str:
     return f"{CHANNEL}_{schema}" if schema else CHANNEL
 
 
+def keys_channel_for(schema: str | None) -> str:
+    """The channel API key removals of one schema are told on."""
+    return f"{KEYS_CHANNEL}_{schema}" if schema else KEYS_CHANNEL
+
+
 class Listener:
-    """One asyncpg LISTEN connection that calls `on_closed(approval_id)` per notification.
+    """One asyncpg LISTEN connection that calls `on_closed(approval_id)` per notification of a
+    close, and `on_keys(tenant)` per removal of API keys.
 
     When the connection is lost (the database restarted or failed over, or an operator
     ended the session) it is opened again at once, then after 0.5, 1, 2 … 30 s while that
     fails. Notifications sent in between are lost: the waiters' periodic recheck covers
-    them."""
+    them, and `on_state` tells the key cache to forget what it may have missed."""
 
     def __init__(self) -> None:
         self._conn: Any = None
         self._dsn = ""
         self._channel = CHANNEL
+        self._keys_channel = KEYS_CHANNEL
         self._on_closed: Callable[[str], None] = lambda _id: None
+        self._on_keys: Callable[[str], None] = lambda _tenant: None
         self._on_state: Callable[[bool], None] = lambda _up: None
         self._closing = False
         self._reopening: asyncio.Task[None] | None = None
@@ -50,14 +61,17 @@ class Listener:
         schema: str | None,
         on_closed: Callable[[str], None],
         on_state: Callable[[bool], None] = lambda _up: None,
+        on_keys: Callable[[str], None] = lambda _tenant: None,
     ) -> None:
-        """Connect and listen on the schema's channel; `on_state(True)` once listening,
-        `on_state(False)` when the connection is lost or closed (closes go unheard until
-        it is `True` again)."""
+        """Connect and listen on the schema's channels; `on_state(True)` once listening,
+        `on_state(False)` when the connection is lost or closed (closes and key removals go
+        unheard until it is `True` again)."""
         url = make_url(database_url).set(drivername="postgresql")
         self._dsn = url.render_as_string(hide_password=False)
         self._channel = channel_for(schema)
+        self._keys_channel = keys_channel_for(schema)
         self._on_closed = on_closed
+        self._on_keys = on_keys
         self._on_state = on_state
         self._closing = False
         await self._open()
@@ -67,6 +81,7 @@ class Listener:
 
         conn = await asyncpg.connect(self._dsn)
         try:
+            await conn.add_listener(self._keys_channel, self._on_keys_notify)
             await conn.add_listener(self._channel, self._on_notify)
         except BaseException:
             await conn.close()
@@ -77,6 +92,9 @@ class Listener:
 
     def _on_notify(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
         self._on_closed(payload)
+
+    def _on_keys_notify(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
+        self._on_keys(payload)
 
     def _on_lost(self, conn: Any) -> None:
         if self._closing or conn is not self._conn:

@@ -224,7 +224,7 @@ def edited(rec: Record, values: Mapping[str, Any], seal: TokenSeal | None, rule:
                 }
             )
             continue
-        if redact({name: new}) != {name: new}:
+        if redact({name: new}, (), rule.show) != {name: new}:
             problems.append(
                 {
                     "field": name,

@@ -38,7 +38,7 @@ from bot.policy import (
     redact,
     surface_belongs,
 )
-from bot.policy.decision import above
+from bot.policy.thresholds import above
 from contracts.answers import (
     AgentDecider,
     Decision,
@@ -294,13 +294,17 @@ class Engine:
         own_rule = rule is not None
         rule = rule or self.policy.rule_for(tenant, req.toolName)
         dig = digest_of_canonical(canonical)  # the bytes json_limits measured, not written twice
-        shown = redact(req.parameters, rule.redact)
+        shown = redact(req.parameters, rule.redact, rule.show)
         handoff = None
         if rule.handoff is not None:
             if self.handoffs is None:
                 raise InvalidRequest("handoffs need COSIGNER_SECRET on this server")
             handoff = self.handoffs.state(tenant, req, rule)
         ruling = self._decide(self.policy, tenant, req, rule)
+        if ruling.invalid is not None:
+            # Nothing is stored: the call was never one the policy could decide.
+            bad = ruling.invalid
+            raise InvalidRequest(bad.message, field=f"parameters.{bad.parameter}", policy=bad.path)
         # Only gated tool calls have a shadow: an operation's rule is handed in by its caller.
         shadow = None if self.shadow is None or own_rule else self._shadowed(tenant, req, ruling)
         it = Intake(
@@ -633,6 +637,10 @@ class Engine:
         ruling = decide(
             self.policy, rec.tenant, rec.tool_name, done.call, None, enabled=self.surfaces, rule=rule
         )
+        if ruling.invalid is not None:
+            bad = ruling.invalid
+            field = bad.parameter.split(".")[0]
+            raise InvalidRequest(bad.message, problems=[{"field": field, "message": bad.message}])
         held = await self.db.run_read(
             lambda tx: standing.held_against(tx, rec.tenant, rec.tool_name, rec.mode, rec.route, rec.surface)
         )

@@ -124,11 +124,25 @@ class Notifier:
         if woken := self.publish(approval_id):
             self._on_replica_wake(woken)
 
-    async def listen(self, database_url: str, schema: str | None = None) -> None:
-        """Start listening for other replicas' decisions (PostgreSQL)."""
+    async def listen(
+        self,
+        database_url: str,
+        schema: str | None = None,
+        *,
+        on_keys: Callable[[str], None] = lambda _tenant: None,
+        on_state: Callable[[bool], None] = lambda _up: None,
+    ) -> None:
+        """Start listening for other replicas' decisions (PostgreSQL), and on the same
+        connection for API key removals (`on_keys(tenant)`); `on_state` hears the
+        connection come up or go down."""
         known = self._known
-        on_state = known.listening if known is not None else (lambda _up: None)
-        await self._listener.start(database_url, schema, self.heard, on_state)
+
+        def state(up: bool) -> None:
+            if known is not None:
+                known.listening(up)
+            on_state(up)
+
+        await self._listener.start(database_url, schema, self.heard, state, on_keys)
 
     async def close(self) -> None:
         """Stop listening."""

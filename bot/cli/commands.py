@@ -235,12 +235,21 @@ def tenants_key_create(args: argparse.Namespace) -> int:
 def tenants_key_revoke(args: argparse.Namespace) -> int:
     """Remove one of a tenant's keys by its id."""
 
-    async def go(db: Database, settings: Settings) -> None:
+    async def go(db: Database, settings: Settings) -> bool:
         await TenantKeys(db).revoke(args.tenant, args.key_id)
+        return db.is_sqlite
 
-    asyncio.run(_with_db(go))
-    print(f"revoked {args.key_id} of {args.tenant}: refused here at once, on running servers within 30 s")
+    sqlite = asyncio.run(_with_db(go))
+    print(f"revoked {args.key_id} of {args.tenant}: {_refused_when(sqlite)}")
     return 0
+
+
+def _refused_when(sqlite: bool) -> str:
+    # PostgreSQL tells every running server at commit; a server on SQLite only notices as
+    # the key it checked runs out of its cache.
+    if sqlite:
+        return "refused by a running server within 30 s (SQLite: it re-reads keys every 30 s)"
+    return "refused by every running server from its next request (PostgreSQL tells each at once)"
 
 
 def tenants_secret(args: argparse.Namespace) -> int:
@@ -262,10 +271,12 @@ def tenants_secret(args: argparse.Namespace) -> int:
 def tenants_rotate(args: argparse.Namespace) -> int:
     """Give a tenant a new agent key, revoking its other agent keys."""
 
-    async def go(db: Database, settings: Settings) -> str:
-        return await TenantKeys(db).rotate(args.name)
+    async def go(db: Database, settings: Settings) -> tuple[str, bool]:
+        return await TenantKeys(db).rotate(args.name), db.is_sqlite
 
-    print(f"new agent key for {args.name} (shown once): {asyncio.run(_with_db(go))}")
+    key, sqlite = asyncio.run(_with_db(go))
+    print(f"new agent key for {args.name} (shown once): {key}")
+    print(f"the old agent keys are {_refused_when(sqlite)}")
     return 0
 
 

@@ -261,7 +261,7 @@ def build_app(
         adapter = factory(desk)
         adapters[adapter.name] = adapter
     enabled.update(adapters)
-    keys = TenantKeys(db, clock)
+    keys = TenantKeys(db, clock, metrics.key_removals_heard.inc)
     parts = Parts(
         settings=settings,
         db=db,
@@ -286,7 +286,7 @@ def build_app(
         if installs is not None:
             await installs.seal_plaintext()  # tokens an older version stored in plain text
         if not db.is_sqlite:
-            await notifier.listen(db.url, db.schema)
+            await notifier.listen(db.url, db.schema, on_keys=keys.heard, on_state=keys.listening)
         for adapter in adapters.values():
             await adapter.start()
         if run_workers:

@@ -5,8 +5,13 @@ An `agent` key asks (create, read, wait, cancel, result, admit); an `approver` k
 both would let it approve itself.
 
 Keys are 256 random bits, so a fast hash is enough (no password stretching is needed for
-secrets nobody chose). Lookups are cached briefly so the hot path does not touch the
-database on every request.
+secrets nobody chose). Lookups are cached for up to 30 s (`CACHE_SECONDS`, on the injected
+clock) so the hot path does not touch the database on every request. A removal empties
+the cache of the process that made it at once; on PostgreSQL it also tells every replica
+(a NOTIFY sent at commit, heard on the LISTEN connection approvals use), whose cache is
+emptied as it is heard, and again whenever that connection comes back after a loss. A
+removal made by another process on SQLite (the CLI beside a running server) reaches the
+server's cache only as its entries run out: within 30 s.
 """
 
 from __future__ import annotations
@@ -61,10 +66,33 @@ def _issue(scope: KeyScope) -> IssuedKey:
 class TenantKeys:
     """Creates tenants and their keys, and resolves bearer keys to who holds them."""
 
-    def __init__(self, db: Database, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        db: Database,
+        clock: Callable[[], float] = time.time,
+        on_heard: Callable[[], None] = lambda: None,
+    ) -> None:
         self.db = db
         self.clock = clock
-        self._cache: dict[str, tuple[KeyHolder, float]] = {}
+        self._cache: dict[str, tuple[KeyHolder, float]] = {}  # key hash → (holder, when checked)
+        # Bumped whenever the cache is emptied: a lookup that read the database before a
+        # removal was heard must not put back what the removal took away.
+        self._epoch = 0
+        self._on_heard = on_heard
+
+    def heard(self, tenant: str) -> None:
+        """Some process removed keys of `tenant` (a PostgreSQL NOTIFY): forget every key checked."""
+        self._forget()
+        self._on_heard()
+
+    def listening(self, up: bool) -> None:
+        """The LISTEN connection came up or went down: removals told meanwhile went unheard,
+        so forget every key checked (while it is down, entries last at most `CACHE_SECONDS`)."""
+        self._forget()
+
+    def _forget(self) -> None:
+        self._epoch += 1
+        self._cache.clear()
 
     async def create(self, name: str) -> NewTenant:
         """Create a tenant with an agent key and an approver key (the only time they are shown)."""
@@ -108,28 +136,31 @@ class TenantKeys:
         return made
 
     async def revoke(self, tenant: str, key_id: str) -> None:
-        """Remove one key; it stops working here at once and on other replicas within 30 s."""
-        if not await self.db.run_write(lambda tx: store.revoke_key(tx, tenant, key_id)):
+        """Remove one key; it stops working here at once, on PostgreSQL replicas as soon as they
+        hear it, and in another process on SQLite within 30 s."""
+        schema = self.db.schema
+        if not await self.db.run_write(lambda tx: store.revoke_key(tx, tenant, key_id, schema)):
             raise InvalidRequest(
                 f"tenant {tenant!r} has no key {key_id!r}; the id is the key_… printed when the key was made"
             )
-        self._cache.clear()
+        self._forget()
 
     async def rotate(self, name: str) -> str:
-        """Replace every agent key of a tenant with one new one; the old ones stop within the cache window."""
+        """Replace every agent key of a tenant with one new one; the old ones stop as `revoke`'s do."""
         made = _issue(KeyScope.AGENT)
         now = self.clock()
+        schema = self.db.schema
 
         def write(tx: Work) -> bool:
             if not store.exists(tx, name):
                 return False
-            store.revoke_scope(tx, name, KeyScope.AGENT)
+            store.revoke_scope(tx, name, KeyScope.AGENT, schema)
             store.add_key(tx, name, made.key_id, KeyScope.AGENT, hash_key(made.key), now)
             return True
 
         if not await self.db.run_write(write):
             raise InvalidRequest(f"no tenant {name!r}; create it with `cosigner tenants create`")
-        self._cache.clear()
+        self._forget()
         return made.key
 
     async def names(self) -> list[str]:
@@ -144,10 +175,12 @@ class TenantKeys:
                 "create one with `cosigner tenants create NAME`"
             )
         digest = hash_key(authorization[7:].strip())
-        now = time.monotonic()
+        now = self.clock()
         hit = self._cache.get(digest)
-        if hit is not None and hit[1] > now:
+        # A clock set back since the check makes it stale too, rather than valid for longer.
+        if hit is not None and hit[1] <= now < hit[1] + CACHE_SECONDS:
             return hit[0]
+        since = self._epoch
         holder = await self.db.run_read(lambda tx: store.holder_of(tx, digest))
         if holder is None:
             raise Unauthenticated(
@@ -155,7 +188,9 @@ class TenantKeys:
                 "`cosigner tenants create NAME` or "
                 "`cosigner tenants key create TENANT --scope agent|approver`"
             )
+        if self._epoch != since:
+            return holder  # keys were removed while it was read: this answer is not kept
         if len(self._cache) > 10000:
             self._cache.clear()
-        self._cache[digest] = (holder, now + CACHE_SECONDS)
+        self._cache[digest] = (holder, now)
         return holder

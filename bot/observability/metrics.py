@@ -47,6 +47,11 @@ class Metrics:
             "Waiters here woken by another replica's decision (PostgreSQL NOTIFY)",
             registry=self.registry,
         )
+        self.key_removals_heard = Counter(
+            "cosigner_key_removals_heard",
+            "API key removals heard (PostgreSQL NOTIFY, from any process), each emptying the key cache here",
+            registry=self.registry,
+        )
         self.shadow_differences = Counter(
             "cosigner_policy_shadow_differences",
             "Requests the shadow policy (COSIGNER_POLICY_SHADOW) decides otherwise, by tool and change",

@@ -102,6 +102,7 @@ class Expect(_Strict):
     mode: Annotated[ApprovalMode, Field(strict=False)] | None = None
     deny: bool | None = None
     refused: bool | None = None
+    invalid: bool | None = None
     approvers: (
         Annotated[ApproverKind, Field(strict=False)]
         | list[Annotated[ApproverKind, Field(strict=False)]]
@@ -235,6 +236,10 @@ def _failures(case: Case, ruling: Ruling) -> list[str]:
         wrong.append(f"expected no deny, but {ruling.decided_by} denies the call")
     elif e.deny is True and not ruling.deny:
         wrong.append("expected deny, but the call is not denied")
+    if ruling.invalid is not None and e.invalid is not True:
+        wrong.append(f"the call is refused as invalid (400): {ruling.invalid.message}")
+    elif e.invalid is True and ruling.invalid is None:
+        wrong.append("expected invalid (a threshold parameter that is not a number), but it is not")
     if ruling.unsupported and e.refused is not True and not ruling.deny:
         wrong.append("the call is refused: it needs a person and none can be reached from this surface")
     elif e.refused is True and not ruling.unsupported:

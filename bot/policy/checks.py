@@ -23,12 +23,17 @@ MAX_PARAMETER_DEPTH = 20
 
 def lookup(parameters: Mapping[str, Any], path: str) -> Any:
     """The value at a dotted path, or None."""
+    return find(parameters, path)[1]
+
+
+def find(parameters: Mapping[str, Any], path: str) -> tuple[bool, Any]:
+    """Whether a dotted path is present (a `null` there is), and its value (None if not)."""
     value: Any = parameters
     for part in path.split("."):
         if not isinstance(value, Mapping) or part not in value:
-            return None
+            return False, None
         value = value[part]
-    return value
+    return True, value
 
 
 def ambiguous(parameters: Mapping[str, Any], path: str) -> bool:

@@ -13,13 +13,13 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bot.policy.checks import ambiguous, lookup
 from bot.policy.durations import format_duration
 from bot.policy.follow_up_plan import Plan, plan
 from bot.policy.quorum import check_route
 from bot.policy.redaction import REDACTED, redact
 from bot.policy.routing import SmsSender, is_headless, route_for
 from bot.policy.rules import Policy, ToolRule
+from bot.policy.thresholds import Unreadable, above, below, unreadable
 from contracts.enums import ApprovalMode, ApproverKind, SurfaceType, ToolKind
 from contracts.errors import ApprovalModeUnsupported
 from contracts.ports import Route, SlackRoute, SmsRoute, TeamsRoute
@@ -57,11 +57,13 @@ class Ruling:
     quorum: int = 1  # distinct approvers who must approve (the rule's `quorum`)
     separate_duties: bool = False  # the requester never counts toward the quorum
     follow_ups: Plan | None = None  # the reminder and escalations while nobody answers
+    # A threshold parameter holding no number: the request is refused as invalid (400).
+    invalid: Unreadable | None = None
 
     @property
     def runs_unasked(self) -> bool:
         """True when the call runs with nobody asked."""
-        return not self.deny and self.mode is ApprovalMode.NONE
+        return not self.deny and self.invalid is None and self.mode is ApprovalMode.NONE
 
     @property
     def unsupported(self) -> bool:
@@ -75,9 +77,11 @@ class Ruling:
 
     @property
     def label(self) -> str:
-        """The decision in a word or two: `deny`, `none`, `unsupported`, or `MODE:SURFACE`."""
+        """The decision in a word or two: `deny`, `invalid`, `none`, `unsupported`, or `MODE:SURFACE`."""
         if self.deny:
             return "deny"
+        if self.invalid is not None:
+            return "invalid"
         if self.runs_unasked:
             return "none"
         if self.unsupported:
@@ -91,7 +95,9 @@ class Ruling:
         return {
             "tenant": self.tenant,
             "tool": self.tool,
-            "decision": {"deny": "deny", "none": "none", "unsupported": "refused"}.get(self.label, "person"),
+            "decision": {"deny": "deny", "invalid": "invalid", "none": "none", "unsupported": "refused"}.get(
+                self.label, "person"
+            ),
             "mode": self.mode.value,
             "rule": self.decided_by,
             "route": where(self.route) if isinstance(self.route, Route) and self.approvers else None,
@@ -100,10 +106,13 @@ class Ruling:
             "refused": (
                 self.route.message
                 if self.unsupported and isinstance(self.route, ApprovalModeUnsupported)
+                else self.invalid.message
+                if self.invalid is not None
                 else None
             ),
             "timeoutSeconds": self.timeout,
             "redact": list(self.rule.redact),
+            "show": list(self.rule.show),
             "quorum": self.quorum,
             "separateDuties": self.separate_duties,
             "steps": [{"path": s.path, "says": s.says} for s in self.steps],
@@ -122,7 +131,12 @@ class Ruling:
 
     def explain(self) -> str:
         """The explanation as text, one step a line."""
-        head = {"deny": "denied", "none": "runs with nobody asked", "unsupported": "refused"}
+        head = {
+            "deny": "denied",
+            "invalid": "refused as invalid (400 INVALID_REQUEST)",
+            "none": "runs with nobody asked",
+            "unsupported": "refused",
+        }
         verdict = head.get(self.label, f"a person decides ({self.mode.value})")
         lines = [f"{self.tool} for tenant {self.tenant or '(none)'}: {verdict}, by {self.decided_by}"]
         lines += [f"  {i}. [{s.path}] {s.says}" for i, s in enumerate(self.steps, 1)]
@@ -163,6 +177,18 @@ def decide(
         path = rule.origin("deny")
         steps.append(Step(path, f"true: every call is refused ({rule.deny_reason or 'no reason given'})"))
         return ruling(mode=rule.mode, deny=True, decided_by=path, route=None, threshold=None, timeout=None)
+    bad = unreadable(rule, parameters)
+    if bad is not None:
+        steps.append(Step(bad.path, f"refused as invalid: {bad.message}"))
+        return ruling(
+            mode=rule.mode,
+            deny=False,
+            decided_by=bad.path,
+            route=None,
+            threshold=None,
+            timeout=None,
+            invalid=bad,
+        )
     over, said = above(rule, parameters)
     if rule.deny_above is not None:
         path = rule.origin("deny_above")
@@ -300,38 +326,6 @@ def _mode(rule: ToolRule, tenant: str, steps: list[Step]) -> str:
     return path
 
 
-def below(rule: ToolRule, parameters: Mapping[str, Any]) -> tuple[bool, str]:
-    """Whether `allow_below` lets the call through, and what its parameter held."""
-    limit = rule.allow_below
-    if limit is None:
-        return False, ""
-    if ambiguous(parameters, limit.parameter):
-        return False, f"{limit.parameter} is ambiguous (keys differing only by case or width)"
-    value = lookup(parameters, limit.parameter)
-    # Below the threshold but not negative: a negative amount is not a small one.
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if 0 <= value < limit.value:
-            return True, f"{limit.parameter} {value:g} < {limit.value:g}"
-        return False, f"{limit.parameter} {value:g} is not in [0, {limit.value:g})"
-    return False, f"{limit.parameter} is {'absent' if value is None else 'not a number'}"
-
-
-def above(rule: ToolRule, parameters: Mapping[str, Any]) -> tuple[bool, str]:
-    """Whether `deny_above` refuses the call, and what its parameter held. Keys that differ only
-    by case or width make it ambiguous, which refuses (fail closed)."""
-    limit = rule.deny_above
-    if limit is None:
-        return False, ""
-    if ambiguous(parameters, limit.parameter):
-        return True, f"{limit.parameter} is ambiguous (keys differing only by case or width)"
-    value = lookup(parameters, limit.parameter)
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if value > limit.value:
-            return True, f"{limit.parameter} {value:g} > {limit.value:g}"
-        return False, f"{limit.parameter} {value:g} is not above {limit.value:g}"
-    return False, f"{limit.parameter} is {'absent' if value is None else 'not a number'}"
-
-
 def _threshold(rule: ToolRule, parameters: Mapping[str, Any], steps: list[Step]) -> str | None:
     if rule.allow_below is None:
         return None
@@ -366,10 +360,12 @@ def _route_step(
 
 def _redaction(rule: ToolRule, parameters: Mapping[str, Any], steps: list[Step]) -> None:
     named = ", ".join(rule.redact) if rule.redact else "no paths named"
-    hidden = _hidden(parameters, redact(dict(parameters), rule.redact))
+    hidden = _hidden(parameters, redact(dict(parameters), rule.redact, rule.show))
     shown = f"; of these parameters: {', '.join(hidden)}" if hidden else ""
     # Redaction adds up over the tool's and the tenant's sections, so the rule's section speaks.
     steps.append(Step(rule.origin("redact"), f"{named}, and any value that looks like a secret{shown}"))
+    if rule.show:
+        steps.append(Step(rule.origin("show"), f"{', '.join(rule.show)} shown although named like a secret"))
 
 
 def _hidden(given: Any, shown: Any, prefix: str = "") -> list[str]:
@@ -392,6 +388,7 @@ def differences(live: Ruling, shadow: Ruling) -> dict[str, Any] | None:
             ("mode", live.mode.value, shadow.mode.value),
             ("route", _route_of(live), _route_of(shadow)),
             ("approvers", list(live.approvers), list(shadow.approvers)),
+            ("invalid", live.invalid is not None, shadow.invalid is not None),
         )
         if a != b
     }

@@ -41,6 +41,7 @@ class OperationRule:
     quorum: int = 1
     separate_duties: bool = False
     origins: tuple[tuple[str, str], ...] = ()
+    show: tuple[str, ...] = ()  # secret-looking names shown all the same (`redact` still wins)
 
 
 def _merge(name: str, base: OperationSection, over: OperationOverride | None, source: str) -> OperationRule:
@@ -60,6 +61,7 @@ def _merge(name: str, base: OperationSection, over: OperationOverride | None, so
         confirm=pick("confirm"),
         approvers=tuple(pick("approvers")),
         redact=layers.joined("redact"),
+        show=tuple(pick("show")),
         timeout=pick("timeout"),
         execute_timeout=pick("execute_timeout"),
         prepare_timeout=pick("prepare_timeout"),
@@ -70,7 +72,7 @@ def _merge(name: str, base: OperationSection, over: OperationOverride | None, so
         origins=tuple(
             (k, v)
             for k, v in layers.origins.items()
-            if k in ("remind_after", "escalate", "timeout", "quorum", "separate_duties")
+            if k in ("remind_after", "escalate", "timeout", "quorum", "separate_duties", "show")
         ),
         quorum=quorum,
         separate_duties=separate if separate is not None else quorum > 1,

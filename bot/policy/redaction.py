@@ -5,6 +5,8 @@ policy paths and secret-looking keys at any depth are replaced whole (`[REDACTED
 credential-looking span inside a value (a card number, a JWT, an API key, a private key)
 is masked in place (`payouts@attacker.example [hidden: JWT, 96 chars]`), so the rest of the
 value stays in view and an agent cannot hide a field by putting a token-shaped string in it.
+A policy's `show` paths un-hide a secret-looking key name the operator knows is not a
+secret (an S3 object `key`); never a policy path, and never a masked span.
 `digest` is over the *unredacted* parameters, so a grant binds the exact call.
 """
 
@@ -19,7 +21,17 @@ from typing import Any
 from contracts.digest import parameters_digest
 from contracts.shown import REDACTED, mask_text
 
-__all__ = ["REDACTED", "digest", "is_secret_key", "is_secret_value", "measure", "redact", "secret_spans"]
+__all__ = [
+    "REDACTED",
+    "digest",
+    "is_secret_key",
+    "is_secret_value",
+    "measure",
+    "redact",
+    "secret_spans",
+    "shows",
+    "spelling",
+]
 
 # Normalised (lower case, no separators) key fragments that mark a secret.
 _SECRET_KEY_PARTS = (
@@ -175,35 +187,51 @@ def _mask(value: str) -> str:
     return mask_text(value, spans)
 
 
-def redact(value: Any, paths: Iterable[str] = ()) -> Any:
+def redact(value: Any, paths: Iterable[str] = (), show: Iterable[str] = ()) -> Any:
     """Return a copy of `value` with policy `paths` and secret-named keys replaced, and
-    credential-looking spans inside strings masked in place.
+    credential-looking spans inside strings masked in place; a key `show` names is not
+    replaced for its name alone (a path in `paths` still hides it).
 
     A path is dotted ("customer.email"); `*` matches any key or list index at that level;
-    a path through a list applies to each element.
+    a path through a list applies to each element. `show` paths are written alike, without `*`.
     """
-    split = [tuple(_segment(s) for s in p.split(".")) for p in paths]
-    return _redact(value, split)
+    return _redact(value, _split(paths), _split(show))
 
 
-def _segment(name: str) -> str:
-    # Paths match keys by their normalised spelling: an agent sending "Customer.EMAIL" or
-    # "customer.ｅmail" for the policy's "customer.email" must not show it. Redacting a
-    # look-alike key too is the safe side.
+def _split(paths: Iterable[str]) -> list[tuple[str, ...]]:
+    return [tuple(_segment(s) for s in p.split(".")) for p in paths]
+
+
+def shows(show: Iterable[str], key: str) -> bool:
+    """Whether a `show` path names this top-level key (by its normalised spelling)."""
+    return (_segment(key),) in _split(show)
+
+
+def spelling(name: str) -> str:
+    """The spelling a path segment matches keys by: case, width and separators folded; `*` kept."""
+    # An agent sending "Customer.EMAIL" or "customer.ｅmail" for the policy's "customer.email"
+    # must not show it. Redacting a look-alike key too is the safe side.
     return name if name == "*" else _normalise(name)
 
 
-def _redact(value: Any, paths: list[tuple[str, ...]]) -> Any:
+_segment = spelling
+
+
+def _redact(value: Any, paths: list[tuple[str, ...]], show: list[tuple[str, ...]]) -> Any:
     if isinstance(value, dict):
         out: dict[str, Any] = {}
         for key, item in value.items():
             k = str(key)
             n = _segment(k)
-            if any(len(p) == 1 and p[0] in (n, "*") for p in paths) or is_secret_key(k):
+            if any(len(p) == 1 and p[0] in (n, "*") for p in paths):
+                out[k] = REDACTED
+                continue
+            # `show` un-hides the name alone: the value is still redacted within, as any is.
+            if is_secret_key(k) and not any(s == (n,) for s in show):
                 out[k] = REDACTED
                 continue
             deeper = [p[1:] for p in paths if len(p) > 1 and p[0] in (n, "*")]
-            out[k] = _redact(item, deeper)
+            out[k] = _redact(item, deeper, [s[1:] for s in show if len(s) > 1 and s[0] == n])
         return out
     if isinstance(value, list):
         # A path segment naming an index or "*" selects elements; other paths pass through.
@@ -212,7 +240,9 @@ def _redact(value: Any, paths: list[tuple[str, ...]]) -> Any:
             deeper = [p[1:] for p in paths if len(p) > 1 and p[0] in (str(i), "*")]
             direct = any(len(p) == 1 and p[0] in (str(i), "*") for p in paths)
             passing = [p for p in paths if not p[0].isdigit() and p[0] != "*"]
-            result.append(REDACTED if direct else _redact(item, deeper + passing))
+            shown = [s[1:] for s in show if len(s) > 1 and s[0] == str(i)]
+            shown += [s for s in show if not s[0].isdigit()]
+            result.append(REDACTED if direct else _redact(item, deeper + passing, shown))
         return result
     if isinstance(value, str):
         return _mask(value)

@@ -8,6 +8,7 @@ that were asked before come first, marked as loosenings.
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -16,7 +17,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from bot.policy.cases import ENABLED, assumed_sender, surface_of
+from bot.policy.checks import find
 from bot.policy.decision import decide
+from bot.policy.redaction import REDACTED
 from bot.policy.rules import Policy
 from storage.audit import Requested
 
@@ -103,6 +106,22 @@ def recorded_label(data: dict[str, Any]) -> str:
 _RUNS_UNASKED = "none"
 
 
+def unhidden(policy: Policy, tenant: str, tool: str, params: Any) -> Any:
+    """The recorded parameters without a threshold parameter redaction replaced: its value is
+    unknown, so it counts as absent (not met) rather than as a string the call never sent."""
+    rule = policy.rule_for(tenant, tool)
+    for limit in (rule.deny_above, rule.allow_below):
+        if limit is None or not isinstance(params, dict):
+            continue
+        *parents, last = limit.parameter.split(".")
+        present, holder = find(params, ".".join(parents)) if parents else (True, params)
+        if present and isinstance(holder, dict) and holder.get(last) == REDACTED:
+            params = copy.deepcopy(params)
+            present, holder = find(params, ".".join(parents)) if parents else (True, params)
+            del holder[last]
+    return params
+
+
 def replay(rows: Iterable[Requested], policy: Policy, examples: int = EXAMPLES) -> Replay:
     """Decide every recorded request again under `policy`; count what changes."""
     found = Replay()
@@ -117,6 +136,7 @@ def replay(rows: Iterable[Requested], policy: Policy, examples: int = EXAMPLES) 
         except (ValueError, KeyError, TypeError, ValidationError):
             found.unreadable += 1
             continue
+        params = unhidden(policy, row.tenant, tool, params)
         ruling = decide(policy, row.tenant, tool, params, surface, enabled=ENABLED, sms=sender)
         before, after = recorded_label(data), ruling.label
         if before == after:

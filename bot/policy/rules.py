@@ -20,7 +20,7 @@ from bot.policy.merge import Layers
 from bot.policy.operation_rules import OperationRule, missing_secrets, operation_rules
 from bot.policy.people import People
 from bot.policy.quorum import problem as quorum_problem
-from bot.policy.redaction import is_secret_key
+from bot.policy.redaction import is_secret_key, shows
 from bot.policy.schema import (
     Admins,
     Defaults,
@@ -33,6 +33,7 @@ from bot.policy.schema import (
     ToolSection,
 )
 from bot.policy.validation import handoff_secrets, read_policy
+from bot.policy.visibility import show_problems
 from contracts.enums import ApprovalMode, ApproverKind, SurfaceType, ToolKind
 from contracts.errors import PolicyError
 from contracts.names import fold
@@ -54,10 +55,12 @@ Confirm = bool | Literal["always"] | None
 
 @dataclass(frozen=True, slots=True)
 class Threshold:
-    """`allow_below`: no person is needed while `parameter` is a number below `value`."""
+    """`allow_below` or `deny_above`: `parameter` compared with `value`; with `digits` it may
+    also be a string of digits 0-9, compared as the number it spells."""
 
     parameter: str
     value: float
+    digits: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +90,7 @@ class ToolRule:
     # Follow-ups while nobody answers (`bot.workers.follow_ups`): one reminder, then the escalations.
     remind_after: float | None = None
     escalate: tuple[EscalateStep, ...] = ()
+    show: tuple[str, ...] = ()  # secret-looking names shown all the same (`redact` still wins)
 
     def origin(self, key: str) -> str:
         """The key path of `key` as the merge took it: the tenant's override or the tool's."""
@@ -143,11 +147,16 @@ def _rule(
         approvers=pick("approvers", (ApproverKind.REQUESTER,)),
         # Redaction adds up: a tenant can hide more, never less.
         redact=layers.joined("redact"),
+        show=tuple(pick("show", ())),
         timeout=timeout if timeout is not None or handoff is None else handoff.timeout,
         deny=pick("deny", False),
         deny_reason=pick("deny_reason", None),
-        allow_below=Threshold(allow.parameter, allow.value) if allow is not None else None,
-        deny_above=Threshold(deny_above.parameter, deny_above.value) if deny_above is not None else None,
+        allow_below=Threshold(allow.parameter, allow.value, allow.digits) if allow is not None else None,
+        deny_above=(
+            Threshold(deny_above.parameter, deny_above.value, deny_above.digits)
+            if deny_above is not None
+            else None
+        ),
         editable=pick("editable", False),
         gate_all=gate_all,
         source=source,
@@ -350,6 +359,7 @@ def operation_tool_rule(rule: OperationRule, gate_all: bool) -> ToolRule:
         confirm=rule.confirm,
         approvers=rule.approvers,
         redact=rule.redact,
+        show=rule.show,
         timeout=rule.timeout,
         deny=rule.deny,
         deny_reason=None,
@@ -404,9 +414,10 @@ def load_policy(text: str, source: str = "policy") -> Policy:
     except tomllib.TOMLDecodeError as exc:
         raise PolicyError([f"not valid TOML: {exc}"], source) from exc
     policy = Policy(read_policy(data, source), source)
-    # The follow-ups, the quorum and `editable` are checked on the merged rules, so once the
-    # rest of the file is valid.
+    # The follow-ups, the quorum, `editable` and `show` are checked on the merged rules, so
+    # once the rest of the file is valid.
     problems = follow_up_problems(policy) + policy.quorum_problems() + editable_problems(policy)
+    problems += show_problems(r for t in ("", *policy.tenants) for r in policy.rules_of(t))
     if problems:
         raise PolicyError(problems, source)
     return policy
@@ -445,7 +456,7 @@ def _editable_rule(rule: ToolRule) -> list[str]:
                 f'{path}: "{name}" is hidden by {rule.origin("redact")}; a hidden value is never shown, '
                 "so it can never be edited: remove it from one of them"
             )
-        elif is_secret_key(name):
+        elif is_secret_key(name) and not shows(rule.show, name):
             problems.append(
                 f'{path}: "{name}" names a secret (Cosigner hides any parameter named like a '
                 "credential), so it is never shown and can never be edited; remove it"

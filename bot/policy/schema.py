@@ -142,6 +142,13 @@ Approvers = Annotated[
     _list('["requester"]', nonempty="must name at least one approver"),
 ]
 RedactPaths = Annotated[tuple[RedactPath, ...], Field(strict=False), _list('["cardToken", "customer.email"]')]
+# `show`: no `*`, so only a key the operator named is ever shown, never whatever an agent sends.
+ShowPath = Annotated[
+    str,
+    Field(pattern=r"^[^.*]+(\.[^.*]+)*$"),
+    _say('"{input}" is not a dotted path without "*", such as "key" or "object.key"; name each key to show'),
+]
+ShowPaths = Annotated[tuple[ShowPath, ...], Field(strict=False), _list('["key"]')]
 ParameterName = Annotated[
     str,
     Field(pattern=r"^[^.]+$"),
@@ -184,6 +191,7 @@ class AllowBelow(Table):
         str, Field(pattern=_DOTTED), _say('"{input}" is not a parameter path such as "amountCents"')
     ]
     value: Annotated[float, _say("must be a number such as 5000"), AfterValidator(_above_zero)]
+    digits: Flag = False  # the parameter may also be a string of digits 0-9, read as its number
 
 
 class DenyAbove(Table):
@@ -193,6 +201,7 @@ class DenyAbove(Table):
         str, Field(pattern=_DOTTED), _say('"{input}" is not a parameter path such as "amountCents"')
     ]
     value: Annotated[float, _say("must be a number such as 100000")]
+    digits: Flag = False  # the parameter may also be a string of digits 0-9, read as its number
 
 
 def _absolute_url(value: str) -> str:
@@ -252,6 +261,7 @@ class ToolSection(Table):
     confirm: Confirm | None = None
     approvers: Approvers = (ApproverKind.REQUESTER,)
     redact: RedactPaths = ()
+    show: ShowPaths = ()  # names Cosigner hides as secret-looking that this tool's are not
     timeout: Duration | None = None
     deny: Flag = False
     deny_reason: Text | None = None
@@ -300,6 +310,7 @@ class OperationSection(Table):
     confirm: Confirm | None = None
     approvers: Approvers = (ApproverKind.REQUESTER,)
     redact: RedactPaths = ()
+    show: ShowPaths = ()
     timeout: Duration | None = None
     execute_timeout: Duration = 30.0
     prepare_timeout: Duration = 10.0
@@ -319,6 +330,7 @@ class OperationOverride(Table):
     confirm: Confirm | None = None
     approvers: Approvers | None = None
     redact: RedactPaths = ()
+    show: ShowPaths | None = None
     timeout: Duration | None = None
     execute_timeout: Duration | None = None
     prepare_timeout: Duration | None = None

@@ -131,8 +131,11 @@ async def test_allow_below_threshold_and_tool_call_cap(db_kind: str) -> None:
             headers=h.auth(key),
             json=call(call_id="c2", params={"orderId": "o", "amountCents": "10"}),
         )
-        assert weird.status_code == 201, "a non-numeric threshold parameter needs a person"
-        for i in range(3, 6):
+        assert weird.status_code == 400, "a threshold parameter that is no number is refused, not guessed"
+        error = weird.json()["error"]
+        assert error["code"] == "INVALID_REQUEST" and error["field"] == "parameters.amountCents"
+        assert error["policy"] == "tenants.acme.tools.issue_refund.allow_below"
+        for i in range(2, 6):
             await start(h, key, call_id=f"c{i}")
         capped = await h.client.post("/v1/approvals", headers=h.auth(key), json=call(call_id="c99"))
         assert capped.status_code == 429

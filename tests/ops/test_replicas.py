@@ -421,3 +421,31 @@ async def test_two_serve_processes_count_a_quorum_once(
     assert verify_request(call["body"], call["headers"], callback_secret, now=START) == call["delivery"]
     told = json.loads(call["body"])
     assert told["status"] == "approved" and [x["by"] for x in told["approvals"]] == approvers
+
+
+async def test_a_key_revoked_with_the_cli_is_refused_by_both_serve_processes_at_once(
+    replicas: list[str], operator_env: dict[str, str]
+) -> None:
+    """`cosigner tenants key revoke` in a third process: its NOTIFY empties both servers' key
+    caches, so each refuses the key from its next request while their clock stands still
+    (without it each would accept the key it had checked for 30 s more)."""
+    made = re.search(
+        r"id (key_\w+)\): (\S+)",
+        _cosigner(operator_env, "tenants", "key", "create", "acme", "--scope", "agent"),
+    )
+    assert made, "tenants key create printed no key"
+    key_id, key = made.groups()
+    async with httpx.AsyncClient(timeout=30, headers={"Authorization": f"Bearer {key}"}) as client:
+        for url in replicas:  # each server checks the key, and keeps it in its cache
+            assert (await client.get(f"{url}/v1/approvals/apv_none")).status_code == 404
+        said = _cosigner(operator_env, "tenants", "key", "revoke", "acme", key_id)
+        assert "refused by every running server from its next request" in said, said
+
+        async def both_heard() -> bool:
+            heard = [await _metric(client, url, "cosigner_key_removals_heard_total") for url in replicas]
+            return min(heard) >= 1
+
+        await until_async(both_heard, seconds=20, interval=0.05)
+        for url in replicas:
+            r = await client.get(f"{url}/v1/approvals/apv_none")
+            assert r.status_code == 401 and r.json()["error"]["code"] == "UNAUTHENTICATED", r.text

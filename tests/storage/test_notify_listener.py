@@ -8,7 +8,7 @@ import asyncpg
 import pytest
 from sqlalchemy.engine import make_url
 
-from storage.notify import Listener, channel_for
+from storage.notify import Listener, channel_for, keys_channel_for
 from tests.harness import postgres_url, until_async
 
 
@@ -30,11 +30,12 @@ async def test_a_lost_listen_connection_is_opened_again_and_hears_the_next_decis
     schema = "t_listener_reconnect"  # a channel of its own: no other test notifies on it
     channel = channel_for(schema)
     heard: asyncio.Queue[str] = asyncio.Queue()
+    removed: asyncio.Queue[str] = asyncio.Queue()  # API key removals, on the same connection
     states: list[bool] = []  # what the replica's copies are told: usable (True) or not
     listener = Listener()
     admin = await asyncpg.connect(dsn(url))
     try:
-        await listener.start(url, schema, heard.put_nowait, states.append)
+        await listener.start(url, schema, heard.put_nowait, states.append, removed.put_nowait)
         assert states == [True]
         [first] = await until_async(lambda: listeners(admin, channel))
         await admin.execute("SELECT pg_notify($1, 'apv_before')", channel)
@@ -46,6 +47,9 @@ async def test_a_lost_listen_connection_is_opened_again_and_hears_the_next_decis
         assert states == [True, False, True]  # down in between: closes sent then went unheard
         await admin.execute("SELECT pg_notify($1, 'apv_after')", channel)
         assert await asyncio.wait_for(heard.get(), 10) == "apv_after"
+        await admin.execute("SELECT pg_notify($1, 'acme')", keys_channel_for(schema))
+        assert await asyncio.wait_for(removed.get(), 10) == "acme"
+        assert heard.empty(), "a key removal is not an approval's close"
     finally:
         await listener.close()
         await admin.close()
