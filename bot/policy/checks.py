@@ -51,6 +51,28 @@ def ambiguous(parameters: Mapping[str, Any], path: str) -> bool:
     return False
 
 
+def spelled_otherwise(parameters: Mapping[str, Any], path: str) -> str | None:
+    """The dotted path the call sends in place of `path` when it spells one of its keys only
+    otherwise (`AmountCents` where the rule names `amountCents`) and not as the rule does;
+    None when the path is there as written or not at all. A threshold would see nothing
+    while an executor that folds case would read the amount."""
+    value: Any = parameters
+    sent: list[str] = []
+    for part in path.split("."):
+        if not isinstance(value, Mapping):
+            return None
+        if part in value:
+            sent.append(part)
+            value = value[part]
+            continue
+        wanted = unicodedata.normalize("NFKC", part).casefold()
+        other = next(
+            (str(k) for k in value if unicodedata.normalize("NFKC", str(k)).casefold() == wanted), None
+        )
+        return ".".join([*sent, other]) if other is not None else None
+    return None
+
+
 def json_limits(parameters: Any, field: str = "parameters") -> bytes:
     """Refuse JSON nested deeper than 20 levels, over 64 KiB, or without an RFC 8785 form
     (NaN, Infinity, integers beyond ±(2^53−1)); return that form, which the digest hashes."""

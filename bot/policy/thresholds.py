@@ -5,7 +5,9 @@ A threshold compares a number. A parameter sent as anything else (`"5000000"`, `
 the threshold saw no number at all, so a `deny_above` would let it run. Such a call is
 refused as invalid (`unreadable`), naming the parameter and the rule, unless the rule
 declares `digits = true`: then a string of ASCII digits is compared as the number it
-spells. An absent parameter is not refused: `deny_above` does not stop it and
+spells. A parameter sent only under another spelling of its name (`AmountCents` for
+`amountCents`) is refused the same way: the threshold would see nothing where an executor
+that folds case reads the amount. An absent parameter is not refused: `deny_above` does not stop it and
 `allow_below` does not let it through.
 """
 
@@ -17,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bot.policy.checks import ambiguous, find
+from bot.policy.checks import ambiguous, find, spelled_otherwise
 from bot.policy.rules import Threshold, ToolRule
 
 # ASCII only: int() also reads "５" and "٥", which an executor may read otherwise or not at all.
@@ -53,9 +55,18 @@ def unreadable(rule: ToolRule, parameters: Mapping[str, Any]) -> Unreadable | No
     for key, limit in (("deny_above", rule.deny_above), ("allow_below", rule.allow_below)):
         if limit is None:
             continue
+        path = rule.origin(key)
+        otherwise = spelled_otherwise(parameters, limit.parameter)
+        if otherwise is not None:
+            return Unreadable(
+                path,
+                limit.parameter,
+                f"parameters.{otherwise} differs from parameters.{limit.parameter}, which {path} "
+                f"compares, only by case or width, so the call cannot be checked; send it as "
+                f"{limit.parameter}",
+            )
         present, value = find(parameters, limit.parameter)
         if present and number(value, limit.digits) is None:
-            path = rule.origin(key)
             return Unreadable(path, limit.parameter, _says(path, limit, value))
     return None
 

@@ -104,6 +104,41 @@ async def test_an_absent_deny_above_parameter_is_not_refused_by_it(world: tuple[
     assert r.status_code == 200 and r.json()["status"] == "approved", r.text
 
 
+@pytest.mark.parametrize(
+    ("tool", "params", "sent", "rule"),
+    [
+        ("refund_lite", {"AmountCents": 5000000}, "AmountCents", "tools.refund_lite.deny_above"),
+        (
+            "refund_lite",
+            {"ａｍｏｕｎｔＣｅｎｔｓ": 5000000},
+            "ａｍｏｕｎｔＣｅｎｔｓ",
+            "tools.refund_lite.deny_above",
+        ),
+        ("transfer", {"Amount": {"cents": 5000000}}, "Amount", "tools.transfer.deny_above"),
+        ("transfer", {"amount": {"Cents": 5000000}}, "amount.Cents", "tools.transfer.deny_above"),
+        ("credit", {"amountcents": 10}, "amountcents", "tools.credit.allow_below"),
+    ],
+    ids=["case", "width", "nested outer", "nested inner", "allow_below"],
+)
+async def test_a_threshold_parameter_spelled_only_otherwise_is_a_400_and_nothing_runs(
+    world: tuple[Harness, str], tool: str, params: dict[str, Any], sent: str, rule: str
+) -> None:
+    # An executor that folds case would read the amount the threshold never saw.
+    h, key = world
+    parameter = "amount.cents" if tool == "transfer" else "amountCents"
+    r = await ask(h, key, tool, params)
+    assert r.status_code == 400, r.text
+    error = r.json()["error"]
+    assert (error["code"], error["field"], error["policy"]) == (
+        "INVALID_REQUEST",
+        f"parameters.{parameter}",
+        rule,
+    ), error
+    assert f"parameters.{sent} differs from parameters.{parameter}" in error["message"], error
+    assert f"send it as {parameter}" in error["message"], error
+    assert "5000000" not in error["message"]
+
+
 async def test_declared_digits_are_compared_as_the_number_they_spell(world: tuple[Harness, str]) -> None:
     h, key = world
     over = await ask(h, key, "refund_text", {"amountCents": "5000000"})
