@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import logging
@@ -309,7 +310,7 @@ async def test_a_canary_in_every_hidden_field_appears_on_no_surface(
                         user="U1",
                     )
                     keep(clicked.text)
-                    await until(lambda n=opened: len(w.emu.views) >= n)
+                    await until(functools.partial(lambda n: len(w.emu.views) >= n, opened))
                 state = {
                     "edit:amountCents": {"value": {"type": "number_input", "value": "400"}},
                     "edit:note": {"value": {"type": "plain_text_input", "value": "late"}},

@@ -24,6 +24,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from schemathesis.python.asgi import shutdown_lifespans
 from schemathesis.specs.openapi.checks import negative_data_rejection, positive_data_acceptance
+from schemathesis.specs.openapi.schemas import OpenApiSchema
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
@@ -233,7 +234,7 @@ async def _drop(world: ProbeWorld) -> None:
 
 
 def _probe_call(schema: Any, world: ProbeWorld, n: int) -> Any:
-    body = {
+    body: dict[str, Any] = {
         "executionId": "run_probes",
         "toolCallId": f"c{n}",
         "toolName": "issue_refund",
@@ -247,7 +248,7 @@ def _probe_call(schema: Any, world: ProbeWorld, n: int) -> Any:
 
 
 def _probe_edit(world: ProbeWorld, aid: str, edit: dict[str, Any]) -> Any:
-    body = {"decision": "approve", "userId": "u_1", "edit": edit}
+    body: dict[str, Any] = {"decision": "approve", "userId": "u_1", "edit": edit}
     operation = PROBE_SCHEMAS[world.kind]["/v1/approvals/{approvalId}/decision"]["POST"]
     case = operation.Case(path_parameters={"approvalId": aid}, body=body)
     return case.call(headers={"Authorization": f"Bearer {world.approver}"})
@@ -296,7 +297,7 @@ def probed_postgres() -> Iterator[ProbeWorld]:
     yield from _probed("postgres")
 
 
-def _probe_schema(world: ProbeWorld) -> Any:
+def _probe_schema(world: ProbeWorld) -> OpenApiSchema:
     probes = schemathesis.openapi.from_dict(openapi())
     probes.app = world.app
 

@@ -96,7 +96,10 @@ async def test_what_a_schema_may_hold_is_taken_and_applied(world: tuple[Harness,
     schema = {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": "https://tools.example.com/issue_refund",
-        "$defs": {"cents": {"type": "integer", "minimum": 1}},
+        "$defs": {
+            "cents": {"type": "integer", "minimum": 1},
+            "order": {"type": "string", "pattern": r"^ord_\d+$"},
+        },
         "type": "object",
         "properties": {
             "amountCents": {"$ref": "#/$defs/cents"},
@@ -107,7 +110,6 @@ async def test_what_a_schema_may_hold_is_taken_and_applied(world: tuple[Harness,
         "propertyNames": {"pattern": "^[A-Za-z-]+$"},
         "unevaluatedProperties": {"type": "string"},
     }
-    schema["$defs"]["order"] = {"type": "string", "pattern": r"^ord_\d+$"}
     start = await ask(h, key, schema)
     assert start.status_code == 201, start.text
     aid = start.json()["approvalId"]
