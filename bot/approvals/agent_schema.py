@@ -165,8 +165,9 @@ def draft(schema: dict[str, Any]) -> type[Validator]:
 def _meta_formats(cls: type[Validator]) -> FormatChecker:
     # The meta-schema's own formats, without `regex`: Python's `re` would compile the agent's
     # patterns (a deep nesting of groups is a RecursionError there); RE2 compiles them below.
-    base = cls.FORMAT_CHECKER
-    return FormatChecker(name for name in base.checkers if name != "regex")
+    checker = FormatChecker(formats=())
+    checker.checkers = {k: v for k, v in cls.FORMAT_CHECKER.checkers.items() if k != "regex"}
+    return checker
 
 
 def _refused(message: str) -> InvalidRequest:

@@ -276,8 +276,13 @@ def _rule(error: ValidationError) -> str:
     keyword, value = str(error.validator), error.validator_value
     plain = isinstance(value, int | float) and not isinstance(value, bool)
     if keyword == "type":
-        kinds = [_KINDS.get(k, "of another type") for k in (value if isinstance(value, list) else [value])]
+        # Draft 3 also lists schemas among the types: those are "another type".
+        named = value if isinstance(value, list) else [value]
+        kinds = [_KINDS.get(k, "of another type") if isinstance(k, str) else "of another type" for k in named]
         return f"must be {' or '.join(dict.fromkeys(kinds)) or 'of another type'} (type)"
+    if plain and keyword in ("minimum", "maximum") and isinstance(error.schema, dict):
+        if error.schema.get(f"exclusive{keyword.capitalize()}") is True:  # draft 4's flag
+            keyword = f"exclusive{keyword.capitalize()}"
     if plain and keyword in _FIGURES:
         return _FIGURES[keyword].format(value)
     if keyword == "pattern" and isinstance(value, str):
@@ -325,6 +330,6 @@ _WORDS = {
     "contains": "holds no item the tool's schema asks for (contains)",
     "dependentRequired": "lacks a property the tool's schema requires alongside another (dependentRequired)",
     "dependencies": "lacks a property the tool's schema requires alongside another (dependencies)",
-    "False": "is not allowed by the tool's schema",
-    "None": "is not allowed by the tool's schema",
+    # A `false` subschema: jsonschema gives its error no path, so it is said of the call.
+    "None": "holds a value the tool's schema does not allow (false)",
 }

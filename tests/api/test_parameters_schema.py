@@ -124,6 +124,30 @@ async def test_what_a_schema_may_hold_is_taken_and_applied(world: tuple[Harness,
     assert done.status_code == 200 and done.json()["status"] == "approved", done.text
 
 
+DRAFTS = [
+    "http://json-schema.org/draft-03/schema#",
+    "http://json-schema.org/draft-04/schema#",
+    "http://json-schema.org/draft-06/schema#",
+    "http://json-schema.org/draft-07/schema#",
+    "https://json-schema.org/draft/2019-09/schema",
+    "https://json-schema.org/draft/2020-12/schema",
+]
+
+
+@pytest.mark.parametrize("draft", DRAFTS)
+async def test_each_draft_cosigner_knows_is_taken_and_its_rules_applied(draft: str) -> None:
+    async with cosigner_app(POLICY) as h:
+        key = await h.create_tenant("acme")
+        schema = {"$schema": draft, "properties": {"amountCents": {"type": "integer", "maximum": 500}}}
+        start = await ask(h, key, schema)
+        assert start.status_code == 201, start.text
+        refused = await decide(h, start.json()["approvalId"], edit={"amountCents": 501})
+        assert refused.status_code == 400, refused.text
+        assert refused.json()["error"]["problems"] == [
+            {"field": "amountCents", "message": "must be at most 500 (maximum)"}
+        ]
+
+
 async def test_a_backtracking_pattern_is_matched_in_linear_time(world: tuple[Harness, str]) -> None:
     # Python's re takes 2^n steps for this pattern on "a"*n + "!": the edit would never end.
     h, key = world
