@@ -31,6 +31,7 @@ import re2
 from jsonschema import FormatChecker, SchemaError
 from jsonschema.protocols import Validator
 from jsonschema.validators import Draft3Validator, Draft4Validator, Draft202012Validator, validator_for
+from referencing import Registry
 
 from contracts.digest import CanonicalFormError, canonical_json, member
 from contracts.edits import MAX_SCHEMA_BYTES
@@ -139,6 +140,10 @@ def check(schema: dict[str, Any], canonical: bytes | None = None) -> type[Valida
     except RecursionError:
         raise _refused("parametersSchema nests too deeply to be checked; flatten it") from None
     _Walk(schema, cls).run()
+    try:
+        cls(schema, registry=Registry())  # no retrieval: every $ref points within the schema
+    except Exception as exc:  # whatever jsonschema or referencing raise, the agent's schema is at fault
+        raise _refused(f"parametersSchema cannot be made a validator ({type(exc).__name__})") from None
     if len(_VALID) >= MAX_CACHED:
         _VALID.clear()
     _VALID.add(canonical)

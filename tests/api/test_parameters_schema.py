@@ -12,8 +12,11 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from bot.approvals import schema_rules
+from bot.approvals import agent_schema, schema_rules
+from contracts.errors import InvalidRequest
 from storage import raw
 from storage.tables import approvals
 from tests.api.test_edits import CALL, POLICY, SURFACE, decide
@@ -264,3 +267,37 @@ async def test_an_edit_check_past_its_deadline_is_refused_and_nothing_is_decided
     assert "took over 0.01 s; no edit is possible" in refused.json()["error"]["problems"][0]["message"]
     got = await h.client.get(f"/v1/approvals/{aid}", headers=h.auth(key))
     assert got.json()["status"] == "pending"
+
+
+KEYWORDS = [
+    *"$ref $defs definitions properties patternProperties additionalProperties propertyNames".split(),
+    *"items prefixItems contains allOf anyOf oneOf not if then else required enum const type".split(),
+    *"pattern maxLength minimum multipleOf unevaluatedProperties unevaluatedItems dependentSchemas".split(),
+    *"$schema $id $anchor $dynamicRef format uniqueItems minItems".split(),
+]
+JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-5, 5)
+    | st.sampled_from(["a", "#", "#/$defs/a", "^a+$", "(?=a)"]),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from(["a", "b", *KEYWORDS]), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+SCHEMAS = st.dictionaries(st.sampled_from(KEYWORDS), JSON, max_size=5)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(schema=SCHEMAS, call=st.dictionaries(st.sampled_from(["a", "b"]), JSON, max_size=2))
+def test_any_schema_is_refused_clearly_or_applied_without_an_error(
+    schema: dict[str, Any], call: dict[str, Any]
+) -> None:
+    try:
+        agent_schema.check(schema)
+    except InvalidRequest as exc:
+        assert exc.details == {"field": "parametersSchema"} and exc.message.startswith("parametersSchema")
+        return
+    found = schema_rules._problems(schema, {"a": 1, **call}, {"a": 1, **call}, ["a"])
+    assert all(set(p) == {"field", "message"} for p in found)
