@@ -292,7 +292,7 @@ async def test_a_canary_in_every_hidden_field_appears_on_no_surface(
                     keep(r.text)
                     aid = str(r.json()["approvalId"])
                     if surface["type"] != "dashboard":
-                        await h.delivered(aid)
+                        await h.delivered(aid, every_message=True)
                     return aid
 
                 # Slack: the card, the full-call modal, the edit modal and its refusal, Approve.
