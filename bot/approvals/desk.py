@@ -121,7 +121,7 @@ class Desk:
     async def check_edit(self, look: Look, values: Mapping[str, Any]) -> EditPreview:
         """Check an edit for the confirm step; nothing is written."""
         rec = await self._editable(look)
-        return EditPreview(rec.card(), self.engine.check_edit(rec, values).changes)
+        return EditPreview(rec.card(), (await self.engine.check_edit(rec, values)).changes)
 
     async def _editable(self, look: Look) -> Record:
         rec = await self._read(lambda tx: ledger.load(tx, look.approval_id))

@@ -17,16 +17,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from jsonschema import SchemaError
-from jsonschema import exceptions as schema_errors
-from jsonschema.validators import Draft202012Validator, validator_for
-from referencing import Registry
-from referencing.exceptions import Unresolvable
-
+from bot.approvals import schema_rules
 from bot.policy import ToolRule, json_limits, redact
-from contracts.digest import CanonicalFormError, canonical_json, parameters_digest
+from contracts.digest import parameters_digest
 from contracts.edits import (
-    MAX_SCHEMA_BYTES,
     Change,
     EditField,
     EditResult,
@@ -40,52 +34,7 @@ from storage.records import Record
 from storage.sealing import TokenSeal
 
 MAX_CHOICES = 100  # of a static select in Slack
-MAX_CACHED_SCHEMAS = 1024
-_VALID_SCHEMAS: set[bytes] = set()
-"""Schemas (their RFC 8785 bytes) that passed `check_schema`; bounded, cleared when full."""
-_VALIDATORS: dict[bytes, Any] = {}
-"""A validator per schema, built once (the same bound)."""
 _JSON_TYPES = {bool: "boolean", int: "number", float: "number", str: "string", list: "array", dict: "object"}
-
-
-class _Unknown:
-    """The validator `validator_for` gives for a `$schema` it does not know."""
-
-
-def check_schema(schema: dict[str, Any] | None) -> None:
-    """Refuse a `parametersSchema` that is too large or not a valid JSON Schema."""
-    if schema is None:
-        return
-    try:
-        canonical = canonical_json(schema, "parametersSchema")
-    except CanonicalFormError as exc:
-        raise InvalidRequest(str(exc), field="parametersSchema") from exc
-    if canonical in _VALID_SCHEMAS:
-        return  # an agent sends its tool's one schema with every call: checked once
-    size = len(canonical)
-    if size > MAX_SCHEMA_BYTES:
-        raise InvalidRequest(
-            f"parametersSchema is {size} bytes; the limit is {MAX_SCHEMA_BYTES}: send the tool's own "
-            "schema without descriptions or examples",
-            field="parametersSchema",
-        )
-    cls = validator_for(schema, default=_Unknown) if "$schema" in schema else Draft202012Validator
-    if cls is _Unknown:
-        raise InvalidRequest(
-            f"parametersSchema names $schema {str(schema.get('$schema'))[:200]!r}, which is not a JSON "
-            'Schema draft Cosigner knows; use "https://json-schema.org/draft/2020-12/schema" or leave '
-            "$schema out",
-            field="parametersSchema",
-        )
-    try:
-        cls.check_schema(schema)
-    except SchemaError as exc:
-        raise InvalidRequest(
-            f"parametersSchema is not a valid JSON Schema: {exc.message[:300]}", field="parametersSchema"
-        ) from None
-    if len(_VALID_SCHEMAS) >= MAX_CACHED_SCHEMAS:
-        _VALID_SCHEMAS.clear()
-    _VALID_SCHEMAS.add(canonical)
 
 
 def sealed_context(tenant: str, execution_id: str, tool_call_id: str) -> str:
@@ -192,7 +141,7 @@ def current_call(rec: Record, seal: TokenSeal | None) -> dict[str, Any]:
     return call
 
 
-def edited(rec: Record, values: Mapping[str, Any], seal: TokenSeal | None, rule: ToolRule) -> Edited:
+async def edited(rec: Record, values: Mapping[str, Any], seal: TokenSeal | None, rule: ToolRule) -> Edited:
     """Check an edit of `rec`'s current call (the agent's, or the one an earlier edit made) and
     build the edited call; raise `InvalidRequest` whose `problems` name each field and why.
     The result's `fields` are those that differ from the agent's own call."""
@@ -219,8 +168,8 @@ def edited(rec: Record, values: Mapping[str, Any], seal: TokenSeal | None, rule:
             problems.append(
                 {
                     "field": name,
-                    "message": f"must stay {_article(_JSON_TYPES.get(type(old), 'null'))} "
-                    f"(the agent sent {json.dumps(old, ensure_ascii=False)[:80]})",
+                    "message": f"must stay {_article(_JSON_TYPES.get(type(old), 'null'))}, "
+                    "the JSON type the agent sent",
                 }
             )
             continue
@@ -249,39 +198,15 @@ def edited(rec: Record, values: Mapping[str, Any], seal: TokenSeal | None, rule:
         raise InvalidRequest(
             exc.message, problems=[{"field": changes[0].name, "message": exc.message}]
         ) from None
-    if state.json_schema is not None:
-        _validate(state.json_schema, call, [c.name for c in changes])
     shown = dict(current)
     shown.update({c.name: c.new for c in changes})
+    if state.json_schema is not None:
+        found = await schema_rules.problems(state.json_schema, call, shown, [c.name for c in changes])
+        if found:
+            raise InvalidRequest(_summary(found), problems=found)
     differ = tuple(n for n in state.fields if not _same(shown.get(n), rec.parameters.get(n)))
     result = EditResult(parameters=shown, fields=differ, digest=parameters_digest(call))
     return Edited(call, result, tuple(changes))
-
-
-def _validate(schema: dict[str, Any], call: dict[str, Any], changed: list[str]) -> None:
-    key = canonical_json(schema, "parametersSchema")
-    validator = _VALIDATORS.get(key)
-    if validator is None:
-        cls = validator_for(schema, default=Draft202012Validator)
-        validator = cls(schema, registry=Registry())  # no retrieval: a remote $ref is never fetched
-        if len(_VALIDATORS) >= MAX_CACHED_SCHEMAS:
-            _VALIDATORS.clear()
-        _VALIDATORS[key] = validator
-    try:
-        errors = sorted(validator.iter_errors(call), key=lambda e: list(e.absolute_path))
-    except (Unresolvable, schema_errors.UnknownType, schema_errors._WrappedReferencingError) as exc:
-        raise InvalidRequest(
-            f"the tool's schema could not be applied ({type(exc).__name__}); no edit is possible",
-            problems=[{"field": changed[0], "message": "the tool's schema could not be applied"}],
-        ) from None
-    if not errors:
-        return
-    problems = []
-    for error in errors[:10]:
-        path = list(error.absolute_path)
-        field = str(path[0]) if path and str(path[0]) in changed else changed[0]
-        problems.append({"field": field, "message": error.message[:300]})
-    raise InvalidRequest(_summary(problems), problems=problems)
 
 
 def _summary(problems: list[dict[str, str]]) -> str:

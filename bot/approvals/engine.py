@@ -14,8 +14,8 @@ import time
 from collections.abc import Callable, Collection, Mapping
 from typing import Any, Protocol
 
+from bot.approvals import agent_schema, edits, trail
 from bot.approvals import denials as standing
-from bot.approvals import edits, trail
 from bot.approvals import lifecycle as approval
 from bot.approvals.bodies import Start, decision_body, start_body
 from bot.approvals.denials import Denials
@@ -283,7 +283,7 @@ class Engine:
         """Handle `POST /v1/approvals`; returns (HTTP status, body). An operation passes its
         own rule and the contract its application prepared for `approval_id`."""
         canonical = json_limits(req.parameters)
-        edits.check_schema(req.parametersSchema)
+        await agent_schema.check_schema(req.parametersSchema)
         surface_belongs(self.policy, tenant, req.surface)
         if req.callbackUrl is not None:
             callback_allowed(str(req.callbackUrl), self.callback_allow)
@@ -592,10 +592,11 @@ class Engine:
         )
         return await self.close(approval_id, closing)
 
-    def check_edit(self, rec: Record, values: Mapping[str, Any]) -> edits.Edited:
+    async def check_edit(self, rec: Record, values: Mapping[str, Any]) -> edits.Edited:
         """An edit of a pending call checked against the policy as it stands (what is
-        editable) and the tool's schema; raises `InvalidRequest` whose `problems` name each field and why."""
-        return edits.edited(rec, values, self.seal, self.policy.rule_for(rec.tenant, rec.tool_name))
+        editable) and the tool's schema (on a worker thread, `bot.approvals.schema_rules`);
+        raises `InvalidRequest` whose `problems` name each field and why."""
+        return await edits.edited(rec, values, self.seal, self.policy.rule_for(rec.tenant, rec.tool_name))
 
     async def approve_edited(
         self,
@@ -633,7 +634,7 @@ class Engine:
             raise changed
         basis = rec.call_digest  # the version this edit is of, checked again under the lock
         rule = self.policy.rule_for(rec.tenant, rec.tool_name)
-        done = self.check_edit(rec, values)
+        done = await self.check_edit(rec, values)
         ruling = decide(
             self.policy, rec.tenant, rec.tool_name, done.call, None, enabled=self.surfaces, rule=rule
         )

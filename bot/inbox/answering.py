@@ -128,7 +128,7 @@ async def review(
     """Check an edit for the review step (old → new); nothing is written. An `InvalidRequest`
     carries `problems`, each a field and why."""
     rec, _ = await editable(engine, db, person, tenants, approval_id)
-    return rec, engine.check_edit(rec, values).changes
+    return rec, (await engine.check_edit(rec, values)).changes
 
 
 async def approve_edited(

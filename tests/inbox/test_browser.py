@@ -173,7 +173,7 @@ async def test_an_approver_edits_reviews_and_approves_the_edited_call(chromium: 
             await ada.get_by_label("note").fill("x" * 41)
             await ada.get_by_role("button", name="Review").click()
             await expect(ada.locator(".problem")).to_contain_text("note: ")
-            await expect(ada.locator(".problem")).to_contain_text("is too long")
+            await expect(ada.locator(".problem")).to_contain_text("must be at most 40 characters long")
 
             await ada.get_by_label("note").fill("refund")
             await ada.get_by_label("amountCents").fill("4000")

@@ -163,8 +163,8 @@ async def test_a_value_that_violates_the_schema_is_refused_with_the_reason_on_th
         aid = (await ask(w, key))["approvalId"]
         await w.sign_in(w.h.client, "U0ADMIN")
         for changed, reason in [
-            ({"f.note": "x" * 41}, "is too long"),
-            ({"f.amountCents": "0"}, "is less than the minimum of 1"),
+            ({"f.note": "x" * 41}, "must be at most 40 characters long (maxLength)"),
+            ({"f.amountCents": "0"}, "must be at least 1 (minimum)"),
             ({"f.amountCents": "12.5"}, "must be a whole number"),
         ]:
             r, _ = await review(w.h.client, aid, **changed)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -104,10 +104,12 @@ async def inbox_world(
     *,
     slack: bool = False,
     texts: bool = False,
+    extra_surfaces: Sequence[Any] = (),
     **settings: Any,
 ) -> AsyncIterator[World]:
     """The emulator with Ada (acme's Slack admin), Bob (acme) and Gus (globex), and an app
-    whose inbox signs in through it; with `texts`, SMS and WhatsApp through the Twilio emulator."""
+    whose inbox signs in through it; with `texts`, SMS and WhatsApp through the Twilio emulator;
+    `extra_surfaces` are more surface factories (Teams on its own emulator)."""
     async with SlackEmulator.running(team_id="T0ACME") as emu, contextlib.AsyncExitStack() as stack:
         emu.openid.register_client(CLIENT_ID, CLIENT_SECRET)
         emu.openid.add_person("U0ADMIN", "Ada Admin", "ada@acme.example")
@@ -134,7 +136,7 @@ async def inbox_world(
             settings = {"twilio_from_number": SENDER, "twilio_whatsapp_from": SENDER, **settings}
         async with cosigner_app(
             policy,
-            surfaces=surfaces,
+            surfaces=[*surfaces, *extra_surfaces],
             oidc_issuer=emu.openid.issuer,
             oidc_client_id=CLIENT_ID,
             oidc_client_secret=CLIENT_SECRET,

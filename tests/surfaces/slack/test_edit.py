@@ -189,7 +189,7 @@ async def test_a_value_that_violates_the_schema_is_refused_in_the_modal_with_the
     too_long = await emu.submit_view(h.client, secret=SECRET, values=inputs(note=text("n" * 41)), user="U1")
     body = too_long.json()
     assert body["response_action"] == "errors"
-    assert "too long" in body["errors"]["edit:note"]
+    assert body["errors"]["edit:note"] == "must be at most 40 characters long (maxLength)"
     not_whole = await emu.submit_view(
         h.client, secret=SECRET, values=inputs(amountCents=number("12.5")), user="U1"
     )
