@@ -90,8 +90,8 @@ async def test_another_request_texted_lately_or_since_is_found_per_number(db_kin
 
         await db.run_write(texts)
 
-        def other(number: str, approval_id: str, since: float) -> object:
-            return db.run_read(lambda tx: sms_state.texted_other(tx, number, approval_id, since))
+        async def other(number: str, approval_id: str, since: float) -> str | None:
+            return await db.run_read(lambda tx: sms_state.texted_other(tx, number, approval_id, since))
 
         assert await other(ALICE, "apv_b", NOW + 30 - 120) == "apv_a"  # within the window
         assert await other(ALICE, "apv_b", NOW + 200 - 120) is None  # before B's text, long ago
