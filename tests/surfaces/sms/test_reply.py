@@ -150,7 +150,14 @@ def test_anything_but_an_exact_more_is_not_more(body: str) -> None:
 
 @pytest.mark.parametrize(
     ("body", "needed"),
-    [("YES", True), ("never", True), ("DONE", False), ("NO", False), ("YES 4821", False), ("NEVER 4821", False)],
+    [
+        ("YES", True),
+        ("never", True),
+        ("DONE", False),
+        ("NO", False),
+        ("YES 4821", False),
+        ("NEVER 4821", False),
+    ],
 )
 def test_a_bare_yes_or_never_needs_its_code_after_another_text(body: str, needed: bool) -> None:
     reply = parse_reply(body)
