@@ -20,7 +20,7 @@ from twilio.twiml.messaging_response import MessagingResponse
 
 from contracts.enums import ApprovalStatus, AuditEvent, ErrorCode, SurfaceType, Verdict
 from contracts.errors import CosignerError, InvalidSignature
-from contracts.ports import Answer, Placed, SmsDesk
+from contracts.ports import Answer, ApprovalCard, Placed, SmsDesk
 from surfaces.sms.reply import (
     BARE_WINDOW,
     WORDS,
@@ -38,6 +38,7 @@ from surfaces.sms.text import (
     edited_text,
     help_text,
     more_texts,
+    not_texted_whole,
     refusal_text,
     standing_text,
     too_long_text,
@@ -197,7 +198,7 @@ class SmsWebhooks:
             # The call this number's text showed: an answer to a call edited since is refused.
             seen=await self.desk.texted_digest(target.card.approval_id, sender),
             # A call too long to text whole: a YES to it is refused, a NO counts.
-            unshown=await self.desk.texted_unshown(target.card.approval_id, sender),
+            unshown=await self.unshown(target.card, sender),
         )
         try:
             card = await self.desk.answer(answer)
@@ -218,6 +219,13 @@ class SmsWebhooks:
             return twiml(counted_text(card)), True
         # No TwiML confirmation: the engine calls show_outcome, which texts every approver.
         return twiml(), True
+
+    async def unshown(self, card: ApprovalCard, sender: str) -> str | None:
+        """Why the texts to `sender` could not show the call whole: as recorded with its text,
+        or (a text recorded before texts said so) as the call stands, which a text of another
+        version could not be answered for anyway. A handoff approves no call."""
+        recorded = await self.desk.texted_unshown(card.approval_id, sender)
+        return recorded or (None if card.handoff else not_texted_whole(card))
 
     async def _more(
         self, pending: Sequence[Placed], sender: str, code: str | None, codes: list[str], handoffs: list[str]

@@ -67,7 +67,7 @@ class WhatsAppWebhooks(SmsWebhooks):
             mismatch=mismatch,
             seen=await self.desk.texted_digest(tap.approval_id, sender),
             # A call too long to show whole by text: Approve is refused, Deny counts.
-            unshown=await self.desk.texted_unshown(tap.approval_id, sender),
+            unshown=await self.unshown(placed.card, sender),
         )
         try:
             await self.desk.answer(answer)

@@ -15,6 +15,7 @@ from contracts.enums import ApprovalMode, ApprovalStatus, AuditEvent, SurfaceTyp
 from contracts.errors import (
     AlreadyDecided,
     ApprovalExpired,
+    ApprovalModeUnsupported,
     ApprovalNotFound,
     NotAnApprover,
     WrongConversation,
@@ -141,6 +142,8 @@ class FakeDesk:
         if answer.mismatch is not None:
             raise WrongConversation(answer.mismatch)  # a WhatsApp tap not this number's to give
         self.answers.append(answer)
+        if answer.unshown is not None and answer.verdict is Verdict.APPROVE:
+            raise ApprovalModeUnsupported(answer.unshown)  # as check_answer: nothing unseen approved
         status = ApprovalStatus.APPROVED if answer.verdict is Verdict.APPROVE else ApprovalStatus.DENIED
         self.close(answer.approval_id, status, "person", answer.actor)
         return self.approvals[answer.approval_id].card
