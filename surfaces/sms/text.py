@@ -320,15 +320,6 @@ def too_long_notice(inbox: str | None) -> str:
     return f"Too long to text whole, so YES cannot approve it.{where}"
 
 
-def too_long_text(card: ApprovalCard, inbox: str | None) -> str:
-    """The reply to a YES refused because the call was too long to text whole."""
-    where = f" Read it whole at {inbox} ." if inbox else ""
-    return (
-        f"Not accepted: request {card.short_code} is too long to show whole by text, so YES "
-        f"cannot approve it.{where} Reply NO {card.short_code} to deny it. Nothing was decided."
-    )
-
-
 def _fitting(text: str, budget: int) -> int:
     """How many leading characters of `text` fit in `budget` septets (at least one)."""
     text = text[: max(budget, 1)]  # every character counts at least one: no more can fit
@@ -432,18 +423,6 @@ def edited_text(card: ApprovalCard) -> str:
         f"Not accepted: request {card.short_code} was edited by an approver after it was texted "
         "to you, so your answer was not counted. The edited call has been texted to you (or will "
         "be in a moment): answer that text. Nothing was decided."
-    )
-
-
-def code_needed_text(card: ApprovalCard, word: str) -> str:
-    """The reply to a bare answer refused because another request was texted to the number
-    lately: it could be meant for that one, so the code is asked for."""
-    what = card.preview.title if card.preview is not None else card.tool_name
-    code = card.short_code
-    return (
-        f"Not accepted: another request was texted to you lately, so a bare {word} could be meant "
-        f"for it. To answer {cut(what, 60)} ({code}), reply {word} {code} (or NO {code}). "
-        "Nothing was decided."
     )
 
 

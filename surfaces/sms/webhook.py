@@ -21,6 +21,7 @@ from twilio.twiml.messaging_response import MessagingResponse
 from contracts.enums import ApprovalStatus, AuditEvent, ErrorCode, SurfaceType, Verdict
 from contracts.errors import CosignerError, InvalidSignature
 from contracts.ports import Answer, ApprovalCard, Placed, SmsDesk
+from surfaces.sms.refused_text import code_needed_text, too_long_text
 from surfaces.sms.reply import (
     BARE_WINDOW,
     WORDS,
@@ -33,7 +34,6 @@ from surfaces.sms.reply import (
 )
 from surfaces.sms.text import (
     closed_text,
-    code_needed_text,
     counted_text,
     edited_text,
     help_text,
@@ -41,7 +41,6 @@ from surfaces.sms.text import (
     not_texted_whole,
     refusal_text,
     standing_text,
-    too_long_text,
     unknown_code_text,
 )
 

@@ -22,7 +22,8 @@ from starlette.responses import Response
 from contracts.enums import ApprovalStatus, ErrorCode, SurfaceType
 from contracts.errors import CosignerError
 from contracts.ports import Answer, Placed, SmsDesk
-from surfaces.sms.text import closed_text, edited_text, help_text, refusal_text, too_long_text
+from surfaces.sms.refused_text import too_long_text
+from surfaces.sms.text import closed_text, edited_text, help_text, refusal_text
 from surfaces.sms.webhook import SmsWebhooks, twiml
 from surfaces.whatsapp.template import Tap, nonce_key, parse_tap
 
