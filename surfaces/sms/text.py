@@ -259,12 +259,9 @@ class MoreParts:
     unshown: int
 
 
-def more_parts(card: ApprovalCard) -> MoreParts:
-    """The answer to MORE: the whole call (redacted, never cut) in numbered parts.
-
-    At most `MORE_PARTS` texts of `BUDGET` each; what still does not fit is named in the
-    last. The call comes first (an operation's preview, then the agent's request as its
-    claim), the agent's reason last: a reason too long to text leaves the call whole."""
+def _more_stream(card: ApprovalCard) -> tuple[str, str, str, int]:
+    """What MORE texts: the call, then the claim after it; each part's label, and the room a
+    part has for them."""
     what = card.preview.title if card.preview is not None else card.tool_name
     claim = " ".join((card.reason or "").translate(_PLAIN).split())
     if card.preview is not None:
@@ -274,7 +271,20 @@ def more_parts(card: ApprovalCard) -> MoreParts:
         call = f"Params: {compact_parameters(card.asked())}"
     after = f' {CLAIM_LABEL}"{claim}"' if claim else ""
     label = f"{card.short_code} {what} "
-    room = BUDGET - sms_length(f"{label}({MORE_PARTS}/{MORE_PARTS}): ")
+    return call, after, label, BUDGET - sms_length(f"{label}({MORE_PARTS}/{MORE_PARTS}): ")
+
+
+# The longest note the last part can end with, for `unshown`'s shortcut.
+_NOTE_MAX = len("... (+99,999,999 chars not texted: too long for SMS)")
+
+
+def more_parts(card: ApprovalCard) -> MoreParts:
+    """The answer to MORE: the whole call (redacted, never cut) in numbered parts.
+
+    At most `MORE_PARTS` texts of `BUDGET` each; what still does not fit is named in the
+    last. The call comes first (an operation's preview, then the agent's request as its
+    claim), the agent's reason last: a reason too long to text leaves the call whole."""
+    call, after, label, room = _more_stream(card)
     chunks: list[str] = []
     rest = call + after
     while rest and len(chunks) < MORE_PARTS:
@@ -299,6 +309,11 @@ def more_texts(card: ApprovalCard) -> list[str]:
 def unshown(card: ApprovalCard) -> int:
     """How many characters of the call neither the request text nor MORE can text: above
     0, the call is not shown whole by text, so a YES cannot approve it."""
+    call, _, _, room = _more_stream(card)
+    # Each part holds at least room - 1 units (a character counts 2 at most), and the last
+    # may give up a note's length: a call within that is whole without cutting the parts.
+    if sms_length(call) <= MORE_PARTS * (room - 1) - _NOTE_MAX:
+        return 0
     return more_parts(card).unshown
 
 

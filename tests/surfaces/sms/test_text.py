@@ -318,3 +318,13 @@ def test_an_operation_is_shown_whole_by_its_preview(kit: Any) -> None:
     assert parts.unshown == 0 and "orderId=ord_1" in "".join(parts.texts)
     big = dataclasses.replace(card, preview=Preview(title="Refund", fields=[*fields, *fields]))
     assert unshown(big) > 0 and "Too long to text whole" in to_sms_text(big, code_required=False)
+
+
+@pytest.mark.parametrize("char", ["n", "€", "ж"])  # one septet, two septets (GSM-7 extension), UCS-2
+@pytest.mark.parametrize("reason", [None, "r" * 2000])
+def test_the_shortcut_for_a_call_that_fits_agrees_with_the_parts(
+    kit: Any, char: str, reason: str | None
+) -> None:
+    for size in range(1000, 4400, 13):
+        card = kit.card(parameters={"note": char * size}, reason=reason)
+        assert unshown(card) == more_parts(card).unshown, size
