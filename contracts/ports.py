@@ -219,6 +219,9 @@ class Answer:
     # The digest of the call the person was shown (`ApprovalCard.digest` when the card or
     # form was made); None: the agent's own call. An answer to a call edited since is refused.
     seen: str | None = None
+    # Why the surface could not show this person the whole call (a text too long even for
+    # MORE): the desk refuses an Approve, a Deny still counts. None: it was shown whole.
+    unshown: str | None = None
 
 
 @dataclass(frozen=True)
@@ -311,13 +314,30 @@ class SmsDesk(ApprovalDesk, Protocol):
         """Record an opt-out (STOP) or clear it (START)."""
         ...
 
-    async def mark_texting(self, approval_id: str, number: str, digest: str | None = None) -> None:
+    async def mark_texting(
+        self, approval_id: str, number: str, digest: str | None = None, unshown: str | None = None
+    ) -> None:
         """Record that the request is about to be texted to `number`, showing the call with
-        `digest` (`ApprovalCard.digest`)."""
+        `digest` (`ApprovalCard.digest`), and `unshown`: why the texts cannot show that call
+        whole, if they cannot (a YES to it is then refused)."""
         ...
 
     async def texted_digest(self, approval_id: str, number: str) -> str | None:
         """The digest of the call last texted to `number` (what its answer is given for)."""
+        ...
+
+    async def texted_unshown(self, approval_id: str, number: str) -> str | None:
+        """Why the request's latest text to `number` could not show the call whole (None: it could)."""
+        ...
+
+    async def shown(self, approval_id: str, number: str) -> None:
+        """Record that a text about the request (a reminder, its whole call) went to `number`
+        now; the request's own texts are recorded by `mark_texting`."""
+        ...
+
+    async def texted_other(self, number: str, approval_id: str, within: float) -> str | None:
+        """Another request texted to `number` in the last `within` seconds, or since this
+        request's latest text to it (a bare YES could mean either); None when none was."""
         ...
 
     async def was_texted(self, approval_id: str, number: str) -> bool:

@@ -136,6 +136,17 @@ escalations = sa.Table(
     sa.Index("ix_escalations_delivery", "delivery_key"),
 )
 
+sms_texts = sa.Table(
+    "sms_texts",
+    metadata,
+    # When a text about a request last went to a number (the request, a reminder, MORE), so
+    # a bare YES soon after another request's text is refused (storage.sms_state.texted_other).
+    sa.Column("number", sa.String(40), primary_key=True),  # "+1555…" or "whatsapp:+1555…"
+    sa.Column("approval_id", sa.String(40), primary_key=True),
+    sa.Column("texted_at", sa.Double, nullable=False),
+    sa.Index("ix_sms_texts_number_at", "number", "texted_at"),
+)
+
 flags = sa.Table(
     "flags",
     metadata,

@@ -237,13 +237,32 @@ class Desk:
         """Record an opt-out (STOP) or clear it (START)."""
         await self._write(lambda tx, now: sms_state.set_opted_out(tx, number, out, now))
 
-    async def mark_texting(self, approval_id: str, number: str, digest: str | None = None) -> None:
-        """Record that the request is about to be texted to `number`, showing the call with `digest`."""
-        await self._write(lambda tx, now: sms_state.mark_texting(tx, approval_id, number, now, digest))
+    async def mark_texting(
+        self, approval_id: str, number: str, digest: str | None = None, unshown: str | None = None
+    ) -> None:
+        """Record that the request is about to be texted to `number`, showing the call with
+        `digest`, and why that text cannot show it whole (`unshown`), if it cannot."""
+        await self._write(
+            lambda tx, now: sms_state.mark_texting(tx, approval_id, number, now, digest, unshown)
+        )
 
     async def texted_digest(self, approval_id: str, number: str) -> str | None:
         """The digest of the call last texted to `number` (what its answer is given for)."""
         return await self._read(lambda tx: sms_state.texted_digest(tx, approval_id, number))
+
+    async def texted_unshown(self, approval_id: str, number: str) -> str | None:
+        """Why the request's latest text to `number` could not show the call whole (None: it could)."""
+        return await self._read(lambda tx: sms_state.texted_unshown(tx, approval_id, number))
+
+    async def shown(self, approval_id: str, number: str) -> None:
+        """Record that a text about the request (a reminder, its whole call) went to `number` now."""
+        await self._write(lambda tx, now: sms_state.shown(tx, approval_id, number, now))
+
+    async def texted_other(self, number: str, approval_id: str, within: float) -> str | None:
+        """Another request texted to `number` in the last `within` seconds, or since this
+        request's latest text to it; None when none was."""
+        since = self.clock() - within
+        return await self._read(lambda tx: sms_state.texted_other(tx, number, approval_id, since))
 
     async def was_texted(self, approval_id: str, number: str) -> bool:
         """True once the request was (or was being) texted to `number`."""

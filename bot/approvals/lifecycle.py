@@ -23,6 +23,7 @@ from contracts.enums import ApprovalMode, ApprovalStatus, AuditEvent, JobKind, S
 from contracts.errors import (
     AlreadyDecided,
     ApprovalExpired,
+    ApprovalModeUnsupported,
     ApprovalNotFound,
     CosignerError,
     InvalidRequest,
@@ -106,7 +107,21 @@ def check_answer(rec: Record, a: Answer) -> None:
         raise WrongConversation(
             f"this answer does not come from a message of approval {rec.id}: {a.mismatch}"
         )
+    check_shown(rec, a)
     check_verdict(rec, a.verdict)
+
+
+APPROVING = frozenset({Verdict.APPROVE, Verdict.APPROVE_FOR_RUN})
+
+
+def check_shown(rec: Record, a: Answer) -> None:
+    """A call the surface could not show this person whole is not approvable there; a Deny
+    still counts (it runs nothing)."""
+    if a.unshown is not None and a.verdict in APPROVING:
+        raise ApprovalModeUnsupported(
+            f"approval {rec.id} cannot be approved on {a.surface}: {a.unshown}; nothing unseen "
+            "is approved. Read it whole where it can be shown; a deny still counts here"
+        )
 
 
 def check_reader(rec: Record, a: Answer | Look) -> None:

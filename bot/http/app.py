@@ -142,6 +142,9 @@ def default_surfaces(
                 messaging_service_sid=settings.twilio_messaging_service_sid,
                 api_url=settings.twilio_api_url,
                 public_url=settings.public_url,
+                # A call too long to text whole is read there (it lists what was texted to a
+                # signed-in person's verified number): the texts name it when it is on.
+                inbox_url=f"{settings.public_url.rstrip('/')}/inbox/" if settings.oidc_enabled else None,
             )
         except SmsConfigError as exc:
             raise ConfigurationError(str(exc)) from exc

@@ -227,7 +227,9 @@ def deny_modal(
 
 def _body(card: ApprovalCard, route: SlackRoute) -> tuple[list[Block], Hidden]:
     if card.preview is not None:
-        return [*preview_blocks(card), *_context(card, route)], Hidden()
+        preview, cut = preview_blocks(card)
+        # A preview cut on the card is read whole in the full call, like a cut value.
+        return [*preview, *_context(card, route)], Hidden(cut=("preview",) if cut else ())
     tool = card.tool_name[:150]
     params, left_out = parameter_sections(card)
     trigger = mrkdwn.mention(route.requester) or mrkdwn.fit(card.triggered_by, 200)
@@ -318,7 +320,7 @@ def _buttons(card: ApprovalCard, route: SlackRoute, left_out: Hidden) -> Actions
     buttons.append(_button("Deny", Verdict.DENY, value, "danger"))
     if card.offers_always_deny:
         buttons.append(_always_deny(card, value))
-    if card.preview is None:
+    if card.preview is None or left_out.cut:
         buttons.append(
             ButtonElement(
                 text=PlainTextObject(text="See the full call"),

@@ -2,7 +2,9 @@
 
 The parameters are the redacted ones the card shows (policy paths and secret-named keys
 replaced, credential-looking spans masked in place), never cut: a long value runs over as
-many code blocks and pages as it needs. A page holds `PIECES_PER_PAGE` code blocks of at
+many code blocks and pages as it needs. For an operation, what is approved is the
+application's preview: it comes first, whole (title, every field, every effect), then the
+agent's request as its claim. A page holds `PIECES_PER_PAGE` code blocks of at
 most `PIECE` escaped characters; *Next page* and *Previous page* swap the view in place
 (`views.update`), each press checked again like the first.
 """
@@ -36,12 +38,23 @@ PIECE = 1400
 PIECES_PER_PAGE = 12  # of a modal's 100 blocks; about 17,000 characters a page
 
 
-def pages(card: ApprovalCard) -> list[list[str]]:
-    """The call as pages of fenced code-block texts, each within Slack's section limit."""
+def _whole(card: ApprovalCard) -> str:
+    """Everything the approver approves, as plain text: the call, or an operation's preview
+    followed by the agent's request."""
     call = card.asked()
     ordered = {name: call[name] for name in sorted(call, key=str)}
     text = json.dumps(ordered, indent=2, ensure_ascii=False, default=str)
-    escaped = mrkdwn.escape(text)
+    if card.preview is None:
+        return text
+    preview = card.preview
+    lines = [preview.title, *(f"{f.label}: {f.value}" for f in preview.fields)]
+    lines += ["Effects:", *(f"- {e}" for e in preview.effects)] if preview.effects else []
+    return "\n".join([*lines, "", "Agent's request (its claim, unverified):", text])
+
+
+def pages(card: ApprovalCard) -> list[list[str]]:
+    """The call as pages of fenced code-block texts, each within Slack's section limit."""
+    escaped = mrkdwn.escape(_whole(card))
     pieces = []
     while escaped:
         cut = mrkdwn.safe_cut(escaped, PIECE) or PIECE
@@ -57,10 +70,15 @@ def full_call_modal(card: ApprovalCard, page: int, channel_id: str, message_ts: 
     book = pages(card)
     page = min(max(page, 0), len(book) - 1)
     metadata = json.dumps({"a": card.approval_id, "c": channel_id, "t": message_ts}, separators=(",", ":"))
+    what = (
+        "every parameter as the agent sent it"
+        if card.preview is None
+        else "the application's preview, whole (what you approve), then the agent's request"
+    )
     lead = (
-        f"*{mrkdwn.fit(card.tool_name, 150)}* ({mrkdwn.fit(card.short_code, 20)}): every parameter as "
-        "the agent sent it. Values the policy hides read `[REDACTED]`; credential-looking text is "
-        "masked in place and never shown. The decision binds to exactly this call."
+        f"*{mrkdwn.fit(card.tool_name, 150)}* ({mrkdwn.fit(card.short_code, 20)}): {what}. Values "
+        "the policy hides read `[REDACTED]`; credential-looking text is masked in place and never "
+        "shown. The decision binds to exactly this call."
     )
     blocks: list[Block] = [SectionBlock(text=md(lead))]
     blocks += [SectionBlock(text=md(piece)) for piece in book[page]]

@@ -26,7 +26,7 @@ from contracts.ports import ApprovalCard, Delivered, Retexted, SmsDesk, SmsRoute
 from contracts.ports import Route as ApprovalRoute
 from surfaces.sms.follow_up_text import reminder_text
 from surfaces.sms.handoff_text import to_handoff_outcome_text, to_handoff_text
-from surfaces.sms.text import to_outcome_text, to_sms_text
+from surfaces.sms.text import not_texted_whole, to_outcome_text, to_sms_text
 from surfaces.sms.transport import HttpxTwilioClient
 from surfaces.sms.webhook import SmsWebhooks
 
@@ -50,6 +50,8 @@ class SmsConfig:
     messaging_service_sid: str | None
     api_url: str | None  # None = Twilio itself; else the base URL of an emulator
     public_url: str  # e.g. https://cosigner.example.com; signatures are checked against it
+    # Where a call too long to text whole can be read (the inbox's page, when it is on).
+    inbox_url: str | None = None
 
     def __post_init__(self) -> None:
         problems = []
@@ -158,7 +160,15 @@ class SmsAdapter:
         request pending from `conversation`."""
         pending = await self.desk.pending_for_number(conversation, number)
         others = any(p.card.approval_id != card.approval_id for p in pending)
-        return (to_handoff_text if card.handoff else to_sms_text)(card, code_required=others)
+        if card.handoff:
+            return to_handoff_text(card, code_required=others)
+        return to_sms_text(card, code_required=others, inbox=self.config.inbox_url)
+
+    @staticmethod
+    def _unshown(card: ApprovalCard) -> str | None:
+        """Why the texts cannot show the call whole (recorded with the text: a YES to it is
+        refused), or None. A handoff approves no call: DONE is checked by its application."""
+        return None if card.handoff else not_texted_whole(card)
 
     def _live_client(self) -> Client:
         if self._client is None:
@@ -212,7 +222,9 @@ class SmsAdapter:
             sid = await self.desk.sent_sid(card.approval_id, number)
             if sid is None:
                 body = await self._request_text(card, conversation, number)
-                await self.desk.mark_texting(card.approval_id, number, card.digest or None)
+                await self.desk.mark_texting(
+                    card.approval_id, number, card.digest or None, self._unshown(card)
+                )
                 sid = await self._send(client, number, from_number, service, body, status_callback)
                 await self.desk.record_sent(card.approval_id, number, sid)
                 logger.info("sms request texted approval=%s sid=%s", card.approval_id, sid)
@@ -266,6 +278,8 @@ class SmsAdapter:
                 continue
             try:
                 await self._send(client, number, from_number, service, reminder_text(card), None)
+                # A bare YES soon after must not be taken for another request's.
+                await self.desk.shown(card.approval_id, number)
                 sent += 1
             except SurfaceUnavailable as exc:
                 problems.append(exc.message)
@@ -306,7 +320,7 @@ class SmsAdapter:
             except SurfaceUnavailable as exc:
                 problems.append(exc.message)
                 continue
-            await self.desk.mark_texting(card.approval_id, number, card.digest or None)
+            await self.desk.mark_texting(card.approval_id, number, card.digest or None, self._unshown(card))
             logger.info("sms edited call texted approval=%s sid=%s", card.approval_id, sid)
             texted.append(number)
         return Retexted(tuple(texted), tuple(in_flight), tuple(problems))

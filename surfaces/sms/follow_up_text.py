@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from contracts.ports import ApprovalCard
+from surfaces.sms.text import unshown
 
 
 def reminder_text(card: ApprovalCard) -> str:
@@ -10,7 +11,13 @@ def reminder_text(card: ApprovalCard) -> str:
     what = card.preview.title if card.preview is not None else card.tool_name
     code = card.short_code
     expires = card.expires_at.strftime("%H:%M UTC")
+    # A call too long to text whole cannot be approved by text: the reminder offers NO only.
+    answers = (
+        f"It is too long to approve by text: reply NO {code} to deny"
+        if unshown(card)
+        else f"Reply YES {code} or NO {code}"
+    )
     return (
         f"Reminder: Cosigner request {code} ({what[:60]}) still waits for your answer; it expires "
-        f"{expires} (expiry means deny). Reply YES {code} or NO {code}, or MORE {code} to see it again."
+        f"{expires} (expiry means deny). {answers}, or MORE {code} to see it again."
     )

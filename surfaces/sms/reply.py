@@ -7,6 +7,10 @@ requests this person approves. "yes please", "Y", "ok",
 "👍" and "YES!" are not answers: a person who means something else must not approve by
 accident. An exact `MORE` [code] asks for the whole call in parts and decides nothing.
 
+A bare `YES` (or `NEVER`) is bound to the only request pending for the number, but not
+when another request was texted to that number within `BARE_WINDOW` or after that
+request's latest text: the code is then asked for (`needs_code`). A bare `NO` still denies.
+
 A bare `YES` is also one of Twilio's opt-in words. We treat it as an answer; if the number
 had opted out, Twilio re-subscribes it at the same time, so the caller also clears its own
 opt-out flag. On long codes Twilio may send its own "re-subscribed" reply to that YES
@@ -19,6 +23,11 @@ import re
 from dataclasses import dataclass
 
 from contracts.enums import Verdict
+
+# A bare answer binds to the one request pending for the number, unless another request was
+# texted to that number this recently (or since that request's text): the person may be
+# answering the other one (cancelled, or decided elsewhere), so the code is asked for.
+BARE_WINDOW = 120.0  # seconds
 
 OPT_OUT_WORDS = frozenset({"STOP", "STOPALL", "UNSUBSCRIBE", "CANCEL", "END", "QUIT", "REVOKE", "OPTOUT"})
 OPT_IN_WORDS = frozenset({"START", "UNSTOP", "YES"})
@@ -58,6 +67,19 @@ class Reply:
 
     verdict: Verdict
     code: str | None = None
+
+
+def needs_code(reply: Reply) -> bool:
+    """True for a bare answer that must name its code when another request was texted
+    lately: YES (it would approve) and NEVER (it would refuse a tool from then on). NO only
+    denies, and DONE is checked with the application before it counts."""
+    return reply.code is None and reply.verdict in BARE_REFUSED
+
+
+BARE_REFUSED = frozenset({Verdict.APPROVE, Verdict.ALWAYS_DENY})
+
+
+WORDS = {verdict: word for word, verdict in _VERDICTS.items()}
 
 
 def parse_reply(body: str) -> Reply | None:

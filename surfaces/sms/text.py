@@ -5,7 +5,8 @@ returns a string. Texts aim for two concatenated GSM-7 segments (306 septets). P
 are listed sorted by name, each value cut to `VALUE_LIMIT` characters, and the list is cut
 with a note if it still does not fit, so the tool name, the expiry and how to answer always
 fit; when anything is masked or cut the text says so, and `MORE` (see `more_texts`) texts
-the whole call in parts.
+the whole call in parts. A call that even `MORE` cannot text whole (`unshown`) cannot be
+approved by text: its text says so, offers only NO, and points to the inbox.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -126,19 +128,22 @@ EDITED_MARKS = (
 )
 
 
-def to_sms_text(card: ApprovalCard, *, code_required: bool) -> str:
+def to_sms_text(card: ApprovalCard, *, code_required: bool, inbox: str | None = None) -> str:
     """The request text: tool, redacted parameters, the agent's claim, expiry, how to answer.
 
     For an operation, the application's preview is what is approved; the agent's request
     is then part of its claim. A call an approver edited is marked so in the first line,
     with a line saying what changed (`changed_lines`) under the call; shorter forms of both
-    are used when the long ones would leave the call itself cut, and none at the last."""
+    are used when the long ones would leave the call itself cut, and none at the last. A
+    call the texts cannot show whole (`unshown`) is offered NO only, and the text says so,
+    naming `inbox` (where the whole call can be read) when there is one."""
+    blocked = too_long_notice(inbox) if unshown(card) else None
     if card.edited is None or card.status is not ApprovalStatus.PENDING:
-        return _request_text(card, code_required, "", "")[0]
+        return _request_text(card, code_required, "", "", blocked)[0]
     tried = []
     for change in [*changed_lines(card), ""]:
         for mark in EDITED_MARKS:
-            text, whole = _request_text(card, code_required, mark, change)
+            text, whole = _request_text(card, code_required, mark, change, blocked)
             if whole and sms_length(text) <= BUDGET:
                 return text
             tried.append(text)
@@ -146,28 +151,39 @@ def to_sms_text(card: ApprovalCard, *, code_required: bool) -> str:
     return fitting[0] if fitting else tried[-1]
 
 
-def _request_text(card: ApprovalCard, code_required: bool, mark: str, change: str) -> tuple[str, bool]:
+def _request_text(
+    card: ApprovalCard, code_required: bool, mark: str, change: str, blocked: str | None = None
+) -> tuple[str, bool]:
     """The request text with `mark` after its question and `change` under the call, and
-    whether it is whole: the call's list of fields not cut, and the claim's line kept."""
+    whether it is whole: the call's list of fields not cut, and the claim's line kept.
+    With `blocked` (the call is too long to text whole) that notice replaces the one
+    offering MORE, and NO is the only answer offered."""
     what = card.preview.title if card.preview is not None else card.tool_name
     head = f"Cosigner request {card.short_code}: approve {what}?{mark}"
     expiry = f"Expires {_clock(card.expires_at, card.created_at)}."
     code = f" {card.short_code}" if code_required else ""
-    if code_required:
-        how = (
-            f"Reply YES {card.short_code} or NO {card.short_code} "
-            "(code needed: several requests are pending)."
-        )
+    needed = " (code needed: several requests are pending)" if code_required else ""
+    if blocked is not None:
+        how = f"Reply NO{code} to deny{needed}."
+    elif code_required:
+        how = f"Reply YES{code} or NO{code}{needed}."
     else:
         how = "Reply YES or NO."
-    if card.quorum > 1:
+    if card.quorum > 1 and blocked is None:
         # Part of `how`, so the budget counts it: the approver knows one YES is not enough.
         how += f" {card.quorum} approvers must say YES; one NO denies."
     claim = " ".join((card.reason or "").translate(_PLAIN).split())
     if card.preview is not None:
         claim = " ".join(f"{compact_parameters(card.parameters)}. {claim}".translate(_PLAIN).split())
+
+    def say(missing: Hidden) -> str:
+        # What the text leaves out, and where the rest is: MORE, or (too long) nowhere here.
+        if blocked is not None:
+            return blocked
+        return f"{missing.notice(f'reply MORE{code} for the whole call')}." if missing else ""
+
     missing = left_out(card)
-    notice = f"{missing.notice(f'reply MORE{code} for the whole call')}." if missing else ""
+    notice = say(missing)
     said = claim
     claim_line = f'{CLAIM_LABEL}"{claim}"' if claim else ""
     # The parameters come first; the claim keeps only a short minimum for itself.
@@ -195,12 +211,14 @@ def _request_text(card: ApprovalCard, code_required: bool, mark: str, change: st
             if sms_length(shown) <= room - reserve:
                 reserved = reserve
                 break
+        else:
+            reserved = 0  # no cut fits: the claim gave up its line, and the list is cut
         if limit != VALUE_LIMIT:
             missing = left_out(card, limit)
-            notice = f"{missing.notice(f'reply MORE{code} for the whole call')}." if missing else ""
+            notice = say(missing)
             room = room_for(notice)
     params = cut(shown, max(room - reserved, MIN_PARAMS))
-    if params != shown:
+    if params != shown and blocked is None:
         # The list itself had to be cut: say so, and how to read the rest.
         more = missing.notice(f"reply MORE{code} for the whole call") if missing else ""
         notice = f"Not all fields shown. {more or f'Reply MORE{code} for the whole call'}."
@@ -232,34 +250,94 @@ def changed_lines(card: ApprovalCard) -> list[str]:
     return [f"Changed: {pairs}.", listed]
 
 
-def more_texts(card: ApprovalCard) -> list[str]:
-    """The answer to MORE: the whole call (redacted, never cut) in numbered parts.
+@dataclass(frozen=True)
+class MoreParts:
+    """The answer to MORE, and how many characters of the call itself no part carries (0:
+    the texts show the whole call, which can then be approved by text)."""
 
-    At most `MORE_PARTS` texts of `BUDGET` each; what still does not fit is named in the last."""
+    texts: list[str]
+    unshown: int
+
+
+def _more_stream(card: ApprovalCard) -> tuple[str, str, str, int]:
+    """What MORE texts: the call, then the claim after it; each part's label, and the room a
+    part has for them."""
     what = card.preview.title if card.preview is not None else card.tool_name
     claim = " ".join((card.reason or "").translate(_PLAIN).split())
-    full = f"Params: {compact_parameters(card.asked())}"
-    if claim:
-        full += f' {CLAIM_LABEL}"{claim}"'
+    if card.preview is not None:
+        call = f"Preview: {preview_line(card)}"
+        claim = " ".join(f"{compact_parameters(card.parameters)}. {claim}".translate(_PLAIN).split())
+    else:
+        call = f"Params: {compact_parameters(card.asked())}"
+    after = f' {CLAIM_LABEL}"{claim}"' if claim else ""
     label = f"{card.short_code} {what} "
+    return call, after, label, BUDGET - sms_length(f"{label}({MORE_PARTS}/{MORE_PARTS}): ")
+
+
+# The longest note the last part can end with, for `unshown`'s shortcut.
+_NOTE_MAX = len("... (+99,999,999 chars not texted: too long for SMS)")
+
+
+def more_parts(card: ApprovalCard) -> MoreParts:
+    """The answer to MORE: the whole call (redacted, never cut) in numbered parts.
+
+    At most `MORE_PARTS` texts of `BUDGET` each; what still does not fit is named in the
+    last. The call comes first (an operation's preview, then the agent's request as its
+    claim), the agent's reason last: a reason too long to text leaves the call whole."""
+    call, after, label, room = _more_stream(card)
     chunks: list[str] = []
-    rest = full
+    rest = call + after
     while rest and len(chunks) < MORE_PARTS:
-        room = BUDGET - sms_length(f"{label}({MORE_PARTS}/{MORE_PARTS}): ")
         take = _fitting(rest, room)
         chunks.append(rest[:take])
         rest = rest[take:]
     if rest:
-        note = f"... (+{len(rest)} chars not texted: too long for SMS)"
-        keep = _fitting(
-            chunks[-1], BUDGET - sms_length(f"{label}({MORE_PARTS}/{MORE_PARTS}): ") - sms_length(note)
-        )
-        chunks[-1] = chunks[-1][:keep] + note
-    return [f"{label}({i}/{len(chunks)}): {chunk}" for i, chunk in enumerate(chunks, 1)]
+        # Sized for the most characters it can name, so the count is exact once it is added.
+        note = f"... (+{len(rest) + room:,} chars not texted: too long for SMS)"
+        keep = _fitting(chunks[-1], room - sms_length(note))
+        rest = chunks[-1][keep:] + rest
+        chunks[-1] = chunks[-1][:keep] + f"... (+{len(rest):,} chars not texted: too long for SMS)"
+    texts = [f"{label}({i}/{len(chunks)}): {chunk}" for i, chunk in enumerate(chunks, 1)]
+    return MoreParts(texts, max(len(rest) - len(after), 0))
+
+
+def more_texts(card: ApprovalCard) -> list[str]:
+    """The answer to MORE: the whole call in numbered parts (see `more_parts`)."""
+    return more_parts(card).texts
+
+
+def unshown(card: ApprovalCard) -> int:
+    """How many characters of the call neither the request text nor MORE can text: above
+    0, the call is not shown whole by text, so a YES cannot approve it."""
+    call, _, _, room = _more_stream(card)
+    # Each part holds at least room - 1 units (a character counts 2 at most), and the last
+    # may give up a note's length: a call within that is whole without cutting the parts.
+    if sms_length(call) <= MORE_PARTS * (room - 1) - _NOTE_MAX:
+        return 0
+    return more_parts(card).unshown
+
+
+def not_texted_whole(card: ApprovalCard) -> str | None:
+    """Why the texts cannot show this call whole (recorded with each text, and refusing a
+    YES to it), or None when they can."""
+    left = unshown(card)
+    if not left:
+        return None
+    return (
+        f"request {card.short_code} is too long to text whole ({left:,} characters of the call "
+        f"do not fit in {MORE_PARTS} texts)"
+    )
+
+
+def too_long_notice(inbox: str | None) -> str:
+    """The request text's line for a call too long to text whole: YES cannot approve it."""
+    where = f" Read it whole at {inbox}" if inbox else ""
+    return f"Too long to text whole, so YES cannot approve it.{where}"
 
 
 def _fitting(text: str, budget: int) -> int:
     """How many leading characters of `text` fit in `budget` septets (at least one)."""
+    text = text[: max(budget, 1)]  # every character counts at least one: no more can fit
     if sms_length(text) <= budget:
         return len(text)
     low, high = 1, len(text)

@@ -20,14 +20,25 @@ from twilio.twiml.messaging_response import MessagingResponse
 
 from contracts.enums import ApprovalStatus, AuditEvent, ErrorCode, SurfaceType, Verdict
 from contracts.errors import CosignerError, InvalidSignature
-from contracts.ports import Answer, Placed, SmsDesk
-from surfaces.sms.reply import is_help, is_opt_in, is_opt_out, parse_more, parse_reply
+from contracts.ports import Answer, ApprovalCard, Placed, SmsDesk
+from surfaces.sms.refused_text import code_needed_text, too_long_text
+from surfaces.sms.reply import (
+    BARE_WINDOW,
+    WORDS,
+    is_help,
+    is_opt_in,
+    is_opt_out,
+    needs_code,
+    parse_more,
+    parse_reply,
+)
 from surfaces.sms.text import (
     closed_text,
     counted_text,
     edited_text,
     help_text,
     more_texts,
+    not_texted_whole,
     refusal_text,
     standing_text,
     unknown_code_text,
@@ -145,7 +156,7 @@ class SmsWebhooks:
         handoffs = [p.card.short_code for p in pending if p.card.handoff]
         more = parse_more(body)
         if more is not None:
-            return self._more(pending, more.code, codes, handoffs), False
+            return await self._more(pending, sender, more.code, codes, handoffs), False
         if reply is None:
             return twiml(help_text(codes, handoffs=handoffs)), False
         if not pending:
@@ -158,6 +169,12 @@ class SmsWebhooks:
             if len(pending) > 1:
                 return twiml(help_text(codes, handoffs=handoffs)), False
             target = pending[0]
+            if needs_code(reply) and await self.desk.texted_other(
+                sender, target.card.approval_id, BARE_WINDOW
+            ):
+                # Another request was texted lately: the YES may be meant for it.
+                logger.info("sms bare answer refused approval=%s: code needed", target.card.approval_id)
+                return twiml(code_needed_text(target.card, WORDS[reply.verdict])), False
         else:
             matches = [p for p in pending if p.card.short_code == reply.code]
             if len(matches) != 1:
@@ -179,6 +196,8 @@ class SmsWebhooks:
             message_id=message_sid,
             # The call this number's text showed: an answer to a call edited since is refused.
             seen=await self.desk.texted_digest(target.card.approval_id, sender),
+            # A call too long to text whole: a YES to it is refused, a NO counts.
+            unshown=await self.unshown(target.card, sender),
         )
         try:
             card = await self.desk.answer(answer)
@@ -187,6 +206,8 @@ class SmsWebhooks:
             logger.info("sms answer refused approval=%s code=%s", target.card.approval_id, exc.code)
             if exc.code == ErrorCode.PARAMETERS_MISMATCH:
                 return twiml(edited_text(target.card)), True
+            if exc.code == ErrorCode.APPROVAL_MODE_UNSUPPORTED and answer.unshown is not None:
+                return twiml(too_long_text(target.card, self.config.inbox_url)), True
             return twiml(refusal_text(exc.message)), True
         logger.info("sms answer handled approval=%s verdict=%s", answer.approval_id, reply.verdict)
         if reply.verdict is Verdict.ALWAYS_DENY:
@@ -198,8 +219,15 @@ class SmsWebhooks:
         # No TwiML confirmation: the engine calls show_outcome, which texts every approver.
         return twiml(), True
 
-    def _more(
-        self, pending: Sequence[Placed], code: str | None, codes: list[str], handoffs: list[str]
+    async def unshown(self, card: ApprovalCard, sender: str) -> str | None:
+        """Why the texts to `sender` could not show the call whole: as recorded with its text,
+        or (a text recorded before texts said so) as the call stands, which a text of another
+        version could not be answered for anyway. A handoff approves no call."""
+        recorded = await self.desk.texted_unshown(card.approval_id, sender)
+        return recorded or (None if card.handoff else not_texted_whole(card))
+
+    async def _more(
+        self, pending: Sequence[Placed], sender: str, code: str | None, codes: list[str], handoffs: list[str]
     ) -> Response:
         """The whole call, in parts, for an approver it was texted to; it decides nothing."""
         if not pending:
@@ -214,6 +242,8 @@ class SmsWebhooks:
                 return twiml(unknown_code_text(code, codes))
             target = matches[0]
         logger.info("sms full call texted approval=%s", target.card.approval_id)
+        # A text of this request: a bare YES soon after must not be taken for another's.
+        await self.desk.shown(target.card.approval_id, sender)
         return twiml(*more_texts(target.card))
 
     async def _pending(self, conversations: Sequence[str], sender: str) -> tuple[str, list[Placed]]:

@@ -42,6 +42,7 @@ class Click:
     message_id: str  # replyToId: the card's activity id
     app_id: str | None  # recipient.id without Teams' `28:` prefix
     comment: str | None
+    page: int = 0  # the page of the whole call to show (Show the full call, Next page)
 
     def answer(self) -> Answer:
         """The click as an answer for the desk; only for verbs that decide."""
@@ -113,6 +114,9 @@ def parse_click(activity: Activity) -> Click:
     recipient = activity.recipient.id if activity.recipient is not None else None
     comment = action.data.get(COMMENT_INPUT)
     text = comment.strip()[:COMMENT_MAX] if isinstance(comment, str) else ""
+    page = action.data.get("page", 0)
+    if not isinstance(page, int) or isinstance(page, bool) or page < 0:
+        raise Malformed("value.action.data.page must be a whole number from 0")
     return Click(
         approval_id=approval_id,
         verb=verb,
@@ -122,6 +126,7 @@ def parse_click(activity: Activity) -> Click:
         message_id=activity.reply_to_id,
         app_id=recipient.removeprefix("28:") if recipient else None,
         comment=text or None,
+        page=page,
     )
 
 

@@ -259,7 +259,8 @@ class TeamsAdapter:
                 if card.status is not ApprovalStatus.PENDING:
                     return invoke_card(to_closed_card(card))
                 # A refreshed card is the clicker's own view, so it refreshes for them.
-                return invoke_card(to_card(card, (click.actor,), full=click.verb is Verb.FULL_CALL))
+                full = click.verb is Verb.FULL_CALL
+                return invoke_card(to_card(card, (click.actor,), full=full, page=click.page))
             card = await self.desk.answer(click.answer())
         except CosignerError as exc:
             logger.info("teams answer refused approval=%s code=%s", click.approval_id, exc.code)

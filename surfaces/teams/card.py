@@ -5,24 +5,36 @@ tool and every parameter (sorted by name, each value cut to `VALUE_LIMIT` charac
 notice when anything is masked or cut), who triggered the run, the agent's reason labelled
 as its unverified claim, the policy and the expiry. Everything an agent or tenant controls
 is escaped (`escape`), so it reads as text, never as markdown or a link. The buttons carry
-only the approval id and a verb; the deny comment is an `Input.Text` sent with the deny.
+only the approval id and a verb (and the page to show); the deny comment is an `Input.Text`
+sent with the deny.
+
+*Show the full call* answers with the card showing every parameter uncut, names included,
+in pages (`call_pages`): a Teams message holds about 40 KB, so a call of any size is read
+page by page with *Previous page* and *Next page*, and nothing of it is left out.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from enum import StrEnum
 from typing import Any
 
 from contracts.enums import ApprovalMode, ApprovalStatus, Verdict
 from contracts.ports import ApprovalCard
-from contracts.shown import Hidden, fields, hidden
+from contracts.shown import Hidden, fields, hidden, render
 
 SCHEMA = "http://adaptivecards.io/schemas/adaptive-card.json"
 VERSION = "1.5"
 CONTENT_TYPE = "application/vnd.microsoft.card.adaptive"
 VALUE_LIMIT = 200  # characters of one rendered value on the card; Show the full call has the rest
+NAME_LIMIT = 80  # characters of a parameter's name on the card; Show the full call has the rest
 TEXT_LIMIT = 1000
+# A page of Show the full call: pieces of at most PIECE characters of the call, as many as
+# fit in PAGE_UNITS UTF-16 units once escaped and JSON-encoded (a Teams message is limited to
+# about 40 KB of UTF-16; the rest of the card takes far less than the remaining half).
+PIECE = 1000
+PAGE_UNITS = 10_000
 COMMENT_INPUT = "comment"
 COMMENT_MAX = 2000
 # What starts markdown in a TextBlock or a fact (emphasis, links, code); newlines are
@@ -77,22 +89,74 @@ def _execute(title: str, verb: Verb, approval_id: str, **extra: Any) -> dict[str
     }
 
 
-def _parameters(card: ApprovalCard, full: bool) -> tuple[list[dict[str, Any]], Hidden]:
+def _parameters(card: ApprovalCard) -> tuple[list[dict[str, Any]], Hidden]:
     shown = fields(card.parameters)
-    left_out = hidden(shown, VALUE_LIMIT) if not full else Hidden(masked=hidden(shown, VALUE_LIMIT).masked)
+    found = hidden(shown, VALUE_LIMIT)
+    # A name cut on the card is a field not shown whole either: Show the full call has it.
+    left_out = Hidden(
+        found.masked, tuple(f.name for f in shown if f.name in found.cut or len(f.name) > NAME_LIMIT)
+    )
     facts = []
     for f in shown:
-        value, dropped = (f.text, 0) if full else f.cut(VALUE_LIMIT)
+        value, dropped = f.cut(VALUE_LIMIT)
         note = f"… [+{dropped:,} chars cut]" if dropped else ""
-        facts.append({"title": escape(f.name, 80), "value": escape(value, len(value)) + note})
+        facts.append({"title": escape(f.name, NAME_LIMIT), "value": escape(value, len(value)) + note})
     if not facts:
         return [_text("Parameters: (none)")], left_out
     label = _text("**Parameters** (redacted as shown to you; the decision binds to exactly this call)")
     return [label, {"type": "FactSet", "facts": facts}], left_out
 
 
-def _body(card: ApprovalCard, heading: str, full: bool) -> tuple[list[dict[str, Any]], Hidden]:
-    params, left_out = _parameters(card, full)
+def _units(text: str) -> int:
+    """What `text` adds to the message: JSON-encoded, in UTF-16 code units."""
+    return len(json.dumps(text, ensure_ascii=False).encode("utf-16-le")) // 2
+
+
+def call_pages(card: ApprovalCard) -> list[list[tuple[str, bool]]]:
+    """The whole call for Show the full call, in pages: each page a list of (escaped text,
+    whether it continues the field of the piece before), every field uncut, names included."""
+    pieces: list[tuple[str, bool]] = []
+    for f in fields(card.parameters):
+        line = f"{render(f.name)}: {f.text}"
+        pieces += [(escape(line[i : i + PIECE], PIECE), i > 0) for i in range(0, len(line), PIECE)]
+    pages: list[list[tuple[str, bool]]] = [[]]
+    used = 0
+    for piece in pieces:
+        cost = _units(piece[0])
+        if pages[-1] and used + cost > PAGE_UNITS:
+            pages.append([])
+            used = 0
+        pages[-1].append(piece)
+        used += cost
+    return pages
+
+
+def _call_page(card: ApprovalCard, page: int) -> tuple[list[dict[str, Any]], int, int]:
+    """Page `page` (from 0, clamped) of the whole call as card elements; the page shown and
+    how many there are."""
+    pages = call_pages(card)
+    page = min(max(page, 0), len(pages) - 1)
+    where = f" (page {page + 1} of {len(pages)})" if len(pages) > 1 else ""
+    label = _text(
+        f"**The whole call**{where}: every parameter uncut, redacted as the policy says; "
+        "the decision binds to exactly this call"
+    )
+    blocks = [
+        _text(text, fontType="Monospace", **({"spacing": "None"} if more else {}))
+        for text, more in pages[page]
+    ]
+    return [label, *(blocks or [_text("(no parameters)")])], page, len(pages)
+
+
+def _body(
+    card: ApprovalCard, heading: str, full: bool, page: int = 0
+) -> tuple[list[dict[str, Any]], Hidden, tuple[int, int]]:
+    if full:
+        params, page, pages = _call_page(card, page)
+        # Masks stay masked in the whole call; nothing else is left out.
+        left_out = Hidden(masked=hidden(fields(card.parameters), VALUE_LIMIT).masked)
+    else:
+        (params, left_out), pages = _parameters(card), 1
     body: list[dict[str, Any]] = [
         _text(f"{heading}: {escape(card.tool_name, 128)}", size="Large", weight="Bolder"),
         *params,
@@ -102,7 +166,7 @@ def _body(card: ApprovalCard, heading: str, full: bool) -> tuple[list[dict[str, 
         body.append(_text(f"Agent's reason (its claim, not verified): {escape(card.reason)}", isSubtle=True))
     expires = card.expires_at.strftime("%Y-%m-%d %H:%M:%S UTC")
     body.append(_text(f"Policy: {escape(card.policy_rule, 300)} · expires {expires}", isSubtle=True))
-    return body, left_out
+    return body, left_out, (page, pages)
 
 
 def _envelope(
@@ -114,10 +178,13 @@ def _envelope(
     return out
 
 
-def to_card(card: ApprovalCard, approvers: tuple[str, ...], *, full: bool = False) -> dict[str, Any]:
+def to_card(
+    card: ApprovalCard, approvers: tuple[str, ...], *, full: bool = False, page: int = 0
+) -> dict[str, Any]:
     """The pending card: the call, a comment box, Approve / Deny (and Approve for this run in
-    mode ask); `full` shows every value uncut (the answer to Show the full call)."""
-    body, left_out = _body(card, "Approval needed", full)
+    mode ask); `full` shows page `page` of the whole call, uncut (the answer to Show the full
+    call), with buttons to the pages before and after it."""
+    body, left_out, (page, pages) = _body(card, "Approval needed", full, page)
     if left_out:
         body.append(_text(f"⚠ **{left_out.notice('press Show the full call')}**", color="Warning"))
     body.append(
@@ -135,6 +202,10 @@ def to_card(card: ApprovalCard, approvers: tuple[str, ...], *, full: bool = Fals
     actions.append(_execute("Deny", Verb.DENY, card.approval_id, style="destructive"))
     if left_out.cut:
         actions.append(_execute("Show the full call", Verb.FULL_CALL, card.approval_id))
+    if full and page > 0:
+        actions.append(_page(card, "Previous page", page - 1))
+    if full and page < pages - 1:
+        actions.append(_page(card, "Next page", page + 1))
     out = _envelope(card, body, actions)
     # Teams asks for the current card whenever an approver opens the conversation, so a
     # copy that missed its update still shows the outcome.
@@ -145,10 +216,16 @@ def to_card(card: ApprovalCard, approvers: tuple[str, ...], *, full: bool = Fals
     return out
 
 
+def _page(card: ApprovalCard, title: str, page: int) -> dict[str, Any]:
+    action = _execute(title, Verb.FULL_CALL, card.approval_id)
+    action["data"]["page"] = page
+    return action
+
+
 def to_closed_card(card: ApprovalCard) -> dict[str, Any]:
     """The card once closed: the outcome, by whom and when, and no buttons."""
     word = _STATUS_WORDS.get(card.status, card.status.value.capitalize())
-    body, _ = _body(card, word, False)
+    body, _, _ = _body(card, word, False)
     outcome = card.outcome
     if outcome is not None:
         when = outcome.decided_at.strftime("%Y-%m-%d %H:%M:%S UTC")

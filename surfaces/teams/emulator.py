@@ -7,7 +7,8 @@ JWKS of its own RSA key (endorsed for `msteams`), accepts cards posted to and up
 conversations (`/v3/conversations/{id}/activities`), records them, and clicks them: an
 `adaptiveCard/action` invoke signed with its key, exactly as the Bot Connector signs one,
 posted to the bot's `/teams/messages`. `fail_next` makes the next posts fail the way the
-Bot Connector does. Point Cosigner at it with `TEAMS_API_URL`.
+Bot Connector does; a message above 40 KB (UTF-16) is refused as Teams refuses it. Point
+Cosigner at it with `TEAMS_API_URL`.
 """
 
 from __future__ import annotations
@@ -37,6 +38,13 @@ from surfaces.teams.auth import ISSUER
 from surfaces.teams.certificate import ASSERTION_TYPE
 
 KEY_ID = "cosigner-emulator"
+# The Bot Connector refuses a message above 40 KB, counted as UTF-16 (MessageSizeTooBig).
+MESSAGE_LIMIT = 40 * 1024
+
+
+def message_size(activity: Any) -> int:
+    """A message's size as Teams counts it: its JSON payload, in bytes of UTF-16."""
+    return len(json.dumps(activity, ensure_ascii=False).encode("utf-16-le"))
 
 
 @dataclass
@@ -141,12 +149,14 @@ class TeamsEmulator:
 
     def invoke(self, posted: Posted, verb: str, user: str, **fields: Any) -> dict[str, Any]:
         """The `adaptiveCard/action` invoke a press of `verb` on `posted` sends; `fields`
-        override (tenant, conversation, reply_to, approval_id, comment, service_url)."""
+        override (tenant, conversation, reply_to, approval_id, comment, service_url), and
+        `data` adds to the action's data what the pressed button carries (`page`)."""
         # The buttons of the card as first posted: a stale copy can still be pressed.
         first = posted.versions[0]["attachments"][0]["content"]
         data: dict[str, Any] = {"approvalId": fields.get("approval_id") or _approval_of(first)}
         if fields.get("comment") is not None:
             data["comment"] = fields["comment"]
+        data.update(fields.get("data") or {})  # a button's own data (a page of the whole call)
         shown = posted.versions[0].get("conversation", {}).get("tenantId")
         tenant = fields.get("tenant", shown or self.tenant_id)
         return {
@@ -265,6 +275,8 @@ class TeamsEmulator:
             return refused
         conversation = request.path_params["conversation"]
         activity = await request.json()
+        if message_size(activity) > MESSAGE_LIMIT:
+            return _too_big()
         activity_id = f"1{next(self._seq):012d}"
         self.posted[activity_id] = Posted(conversation, activity_id, [activity])
         return JSONResponse({"id": activity_id}, 201)
@@ -276,7 +288,10 @@ class TeamsEmulator:
         found = self.posted.get(request.path_params["activity"])
         if found is None or found.conversation_id != request.path_params["conversation"]:
             return JSONResponse({"error": {"code": "ActivityNotFound", "message": "not found"}}, 404)
-        found.versions.append(await request.json())
+        activity = await request.json()
+        if message_size(activity) > MESSAGE_LIMIT:
+            return _too_big()
+        found.versions.append(activity)
         return JSONResponse({"id": found.activity_id}, 200)
 
     # --- serving -------------------------------------------------------------------------
@@ -302,6 +317,10 @@ class TeamsEmulator:
         if self._loopback is not None:
             await self._loopback.stop()
         self._loopback = None
+
+
+def _too_big() -> JSONResponse:
+    return JSONResponse({"error": {"code": "MessageSizeTooBig", "message": "message too large"}}, 413)
 
 
 def _approval_of(card: dict[str, Any]) -> str:

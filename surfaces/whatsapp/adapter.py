@@ -26,7 +26,7 @@ from contracts.errors import SurfaceUnavailable
 from contracts.ports import ApprovalCard, Delivered, Retexted, SmsDesk, SmsRoute
 from contracts.ports import Route as ApprovalRoute
 from surfaces.sms.adapter import SEND_TIMEOUT, SmsConfig, SmsConfigError, mask
-from surfaces.sms.text import to_outcome_text, to_sms_text
+from surfaces.sms.text import not_texted_whole, to_outcome_text, to_sms_text
 from surfaces.sms.transport import HttpxTwilioClient
 from surfaces.whatsapp.template import content_variables, new_nonce, nonce_key
 from surfaces.whatsapp.webhook import WhatsAppWebhooks
@@ -141,7 +141,9 @@ class WhatsAppAdapter:
             sid = await self.desk.sent_sid(card.approval_id, number)
             if sid is None:
                 variables = await self._variables(card, sender, number, nonces[nonce_key(number)])
-                await self.desk.mark_texting(card.approval_id, number, card.digest or None)
+                await self.desk.mark_texting(
+                    card.approval_id, number, card.digest or None, not_texted_whole(card)
+                )
                 sid = await self._send(
                     client,
                     to=number,
@@ -223,7 +225,9 @@ class WhatsAppAdapter:
             except SurfaceUnavailable as exc:
                 problems.append(exc.message)
                 continue
-            await self.desk.mark_texting(card.approval_id, number, card.digest or None)
+            await self.desk.mark_texting(
+                card.approval_id, number, card.digest or None, not_texted_whole(card)
+            )
             await self.desk.record_sent(card.approval_id, number, sid)
             logger.info("whatsapp edited call sent approval=%s sid=%s", card.approval_id, sid)
             texted.append(number)
@@ -234,7 +238,8 @@ class WhatsAppAdapter:
         that number has another request pending from `sender`) and the number's nonce."""
         pending = await self.desk.pending_for_number(sender, number)
         others = any(p.card.approval_id != card.approval_id for p in pending)
-        return content_variables(card, to_sms_text(card, code_required=others), nonce)
+        text = to_sms_text(card, code_required=others, inbox=self.config.twilio.inbox_url)
+        return content_variables(card, text, nonce)
 
     def _live(self) -> Client:
         if self._client is None:

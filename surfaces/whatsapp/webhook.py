@@ -22,6 +22,7 @@ from starlette.responses import Response
 from contracts.enums import ApprovalStatus, ErrorCode, SurfaceType
 from contracts.errors import CosignerError
 from contracts.ports import Answer, Placed, SmsDesk
+from surfaces.sms.refused_text import too_long_text
 from surfaces.sms.text import closed_text, edited_text, help_text, refusal_text
 from surfaces.sms.webhook import SmsWebhooks, twiml
 from surfaces.whatsapp.template import Tap, nonce_key, parse_tap
@@ -66,6 +67,8 @@ class WhatsAppWebhooks(SmsWebhooks):
             message_id=message_sid,
             mismatch=mismatch,
             seen=await self.desk.texted_digest(tap.approval_id, sender),
+            # A call too long to show whole by text: Approve is refused, Deny counts.
+            unshown=await self.unshown(placed.card, sender),
         )
         try:
             await self.desk.answer(answer)
@@ -80,6 +83,8 @@ class WhatsAppWebhooks(SmsWebhooks):
                 return twiml(closed_text(placed.card)), True
             if placed is not None and exc.code == ErrorCode.PARAMETERS_MISMATCH:
                 return twiml(edited_text(placed.card)), True
+            if placed is not None and exc.code == ErrorCode.APPROVAL_MODE_UNSUPPORTED and answer.unshown:
+                return twiml(too_long_text(placed.card, self.config.inbox_url)), True
             return twiml(refusal_text(exc.message)), True
         logger.info("whatsapp tap handled approval=%s verdict=%s", tap.approval_id, tap.verdict)
         return twiml(), True  # the engine's show_outcome tells every approver

@@ -11,6 +11,7 @@ from storage.work import Work
 from tests.harness import database
 
 ALICE = "+15550000001"
+BOB = "+15550000003"
 NOW = 1_700_000_000.0
 
 
@@ -65,3 +66,38 @@ async def test_facts_read_back_and_repeat_once(db_kind: str) -> None:
         assert await db.run_write(lambda tx: inbound.record(tx, SurfaceType.SMS, "SM9", NOW))
         assert not await db.run_write(lambda tx: inbound.record(tx, SurfaceType.SMS, "SM9", NOW))
         assert await db.run_read(lambda tx: inbound.seen(tx, SurfaceType.SMS, "SM9"))
+
+
+async def test_a_text_too_long_to_show_whole_is_recorded_until_a_whole_one_replaces_it(db_kind: str) -> None:
+    async with database(db_kind) as db:
+        why = "request 4821 is too long to text whole (3,950 characters of the call do not fit in 15 texts)"
+        await db.run_write(lambda tx: sms_state.mark_texting(tx, "apv_1", ALICE, NOW, "sha256:a", why))
+        assert await db.run_read(lambda tx: sms_state.texted_unshown(tx, "apv_1", ALICE)) == why
+        assert await db.run_read(lambda tx: sms_state.texted_unshown(tx, "apv_1", BOB)) is None
+        # The edited call is texted whole: its answers are no longer refused for length.
+        await db.run_write(lambda tx: sms_state.mark_texting(tx, "apv_1", ALICE, NOW + 1, "sha256:b"))
+        assert await db.run_read(lambda tx: sms_state.texted_unshown(tx, "apv_1", ALICE)) is None
+
+
+async def test_another_request_texted_lately_or_since_is_found_per_number(db_kind: str) -> None:
+    async with database(db_kind) as db:
+
+        def texts(tx: Work) -> None:
+            sms_state.mark_texting(tx, "apv_a", ALICE, NOW)
+            sms_state.mark_texting(tx, "apv_b", ALICE, NOW + 10)
+            sms_state.mark_texting(tx, "apv_c", BOB, NOW + 20)
+            sms_state.mark_texting(tx, "apv_b", ALICE, NOW + 30)  # texted again: the latest counts
+
+        await db.run_write(texts)
+
+        async def other(number: str, approval_id: str, since: float) -> str | None:
+            return await db.run_read(lambda tx: sms_state.texted_other(tx, number, approval_id, since))
+
+        assert await other(ALICE, "apv_b", NOW + 30 - 120) == "apv_a"  # within the window
+        assert await other(ALICE, "apv_b", NOW + 200 - 120) is None  # before B's text, long ago
+        assert await other(ALICE, "apv_a", NOW + 200 - 120) == "apv_b"  # texted after A's text
+        assert await other(BOB, "apv_c", NOW + 20 - 120) is None  # another number's texts do not count
+        # A reminder or MORE of A is a text of A: B's is then no longer the latest.
+        await db.run_write(lambda tx: sms_state.shown(tx, "apv_a", ALICE, NOW + 40))
+        assert await other(ALICE, "apv_a", NOW + 200 - 120) is None
+        assert await other(ALICE, "apv_x", NOW + 200 - 120) is None

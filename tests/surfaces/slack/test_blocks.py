@@ -370,3 +370,48 @@ def test_the_run_grant_confirmation_fits_slack_with_the_longest_names_and_a_cut_
     assert run_wide["action_id"] == "cosigner.approve_for_run"
     assert len(text) <= 300
     assert "Not all of this call is on the card" in text and "is still asked" in text
+
+
+def test_a_preview_cut_on_the_card_is_said_and_the_full_call_shows_it_whole(
+    make_card: Any, make_route: Any
+) -> None:
+    from contracts.operations import Preview, PreviewField
+    from surfaces.slack.full_call import pages
+
+    fields = [PreviewField(label=f"Line {i}", value=f"{i} " + "v" * 600 + " & <end>") for i in range(5)]
+    effects = [f"Effect {i}: " + "e" * 400 for i in range(10)]
+    preview = Preview(title="T" * 180, fields=fields, effects=effects)
+    card = make_card(preview=preview, parameters={"orderId": "ord_1"})
+    blocks = as_dicts(to_blocks(card, make_route())[0])
+    # Nothing is cut without saying so: the title, the fields, the effects.
+    assert blocks[0]["text"]["text"] == "T" * 149 + "…"
+    by_id = {b.get("block_id"): b for b in blocks}
+    assert by_id["cosigner:preview"]["text"]["text"].endswith("characters not shown_")
+    effects_text = by_id["cosigner:effects"]["text"]["text"]
+    assert len(effects_text) <= 3000 and effects_text.endswith("characters not shown_")
+    flat = json.dumps(blocks)
+    assert "1 value cut: see the full call" in flat and "&amp;amp;" not in flat
+    actions = next(b for b in blocks if b["type"] == "actions")
+    assert "cosigner.full_call" in [e["action_id"] for e in actions["elements"]]
+    approve = next(e for e in actions["elements"] if e["action_id"] == "cosigner.approve")
+    assert "cut: preview" in approve["confirm"]["text"]["text"]
+
+    # The full call's pages hold the preview whole, then the agent's request.
+    inner = [re.fullmatch(r"```\n(.*)\n```", p, re.DOTALL) for page in pages(card) for p in page]
+    whole = mrkdwn.unescape("".join(m.group(1) for m in inner if m)).replace("`\u200b", "`")
+    assert whole.startswith("T" * 180 + "\n")
+    assert all(f"Line {i}: {f.value}\n" in whole for i, f in enumerate(fields))
+    assert all(f"- {e}\n" in whole for e in effects)
+    assert whole.endswith('Agent\'s request (its claim, unverified):\n{\n  "orderId": "ord_1"\n}')
+
+
+def test_a_preview_that_fits_offers_no_full_call(make_card: Any, make_route: Any) -> None:
+    from contracts.operations import Preview, PreviewField
+
+    preview = Preview(
+        title="Refund", fields=[PreviewField(label="Amount", value="$1 & tax")], effects=["Refunds $1"]
+    )
+    blocks = as_dicts(to_blocks(make_card(preview=preview), make_route())[0])
+    actions = next(b for b in blocks if b["type"] == "actions")
+    assert "cosigner.full_call" not in [e["action_id"] for e in actions["elements"]]
+    assert "*Amount:* $1 &amp; tax" in json.dumps(blocks)

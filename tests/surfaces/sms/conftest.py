@@ -15,6 +15,7 @@ from contracts.enums import ApprovalMode, ApprovalStatus, AuditEvent, SurfaceTyp
 from contracts.errors import (
     AlreadyDecided,
     ApprovalExpired,
+    ApprovalModeUnsupported,
     ApprovalNotFound,
     NotAnApprover,
     WrongConversation,
@@ -98,6 +99,9 @@ class FakeDesk:
         self.sent: dict[tuple[str, str], str] = {}  # (approval id, number) → MessageSid
         self.marks: set[tuple[str, str]] = set()
         self.texted: dict[tuple[str, str], str | None] = {}
+        self.unshown: dict[tuple[str, str], str | None] = {}
+        self.shown_at: dict[tuple[str, str], float] = {}  # (number, approval id) → when texted
+        self.now = 0.0  # the desk's clock, for a bare YES soon after another request's text
         self.notes: list[tuple[str, str, dict[str, Any]]] = []
         self.answers: list[Answer] = []
         self.failures: list[tuple[str, str, str]] = []
@@ -138,6 +142,8 @@ class FakeDesk:
         if answer.mismatch is not None:
             raise WrongConversation(answer.mismatch)  # a WhatsApp tap not this number's to give
         self.answers.append(answer)
+        if answer.unshown is not None and answer.verdict is Verdict.APPROVE:
+            raise ApprovalModeUnsupported(answer.unshown)  # as check_answer: nothing unseen approved
         status = ApprovalStatus.APPROVED if answer.verdict is Verdict.APPROVE else ApprovalStatus.DENIED
         self.close(answer.approval_id, status, "person", answer.actor)
         return self.approvals[answer.approval_id].card
@@ -204,12 +210,31 @@ class FakeDesk:
         else:
             self.opted.discard(number)
 
-    async def mark_texting(self, approval_id: str, number: str, digest: str | None = None) -> None:
+    async def mark_texting(
+        self, approval_id: str, number: str, digest: str | None = None, unshown: str | None = None
+    ) -> None:
         self._mark("texted", f"{approval_id}:{number}")
         self.texted[(approval_id, number)] = digest
+        self.unshown[(approval_id, number)] = unshown
+        await self.shown(approval_id, number)
 
     async def texted_digest(self, approval_id: str, number: str) -> str | None:
         return self.texted.get((approval_id, number))
+
+    async def texted_unshown(self, approval_id: str, number: str) -> str | None:
+        return self.unshown.get((approval_id, number))
+
+    async def shown(self, approval_id: str, number: str) -> None:
+        self.shown_at[(number, approval_id)] = self.now
+
+    async def texted_other(self, number: str, approval_id: str, within: float) -> str | None:
+        # Like storage.sms_state.texted_other, on the desk's own clock (`now`).
+        own = self.shown_at.get((number, approval_id))
+        start = self.now - within if own is None else min(self.now - within, own)
+        others = [
+            a for (n, a), at in self.shown_at.items() if n == number and a != approval_id and at >= start
+        ]
+        return others[0] if others else None
 
     async def was_texted(self, approval_id: str, number: str) -> bool:
         return ("texted", f"{approval_id}:{number}") in self.marks

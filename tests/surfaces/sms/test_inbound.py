@@ -280,3 +280,21 @@ async def test_logs_carry_no_bodies_or_parameters(
     assert caplog.records, "expected some log lines"
     for words in ("secret-reason-text", "ord_4421", "maybe-later-text", kit.bob):
         assert words not in caplog.text
+
+
+async def test_a_yes_to_a_call_too_long_to_text_whole_carries_why_even_if_its_text_did_not_record_it(
+    phone: TwilioCaller, desk: Any, kit: Any
+) -> None:
+    # A text sent before texts recorded whether they showed the call whole: the call as it
+    # stands says, so the desk still refuses the YES (the in-memory desk here records it).
+    long = {f"p{i:03d}": f"{i:020d}" for i in range(300)} | {"to": "payouts@attacker.example"}
+    desk.add(kit.card("apr_1", "4821", parameters=long), kit.route(kit.alice))
+    assert said(await phone.text(kit.alice, kit.bot, "YES")) == (
+        "Not accepted: request 4821 is too long to show whole by text, so YES cannot approve it. "
+        "Reply NO 4821 to deny it. Nothing was decided."
+    )
+    [answer] = desk.answers
+    assert answer.unshown is not None and answer.unshown.startswith("request 4821 is too long to text whole")
+    assert desk.status("apr_1") is ApprovalStatus.PENDING
+    assert said(await phone.text(kit.alice, kit.bot, "NO")) is None
+    assert desk.status("apr_1") is ApprovalStatus.DENIED

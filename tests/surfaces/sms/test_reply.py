@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from contracts.enums import Verdict
-from surfaces.sms.reply import Reply, is_help, is_opt_in, is_opt_out, parse_reply
+from surfaces.sms.reply import Reply, is_help, is_opt_in, is_opt_out, needs_code, parse_reply
 
 EXACT = re.compile(r"[ \t\r\n]*(yes|no|never|done)([ \t]+[0-9]{1,8})?[ \t\r\n]*", re.IGNORECASE | re.ASCII)
 WORDS = {"YES": Verdict.APPROVE, "NO": Verdict.DENY, "NEVER": Verdict.ALWAYS_DENY, "DONE": Verdict.DONE}
@@ -146,3 +146,19 @@ def test_anything_but_an_exact_more_is_not_more(body: str) -> None:
     from surfaces.sms.reply import parse_more
 
     assert parse_more(body) is None
+
+
+@pytest.mark.parametrize(
+    ("body", "needed"),
+    [
+        ("YES", True),
+        ("never", True),
+        ("DONE", False),
+        ("NO", False),
+        ("YES 4821", False),
+        ("NEVER 4821", False),
+    ],
+)
+def test_a_bare_yes_or_never_needs_its_code_after_another_text(body: str, needed: bool) -> None:
+    reply = parse_reply(body)
+    assert reply is not None and needs_code(reply) is needed

@@ -12,16 +12,21 @@ from hypothesis import strategies as st
 
 from contracts.enums import ApprovalStatus
 from contracts.ports import Outcome
+from surfaces.sms.follow_up_text import reminder_text
 from surfaces.sms.text import (
     BUDGET,
+    MORE_PARTS,
     closed_text,
     compact_parameters,
     cut,
     help_text,
+    more_parts,
+    not_texted_whole,
     segments,
     sms_length,
     to_outcome_text,
     to_sms_text,
+    unshown,
 )
 
 
@@ -135,7 +140,10 @@ def test_any_request_fits_two_segments_worth(
     # 306 GSM-7 septets (two segments), or 306 UTF-16 units when the text needs UCS-2.
     assert sms_length(text) <= BUDGET
     assert text.startswith(f"Cosigner request 4821: approve {tool}?")
-    assert text.endswith("pending)." if code_required else "Reply YES or NO.")
+    if unshown(card):  # too long even for MORE (emoji count twice): NO only
+        assert text.endswith("pending)." if code_required else "Reply NO to deny.")
+    else:
+        assert text.endswith("pending)." if code_required else "Reply YES or NO.")
     if text_kind is GSM_TEXT:
         assert segments(text) <= 2
 
@@ -248,3 +256,75 @@ def test_any_quorum_or_edited_request_fits_two_segments_worth(
     assert ("(edited" in text.splitlines()[0]) == (card.edited is not None)
     if text_kind is GSM_TEXT:
         assert segments(text) <= 2
+
+
+# 300 parameters of 20 characters and where the money goes: about 9,000 characters of call.
+LONG = {f"p{i:03d}": f"{i:020d}" for i in range(300)} | {"to": "payouts@attacker.example"}
+INBOX = "https://approvals.cosigner.example.com/inbox/"
+
+
+def test_more_parts_count_exactly_what_of_the_call_no_text_carries(kit: Any) -> None:
+    card = kit.card(parameters=LONG, reason="Pay the supplier " * 40)
+    parts = more_parts(card)
+    assert len(parts.texts) == MORE_PARTS and all(sms_length(t) <= BUDGET for t in parts.texts)
+    call = f"Params: {compact_parameters(LONG)}"
+    texted = "".join(t.split("): ", 1)[1] for t in parts.texts).split("... (+")[0]
+    assert call.startswith(texted) and parts.unshown == len(call) - len(texted)
+    claim = f' Agent says (unverified): "{" ".join(card.reason.split())}"'  # texted after the call
+    assert parts.texts[-1].endswith(
+        f"... (+{parts.unshown + len(claim):,} chars not texted: too long for SMS)"
+    )
+    assert not_texted_whole(card) == (
+        f"request 4821 is too long to text whole ({parts.unshown:,} characters of the call "
+        "do not fit in 15 texts)"
+    )
+    # A reason too long to text leaves a call that fits whole: only the call counts.
+    fits = kit.card(parameters={"note": "n" * 3000}, reason="x" * 2000)
+    assert more_parts(fits).texts[-1].endswith("chars not texted: too long for SMS)")
+    assert unshown(fits) == 0 and not_texted_whole(fits) is None
+
+
+@pytest.mark.parametrize("code_required", [False, True])
+@pytest.mark.parametrize("inbox", [None, INBOX])
+def test_a_call_too_long_to_text_whole_is_offered_no_only_and_names_the_inbox(
+    kit: Any, code_required: bool, inbox: str | None
+) -> None:
+    card = dataclasses.replace(kit.card(parameters=LONG), quorum=2)
+    text = to_sms_text(card, code_required=code_required, inbox=inbox)
+    assert sms_length(text) <= BUDGET and segments(text) <= 2
+    lines = text.splitlines()
+    assert lines[1].startswith("Params: p000=") and "YES or" not in text and "approvers must" not in text
+    where = f" Read it whole at {inbox}" if inbox else ""
+    assert f"Too long to text whole, so YES cannot approve it.{where}" in lines
+    assert lines[-1] == (
+        "Reply NO 4821 to deny (code needed: several requests are pending)."
+        if code_required
+        else "Reply NO to deny."
+    )
+    assert "too long to approve by text: reply NO 4821 to deny" in reminder_text(card)
+    assert "Reply YES 4821 or NO 4821" in reminder_text(kit.card())
+
+
+def test_an_operation_is_shown_whole_by_its_preview(kit: Any) -> None:
+    from contracts.operations import Preview, PreviewField
+
+    # What is approved is the preview: MORE texts it (the agent's request follows as its claim).
+    fields = [PreviewField(label="To", value="x" * 1500), PreviewField(label="Memo", value="y" * 1500)]
+    card = dataclasses.replace(
+        kit.card(parameters={"orderId": "ord_1"}), preview=Preview(title="Refund", fields=fields)
+    )
+    parts = more_parts(card)
+    assert parts.texts[0].startswith("4821 Refund (1/") and "Preview: To: xxx" in parts.texts[0]
+    assert parts.unshown == 0 and "orderId=ord_1" in "".join(parts.texts)
+    big = dataclasses.replace(card, preview=Preview(title="Refund", fields=[*fields, *fields]))
+    assert unshown(big) > 0 and "Too long to text whole" in to_sms_text(big, code_required=False)
+
+
+@pytest.mark.parametrize("char", ["n", "€", "ж"])  # one septet, two septets (GSM-7 extension), UCS-2
+@pytest.mark.parametrize("reason", [None, "r" * 2000])
+def test_the_shortcut_for_a_call_that_fits_agrees_with_the_parts(
+    kit: Any, char: str, reason: str | None
+) -> None:
+    for size in range(1000, 4400, 13):
+        card = kit.card(parameters={"note": char * size}, reason=reason)
+        assert unshown(card) == more_parts(card).unshown, size
