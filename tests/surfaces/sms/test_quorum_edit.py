@@ -96,10 +96,15 @@ async def test_a_yes_to_a_text_sent_before_the_edit_is_refused_and_said_why(db_k
         (texted,) = await until(lambda: emu.texts_to(STAFF))
         assert "amountCents=40000" in texted.body and "2 approvers must say YES" in texted.body
 
+        # The edit queues a retext of the edited call, and a YES after that text is a YES to
+        # the edited call. Its first send fails (retried only once the stepped clock moves),
+        # so the YES below answers the text sent before the edit, whatever the worker's pace.
+        emu.fail_next(500)
         await edit_on_dashboard(h, key, aid)
         reply = await phone.text(STAFF, BOT, "YES")
         assert reply.status_code == 200
         assert "was edited by an approver after it was texted to you" in reply.text, reply.text
+        assert emu.texts_to(STAFF) == [texted], "the edited call was not texted yet"
         body = await body_of(h, key, aid)
         assert body["status"] == "pending" and [a["by"] for a in body["approvals"]] == ["u_ann"]
         trail = (await h.client.get(f"/v1/approvals/{aid}/audit", headers=h.auth(key))).json()["events"]
