@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from surfaces.slack import SlackAdapter
+from surfaces.slack.adapter import MAX_BODY
 from surfaces.slack.emulator import SlackEmulator
 from surfaces.slack.interactions import block_actions_payload, send_signed, signed_headers
 
@@ -130,6 +131,8 @@ async def test_single_workspace_mode_has_no_install_page(
 async def test_an_oversized_body_is_refused_before_verification(
     adapter: SlackAdapter, http: httpx.AsyncClient, secret: str
 ) -> None:
-    body = b"payload=" + b"x" * (300 * 1024)
+    body = b"payload=" + b"x" * MAX_BODY
     response = await http.post("/slack/events", content=body, headers=signed_headers(body, secret))
     assert response.status_code == 413
+    assert response.json()["error"]["code"] == "INVALID_REQUEST"
+    assert response.json()["error"]["limit"] == MAX_BODY
