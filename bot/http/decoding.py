@@ -2,9 +2,9 @@
 
 Every JSON route reads its body through `parse` (or `read_body` and `decode_json`), so no
 route can accept what another refuses: a body over `MAX_BODY` bytes (`413`, read no
-further: `surfaces.bodies`), a key twice in one object (which value counts would depend on
-the parser), `NaN` or `Infinity` (not JSON; they break canonical digests), or a value of the
-wrong JSON type.
+further: `surfaces.bodies`), JSON nested deeper than `MAX_DEPTH` (refused before any parser
+recurses), a key twice in one object (which value counts would depend on the parser), `NaN`
+or `Infinity` (not JSON; they break canonical digests), or a value of the wrong JSON type.
 """
 
 from __future__ import annotations
@@ -30,8 +30,10 @@ def _show_key(key: str) -> str:
 
 
 def decode_json(raw: bytes) -> Any:
-    """The JSON value of `raw`; raises InvalidRequest (field `body`) if it is not plain JSON
-    (`cosigner.strict_json`, the reader the MCP gateway uses too)."""
+    """The JSON value of `raw`; raises InvalidRequest (field `body`) if it nests deeper than
+    `surfaces.bodies.MAX_DEPTH` or is not plain JSON (`cosigner.strict_json`, the reader the
+    MCP gateway uses too)."""
+    bodies.refuse_deep(raw)
     reading = strict_json.read(raw, show_key=_show_key)
     if reading.ambiguous:
         raise InvalidRequest(reading.problems[0], field="body")

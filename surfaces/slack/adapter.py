@@ -40,6 +40,7 @@ from surfaces.slack.home import HOME_EVENT, Pending
 from surfaces.slack.installs import INSTALL_PATH, REDIRECT_PATH, Installs
 from surfaces.slack.pacing import ChannelPacer
 from surfaces.slack.parse import event_type
+from surfaces.slack.shape import bolt_body
 from surfaces.slack.socket_mode import SocketMode
 from surfaces.slack.web_client import (
     SCOPES,
@@ -337,6 +338,12 @@ class SlackAdapter:
                 },
                 status_code=401,
             )
+        try:
+            # Bolt would fail (500) on a payload Slack never sends: refused here, naming the field.
+            bolt_body(body, _content_type(request))
+        except InvalidRequest as exc:
+            logger.warning("Refused a signed Slack request: %s", exc.message)
+            return JSONResponse(exc.body(), status_code=exc.status)
         kind = event_type(body)
         if kind is not None and kind != HOME_EVENT:
             # Cosigner acts on no event but the Home tab's, but a non-2xx makes Slack retry and, in the end,
@@ -375,6 +382,12 @@ class SlackAdapter:
             return self._verifier.is_valid(body, timestamp, signature)
         except (ValueError, TypeError, OverflowError):
             return False
+
+
+def _content_type(request: Request) -> str | None:
+    """The Content-Type as Bolt reads it: the header up to its first `;`, as sent."""
+    header = request.headers.get("content-type")
+    return header.split(";")[0] if header else None
 
 
 def _quiet_token_notice(record: logging.LogRecord) -> bool:

@@ -33,7 +33,7 @@ from contracts.enums import ApprovalStatus, SurfaceType
 from contracts.errors import CosignerError, InvalidRequest, InvalidSignature, SurfaceUnavailable
 from contracts.ports import ApprovalCard, ApprovalDesk, Delivered, TeamsRoute
 from contracts.ports import Route as ApprovalRoute
-from surfaces.bodies import read_body
+from surfaces.bodies import read_body, refuse_deep
 from surfaces.teams.activity import Click, Malformed, NotACardAction, parse_click, read_activity
 from surfaces.teams.auth import ClientCredentials, ConnectorAuth
 from surfaces.teams.card import Verb, attachment, invoke_card, invoke_error, to_card, to_closed_card
@@ -226,7 +226,9 @@ class TeamsAdapter:
             )
         try:
             raw = await read_body(request, MAX_BODY)
-        except InvalidRequest as exc:  # BodyTooLarge (413), or a malformed Content-Length
+            # No activity nests that deep; json.loads would recurse past Python's limit (a 500).
+            refuse_deep(raw)
+        except InvalidRequest as exc:  # BodyTooLarge (413), a malformed Content-Length, too deep
             logger.warning("teams activity refused: %s", exc.message)
             return JSONResponse(exc.body(), status_code=exc.status)
         try:

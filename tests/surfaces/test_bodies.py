@@ -1,7 +1,8 @@
-"""The one reader of inbound bodies: a limit counted as the body arrives."""
+"""The one reader of inbound bodies: a limit counted as the body arrives, JSON depth from text."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import pytest
@@ -9,7 +10,7 @@ from starlette.requests import Request
 from starlette.types import Message
 
 from contracts.errors import BodyTooLarge, InvalidRequest
-from surfaces.bodies import read_body, read_form
+from surfaces.bodies import MAX_DEPTH, read_body, read_form, refuse_deep, too_deep, too_deep_value
 
 
 def request(chunks: list[bytes], headers: dict[str, str] | None = None) -> tuple[Request, list[int]]:
@@ -68,3 +69,31 @@ async def test_a_form_is_bounded_as_a_whole_and_in_fields() -> None:
     with pytest.raises(BodyTooLarge):
         await read_form(got, 1000, max_fields=2)
     assert sum(handed) <= 1000 + 64
+
+
+@pytest.mark.parametrize(
+    ("text", "deep"),
+    [
+        ("[" * MAX_DEPTH + "]" * MAX_DEPTH, False),
+        ("[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1), True),
+        ('{"a": ' * (MAX_DEPTH + 1) + "1" + "}" * (MAX_DEPTH + 1), True),
+        (json.dumps(["[" * 500, "{" * 500]), False),  # brackets inside strings
+        (json.dumps({'k"[[': '\\"' + "[" * 100}), False),  # escaped quotes
+        ("[" * 10 + "]" * 10 + "," + "[" * 60 + "]" * 60, False),  # many, but side by side
+        ('"' + "[" * 100, True),  # no closing quote: a parser would recurse into the rest
+        ("[" * 5000, True),  # invalid, and deep before it is invalid
+    ],
+)
+def test_depth_is_found_from_the_text(text: str, deep: bool) -> None:
+    assert too_deep(text.encode()) is deep
+
+
+def test_a_parsed_value_is_measured_the_same_way() -> None:
+    fits = json.loads("[" * MAX_DEPTH + "]" * MAX_DEPTH)
+    assert not too_deep_value(fits) and too_deep_value([fits]) and not too_deep_value("[[[")
+
+
+def test_refusing_depth_names_the_field_and_the_limit() -> None:
+    with pytest.raises(InvalidRequest) as refused:
+        refuse_deep(b"[" * 100, "payload")
+    assert refused.value.details == {"field": "payload"} and f"{MAX_DEPTH} levels" in refused.value.message
