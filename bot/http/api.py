@@ -16,7 +16,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from bot.approvals import Denials, Engine, GrantSigner, Start, decision_body, start_body
-from bot.http.decoding import decode_json, parse, read_body
+from bot.http.decoding import decode_json, parse, read_body, validate
 from bot.http.denial_routes import denial_handlers
 from bot.http.openapi import ANY_SCOPE, ENDPOINTS
 from bot.http.tenants import TenantKeys
@@ -171,9 +171,9 @@ class Api:
     async def create(self, request: Request, tenant: str) -> Response:
         raw = await read_body(request)
         if b'"operation"' in raw and "operation" in _object(raw):
-            status, body = await self.proposals.propose(tenant, await parse(request, OperationRequest))
+            status, body = await self.proposals.propose(tenant, validate(raw, OperationRequest))
             return answer(body, status)
-        req = await parse(request, ApprovalRequest)
+        req = validate(raw, ApprovalRequest)
         status, body = await self.engine.create(tenant, req)
         return answer(body, status)
 

@@ -1,9 +1,10 @@
 """Request bodies: bounded, unambiguous JSON, validated strictly against a wire model.
 
-Every JSON route reads its body through `parse` (or `decode_json`), so no route can accept
-what another refuses: a key twice in one object (which value counts would depend on the
-parser), `NaN` or `Infinity` (not JSON; they break canonical digests), or a value of the
-wrong JSON type.
+Every JSON route reads its body through `parse` (or `read_body` and `decode_json`), so no
+route can accept what another refuses: a body over `MAX_BODY` bytes (`413`, read no
+further: `surfaces.bodies`), JSON nested deeper than `MAX_DEPTH` (refused before any parser
+recurses), a key twice in one object (which value counts would depend on the parser), `NaN`
+or `Infinity` (not JSON; they break canonical digests), or a value of the wrong JSON type.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from bot.policy import redact
 from contracts.enums import SurfaceType
 from contracts.errors import InvalidRequest
 from cosigner import strict_json
+from surfaces import bodies
 
 MAX_BODY = 1024 * 1024
 M = TypeVar("M", bound=BaseModel)
@@ -28,8 +30,10 @@ def _show_key(key: str) -> str:
 
 
 def decode_json(raw: bytes) -> Any:
-    """The JSON value of `raw`; raises InvalidRequest (field `body`) if it is not plain JSON
-    (`cosigner.strict_json`, the reader the MCP gateway uses too)."""
+    """The JSON value of `raw`; raises InvalidRequest (field `body`) if it nests deeper than
+    `surfaces.bodies.MAX_DEPTH` or is not plain JSON (`cosigner.strict_json`, the reader the
+    MCP gateway uses too)."""
+    bodies.refuse_deep(raw)
     reading = strict_json.read(raw, show_key=_show_key)
     if reading.ambiguous:
         raise InvalidRequest(reading.problems[0], field="body")
@@ -76,20 +80,18 @@ def validation_error(exc: ValidationError) -> InvalidRequest:
 
 
 async def read_body(request: Request) -> bytes:
-    """The raw body, refused above MAX_BODY bytes."""
-    length = request.headers.get("content-length")
-    if length is not None and length.isascii() and length.isdigit() and int(length) > MAX_BODY:
-        raise InvalidRequest(f"body is {length} bytes; the limit is {MAX_BODY}", field="body")
-    raw = await request.body()
-    if len(raw) > MAX_BODY:
-        raise InvalidRequest(f"body is over {MAX_BODY} bytes", field="body")
-    return raw
+    """The raw body, read no further than MAX_BODY bytes (`BodyTooLarge`, a 413, past it)."""
+    return await bodies.read_body(request, MAX_BODY)
 
 
 async def parse(request: Request, model: type[M], *, optional: bool = False) -> M:
     """Read a bounded JSON body and validate it against `model` (an empty body is `{}`
     when `optional`)."""
-    raw = await read_body(request)
+    return validate(await read_body(request), model, optional=optional)
+
+
+def validate(raw: bytes, model: type[M], *, optional: bool = False) -> M:
+    """Validate a body already read (`read_body`) against `model`, as `parse` does."""
     if optional and not raw.strip():
         raw = b"{}"
     if not isinstance(decode_json(raw), dict):

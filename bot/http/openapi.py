@@ -121,11 +121,13 @@ class Endpoint:
 
     def document(self) -> dict[str, Any]:
         """The endpoint's OpenAPI operation object."""
+        # Every route that takes a body reads it only up to its limit (a 413).
+        kinds = (*self.errors, E.BodyTooLarge) if self.body is not None else self.errors
         op = _operation(
             self.summary,
             self.operation_id,
             self.ok,
-            self.errors,
+            kinds,
             body=self.body,
             approval="{approvalId}" in self.doc_path,
             query=list(self.query),

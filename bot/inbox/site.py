@@ -42,6 +42,7 @@ from cosigner.strict_json import read
 from storage import inbox as listing
 from storage.database import Database
 from storage.records import Record
+from surfaces.bodies import read_form
 
 log = logging.getLogger("cosigner.inbox")
 HERE = Path(__file__).parent
@@ -50,6 +51,10 @@ HEARTBEAT = 15.0  # seconds of quiet after which the live list's stream says it 
 MIN_INTERVAL = 1.0  # seconds between two reads of one stream's list: a burst is read once
 FORM_VERDICTS = {v.value: v for v in answering.VERDICTS}
 LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
+# A form is an answer, or an edit of at most the policy's editable parameters (whose call is at
+# most 64 KiB of JSON: under 600 KB form-encoded even if every character is non-ASCII).
+MAX_FORM = 1024 * 1024
+MAX_FIELDS = 1000
 _pages = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]))
 
 
@@ -165,7 +170,9 @@ class Inbox:
         return RedirectResponse("/inbox/", status_code=303)
 
     async def logout(self, request: Request) -> Response:
-        form = await request.form()
+        form = await self.read_form(request, None)
+        if isinstance(form, Response):
+            return form
         if not session.csrf_ok(request, form.get("csrf")):
             return self.refused(request, None, "This form has expired; reload the page and try again.", 403)
         await self.sessions.end(request)
@@ -328,10 +335,19 @@ class Inbox:
         person = await self.who(request)
         if person is None:
             return RedirectResponse("/inbox/", status_code=303)
-        form = await request.form()
+        form = await self.read_form(request, person)
+        if isinstance(form, Response):
+            return form
         if not session.csrf_ok(request, form.get("csrf")):
             return self.refused(request, person, "This form has expired; reload the page and try again.", 403)
         return person, form
+
+    async def read_form(self, request: Request, person: Person | None) -> FormData | Response:
+        """The posted form, read no further than MAX_FORM bytes, or the page refusing it."""
+        try:
+            return await read_form(request, MAX_FORM, max_fields=MAX_FIELDS)
+        except InvalidRequest as exc:  # BodyTooLarge (413), too many fields, a bad Content-Length
+            return self.refused(request, person, f"This form was not accepted: {exc.message}.", exc.status)
 
     async def answer(self, request: Request) -> Response:
         signed = await self.signed_form(request)

@@ -22,9 +22,11 @@ from starlette.routing import BaseRoute, Route
 
 from bot.http import parts_of
 from contracts.errors import InvalidRequest
+from surfaces.bodies import read_body
 
 log = logging.getLogger("cosigner.clock")
 LOOPBACK_NAMES = {"localhost"}
+MAX_BODY = 1024  # `{"advanceSeconds": N}`
 
 
 def is_loopback(host: str) -> bool:
@@ -59,7 +61,11 @@ class SteppedClock:
             if not is_loopback(peer):
                 return _refused(403, "the test clock answers loopback callers only")
             try:
-                seconds = json.loads(await request.body())["advanceSeconds"]
+                raw = await read_body(request, MAX_BODY)
+            except InvalidRequest as exc:  # BodyTooLarge (413), or a malformed Content-Length
+                return JSONResponse(exc.body(), status_code=exc.status)
+            try:
+                seconds = json.loads(raw)["advanceSeconds"]
             except (ValueError, KeyError, TypeError):
                 return _refused(400, 'send {"advanceSeconds": N} with N a positive number')
             if (

@@ -30,6 +30,7 @@ from starlette.routing import Route as StarletteRoute
 from contracts.enums import ApprovalStatus, SurfaceType
 from contracts.errors import InvalidRequest, InvalidSignature, SurfaceUnavailable
 from contracts.ports import ApprovalCard, ApprovalDesk, Delivered, Route, SlackRoute
+from surfaces.bodies import limited
 from surfaces.slack.blocks import to_blocks, to_closed_blocks
 from surfaces.slack.clicks import Clicks
 from surfaces.slack.commands import Commands
@@ -39,6 +40,7 @@ from surfaces.slack.home import HOME_EVENT, Pending
 from surfaces.slack.installs import INSTALL_PATH, REDIRECT_PATH, Installs
 from surfaces.slack.pacing import ChannelPacer
 from surfaces.slack.parse import event_type
+from surfaces.slack.shape import bolt_body
 from surfaces.slack.socket_mode import SocketMode
 from surfaces.slack.web_client import (
     SCOPES,
@@ -52,8 +54,10 @@ __all__ = ["SCOPES", "SlackAdapter", "SlackConfig", "SlackConfigError"]
 
 logger = logging.getLogger("cosigner.slack")
 EVENTS_PATH = "/slack/events"
-# Interaction payloads are a few KB; anything far larger is not from Slack.
-MAX_BODY = 256 * 1024
+# A click on a card is 50 to 120 KB form-encoded; the largest body Cosigner's own views can
+# bring back is an edit modal's submission (40 inputs of 3,000 characters, each in the view
+# and in its state: about 310 KB of ASCII, more with non-ASCII text sent as \u escapes).
+MAX_BODY = 1024 * 1024
 
 
 class SlackConfigError(ValueError):
@@ -309,12 +313,14 @@ class SlackAdapter:
     async def _events(self, request: Request) -> Response:
         if self._handler is None:
             return PlainTextResponse("The Slack surface is not started.", status_code=503)
-        declared = request.headers.get("content-length", "0")
-        # isascii: "²".isdigit() is True, and int("²") would raise (a 500).
-        if not (declared.isascii() and declared.isdigit()) or int(declared) > MAX_BODY:
-            return JSONResponse(InvalidRequest("request too large").body(), status_code=413)
-        body = await request.body()
-        if len(body) > MAX_BODY or not self._signed(body, request):
+        # Read once, at most MAX_BODY bytes; Bolt is handed this same request, body read.
+        bounded = limited(request, MAX_BODY)
+        try:
+            body = await bounded.body()
+        except InvalidRequest as exc:  # BodyTooLarge (413), or a malformed Content-Length
+            logger.warning("Refused a Slack request: %s", exc.message)
+            return JSONResponse(exc.body(), status_code=exc.status)
+        if not self._signed(body, request):
             # Never log the body: it can carry card content and personal data.
             logger.warning(
                 "Refused a Slack request: bad or stale signature "
@@ -324,6 +330,12 @@ class SlackAdapter:
                 "the request is not signed with this app's signing secret, or is older than 5 minutes"
             )
             return JSONResponse(refused.body(), status_code=refused.status)
+        try:
+            # Bolt would fail (500) on a payload Slack never sends: refused here, naming the field.
+            bolt_body(body, _content_type(request))
+        except InvalidRequest as exc:
+            logger.warning("Refused a signed Slack request: %s", exc.message)
+            return JSONResponse(exc.body(), status_code=exc.status)
         kind = event_type(body)
         if kind is not None and kind != HOME_EVENT:
             # Cosigner acts on no event but the Home tab's, but a non-2xx makes Slack retry and, in the end,
@@ -334,7 +346,7 @@ class SlackAdapter:
                 kind,
             )
             return Response(status_code=200)
-        return await self._handler.handle(request)
+        return await self._handler.handle(bounded)
 
     async def _oauth(self, request: Request) -> Response:
         if self._handler is None:
@@ -345,7 +357,11 @@ class SlackAdapter:
                 "Set SLACK_CLIENT_ID and SLACK_CLIENT_SECRET to install into many workspaces.",
                 status_code=404,
             )
-        return await self._handler.handle(request)
+        try:
+            # Bolt reads the body of these GETs too (and uses none of it): bounded like any.
+            return await self._handler.handle(limited(request, MAX_BODY))
+        except InvalidRequest as exc:
+            return JSONResponse(exc.body(), status_code=exc.status)
 
     def _signed(self, body: bytes, request: Request) -> bool:
         # Checked here as well as in Bolt: Bolt's own check raises (500) on a non-numeric
@@ -358,6 +374,12 @@ class SlackAdapter:
             return self._verifier.is_valid(body, timestamp, signature)
         except (ValueError, TypeError, OverflowError):
             return False
+
+
+def _content_type(request: Request) -> str | None:
+    """The Content-Type as Bolt reads it: the header up to its first `;`, as sent."""
+    header = request.headers.get("content-type")
+    return header.split(";")[0] if header else None
 
 
 def _quiet_token_notice(record: logging.LogRecord) -> bool:

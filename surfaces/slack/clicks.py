@@ -354,12 +354,14 @@ class Clicks:
         )
 
     async def _tell(self, client: AsyncWebClient, body: dict[str, Any], text: str) -> None:
-        container = body.get("container") or {}
-        channel = container.get("channel_id") or (body.get("channel") or {}).get("id")
-        user = (body.get("user") or {}).get("id")
-        if not channel or not user:
+        # Also told of a payload refused as malformed: read only what has Slack's types.
+        container = _object(body.get("container"))
+        channel = container.get("channel_id") or _object(body.get("channel")).get("id")
+        user = _object(body.get("user")).get("id")
+        if not isinstance(channel, str) or not channel or not isinstance(user, str) or not user:
             return
-        extra = {"thread_ts": container["thread_ts"]} if container.get("thread_ts") else {}
+        thread_ts = container.get("thread_ts")
+        extra: dict[str, Any] = {"thread_ts": thread_ts} if isinstance(thread_ts, str) and thread_ts else {}
         try:
             async with translated("chat.postEphemeral", channel):
                 await client.chat_postEphemeral(channel=channel, user=user, text=text, **extra)
@@ -397,7 +399,13 @@ def _read_inputs(
 
 
 def _tool_name(body: dict[str, Any]) -> str:
-    for block in (body.get("message") or {}).get("blocks") or []:
-        if block.get("type") == "header":
-            return str((block.get("text") or {}).get("text", "this call"))
+    blocks = _object(body.get("message")).get("blocks")
+    for block in blocks if isinstance(blocks, list) else []:
+        if isinstance(block, dict) and block.get("type") == "header":
+            return str(_object(block.get("text")).get("text", "this call"))
     return "this call"
+
+
+def _object(value: Any) -> Mapping[str, Any]:
+    """`value` if it is a JSON object, else an empty one."""
+    return value if isinstance(value, dict) else {}

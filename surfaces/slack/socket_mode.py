@@ -6,6 +6,9 @@ acknowledges it with what the listener answered, so a click is acknowledged only
 decision is committed (the app runs with `process_before_response`). Envelopes carry no
 HTTP signature: the conversation, message, tenant and approver checks are what protect them,
 and the socket itself is opened with the app-level token only Slack and the operator hold.
+An envelope whose payload Bolt would fail on (`shape.check`) is acknowledged, logged with
+the field at fault, and goes no further: nothing is decided, and Slack does not resend it.
+(A payload that is not a JSON object at all never gets this far: slack_sdk drops it, logged.)
 """
 
 from __future__ import annotations
@@ -15,14 +18,32 @@ import logging
 
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
+from slack_sdk.socket_mode.aiohttp import SocketModeClient
+from slack_sdk.socket_mode.request import SocketModeRequest
+from slack_sdk.socket_mode.response import SocketModeResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
-from contracts.errors import SurfaceUnavailable
+from contracts.errors import InvalidRequest, SurfaceUnavailable
+from surfaces.slack.shape import check
 from surfaces.slack.web_client import translated
 
 logger = logging.getLogger("cosigner.slack.socket_mode")
 APP_TOKEN_PREFIX = "xapp-"
 CONNECT_SECONDS = 10.0  # slack_sdk retries a failed connect forever; start-up must not hang
+
+
+class _CheckedHandler(AsyncSocketModeHandler):
+    """Bolt's Socket Mode handler, but a payload Bolt would fail on is refused before it."""
+
+    async def handle(self, connection: SocketModeClient, req: SocketModeRequest) -> None:  # type: ignore[override]
+        try:
+            check(req.payload)
+        except InvalidRequest as exc:
+            logger.warning("Refused a Slack Socket Mode envelope (type %s): %s", req.type, exc.message)
+            # Acknowledged, so Slack does not resend what would be refused again.
+            await connection.send_socket_mode_response(SocketModeResponse(envelope_id=req.envelope_id))
+            return
+        await super().handle(connection, req)
 
 
 class SocketMode:
@@ -45,7 +66,7 @@ class SocketMode:
         # clear error at start-up rather than the client's endless retry loop.
         async with translated("apps.connections.open", "Socket Mode"):
             opened = await client.apps_connections_open(app_token=self._app_token)
-        handler = AsyncSocketModeHandler(app, self._app_token, logger=logger, web_client=client)
+        handler = _CheckedHandler(app, self._app_token, logger=logger, web_client=client)
         handler.client.wss_uri = str(opened["url"])
         try:
             await asyncio.wait_for(handler.connect_async(), CONNECT_SECONDS)  # type: ignore[no-untyped-call]

@@ -19,8 +19,9 @@ from twilio.request_validator import RequestValidator
 from twilio.twiml.messaging_response import MessagingResponse
 
 from contracts.enums import ApprovalStatus, AuditEvent, ErrorCode, SurfaceType, Verdict
-from contracts.errors import CosignerError, InvalidSignature
+from contracts.errors import CosignerError, InvalidRequest, InvalidSignature
 from contracts.ports import Answer, ApprovalCard, Placed, SmsDesk
+from surfaces.bodies import read_body
 from surfaces.sms.refused_text import code_needed_text, too_long_text
 from surfaces.sms.reply import (
     BARE_WINDOW,
@@ -49,6 +50,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("cosigner.sms")
 
+# A text is at most 1,600 characters; with Twilio's other fields (and up to ten media URLs)
+# a webhook is a few KB.
 MAX_BODY = 64 * 1024
 UNDELIVERED = frozenset({"failed", "undelivered"})
 
@@ -85,14 +88,13 @@ async def read_signed_form(
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if content_type != "application/x-www-form-urlencoded":
         return _forbidden("not a form", path)
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_BODY:
-            return Response("body too large", status_code=413)
-        chunks.append(chunk)
     try:
-        pairs = parse_qsl(b"".join(chunks).decode("utf-8"), keep_blank_values=True, max_num_fields=500)
+        raw = await read_body(request, MAX_BODY)
+    except InvalidRequest as exc:  # BodyTooLarge (413), or a malformed Content-Length
+        logger.warning("sms webhook refused path=%s: %s", path, exc.message)
+        return JSONResponse(exc.body(), status_code=exc.status)
+    try:
+        pairs = parse_qsl(raw.decode("utf-8"), keep_blank_values=True, max_num_fields=500)
     except (UnicodeDecodeError, ValueError):
         return _forbidden("unreadable form", path)
     # A multi-dict: Twilio signs every value of a repeated key.

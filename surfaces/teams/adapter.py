@@ -30,9 +30,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from contracts.enums import ApprovalStatus, SurfaceType
-from contracts.errors import CosignerError, InvalidSignature, SurfaceUnavailable
+from contracts.errors import CosignerError, InvalidRequest, InvalidSignature, SurfaceUnavailable
 from contracts.ports import ApprovalCard, ApprovalDesk, Delivered, TeamsRoute
 from contracts.ports import Route as ApprovalRoute
+from surfaces.bodies import read_body, refuse_deep
 from surfaces.teams.activity import Click, Malformed, NotACardAction, parse_click, read_activity
 from surfaces.teams.auth import ClientCredentials, ConnectorAuth
 from surfaces.teams.card import Verb, attachment, invoke_card, invoke_error, to_card, to_closed_card
@@ -45,6 +46,8 @@ OPENID_URL = "https://login.botframework.com/v1/.well-known/openidconfiguration"
 LOGIN_URL = "https://login.microsoftonline.com"
 MULTI_TENANT = "botframework.com"  # where a multi-tenant bot gets its tokens
 SEND_TIMEOUT = 10.0  # seconds; a durable job worker calls deliver, so a slow Bot Connector may retry
+# An activity is a few KB: an Action.Execute invoke carries the card's small `data`, and a
+# Teams message (which the bot ignores) is at most about 28 KB.
 MAX_BODY = 256 * 1024
 
 
@@ -221,9 +224,13 @@ class TeamsAdapter:
             return JSONResponse(
                 SurfaceUnavailable("the Teams surface is not started").body(), status_code=503
             )
-        raw = await request.body()
-        if len(raw) > MAX_BODY:
-            return Response("body too large", status_code=413)
+        try:
+            raw = await read_body(request, MAX_BODY)
+            # No activity nests that deep; json.loads would recurse past Python's limit (a 500).
+            refuse_deep(raw)
+        except InvalidRequest as exc:  # BodyTooLarge (413), a malformed Content-Length, too deep
+            logger.warning("teams activity refused: %s", exc.message)
+            return JSONResponse(exc.body(), status_code=exc.status)
         try:
             body = json.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError):

@@ -12,6 +12,7 @@ from jsonschema import Draft202012Validator
 from referencing import Registry
 from referencing.jsonschema import DRAFT202012
 
+from bot.http.decoding import MAX_BODY
 from tests.api.test_approvals import call, start
 from tests.harness import Harness, cosigner_app
 from tests.operations.application import SECRET, SECRET_ENV, contract_application, policy_for
@@ -132,6 +133,19 @@ async def exercise(h: Harness, c: Conformance) -> None:
     c.check(item + "/cancel", await post(f"/v1/approvals/{missing}/cancel", headers=a))
     c.check(item + "/result", await post(f"/v1/approvals/{other}/result", json={}, headers=a))
     c.check("/v1/keys", await get("/v1/keys"))
+    # A body over the limit, on every route that takes one: 413, read no further.
+    over = b" " * (MAX_BODY + 1)
+    approver = h.auth(h.approver_key("acme"))
+    for template, headers in (
+        ("/v1/approvals", a),
+        ("/v1/runs/admit", a),
+        (item + "/cancel", a),
+        (item + "/result", a),
+        (item + "/decision", approver),
+    ):
+        path = template.replace("{approvalId}", other)
+        c.check(template, r := await post(path, content=over, headers=headers))
+        assert r.status_code == 413, r.text
     await exercise_denials(h, c, acme, globex)
     for method, suffix in (
         ("GET", ""),

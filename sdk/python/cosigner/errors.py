@@ -5,6 +5,7 @@ error body, so a code, its HTTP status and its class are defined here and nowher
 
     CosignerError                 base: `code`, `status`, `message`, `details` (the body's extra fields)
     ├── InvalidRequest            400  the body or query is malformed; `details["field"]` names where
+    │   └── BodyTooLarge          413  the body is longer than the route takes (`details["limit"]` bytes)
     ├── Unauthenticated           401  no bearer key, or one Cosigner does not know
     ├── InvalidSignature          401  a webhook or callback whose signature does not verify
     │   └── ReplayedDelivery           a callback delivery already received (answer 2xx, skip it)
@@ -56,6 +57,7 @@ __all__ = [
     "ApprovalModeUnsupported",
     "ApprovalNotFound",
     "ApprovalPending",
+    "BodyTooLarge",
     "ConfigurationError",
     "CosignerError",
     "DenialNotFound",
@@ -114,6 +116,12 @@ class InvalidRequest(CosignerError):
 
     code = ErrorCode.INVALID_REQUEST
     status = 400
+
+
+class BodyTooLarge(InvalidRequest):
+    """The body is longer than the route takes (`details["limit"]` bytes); nothing was done."""
+
+    status = 413
 
 
 class Unauthenticated(CosignerError):
@@ -316,6 +324,8 @@ BY_CODE: dict[str, type[CosignerError]] = {
 def error_for(status: int, code: str, message: str, details: dict[str, Any]) -> CosignerError:
     """The exception for an error body; a code this SDK does not know keeps its code and status."""
     cls = BY_CODE.get(code)
+    if cls is InvalidRequest and status == BodyTooLarge.status:
+        cls = BodyTooLarge
     if cls is not None:
         return cls(message, **details)
     unknown = CosignerError(message, **details)

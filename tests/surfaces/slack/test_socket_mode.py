@@ -126,6 +126,36 @@ async def test_a_click_carried_into_another_conversation_decides_nothing(world: 
     assert (await _status(h, key, approval_id))["status"] == "pending"
 
 
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"actions": "cosigner.approve"},
+        {"actions": [{"value": "x"}]},
+        {"team": 5},
+        {"authorizations": [5]},
+        {"view": "x", "type": "view_submission"},
+        {"event": None},
+    ],
+    ids=["actions not a list", "action without id", "team a number", "authorizations", "view", "event"],
+)
+async def test_an_envelope_bolt_would_fail_on_is_acknowledged_and_decides_nothing(
+    world: World, change: dict[str, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    h, emu, key = world
+    approval_id = await _ask(h, key)
+    posted = emu.messages[0]
+    payload = click_payload(
+        emu, channel=posted.channel, ts=posted.ts, action_id="cosigner.approve", user="U1"
+    )
+    ack = await emu.push({**payload, **change})  # acknowledged at once: Slack sends it no more
+    assert ack["envelope_id"] and "payload" not in ack
+    assert (await _status(h, key, approval_id))["status"] == "pending"
+    assert "Refused a Slack Socket Mode envelope" in caplog.text
+    # The connection still serves the real click.
+    await emu.socket_click(channel=posted.channel, ts=posted.ts, action_id="cosigner.approve", user="U1")
+    assert (await _status(h, key, approval_id))["status"] == "approved"
+
+
 async def test_a_replayed_envelope_does_not_decide_twice(world: World) -> None:
     h, emu, key = world
     approval_id = await _ask(h, key)

@@ -132,9 +132,11 @@ async def test_single_workspace_mode_has_no_install_page(
 async def test_an_oversized_body_is_refused_before_verification(
     adapter: SlackAdapter, http: httpx.AsyncClient, secret: str
 ) -> None:
-    body = b"payload=" + b"x" * (300 * 1024)
+    body = b"payload=" + b"x" * MAX_BODY
     response = await http.post("/slack/events", content=body, headers=signed_headers(body, secret))
     assert response.status_code == 413
+    assert response.json()["error"]["code"] == "INVALID_REQUEST"
+    assert response.json()["error"]["limit"] == MAX_BODY
 
 
 async def test_its_refusals_are_error_bodies(adapter: SlackAdapter, http: httpx.AsyncClient) -> None:
