@@ -369,16 +369,18 @@ def read_settings() -> Reading:
 
 
 def secret_values(environ: Mapping[str, str]) -> list[str]:
-    """The values of the secret variables set in `environ`, and the database URL's password:
-    what no output may show, even quoted inside a library's error."""
+    """The values of the secret variables set in `environ` (of the database URL, its password
+    only): what no output may show, even quoted inside a library's error."""
     values = []
     for field in SECRET_FIELDS:
         alias = Settings.model_fields[field].validation_alias
         names = alias.choices if isinstance(alias, AliasChoices) else [field.upper()]
-        values += [environ[str(n)] for n in names if environ.get(str(n))]
-    for value in list(values):
-        with contextlib.suppress(ValueError):
-            values.append(unquote(urlsplit(value).password or ""))
+        for value in (environ[str(n)] for n in names if environ.get(str(n))):
+            if field != "database_url":
+                values.append(value)
+                continue
+            with contextlib.suppress(ValueError):
+                values.append(unquote(urlsplit(value).password or ""))
     return [v for v in values if len(v) >= 4]  # shorter ones would mask ordinary words
 
 

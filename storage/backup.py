@@ -17,9 +17,10 @@ import secrets
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
+from shlex import quote as quoted
 from urllib.parse import quote
 
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 
 from storage.health import sqlite_file
 from storage.permissions import make_private
@@ -40,12 +41,17 @@ class Backup:
     revision: str | None
 
 
-def pg_dump_advice(url: str) -> str:
-    """How to back up the PostgreSQL database `url` names with pg_dump (password not shown)."""
-    target = make_url(url).set(drivername="postgresql", password=None).render_as_string()
+def pg_dump_advice(url: str, destination: Path) -> str:
+    """How to back up the PostgreSQL database `url` names to `destination` with pg_dump (its
+    password not shown)."""
+    given = make_url(url)
+    target = URL.create(
+        "postgresql", given.username, None, given.host, given.port, given.database, given.query
+    ).render_as_string()
     return (
         "`cosigner backup` copies SQLite only; back up PostgreSQL with its own pg_dump, which reads "
-        f"one consistent snapshot while Cosigner serves: pg_dump --format=custom --file=PATH '{target}' "
+        "one consistent snapshot while Cosigner serves: "
+        f"pg_dump --format=custom --file={quoted(str(destination))} {quoted(target)} "
         "(the password from PGPASSWORD or ~/.pgpass; the whole database, no --table, --schema-only or "
         "--data-only). Restoring it: docs/operators.md#backup-and-restore"
     )

@@ -23,7 +23,7 @@ def register(sub: Any, usage_error: type[Exception]) -> None:
         url = load_settings().database_url
         backend = database_backend(url)
         if backend == "postgresql":
-            raise usage_error(pg_dump_advice(url))
+            raise usage_error(pg_dump_advice(url, Path(args.path)))
         if backend != "sqlite":
             raise DatabaseUrlError(
                 f"{safe_url(url)!r}: Cosigner runs on sqlite+aiosqlite:// or postgresql+asyncpg://"
