@@ -9,15 +9,16 @@ import enum
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
-from alembic.config import Config
-from alembic.script import ScriptDirectory
-from alembic.util import CommandError
 from sqlalchemy.engine import make_url
 
 from storage.database import MIGRATIONS, Database
 from storage.work import Work
+
+if TYPE_CHECKING:
+    from alembic.script import ScriptDirectory
 
 
 def sqlite_file(url: str) -> Path | None:
@@ -74,6 +75,9 @@ class Schema:
 
 
 def _scripts() -> ScriptDirectory:
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS))
     return ScriptDirectory.from_config(cfg)
@@ -81,6 +85,8 @@ def _scripts() -> ScriptDirectory:
 
 async def schema(db: Database) -> Schema:
     """Where the database's schema stands (it is read, never changed)."""
+    from alembic.util import CommandError
+
     revision = await db.revision()
     scripts = _scripts()
     head = scripts.get_current_head()

@@ -7,6 +7,10 @@ twilio's client fetching the account, the Teams token through `ClientCredentials
 loading the issuer's discovery document and JWKS. A check that needs a variable that broke
 its rule raises `Skipped`; one that raises anything else is reported as failed by the runner
 (bot.cli.doctor). A new check is one function and one line in `CHECKS`.
+
+Everything the checks use is imported with this module, before any check's clock starts:
+the checks share one event loop, and an import inside one would count against them all.
+This module is imported by `cosigner doctor` alone (bot.cli.doctor imports it when run).
 """
 
 from __future__ import annotations
@@ -36,6 +40,9 @@ from bot.settings import DEV_SECRET, MAKE_SECRET, RULES, Reading, Settings, env_
 from contracts.errors import PolicyError, SurfaceUnavailable
 from storage.database import Database, DatabaseError, database_backend, safe_url
 from storage.health import SchemaStanding, schema, server_time, sqlite_file, sqlite_unusable
+from surfaces.slack.web_client import build_client, translated
+from surfaces.sms.account import account_status
+from surfaces.teams.auth import ClientCredentials
 
 
 class Status(StrEnum):
@@ -295,8 +302,6 @@ async def callbacks(ctx: Context) -> Result:
 
 async def slack(ctx: Context) -> Result:
     """SLACK_BOT_TOKEN is a live token of a workspace (`auth.test`)."""
-    from surfaces.slack.web_client import build_client, translated
-
     s = ctx.need("slack_bot_token", "slack_app_token", "slack_api_url")
     if not s.slack_enabled:
         return SKIP, "Slack is off (SLACK_SIGNING_SECRET or SLACK_APP_TOKEN, and SLACK_BOT_TOKEN, not set)"
@@ -317,8 +322,6 @@ async def slack(ctx: Context) -> Result:
 
 async def twilio(ctx: Context) -> Result:
     """Twilio accepts TWILIO_ACCOUNT_SID with TWILIO_AUTH_TOKEN, and the account is active."""
-    from surfaces.sms.account import account_status
-
     s = ctx.need("twilio_api_url", "public_url")
     if not s.sms_enabled:
         return SKIP, "SMS is off (TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN not set)"
@@ -345,8 +348,6 @@ async def twilio(ctx: Context) -> Result:
 
 async def teams(ctx: Context) -> Result:
     """Microsoft Entra ID issues the bot a token for the Bot Connector, as the server gets it."""
-    from surfaces.teams.auth import ClientCredentials
-
     s = ctx.need("microsoft_app_send_x5c", "teams_api_url")
     if not s.teams_enabled:
         return SKIP, "Teams is off (MICROSOFT_APP_ID, its password or certificate, and tenant not set)"

@@ -95,10 +95,16 @@ async def world(tmp_path: Path, database_url: str) -> AsyncIterator[World]:
         yield World(slack, twilio, teams, env, tmp_path)
 
 
+# Each check's timeout in the subprocess runs: generous, so a machine busy with other work
+# does not turn a slow answer into a failure (the timeout itself is tested in process).
+TIMEOUT = "30"
+
+
 async def doctor(w: World, **env: str) -> tuple[int, dict[str, dict[str, str]], str]:
     """`cosigner doctor --json` with `env` over the world's: (exit status, findings by check,
     everything it printed)."""
-    code, out, err = await cosigner_async({**w.env, **env}, "doctor", "--json", cwd=w.folder)
+    args = ("doctor", "--json", "--timeout", TIMEOUT)
+    code, out, err = await cosigner_async({**w.env, **env}, *args, cwd=w.folder)
     findings = json.loads(out)
     return code, {f["check"]: f for f in findings}, out + err
 
@@ -118,8 +124,8 @@ def statuses(found: dict[str, dict[str, str]]) -> dict[str, str]:
 async def test_every_check_passes_against_the_emulators(db_kind: str, tmp_path: Path) -> None:
     async with fresh_database(db_kind, tmp_path) as url, world(tmp_path, url) as w:
         await migrated(w)
-        code, out, err = await cosigner_async(w.env, "doctor", "--json", cwd=w.folder)
-        text_code, text, _ = await cosigner_async(w.env, "doctor", cwd=w.folder)
+        code, out, err = await cosigner_async(w.env, "doctor", "--json", "--timeout", TIMEOUT, cwd=w.folder)
+        text_code, text, _ = await cosigner_async(w.env, "doctor", "--timeout", TIMEOUT, cwd=w.folder)
     assert code == 0 and text_code == 0, out + err
     findings = json.loads(out)
     # The documented shape: a list of {check, status, message}, in the table's order.
@@ -266,7 +272,7 @@ async def test_a_bad_timeout_is_a_usage_error(tmp_path: Path) -> None:
 # --- the runner, in process ------------------------------------------------------------------
 
 
-def context(monkeypatch: pytest.MonkeyPatch, timeout: float = 5.0, **env: str) -> Context:
+def context(monkeypatch: pytest.MonkeyPatch, *, timeout: float = 5.0, **env: str) -> Context:
     """A doctor context on `env` (nothing else of Cosigner's set)."""
     for name in list(os.environ):
         if name.startswith(("COSIGNER_", "SLACK_", "TWILIO_", "MICROSOFT_")):
@@ -377,3 +383,38 @@ async def test_clock_skew_against_the_database(db_kind: str, monkeypatch: pytest
     assert right.status is Status.OK, right
     assert off.status is Status.WARN and "behind the database's" in off.message, off
     assert far.status is Status.FAIL and "NTP" in far.message, far
+
+
+async def test_a_twilio_account_that_is_not_active_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    async with TwilioEmulator.running(TWILIO_SID, TWILIO_TOKEN) as twilio:
+        twilio.account_status = "suspended"
+        ctx = context(
+            monkeypatch,
+            TWILIO_ACCOUNT_SID=TWILIO_SID,
+            TWILIO_AUTH_TOKEN=TWILIO_TOKEN,
+            TWILIO_API_URL=twilio.api_url,
+            COSIGNER_PUBLIC_URL="https://cosigner.example.com",
+        )
+        (found,) = await diagnose(ctx, {"twilio": CHECKS["twilio"]})
+    assert found.status is Status.FAIL
+    assert (
+        found.message
+        == f"the Twilio account {TWILIO_SID} is suspended: it sends nothing; see the Twilio console"
+    )
+
+
+async def test_an_issuer_whose_discovery_names_another_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    async with SlackEmulator.running() as slack:
+        slack.openid.register_client(CLIENT_ID, CLIENT_SECRET)
+        # The same issuer under another name: its document names http://127.0.0.1:…, so
+        # every ID token's `iss` would differ from the configured issuer.
+        spelled = slack.openid.issuer.replace("127.0.0.1", "localhost")
+        ctx = context(
+            monkeypatch,
+            COSIGNER_OIDC_ISSUER=spelled,
+            COSIGNER_OIDC_CLIENT_ID=CLIENT_ID,
+            COSIGNER_OIDC_CLIENT_SECRET=CLIENT_SECRET,
+        )
+        (found,) = await diagnose(ctx, {"oidc": CHECKS["oidc"]})
+    assert found.status is Status.FAIL, found
+    assert f"names the issuer '{slack.openid.issuer}', not COSIGNER_OIDC_ISSUER" in found.message
