@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import secrets
 import shutil
@@ -36,9 +37,11 @@ from sqlalchemy.engine import make_url
 
 from bot.cli import main
 from storage import raw
-from storage.database import Database
+from storage.audit import verify_chains
+from storage.backup import backup_sqlite
+from storage.database import Database, head_revision
 from surfaces.slack.emulator import SlackEmulator
-from tests.harness import CallbackReceiver, until, until_async
+from tests.harness import CallbackReceiver, cosigner_app, until, until_async
 from tests.processes import clean_env, cosigner_async, free_port, fresh_database
 
 SECRET = "backup-test-secret-" + secrets.token_hex(16)
@@ -231,6 +234,7 @@ async def scenario(kind: str, url: str, emu: SlackEmulator, receiver: CallbackRe
         # During the backup: requests keep coming and being decided.
         done = asyncio.Event()
         during: list[str] = []
+        approved_during: list[str] = []
 
         async def load() -> None:
             for i in range(IN_FLIGHT_MAX):
@@ -240,10 +244,14 @@ async def scenario(kind: str, url: str, emu: SlackEmulator, receiver: CallbackRe
                 during.append(approval_id)
                 if i % 2 == 0:
                     await approve(approval_id)
+                    approved_during.append(approval_id)
 
         # The load runs before the backup starts and goes on after it ends, without a pause.
         loading = asyncio.create_task(load())
-        await until(lambda: len(during) >= 3 or loading.done(), seconds=30)
+        await until(lambda: len(approved_during) >= 3 or loading.done(), seconds=30)
+        # Answered before the backup began, so in it: the newest of them are still in
+        # SQLite's -wal file, which a copy of the database file alone would miss.
+        created_first, approved_first = list(during), list(approved_during)
         if kind == "sqlite":
             code, out, err = await cosigner_async(server.env, "backup", str(backup), cwd=tmp)
             assert code == 0, out + err
@@ -278,6 +286,8 @@ async def scenario(kind: str, url: str, emu: SlackEmulator, receiver: CallbackRe
             await click(api, pending_before[0])  # answered on that very card
             assert await status(pending_before[0]) == "approved"
             restored_states = {a: s for a in during if (s := await _status_if_any(api, a, agent_auth))}
+            assert set(created_first) <= set(restored_states), "an approval made before the backup is lost"
+            assert {restored_states[a] for a in approved_first} == {"approved"}
             await until(lambda: pending_before[0] in {a for _, a in deliveries(receiver)}, seconds=30)
             await until_async(lambda: _none(undone_callbacks(copy)), seconds=30)
 
@@ -304,6 +314,48 @@ async def _status_if_any(api: httpx.AsyncClient, approval_id: str, auth: dict[st
         return None
     assert r.status_code == 200, r.text
     return str(r.json()["status"])
+
+
+async def test_the_backup_holds_what_is_still_in_the_wal(tmp_path: Path) -> None:
+    """While the server holds its connections, recent commits live in `cosigner.db-wal`: the
+    backup has them (a copy of the database file alone would not)."""
+    path = tmp_path / "c.db"
+    url = f"sqlite+aiosqlite:///{path}"
+    db = Database(url)
+    await db.migrate()
+    try:
+        async with cosigner_app(db=db) as h:
+            key = await h.create_tenant("acme")
+            made = []
+            for i in range(5):
+                r = await h.client.post(
+                    "/v1/approvals",
+                    headers=h.auth(key),
+                    json={
+                        "executionId": "run_1",
+                        "toolCallId": f"c{i}",
+                        "toolName": "issue_refund",
+                        "parameters": {"orderId": f"o{i}", "amountCents": 9000},
+                        "surface": {"type": "dashboard", "userId": "u_1"},
+                    },
+                )
+                assert r.status_code == 201, r.text
+                made.append(r.json()["approvalId"])
+            assert await asyncio.to_thread(os.path.getsize, f"{path}-wal") > 0  # the commits are in the WAL
+            backup = await asyncio.to_thread(backup_sqlite, url, tmp_path / "b.db")
+    finally:
+        await db.close()
+    assert backup.revision == head_revision()
+    assert not await asyncio.to_thread(os.path.exists, f"{backup.path}-wal")  # one self-contained file
+    copy = Database(f"sqlite+aiosqlite:///{backup.path}")
+    try:
+        async with raw.read(copy) as conn:
+            ids = {row[0] for row in await conn.execute(sa.text("SELECT id FROM approvals"))}
+        checked, findings = await copy.run_read(verify_chains, snapshot=True)
+    finally:
+        await copy.close()
+    assert ids == set(made)
+    assert findings == [] and checked >= len(made)
 
 
 # --- the command's refusals ------------------------------------------------------------------
