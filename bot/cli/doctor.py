@@ -1,6 +1,7 @@
 """`cosigner doctor [--json] [--timeout S]`: why Cosigner does not work, one line per check.
 
-Every check in `bot.cli.doctor_checks.CHECKS` runs at once, each within its own timeout, so
+Every check in `bot.cli.doctor_checks.CHECKS` (loaded only when doctor runs: the checks
+import the services' clients) runs at once, each within its own timeout, so
 a service that hangs cannot hang doctor. A check that raises is `fail` with the exception's
 class and message. No line ever carries a secret: every value of a secret variable (and the
 database password) is masked in what is printed, whatever a library put in its error. Exit
@@ -16,14 +17,53 @@ import math
 import os
 import re
 import sys
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
 
-from bot.settings import read_settings, secret_values
+from bot.settings import Reading, Settings, env_name, read_settings, secret_values
 
-if TYPE_CHECKING:  # the checks load the services' clients: only when doctor runs
-    from bot.cli.doctor_checks import Check, Context, Status
+
+class Status(StrEnum):
+    """A check's verdict: only `fail` makes doctor exit non-zero."""
+
+    OK = "ok"
+    WARN = "warn"  # works, but not as it should in production
+    FAIL = "fail"  # Cosigner will not start, or this part will not work
+    SKIP = "skip"  # not configured, or not checkable because something it needs is broken
+
+
+OK, WARN, FAIL, SKIP = Status.OK, Status.WARN, Status.FAIL, Status.SKIP
+Result = tuple[Status, str]
+"""What a check found: its status and one line."""
+Check = Callable[["Context"], Awaitable[Result]]
+"""One check (bot.cli.doctor_checks.CHECKS holds them all)."""
+
+
+class Skipped(Exception):
+    """The check cannot run: the message says why (a variable it needs broke its rule)."""
+
+
+@dataclass
+class Context:
+    """What every check reads: the settings as far as they parse, the per-check timeout and
+    the clock (injected, so a test can skew it)."""
+
+    reading: Reading
+    timeout: float = 5.0  # seconds each check may take
+    clock: Callable[[], float] = field(default=time.time)
+
+    def need(self, *fields: str) -> Settings:
+        """The settings, or `Skipped` when any of `fields` broke its rule (or nothing parsed)."""
+        bad = [env_name(f) for f in fields if f in self.reading.refused]
+        if bad:
+            raise Skipped(f"not checked: {', '.join(bad)} breaks its rule (see settings)")
+        if self.reading.settings is None:
+            raise Skipped("not checked: the settings do not parse (see settings)")
+        return self.reading.settings
+
 
 TIMEOUT = 5.0  # seconds each check may take
 MASK = "[REDACTED]"
@@ -52,8 +92,6 @@ def one_line(text: str, secrets: list[str]) -> str:
 
 
 async def _run_one(name: str, check: Check, ctx: Context, secrets: list[str]) -> Finding:
-    from bot.cli.doctor_checks import Skipped, Status
-
     try:
         async with asyncio.timeout(ctx.timeout) as deadline:
             status, message = await check(ctx)
@@ -82,8 +120,6 @@ async def diagnose(
 
 def render(findings: list[Finding]) -> str:
     """The findings as text: one line per check, then the tally."""
-    from bot.cli.doctor_checks import Status
-
     width = max(len(f.check) for f in findings)
     lines = [f"{f.status.value:<4}  {f.check:<{width}}  {f.message}" for f in findings]
     tally = {s: sum(f.status is s for f in findings) for s in Status}
@@ -93,7 +129,7 @@ def render(findings: list[Finding]) -> str:
 
 def exit_status(findings: list[Finding]) -> int:
     """0 when nothing failed, else 1."""
-    return 1 if any(f.status.value == "fail" for f in findings) else 0
+    return 1 if any(f.status is Status.FAIL for f in findings) else 0
 
 
 def _seconds(text: str) -> float:
@@ -110,8 +146,6 @@ def register(sub: Any) -> None:
     """Add the `doctor` command to the CLI's subparsers."""
 
     def doctor(args: argparse.Namespace) -> int:
-        from bot.cli.doctor_checks import Context
-
         ctx = Context(read_settings(), timeout=args.timeout)
         findings = asyncio.run(diagnose(ctx))
         if args.json:

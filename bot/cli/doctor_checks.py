@@ -1,87 +1,38 @@
 """The checks `cosigner doctor` runs: one table (`CHECKS`) of named async functions, each
-answering (status, one line) about one thing Cosigner needs.
+answering (status, one line) about one thing Cosigner needs. Those of this machine and its
+settings are here; those that ask a service (Slack, Twilio, Teams, the OpenID issuer) are in
+bot.cli.doctor_services.
 
-A check reads the settings as far as they parse (`bot.settings.read_settings`) and asks the
-real service with the client the server uses: slack_sdk's `AsyncWebClient.auth_test`,
-twilio's client fetching the account, the Teams token through `ClientCredentials`, authlib
-loading the issuer's discovery document and JWKS. A check that needs a variable that broke
-its rule raises `Skipped`; one that raises anything else is reported as failed by the runner
-(bot.cli.doctor). A new check is one function and one line in `CHECKS`.
+A check reads the settings as far as they parse (`bot.settings.read_settings`, through
+`Context.need`, which raises `Skipped` when a variable it needs broke its rule); anything
+else it raises is reported as failed by the runner (bot.cli.doctor). A new check is one
+function and one line in `CHECKS`.
 
 Everything the checks use is imported with this module, before any check's clock starts:
 the checks share one event loop, and an import inside one would count against them all.
-This module is imported by `cosigner doctor` alone (bot.cli.doctor imports it when run).
+Only `cosigner doctor` imports it, when it runs.
 """
 
 from __future__ import annotations
 
 import math
-import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from enum import StrEnum
 from ipaddress import ip_address
 from urllib.parse import urlsplit
 
-import httpx
-
+from bot.cli.doctor import FAIL, OK, SKIP, WARN, Check, Context, Result, Skipped
+from bot.cli.doctor_services import oidc, slack, teams, twilio
 from bot.egress import parse_allow_list
-from bot.http.surface_config import (
-    ConfigurationError,
-    partial_configuration,
-    sms_config,
-    teams_config,
-    whatsapp_config,
-)
-from bot.inbox.signin import HTTP_ERRORS, SignIn, unreachable
+from bot.http.surface_config import partial_configuration
 from bot.policy import load_policy_file
-from bot.settings import DEV_SECRET, MAKE_SECRET, RULES, Reading, Settings, env_name
-from contracts.errors import PolicyError, SurfaceUnavailable
+from bot.settings import DEV_SECRET, MAKE_SECRET, RULES
+from contracts.errors import PolicyError
 from storage.database import Database, DatabaseError, database_backend, safe_url
 from storage.health import SchemaStanding, schema, server_time, sqlite_file, sqlite_unusable
-from surfaces.slack.web_client import build_client, translated
-from surfaces.sms.account import account_status
-from surfaces.teams.auth import ClientCredentials
 
-
-class Status(StrEnum):
-    """A check's verdict: only `fail` makes doctor exit non-zero."""
-
-    OK = "ok"
-    WARN = "warn"  # works, but not as it should in production
-    FAIL = "fail"  # Cosigner will not start, or this part will not work
-    SKIP = "skip"  # not configured, or not checkable because something it needs is broken
-
-
-Result = tuple[Status, str]
-OK, WARN, FAIL, SKIP = Status.OK, Status.WARN, Status.FAIL, Status.SKIP
 SKEW_WARN = 1.0  # seconds between this machine's clock and the database's: replicas disagree
 SKEW_FAIL = 60.0  # past this, expiries, reminders and grants are off by minutes
 SECRET_BITS = 100  # below this estimate, COSIGNER_SECRET looks guessable
-
-
-class Skipped(Exception):
-    """The check cannot run: the message says why (a variable it needs broke its rule)."""
-
-
-@dataclass
-class Context:
-    """What every check reads: the settings as far as they parse, the per-check timeout and
-    the clock (injected, so a test can skew it)."""
-
-    reading: Reading
-    timeout: float = 5.0
-    clock: Callable[[], float] = field(default=time.time)
-
-    def need(self, *fields: str) -> Settings:
-        """The settings, or `Skipped` when any of `fields` broke its rule (or nothing parsed)."""
-        bad = [env_name(f) for f in fields if f in self.reading.refused]
-        if bad:
-            raise Skipped(f"not checked: {', '.join(bad)} breaks its rule (see settings)")
-        if self.reading.settings is None:
-            raise Skipped("not checked: the settings do not parse (see settings)")
-        return self.reading.settings
 
 
 async def settings(ctx: Context) -> Result:
@@ -299,129 +250,6 @@ async def callbacks(ctx: Context) -> Result:
         )
     return OK, f"callbacks go to public addresses over https, and also to {entries}"
 
-
-async def slack(ctx: Context) -> Result:
-    """SLACK_BOT_TOKEN is a live token of a workspace (`auth.test`)."""
-    s = ctx.need("slack_bot_token", "slack_app_token", "slack_api_url")
-    if not s.slack_enabled:
-        return SKIP, "Slack is off (SLACK_SIGNING_SECRET or SLACK_APP_TOKEN, and SLACK_BOT_TOKEN, not set)"
-    if not s.slack_bot_token:
-        return SKIP, (
-            "Slack installs into many workspaces (SLACK_CLIENT_ID): each workspace's token comes "
-            "through /slack/install"
-        )
-    client = build_client(s.slack_bot_token, s.slack_api_url, None)
-    try:
-        async with translated("auth.test", "the workspace of SLACK_BOT_TOKEN"):
-            answer = await client.auth_test()
-    except SurfaceUnavailable as exc:
-        return FAIL, str(exc)
-    bot, team = answer.get("user_id"), answer.get("team_id")
-    return OK, f"auth.test: SLACK_BOT_TOKEN is bot user {bot} of workspace {team}"
-
-
-async def twilio(ctx: Context) -> Result:
-    """Twilio accepts TWILIO_ACCOUNT_SID with TWILIO_AUTH_TOKEN, and the account is active."""
-    s = ctx.need("twilio_api_url", "public_url")
-    if not s.sms_enabled:
-        return SKIP, "SMS is off (TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN not set)"
-    try:
-        config = sms_config(s)
-        if s.whatsapp_enabled:
-            whatsapp_config(s, config)
-    except ConfigurationError as exc:
-        return FAIL, str(exc)
-    try:
-        status = await account_status(config, request_seconds=ctx.timeout)
-    except SurfaceUnavailable as exc:
-        return FAIL, str(exc)
-    if status != "active":
-        return (
-            FAIL,
-            f"the Twilio account {config.account_sid} is {status}: it sends nothing; see the Twilio console",
-        )
-    return (
-        OK,
-        f"Twilio accepts TWILIO_ACCOUNT_SID {config.account_sid} with its auth token; the account is active",
-    )
-
-
-async def teams(ctx: Context) -> Result:
-    """Microsoft Entra ID issues the bot a token for the Bot Connector, as the server gets it."""
-    s = ctx.need("microsoft_app_send_x5c", "teams_api_url")
-    if not s.teams_enabled:
-        return SKIP, "Teams is off (MICROSOFT_APP_ID, its password or certificate, and tenant not set)"
-    try:
-        config = teams_config(s, ctx.clock)
-    except ConfigurationError as exc:
-        return FAIL, str(exc)
-    async with httpx.AsyncClient(timeout=ctx.timeout) as http:
-        credentials = ClientCredentials(
-            config.token_url, config.app_id, config.app_password, http, ctx.clock, config.certificate
-        )
-        try:
-            await credentials.token()
-        except SurfaceUnavailable as exc:
-            return FAIL, str(exc)
-    return OK, f"Microsoft Entra ID issued a bot token to {config.app_id} (tenant {config.app_tenant_id})"
-
-
-async def oidc(ctx: Context) -> Result:
-    """The inbox's OpenID issuer serves its discovery document and a JWKS with keys."""
-    s = ctx.need("oidc_issuer")
-    given = {
-        "COSIGNER_OIDC_ISSUER": s.oidc_issuer,
-        "COSIGNER_OIDC_CLIENT_ID": s.oidc_client_id,
-        "COSIGNER_OIDC_CLIENT_SECRET": s.oidc_client_secret,
-    }
-    if not any(given.values()):
-        return SKIP, "the inbox's sign-in is off (COSIGNER_OIDC_ISSUER and its client not set)"
-    if not all(given.values()):
-        return (
-            WARN,
-            f"the inbox's sign-in is off: {' and '.join(k for k, v in given.items() if not v)} not set",
-        )
-    signin = SignIn(s.oidc_issuer or "", s.oidc_client_id or "", s.oidc_client_secret or "")
-    discovery = f"{signin.issuer}/.well-known/openid-configuration"
-    metadata = await _fetched(signin.client.load_server_metadata, discovery, signin.issuer)
-    if isinstance(metadata, str):
-        return FAIL, metadata
-    named = str(metadata.get("issuer", "")).rstrip("/")
-    if named != signin.issuer:
-        return FAIL, (
-            f"{discovery} names the issuer {named or 'nobody'!r}, not COSIGNER_OIDC_ISSUER: every "
-            "sign-in would be refused; set COSIGNER_OIDC_ISSUER to the issuer it names"
-        )
-    missing = [k for k in ("authorization_endpoint", "token_endpoint", "jwks_uri") if not metadata.get(k)]
-    if missing:
-        return FAIL, f"{discovery} has no {', '.join(missing)}: it is not an OpenID Connect issuer's"
-    jwks = await _fetched(signin.client.fetch_jwk_set, str(metadata["jwks_uri"]), signin.issuer)
-    if isinstance(jwks, str):
-        return FAIL, jwks
-    keys = jwks.get("keys")
-    if not isinstance(keys, list) or not keys:
-        return FAIL, f"the JWKS at {metadata['jwks_uri']} holds no keys: no sign-in could be verified"
-    return OK, f"{signin.issuer}: discovery document and JWKS ({len(keys)} key(s)) reachable"
-
-
-async def _fetched(
-    fetch: Callable[[], Awaitable[dict[str, object]]], where: str, issuer: str
-) -> dict[str, object] | str:
-    """What authlib fetched from `where`, or the line saying why it could not."""
-    try:
-        document = await fetch()
-    except HTTP_ERRORS as exc:
-        status = getattr(getattr(exc, "response", None), "status_code", None)
-        if status is not None:
-            return f"{where} answered HTTP {status}: check COSIGNER_OIDC_ISSUER (the issuer's URL itself)"
-        return f"{unreachable(issuer)} ({type(exc).__name__})"
-    except ValueError:
-        return f"{where} is not JSON: check COSIGNER_OIDC_ISSUER (the issuer's URL itself)"
-    return document if isinstance(document, dict) else f"{where} is not a JSON object"
-
-
-Check = Callable[[Context], Awaitable[Result]]
-"""One check: what it found, as (status, one line)."""
 
 CHECKS: dict[str, Check] = {
     "settings": settings,

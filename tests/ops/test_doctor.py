@@ -26,8 +26,8 @@ from typing import Any
 import pytest
 from alembic import command
 
-from bot.cli.doctor import diagnose, exit_status, render
-from bot.cli.doctor_checks import CHECKS, Context, Status
+from bot.cli.doctor import Context, Status, diagnose, exit_status, render
+from bot.cli.doctor_checks import CHECKS
 from bot.settings import DEV_SECRET, read_settings
 from storage import raw
 from storage.database import Database, _alembic_config
