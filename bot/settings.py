@@ -7,9 +7,12 @@ never quotes a secret.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Mapping
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -67,7 +70,11 @@ SECRET_FIELDS = {
     "twilio_auth_token",
     "microsoft_app_password",
     "microsoft_app_certificate_password",
+    "oidc_client_secret",
 }
+# The fields the rules across variables (the model validators below) refuse: a reading that
+# must go on past them (`read_settings`) sets them aside as well.
+CROSS_FIELDS = ("public_url", "sqlite_synchronous")
 
 
 def _env(name: str) -> AliasChoices:
@@ -321,6 +328,60 @@ def describe(exc: ValidationError) -> str:
         shown = "" if field in SECRET_FIELDS else f" (it is {error.get('input')!r})"
         problems.append(f"{env_name(field)} {rule}{shown}")
     return "; ".join(problems)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """The settings read as far as they go: what `cosigner doctor` checks the rest with."""
+
+    settings: Settings | None  # the refused fields at their defaults; None if even that fails
+    refused: frozenset[str]  # the fields whose variables break their rule
+    problem: str | None  # `describe`'s line for them, None when every variable is good
+
+
+def _refused_fields(exc: ValidationError) -> set[str]:
+    fields = {_field_of(str(error["loc"][0])) for error in exc.errors(include_url=False) if error["loc"]}
+    if any(not error["loc"] for error in exc.errors(include_url=False)):
+        fields.update(CROSS_FIELDS)
+    return fields
+
+
+def read_settings() -> Reading:
+    """The settings from the environment, going on past the variables that break their rule:
+    those are named in `problem` and stand at their defaults, so the others can still be used."""
+    refused: set[str] = set()
+    problems: list[str] = []
+    # The rules across variables run only once every variable passes its own, so setting the
+    # refused ones aside may bring a cross-variable problem to light: at most once more.
+    for _ in range(3):
+        defaults = {f: Settings.model_fields[f].get_default(call_default_factory=True) for f in refused}
+        try:
+            settings = Settings(**defaults)
+        except ValidationError as exc:
+            problems.append(describe(exc))
+            more = _refused_fields(exc) - refused
+            if not more:
+                break
+            refused |= more
+            continue
+        return Reading(settings, frozenset(refused), "; ".join(problems) or None)
+    return Reading(None, frozenset(refused), "; ".join(problems))
+
+
+def secret_values(environ: Mapping[str, str]) -> list[str]:
+    """The values of the secret variables set in `environ` (of the database URL, its password
+    only): what no output may show, even quoted inside a library's error."""
+    values = []
+    for field in SECRET_FIELDS:
+        alias = Settings.model_fields[field].validation_alias
+        names = alias.choices if isinstance(alias, AliasChoices) else [field.upper()]
+        for value in (environ[str(n)] for n in names if environ.get(str(n))):
+            if field != "database_url":
+                values.append(value)
+                continue
+            with contextlib.suppress(ValueError):
+                values.append(unquote(urlsplit(value).password or ""))
+    return [v for v in values if len(v) >= 4]  # shorter ones would mask ordinary words
 
 
 def load_settings() -> Settings:

@@ -11,17 +11,19 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import secrets
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
 import httpx
+from sqlalchemy.engine import make_url
 
-from tests.harness import until
+from tests.harness import postgres_url, until
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -121,3 +123,51 @@ def serving(
                 else:
                     proc.kill()
             proc.wait(timeout=10)
+
+
+async def cosigner_async(env: dict[str, str], *args: str, cwd: Path) -> tuple[int, str, str]:
+    """Run one `cosigner` command while this event loop goes on serving (an emulator, say):
+    its exit status, stdout and stderr."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bot.cli",
+        *args,
+        env=env,
+        cwd=cwd,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), timeout=60)
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()
+
+
+async def _postgres_admin(sql: str) -> None:
+    import asyncpg
+
+    base = postgres_url()
+    assert base, "set COSIGNER_TEST_POSTGRES_URL"
+    conn = await asyncpg.connect(make_url(base).set(drivername="postgresql").render_as_string(False))
+    try:
+        await conn.execute(sql)
+    finally:
+        await conn.close()
+
+
+@asynccontextmanager
+async def fresh_database(kind: str, folder: Path) -> AsyncIterator[str]:
+    """The URL of a new, empty database a `cosigner` process can be pointed at: a SQLite file
+    (not yet created) in `folder`, or a PostgreSQL database created next to the one
+    COSIGNER_TEST_POSTGRES_URL names and dropped afterwards (so its user needs CREATEDB)."""
+    if kind == "sqlite":
+        yield f"sqlite+aiosqlite:///{folder / f'db-{secrets.token_hex(4)}.db'}"
+        return
+    name = f"cosigner_ops_{secrets.token_hex(6)}"
+    await _postgres_admin(f'CREATE DATABASE "{name}"')
+    try:
+        base = postgres_url() or ""
+        yield make_url(base).set(database=name).render_as_string(hide_password=False)
+    finally:
+        # WITH (FORCE) ends the connections a killed server may have left.
+        await _postgres_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

@@ -1,4 +1,5 @@
-"""The `cosigner` command (`main`): serve, dev, migrate, tenants, policy, audit, denials, inbox."""
+"""The `cosigner` command (`main`): serve, dev, migrate, tenants, policy, audit, denials, inbox,
+doctor, backup."""
 
 from bot.cli.commands import main
 

@@ -1,4 +1,4 @@
-"""The `cosigner` command: serve, dev, migrate, tenants, policy, audit, denials, inbox."""
+"""The `cosigner` command: serve, dev, migrate, tenants, policy, audit, denials, inbox, doctor, backup."""
 
 from __future__ import annotations
 
@@ -14,7 +14,9 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from bot.approvals import callback_secret
+from bot.cli import backup as backup_cli
 from bot.cli import denials as denial_cli
+from bot.cli import doctor as doctor_cli
 from bot.cli import inbox as inbox_cli
 from bot.cli import policy as policy_cli
 from bot.http import IssuedKey, ListenError, NewTenant, TenantKeys, valid_port
@@ -447,6 +449,8 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("mcp-gateway", help="an MCP server in front of another, each tool call gated by Cosigner")
     denial_cli.register(sub, _with_db, UsageError)
     inbox_cli.register(sub, _with_db, UsageError)
+    doctor_cli.register(sub)
+    backup_cli.register(sub, UsageError)
     return p
 
 

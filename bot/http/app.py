@@ -26,6 +26,13 @@ from bot.egress import Egress, callback_client, parse_allow_list
 from bot.handoffs import Handoffs
 from bot.http.api import JSON, Api
 from bot.http.openapi import openapi
+from bot.http.surface_config import (
+    ConfigurationError,
+    SurfaceFactory,
+    default_surfaces,
+    partial_configuration,
+    slack_install_stores,
+)
 from bot.http.tenants import TenantKeys
 from bot.inbox import inbox_mount, not_configured_message
 from bot.observability import Metrics, Tracing, otlp_provider
@@ -39,14 +46,21 @@ from contracts.errors import CosignerError, InternalError
 from contracts.ports import SurfaceAdapter
 from storage.database import Database
 from storage.sealing import TokenSeal
-from storage.slack_installs import SlackInstallStores
+
+# What callers import from here (the surfaces' configuration lives in bot.http.surface_config).
+__all__ = [
+    "ConfigurationError",
+    "Parts",
+    "SurfaceFactory",
+    "announce",
+    "build_app",
+    "default_surfaces",
+    "partial_configuration",
+    "parts_of",
+    "slack_install_stores",
+]
 
 log = logging.getLogger("cosigner.app")
-SurfaceFactory = Callable[[Desk], SurfaceAdapter]
-
-
-class ConfigurationError(Exception):
-    """Settings that cannot work together; the message names the variable to fix."""
 
 
 @dataclass
@@ -64,130 +78,6 @@ class Parts:
     enabled: set[str]  # the surfaces requests may be routed to, the dashboard included
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
     stop: asyncio.Event = field(default_factory=asyncio.Event)
-
-
-def partial_configuration(settings: Settings) -> list[str]:
-    """Warnings for a surface that is half configured and therefore off."""
-    out = []
-    slack = {
-        "SLACK_SIGNING_SECRET or SLACK_APP_TOKEN": settings.slack_signing_secret or settings.slack_app_token,
-        "SLACK_BOT_TOKEN or SLACK_CLIENT_ID/SLACK_CLIENT_SECRET": settings.slack_bot_token
-        or (settings.slack_client_id and settings.slack_client_secret),
-    }
-    if any(slack.values()) and not all(slack.values()):
-        missing = " and ".join(k for k, v in slack.items() if not v)
-        out.append(f"Slack is off: {missing} is not set")
-    twilio = {
-        "TWILIO_ACCOUNT_SID": settings.twilio_account_sid,
-        "TWILIO_AUTH_TOKEN": settings.twilio_auth_token,
-    }
-    if any(twilio.values()) and not all(twilio.values()):
-        missing = " and ".join(k for k, v in twilio.items() if not v)
-        out.append(f"SMS is off: {missing} is not set")
-    whatsapp = {
-        "TWILIO_WHATSAPP_FROM": settings.twilio_whatsapp_from,
-        "TWILIO_WHATSAPP_CONTENT_SID": settings.twilio_whatsapp_content_sid,
-        **twilio,
-    }
-    if (settings.twilio_whatsapp_from or settings.twilio_whatsapp_content_sid) and not all(whatsapp.values()):
-        missing = " and ".join(k for k, v in whatsapp.items() if not v)
-        out.append(f"WhatsApp is off: {missing} is not set")
-    teams = {
-        "MICROSOFT_APP_ID": settings.microsoft_app_id,
-        "MICROSOFT_APP_PASSWORD or MICROSOFT_APP_CERTIFICATE": settings.microsoft_app_password
-        or settings.microsoft_app_certificate,
-        "MICROSOFT_APP_TENANT_ID": settings.microsoft_app_tenant_id,
-    }
-    if any(teams.values()) and not all(teams.values()):
-        missing = " and ".join(k for k, v in teams.items() if not v)
-        out.append(f"Teams is off: {missing} is not set")
-    return out
-
-
-def slack_install_stores(settings: Settings, db: Database) -> SlackInstallStores | None:
-    """The database stores for multi-workspace Slack installs, when OAuth is configured."""
-    if not (settings.slack_enabled and settings.slack_client_id and settings.slack_client_secret):
-        return None
-    return SlackInstallStores.on(db, client_id=settings.slack_client_id, token_secret=settings.secret or "")
-
-
-def default_surfaces(
-    settings: Settings, installs: SlackInstallStores | None, clock: Callable[[], float] = time.time
-) -> list[SurfaceFactory]:
-    """Slack, SMS and Teams factories for whatever the settings configure."""
-    factories: list[SurfaceFactory] = []
-    if settings.slack_enabled:
-        from surfaces.slack import SlackAdapter, SlackConfig
-
-        config = SlackConfig(
-            signing_secret=settings.slack_signing_secret or "",
-            bot_token=settings.slack_bot_token,
-            client_id=settings.slack_client_id,
-            client_secret=settings.slack_client_secret,
-            api_url=settings.slack_api_url,
-            app_id=settings.slack_app_id,
-            installations=installs.installations if installs else None,
-            oauth_states=installs.states if installs else None,
-            app_token=settings.slack_app_token,
-        )
-        factories.append(lambda desk: SlackAdapter(config, desk))
-    if settings.sms_enabled:
-        from surfaces.sms import SmsAdapter, SmsConfig, SmsConfigError
-
-        try:
-            sms = SmsConfig(
-                account_sid=settings.twilio_account_sid or "",
-                auth_token=settings.twilio_auth_token or "",
-                from_number=settings.twilio_from_number,
-                messaging_service_sid=settings.twilio_messaging_service_sid,
-                api_url=settings.twilio_api_url,
-                public_url=settings.public_url,
-                # A call too long to text whole is read there (it lists what was texted to a
-                # signed-in person's verified number): the texts name it when it is on.
-                inbox_url=f"{settings.public_url.rstrip('/')}/inbox/" if settings.oidc_enabled else None,
-            )
-        except SmsConfigError as exc:
-            raise ConfigurationError(str(exc)) from exc
-        factories.append(lambda desk: SmsAdapter(sms, desk))
-        if settings.whatsapp_enabled:
-            from surfaces.whatsapp import WhatsAppAdapter, WhatsAppConfig, WhatsAppConfigError
-
-            try:
-                whatsapp = WhatsAppConfig(
-                    sms, settings.twilio_whatsapp_from or "", settings.twilio_whatsapp_content_sid or ""
-                )
-            except WhatsAppConfigError as exc:
-                raise ConfigurationError(str(exc)) from exc
-            factories.append(lambda desk: WhatsAppAdapter(whatsapp, desk))
-    if settings.teams_enabled:
-        from surfaces.teams import (
-            CertificateError,
-            ClientCertificate,
-            TeamsAdapter,
-            TeamsConfig,
-            TeamsConfigError,
-        )
-
-        try:
-            certificate = None
-            if settings.microsoft_app_certificate:
-                certificate = ClientCertificate.load(
-                    settings.microsoft_app_certificate,
-                    settings.microsoft_app_certificate_password,
-                    send_x5c=settings.microsoft_app_send_x5c,
-                )
-            teams = TeamsConfig(
-                app_id=settings.microsoft_app_id or "",
-                app_password=settings.microsoft_app_password,
-                app_tenant_id=settings.microsoft_app_tenant_id or "",
-                api_url=settings.teams_api_url,
-                clock=clock,
-                certificate=certificate,
-            )
-        except (TeamsConfigError, CertificateError) as exc:
-            raise ConfigurationError(str(exc)) from exc
-        factories.append(lambda desk: TeamsAdapter(teams, desk))
-    return factories
 
 
 def build_app(

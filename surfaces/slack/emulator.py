@@ -75,9 +75,13 @@ class SlackEmulator:
         client_id: str | None = None,
         client_secret: str | None = None,
         app_tokens: tuple[str, ...] = (APP_TOKEN,),
+        bot_tokens: tuple[str, ...] | None = None,
     ) -> None:
         self.team_id, self.enterprise_id, self.app_id = team_id, enterprise_id, app_id
         self.app_tokens = set(app_tokens)
+        # None: any bot token (xoxb-…) is the emulated workspace's; else only these are,
+        # and any other is refused as Slack refuses a wrong or revoked one (invalid_auth).
+        self.bot_tokens = None if bot_tokens is None else set(bot_tokens)
         self.bot_user_id, self.client_id, self.client_secret = bot_user_id, client_id, client_secret
         self.workspaces: dict[str, Workspace] = {}
         self.missing_channels: set[str] = set()
@@ -196,7 +200,7 @@ class SlackEmulator:
             return None
         if token in self.workspaces:
             return self.workspaces[token]
-        if token.startswith("xoxb-"):
+        if token.startswith("xoxb-") and (self.bot_tokens is None or token in self.bot_tokens):
             return Workspace(self.team_id, self.enterprise_id)
         return None
 

@@ -27,7 +27,7 @@ from contracts.ports import Route as ApprovalRoute
 from surfaces.sms.follow_up_text import reminder_text
 from surfaces.sms.handoff_text import to_handoff_outcome_text, to_handoff_text
 from surfaces.sms.text import not_texted_whole, to_outcome_text, to_sms_text
-from surfaces.sms.transport import HttpxTwilioClient
+from surfaces.sms.transport import HttpxTwilioClient, twilio_client
 from surfaces.sms.webhook import SmsWebhooks
 
 logger = logging.getLogger("cosigner.sms")
@@ -137,14 +137,8 @@ class SmsAdapter:
         if self._state is _State.STARTED:
             return
         self._http = HttpxTwilioClient(timeout=SEND_TIMEOUT, transport=self.transport)
-        client = Client(self.config.account_sid, self.config.auth_token, http_client=self._http)
-        # TWILIO_EDGE / TWILIO_REGION from the environment would rewrite the host,
-        # sending an emulator's traffic (or a region-pinned account's) elsewhere.
-        client.edge = None
-        client.region = None
-        if self.config.api_url:
-            client.api.base_url = self.config.api_url.rstrip("/")
-        self._client = client
+        config = self.config
+        self._client = twilio_client(config.account_sid, config.auth_token, config.api_url, self._http)
         self._state = _State.STARTED
 
     async def stop(self) -> None:

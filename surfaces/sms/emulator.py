@@ -1,7 +1,9 @@
 """A Twilio Messages API emulator on loopback, for `cosigner dev` and the tests.
 
 It serves `POST /2010-04-01/Accounts/{AccountSid}/Messages.json` the way Twilio does
-(Basic auth, form fields, JSON resource or JSON error), records every text it accepts,
+(Basic auth, form fields, JSON resource or JSON error), and the account itself
+(`GET /2010-04-01/Accounts/{AccountSid}.json`, what `cosigner doctor` fetches to check the
+credentials; `account_status` is its status), records every text it accepts,
 and can be told to refuse the next request or to treat a number as opted out. Point the
 real twilio client at `emu.api_url`.
 
@@ -97,15 +99,17 @@ class TwilioEmulator:
         self.opted_out: set[str] = set()
         self.templates: dict[str, Template] = {}
         self.requests = 0
+        self.account_status = "active"  # or "suspended", "closed", as Twilio reports an account
         self._failures: list[_Failure] = []
         self.api_url = ""
         self.app = Starlette(
             routes=[
+                Route("/2010-04-01/Accounts/{account_sid}.json", self._account, methods=["GET"]),
                 Route(
                     "/2010-04-01/Accounts/{account_sid}/Messages.json",
                     self._create_message,
                     methods=["POST"],
-                )
+                ),
             ]
         )
 
@@ -157,6 +161,26 @@ class TwilioEmulator:
             secrets.compare_digest(user, self.account_sid)
             and secrets.compare_digest(password, self.auth_token)
             and account_sid == self.account_sid
+        )
+
+    async def _account(self, request: Request) -> JSONResponse:
+        account_sid = request.path_params["account_sid"]
+        if not self._authorized(request, account_sid):
+            return _error(401, 20003, "Authenticate")
+        now = format_datetime(datetime.now(UTC))
+        uri = f"/2010-04-01/Accounts/{self.account_sid}"
+        return JSONResponse(
+            {
+                "sid": self.account_sid,
+                "friendly_name": "Emulated account",
+                "status": self.account_status,
+                "type": "Full",
+                "owner_account_sid": self.account_sid,
+                "date_created": now,
+                "date_updated": now,
+                "uri": f"{uri}.json",
+                "subresource_uris": {"messages": f"{uri}/Messages.json"},
+            }
         )
 
     async def _create_message(self, request: Request) -> JSONResponse:

@@ -12,6 +12,7 @@ import logging
 import httpx
 from twilio.http import AsyncHttpClient
 from twilio.http.response import Response
+from twilio.rest import Client
 
 _logger = logging.getLogger("cosigner.sms.http")
 
@@ -54,3 +55,15 @@ class HttpxTwilioClient(AsyncHttpClient):  # type: ignore[misc]
     async def close(self) -> None:
         """Close the connection pool."""
         await self.client.aclose()
+
+
+def twilio_client(account_sid: str, auth_token: str, api_url: str | None, http: HttpxTwilioClient) -> Client:
+    """The official `twilio.rest.Client` on `http`, talking to `api_url` (an emulator) when set."""
+    client = Client(account_sid, auth_token, http_client=http)
+    # TWILIO_EDGE / TWILIO_REGION from the environment would rewrite the host,
+    # sending an emulator's traffic (or a region-pinned account's) elsewhere.
+    client.edge = None
+    client.region = None
+    if api_url:
+        client.api.base_url = api_url.rstrip("/")
+    return client
