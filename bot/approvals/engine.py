@@ -305,6 +305,7 @@ class Engine:
             # Nothing is stored: the call was never one the policy could decide.
             bad = ruling.invalid
             raise InvalidRequest(bad.message, field=f"parameters.{bad.parameter}", policy=bad.path)
+        rule = ruling.rule  # the outcome of the `when` block that decided, if one did
         # Only gated tool calls have a shadow: an operation's rule is handed in by its caller.
         shadow = None if self.shadow is None or own_rule else self._shadowed(tenant, req, ruling)
         it = Intake(
@@ -371,7 +372,7 @@ class Engine:
                 (rule.deny_reason or f"{rule.source} denies {rec.tool_name} for this tenant")
                 if rule.deny
                 else f"{ruling.decided_by} refuses this {rec.tool_name} call ({over})",
-                policy=rule.source,
+                policy=rule.block or rule.source,
                 approvalId=rec.id,
             )
         if created.standing is not None:
@@ -642,6 +643,15 @@ class Engine:
             bad = ruling.invalid
             field = bad.parameter.split(".")[0]
             raise InvalidRequest(bad.message, problems=[{"field": field, "message": bad.message}])
+        moved = ruling.rule.describe() != rec.policy_rule
+        if rule.when and moved and not (ruling.deny or ruling.runs_unasked):
+            # `when` blocks decide who approves: the edited call could need other approvers, or more.
+            said = (
+                f"the edited call is decided by {ruling.decided_by}, not by the rule this call was asked "
+                f"under ({rec.policy_rule}), so its approvers may differ; approve or deny the call as "
+                "it is, and let the agent ask for the other one"
+            )
+            raise InvalidRequest(said, problems=[{"field": c.name, "message": said} for c in done.changes])
         held = await self.db.run_read(
             lambda tx: standing.held_against(tx, rec.tenant, rec.tool_name, rec.mode, rec.route, rec.surface)
         )

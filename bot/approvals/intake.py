@@ -60,6 +60,8 @@ class Call:
     threshold: str | None  # decidedBy.rule when a threshold lets the call through
     routed: Route | ApprovalModeUnsupported | None
     cap: int  # max gated calls in one execution
+    block: str | None = None  # the `when` block that decided (`tools.Bash.when[1]`), if one did
+    unevaluable: str | None = None  # why that block could not be evaluated: the call is asked
 
     @classmethod
     def of(
@@ -78,6 +80,8 @@ class Call:
             threshold=ruling.threshold,
             routed=ruling.route,
             cap=policy.max_gated_calls(tenant),
+            block=ruling.rule.block,
+            unevaluable=ruling.unevaluable,
         )
 
 
@@ -149,7 +153,7 @@ def decide(call: Call, snap: store.Snapshot) -> Outcome:
         return Admit(ApprovalStatus.DENIED, PolicyDecider(rule=call.rule_path), None)
     if call.mode is ApprovalMode.NONE:
         # The key path that decided first, then what it means: "tools.lookup_order.kind: read → none".
-        by = PolicyDecider(rule=f"{call.rule_path}: {call.kind} → {call.mode.value}")
+        by = PolicyDecider(rule=call.block or f"{call.rule_path}: {call.kind} → {call.mode.value}")
         return Admit(ApprovalStatus.APPROVED, by, None, snap.standing)
     # Before any approval by policy: a person's standing no is never turned into a yes.
     if snap.standing is not None:
@@ -233,6 +237,8 @@ def new_approval(it: Intake, admit: Admit, now: float) -> store.NewApproval:
                 "traceId": it.trace.trace_id,
                 "rule": it.call.rule_path,
                 "decision": it.label,
+                **({"block": it.call.block} if it.call.block is not None else {}),
+                **({"unevaluable": it.call.unevaluable} if it.call.unevaluable is not None else {}),
                 **({"quorum": rule.quorum} if rule.quorum > 1 else {}),
                 **({"separateDuties": True} if rule.separate_duties else {}),
                 **({"shadow": it.shadow} if it.shadow is not None else {}),

@@ -305,7 +305,8 @@ def policy_check(args: argparse.Namespace) -> int:
 
     def verdict(name: str) -> str:
         rule = policy.rule_for("", name)
-        return "deny" if rule.deny else rule.mode.value
+        said = "deny" if rule.deny else rule.mode.value
+        return f"{said}, {len(rule.when)} when blocks" if rule.when else said
 
     tools = ", ".join(f"{n} ({verdict(n)})" for n in policy.tools)
     print(f"{args.file}: OK — {_count(len(policy.tools), 'tool')}, {_count(len(policy.tenants), 'tenant')}")

@@ -112,6 +112,7 @@ class Expect(_Strict):
     rule: str | None = None
     timeout: str | None = None
     quorum: Annotated[int, Field(ge=1)] | None = None
+    block: str | None = None  # the `when` block that decided, or "none"
 
 
 class Case(_Strict):
@@ -264,6 +265,9 @@ def _failures(case: Case, ruling: Ruling) -> list[str]:
     if e.timeout is not None and parse_duration(e.timeout) != ruling.timeout:
         got_timeout = "none (nobody is asked)" if ruling.timeout is None else f"{ruling.timeout:g} s"
         wrong.append(f"expected timeout {e.timeout}, got {got_timeout}")
+    if e.block is not None and e.block != (ruling.rule.block or "none"):
+        got_block = ruling.rule.block or "none (no when block decided)"
+        wrong.append(f"expected block {e.block}, got {got_block}")
     if e.quorum is not None and e.quorum != ruling.quorum:
         wrong.append(f"expected quorum {e.quorum}, got {ruling.quorum} ({ruling.rule.origin('quorum')})")
     return wrong

@@ -20,6 +20,7 @@ from bot.policy.redaction import REDACTED, redact
 from bot.policy.routing import SmsSender, is_headless, route_for
 from bot.policy.rules import Policy, ToolRule
 from bot.policy.thresholds import Unreadable, above, below, unreadable
+from bot.policy.tool_rule import first_block
 from contracts.enums import ApprovalMode, ApproverKind, SurfaceType, ToolKind
 from contracts.errors import ApprovalModeUnsupported
 from contracts.ports import Route, SlackRoute, SmsRoute, TeamsRoute
@@ -59,6 +60,8 @@ class Ruling:
     follow_ups: Plan | None = None  # the reminder and escalations while nobody answers
     # A threshold parameter holding no number: the request is refused as invalid (400).
     invalid: Unreadable | None = None
+    # Why the `when` block that decided (`rule.block`) could not be evaluated, if it could not.
+    unevaluable: str | None = None
 
     @property
     def runs_unasked(self) -> bool:
@@ -115,6 +118,8 @@ class Ruling:
             "show": list(self.rule.show),
             "quorum": self.quorum,
             "separateDuties": self.separate_duties,
+            "block": self.rule.block,
+            **({"unevaluable": self.unevaluable} if self.unevaluable is not None else {}),
             "steps": [{"path": s.path, "says": s.says} for s in self.steps],
             **({"followUps": self._follow_ups_json()} if self.follow_ups is not None else {}),
         }
@@ -171,6 +176,7 @@ def decide(
     steps = [_found(rule, tool)]
 
     def ruling(**kw: Any) -> Ruling:
+        assert rule is not None  # set above; a `when` block may replace it
         return Ruling(tenant=tenant, tool=tool, rule=rule, steps=tuple(steps), **kw)
 
     if rule.deny:
@@ -197,6 +203,13 @@ def decide(
             return ruling(
                 mode=rule.mode, deny=True, decided_by=path, route=None, threshold=None, timeout=None
             )
+    unevaluable = None
+    if rule.when:
+        rule, tried, unevaluable = first_block(rule, parameters)
+        steps += [Step(path, says) for path, says in tried]
+        if rule.deny:
+            by = rule.block or rule.origin("when")
+            return ruling(mode=rule.mode, deny=True, decided_by=by, route=None, threshold=None, timeout=None)
     mode_path = _mode(rule, tenant, steps)
     if rule.mode is ApprovalMode.NONE:
         _redaction(rule, parameters, steps)
@@ -272,6 +285,7 @@ def decide(
         timeout=timeout,
         kinds=() if threshold is not None else kinds,
         follow_ups=follow_ups,
+        unevaluable=unevaluable,
     )
 
 
@@ -306,6 +320,13 @@ def _found(rule: ToolRule, tool: str) -> Step:
 
 def _mode(rule: ToolRule, tenant: str, steps: list[Step]) -> str:
     """Append the step that set the mode; return its key path."""
+    if rule.block is not None:
+        # `_when` said the block's step; only gate_all may raise a block's allow.
+        if rule.gate_all and rule.mode is ApprovalMode.ASK:
+            path = f"tenants.{tenant}.gate_all"
+            steps.append(Step(path, "true: none is raised to ask"))
+            return path
+        return rule.block
     if rule.handoff is not None:
         path, says = rule.origin("handoff"), "a handoff: a person does the step (Done / Cancel)"
     elif rule.confirm == "always":

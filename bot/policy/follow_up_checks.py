@@ -40,6 +40,8 @@ class MergedRule(Protocol):
     def escalate(self) -> tuple[EscalateStep, ...]: ...
     @property
     def origins(self) -> tuple[tuple[str, str], ...]: ...
+    @property
+    def when(self) -> tuple[object, ...]: ...
     def origin(self, key: str) -> str: ...
 
 
@@ -117,7 +119,8 @@ def _rules(policy: LoadedPolicy) -> Iterator[FollowUpRule]:
             yield FollowUpRule(
                 tenant=tenant,
                 name=rule.name,
-                asks=not rule.deny and rule.mode is not ApprovalMode.NONE,
+                # A `when` block asks whatever the tool's own mode (a call it cannot evaluate too).
+                asks=not rule.deny and (rule.mode is not ApprovalMode.NONE or bool(rule.when)),
                 handoff=rule.handoff is not None,
                 approvers=_asked(rule.approvers, section),
                 timeout=rule.timeout,

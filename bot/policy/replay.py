@@ -17,10 +17,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from bot.policy.cases import ENABLED, assumed_sender, surface_of
-from bot.policy.checks import find
 from bot.policy.decision import decide
+from bot.policy.paths import find
 from bot.policy.redaction import REDACTED
 from bot.policy.rules import Policy
+from contracts.shown import MASK
 from storage.audit import Requested
 
 EXAMPLES = 3
@@ -44,6 +45,7 @@ class Replay:
 
     read: int = 0
     unreadable: int = 0
+    hidden: int = 0  # requests a `when` block reads a redacted parameter of: skipped
     changes: dict[tuple[str, str, str], Change] = field(default_factory=dict)
 
     def ordered(self) -> list[Change]:
@@ -60,6 +62,11 @@ class Replay:
         lines = [f"replayed {self.read} requests: {self.changed} would be decided otherwise"]
         if self.unreadable:
             lines.append(f"  ({self.unreadable} recorded requests could not be read again and were skipped)")
+        if self.hidden:
+            lines.append(
+                f"  ({self.hidden} recorded requests were skipped: a when block reads a parameter of "
+                "theirs that the record keeps redacted, so what it would decide is unknown)"
+            )
         if self.changes:
             lines.append(f"{'':9}{'tool':<24} {'change':<40} {'requests':>8}  examples")
         for c in self.ordered():
@@ -74,6 +81,7 @@ class Replay:
             "read": self.read,
             "changed": self.changed,
             "unreadable": self.unreadable,
+            "hidden": self.hidden,
             "changes": [
                 {
                     "tool": c.tool,
@@ -122,6 +130,23 @@ def unhidden(policy: Policy, tenant: str, tool: str, params: Any) -> Any:
     return params
 
 
+def hidden(policy: Policy, tenant: str, tool: str, params: Any) -> bool:
+    """True when a `when` block of the tool reads a parameter the record keeps redacted
+    (replaced whole, or with a credential masked inside): its value, and so the block's
+    verdict, is unknown."""
+    rule = policy.rule_for(tenant, tool)
+    for w in rule.when:
+        for test in w.block.tests:
+            value: Any = params
+            for part in test.path.split("."):
+                if not isinstance(value, dict) or part not in value:
+                    break
+                value = value[part]
+                if isinstance(value, str) and (value == REDACTED or MASK.search(value)):
+                    return True
+    return False
+
+
 def replay(rows: Iterable[Requested], policy: Policy, examples: int = EXAMPLES) -> Replay:
     """Decide every recorded request again under `policy`; count what changes."""
     found = Replay()
@@ -137,6 +162,9 @@ def replay(rows: Iterable[Requested], policy: Policy, examples: int = EXAMPLES) 
             found.unreadable += 1
             continue
         params = unhidden(policy, row.tenant, tool, params)
+        if hidden(policy, row.tenant, tool, params):
+            found.hidden += 1
+            continue
         ruling = decide(policy, row.tenant, tool, params, surface, enabled=ENABLED, sms=sender)
         before, after = recorded_label(data), ruling.label
         if before == after:

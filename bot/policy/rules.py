@@ -11,9 +11,7 @@ from __future__ import annotations
 import os
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 from bot.policy.follow_up_checks import follow_up_problems
 from bot.policy.merge import Layers
@@ -24,7 +22,6 @@ from bot.policy.redaction import is_secret_key, shows
 from bot.policy.schema import (
     Admins,
     Defaults,
-    EscalateStep,
     HandoffSection,
     OperationSection,
     PolicyFile,
@@ -32,8 +29,10 @@ from bot.policy.schema import (
     TenantPolicy,
     ToolSection,
 )
+from bot.policy.tool_rule import Confirm, Threshold, ToolRule, mode_of, outcomes, with_when
 from bot.policy.validation import handoff_secrets, read_policy
 from bot.policy.visibility import show_problems
+from bot.policy.when_checks import when_problems
 from contracts.enums import ApprovalMode, ApproverKind, SurfaceType, ToolKind
 from contracts.errors import PolicyError
 from contracts.names import fold
@@ -48,76 +47,8 @@ __all__ = [
     "ToolRule",
     "load_policy",
     "load_policy_file",
+    "mode_of",
 ]
-
-Confirm = bool | Literal["always"] | None
-
-
-@dataclass(frozen=True, slots=True)
-class Threshold:
-    """`allow_below` or `deny_above`: `parameter` compared with `value`; with `digits` it may
-    also be a string of digits 0-9, compared as the number it spells."""
-
-    parameter: str
-    value: float
-    digits: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class ToolRule:
-    """A tool's effective rule for one tenant, with `source` naming where it came from."""
-
-    name: str
-    kind: ToolKind
-    confirm: Confirm
-    approvers: tuple[ApproverKind, ...]
-    redact: tuple[str, ...]
-    timeout: float | None
-    deny: bool
-    deny_reason: str | None
-    allow_below: Threshold | None
-    gate_all: bool
-    source: str
-    mode: ApprovalMode
-    handoff: HandoffSection | None = None
-    deny_above: Threshold | None = None
-    # `editable`: the top-level parameters an approver may change (True: every one).
-    editable: bool | tuple[str, ...] = False
-    quorum: int = 1  # distinct approvers who must approve
-    separate_duties: bool = False  # the requester never counts toward the quorum
-    # Which section set each key the merge picked (`kind` → "tenants.acme.tools.x").
-    origins: tuple[tuple[str, str], ...] = ()
-    # Follow-ups while nobody answers (`bot.workers.follow_ups`): one reminder, then the escalations.
-    remind_after: float | None = None
-    escalate: tuple[EscalateStep, ...] = ()
-    show: tuple[str, ...] = ()  # secret-looking names shown all the same (`redact` still wins)
-
-    def origin(self, key: str) -> str:
-        """The key path of `key` as the merge took it: the tenant's override or the tool's."""
-        taken = dict(self.origins)
-        # A tool the policy does not name has no section: name the one that would define it.
-        section = taken.get(key) or (self.source if "kind" in taken else f"tools.{self.name}")
-        return f"{section}.{key}"
-
-    def describe(self) -> str:
-        """One line for cards and errors: where the rule lives and what it means."""
-        return f"{self.source}: {self.kind.value} → {self.mode.value}"
-
-
-def mode_of(kind: ToolKind, confirm: Confirm, gate_all: bool, handoff: bool = False) -> ApprovalMode:
-    """The approval mode of a kind and `confirm`, raised from `none` to `ask` by gate_all;
-    a tool with a handoff is always handed to a person."""
-    if handoff:
-        return ApprovalMode.HANDOFF
-    if confirm == "always" or (kind is ToolKind.DANGER and confirm is not False):
-        mode = ApprovalMode.ASK_ALWAYS
-    elif confirm is True:
-        mode = ApprovalMode.ASK
-    else:
-        mode = ApprovalMode.NONE
-    if gate_all and mode is ApprovalMode.NONE:
-        return ApprovalMode.ASK
-    return mode
 
 
 def _rule(
@@ -140,7 +71,8 @@ def _rule(
     timeout = pick("timeout", None)
     quorum: int = pick("quorum", 1)
     separate: bool | None = pick("separate_duties", None)
-    return ToolRule(
+    when = pick("when", ())
+    rule = ToolRule(
         name=name,
         kind=kind,
         confirm=confirm,
@@ -166,8 +98,10 @@ def _rule(
         escalate=tuple(pick("escalate", ())),
         quorum=quorum,
         separate_duties=separate if separate is not None else quorum > 1,
+        parameters_schema=pick("parameters_schema", None),
         origins=tuple(layers.origins.items()),
     )
+    return with_when(rule, when, rule.origin("when"))
 
 
 def _rules(file: PolicyFile, tenant: str, section: TenantPolicy | None) -> dict[str, ToolRule]:
@@ -241,7 +175,7 @@ class Policy:
             (self.tenants[n], self._rules[n], self._tenant_operations.get(n, {})) for n in self.tenants
         ]
         for tenant, rules, operations in contexts:
-            for r in rules.values():
+            for r in (o for rule in rules.values() for o in outcomes(rule)):
                 if r.mode is ApprovalMode.NONE and r.handoff is None:
                     continue
                 # Where no tenant is named, tenant_admins depends on the tenant: not counted.
@@ -397,7 +331,7 @@ def load_policy_file(
         ) from exc
     except UnicodeDecodeError as exc:
         raise PolicyError([f"{p}: not UTF-8 text; save the policy as UTF-8 TOML"], str(p)) from exc
-    policy = load_policy(text, source=str(p))
+    policy = load_policy(text, source=str(p), base=p.parent)
     if not check_secrets:
         return policy
     env = os.environ if environ is None else environ
@@ -407,8 +341,9 @@ def load_policy_file(
     return policy
 
 
-def load_policy(text: str, source: str = "policy") -> Policy:
-    """Parse and validate policy TOML; raise `PolicyError` listing every problem."""
+def load_policy(text: str, source: str = "policy", base: Path | None = None) -> Policy:
+    """Parse and validate policy TOML; raise `PolicyError` listing every problem. `base` is the
+    folder a `parameters_schema` file is read from (the policy file's; else the current one)."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -418,6 +353,7 @@ def load_policy(text: str, source: str = "policy") -> Policy:
     # once the rest of the file is valid.
     problems = follow_up_problems(policy) + policy.quorum_problems() + editable_problems(policy)
     problems += show_problems(r for t in ("", *policy.tenants) for r in policy.rules_of(t))
+    problems += when_problems((r for t in ("", *policy.tenants) for r in policy.rules_of(t)), base)
     if problems:
         raise PolicyError(problems, source)
     return policy
@@ -440,7 +376,7 @@ def _editable_rule(rule: ToolRule) -> list[str]:
     path = rule.origin("editable")
     if rule.handoff is not None:
         return [f"{path}: a handoff is done or cancelled, never approved, so there is no call to edit"]
-    if rule.mode is ApprovalMode.NONE:
+    if all(o.mode is ApprovalMode.NONE or o.deny for o in outcomes(rule)):
         return [
             f"{path}: {rule.name} never asks a person ({rule.describe()}), so nobody could edit a "
             "call; remove editable, or set confirm = true"

@@ -9,188 +9,50 @@ would refuse, a Slack id in lower case) is refused with the rule the API and CLI
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 from urllib.parse import urlsplit
 
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    PlainValidator,
-    PrivateAttr,
-    ValidationError,
-    ValidatorFunctionWrapHandler,
-    WrapValidator,
-    model_validator,
-)
+from pydantic import AfterValidator, Field, PlainValidator, PrivateAttr
 from pydantic_core import PydanticCustomError
 
-from bot.policy.durations import parse_duration
+from bot.policy.schema_types import (
+    DOTTED,
+    Aad,
+    AadIds,
+    Approvers,
+    Confirm,
+    Count,
+    Duration,
+    Editable,
+    Flag,
+    Kind,
+    Names,
+    Phones,
+    PolicyTenantName,
+    PolicyToolName,
+    RedactPaths,
+    Route,
+    ShowPaths,
+    Slack,
+    SlackIds,
+    Table,
+    Text,
+    above_zero,
+    listed,
+    say,
+)
+from bot.policy.when_schema import WhenBlocks
 from contracts.enums import ApproverKind, SurfaceType, ToolKind
-from contracts.names import PHONE_PATTERN, AadId, PhoneNumber, SlackId, TenantName, ToolName
-
-
-def _say(message: str) -> WrapValidator:
-    """Replace whatever the inner type says about a bad value with `message` ({input} is the value)."""
-
-    def check(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
-        try:
-            return handler(value)
-        except ValidationError:
-            raise PydanticCustomError("policy", message, {"input": value}) from None
-
-    return WrapValidator(check)
-
-
-def _list(example: str, *, nonempty: str | None = None) -> BeforeValidator:
-    """Require a TOML array before its items are checked one by one."""
-
-    def check(value: Any) -> Any:
-        if not isinstance(value, list):
-            raise PydanticCustomError("policy", "must be a list, e.g. {example}", {"example": example})
-        if nonempty and not value:
-            raise PydanticCustomError("policy", nonempty)
-        return value
-
-    return BeforeValidator(check)
-
-
-def _duration(value: Any) -> float:
-    try:
-        return parse_duration(value)
-    except ValueError as exc:
-        raise PydanticCustomError("policy", "{message}", {"message": str(exc)}) from None
-
-
-def _above_zero(value: float) -> float:
-    if value <= 0:
-        raise PydanticCustomError(
-            "policy", "must be above zero: only amounts from 0 up to it pass, so {never}", {"never": _NEVER}
-        )
-    return value
-
-
-def _not_requester(kind: ApproverKind) -> ApproverKind:
-    if kind is ApproverKind.REQUESTER:
-        raise ValueError("a headless run has no requester")
-    return kind
-
-
-_DOTTED = r"^[^.]+(\.[^.]+)*$"
-_NEVER = "it could never match a call"
-
-# The value types of the file. Each says, in the file's own terms, what is wrong with a bad
-# value; list items are checked one by one so every bad item is named.
-Text = Annotated[str, Field(min_length=1), _say("must be a non-empty string")]
-Flag = Annotated[bool, _say("must be true or false")]
-Count = Annotated[int, Field(ge=1), _say("must be a whole number ≥ 1")]
-Duration = Annotated[float, PlainValidator(_duration)]
-Phone = Annotated[PhoneNumber, _say('"{input}" is not an E.164 number; write it as "+15550000002"')]
-Slack = Annotated[
-    SlackId,
-    _say(f'"{{input}}" is not a Slack id (upper case letters and digits, such as "U0ADMIN"); {_NEVER}'),
-]
-Aad = Annotated[
-    AadId,
-    _say(
-        f'"{{input}}" is not a Microsoft Entra id (a GUID such as '
-        f'"72f988bf-86f1-41af-91ab-2d7cd011db47"); {_NEVER}'
-    ),
-]
-Kind = Annotated[
-    ToolKind, Field(strict=False), _say('"{input}" is not a kind; use "read", "write" or "danger"')
-]
-Confirm = Annotated[bool | Literal["always"], _say('must be true, false or "always"')]
-Approver = Annotated[
-    ApproverKind,
-    Field(strict=False),
-    _say('"{input}" is not an approver; use "requester", "tenant_admins" or "staff"'),
-]
-Route = Annotated[
-    ApproverKind,
-    Field(strict=False),
-    AfterValidator(_not_requester),
-    _say('must be "tenant_admins" or "staff"'),
-]
-RedactPath = Annotated[
-    str, Field(pattern=_DOTTED), _say('"{input}" is not a dotted path such as "customer.email"')
-]
-PolicyToolName = Annotated[
-    ToolName,
-    _say(f'"{{input}}" is not a tool name (letters, digits, _ . -, up to 128); {_NEVER}'),
-]
-PolicyTenantName = Annotated[
-    TenantName,
-    _say(
-        f'"{{input}}" is not a tenant name (lower case letters, digits, - or _, as '
-        f"`cosigner tenants create` accepts); {_NEVER}"
-    ),
-]
-
-
-Names = Annotated[tuple[Text, ...], Field(strict=False), _list('["u_42"]')]
-SlackIds = Annotated[tuple[Slack, ...], Field(strict=False), _list('["U0ADMIN"]')]
-Phones = Annotated[tuple[Phone, ...], Field(strict=False), _list('["+15550000002"]')]
-AadIds = Annotated[
-    tuple[Aad, ...], Field(strict=False), _list('["<the person\'s Microsoft Entra object id>"]')
-]
-Approvers = Annotated[
-    tuple[Approver, ...],
-    Field(strict=False),
-    _list('["requester"]', nonempty="must name at least one approver"),
-]
-RedactPaths = Annotated[tuple[RedactPath, ...], Field(strict=False), _list('["cardToken", "customer.email"]')]
-# `show`: no `*`, so only a key the operator named is ever shown, never whatever an agent sends.
-ShowPath = Annotated[
-    str,
-    Field(pattern=r"^[^.*]+(\.[^.*]+)*$"),
-    _say('"{input}" is not a dotted path without "*", such as "key" or "object.key"; name each key to show'),
-]
-ShowPaths = Annotated[tuple[ShowPath, ...], Field(strict=False), _list('["key"]')]
-ParameterName = Annotated[
-    str,
-    Field(pattern=r"^[^.]+$"),
-    _say('"{input}" is not a parameter name; editable names top-level parameters such as "amountCents"'),
-]
-
-
-def _editable(value: Any) -> Any:
-    if isinstance(value, bool):
-        return value
-    if not isinstance(value, list) or not value:
-        raise PydanticCustomError(
-            "policy", 'must be true (every parameter) or a non-empty list such as ["amountCents", "note"]'
-        )
-    return value
-
-
-Editable = Annotated[
-    bool | Annotated[tuple[ParameterName, ...], Field(strict=False)], BeforeValidator(_editable)
-]
-
-
-class Table(BaseModel):
-    """A policy table: frozen, strict, unknown keys refused except the operator's own `x_…`."""
-
-    model_config = ConfigDict(strict=True, frozen=True, extra="forbid")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _drop_own_fields(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            return {k: v for k, v in data.items() if not str(k).startswith("x_")}
-        return data
+from contracts.names import PHONE_PATTERN, PhoneNumber
 
 
 class AllowBelow(Table):
     """`allow_below`: no person is needed while `parameter` is a number in [0, value)."""
 
     parameter: Annotated[
-        str, Field(pattern=_DOTTED), _say('"{input}" is not a parameter path such as "amountCents"')
+        str, Field(pattern=DOTTED), say('"{input}" is not a parameter path such as "amountCents"')
     ]
-    value: Annotated[float, _say("must be a number such as 5000"), AfterValidator(_above_zero)]
+    value: Annotated[float, say("must be a number such as 5000"), AfterValidator(above_zero)]
     digits: Flag = False  # the parameter may also be a string of digits 0-9, read as its number
 
 
@@ -198,9 +60,9 @@ class DenyAbove(Table):
     """`deny_above`: every call whose `parameter` is a number above `value` is refused."""
 
     parameter: Annotated[
-        str, Field(pattern=_DOTTED), _say('"{input}" is not a parameter path such as "amountCents"')
+        str, Field(pattern=DOTTED), say('"{input}" is not a parameter path such as "amountCents"')
     ]
-    value: Annotated[float, _say("must be a number such as 100000")]
+    value: Annotated[float, say("must be a number such as 100000")]
     digits: Flag = False  # the parameter may also be a string of digits 0-9, read as its number
 
 
@@ -218,11 +80,11 @@ def _absolute_url(value: str) -> str:
 class Expect(Table):
     """`expect`: the application endpoint that says whether a handoff's step really happened."""
 
-    url: Annotated[str, _say("must be a URL string"), AfterValidator(_absolute_url)]
+    url: Annotated[str, say("must be a URL string"), AfterValidator(_absolute_url)]
     secret_env: Annotated[
         str,
         Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$"),
-        _say('"{input}" is not an environment variable name such as "APP_EXPECT_SECRET"'),
+        say('"{input}" is not an environment variable name such as "APP_EXPECT_SECRET"'),
     ]
 
 
@@ -233,7 +95,7 @@ class HandoffSection(Table):
     steps: Annotated[
         tuple[Text, ...],
         Field(strict=False),
-        _list('["Open Settings", "Enter the code"]', nonempty="must list at least one step"),
+        listed('["Open Settings", "Enter the code"]', nonempty="must list at least one step"),
     ]
     expect: Expect
     timeout: Duration = 300.0
@@ -250,8 +112,21 @@ class EscalateStep(Table):
 EscalateSteps = Annotated[
     tuple[EscalateStep, ...],
     Field(strict=False),
-    _list('[{ after = "10m", to = "tenant_admins" }]'),
+    listed('[{ after = "10m", to = "tenant_admins" }]'),
 ]
+
+
+def _schema_source(value: Any) -> Any:
+    if isinstance(value, dict) or (isinstance(value, str) and value):
+        return value
+    raise PydanticCustomError(
+        "policy",
+        'must be a JSON Schema as a table (parameters_schema = { type = "object", properties = … }) '
+        'or the path of a JSON file holding one ("schemas/bash.json", relative to the policy file)',
+    )
+
+
+SchemaSource = Annotated[dict[str, Any] | str, PlainValidator(_schema_source)]
 
 
 class ToolSection(Table):
@@ -274,6 +149,11 @@ class ToolSection(Table):
     escalate: EscalateSteps = ()
     quorum: Count | None = None
     separate_duties: Flag | None = None
+    # `[[tools.NAME.when]]`: rules on the call's arguments, first match wins (bot.policy.when).
+    when: WhenBlocks = ()
+    # The JSON Schema of the tool's parameters, a table or a JSON file's path (relative to the
+    # policy file): `policy check` refuses a `when` path it rules out. Calls are not checked.
+    parameters_schema: SchemaSource | None = None
 
 
 class ToolOverride(ToolSection):
@@ -296,9 +176,9 @@ def _absolute_http(value: str) -> str:
 EnvName = Annotated[
     str,
     Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$"),
-    _say('"{input}" is not an environment variable name such as "ORDERS_CONTRACT_SECRET"'),
+    say('"{input}" is not an environment variable name such as "ORDERS_CONTRACT_SECRET"'),
 ]
-AppUrl = Annotated[str, _say("must be a string"), AfterValidator(_absolute_http)]
+AppUrl = Annotated[str, say("must be a string"), AfterValidator(_absolute_http)]
 
 
 class OperationSection(Table):
@@ -362,17 +242,17 @@ class TenantPolicy(Table):
 
     slack_team: Slack | None = None
     slack_enterprise: Slack | None = None
-    sms_from: Annotated[PhoneNumber, _say('must be an E.164 number such as "+15550000001"')] | None = None
+    sms_from: Annotated[PhoneNumber, say('must be an E.164 number such as "+15550000001"')] | None = None
     sms_messaging_service: Text | None = None
     whatsapp_from: (
-        Annotated[PhoneNumber, _say('must be an E.164 number such as "+15550000001", without "whatsapp:"')]
+        Annotated[PhoneNumber, say('must be an E.164 number such as "+15550000001", without "whatsapp:"')]
         | None
     ) = None
     teams_tenant: Aad | None = None
     admins: Admins = Admins()
     admin_channel: Text | None = None
-    tools: dict[PolicyToolName, ToolOverride] = {}
-    operations: dict[PolicyToolName, OperationOverride] = {}
+    tools: dict[PolicyToolName, ToolOverride] = Field(default_factory=dict)
+    operations: dict[PolicyToolName, OperationOverride] = Field(default_factory=dict)
     headless: Headless | None = None
     gate_all: Flag = False
     max_gated_calls_per_execution: Count | None = None
@@ -449,12 +329,12 @@ def _person_id(value: str) -> str:
 PersonName = Annotated[
     str,
     Field(pattern=r"^[A-Za-z0-9_-]{1,64}$"),
-    _say('"{input}" is not a person\'s name here: use letters, digits, _ or - (up to 64), such as alice'),
+    say('"{input}" is not a person\'s name here: use letters, digits, _ or - (up to 64), such as alice'),
 ]
 PersonId = Annotated[
     str,
     Field(max_length=320, pattern=r"^\S(?:.*\S)?$"),
-    _say(
+    say(
         '"{input}" is not an id: write a Slack user id, an email, a phone number, … (up to 320 '
         "characters, without spaces around it)"
     ),
@@ -463,7 +343,7 @@ PersonId = Annotated[
 PersonIds = Annotated[
     tuple[PersonId, ...],
     Field(strict=False),
-    _list(
+    listed(
         '["U0ALICE", "alice@demo.example", "+15550100200"]',
         nonempty='must list at least one id, e.g. ["U0ALICE", "alice@demo.example"]',
     ),
@@ -474,9 +354,9 @@ class PolicyFile(Table):
     """The whole file."""
 
     defaults: Defaults = Defaults()
-    tools: dict[PolicyToolName, ToolSection] = {}
-    operations: dict[PolicyToolName, OperationSection] = {}
-    tenants: dict[PolicyTenantName, TenantPolicy] = {}
+    tools: dict[PolicyToolName, ToolSection] = Field(default_factory=dict)
+    operations: dict[PolicyToolName, OperationSection] = Field(default_factory=dict)
+    tenants: dict[PolicyTenantName, TenantPolicy] = Field(default_factory=dict)
     staff: StaffPolicy | None = None
     # Each person's ids, on every surface: `alice = ["U0ALICE", "alice@demo.example"]`.
-    people: dict[PersonName, PersonIds] = {}
+    people: dict[PersonName, PersonIds] = Field(default_factory=dict)

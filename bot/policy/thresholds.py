@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bot.policy.checks import ambiguous, find, spelled_otherwise
+from bot.policy.paths import ambiguous, find, spelled_otherwise
 from bot.policy.rules import Threshold, ToolRule
 
 # ASCII only: int() also reads "５" and "٥", which an executor may read otherwise or not at all.

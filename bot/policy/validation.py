@@ -28,11 +28,12 @@ from bot.policy.schema import (
     OperationSection,
     PolicyFile,
     StaffPolicy,
-    Table,
     TenantPolicy,
     ToolOverride,
     ToolSection,
 )
+from bot.policy.schema_types import Table
+from bot.policy.when_schema import Conditions, WhenBlock
 from contracts.enums import ApproverKind
 from contracts.errors import PolicyError
 from contracts.names import fold
@@ -194,6 +195,15 @@ def _staff_paths(policy: PolicyFile) -> list[str]:
         ]
         if tenant.headless_route is ApproverKind.STAFF:
             paths.append(key_path("tenants", tn, "headless", "route"))
+    sections: list[tuple[tuple[str, ...], ToolSection]] = [(("tools", n), t) for n, t in policy.tools.items()]
+    for tn, tenant in policy.tenants.items():
+        sections += [(("tenants", tn, "tools", n), o) for n, o in tenant.tools.items()]
+    for prefix, section in sections:
+        paths += [
+            f"{key_path(*prefix, 'when')}[{i}].approvers"
+            for i, block in enumerate(section.when)
+            if block.approvers is not None and ApproverKind.STAFF in block.approvers
+        ]
     return paths
 
 
@@ -288,6 +298,10 @@ _TABLES: Mapping[tuple[str, ...], type[Table]] = {
     ("tenants", "*", "tools", "*", "escalate"): EscalateStep,
     ("operations", "*", "escalate"): EscalateStep,
     ("tenants", "*", "operations", "*", "escalate"): EscalateStep,
+    ("tools", "*", "when"): WhenBlock,
+    ("tenants", "*", "tools", "*", "when"): WhenBlock,
+    ("tools", "*", "when", "match", "*"): Conditions,
+    ("tenants", "*", "tools", "*", "when", "match", "*"): Conditions,
 }
 _BARE = re.compile(r"[A-Za-z0-9_-]+")
 _EXAMPLE = 'write allow_below = { parameter = "amountCents", value = 5000 }'
@@ -304,27 +318,45 @@ _MISSING = {
     "secret_env": 'missing; set secret_env = "NAME_OF_THE_VARIABLE" holding the signing secret',
     "after": 'missing; write escalate = [{ after = "10m", to = "tenant_admins" }]',
     "to": 'missing; write escalate = [{ after = "10m", to = "tenant_admins" }]',
+    "match": "missing; name the parameters and their conditions, e.g. "
+    'match = { command = { prefix = "ls" } }',
+    "then": 'missing; set then = "allow", "ask" or "deny"',
 }
 
 
 def _shape(loc: tuple[str, ...]) -> tuple[str, ...]:
-    """The key path with tool and tenant names replaced by `*`."""
+    """The key path with tool, tenant and parameter names replaced by `*`."""
     wild = {1} if loc[:1] in (("tools",), ("tenants",), ("operations",)) else set()
     if loc[:1] == ("tenants",) and loc[2:3] in (("tools",), ("operations",)):
         wild.add(3)
+    # A `when` block's `match` is keyed by parameter paths.
+    wild |= {i + 1 for i, part in enumerate(loc) if part == "match" and i and loc[i - 1] == "when"}
     return tuple("*" if i in wild else part for i, part in enumerate(loc))
 
 
 def _describe(error: Any) -> str:
-    """One problem line; list positions are dropped because the message names the value."""
-    loc = tuple(str(p) for p in error["loc"] if not isinstance(p, int))
-    if loc[-1:] == ("[key]",):
-        loc = loc[:-1]
+    """One problem line; list positions are dropped because the message names the value, but
+    a `when` block's position is its name (`tools.Bash.when[1]`)."""
+    keys: list[str] = []
+    index: dict[int, int] = {}
+    for part in error["loc"]:
+        if isinstance(part, int):
+            if keys[-1:] == ["when"]:
+                index[len(keys) - 1] = part
+            continue
+        keys.append(str(part))
+    if keys[-1:] == ["[key]"]:
+        keys.pop()
+    loc = tuple(keys)
     kind = error["type"]
     if kind == "extra_forbidden":
         table = _TABLES.get(_shape(loc[:-1]))
-        names = ", ".join(sorted(table.model_fields)) if table else ""
+        names = ", ".join(sorted(f.alias or n for n, f in table.model_fields.items())) if table else ""
         message = f"unknown key; expected one of {names} (prefix your own fields with x_)"
+        if table is Conditions:
+            message += (
+                '; a dotted parameter path is written in quotes: "refund.amountCents" = { below = 5000 }'
+            )
     elif kind == "missing":
         message = _MISSING.get(loc[-1], "missing")
     elif kind in ("model_type", "dict_type"):
@@ -333,7 +365,11 @@ def _describe(error: Any) -> str:
             message += ' such as { parameter = "amountCents", value = 5000 }'
     else:
         message = str(error["msg"])
-    return f"{key_path(*loc) or '(top level)'}: {message}"
+    shown = ".".join(
+        (k if _BARE.fullmatch(k) else json.dumps(k)) + (f"[{index[i]}]" if i in index else "")
+        for i, k in enumerate(loc)
+    )
+    return f"{shown or '(top level)'}: {message}"
 
 
 def key_path(*keys: str) -> str:
