@@ -46,7 +46,11 @@ approvers = ["requester"]
 """
 # Paths buildah itself creates in a container to run a command (mount points and the files
 # it binds in); anything else written outside the volumes would be Cosigner's.
-BUILDAH_ON_SIGTERM = ["subprocess exited on terminated", "subprocess exited with status 1", "Error: exit status 1"]
+BUILDAH_ON_SIGTERM = [
+    "subprocess exited on terminated",
+    "subprocess exited with status 1",
+    "Error: exit status 1",
+]
 RUNTIME_PATHS = ("/dev", "/proc", "/sys", "/run", "/etc/hosts", "/etc/resolv.conf", "/etc/hostname", VOLUME)
 
 
@@ -83,7 +87,9 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def http(method: str, url: str, key: str | None = None, body: Any = None, timeout: float = 10) -> tuple[int, Any]:
+def http(
+    method: str, url: str, key: str | None = None, body: Any = None, timeout: float = 10
+) -> tuple[int, Any]:
     """One HTTP request; the status and the JSON body (or the text, for /metrics)."""
     data = None if body is None else json.dumps(body).encode()
     request = urllib.request.Request(url, data=data, method=method)
@@ -108,9 +114,19 @@ def serving(ctr: str, env: dict[str, str], volume: Path, port: int, log: Path) -
     """`cosigner serve` in the image on loopback until the block ends; yields its base URL."""
     with log.open("w") as err:
         proc = subprocess.Popen(
-            ["buildah", *run_args(ctr, env, volume), "cosigner", "serve", "--host", "127.0.0.1",
-             "--port", str(port)],
-            stdout=err, stderr=err, start_new_session=True,
+            [
+                "buildah",
+                *run_args(ctr, env, volume),
+                "cosigner",
+                "serve",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+            ],
+            stdout=err,
+            stderr=err,
+            start_new_session=True,
         )
     base = f"http://127.0.0.1:{port}"
     try:
@@ -172,11 +188,19 @@ def descendants(root: int) -> list[int]:
 
 def round_trip(base: str, agent: str, approver: str) -> None:
     """Create → long-poll → decide: the long-poll returns the approved decision with a grant."""
-    status, created = http("POST", f"{base}/v1/approvals", agent, {
-        "executionId": "smoke_run", "toolCallId": "call_1", "toolName": "issue_refund",
-        "parameters": {"orderId": "ord_1", "amountCents": 1200},
-        "surface": {"type": "dashboard", "userId": "u_smoke"}, "timeoutSeconds": 120,
-    })
+    status, created = http(
+        "POST",
+        f"{base}/v1/approvals",
+        agent,
+        {
+            "executionId": "smoke_run",
+            "toolCallId": "call_1",
+            "toolName": "issue_refund",
+            "parameters": {"orderId": "ord_1", "amountCents": 1200},
+            "surface": {"type": "dashboard", "userId": "u_smoke"},
+            "timeoutSeconds": 120,
+        },
+    )
     assert status == 201 and created["status"] == "pending", (status, created)
     approval = created["approvalId"]
     waited: dict[str, Any] = {}
@@ -191,8 +215,12 @@ def round_trip(base: str, agent: str, approver: str) -> None:
     while "cosigner_waiters 1.0" not in http("GET", f"{base}/metrics")[1]:
         assert time.monotonic() < deadline, "the long-poll never reached the server"
         time.sleep(0.05)
-    status, decided = http("POST", f"{base}/v1/approvals/{approval}/decision", approver,
-                           {"decision": "approve", "userId": "u_smoke", "comment": "smoke"})
+    status, decided = http(
+        "POST",
+        f"{base}/v1/approvals/{approval}/decision",
+        approver,
+        {"decision": "approve", "userId": "u_smoke", "comment": "smoke"},
+    )
     assert status == 200 and decided["status"] == "approved", (status, decided)
     poll.join(75)
     assert not poll.is_alive(), "the long-poll did not return"
@@ -253,8 +281,14 @@ def main() -> int:
     try:
         user = buildah("run", ctr, "--", "id", "-u").strip()
         assert user == str(UID), f"the image runs as uid {user}, not {UID}"
-        found = buildah("run", ctr, "--", "sh", "-c",
-                        "for c in cc gcc g++ c++ clang make ld; do command -v $c; done; true").split()
+        found = buildah(
+            "run",
+            ctr,
+            "--",
+            "sh",
+            "-c",
+            "for c in cc gcc g++ c++ clang make ld; do command -v $c; done; true",
+        ).split()
         assert not found, f"the image has build tools: {found}"
         say(f"runs as uid {user}; no compiler, linker or make")
         env = {"COSIGNER_SECRET": secrets.token_urlsafe(32), "COSIGNER_POLICY": f"{VOLUME}/policy.toml"}
