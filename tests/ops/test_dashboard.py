@@ -26,7 +26,6 @@ DASHBOARD = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "cosign
 TARGET_LABELS = {"instance", "job"}
 SELECTOR = re.compile(r"\b(cosigner_[a-z_]+)\s*(?:\{([^}]*)\})?")
 GROUPING = re.compile(r"\b(?:by|without)\s*\(([^)]*)\)")
-PROMQL_WORDS = {"sum", "rate", "increase", "histogram_quantile", "by", "le"}
 
 
 def dashboard() -> dict[str, Any]:

@@ -284,10 +284,14 @@ def test_secrets_are_only_referenced_and_every_variable_is_one_cosigner_reads() 
                 assert set(source) == {"secretRef"}
 
 
+def selects(selector: dict[str, str], labels: dict[str, str]) -> bool:
+    """Whether a matchLabels selector selects a pod with these labels."""
+    return all(labels.get(k) == v for k, v in selector.items())
+
+
 def test_the_service_the_budget_and_the_network_policy_select_the_servers() -> None:
     labels = one("Deployment")["spec"]["template"]["metadata"]["labels"]
     job_labels = one("Job")["spec"]["template"]["metadata"]["labels"]
-    selects = lambda selector, lbls: all(lbls.get(k) == v for k, v in selector.items())  # noqa: E731
     assert selects(one("Service")["spec"]["selector"], labels)
     budget = one("PodDisruptionBudget")["spec"]
     assert budget["minAvailable"] == 1 and selects(budget["selector"]["matchLabels"], labels)
