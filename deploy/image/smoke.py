@@ -292,7 +292,9 @@ def main() -> int:
         assert not found, f"the image has build tools: {found}"
         say(f"runs as uid {user}; no compiler, linker or make")
         env = {"COSIGNER_SECRET": secrets.token_urlsafe(32), "COSIGNER_POLICY": f"{VOLUME}/policy.toml"}
-        databases = [("sqlite", f"sqlite+aiosqlite:///{VOLUME}/cosigner.db", None)]
+        databases: list[tuple[str, str, str | None]] = [
+            ("sqlite", f"sqlite+aiosqlite:///{VOLUME}/cosigner.db", None)
+        ]
         if args.postgres:
             name = f"cosigner_image_smoke_{os.getpid()}"
             server = urllib.parse.urlsplit(args.postgres).netloc
