@@ -35,13 +35,25 @@ deploy/image/base.sh
 took "the base (debian:bookworm-slim by mmdebstrap, or today's from the store)"
 
 echo "image: buildah build -t $image (layers cached between runs on this machine)"
+image_id() { buildah images --noheading --no-trunc --format '{{.ID}}' "$1" 2>/dev/null | head -1 || true; }
+before=$(image_id "$image") before_build=$(image_id "$image-build")
 log=$(mktemp)
-if ! buildah build --isolation chroot --pull=never --layers -t "$image" -f Containerfile . >"$log" 2>&1; then
+# The build stage is tagged too (a second, cached pass), so that its previous result can be
+# removed below like the image's.
+if ! { buildah build --isolation chroot --pull=never --layers -t "$image" -f Containerfile . &&
+       buildah build --isolation chroot --pull=never --layers --target build -t "$image-build" \
+         -f Containerfile .; } >"$log" 2>&1; then
   tail -n 60 "$log"
   echo "image: the build failed (the end of its output is above)"
   exit 1
 fi
 rm -f "$log"
+# Keep the store from growing run after run: the previous results go, with the layers only
+# they used (those the new ones share stay, and so does the cache they make).
+for pair in "$before $(image_id "$image")" "$before_build $(image_id "$image-build")"; do
+  set -- $pair
+  if [ $# = 2 ] && [ "$1" != "$2" ]; then buildah rmi "$1" >/dev/null 2>&1 || true; fi
+done
 took "the build"
 size=$(buildah images --format "{{.Size}}" "$image" | head -1)
 base=$(buildah images --format '{{.Size}}' docker.io/library/debian:bookworm-slim | head -1)
