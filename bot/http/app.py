@@ -355,9 +355,10 @@ def build_app(
         return JSON({"status": "ready", "database": db.dialect, "surfaces": sorted(enabled)})
 
     async def metrics_route(request: Request) -> Response:
-        # The queue's depth is read here, once per scrape, rather than on the jobs' own path.
+        # The queue's depth is read here, once per scrape, rather than on the jobs' own path;
+        # bounded, so that a database that hangs still leaves the other metrics scraped.
         try:
-            due = await db.run_read(lambda tx: jobs_store.due_by_kind(tx, clock()))
+            due = await asyncio.wait_for(db.run_read(lambda tx: jobs_store.due_by_kind(tx, clock())), 2)
         except Exception:
             metrics.queue(None)  # /readyz says the database is unreachable
         else:

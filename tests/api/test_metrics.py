@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 
+import sqlalchemy as sa
 from prometheus_client.parser import text_string_to_metric_families
 
 from contracts.enums import JobKind
+from storage import raw
 from tests.api.test_approvals import start
 from tests.harness import CallbackReceiver, Harness, cosigner_app, until_async
 
@@ -139,3 +141,16 @@ async def test_a_failed_callback_attempt_counts_one_retry(db_kind: str) -> None:
             text = (await h.client.get("/metrics")).text
             # The retry is due later than now on the test clock: the queue holds nothing due.
             assert sample(text, "cosigner_jobs_due", kind="callback") == 0.0
+
+
+async def test_metrics_are_scraped_without_the_queue_when_the_database_cannot_be_read(db_kind: str) -> None:
+    async with cosigner_app(database_kind=db_kind, run_workers=False) as h:
+        text = (await h.client.get("/metrics")).text
+        assert sample(text, "cosigner_jobs_due", kind="callback") == 0.0
+        async with raw.write(h.parts.db) as conn:  # the read now fails, as on a broken database
+            await conn.execute(sa.text("ALTER TABLE jobs RENAME TO jobs_elsewhere"))
+        r = await h.client.get("/metrics")
+        assert r.status_code == 200
+        # No figure rather than the last one read; the rest is there as before.
+        assert sample(r.text, "cosigner_jobs_due", kind="callback") is None
+        assert sample(r.text, "cosigner_waiters") == 0.0
