@@ -202,6 +202,16 @@ def claim_one(tx: Work, approval_id: str, kind: JobKind, now: float, lock_second
     )
 
 
+def due_by_kind(tx: Work, now: float) -> dict[JobKind, int]:
+    """How many unfinished jobs of each kind are due at `now` (waiting for a worker or running)."""
+    stmt = (
+        sa.select(jobs.c.kind, sa.func.count())
+        .where(jobs.c.done_at.is_(None), jobs.c.due_at <= now)
+        .group_by(jobs.c.kind)
+    )
+    return {JobKind(kind): int(count) for kind, count in tx.conn.execute(stmt).all()}
+
+
 def finish(tx: Work, job_id: int, now: float, error: str | None = None) -> None:
     """Mark a job done (successfully, or given up with `error`)."""
     tx.conn.execute(jobs.update().where(jobs.c.id == job_id).values(done_at=now, last_error=error))

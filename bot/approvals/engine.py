@@ -490,7 +490,8 @@ class Engine:
         return done.record
 
     def _closed(self, rec: Record, execute: Job | None = None) -> None:
-        self.metrics.closed(rec.status.value, rec.created_at, rec.decided_at or self.clock())
+        surface = rec.route.surface.value if rec.route is not None else "none"
+        self.metrics.closed(rec.status.value, surface, rec.created_at, rec.decided_at or self.clock())
         log.info(
             "approval closed",
             extra={

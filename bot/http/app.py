@@ -41,9 +41,10 @@ from bot.policy import Policy, SmsSender
 from bot.settings import Settings
 from bot.workers import ExpirySweeper, JobWorker
 from contracts.answers import ErrorBody
-from contracts.enums import ErrorCode, SurfaceType
+from contracts.enums import ErrorCode, JobKind, SurfaceType
 from contracts.errors import CosignerError, InternalError
 from contracts.ports import SurfaceAdapter
+from storage import jobs as jobs_store
 from storage.database import Database
 from storage.sealing import TokenSeal
 
@@ -247,6 +248,14 @@ def build_app(
         return JSON({"status": "ready", "database": db.dialect, "surfaces": sorted(enabled)})
 
     async def metrics_route(request: Request) -> Response:
+        # The queue's depth is read here, once per scrape, rather than on the jobs' own path;
+        # bounded, so that a database that hangs still leaves the other metrics scraped.
+        try:
+            due = await asyncio.wait_for(db.run_read(lambda tx: jobs_store.due_by_kind(tx, clock())), 2)
+        except Exception:
+            metrics.queue(None)  # /readyz says the database is unreachable
+        else:
+            metrics.queue({kind.value: due.get(kind, 0) for kind in JobKind})
         return PlainTextResponse(metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
 
     async def openapi_route(request: Request) -> Response:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 
 class Metrics:
-    """Requests, approvals by status, time to decision, and job outcomes."""
+    """Requests, approvals by status, time to decision, job outcomes and the job queue."""
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
@@ -24,10 +25,11 @@ class Metrics:
             ["event", "status"],
             registry=self.registry,
         )
+        # `surface`: where the request was asked (its route), or "none" when nobody was.
         self.decision_seconds = Histogram(
             "cosigner_time_to_decision_seconds",
-            "From request to decision",
-            ["status"],
+            "From request to decision, by outcome and the surface it was asked on",
+            ["status", "surface"],
             registry=self.registry,
             buckets=(0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600, 86400),
         )
@@ -35,6 +37,12 @@ class Metrics:
             "cosigner_jobs",
             "Background jobs by kind and outcome",
             ["kind", "outcome"],
+            registry=self.registry,
+        )
+        self.jobs_due = Gauge(
+            "cosigner_jobs_due",
+            "Unfinished background jobs that are due, by kind (the queue's depth, read at each scrape)",
+            ["kind"],
             registry=self.registry,
         )
         self.waiting = Gauge(
@@ -77,10 +85,19 @@ class Metrics:
         """Count a new approval in its initial status."""
         self._child(self.approvals, "created", status).inc()
 
-    def closed(self, status: str, created_at: float, decided_at: float) -> None:
-        """Count a closed approval and observe its time to decision."""
+    def closed(self, status: str, surface: str, created_at: float, decided_at: float) -> None:
+        """Count a closed approval and observe its time to decision on the surface it was asked on."""
         self._child(self.approvals, "closed", status).inc()
-        self._child(self.decision_seconds, status).observe(max(decided_at - created_at, 0.0))
+        self._child(self.decision_seconds, status, surface).observe(max(decided_at - created_at, 0.0))
+
+    def queue(self, due: Mapping[str, int] | None) -> None:
+        """Set the queue's depth of each kind given (every kind, 0 when none is due); with None
+        (it could not be read) the gauge is left empty rather than stale."""
+        if due is None:
+            self.jobs_due.clear()
+            return
+        for kind, count in due.items():
+            self.jobs_due.labels(kind).set(count)
 
     def shadow_difference(self, tool: str, before: str, after: str) -> None:
         """Count one request the shadow policy decides otherwise."""

@@ -140,6 +140,7 @@ class JobWorker:
             self.metrics.jobs.labels(job.kind.value, "abandoned").inc()
             return False
         await self._finish(job.id, error, retry_at)
+        self.metrics.jobs.labels(job.kind.value, "retried").inc()
         return True
 
     async def _deliver(self, job: Job) -> None:

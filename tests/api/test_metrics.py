@@ -1,11 +1,18 @@
-"""The Prometheus metrics the agent API keeps: waiting connections."""
+"""The Prometheus metrics: waiting connections, requests and approvals, the job queue and retries."""
 
 from __future__ import annotations
 
 import asyncio
 
+import sqlalchemy as sa
+from prometheus_client.parser import text_string_to_metric_families
+
+from contracts.enums import JobKind
+from storage import raw
 from tests.api.test_approvals import start
-from tests.harness import Harness, cosigner_app, until_async
+from tests.harness import CallbackReceiver, Harness, cosigner_app, until_async
+
+LOOPBACK = "127.0.0.0/8"
 
 
 async def waiters(h: Harness) -> float:
@@ -83,4 +90,67 @@ async def test_request_and_approval_counters_add_up_over_repeated_calls(db_kind:
         assert 'cosigner_approvals_total{event="created",status="pending"} 3.0' in text
         assert 'cosigner_approvals_total{event="closed",status="approved"} 2.0' in text
         assert 'cosigner_approvals_total{event="closed",status="cancelled"} 1.0' in text
-        assert 'cosigner_time_to_decision_seconds_count{status="approved"} 2.0' in text
+        assert 'cosigner_time_to_decision_seconds_count{status="approved",surface="dashboard"} 2.0' in text
+
+
+def sample(text: str, name: str, **labels: str) -> float | None:
+    """The value of one sample on /metrics, or None when it is not there."""
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            if s.name == name and s.labels == labels:
+                return float(s.value)
+    return None
+
+
+async def test_the_queue_depth_counts_the_due_unfinished_jobs_of_each_kind(db_kind: str) -> None:
+    async with cosigner_app(database_kind=db_kind, run_workers=False, callback_allow=LOOPBACK) as h:
+        key = await h.create_tenant("acme")
+        text = (await h.client.get("/metrics")).text
+        assert {sample(text, "cosigner_jobs_due", kind=k.value) for k in JobKind} == {0.0}
+        aid = (await start(h, key, callbackUrl="http://127.0.0.1:9/cb"))["approvalId"]
+        r = await h.client.post(
+            f"/v1/approvals/{aid}/decision",
+            headers=h.auth(h.approver_of(key)),
+            json={"decision": "approve", "userId": "u_1"},
+        )
+        assert r.status_code == 200, r.text
+        # No worker runs here: the callback waits in the queue, and each scrape reads it anew.
+        text = (await h.client.get("/metrics")).text
+        assert sample(text, "cosigner_jobs_due", kind="callback") == 1.0
+        assert sample(text, "cosigner_jobs_due", kind="deliver") == 0.0
+
+
+async def test_a_failed_callback_attempt_counts_one_retry(db_kind: str) -> None:
+    with CallbackReceiver(answers=[(503, {})]) as receiver:
+        async with cosigner_app(database_kind=db_kind, callback_allow=LOOPBACK) as h:
+            key = await h.create_tenant("acme")
+            aid = (await start(h, key, callbackUrl=receiver.url))["approvalId"]
+            r = await h.client.post(
+                f"/v1/approvals/{aid}/decision",
+                headers=h.auth(h.approver_of(key)),
+                json={"decision": "approve", "userId": "u_1"},
+            )
+            assert r.status_code == 200, r.text
+
+            async def retried() -> float | None:
+                text = (await h.client.get("/metrics")).text
+                return sample(text, "cosigner_jobs_total", kind="callback", outcome="retried")
+
+            assert await until_async(retried) == 1.0
+            assert len(receiver.snapshot()) == 1  # the next attempt waits for its time (1 s on)
+            text = (await h.client.get("/metrics")).text
+            # The retry is due later than now on the test clock: the queue holds nothing due.
+            assert sample(text, "cosigner_jobs_due", kind="callback") == 0.0
+
+
+async def test_metrics_are_scraped_without_the_queue_when_the_database_cannot_be_read(db_kind: str) -> None:
+    async with cosigner_app(database_kind=db_kind, run_workers=False) as h:
+        text = (await h.client.get("/metrics")).text
+        assert sample(text, "cosigner_jobs_due", kind="callback") == 0.0
+        async with raw.write(h.parts.db) as conn:  # the read now fails, as on a broken database
+            await conn.execute(sa.text("ALTER TABLE jobs RENAME TO jobs_elsewhere"))
+        r = await h.client.get("/metrics")
+        assert r.status_code == 200
+        # No figure rather than the last one read; the rest is there as before.
+        assert sample(r.text, "cosigner_jobs_due", kind="callback") is None
+        assert sample(r.text, "cosigner_waiters") == 0.0
