@@ -392,9 +392,13 @@ T = TypeVar("T")
 
 
 async def until(
-    check: Callable[[], T | Literal[False] | None], seconds: float = 5.0, interval: float = 0.02
+    check: Callable[[], T | Literal[False] | None], seconds: float = 30.0, interval: float = 0.02
 ) -> T:
-    """The first truthy value of `check()`, polled every `interval` until `seconds` pass."""
+    """The first truthy value of `check()`, polled every `interval` until `seconds` pass.
+
+    `seconds` only bounds a wait that has gone wrong: a check normally holds within
+    milliseconds, but a loaded 2-core machine running the suite's workers side by side can
+    take seconds to run a background job, and no test asserts how fast anything happens."""
     deadline = time.monotonic() + seconds
     while not (found := check()):
         if time.monotonic() > deadline:
@@ -404,7 +408,7 @@ async def until(
 
 
 async def until_async(
-    check: Callable[[], Awaitable[T | Literal[False] | None]], seconds: float = 5.0, interval: float = 0.02
+    check: Callable[[], Awaitable[T | Literal[False] | None]], seconds: float = 30.0, interval: float = 0.02
 ) -> T:
     """The first truthy value of `await check()`, polled like `until`."""
     deadline = time.monotonic() + seconds
