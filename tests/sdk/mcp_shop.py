@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 from mcp.server.mcpserver import MCPServer
+from pydantic import BaseModel
 
 from cosigner import AsyncCosigner, DashboardSurface, Surface
 from cosigner.mcp_gateway import Gateway, GatewayOptions, upstream_client
@@ -48,6 +49,27 @@ def shop(calls: list[tuple[str, dict[str, Any]]]) -> MCPServer:
         """Wipe a disk."""
         calls.append(("wipe_disk", {"device": device}))
         return "wiped"
+
+    return server
+
+
+class Branch(BaseModel):
+    """A tree-shaped argument: its input schema refers to itself (`$ref` to `#/$defs/Branch`)."""
+
+    name: str
+    children: list[Branch] = []
+
+
+def orchard(calls: list[tuple[str, dict[str, Any]]]) -> MCPServer:
+    """An upstream whose `plant_tree` takes a tree, so its input schema is recursive: a
+    `parametersSchema` Cosigner refuses (it cannot be applied in bounded work)."""
+    server = MCPServer("orchard")
+
+    @server.tool()
+    def plant_tree(tree: Branch) -> str:
+        """Plant a tree."""
+        calls.append(("plant_tree", {"tree": tree.model_dump()}))
+        return f"planted {tree.name} with {len(tree.children)} branches"
 
     return server
 

@@ -39,7 +39,7 @@ from mcp.types import (
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from cosigner import AsyncCosigner, DeciderKind, Decision, Surface, parameters_digest
-from cosigner.errors import CosignerError, GrantRefused
+from cosigner.errors import CosignerError, GrantRefused, InvalidRequest
 from cosigner.mcp_gateway import answers
 from cosigner.mcp_gateway.early import Connection, GatewayServer, current_connection
 from cosigner.mcp_gateway.ledger import Ledger, OpenCall
@@ -84,6 +84,8 @@ class Gateway:
         """The names the upstream listed last; a call to any other is not put to Cosigner."""
         self._schemas: dict[str, dict[str, Any]] = {}
         """Each listed tool's input schema, sent with its calls: an approver edits typed values."""
+        self._schemas_refused: dict[str, dict[str, Any]] = {}
+        """The input schemas Cosigner refused as a `parametersSchema`, by tool: not sent again."""
         self.server: Server[dict[str, Any]] = GatewayServer(
             options.name,
             version="0.2.0",
@@ -185,7 +187,41 @@ class Gateway:
         return await self.ledger.run_once(call, lambda: self._run(call, decision, tool, to_run))
 
     async def _ask(self, call: OpenCall, policy_name: str, arguments: dict[str, Any]) -> Decision:
-        """Put the call to Cosigner; its answer at once (the policy's, or pending)."""
+        """Put the call to Cosigner; its answer at once (the policy's, or pending).
+
+        The gateway forwards whatever call was approved, so an approver may edit it, typed by
+        the tool's input schema. A schema Cosigner refuses (one it cannot apply in bounded
+        work, such as a recursive `$ref`) would fail every call of the tool: the call is then
+        asked again once without it and not editable, and later calls skip that schema.
+        """
+        tool = policy_name[len(self.options.tool_prefix) :]
+        schema = self._schemas.get(tool)
+        if schema is not None and self._refused_schema(tool, schema):
+            schema = None
+        try:
+            return await self._request(call, policy_name, arguments, schema)
+        except InvalidRequest as error:
+            field = str(error.details.get("field", ""))
+            if schema is None or not field.startswith("parametersSchema"):
+                raise
+            self._schemas_refused[tool] = schema
+            log.info("Cosigner refused the input schema of %s (%s); its calls are asked without edits", tool, field)
+        return await self._request(call, policy_name, arguments, None)
+
+    def _refused_schema(self, tool: str, schema: dict[str, Any]) -> bool:
+        """Whether Cosigner refused `schema` for `tool` before (a new listing's equal copy too)."""
+        refused = self._schemas_refused.get(tool)
+        if refused is None:
+            return False
+        if refused is not schema and refused != schema:
+            del self._schemas_refused[tool]  # the upstream changed it: try the new one
+            return False
+        self._schemas_refused[tool] = schema  # the next call compares by identity
+        return True
+
+    async def _request(
+        self, call: OpenCall, policy_name: str, arguments: dict[str, Any], schema: dict[str, Any] | None
+    ) -> Decision:
         return await self.cosigner.request_approval(
             execution_id=call.key[0],
             tool_call_id=call.tool_call_id,
@@ -194,9 +230,8 @@ class Gateway:
             surface=self.options.surface,
             timeout_seconds=self.options.timeout_seconds,
             wait=False,
-            # The gateway forwards whatever call was approved, so an approver may edit it.
-            accepts_edits=True,
-            parameters_schema=self._schemas.get(policy_name[len(self.options.tool_prefix) :]),
+            accepts_edits=schema is not None,
+            parameters_schema=schema,
         )
 
     async def _hold(self, decision: Decision) -> Decision:
