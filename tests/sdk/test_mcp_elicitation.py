@@ -4,13 +4,15 @@ takes nothing the client answers as a decision.
 The agent is `mcp.Client` with an elicitation callback (it then declares the form and URL
 modes), the upstream the recording shop, Cosigner the harness app over loopback with a
 policy in which `close_account` goes to the tenant's admins and `transfer_funds` keeps the
-requester's own Approve from counting (separation of duties).
+requester's own Approve from counting (separation of duties). The same policy names the
+admins as the approvers of tool definitions (`mcp.definition`), as an operator would.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -19,6 +21,7 @@ from mcp.client.session import ClientRequestContext
 from mcp.types import ElicitRequestParams, ElicitRequestURLParams, ElicitResult, ErrorData
 
 from cosigner import AsyncCosigner
+from cosigner.errors import NotAnApprover
 from tests.harness import DEFAULT_POLICY, until
 from tests.loopback import LiveServer, loopback_server
 from tests.sdk.conftest import Target
@@ -29,6 +32,10 @@ POLICY = (
     DEFAULT_POLICY
     + """
 [tools.close_account]
+kind = "danger"
+approvers = ["tenant_admins"]
+
+[tools."mcp.definition"]
 kind = "danger"
 approvers = ["tenant_admins"]
 
@@ -194,3 +201,30 @@ async def test_the_inbox_url_option_names_where_approvers_browse(inprocess: Targ
         (asked,) = await until(lambda: client.asked)
     assert isinstance(asked, ElicitRequestURLParams)
     assert asked.url == f"https://cosigner.example/inbox/approvals/{approval_id}"
+
+
+async def test_an_operator_names_the_approvers_of_definitions_in_the_policy(
+    inprocess: Target, tmp_path: Path
+) -> None:
+    shelf = Shelf([])
+    async with (
+        gateway(inprocess.url, inprocess.acme, shelf.server, pin=tmp_path / "tools.lock.json") as gw,
+        Client(gw.server, mode="legacy") as agent,
+    ):
+        await agent.list_tools()
+        assert gw.definitions is not None
+        definitions = gw.definitions
+        held = await until(
+            lambda: (h := definitions.held().get("lookup_order")) is not None and h.approval_id
+        )
+        async with AsyncCosigner(url=inprocess.url, api_key=inprocess.acme) as c:
+            (requested, *_) = await c.audit(held)
+        async with AsyncCosigner(url=inprocess.url, api_key=inprocess.acme_approver) as dashboard:
+            with pytest.raises(NotAnApprover):  # the requester is not the one who approves tools
+                await dashboard.decide(held, decision="approve", user_id="u_1")
+            await dashboard.decide(held, decision="approve", user_id="u_admin")
+        await until(lambda: "lookup_order" not in definitions.held())
+        listed = [t.name for t in (await agent.list_tools()).tools]
+    assert requested["data"]["toolName"] == "mcp.definition"
+    assert requested["data"]["route"]["approvers"] == ["u_admin"]
+    assert listed == ["lookup_order"]
