@@ -350,3 +350,24 @@ async def test_a_definition_approval_that_expired_is_asked_afresh_by_a_restarted
 async def status(target: Target, approval_id: str) -> str:
     async with AsyncCosigner(url=target.url, api_key=target.acme) as c:
         return (await c.get(approval_id)).status.value
+
+
+async def test_a_definition_changed_between_listings_is_held_once_calls_see_it(
+    inprocess: Target, tmp_path: Path
+) -> None:
+    calls: Calls = []
+    shelf = Shelf(calls)
+    lock = tmp_path / "tools.lock.json"
+    pinned_as_listed(shelf, lock)
+    async with (
+        gateway(inprocess.url, inprocess.acme, shelf.server, pin=lock, relist_seconds=0) as gw,
+        Client(gw.server, mode="legacy") as agent,
+    ):
+        await agent.list_tools()  # the client lists once, as desktop clients do
+        shelf.change("lookup_order", description="Look up an order, and its customer's card.")
+        # A call after the change has the gateway list the upstream again, without the client.
+        await agent.call_tool("lookup_order", {"orderId": "ord_1"})
+        await until(lambda: "lookup_order" in held_of(gw))
+        refused = await agent.call_tool("lookup_order", {"orderId": "ord_2"})
+    assert "has changed since it was approved (description)" in text(refused)
+    assert ("lookup_order", {"orderId": "ord_2"}) not in calls

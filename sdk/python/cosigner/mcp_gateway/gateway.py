@@ -20,6 +20,7 @@ import asyncio
 import dataclasses
 import json
 import logging
+import time
 import uuid
 import weakref
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -84,6 +85,9 @@ class GatewayOptions:
     """The lock file of approved tool definitions (`--pin`); None: every tool is offered as listed."""
     new_tools: NewTools = NewTools.ASK
     """With `pin`: what to do with a tool the lock file does not name."""
+    relist_seconds: float = 30.0
+    """With `pin`: a call more than this long after the last listing has the upstream's tools
+    listed again in the background, so a definition changed since is held from then on."""
     elicit: bool = True
     """Send the person at the client to the inbox where the client takes URL elicitation and
     the requester approves the call."""
@@ -123,6 +127,8 @@ class Gateway:
         self._offered: frozenset[str] = frozenset()
         """Of those, the ones offered: all of them, or with a lock file those it pins as listed."""
         self._connections: weakref.WeakSet[Connection] = weakref.WeakSet()
+        self._listed_at = time.monotonic()
+        self._relisting: asyncio.Task[None] | None = None
         self._schemas: dict[str, dict[str, Any]] = {}
         """Each listed tool's input schema, sent with its calls: an approver edits typed values."""
         self._schemas_refused: dict[str, dict[str, Any]] = {}
@@ -164,6 +170,7 @@ class Gateway:
     def _learn(self, tools: Sequence[Tool], *, whole: bool) -> list[Tool]:
         """Take in the upstream's listing (`whole`, or one page of it); the tools offered."""
         names = {t.name for t in tools}
+        self._listed_at = time.monotonic()
         self._schemas.update({t.name: dict(t.input_schema) for t in tools})
         offered = self.definitions.review(list(tools)) if self.definitions is not None else list(tools)
         shown = {t.name for t in offered}
@@ -180,6 +187,11 @@ class Gateway:
         """Whether the upstream lists `tool`: the names offered so far, else its whole listing again."""
         if tool in self._offered:
             return True
+        await self._list_all()
+        return tool in self._tools
+
+    async def _list_all(self) -> None:
+        """Read the upstream's whole listing and take it in."""
         tools: list[Tool] = []
         cursor: str | None = None
         for _ in range(LIST_PAGES):
@@ -189,7 +201,20 @@ class Gateway:
             if cursor is None:
                 break
         self._learn(tools, whole=True)
-        return tool in self._tools
+
+    def _relist(self) -> None:
+        """List the upstream's tools again in the background (one listing at a time)."""
+        if self._relisting is not None and not self._relisting.done():
+            return
+        self._listed_at = time.monotonic()  # not again at every call while this one runs
+
+        async def relist() -> None:
+            try:
+                await self._list_all()
+            except Exception as exc:  # the next call tries again; calls go on meanwhile
+                log.info("could not list the upstream's tools again: %s", type(exc).__name__)
+
+        self._relisting = asyncio.ensure_future(relist())
 
     def _upstream_name(self) -> str:
         info = self.upstream.server_info
@@ -212,6 +237,8 @@ class Gateway:
         self, ctx: Context, params: CallToolRequestParams
     ) -> CallToolResult | InputRequiredResult:
         tool = params.name
+        if self.definitions is not None and time.monotonic() - self._listed_at >= self.options.relist_seconds:
+            self._relist()
         if tool not in self._offered:
             if not await self._lists(tool):
                 # Answered as the upstream answers a name it does not have, and nobody is asked:
@@ -398,6 +425,8 @@ class Gateway:
         """Wait for the results still being reported in the background (and stop waiting for
         definition approvals: they stay open in Cosigner, and a restarted gateway finds them)."""
         self.inbox.close()
+        if self._relisting is not None:
+            self._relisting.cancel()
         if self.definitions is not None:
             await self.definitions.drain()
         await self.cosigner.flush_reports()
