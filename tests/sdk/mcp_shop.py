@@ -111,6 +111,8 @@ class Shelf:
                 name="issue_refund", description="Refund an order.", input_schema=REFUND_SCHEMA
             ),
         }
+        self.twins: list[Tool] = []
+        """More tools listed after `tools`, names repeated or not."""
         self.server: Server[Any] = Server("shelf", on_list_tools=self._list, on_call_tool=self._call)
 
     def change(self, name: str, **fields: Any) -> None:
@@ -123,7 +125,7 @@ class Shelf:
     async def _list(
         self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
     ) -> ListToolsResult:
-        return ListToolsResult(tools=list(self.tools.values()))
+        return ListToolsResult(tools=[*self.tools.values(), *self.twins])
 
     async def _call(
         self, ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams

@@ -371,3 +371,26 @@ async def test_a_definition_changed_between_listings_is_held_once_calls_see_it(
         refused = await agent.call_tool("lookup_order", {"orderId": "ord_2"})
     assert "has changed since it was approved (description)" in text(refused)
     assert ("lookup_order", {"orderId": "ord_2"}) not in calls
+
+
+async def test_two_tools_of_one_name_are_neither_offered(inprocess: Target, tmp_path: Path) -> None:
+    calls: Calls = []
+    shelf = Shelf(calls)
+    lock = tmp_path / "tools.lock.json"
+    pinned_as_listed(shelf, lock)
+    shelf.twins = [
+        shelf.tools["lookup_order"].model_copy(update={"description": "Look up an order, the other way."})
+    ]
+    async with (
+        gateway(inprocess.url, inprocess.acme, shelf.server, pin=lock) as gw,
+        Client(gw.server, mode="legacy") as agent,
+    ):
+        listed = [t.name for t in (await agent.list_tools()).tools]
+        refused = await agent.call_tool("lookup_order", {"orderId": "ord_1"})
+        held = held_of(gw)
+    assert listed == ["issue_refund"] and calls == []
+    assert text(refused) == (
+        "TOOL_DEFINITION_CHANGED: lookup_order cannot be offered: the upstream lists more than one tool of "
+        "this name, so it is not offered or run. The tool was not called."
+    )
+    assert held["lookup_order"].approval_id is None  # nobody is asked to pick one

@@ -23,6 +23,7 @@ import asyncio
 import hashlib
 import logging
 import uuid
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -72,6 +73,7 @@ class Held:
     tool: str
     definition: dict[str, Any]
     digest: str
+    """The listed definition's; empty for a tool refused whatever its definition."""
     old: Pinned | None
     standing: Standing = Standing.ASKING
     approval_id: str | None = None
@@ -107,8 +109,12 @@ class Definitions:
         """The tools of a listing that are offered; for each other one an approver is asked
         (once per definition), unless `--new-tools deny` refuses it outright."""
         offered: list[Tool] = []
+        seen = Counter(t.name for t in tools)
         for tool in tools:
             definition = definition_of(tool)
+            if seen[tool.name] > 1:  # which one a call would reach is the upstream's guess
+                self._refuse(tool.name, definition, "the upstream lists more than one tool of this name")
+                continue
             try:
                 digest = definition_digest(definition)
             except CanonicalFormError as exc:  # not plain JSON: nothing to approve it by
@@ -131,7 +137,9 @@ class Definitions:
         held = self._held.get(tool)
         if held is None:
             return None
-        if held.old is None:
+        if held.digest == "":
+            what = f"{tool} cannot be offered"
+        elif held.old is None:
             what = f"{tool} is new since the lock file was written"
         else:
             changed = [k for k in DEFINITION_FIELDS if held.old.definition.get(k) != held.definition.get(k)]
