@@ -243,6 +243,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "cosigner-mcp-gateway") 
 def execute(args: argparse.Namespace) -> int:
     """Run the parsed command; a configuration problem is one `error:` line and exit status 2."""
     from cosigner.mcp_gateway.gateway import GatewayOptions
+    from cosigner.mcp_gateway.pins import LockFileError
     from cosigner.mcp_gateway.upstream import UpstreamUnavailable
 
     if args.hold < 0 or args.rounds < 0:
@@ -269,6 +270,9 @@ def execute(args: argparse.Namespace) -> int:
         return 2
     try:
         asyncio.run(run(args, options, cosigner, upstream, listener))
+    except LockFileError as exc:  # changed since it was checked above
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     except (UpstreamUnavailable, OSError) as exc:
         which = (
             f"--upstream-url {args.upstream_url}"
