@@ -21,7 +21,7 @@ from cosigner import AsyncCosigner
 from cosigner.mcp_gateway import Gateway, LockFileError, NewTools
 from cosigner.mcp_gateway.definitions import definition_of
 from cosigner.mcp_gateway.pins import LockFile
-from tests.harness import until
+from tests.harness import until, until_async
 from tests.sdk.conftest import Target
 from tests.sdk.mcp_shop import ORDER, REFUND_SCHEMA, USER, Recording, Shelf, gateway
 from tests.sdk.test_mcp_gateway import REFUND, Calls, approval_of, text
@@ -106,6 +106,7 @@ async def test_the_first_run_offers_each_tool_once_an_approver_approves_its_defi
     assert lock_of(lock) == written
     assert lock.read_text() == json.dumps(written, indent=2, sort_keys=True) + "\n"
     assert files_in(tmp_path) == ["tools.lock.json"]  # no temporary file left
+    assert lock.stat().st_mode & 0o777 == 0o644  # a file to commit, nothing secret in it
 
 
 async def test_a_changed_description_is_refused_until_an_approver_approves_it_seen_beside_the_old(
@@ -394,3 +395,34 @@ async def test_two_tools_of_one_name_are_neither_offered(inprocess: Target, tmp_
         "this name, so it is not offered or run. The tool was not called."
     )
     assert held["lookup_order"].approval_id is None  # nobody is asked to pick one
+
+
+async def test_a_definition_changed_again_withdraws_the_open_approval(
+    inprocess: Target, tmp_path: Path
+) -> None:
+    shelf = Shelf([])
+    lock = tmp_path / "tools.lock.json"
+    pinned_as_listed(shelf, lock)
+    lock.chmod(0o640)
+    shelf.change("issue_refund", description="Refund an order, once.")
+    async with (
+        gateway(inprocess.url, inprocess.acme, shelf.server, pin=lock) as gw,
+        Client(gw.server, mode="legacy") as agent,
+    ):
+        await agent.list_tools()
+        first = await asked(gw, "issue_refund")
+        shelf.change("issue_refund", description="Refund an order, twice.")
+        await agent.list_tools()
+        second = await until(
+            lambda: (h := held_of(gw)["issue_refund"]).approval_id != first and h.approval_id
+        )
+        await until_async(lambda: is_status(inprocess, first, "cancelled"))
+        card = await decide(inprocess, second, "approve")
+        await until(lambda: "issue_refund" not in held_of(gw))
+    assert card.parameters["new"]["description"] == "Refund an order, twice."
+    assert lock_of(lock)["tools"]["issue_refund"]["definition"]["description"] == "Refund an order, twice."
+    assert lock.stat().st_mode & 0o777 == 0o640  # the operator's mode kept
+
+
+async def is_status(target: Target, approval_id: str, expected: str) -> bool:
+    return await status(target, approval_id) == expected

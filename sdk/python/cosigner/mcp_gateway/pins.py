@@ -177,8 +177,9 @@ def _write(path: Path, pins: Mapping[str, Pinned]) -> None:
             out.write(text)
             out.flush()
             os.fsync(out.fileno())
-        if path.exists():  # keep the operator's mode (mkstemp makes it owner-only)
-            os.chmod(temporary, path.stat().st_mode & 0o777)
+        # The operator's mode kept; a new file readable, as a file to commit is (mkstemp makes
+        # it owner-only). Nothing in it is secret: definitions the upstream lists to anyone.
+        os.chmod(temporary, path.stat().st_mode & 0o777 if path.exists() else 0o644)
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
