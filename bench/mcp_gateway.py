@@ -1,6 +1,6 @@
 """What the MCP gateway costs: the latency it adds to a read tool over stdio, and its memory.
 
-    .venv/bin/python bench/mcp_gateway.py [--calls 50] [--rounds 12] [--sessions 100]
+    .venv/bin/python bench/mcp_gateway.py [--calls 50] [--rounds 12] [--sessions 100] [--pin]
 
 It starts `cosigner serve` on SQLite pinned to one core (as bench/roundtrip.py does); the
 agent, the gateway and the upstream (examples/mcp_server.py) share the other core.
@@ -14,6 +14,9 @@ agent, the gateway and the upstream (examples/mcp_server.py) share the other cor
   the Cosigner request inside the gateway's (one POST answered 200, the policy's answer)
   is measured on its own too, with the SDK's `AsyncCosigner`. The CPU time of the
   passthrough and gateway processes per read is read from /proc.
+- **Pinning** (`--pin`): a second gateway with `--pin FILE --new-tools allow` (a lock file
+  it writes on its first listing, then checks every call against) runs as another path in
+  the same rounds, so the cost of pinning is measured beside the gateway without it.
 - **Another SDK** (`--compare-sdk DIR`): a second gateway whose `cosigner` package is
   imported from DIR (a checkout's `sdk/python`, or a changed copy of the package) runs as a
   fourth path in the same rounds, so two versions of the SDK are compared in one run.
@@ -30,6 +33,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -51,6 +55,7 @@ PASSTHROUGH = [sys.executable, str(Path(__file__).resolve().parent / "mcp_passth
 SURFACE = "dashboard:u_bench"
 ARGS = {"order_id": "ord_4421"}
 COMPARED = "import sys; from cosigner.mcp_gateway.cli import main; sys.exit(main())  # compared gateway"
+PINNED = "import sys; from cosigner.mcp_gateway.cli import main; sys.exit(main())  # pinned gateway"
 
 
 def gateway_args(*extra: str) -> list[str]:
@@ -128,13 +133,16 @@ def pct(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))]
 
 
-async def latency(server: Server, calls: int, rounds: int, compare_sdk: str | None = None) -> None:
+async def latency(
+    server: Server, calls: int, rounds: int, compare_sdk: str | None = None, pin: bool = False
+) -> None:
     env = env_of(server)
     direct: list[float] = []
     passed: list[float] = []
     gated: list[float] = []
     policy: list[float] = []
     compared: list[float] = []
+    pinned: list[float] = []
     async with AsyncExitStack() as stack:
         plain = await stack.enter_async_context(stdio_agent(EXAMPLE, env))
         bare = await stack.enter_async_context(stdio_agent(PASSTHROUGH, env))
@@ -146,13 +154,21 @@ async def latency(server: Server, calls: int, rounds: int, compare_sdk: str | No
             # The same entry point, told apart from the first gateway by its command line.
             marked = [sys.executable, "-c", COMPARED, *gateway[1:]]
             other = await stack.enter_async_context(stdio_agent(marked, {**env, "PYTHONPATH": path}))
-        for agent in (plain, bare, through, other):
+        locking = None
+        if pin:
+            folder = stack.enter_context(tempfile.TemporaryDirectory())
+            lock = ["--pin", str(Path(folder) / "tools.lock.json"), "--new-tools", "allow"]
+            locking = await stack.enter_async_context(
+                stdio_agent([sys.executable, "-c", PINNED, *gateway[1:], *lock], env)
+            )
+        for agent in (plain, bare, through, other, locking):
             if agent is not None:
                 await timed_reads(agent, 20)  # warm every path (imports, keys, connections)
         pid, bare_pid = child_pid(b"cosigner-mcp-gateway"), child_pid(b"mcp_passthrough.py")
         other_pid = child_pid(b"compared gateway") if other is not None else 0
+        pinned_pid = child_pid(b"pinned gateway") if locking is not None else 0
         load = os.getloadavg()[0]
-        gateway_cpu = bare_cpu = other_cpu = 0.0
+        gateway_cpu = bare_cpu = other_cpu = pinned_cpu = 0.0
         for _ in range(rounds):
             direct += await timed_reads(plain, calls)
             before = cpu_ms(bare_pid)
@@ -165,6 +181,10 @@ async def latency(server: Server, calls: int, rounds: int, compare_sdk: str | No
                 before = cpu_ms(other_pid)
                 compared += await timed_reads(other, calls)
                 other_cpu += cpu_ms(other_pid) - before
+            if locking is not None:
+                before = cpu_ms(pinned_pid)
+                pinned += await timed_reads(locking, calls)
+                pinned_cpu += cpu_ms(pinned_pid) - before
             policy += await timed_policy(server, calls)
         load = max(load, os.getloadavg()[0])
     print(f"read tool over stdio, {rounds} rounds x {calls} sequential calls (ms):")
@@ -176,6 +196,7 @@ async def latency(server: Server, calls: int, rounds: int, compare_sdk: str | No
         ("through the gateway", gated),
         ("policy request alone", policy),
         *((("through the gateway on the compared SDK", compared),) if compared else ()),
+        *((("through the gateway with --pin", pinned),) if pinned else ()),
     ):
         print(
             f"| {name} | {pct(v, 50):.2f} | {pct(v, 90):.2f} | {pct(v, 99):.2f} | {statistics.fmean(v):.2f} |"
@@ -198,6 +219,11 @@ async def latency(server: Server, calls: int, rounds: int, compare_sdk: str | No
         print(
             f"the gateway on the compared SDK ({compare_sdk}): added p50 "
             f"{pct(compared, 50) - pct(direct, 50):.2f} ms, CPU per read {other_cpu / len(compared):.2f} ms"
+        )
+    if pinned:
+        print(
+            f"the gateway with --pin: added p50 {pct(pinned, 50) - pct(direct, 50):.2f} ms, "
+            f"p90 {pct(pinned, 90) - pct(direct, 90):.2f} ms, CPU per read {pinned_cpu / len(pinned):.2f} ms"
         )
 
 
@@ -250,7 +276,7 @@ async def main_async(args: argparse.Namespace) -> None:
     async with running_server("sqlite", "", server_core, "WARNING", policy_text=POLICY) as server:
         if client_core is not None:
             os.sched_setaffinity(0, {client_core})  # children (gateway, upstream) inherit it
-        await latency(server, args.calls, args.rounds, args.compare_sdk)
+        await latency(server, args.calls, args.rounds, args.compare_sdk, args.pin)
         await memory(server, args.sessions)
 
 
@@ -269,6 +295,11 @@ def main() -> int:
         "--compare-sdk",
         metavar="DIR",
         help="also run a gateway whose cosigner package is imported from DIR (first on PYTHONPATH)",
+    )
+    p.add_argument(
+        "--pin",
+        action="store_true",
+        help="also run a gateway with --pin (a lock file of tool definitions) as another path",
     )
     args = p.parse_args()
     try:

@@ -9,6 +9,7 @@ the dashboard decision route. Clients in the handshake era (`mode="legacy"`) get
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -20,7 +21,7 @@ from cosigner._core import Send
 from cosigner._keepalive import Started
 from tests.harness import until
 from tests.sdk.conftest import Target, results_of
-from tests.sdk.mcp_shop import USER, Recording, gateway, shop
+from tests.sdk.mcp_shop import USER, Recording, gateway, orchard, shop
 
 REFUND = {"orderId": "ord_1", "amountCents": 12900}
 Calls = list[tuple[str, dict[str, Any]]]
@@ -329,3 +330,42 @@ async def test_an_edited_call_reaches_the_upstream_once_with_exactly_the_edited_
     stored = inprocess.live.call(inprocess.live.harness.engine.record(approval_id))
     assert stored.edit is not None and stored.edit.json_schema is not None
     assert stored.edit.json_schema["properties"]["amountCents"]["type"] == "integer"
+
+
+TREE = {"tree": {"name": "oak", "children": [{"name": "left", "children": []}]}}
+
+
+async def test_a_tool_whose_schema_cosigner_refuses_is_asked_without_it_and_not_editable(
+    inprocess: Target,
+) -> None:
+    calls: Calls = []
+    sent = Recording()
+    upstream = orchard(calls)
+    async with Client(upstream) as direct:
+        (listed,) = (await direct.list_tools()).tools
+    assert "$ref" in json.dumps(listed.input_schema)  # recursive: Cosigner refuses it as a parametersSchema
+    async with (
+        gateway(inprocess.url, inprocess.acme, upstream, transport=sent) as gw,
+        Client(gw.server, mode="legacy") as agent,
+    ):
+        await agent.list_tools()
+        first = await agent.call_tool("plant_tree", TREE)
+        assert first.is_error and "pending" in text(first), text(first)
+        approval_id = approval_of(first)
+        asked_first = sent.sent.count("POST /v1/approvals")
+        async with AsyncCosigner(url=inprocess.url, api_key=inprocess.acme_approver) as dashboard:
+            pending = await dashboard.get(approval_id)
+            assert pending.editable == ()  # approved or denied as sent, never edited
+            await dashboard.decide(approval_id, decision="approve", user_id=USER)
+        done = await agent.call_tool("plant_tree", TREE)
+        assert not done.is_error and text(done) == "planted oak with 1 branches"
+        asked_before = sent.sent.count("POST /v1/approvals")
+        other = await agent.call_tool("plant_tree", {"tree": {"name": "elm", "children": []}})
+        assert other.is_error and "pending" in text(other)
+    # Refused once with the schema, then asked without it; later calls skip the schema.
+    assert asked_first == 2
+    assert sent.sent.count("POST /v1/approvals") == asked_before + 1
+    assert calls == [("plant_tree", TREE)]
+    assert inprocess.live is not None
+    stored = inprocess.live.call(inprocess.live.harness.engine.record(approval_id))
+    assert stored.edit is None

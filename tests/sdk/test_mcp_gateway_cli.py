@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import re
+from pathlib import Path
 
 import pytest
 
-from cosigner.mcp_gateway.cli import add_arguments, upstream_of
+from cosigner.mcp_gateway.cli import add_arguments, inbox_url, pinning, upstream_of
+from cosigner.mcp_gateway.pins import NewTools
 
 
 def parse(*argv: str) -> argparse.Namespace:
@@ -40,3 +43,28 @@ def test_an_unusable_upstream_is_refused_naming_the_fix(argv: list[str], says: s
 
 def test_a_url_upstream_is_passed_as_is() -> None:
     assert upstream_of(parse("--upstream-url", "http://127.0.0.1:9000/mcp")) == "http://127.0.0.1:9000/mcp"
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("ftp://cosigner.example/inbox/", "is not an http(s) URL"),
+        ("https://ada:pw@cosigner.example/inbox/", "no user name, password, query or fragment"),
+        ("https://cosigner.example/inbox/?token=x", "never pre-authenticated"),
+    ],
+)
+def test_an_inbox_url_that_could_authenticate_is_refused(url: str, says: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(says)):
+        inbox_url(url)
+
+
+def test_new_tools_defaults_to_ask_with_a_lock_file_and_needs_one(tmp_path: Path) -> None:
+    lock = tmp_path / "tools.lock.json"
+    assert pinning(parse("--upstream-cmd", "x", "--pin", str(lock))) == (lock, NewTools.ASK)
+    assert pinning(parse("--upstream-cmd", "x", "--pin", str(lock), "--new-tools", "deny")) == (
+        lock,
+        NewTools.DENY,
+    )
+    assert pinning(parse("--upstream-cmd", "x")) == (None, NewTools.ASK)
+    with pytest.raises(ValueError, match="--new-tools needs --pin FILE"):
+        pinning(parse("--upstream-cmd", "x", "--new-tools", "allow"))

@@ -29,7 +29,8 @@ error body, so a code, its HTTP status and its class are defined here and nowher
     ├── InternalError             500  Cosigner failed unexpectedly; nothing was decided, retry
     ├── HandoffFailed             409  a handoff's step was not confirmed by the application
     ├── HandoffCancelled          409  a handoff was cancelled
-    └── HandoffTimeout            409  nobody pressed Done on a handoff in time
+    ├── HandoffTimeout            409  nobody pressed Done on a handoff in time
+    └── ToolDefinitionChanged     409  (the MCP gateway) a tool whose definition is not the approved one
 
 Apart from the wire codes, `ConfigurationError` (a `ValueError`) is raised when a client is
 built without Cosigner's URL or an API key; its message names the argument and the variable.
@@ -76,6 +77,7 @@ __all__ = [
     "ReplayedDelivery",
     "SurfaceUnavailable",
     "ToolCallCapExceeded",
+    "ToolDefinitionChanged",
     "Unauthenticated",
     "WrongConversation",
     "WrongKeyScope",
@@ -291,6 +293,14 @@ class HandoffTimeout(CosignerError):
     status = 409
 
 
+class ToolDefinitionChanged(CosignerError):
+    """The MCP gateway's answer to a call of a tool whose definition (description, schema,
+    annotations) is not the one approved, or is new: not run until an approver approves it."""
+
+    code = ErrorCode.TOOL_DEFINITION_CHANGED
+    status = 409
+
+
 BY_CODE: dict[str, type[CosignerError]] = {
     cls.code: cls
     for cls in (
@@ -317,6 +327,7 @@ BY_CODE: dict[str, type[CosignerError]] = {
         HandoffFailed,
         HandoffCancelled,
         HandoffTimeout,
+        ToolDefinitionChanged,
     )
 }
 

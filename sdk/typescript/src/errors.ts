@@ -25,7 +25,8 @@
  *     ├── InternalError             500  Cosigner failed unexpectedly; nothing was decided, retry
  *     ├── HandoffFailed             409  a handoff's step was not confirmed
  *     ├── HandoffCancelled          409  a handoff was cancelled
- *     └── HandoffTimeout            409  nobody pressed Done in time
+ *     ├── HandoffTimeout            409  nobody pressed Done in time
+ *     └── ToolDefinitionChanged     409  (the MCP gateway) a tool whose definition is not the approved one
  *
  * `GrantRefused` (not a wire error) says why a grant does not allow a call.
  */
@@ -56,6 +57,7 @@ export const ErrorCode = {
   HANDOFF_FAILED: "HANDOFF_FAILED",
   HANDOFF_CANCELLED: "HANDOFF_CANCELLED",
   HANDOFF_TIMEOUT: "HANDOFF_TIMEOUT",
+  TOOL_DEFINITION_CHANGED: "TOOL_DEFINITION_CHANGED",
 } as const;
 
 /** One of the codes above. */
@@ -139,6 +141,8 @@ export class HandoffFailed extends coded(ErrorCode.HANDOFF_FAILED, 409) {}
 export class HandoffCancelled extends coded(ErrorCode.HANDOFF_CANCELLED, 409) {}
 /** Nobody pressed Done on a handoff before it expired. */
 export class HandoffTimeout extends coded(ErrorCode.HANDOFF_TIMEOUT, 409) {}
+/** The MCP gateway refused a tool whose definition is not the approved one, or is new. */
+export class ToolDefinitionChanged extends coded(ErrorCode.TOOL_DEFINITION_CHANGED, 409) {}
 
 /** The grant does not allow this call; the message says which check failed. */
 export class GrantRefused extends Error {
@@ -172,6 +176,7 @@ const BY_CODE: Record<string, new (message: string, details?: Record<string, unk
   [ErrorCode.HANDOFF_FAILED]: HandoffFailed,
   [ErrorCode.HANDOFF_CANCELLED]: HandoffCancelled,
   [ErrorCode.HANDOFF_TIMEOUT]: HandoffTimeout,
+  [ErrorCode.TOOL_DEFINITION_CHANGED]: ToolDefinitionChanged,
 };
 
 /** The error for an error body; a code this SDK does not know keeps its code and status. */

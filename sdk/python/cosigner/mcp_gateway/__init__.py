@@ -18,15 +18,19 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from cosigner.mcp_gateway.gateway import Gateway, GatewayOptions, UpstreamUnavailable, upstream_client
+    from cosigner.mcp_gateway.gateway import Gateway, GatewayOptions
+    from cosigner.mcp_gateway.pins import LockFileError, NewTools
     from cosigner.mcp_gateway.strict import GuardedLines, guard_http
     from cosigner.mcp_gateway.surface_spec import SurfaceSpecError, parse_surface
+    from cosigner.mcp_gateway.upstream import UpstreamUnavailable, upstream_client
 
 __all__ = [
     "MISSING_EXTRA",
     "Gateway",
     "GatewayOptions",
     "GuardedLines",
+    "LockFileError",
+    "NewTools",
     "SurfaceSpecError",
     "UpstreamUnavailable",
     "guard_http",
@@ -40,9 +44,11 @@ MISSING_EXTRA = "the MCP gateway needs the mcp extra: pip install 'cosigner-sdk[
 _HOMES = {
     "Gateway": "gateway",
     "GatewayOptions": "gateway",
-    "UpstreamUnavailable": "gateway",
-    "upstream_client": "gateway",
+    "UpstreamUnavailable": "upstream",
+    "upstream_client": "upstream",
     "GuardedLines": "strict",
+    "LockFileError": "pins",
+    "NewTools": "pins",
     "guard_http": "strict",
     "SurfaceSpecError": "surface_spec",
     "parse_surface": "surface_spec",

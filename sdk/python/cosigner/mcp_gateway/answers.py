@@ -14,7 +14,7 @@ from mcp.types import CallToolResult, TextContent
 from cosigner import Decision
 from cosigner.errors import CosignerError
 
-__all__ = ["META_KEY", "failed", "pending", "refused", "rejected", "unknown_tool"]
+__all__ = ["META_KEY", "definition_changed", "failed", "pending", "refused", "rejected", "unknown_tool"]
 
 META_KEY = "cosigner"
 
@@ -89,6 +89,16 @@ def rejected(error: CosignerError, tool: str) -> CallToolResult:
         code=str(error.code),
         approvalId=error.details.get("approvalId"),
         policy=error.details.get("policy"),
+    )
+
+
+def definition_changed(error: CosignerError, tool: str) -> CallToolResult:
+    """The gateway itself refused `tool`: its definition is not the one approved in the lock file."""
+    return _error(
+        f"{error.code!s}: {error.message} The tool was not called.",
+        status="refused",
+        code=str(error.code),
+        approvalId=error.details.get("approvalId"),
     )
 
 

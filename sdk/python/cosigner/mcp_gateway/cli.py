@@ -3,6 +3,7 @@
     cosigner-mcp-gateway --upstream-cmd "python server.py" --surface slack:T0ACME/C0OPS/U0ALICE
     cosigner-mcp-gateway --upstream-url http://127.0.0.1:9000/mcp --surface sms:+15550100200 \\
         --transport http --port 8765
+    cosigner-mcp-gateway --upstream-cmd "python server.py" --surface dashboard:u_42 --pin tools.lock.json
 
 COSIGNER_URL and COSIGNER_API_KEY come from the environment (the tenant is the key's).
 Everything of the `mcp` extra is imported inside the functions, after `main` has checked
@@ -19,12 +20,14 @@ import shlex
 import socket
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from cosigner import AsyncCosigner
 from cosigner._listen import ListenError, bind, valid_port
 from cosigner.mcp_gateway import MISSING_EXTRA, mcp_missing
+from cosigner.mcp_gateway.pins import LockFile, NewTools
 from cosigner.mcp_gateway.surface_spec import SurfaceSpecError, parse_surface
 
 if TYPE_CHECKING:
@@ -86,6 +89,31 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--timeout", type=int, default=None, help="the approvals' timeout in seconds (default: policy's)"
     )
+    p.add_argument(
+        "--pin",
+        type=Path,
+        metavar="FILE",
+        help="offer only tools whose definition (description, schemas, annotations) an approver "
+        "approved, recorded in this JSON lock file (made if missing); a changed one waits for an approver",
+    )
+    p.add_argument(
+        "--new-tools",
+        choices=[n.value for n in NewTools],
+        default=None,
+        help="with --pin, a tool the lock file does not name: ask an approver first (default), allow "
+        "(pin it as listed), or deny",
+    )
+    p.add_argument(
+        "--inbox-url",
+        metavar="URL",
+        help="Cosigner's inbox as approvers' browsers reach it, sent in elicitations "
+        "(default: COSIGNER_URL/inbox/)",
+    )
+    p.add_argument(
+        "--no-elicitation",
+        action="store_true",
+        help="never send the person at the client to the inbox (URL elicitation)",
+    )
 
 
 def upstream_of(args: argparse.Namespace) -> StdioServerParameters | str:
@@ -117,9 +145,10 @@ async def run(
     on `listener`, a socket bound by `listen`, or one bound here to --host and --port)."""
     from mcp.server.stdio import stdio_server
 
-    from cosigner.mcp_gateway.gateway import Gateway, upstream_client
+    from cosigner.mcp_gateway.gateway import Gateway
     from cosigner.mcp_gateway.pipes import open_stdio
     from cosigner.mcp_gateway.strict import guard_http
+    from cosigner.mcp_gateway.upstream import upstream_client
 
     async with cosigner, upstream_client(target) as upstream:
         gateway = Gateway(upstream, cosigner, options)
@@ -167,6 +196,37 @@ def shown(url: str) -> str:
     return f"{parts.scheme}://{netloc}{parts.path}"
 
 
+def pinning(args: argparse.Namespace) -> tuple[Path | None, NewTools]:
+    """`--pin` and `--new-tools`, checked; the lock file is read here once, so that one that is
+    not a lock file stops the command (LockFileError, a ValueError) before the upstream starts."""
+    if args.pin is None:
+        if args.new_tools is not None:
+            raise ValueError(
+                "--new-tools needs --pin FILE: without a lock file every tool is offered as the upstream "
+                "lists it"
+            )
+        return None, NewTools.ASK
+    LockFile.load(args.pin)
+    return args.pin, NewTools(args.new_tools or NewTools.ASK)
+
+
+def inbox_url(url: str | None) -> str | None:
+    """`--inbox-url`, checked: an http(s) address with nothing in it that could authenticate."""
+    if url is None:
+        return None
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(
+            f"--inbox-url {url!r} is not an http(s) URL; give e.g. https://cosigner.example/inbox/"
+        )
+    if parts.username or parts.password or parts.query or parts.fragment:
+        raise ValueError(
+            "--inbox-url must hold no user name, password, query or fragment: the link sent to the "
+            "client is never pre-authenticated; give the inbox's plain address"
+        )
+    return url
+
+
 def main(argv: Sequence[str] | None = None, prog: str = "cosigner-mcp-gateway") -> int:
     """The console script's entry point."""
     if mcp_missing():  # before parsing, so that even --help says it
@@ -182,27 +242,37 @@ def main(argv: Sequence[str] | None = None, prog: str = "cosigner-mcp-gateway") 
 
 def execute(args: argparse.Namespace) -> int:
     """Run the parsed command; a configuration problem is one `error:` line and exit status 2."""
-    from cosigner.mcp_gateway.gateway import GatewayOptions, UpstreamUnavailable
+    from cosigner.mcp_gateway.gateway import GatewayOptions
+    from cosigner.mcp_gateway.pins import LockFileError
+    from cosigner.mcp_gateway.upstream import UpstreamUnavailable
 
     if args.hold < 0 or args.rounds < 0:
         print("error: --hold and --rounds must be 0 or more", file=sys.stderr)
         return 2
     try:
+        pin, new_tools = pinning(args)
         options = GatewayOptions(
             surface=parse_surface(args.surface),
             hold_seconds=args.hold,
             rounds=args.rounds,
             tool_prefix=args.tool_prefix,
             timeout_seconds=args.timeout,
+            pin=pin,
+            new_tools=new_tools,
+            elicit=not args.no_elicitation,
+            inbox_url=inbox_url(args.inbox_url),
         )
         upstream = upstream_of(args)
         cosigner = AsyncCosigner()  # COSIGNER_URL and COSIGNER_API_KEY
         listener = listen(args.host, args.port) if args.transport == "http" else None
-    except (SurfaceSpecError, ValueError, ListenError) as exc:
+    except (SurfaceSpecError, ValueError, ListenError) as exc:  # LockFileError is a ValueError
         print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
         asyncio.run(run(args, options, cosigner, upstream, listener))
+    except LockFileError as exc:  # changed since it was checked above
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     except (UpstreamUnavailable, OSError) as exc:
         which = (
             f"--upstream-url {args.upstream_url}"

@@ -32,8 +32,9 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self
 
-from mcp.server.lowlevel.server import Server
+from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
+from mcp.server.session import ServerSession
 from mcp.shared.message import SessionMessage
 from mcp.types import JSONRPCRequest, RequestId
 from mcp_types.methods import parse_client_request
@@ -75,6 +76,9 @@ class Connection:
         self._lists = lists
         """Whether the upstream is known to list a tool name: others wait for the handler."""
         self._asked: dict[RequestId, EarlyAsk] = {}
+        self.session: ServerSession | None = None
+        """A session of this connection's (its last tools/list): notifications reach the client
+        through it."""
 
     def read(self, item: SessionMessage | Exception) -> None:
         """Put `item` to Cosigner now if it is a tools/call the handler will get as it is."""
@@ -140,9 +144,26 @@ def current_connection() -> Connection | None:
 class GatewayServer(Server[dict[str, Any]]):
     """The `mcp` low-level server, whose `run` (stdio, in-process legacy) reads tools/calls early."""
 
-    def __init__(self, *args: Any, connect: Callable[[], Connection], **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, connect: Callable[[], Connection], tools_change: bool = False, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         self._connect = connect
+        self._tools_change = tools_change
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        """The server's options; with `tools_change` it declares `tools.listChanged` (tools held
+        for an approval are offered once it is given, and the clients are told)."""
+        if notification_options is None and self._tools_change:
+            notification_options = NotificationOptions(tools_changed=True)
+        return super().create_initialization_options(
+            notification_options, experimental_capabilities, extensions
+        )
 
     async def run(
         self,

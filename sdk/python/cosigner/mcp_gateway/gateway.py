@@ -9,7 +9,9 @@ arguments; `MCPServer` builds tools from Python functions) and talks to the upst
 through `mcp.Client`. Identity: the tenant is the API key's; the execution id is the MCP
 session's (`mcp-` + the Streamable HTTP session id, or one id per stdio connection); the
 tool call id is the open call's (see `ledger.py`). Over stdio a call is put to Cosigner as
-the server reads it, and the handler takes that answer (see `early.py`).
+the server reads it, and the handler takes that answer (see `early.py`). With a lock file
+only the tools whose definitions were approved are offered (see `definitions.py`), and a
+call that waits for the person at the client may send them to the inbox (see `elicit.py`).
 """
 
 from __future__ import annotations
@@ -18,10 +20,13 @@ import asyncio
 import dataclasses
 import json
 import logging
+import time
 import uuid
-from collections.abc import AsyncIterator, Mapping
-from contextlib import AsyncExitStack, asynccontextmanager
+import weakref
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from mcp import Client, MCPError
@@ -29,20 +34,26 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.types import (
-    CONNECTION_CLOSED,
     CallToolRequestParams,
     CallToolResult,
+    ElicitRequest,
+    ElicitRequestURLParams,
     InputRequiredResult,
     ListToolsResult,
     PaginatedRequestParams,
+    Tool,
 )
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from cosigner import AsyncCosigner, DeciderKind, Decision, Surface, parameters_digest
-from cosigner.errors import CosignerError, GrantRefused
+from cosigner.errors import CosignerError, GrantRefused, InvalidRequest
 from cosigner.mcp_gateway import answers
+from cosigner.mcp_gateway.definitions import Definitions
 from cosigner.mcp_gateway.early import Connection, GatewayServer, current_connection
+from cosigner.mcp_gateway.elicit import Inbox, bare_url
 from cosigner.mcp_gateway.ledger import Ledger, OpenCall
+from cosigner.mcp_gateway.pins import LockFile, NewTools
+from cosigner.mcp_gateway.upstream import UpstreamUnavailable, upstream_client
 
 __all__ = ["Gateway", "GatewayOptions", "UpstreamUnavailable", "upstream_client"]
 
@@ -70,20 +81,58 @@ class GatewayOptions:
     timeout_seconds: int | None = None
     """The approval's timeout; by default the policy's."""
     name: str = "cosigner-mcp-gateway"
+    pin: Path | None = None
+    """The lock file of approved tool definitions (`--pin`); None: every tool is offered as listed."""
+    new_tools: NewTools = NewTools.ASK
+    """With `pin`: what to do with a tool the lock file does not name."""
+    relist_seconds: float = 30.0
+    """With `pin`: a call more than this long after the last listing has the upstream's tools
+    listed again in the background, so a definition changed since is held from then on."""
+    elicit: bool = True
+    """Send the person at the client to the inbox where the client takes URL elicitation and
+    the requester approves the call."""
+    inbox_url: str | None = None
+    """The inbox as approvers' browsers reach it; by default Cosigner's URL + `/inbox/`."""
 
 
 class Gateway:
     """One upstream MCP server behind Cosigner; `server` is the MCP server to serve."""
 
     def __init__(self, upstream: Client, cosigner: AsyncCosigner, options: GatewayOptions) -> None:
+        """Raises `LockFileError` for an `options.pin` that is not a lock file."""
         self.upstream = upstream
         self.cosigner = cosigner
         self.options = options
         self.ledger = Ledger()
+        self.definitions: Definitions | None = None
+        if options.pin is not None:
+            lock = LockFile.load(options.pin)
+            self.definitions = Definitions(
+                lock,
+                options.new_tools,
+                cosigner,
+                options.surface,
+                options.tool_prefix,
+                self._upstream_name,
+                self._pinned,
+            )
+        self.inbox = Inbox(
+            cosigner,
+            options.surface,
+            options.inbox_url or f"{bare_url(cosigner.config.url).rstrip('/')}/inbox/",
+            enabled=options.elicit,
+        )
         self._tools: frozenset[str] = frozenset()
         """The names the upstream listed last; a call to any other is not put to Cosigner."""
+        self._offered: frozenset[str] = frozenset()
+        """Of those, the ones offered: all of them, or with a lock file those it pins as listed."""
+        self._connections: weakref.WeakSet[Connection] = weakref.WeakSet()
+        self._listed_at = time.monotonic()
+        self._relisting: asyncio.Task[None] | None = None
         self._schemas: dict[str, dict[str, Any]] = {}
         """Each listed tool's input schema, sent with its calls: an approver edits typed values."""
+        self._schemas_refused: dict[str, dict[str, Any]] = {}
+        """The input schemas Cosigner refused as a `parametersSchema`, by tool: not sent again."""
         self.server: Server[dict[str, Any]] = GatewayServer(
             options.name,
             version="0.2.0",
@@ -92,7 +141,8 @@ class Gateway:
             lifespan=_connection_scope,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
-            connect=lambda: Connection(self.ledger, self._ask, options.tool_prefix, self._tools_has),
+            connect=self._connect,
+            tools_change=self.definitions is not None,
         )
         # The multi-round-trip state a client echoes is sealed (and bound to the tool and
         # arguments), so a client cannot resume someone else's call.
@@ -100,40 +150,103 @@ class Gateway:
             RequestStateBoundary(RequestStateSecurity.ephemeral(ttl=3600), default_audience=options.name)
         )
 
-    async def _list_tools(self, ctx: Context, params: PaginatedRequestParams | None) -> ListToolsResult:
-        # Unchanged: names, schemas and annotations as the upstream lists them.
-        listed = await self.upstream.list_tools(cursor=params.cursor if params else None, cache_mode="bypass")
-        self._tools = self._tools | {tool.name for tool in listed.tools}
-        self._schemas.update({tool.name: dict(tool.input_schema) for tool in listed.tools})
-        return listed
+    def _connect(self) -> Connection:
+        connection = Connection(self.ledger, self._ask, self.options.tool_prefix, self._offers)
+        self._connections.add(connection)  # told when a held tool is offered again
+        return connection
 
-    def _tools_has(self, tool: str) -> bool:
-        return tool in self._tools
+    async def _list_tools(self, ctx: Context, params: PaginatedRequestParams | None) -> ListToolsResult:
+        # As the upstream lists them: names, schemas and annotations; with a lock file, only
+        # the tools whose definitions it pins.
+        listed = await self.upstream.list_tools(cursor=params.cursor if params else None, cache_mode="bypass")
+        offered = self._learn(listed.tools, whole=False)
+        connection = ctx.lifespan_context.get("connection")
+        if isinstance(connection, Connection):
+            connection.session = ctx.session
+        if self.definitions is None:
+            return listed
+        return listed.model_copy(update={"tools": offered})
+
+    def _learn(self, tools: Sequence[Tool], *, whole: bool) -> list[Tool]:
+        """Take in the upstream's listing (`whole`, or one page of it); the tools offered."""
+        names = {t.name for t in tools}
+        self._listed_at = time.monotonic()
+        self._schemas.update({t.name: dict(t.input_schema) for t in tools})
+        offered = self.definitions.review(list(tools)) if self.definitions is not None else list(tools)
+        shown = {t.name for t in offered}
+        if whole:
+            self._tools, self._offered = frozenset(names), frozenset(shown)
+        else:
+            self._tools, self._offered = self._tools | names, (self._offered - names) | shown
+        return offered
+
+    def _offers(self, tool: str) -> bool:
+        return tool in self._offered
 
     async def _lists(self, tool: str) -> bool:
-        """Whether the upstream lists `tool`: the names seen so far, else its whole listing again."""
-        if tool in self._tools:
+        """Whether the upstream lists `tool`: the names offered so far, else its whole listing again."""
+        if tool in self._offered:
             return True
-        names: set[str] = set()
+        await self._list_all()
+        return tool in self._tools
+
+    async def _list_all(self) -> None:
+        """Read the upstream's whole listing and take it in."""
+        tools: list[Tool] = []
         cursor: str | None = None
         for _ in range(LIST_PAGES):
             page = await self.upstream.list_tools(cursor=cursor, cache_mode="bypass")
-            names.update(t.name for t in page.tools)
-            self._schemas.update({t.name: dict(t.input_schema) for t in page.tools})
+            tools.extend(page.tools)
             cursor = page.next_cursor
             if cursor is None:
                 break
-        self._tools = frozenset(names)
-        return tool in names
+        self._learn(tools, whole=True)
+
+    def _relist(self) -> None:
+        """List the upstream's tools again in the background (one listing at a time)."""
+        if self._relisting is not None and not self._relisting.done():
+            return
+        self._listed_at = time.monotonic()  # not again at every call while this one runs
+
+        async def relist() -> None:
+            try:
+                await self._list_all()
+            except Exception as exc:  # the next call tries again; calls go on meanwhile
+                log.info("could not list the upstream's tools again: %s", type(exc).__name__)
+
+        self._relisting = asyncio.ensure_future(relist())
+
+    def _upstream_name(self) -> str:
+        info = self.upstream.server_info
+        return info.name if info is not None else "the upstream"
+
+    async def _pinned(self, tool: str) -> None:
+        """An approver approved `tool`'s new definition: offer it, and tell the clients that listed."""
+        if tool in self._tools:
+            self._offered = self._offered | {tool}
+        for connection in list(self._connections):
+            session = connection.session
+            if session is None:
+                continue
+            try:
+                await session.send_tool_list_changed()
+            except Exception as exc:  # a client gone since: it lists again when it reconnects
+                log.info("could not tell a client the tools changed: %s", type(exc).__name__)
 
     async def _call_tool(
         self, ctx: Context, params: CallToolRequestParams
     ) -> CallToolResult | InputRequiredResult:
         tool = params.name
-        if not await self._lists(tool):
-            # Answered as the upstream answers a name it does not have, and nobody is asked:
-            # an approval card for a tool that cannot run would only waste a person's time.
-            return answers.unknown_tool(tool)
+        if self.definitions is not None and time.monotonic() - self._listed_at >= self.options.relist_seconds:
+            self._relist()
+        if tool not in self._offered:
+            if not await self._lists(tool):
+                # Answered as the upstream answers a name it does not have, and nobody is asked:
+                # an approval card for a tool that cannot run would only waste a person's time.
+                return answers.unknown_tool(tool)
+            held = self.definitions.refusal(tool) if self.definitions is not None else None
+            if held is not None:
+                return answers.definition_changed(held, tool)
         policy_name = self.options.tool_prefix + tool
         arguments: dict[str, Any] = params.arguments or {}
         resumed = _resumed(params.request_state)
@@ -154,7 +267,17 @@ class Gateway:
             decision = await (early.answer if early else self._ask(call, policy_name, arguments))
             call.approval_id = decision.approval_id
             if decision.pending:
-                decision = await self._hold(decision)
+                inbox = await self.inbox.for_call(ctx, call, decision, tool)
+                if inbox is not None and ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                    # The first round carries the elicitation; the client answers it and retries.
+                    round_ = (resumed.round if resumed else 0) + 1
+                    if round_ <= self.options.rounds:
+                        state = Resumed(execution_id, call.tool_call_id, round_)
+                        return InputRequiredResult(
+                            input_requests={"cosigner_inbox": ElicitRequest(params=inbox)},
+                            request_state=json.dumps(dataclasses.astuple(state)),
+                        )
+                decision = await self._hold(decision, ctx if inbox is not None else None, inbox)
         except CosignerError as error:
             self.ledger.close(call)
             return answers.rejected(error, tool)
@@ -185,7 +308,43 @@ class Gateway:
         return await self.ledger.run_once(call, lambda: self._run(call, decision, tool, to_run))
 
     async def _ask(self, call: OpenCall, policy_name: str, arguments: dict[str, Any]) -> Decision:
-        """Put the call to Cosigner; its answer at once (the policy's, or pending)."""
+        """Put the call to Cosigner; its answer at once (the policy's, or pending).
+
+        The gateway forwards whatever call was approved, so an approver may edit it, typed by
+        the tool's input schema. A schema Cosigner refuses (one it cannot apply in bounded
+        work, such as a recursive `$ref`) would fail every call of the tool: the call is then
+        asked again once without it and not editable, and later calls skip that schema.
+        """
+        tool = policy_name[len(self.options.tool_prefix) :]
+        schema = self._schemas.get(tool)
+        if schema is not None and self._refused_schema(tool, schema):
+            schema = None
+        try:
+            return await self._request(call, policy_name, arguments, schema)
+        except InvalidRequest as error:
+            field = str(error.details.get("field", ""))
+            if schema is None or not field.startswith("parametersSchema"):
+                raise
+            self._schemas_refused[tool] = schema
+            log.info(
+                "Cosigner refused the input schema of %s (%s); its calls are asked without edits", tool, field
+            )
+        return await self._request(call, policy_name, arguments, None)
+
+    def _refused_schema(self, tool: str, schema: dict[str, Any]) -> bool:
+        """Whether Cosigner refused `schema` for `tool` before (a new listing's equal copy too)."""
+        refused = self._schemas_refused.get(tool)
+        if refused is None:
+            return False
+        if refused is not schema and refused != schema:
+            del self._schemas_refused[tool]  # the upstream changed it: try the new one
+            return False
+        self._schemas_refused[tool] = schema  # the next call compares by identity
+        return True
+
+    async def _request(
+        self, call: OpenCall, policy_name: str, arguments: dict[str, Any], schema: dict[str, Any] | None
+    ) -> Decision:
         return await self.cosigner.request_approval(
             execution_id=call.key[0],
             tool_call_id=call.tool_call_id,
@@ -194,20 +353,27 @@ class Gateway:
             surface=self.options.surface,
             timeout_seconds=self.options.timeout_seconds,
             wait=False,
-            # The gateway forwards whatever call was approved, so an approver may edit it.
-            accepts_edits=True,
-            parameters_schema=self._schemas.get(policy_name[len(self.options.tool_prefix) :]),
+            accepts_edits=schema is not None,
+            parameters_schema=schema,
         )
 
-    async def _hold(self, decision: Decision) -> Decision:
-        """Wait up to `hold_seconds` for the decision; still pending after that is fine."""
-        if self.options.hold_seconds <= 0:
-            return decision
+    async def _hold(
+        self, decision: Decision, ctx: Context | None = None, inbox: ElicitRequestURLParams | None = None
+    ) -> Decision:
+        """Wait up to `hold_seconds` for the decision; still pending after that is fine. With
+        `inbox`, the client is sent it meanwhile: its answer is not waited for, nor used."""
+        answered = asyncio.Event()
+        if ctx is not None and inbox is not None:
+            self.inbox.send(ctx, inbox, answered)
         try:
+            if self.options.hold_seconds <= 0:
+                return decision
             # The long-poll is cut at the hold, not polled up to it (`wait(timeout=)` polls).
             return await asyncio.wait_for(self.cosigner.wait(decision), self.options.hold_seconds)
         except TimeoutError:
             return decision
+        finally:
+            answered.set()
 
     async def _run(
         self, call: OpenCall, decision: Decision, tool: str, arguments: dict[str, Any]
@@ -256,62 +422,14 @@ class Gateway:
             log.warning("result of %s not reported: %s", decision.approval_id, type(exc).__name__)
 
     async def drain(self) -> None:
-        """Wait for the results still being reported in the background."""
+        """Wait for the results still being reported in the background (and stop waiting for
+        definition approvals: they stay open in Cosigner, and a restarted gateway finds them)."""
+        self.inbox.close()
+        if self._relisting is not None:
+            self._relisting.cancel()
+        if self.definitions is not None:
+            await self.definitions.drain()
         await self.cosigner.flush_reports()
-
-
-@asynccontextmanager
-async def upstream_client(target: Any) -> AsyncIterator[Client]:
-    """An `mcp.Client` of the upstream `target` (what `mcp.Client` takes), as the gateway uses it.
-
-    It opens with the initialize handshake (protocol 2025-11-25 and before), which every MCP
-    server speaks but one that keeps only the 2026-07-28 revision: over one long-lived
-    connection its calls cost less than 2026-07-28's per-request envelopes, each with the
-    client's capabilities, validated on both sides (about 0.35 ms a call over stdio). A
-    server that refuses the handshake is connected to again, in the revision it offers; one
-    that hangs up or cannot be reached is not tried again (`UpstreamUnavailable`, saying why).
-    """
-    async with AsyncExitStack() as stack:
-        client: Client | None = None
-        try:
-            client = await stack.enter_async_context(Client(target, mode="legacy"))
-        except Exception as exc:  # the SDK's task groups wrap the server's answer in groups
-            refusals = [e for e in _leaves(exc) if isinstance(e, MCPError) and e.code != CONNECTION_CLOSED]
-            if not refusals:
-                raise UpstreamUnavailable(_reason(exc)) from exc
-            log.info(
-                "the upstream refused the initialize handshake (%s); connecting as it offers", refusals[0]
-            )
-        if client is None:
-            try:
-                client = await stack.enter_async_context(Client(target))
-            except Exception as exc:
-                raise UpstreamUnavailable(_reason(exc)) from exc
-        yield client
-
-
-class UpstreamUnavailable(Exception):
-    """The upstream MCP server could not be started, reached or connected to; the text says why."""
-
-
-def _leaves(exc: BaseException) -> list[BaseException]:
-    """The exceptions inside `exc`'s (nested) exception groups, or `exc` itself."""
-    if isinstance(exc, BaseExceptionGroup):
-        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
-    return [exc]
-
-
-def _reason(exc: BaseException) -> str:
-    """Why connecting failed, in one line: the innermost causes, not the task groups around them."""
-    reasons: list[str] = []
-    for leaf in _leaves(exc):
-        if isinstance(leaf, MCPError) and leaf.code == CONNECTION_CLOSED:
-            text = "it hung up before the handshake ended (an upstream command that exited prints why above)"
-        else:
-            text = str(leaf) or type(leaf).__name__
-        if text not in reasons:
-            reasons.append(text)
-    return "; ".join(reasons)
 
 
 @asynccontextmanager

@@ -31,6 +31,8 @@ class OpenCall:
     key: CallKey
     tool_call_id: str
     approval_id: str | None = None
+    elicited: bool = False
+    """Whether the person at the client was sent to the inbox for it (once per call)."""
     result: asyncio.Future[CallToolResult] | None = field(default=None, repr=False)
     """The one run of the upstream call, once approved."""
 
