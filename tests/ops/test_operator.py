@@ -77,6 +77,7 @@ def served(tmp_path: Path) -> Iterator[tuple[str, str, str, dict[str, str]]]:
         yield url, key.group(1), approver.group(1), env
 
 
+@pytest.mark.slow
 def test_the_readme_flow_on_a_real_server(
     served: tuple[str, str, str, dict[str, str]], tmp_path: Path
 ) -> None:

@@ -72,11 +72,14 @@ TIMEOUT = 60  # their timeoutSeconds; the test moves the replicas' clock past it
 START = float(int(time.time()))  # where both replicas' stepped clock starts (COSIGNER_TEST_CLOCK)
 DECIDERS = 20  # concurrent decision POSTs, spread over both replicas
 
-pytestmark = pytest.mark.skipif(
-    not os.environ.get(POSTGRES_ENV),
-    reason=f"needs PostgreSQL: set {POSTGRES_ENV}=postgresql+asyncpg://user@host/db "
-    "(the test creates and drops its own database next to it)",
-)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not os.environ.get(POSTGRES_ENV),
+        reason=f"needs PostgreSQL: set {POSTGRES_ENV}=postgresql+asyncpg://user@host/db "
+        "(the test creates and drops its own database next to it)",
+    ),
+]
 
 
 def _asyncpg_dsn(url: str, database: str | None = None) -> str:
