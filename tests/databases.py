@@ -18,7 +18,9 @@ from typing import Any
 import pytest
 
 
-def sqlite_all_postgres_some(argnames: str, cases: Sequence[Any], *, postgres: Sequence[Any]) -> Any:
+def sqlite_all_postgres_some(
+    argnames: str, cases: Sequence[Any], *, postgres: Sequence[Any]
+) -> pytest.MarkDecorator:
     """`pytest.mark.parametrize` over `db_kind` and `argnames` (comma-separated, as pytest
     takes them): every case on SQLite, the `postgres` cases (some of `cases`) on PostgreSQL."""
     names = [name.strip() for name in argnames.split(",")]
