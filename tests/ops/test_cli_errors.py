@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from tests.harness import postgres_url
-from tests.processes import REPO, clean_env
+from tests.processes import PROCESS_LIMIT, REPO, clean_env
 
 SECRET = "cli-errors-secret-" + "c" * 32
 
@@ -28,7 +28,7 @@ def run(
         cwd=tmp_path,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=PROCESS_LIMIT,
         input=stdin,
     )
 

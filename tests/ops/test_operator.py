@@ -43,7 +43,7 @@ def test_serve_refuses_bad_configuration_clearly(case: str, tmp_path: Path) -> N
             COSIGNER_DATABASE_URL=f"sqlite:///{tmp_path / 'x.db'}",
         ),
     }[case]
-    done = cosigner(env, "serve", "--port", str(free_port()), cwd=tmp_path, timeout=20)
+    done = cosigner(env, "serve", "--port", str(free_port()), cwd=tmp_path)
     assert done.returncode == 2, (done.returncode, done.stderr)
     assert done.stderr.startswith("error: "), done.stderr
     assert "Traceback" not in done.stderr, done.stderr

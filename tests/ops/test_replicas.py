@@ -45,6 +45,7 @@ from sqlalchemy.engine import make_url
 
 from cosigner.webhooks import verify_request
 from tests.harness import CallbackReceiver, until_async
+from tests.processes import PROCESS_LIMIT
 
 POSTGRES_ENV = "COSIGNER_TEST_POSTGRES_URL"
 REPO = Path(__file__).resolve().parents[2]
@@ -103,7 +104,7 @@ def _cosigner(env: dict[str, str], *args: str) -> str:
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=PROCESS_LIMIT,
     )
     assert done.returncode == 0, (
         f"cosigner {' '.join(args)} exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
@@ -216,7 +217,7 @@ async def replicas(servers: list[tuple[str, subprocess.Popen[bytes], Path]]) -> 
                 except httpx.HTTPError:
                     return False
 
-            await until_async(ready, seconds=20, interval=0.1)
+            await until_async(ready, seconds=PROCESS_LIMIT, interval=0.1)
     return [url for url, _, _ in servers]
 
 
