@@ -7,6 +7,8 @@ docs/architecture.md#testing): a test shares nothing with another but what it ma
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 
 from tests.harness import POSTGRES_ENV, postgres_url
@@ -34,8 +36,18 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests marked `slow` first, each kind in its own order: a worker that starts one at
-    the end would keep the whole run waiting while the other workers have nothing left."""
+    the end would keep the whole run waiting while the other workers have nothing left.
+    And one node id per test: the workers are sent tests by node id."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    # Schemathesis names each API operation's test `test…[POST /v1/approvals]`, but under
+    # pytest 9 gives them all the function's node id: sent by that id, one would run of all.
+    shared = Counter(item.nodeid for item in items)
+    for item in items:
+        if shared[item.nodeid] > 1 and item.parent is not None and hasattr(item.parent, "id"):
+            item._id = item.parent.id.child(item.name)  # as pytest makes any other test's id
+    left = sorted(nodeid for nodeid, count in Counter(item.nodeid for item in items).items() if count > 1)
+    if left:
+        raise pytest.UsageError(f"tests share a node id, so parallel workers would run one of each: {left}")
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
