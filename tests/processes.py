@@ -27,6 +27,12 @@ from tests.harness import postgres_url, until
 
 REPO = Path(__file__).resolve().parents[1]
 
+PROCESS_LIMIT = 120.0
+"""Seconds a `cosigner` process may take to start serving or to finish a command before the
+test fails: a guard against a hang, never a speed check. Alone it takes about a second (most
+of it Python importing Cosigner), but tens of seconds while the suite's parallel workers and
+whatever else runs on the machine share its cores."""
+
 
 def free_port() -> int:
     """A TCP port nobody listens on right now."""
@@ -51,7 +57,7 @@ def cosigner_env(tmp_path: Path, policy: str, secret: str) -> dict[str, str]:
 
 
 def cosigner(
-    env: dict[str, str], *args: str, cwd: Path, timeout: float = 30
+    env: dict[str, str], *args: str, cwd: Path, timeout: float = PROCESS_LIMIT
 ) -> subprocess.CompletedProcess[str]:
     """Run one `cosigner` command to completion, its output captured as text."""
     return subprocess.run(
@@ -108,7 +114,7 @@ def serving(
         )
         try:
             try:
-                asyncio.run(until(lambda: ready(proc, port), seconds=20, interval=0.1))
+                asyncio.run(until(lambda: ready(proc, port), seconds=PROCESS_LIMIT, interval=0.1))
             except AssertionError as exc:
                 raise AssertionError(path.read_text()) from exc
             yield proc

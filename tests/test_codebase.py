@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import grimp  # import-linter's graph of our imports
+import pytest
 from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,6 +30,10 @@ def test_imports_keep_to_the_floors() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+# One worker runs both mypy tests, the whole tree first: the probe then finds mypy's cache
+# (.mypy_cache) filled instead of checking storage and its libraries again at the same time.
+@pytest.mark.slow
+@pytest.mark.xdist_group("mypy")
 def test_every_package_its_tests_and_the_benchmarks_are_mypy_strict_clean() -> None:
     result = run(sys.executable, "-m", "mypy")
     assert result.returncode == 0, result.stdout + result.stderr
@@ -209,6 +214,7 @@ def test_bot_never_reaches_inside_a_unit_of_work_or_the_database() -> None:
     assert reached == [], "bot hands a Work to storage's functions and never opens it"
 
 
+@pytest.mark.xdist_group("mypy")
 def test_mypy_refuses_anything_but_a_unit_of_work_where_storage_wants_one(tmp_path: Path) -> None:
     probe = tmp_path / "probe.py"
     probe.write_text(

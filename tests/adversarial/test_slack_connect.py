@@ -16,6 +16,7 @@ import pytest
 from surfaces.slack.emulated_methods import Recorded
 from surfaces.slack.emulator import SlackEmulator
 from tests import harness
+from tests.databases import sqlite_all_postgres_some
 from tests.harness import Harness, slack_app, until
 from tests.surfaces.slack.test_scenarios import ask, card_of, refusal_codes, status
 
@@ -72,15 +73,20 @@ async def posted(h: Harness, emu: SlackEmulator, key: str, surface: dict[str, st
     return approval_id, card
 
 
-@pytest.mark.parametrize("kind", ["block_actions", "view_submission"])
-@pytest.mark.parametrize(
-    ("install", "outsider_team"),
-    [
+OUTSIDERS = [
+    (install, outsider_team, kind)
+    for install, outsider_team in [
         (WORKSPACE_INSTALL, "T0OUTSIDER"),  # a plain workspace on the other side
         (WORKSPACE_INSTALL, "E0OUTSIDER"),  # another Grid org on the other side
         (ORG_WIDE_INSTALL, "E0OUTSIDER"),
-    ],
-)
+    ]
+    for kind in ["block_actions", "view_submission"]
+]
+
+
+# Which install and which outsider change what the click says, not what storage does (one
+# refusal, whoever it is): PostgreSQL runs each kind of answer once (tests/databases.py).
+@sqlite_all_postgres_some("install, outsider_team, kind", OUTSIDERS, postgres=OUTSIDERS[:2])
 async def test_an_outsider_who_started_the_run_in_a_shared_channel_cannot_approve_it(
     world: Any, kind: str, install: dict[str, Any], outsider_team: str
 ) -> None:
@@ -98,15 +104,20 @@ async def test_an_outsider_who_started_the_run_in_a_shared_channel_cannot_approv
         assert note.user == "W0OUT" and note.text is not None and "NOT_AN_APPROVER" in note.text
 
 
-@pytest.mark.parametrize("kind", ["block_actions", "view_submission"])
-@pytest.mark.parametrize(
-    ("install", "surface"),
-    [
+GRID_MEMBERS = [
+    (install, surface, kind)
+    for install, surface in [
         (WORKSPACE_INSTALL, GRID_SURFACE),
         (WORKSPACE_INSTALL, {}),  # the agent named only the workspace; the tenant's org still counts
         (ORG_WIDE_INSTALL, GRID_SURFACE),
-    ],
-)
+    ]
+    for kind in ["block_actions", "view_submission"]
+]
+
+
+# The install and the surface change how the clicker is matched, not what storage does: an
+# approval (block_actions) or a denial (view_submission), each run once on PostgreSQL.
+@sqlite_all_postgres_some("install, surface, kind", GRID_MEMBERS, postgres=GRID_MEMBERS[:2])
 async def test_a_grid_member_whose_team_id_is_the_org_decides(
     world: Any, kind: str, install: dict[str, Any], surface: dict[str, str]
 ) -> None:

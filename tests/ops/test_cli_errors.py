@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from tests.harness import postgres_url
-from tests.processes import REPO, clean_env
+from tests.processes import PROCESS_LIMIT, REPO, clean_env
 
 SECRET = "cli-errors-secret-" + "c" * 32
 
@@ -28,7 +28,7 @@ def run(
         cwd=tmp_path,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=PROCESS_LIMIT,
         input=stdin,
     )
 
@@ -89,6 +89,7 @@ def test_tenant_secret_is_recoverable_and_needs_the_server_secret(tmp_path: Path
 
 
 @pytest.mark.skipif(not postgres_url(), reason="needs PostgreSQL: set COSIGNER_TEST_POSTGRES_URL")
+@pytest.mark.slow
 def test_postgres_is_never_migrated_by_surprise(tmp_path: Path) -> None:
     import asyncpg
 
@@ -172,6 +173,7 @@ def _one_error_line(out: subprocess.CompletedProcess[str], *expected: str) -> No
         assert text in out.stderr, out.stderr
 
 
+@pytest.mark.slow
 def test_every_mistake_is_one_error_line_and_exit_2(tmp_path: Path) -> None:
     assert run({}, "migrate", tmp_path=tmp_path).returncode == 0
     latin1 = tmp_path / "latin1.toml"

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import httpx
+import pytest
 
 from tests.harness import until
 from tests.processes import cosigner_env, free_port, serving, tenant_keys
@@ -65,6 +66,7 @@ def _received() -> set[str]:
         return {c["approvalId"] for c in _Receiver.received}
 
 
+@pytest.mark.slow
 def test_sigkill_mid_flight_loses_nothing(tmp_path: Path) -> None:
     receiver = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
     threading.Thread(target=receiver.serve_forever, daemon=True).start()

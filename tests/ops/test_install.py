@@ -9,9 +9,12 @@ import sysconfig
 import venv
 from pathlib import Path
 
+import pytest
+
 from tests.processes import REPO
 
 
+@pytest.mark.slow
 def test_first_run_says_what_it_does_and_installs_without_warnings(tmp_path: Path) -> None:
     copy = tmp_path / "checkout"
     files = subprocess.run(

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.operations.application import SECRET, SECRET_ENV, contract_application, policy_for
 from tests.operations.test_lifecycle import proposal
@@ -17,6 +18,7 @@ from tests.processes import cosigner_env, free_port, serving, tenant_keys
 SERVER_SECRET = "operation-crash-secret-" + "k" * 32
 
 
+@pytest.mark.slow
 def test_sigkill_while_executing_executes_once(tmp_path: Path) -> None:
     with contract_application(server_secret=SERVER_SECRET) as app:
         app.shop.hold_execute = threading.Event()  # the refund happens; its answer never comes

@@ -43,7 +43,7 @@ def test_serve_refuses_bad_configuration_clearly(case: str, tmp_path: Path) -> N
             COSIGNER_DATABASE_URL=f"sqlite:///{tmp_path / 'x.db'}",
         ),
     }[case]
-    done = cosigner(env, "serve", "--port", str(free_port()), cwd=tmp_path, timeout=20)
+    done = cosigner(env, "serve", "--port", str(free_port()), cwd=tmp_path)
     assert done.returncode == 2, (done.returncode, done.stderr)
     assert done.stderr.startswith("error: "), done.stderr
     assert "Traceback" not in done.stderr, done.stderr
@@ -77,6 +77,7 @@ def served(tmp_path: Path) -> Iterator[tuple[str, str, str, dict[str, str]]]:
         yield url, key.group(1), approver.group(1), env
 
 
+@pytest.mark.slow
 def test_the_readme_flow_on_a_real_server(
     served: tuple[str, str, str, dict[str, str]], tmp_path: Path
 ) -> None:

@@ -45,6 +45,7 @@ from sqlalchemy.engine import make_url
 
 from cosigner.webhooks import verify_request
 from tests.harness import CallbackReceiver, until_async
+from tests.processes import PROCESS_LIMIT
 
 POSTGRES_ENV = "COSIGNER_TEST_POSTGRES_URL"
 REPO = Path(__file__).resolve().parents[2]
@@ -72,11 +73,14 @@ TIMEOUT = 60  # their timeoutSeconds; the test moves the replicas' clock past it
 START = float(int(time.time()))  # where both replicas' stepped clock starts (COSIGNER_TEST_CLOCK)
 DECIDERS = 20  # concurrent decision POSTs, spread over both replicas
 
-pytestmark = pytest.mark.skipif(
-    not os.environ.get(POSTGRES_ENV),
-    reason=f"needs PostgreSQL: set {POSTGRES_ENV}=postgresql+asyncpg://user@host/db "
-    "(the test creates and drops its own database next to it)",
-)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not os.environ.get(POSTGRES_ENV),
+        reason=f"needs PostgreSQL: set {POSTGRES_ENV}=postgresql+asyncpg://user@host/db "
+        "(the test creates and drops its own database next to it)",
+    ),
+]
 
 
 def _asyncpg_dsn(url: str, database: str | None = None) -> str:
@@ -100,7 +104,7 @@ def _cosigner(env: dict[str, str], *args: str) -> str:
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=PROCESS_LIMIT,
     )
     assert done.returncode == 0, (
         f"cosigner {' '.join(args)} exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
@@ -213,7 +217,7 @@ async def replicas(servers: list[tuple[str, subprocess.Popen[bytes], Path]]) -> 
                 except httpx.HTTPError:
                     return False
 
-            await until_async(ready, seconds=20, interval=0.1)
+            await until_async(ready, seconds=PROCESS_LIMIT, interval=0.1)
     return [url for url, _, _ in servers]
 
 

@@ -78,6 +78,7 @@ def test_every_command_checks_the_settings(tmp_path: Path) -> None:
     assert done.returncode == 2 and done.stderr.startswith("error: COSIGNER_LOG_LEVEL"), done.stderr
 
 
+@pytest.mark.slow
 def test_a_taken_port_is_one_error_line_for_serve_and_dev(tmp_path: Path) -> None:
     with socket.socket() as holder:
         holder.bind(("127.0.0.1", 0))
@@ -123,6 +124,7 @@ def test_started_is_logged_once_listening_with_named_fields(tmp_path: Path) -> N
         proc.wait(timeout=10)
 
 
+@pytest.mark.slow
 def test_everything_on_stderr_is_json_even_a_crash_in_a_route(tmp_path: Path) -> None:
     env = clean_env(tmp_path, COSIGNER_SECRET=SECRET)  # no policy: a warning
     created = cosigner(env, "tenants", "create", "acme", cwd=tmp_path)

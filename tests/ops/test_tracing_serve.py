@@ -6,6 +6,7 @@ import signal
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.bot.test_tracing import AGENT_SPAN, AGENT_TRACE, TRACEPARENT, USER, request
 from tests.harness import DEFAULT_POLICY, TEST_SECRET
@@ -13,6 +14,7 @@ from tests.otlp import OtlpReceiver
 from tests.processes import cosigner_env, free_port, serving, tenant_keys
 
 
+@pytest.mark.slow
 def test_serve_exports_over_otlp_and_flushes_on_sigterm(tmp_path: Path) -> None:
     env = {
         k: v

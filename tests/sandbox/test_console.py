@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.harness import until_async
 from tests.processes import clean_env, free_port
@@ -18,6 +19,7 @@ from tests.sandbox.test_page_api import SLACK, card_of, click
 SECRET_VALUE = "tok_never_printed_42"
 
 
+@pytest.mark.slow
 async def test_dev_prints_each_request_answer_and_decision_and_says_goodbye(tmp_path: Path) -> None:
     port, data = free_port(), tmp_path / "cosigner-data"
     out, err = tmp_path / "stdout", tmp_path / "stderr"

@@ -93,6 +93,7 @@ print(json.dumps({
 """
 
 
+@pytest.mark.slow
 def test_only_the_cosigner_package_is_installed_and_nothing_of_the_server(sdk_python: Path) -> None:
     forbidden = server_modules()
     probe = subprocess.run(
@@ -149,6 +150,7 @@ async def dev(tmp_path: Path) -> AsyncIterator[tuple[str, str]]:
             await proc.wait()
 
 
+@pytest.mark.slow
 async def test_the_readme_example_runs_alone_against_cosigner_dev(
     sdk_python: Path, dev: tuple[str, str], tmp_path: Path
 ) -> None:

@@ -112,6 +112,7 @@ async def test_a_stateless_http_client_resumes_its_call_through_the_sealed_round
     assert text(result) == "refunded 12900 on ord_1" and calls == [("issue_refund", REFUND)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["legacy", "auto"])  # the handshake, and 2026-07-28's envelopes
 async def test_the_gateway_command_serves_stdio_in_front_of_the_example_server(
     inprocess: Target, mode: str

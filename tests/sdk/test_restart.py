@@ -6,6 +6,7 @@ import signal
 from pathlib import Path
 
 import httpx
+import pytest
 
 from cosigner import Cosigner
 from tests.harness import DEFAULT_POLICY, TEST_SECRET
@@ -24,6 +25,7 @@ class _CountingPolls(Polling):
         return super().handle_request(request)
 
 
+@pytest.mark.slow
 def test_waiting_survives_a_server_restart(tmp_path: Path) -> None:
     env = cosigner_env(tmp_path, DEFAULT_POLICY, TEST_SECRET)
     key, approver = tenant_keys(env, tmp_path, "acme")

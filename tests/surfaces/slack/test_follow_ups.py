@@ -342,6 +342,7 @@ async def test_a_reminder_due_before_its_card_is_delivered_waits_for_the_card() 
 
 
 @pytest.mark.skipif(not postgres_url(), reason="PostgreSQL not configured (COSIGNER_TEST_POSTGRES_URL)")
+@pytest.mark.slow
 async def test_two_replicas_on_postgresql_take_each_step_once() -> None:
     async with SlackEmulator.running(team_id="T0ACME", app_id=APP_ID) as emu, database("postgres") as db:
         start = ManualClock().now

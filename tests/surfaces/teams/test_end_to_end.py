@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from surfaces.teams.emulator import TeamsEmulator
+from tests.databases import sqlite_all_postgres_some
 from tests.harness import until
 from tests.surfaces.teams.world import (
     AAD,
@@ -92,7 +93,9 @@ FORGERIES: dict[str, dict[str, Any]] = {
 }
 
 
-@pytest.mark.parametrize("forgery", list(FORGERIES))
+# The token is refused on its signature and claims, before storage is asked anything,
+# whichever claim is forged: PostgreSQL runs one of them (tests/databases.py).
+@sqlite_all_postgres_some("forgery", list(FORGERIES), postgres=["another issuer"])
 async def test_a_token_that_does_not_verify_decides_nothing(db_kind: str, forgery: str) -> None:
     async with teams_app(db_kind) as (h, emu):
         key = await h.create_tenant("acme")
@@ -143,7 +146,9 @@ WRONG_PLACES: dict[str, tuple[dict[str, Any], str]] = {
 }
 
 
-@pytest.mark.parametrize("place", list(WRONG_PLACES))
+# The places differ in what the click says, not in what storage does (one read of the
+# approval, one refusal): PostgreSQL runs one place per code (tests/databases.py).
+@sqlite_all_postgres_some("place", list(WRONG_PLACES), postgres=["another tenant", "another conversation"])
 async def test_a_click_from_the_wrong_place_decides_nothing(db_kind: str, place: str) -> None:
     async with teams_app(db_kind) as (h, emu):
         key = await h.create_tenant("acme")
