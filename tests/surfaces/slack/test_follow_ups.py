@@ -250,7 +250,11 @@ async def test_staff_answer_from_their_own_workspace_once_escalated(world: Any) 
     (staff,) = await until(lambda: cards(emu, "C0STAFF"))
     # A click counts once Cosigner has recorded where the escalated card was posted (as Slack
     # refuses a click before the card's message is known); the receipt follows the post.
-    await until_async(lambda: named(h, key, approval_id, "escalation_delivered"))
+    # The staff's is the second step: the tenant admins' receipt (step 0) does not say it.
+    async def staff_card_known() -> bool:
+        return any(e["data"]["step"] == 1 for e in await named(h, key, approval_id, "escalation_delivered"))
+
+    await until_async(staff_card_known)
     await click(h, emu, staff, "U0OPS1", team="T0OPS", user_team="T0OPS")
     decided = (await h.client.get(f"/v1/approvals/{approval_id}?wait=5", headers=h.auth(key))).json()
     assert decided["status"] == "approved" and decided["decidedBy"]["userId"] == "U0OPS1"
