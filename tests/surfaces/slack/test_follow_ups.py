@@ -248,6 +248,7 @@ async def test_staff_answer_from_their_own_workspace_once_escalated(world: Any) 
     await until(lambda: cards(emu, "C1"))
     h.advance(30 * MINUTE)
     (staff,) = await until(lambda: cards(emu, "C0STAFF"))
+
     # A click counts once Cosigner has recorded where the escalated card was posted (as Slack
     # refuses a click before the card's message is known); the receipt follows the post.
     # The staff's is the second step: the tenant admins' receipt (step 0) does not say it.
