@@ -57,6 +57,9 @@ async def sign_in(page: Any, url: str, who: str) -> None:
 async def test_an_approver_answers_in_the_inbox_and_others_are_refused(chromium: Any, tmp_path: Path) -> None:
     from playwright.async_api import expect
 
+    # A bound for a page gone wrong, not a speed check: the suite's workers share 2 cores.
+    expect.set_options(timeout=30_000)
+
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     async with inbox_world(POLICY_BY_EMAIL, public_url=url, inbox_session_seconds=3600) as w:
@@ -149,6 +152,9 @@ async def test_an_approver_answers_in_the_inbox_and_others_are_refused(chromium:
 
 async def test_an_approver_edits_reviews_and_approves_the_edited_call(chromium: Any, tmp_path: Path) -> None:
     from playwright.async_api import expect
+
+    # A bound for a page gone wrong, not a speed check: the suite's workers share 2 cores.
+    expect.set_options(timeout=30_000)
 
     from tests.inbox.test_edit import CALL, POLICY, ask
 

@@ -76,6 +76,9 @@ async def test_approve_in_the_page_reaches_the_agent_and_updates_the_card(
 ) -> None:
     from playwright.async_api import expect
 
+    # A bound for a page gone wrong, not a speed check: the suite's workers share 2 cores.
+    expect.set_options(timeout=30_000)
+
     agent = await run_agent("--timeout", "90")
     await wait_until(lambda: agent.said("waiting for decisions"), 20)
     page = await browser.new_page(viewport={"width": 1440, "height": 860})
