@@ -57,6 +57,7 @@ RULES = {
     "otel_exporter_otlp_protocol": "must be http/protobuf (Cosigner exports OTLP over HTTP)",
     "otel_exporter_otlp_traces_protocol": "must be http/protobuf (Cosigner exports OTLP over HTTP)",
     "otel_traces_exporter": "must be otlp or none",
+    "oidc_display_name": "must be at most 60 characters, e.g. Okta (the button reads Sign in with Okta)",
     "test_clock": "must be a UNIX time in seconds (tests only; leave it unset)",
 }
 # Values never quoted in an error.
@@ -128,6 +129,10 @@ class Settings(BaseSettings):
     oidc_issuer: str | None = Field(default=None, validation_alias=_env("COSIGNER_OIDC_ISSUER"))
     oidc_client_id: str | None = Field(default=None, validation_alias=_env("COSIGNER_OIDC_CLIENT_ID"))
     oidc_client_secret: str | None = Field(default=None, validation_alias=_env("COSIGNER_OIDC_CLIENT_SECRET"))
+    # What the sign-in button names ("Sign in with Okta"); unset: the issuer's known name, else its host.
+    oidc_display_name: str | None = Field(
+        default=None, max_length=60, validation_alias=_env("COSIGNER_OIDC_DISPLAY_NAME")
+    )
     inbox_session_seconds: int = Field(
         default=8 * 3600, ge=60, le=30 * 86400, validation_alias=_env("COSIGNER_INBOX_SESSION_SECONDS")
     )

@@ -170,6 +170,7 @@ def dev_settings(
         oidc_issuer=slack.openid.issuer,
         oidc_client_id=OIDC_CLIENT_ID,
         oidc_client_secret=OIDC_CLIENT_SECRET,
+        oidc_display_name="Slack (emulated)",
         # WhatsApp from the same number, with the approval template registered in the emulator.
         twilio_whatsapp_from=SMS_FROM,
         twilio_whatsapp_content_sid=twilio.add_template(TEMPLATE_BODY, TEMPLATE_ACTIONS),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 from authlib.integrations.starlette_client import OAuth, OAuthError
@@ -38,11 +39,37 @@ def unreachable(issuer: str) -> str:
     return f"the issuer {issuer} could not be reached; check COSIGNER_OIDC_ISSUER and try again"
 
 
+# Issuers people know by name, by host (a suffix for the tenant-specific hosts of Okta and Auth0).
+KNOWN_ISSUERS = {
+    "slack.com": "Slack",
+    "accounts.google.com": "Google",
+    "login.microsoftonline.com": "Microsoft Entra ID",
+    "okta.com": "Okta",
+    "oktapreview.com": "Okta",
+    "auth0.com": "Auth0",
+    "gitlab.com": "GitLab",
+}
+
+
+def display_name(issuer: str, configured: str | None = None) -> str:
+    """What "Sign in with …" names: the configured name, an issuer people know by name, else
+    the issuer's host (with its port when it has one)."""
+    if configured and configured.strip():
+        return configured.strip()
+    parts = urlsplit(issuer)
+    host = (parts.hostname or "").lower()
+    for known, name in KNOWN_ISSUERS.items():
+        if host == known or host.endswith(f".{known}"):
+            return name
+    return parts.netloc or issuer
+
+
 class SignIn:
     """The configured issuer, as an authlib client."""
 
-    def __init__(self, issuer: str, client_id: str, client_secret: str) -> None:
+    def __init__(self, issuer: str, client_id: str, client_secret: str, name: str | None = None) -> None:
         self.issuer = issuer.rstrip("/")
+        self.display_name = display_name(self.issuer, name)
         oauth = OAuth()
         oauth.register(
             "issuer",

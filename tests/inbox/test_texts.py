@@ -7,7 +7,7 @@ from typing import Any
 
 from bot.inbox.people import person_from_claims, verified_phone
 from tests.inbox.test_answers import post_answer
-from tests.inbox.world import World, inbox_world
+from tests.inbox.world import SENDER, World, inbox_world
 
 ADA_PHONE, BOB_PHONE = "+15550000002", "+15550000003"
 
@@ -63,7 +63,9 @@ async def test_requests_texted_to_the_verified_number_are_listed_read_only(db_ki
         page = (await w.h.client.get("/inbox/")).text
         texted = page.split("Texted to your phone")[1]
         assert by_sms in texted and on_whatsapp in texted and someone_else not in page
-        assert "reply to the text from +15550000002" in texted
+        # Each names the Cosigner number that texted it, not her own.
+        assert f"reply to the text from {SENDER} with <code>YES" in texted
+        assert "reply to the text from +15550000002" not in texted
         assert "On WhatsApp" in texted and "By SMS" in texted
         # Listed, not answerable here: it was asked by text.
         refused = await post_answer(w, w.h.client, by_sms, "approve")

@@ -2,7 +2,13 @@
 (function () {
   if (!window.EventSource) return;
   var source = new EventSource("/inbox/events");
-  source.addEventListener("changed", function () {
+  // The count of what waits leads the title: "(3) Cosigner inbox".
+  function count(n) {
+    var rest = document.title.replace(/^\(\d+\) /, "");
+    document.title = n > 0 ? "(" + n + ") " + rest : rest;
+  }
+  source.addEventListener("changed", function (event) {
+    try { count(JSON.parse(event.data).waiting); } catch (e) { /* a stream from an older server */ }
     fetch("/inbox/", { credentials: "same-origin" })
       .then(function (r) { return r.text(); })
       .then(function (html) {
