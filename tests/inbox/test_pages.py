@@ -11,10 +11,9 @@ from typing import Any
 
 import httpx
 import pytest
-
-from bot.inbox.signin import display_name
 from pydantic import ValidationError
 
+from bot.inbox.signin import display_name
 from bot.settings import Settings, describe
 from tests.inbox import test_quorum_edit as quorum
 from tests.inbox.test_answers import POLICY_BY_EMAIL, csrf_of, post_answer
