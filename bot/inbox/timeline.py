@@ -77,9 +77,7 @@ class Trail:
         details += [f"{k}: {value_text(v)}" for k, v in sorted(self.call.items())]
         if data.get("reason"):
             details.append(f"Agent's reason (its claim, not verified): {data['reason']}")
-        if data.get("decision"):
-            details.append(f"Policy: {data['decision']}")
-        elif data.get("policy"):
+        if data.get("policy"):
             details.append(f"Policy: {data['policy']}")
         if data.get("quorum"):
             details.append(f"{data['quorum']} distinct approvers must approve")
