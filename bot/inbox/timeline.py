@@ -72,6 +72,7 @@ class Trail:
         self.call: dict[str, Any] = {}
 
     def requested(self, data: Mapping[str, Any]) -> Said:
+        """The request: the tool, each parameter as shown, the reason, the rule, who was asked."""
         self.call = dict(data.get("parameters") or {})
         details = [f"Tool {data.get('toolName')}"]
         details += [f"{k}: {value_text(v)}" for k, v in sorted(self.call.items())]
@@ -87,6 +88,7 @@ class Trail:
         return "Asked for approval", details
 
     def edited(self, data: Mapping[str, Any]) -> list[str]:
+        """Each change of an edit as `name: old → new`; the edited call is the call from now on."""
         edit = data.get("edited") or {}
         new = dict(edit.get("parameters") or {})
         changes = [
