@@ -161,8 +161,8 @@ async def test_a_call_the_policy_denied_outright_is_shown_as_denied_by_policy() 
         )
 
 
-async def test_history_says_who_decided_and_filters_by_tool_person_outcome_and_date() -> None:
-    async with inbox_world(POLICY_BY_EMAIL, inbox_session_seconds=30 * 86400) as w:
+async def test_history_says_who_decided_and_filters_by_tool_person_outcome_and_date(db_kind: str) -> None:
+    async with inbox_world(POLICY_BY_EMAIL, inbox_session_seconds=30 * 86400, database_kind=db_kind) as w:
         key = await w.h.create_tenant("acme")
         refund = await w.ask(key, "ada@acme.example", call="c1")
         first_day = datetime.fromtimestamp(w.h.clock(), UTC)

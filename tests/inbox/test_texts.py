@@ -66,6 +66,11 @@ async def test_requests_texted_to_the_verified_number_are_listed_read_only(db_ki
         # Each names the Cosigner number that texted it, not her own.
         assert f"reply to the text from {SENDER} with <code>YES" in texted
         assert "reply to the text from +15550000002" not in texted
+        # Its own page says the same, for the other tenant's text too, and offers no form.
+        for aid in (by_sms, on_whatsapp):
+            own = (await w.h.client.get(f"/inbox/approvals/{aid}")).text
+            assert f"reply to the text from {SENDER} with <code>YES" in own
+            assert f'action="/inbox/approvals/{aid}/answer"' not in own
         assert "On WhatsApp" in texted and "By SMS" in texted
         # Listed, not answerable here: it was asked by text.
         refused = await post_answer(w, w.h.client, by_sms, "approve")
