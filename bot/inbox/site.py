@@ -28,7 +28,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from bot.approvals import Denials, Engine, Notifier
-from bot.inbox import answering, session
+from bot.inbox import answering, passkeys, session, step_up
 from bot.inbox.editing import FIELD, TEXT_MAX, edited_changes, input_of, shown, starting_text
 from bot.inbox.people import Person, SignInRefused, names_on_slack, tenants_of, texted_to
 from bot.inbox.signin import SignIn
@@ -166,8 +166,9 @@ class Inbox:
         except SignInRefused as exc:
             log.warning("inbox sign-in refused", extra={"code": type(exc.__cause__).__name__})
             return self.refused(request, None, f"Sign-in refused: {exc}", 401)
+        back = step_up.after_signin(request.session.get(step_up.AFTER_SIGNIN))
         await self.sessions.start(request, person)
-        return RedirectResponse("/inbox/", status_code=303)
+        return RedirectResponse(back, status_code=303)
 
     async def logout(self, request: Request) -> Response:
         form = await self.read_form(request, None)
@@ -257,6 +258,7 @@ class Inbox:
             "you_approved": any(v.by in mine for v in card.approvals if v.surface is SurfaceType.DASHBOARD),
             "editable": rec.edit is not None and bool(rec.edit.fields) and not rec.closed,
             "edited": edited_changes(rec),
+            "step_up": rec.step_up,
         }
 
     async def home(self, request: Request) -> Response:
@@ -567,6 +569,9 @@ def inbox_mount(
 ) -> Mount:
     """`/inbox` with its own signed session cookie; nothing outside it sees the cookie."""
     inbox = Inbox(engine, settings, clock, surfaces, db=db, policy=policy, denials=denials, notifier=notifier)
+    rp = passkeys.RelyingParty(settings.public_url)
+    keys = passkeys.Passkeys(inbox, db, rp, clock)
+    stepped = step_up.StepUp(inbox, engine, db, rp, policy.people, clock)
     app = Starlette(
         routes=[
             Route("/", inbox.home, methods=["GET"]),
@@ -581,6 +586,13 @@ def inbox_mount(
             Route("/approvals/{approval_id}/edit", inbox.review, methods=["POST"]),
             Route("/approvals/{approval_id}/edit/approve", inbox.approve_edited, methods=["POST"]),
             Route("/denials/{denial_id}/lift", inbox.lift, methods=["POST"]),
+            Route("/passkeys", keys.page, methods=["GET"]),
+            Route("/passkeys", keys.add, methods=["POST"]),
+            Route("/passkeys/options", keys.options, methods=["POST"]),
+            Route("/passkeys/{credential_id}/remove", keys.remove, methods=["POST"]),
+            Route("/approvals/{approval_id}/step-up", stepped.page, methods=["GET"]),
+            Route("/approvals/{approval_id}/step-up", stepped.answer, methods=["POST"]),
+            Route("/approvals/{approval_id}/step-up/options", stepped.options, methods=["POST"]),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ],
         middleware=[
