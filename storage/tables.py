@@ -201,7 +201,7 @@ step_up_challenges = sa.Table(
     # step-up's bound to the approval and the digest of the call the page showed.
     "step_up_challenges",
     metadata,
-    sa.Column("challenge", sa.String(64), primary_key=True),  # base64url of 32 random bytes
+    sa.Column("challenge", sa.String(128), primary_key=True),  # base64url of 64 random bytes
     sa.Column("person", sa.String(700), nullable=False),
     sa.Column("approval_id", sa.String(40)),
     sa.Column("digest", sa.String(80)),

@@ -36,7 +36,7 @@ def upgrade() -> None:
     op.create_index("ix_passkeys_person", "passkeys", ["person"])
     op.create_table(
         "step_up_challenges",
-        sa.Column("challenge", sa.String(64), primary_key=True),
+        sa.Column("challenge", sa.String(128), primary_key=True),
         sa.Column("person", sa.String(700), nullable=False),
         sa.Column("approval_id", sa.String(40)),
         sa.Column("digest", sa.String(80)),
