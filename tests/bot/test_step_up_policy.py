@@ -7,7 +7,7 @@ import pytest
 
 from bot.policy import decide, load_policy
 from contracts.wire import DashboardSurface
-from tests.bot.test_policy import problems_of
+from tests.bot.test_policy import REPO, problems_of
 
 BASE = """
 [tools.wire]
@@ -87,3 +87,12 @@ def test_explain_names_the_tenant_override_that_set_step_up() -> None:
 def test_step_up_where_no_passkey_could_confirm_an_approve_is_refused(body: str, said: str) -> None:
     found = problems_of(body)
     assert any(p.startswith(said) for p in found), found
+
+
+def test_the_documented_example_is_a_valid_policy() -> None:
+    page = (REPO / "docs" / "policy.md").read_text()
+    section = page.split("## Step-up: a passkey for the calls that matter most")[1]
+    example = section.split("```toml\n")[1].split("```")[0]
+    policy = load_policy(example + '\n[tenants.acme]\nadmins = { dashboard = ["ann@acme.example"] }\n')
+    assert policy.rule_for("acme", "wire_funds").step_up
+    assert not policy.rule_for("acme", "pay_invoice").step_up  # only its `when` block's outcome
