@@ -165,8 +165,8 @@ async def test_the_server_refuses_what_a_browser_would_not_send(db_kind: str) ->
         assert again.status_code == 403 and "used already" in again.text
 
 
-async def test_the_dashboard_endpoint_cannot_approve_a_step_up_call_but_can_deny_it() -> None:
-    async with inbox_world(POLICY) as w:
+async def test_the_dashboard_endpoint_cannot_approve_a_step_up_call_but_can_deny_it(db_kind: str) -> None:
+    async with inbox_world(POLICY, database_kind=db_kind) as w:
         acme = await w.h.create_tenant("acme")
         aid = await ask(w, acme, "d1")
         approver = {"Authorization": f"Bearer {w.h.approver_of(acme)}"}
