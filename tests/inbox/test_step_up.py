@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import html
 import json
 import struct
 from datetime import UTC, datetime, timedelta
@@ -22,10 +23,11 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from contracts.enums import ApprovalMode, ApprovalStatus, ToolKind
 from contracts.ports import ApprovalCard
 from storage import passkeys as stored
+from surfaces.sms.caller import TwilioCaller
 from surfaces.sms.text import to_sms_text
 from surfaces.teams.card import to_card
 from tests.inbox.test_answers import csrf_of
-from tests.inbox.world import PUBLIC_URL, World, inbox_world
+from tests.inbox.world import PUBLIC_URL, SENDER, TWILIO_ACCOUNT, TWILIO_TOKEN, World, inbox_world
 
 POLICY = """
 [tools.wire_funds]
@@ -247,3 +249,50 @@ def test_a_teams_card_links_to_the_inbox_instead_of_approve() -> None:
     assert "approve" not in verbs and "deny" in verbs
     off = to_card(card(), ("aad-1",))
     assert not [a for a in off["actions"] if a["type"] == "Action.OpenUrl" or a.get("verb") == "approve"]
+
+
+TEXTED = f"""
+[tools.wire_funds]
+kind = "danger"
+step_up = true
+
+[tenants.acme]
+sms_from = "{SENDER}"
+admins = {{ dashboard = ["ada@acme.example"] }}
+"""
+PHONE = "+15550100200"
+
+
+async def test_a_texted_step_up_request_offers_no_yes_and_refuses_one_but_takes_no() -> None:
+    async with inbox_world(TEXTED, texts=True) as w:
+        assert w.twilio is not None
+        key = await w.h.create_tenant("acme")
+        asked = []
+        for call in ("t1", "t2"):
+            r = await w.h.client.post(
+                "/v1/approvals",
+                headers=w.h.auth(key),
+                json={
+                    "executionId": "run_t",
+                    "toolCallId": call,
+                    "toolName": "wire_funds",
+                    "parameters": {"amountCents": 4_500_000},
+                    "surface": {"type": "sms", "phone": PHONE},
+                },
+            )
+            assert r.status_code == 201, r.text
+            asked.append(str(r.json()["approvalId"]))
+            await w.h.delivered(asked[-1])
+        first = w.twilio.texts_to(PHONE)[0].body
+        assert "Approve in Cosigner with a passkey" in first and "Reply YES" not in first, first
+        texter = TwilioCaller(
+            w.h.client, public_url=PUBLIC_URL, account_sid=TWILIO_ACCOUNT, auth_token=TWILIO_TOKEN
+        )
+        code = (await w.h.desk.placed(asked[0])).card.short_code  # type: ignore[union-attr]
+        reply = html.unescape((await texter.text(PHONE, SENDER, f"YES {code}")).text)
+        assert "needs step-up" in reply, reply
+        body = (await w.h.client.get(f"/v1/approvals/{asked[0]}", headers=w.h.auth(key))).json()
+        assert body["status"] == "pending"
+        await texter.text(PHONE, SENDER, f"NO {code}")
+        body = (await w.h.client.get(f"/v1/approvals/{asked[0]}?wait=5", headers=w.h.auth(key))).json()
+        assert body["status"] == "denied"
