@@ -36,6 +36,8 @@ from webauthn.helpers.structs import (
 
 from bot.inbox import session
 from bot.inbox.people import Person
+from contracts.answers import ErrorBody
+from contracts.enums import ErrorCode
 from storage import passkeys as stored
 from storage.database import Database
 
@@ -158,9 +160,10 @@ async def read_json(request: Request) -> dict[str, Any]:
     return value
 
 
-def refusal(message: str, status: int = 400, code: str = "INVALID_REQUEST") -> JSONResponse:
-    """A ceremony's refusal, as every error body reads."""
-    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+def refusal(message: str, status: int = 400, code: ErrorCode = ErrorCode.INVALID_REQUEST) -> JSONResponse:
+    """A ceremony's refusal, as every error body reads (`ErrorBody`)."""
+    body = ErrorBody.of(code, message, {}).model_dump(mode="json", exclude_none=True)
+    return JSONResponse(body, status_code=status)
 
 
 class Passkeys:
@@ -188,7 +191,7 @@ class Passkeys:
         """Registration options for the signed-in person (a form post with the CSRF token)."""
         signed = await self.inbox.signed_form(request)
         if isinstance(signed, Response):
-            return refusal("sign in again and reload the page", 401, "UNAUTHENTICATED")
+            return refusal("sign in again and reload the page", 401, ErrorCode.UNAUTHENTICATED)
         person, _ = signed
         held = await self.held(person)
         challenge, options = self.rp.registration(person, held)
@@ -201,7 +204,7 @@ class Passkeys:
         """Store a passkey the browser created for the challenge handed out above."""
         person = await self.inbox.who(request)
         if person is None:
-            return refusal("sign in first", 401, "UNAUTHENTICATED")
+            return refusal("sign in first", 401, ErrorCode.UNAUTHENTICATED)
         try:
             body = await read_json(request)
             if not session.csrf_ok(request, body.get("csrf")):

@@ -45,7 +45,7 @@ from bot.inbox.passkeys import (
 from bot.inbox.people import Person, tenants_of
 from bot.policy.people import People
 from contracts.answers import PersonDecider
-from contracts.enums import ApprovalStatus, AuditEvent, SurfaceType
+from contracts.enums import ApprovalStatus, AuditEvent, ErrorCode, SurfaceType
 from contracts.errors import ApprovalNotFound, CosignerError, NotAnApprover, StepUpRequired
 from contracts.ports import DashboardRoute, Route, SlackRoute, SmsRoute
 from storage import approvals as ledger
@@ -171,22 +171,22 @@ class StepUp:
         """Assertion options, the challenge bound to this approval and the call the page showed."""
         signed = await self.inbox.signed_form(request)
         if isinstance(signed, Response):
-            return refusal("sign in again and reload the page", 401, "UNAUTHENTICATED")
+            return refusal("sign in again and reload the page", 401, ErrorCode.UNAUTHENTICATED)
         person, form = signed
         try:
             rec, _ = await self.load(request.path_params["approval_id"], person)
         except CosignerError as exc:
-            return refusal(exc.message, exc.status, str(exc.code))
+            return refusal(exc.message, exc.status, ErrorCode(exc.code))
         if rec.closed:
-            return refusal(f"approval {rec.id} is already {rec.status.value}", 409, "ALREADY_DECIDED")
+            return refusal(f"approval {rec.id} is already {rec.status.value}", 409, ErrorCode.ALREADY_DECIDED)
         shown = str(form.get("digest", ""))[:200]
         if shown not in (rec.call_tag, rec.call_digest):
             return refusal(
-                "the call changed since this page was shown; reload it", 409, "PARAMETERS_MISMATCH"
+                "the call changed since this page was shown; reload it", 409, ErrorCode.PARAMETERS_MISMATCH
             )
         held = await self.db.run_read(lambda tx: stored.of(tx, person_key(person)))
         if not held:
-            return refusal("add a passkey first, at /inbox/passkeys", 403, "STEP_UP_REQUIRED")
+            return refusal("add a passkey first, at /inbox/passkeys", 403, ErrorCode.STEP_UP_REQUIRED)
         challenge, options = authentication_options(self.rp, held)
         now = self.clock()
         hand = stored.Challenge(challenge, person_key(person), now + CHALLENGE_SECONDS, rec.id, shown)
@@ -197,7 +197,7 @@ class StepUp:
         """Check the assertion, then put the Approve to the engine with the passkey on it."""
         person = await self.inbox.who(request)
         if person is None:
-            return refusal("sign in first", 401, "UNAUTHENTICATED")
+            return refusal("sign in first", 401, ErrorCode.UNAUTHENTICATED)
         aid = request.path_params["approval_id"]
         try:
             body = await read_json(request)
@@ -206,13 +206,13 @@ class StepUp:
             proof = await self.verified(person, aid, body["credential"])
         except PasskeyRefused as exc:
             log.info("step-up refused", extra={"approval_id": aid})
-            return refusal(str(exc), 403, "STEP_UP_REQUIRED")
+            return refusal(str(exc), 403, ErrorCode.STEP_UP_REQUIRED)
         key, digest, user_verified = proof
         comment = str(body.get("comment") or "").strip()[:2000] or None
         try:
             await self.close(person, aid, key.credential_id, user_verified, digest, comment)
         except CosignerError as exc:
-            return refusal(exc.message, exc.status, str(exc.code))
+            return refusal(exc.message, exc.status, ErrorCode(exc.code))
         return JSONResponse({"ok": True, "redirect": "/inbox/"}, headers=self.inbox.headers())
 
     async def verified(
