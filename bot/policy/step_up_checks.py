@@ -44,3 +44,10 @@ def _problems(rule: ToolRule) -> list[str]:
             'later calls through with no passkey; set confirm = "always" (or kind = "danger")'
         ]
     return []
+
+
+def step_up_paths(rules: Iterable[ToolRule]) -> list[str]:
+    """The key path of every `step_up = true` a person could be asked under: where only the
+    inbox can confirm an Approve (`cosigner serve` refuses to start without it)."""
+    paths = (r.origin("step_up") for rule in rules for r in outcomes(rule) if r.step_up and not r.deny)
+    return list(dict.fromkeys(paths))

@@ -17,15 +17,18 @@ from typing import Any
 
 import cbor2
 import httpx
+import pytest
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
 
+from bot.http.app import ConfigurationError
 from contracts.enums import ApprovalMode, ApprovalStatus, ToolKind
 from contracts.ports import ApprovalCard
 from storage import passkeys as stored
 from surfaces.sms.caller import TwilioCaller
 from surfaces.sms.text import to_sms_text
 from surfaces.teams.card import to_card
+from tests.harness import cosigner_app
 from tests.inbox.test_answers import csrf_of
 from tests.inbox.world import PUBLIC_URL, SENDER, TWILIO_ACCOUNT, TWILIO_TOKEN, World, inbox_world
 
@@ -296,3 +299,11 @@ async def test_a_texted_step_up_request_offers_no_yes_and_refuses_one_but_takes_
         await texter.text(PHONE, SENDER, f"NO {code}")
         body = (await w.h.client.get(f"/v1/approvals/{asked[0]}?wait=5", headers=w.h.auth(key))).json()
         assert body["status"] == "denied"
+
+
+async def test_a_step_up_policy_does_not_start_without_the_inbox() -> None:
+    with pytest.raises(ConfigurationError) as refused:
+        async with cosigner_app(POLICY):
+            pass
+    assert "tools.wire_funds.step_up asks for step-up" in str(refused.value)
+    assert "COSIGNER_OIDC_ISSUER" in str(refused.value)
