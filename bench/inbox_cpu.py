@@ -14,14 +14,22 @@ Each trip: the agent creates a dashboard request for that person; the person ans
 (the inbox: `GET /inbox/` for the CSRF token, then the form's `POST …/answer`; the API:
 `POST …/decision` with the approver key); the agent reads the decision with its grant.
 The figure is the server process's CPU (user + system, from /proc) per trip, so the
-difference between the two paths is what the inbox costs the server. Exit status 0 when
-every trip was approved with a grant and the server logged no error.
+difference between the two paths is what the inbox costs the server.
+
+A third path is a step-up answer (`step_up = true` on the tool): the step-up page, the
+challenge (`…/step-up/options`), and the passkey's assertion posted back, which the server
+checks (py_webauthn: the P-256 signature, user verification, the counter) before the
+Approve; the passkey is a software one (`passkey_device.py`), registered once through
+`/inbox/passkeys` before timing. Exit status 0 when every trip was approved with a grant
+(with `amr` for step-up) and the server logged no error.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
+import json
 import re
 import sys
 import time
@@ -33,15 +41,23 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import roundtrip as rt
+from passkey_device import Device
 
 from surfaces.slack.emulator import SlackEmulator
 
 CSRF = re.compile(r'name="csrf" value="([^"]+)"')
 CLIENT_ID, CLIENT_SECRET = "bench-inbox", "bench-inbox-secret"
 PERSON, EMAIL = "U0BENCH", "ada@bench.example"
+STEP_UP_TOOL = "wire_funds"
+DIGEST = re.compile(r'name="digest" value="([^"]+)"')
 POLICY = (
     rt.POLICY
     + f"""
+[tools.{STEP_UP_TOOL}]
+kind = "danger"
+approvers = ["requester"]
+step_up = true
+
 [tenants.bench]
 admins = {{ dashboard = ["{EMAIL}"] }}
 """
@@ -63,14 +79,53 @@ async def sign_in(browser: httpx.AsyncClient, emu: SlackEmulator) -> None:
         raise rt.Failure(f"sign-in refused: HTTP {done.status_code} {done.text[:200]}")
 
 
+async def enrol(browser: httpx.AsyncClient, device: Device) -> None:
+    """Register the software passkey through the inbox, as the passkeys page's script does."""
+    token = csrf(await browser.get("/inbox/passkeys"))
+    options = await browser.post("/inbox/passkeys/options", data={"csrf": token})
+    if options.status_code != 200:
+        raise rt.Failure(f"passkey options: HTTP {options.status_code} {options.text[:200]}")
+    body = {"csrf": token, "name": "Bench key", "credential": device.created(options.json())}
+    added = await browser.post("/inbox/passkeys", json=body)
+    if added.status_code != 200:
+        raise rt.Failure(f"passkey not added: HTTP {added.status_code} {added.text[:200]}")
+
+
+def csrf(page: httpx.Response) -> str:
+    token = CSRF.search(page.text)
+    if token is None:
+        raise rt.Failure("the inbox page has no CSRF token: signed out?")
+    return token.group(1)
+
+
+async def step_up(browser: httpx.AsyncClient, device: Device, aid: str) -> None:
+    """Confirm the Approve with the passkey, as the step-up page's script does."""
+    page = await browser.get(f"/inbox/approvals/{aid}/step-up")
+    token, digest = csrf(page), DIGEST.search(page.text)
+    if digest is None:
+        raise rt.Failure(f"no step-up form: {page.text[:200]}")
+    base = f"/inbox/approvals/{aid}/step-up"
+    options = await browser.post(f"{base}/options", data={"csrf": token, "digest": digest.group(1)})
+    if options.status_code != 200:
+        raise rt.Failure(f"step-up options: HTTP {options.status_code} {options.text[:200]}")
+    done = await browser.post(base, json={"csrf": token, "credential": device.asserted(options.json())})
+    if done.status_code != 200:
+        raise rt.Failure(f"step-up: HTTP {done.status_code} {done.text[:200]}")
+
+
 async def trip(
-    server: rt.Server, api: httpx.AsyncClient, browser: httpx.AsyncClient, call: str, inbox: bool
+    server: rt.Server,
+    api: httpx.AsyncClient,
+    browser: httpx.AsyncClient,
+    call: str,
+    inbox: bool,
+    device: Device | None = None,
 ) -> None:
     agent = {"Authorization": f"Bearer {server.key}"}
     body = {
         "executionId": f"run_{call}",
         "toolCallId": call,
-        "toolName": rt.TOOL,
+        "toolName": STEP_UP_TOOL if device is not None else rt.TOOL,
         "parameters": {"orderId": "ord_1", "amountCents": 12900, "cardToken": "tok_x"},
         "surface": {"type": "dashboard", "userId": EMAIL},
     }
@@ -78,7 +133,9 @@ async def trip(
     if r.status_code != 201:
         raise rt.Failure(f"create: HTTP {r.status_code} {r.text[:200]}")
     aid = r.json()["approvalId"]
-    if inbox:
+    if device is not None:
+        await step_up(browser, device, aid)
+    elif inbox:
         page = (await browser.get("/inbox/")).text
         token = CSRF.search(page)
         if token is None:
@@ -100,6 +157,10 @@ async def trip(
     done = (await api.get(f"/v1/approvals/{aid}?wait=5", headers=agent)).json()
     if done.get("status") != "approved" or not done.get("grant"):
         raise rt.Failure(f"not approved with a grant: {done}")
+    if device is not None:
+        claims = json.loads(base64.urlsafe_b64decode(done["grant"].split(".")[1] + "=="))
+        if claims.get("amr") != ["webauthn"]:
+            raise rt.Failure(f"a step-up grant without amr: {claims}")
 
 
 async def main_async(args: argparse.Namespace) -> int:
@@ -120,27 +181,34 @@ async def main_async(args: argparse.Namespace) -> int:
             httpx.AsyncClient(base_url=server.url, timeout=30) as browser,
         ):
             await sign_in(browser, emu)
+            device = Device(server.url)
+            await enrol(browser, device)
+            paths: dict[str, tuple[bool, Device | None]] = {
+                "decision endpoint  ": (False, None),
+                "inbox (page + form)": (True, None),
+                "step-up (passkey)  ": (True, device),
+            }
             print(
                 f"Inbox answer path: server pid {server.pid} on core {cores[0]}; "
                 f"{args.db}; {args.trips} trips"
             )
             seq = 0
-            for inbox in (False, True):  # warm-up, not reported
+            for inbox, key in paths.values():  # warm-up, not reported
                 for _ in range(20):
                     seq += 1
-                    await trip(server, api, browser, f"w{seq}", inbox)
+                    await trip(server, api, browser, f"w{seq}", inbox, key)
             for r in range(args.rounds):
-                for inbox in (False, True):
+                for label, (inbox, key) in paths.items():
                     latencies: list[float] = []
                     cpu0 = rt.cpu_seconds(server.pid)
                     for _ in range(args.trips):
                         seq += 1
                         started = time.perf_counter()
-                        await trip(server, api, browser, f"t{seq}", inbox)
+                        await trip(server, api, browser, f"t{seq}", inbox, key)
                         latencies.append(time.perf_counter() - started)
                     ms = (rt.cpu_seconds(server.pid) - cpu0) * 1000 / args.trips
                     print(
-                        f"round {r + 1}  {'inbox (page + form)' if inbox else 'decision endpoint  '}  "
+                        f"round {r + 1}  {label}  "
                         f"{ms:.2f} ms server CPU per round trip, "
                         f"p50 {rt.percentile(latencies, 50) * 1000:.1f} ms wall"
                     )

@@ -100,6 +100,10 @@ class ApprovalCard:
     quorum: int = 1
     separate_duties: bool = False
     approvals: tuple[ApprovalVote, ...] = ()
+    # Step-up: an Approve counts only once confirmed with a passkey in the inbox; a chat or
+    # text offers a link there (`inbox_url`, the request's inbox page) instead of Approve.
+    step_up: bool = False
+    inbox_url: str | None = None
 
     def asked(self) -> Mapping[str, Any]:
         """The call the approvers are asked to approve, as shown: while pending, the edited

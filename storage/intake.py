@@ -109,6 +109,7 @@ class NewApproval:
     edit: EditState | None = None
     quorum: int = 1
     separate_duties: bool = False
+    step_up: bool = False
     events: Sequence[Event] = ()
     jobs: Sequence[jobs.Queued] = field(default_factory=tuple)
 
@@ -246,5 +247,6 @@ def write(tx: Work, new: NewApproval) -> Record:
         "edit": edit_to_json(new.edit) if new.edit is not None else None,
         "quorum": new.quorum,
         "separate_duties": new.separate_duties,
+        "step_up": new.step_up,
     }
     return ledger.insert_approval(tx, values, list(new.events), new.jobs)

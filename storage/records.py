@@ -335,6 +335,7 @@ class Record:
     quorum: int = 1  # distinct approvers who must approve
     separate_duties: bool = False  # the requester's own Approve never counts
     votes: tuple[Vote, ...] = ()  # the approvals counted so far (quorum above 1 only)
+    step_up: bool = False  # an Approve counts only once confirmed with a passkey in the inbox
 
     @classmethod
     def from_row(cls, row: Any) -> Record:
@@ -372,6 +373,7 @@ class Record:
             follow_ups=FollowUps.from_json(getattr(row, "follow_ups", None)),
             quorum=getattr(row, "quorum", None) or 1,
             separate_duties=bool(getattr(row, "separate_duties", False)),
+            step_up=bool(getattr(row, "step_up", False)),
         )
 
     def replace(self, **columns: Any) -> Record:
@@ -492,6 +494,7 @@ class Record:
             escalations=tuple(EscalationNote(e.to, ts(e.at)) for e in self.escalated),
             quorum=self.quorum,
             separate_duties=self.separate_duties,
+            step_up=self.step_up,
             approvals=tuple(ApprovalVote(v.by, v.surface, ts(v.at)) for v in self.approvals()),
         )
 

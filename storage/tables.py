@@ -63,6 +63,8 @@ approvals = sa.Table(
     sa.Column("follow_ups", sa.Text),  # JSON: the reminder and escalation steps taken (0010)
     sa.Column("quorum", sa.Integer, nullable=False, server_default="1"),  # distinct approvers needed (0011)
     sa.Column("separate_duties", sa.Boolean, nullable=False, server_default=sa.false()),
+    # An Approve counts only once confirmed with a passkey in the inbox (0016).
+    sa.Column("step_up", sa.Boolean, nullable=False, server_default=sa.false()),
     sa.UniqueConstraint("tenant", "execution_id", "tool_call_id", name="uq_approvals_call"),
     sa.Index("ix_approvals_pending_expiry", "status", "expires_at"),
     sa.Index("ix_approvals_execution", "tenant", "execution_id"),
@@ -177,4 +179,32 @@ inbox_session_ids = sa.Table(
     sa.Column("session", sa.String(64), primary_key=True),  # inbox_sessions.id_hash
     sa.Column("person_id", sa.String(320), primary_key=True),
     sa.Index("ix_inbox_session_ids_person", "person_id"),
+)
+
+passkeys = sa.Table(
+    # An approver's WebAuthn credential (a passkey) for step-up approvals (0016). `person` is
+    # the issuer and subject of their inbox sign-in; the counter is the last one seen.
+    "passkeys",
+    metadata,
+    sa.Column("credential_id", sa.String(1400), primary_key=True),  # base64url
+    sa.Column("person", sa.String(700), nullable=False),
+    sa.Column("name", sa.String(100), nullable=False),
+    sa.Column("public_key", sa.LargeBinary, nullable=False),  # COSE
+    sa.Column("sign_count", sa.BigInteger, nullable=False),
+    sa.Column("created_at", sa.Double, nullable=False),
+    sa.Column("used_at", sa.Double),
+    sa.Index("ix_passkeys_person", "person"),
+)
+
+step_up_challenges = sa.Table(
+    # A WebAuthn challenge handed to a browser, used once (0016): a registration's, or a
+    # step-up's bound to the approval and the digest of the call the page showed.
+    "step_up_challenges",
+    metadata,
+    sa.Column("challenge", sa.String(128), primary_key=True),  # base64url of 64 random bytes
+    sa.Column("person", sa.String(700), nullable=False),
+    sa.Column("approval_id", sa.String(40)),
+    sa.Column("digest", sa.String(80)),
+    sa.Column("expires_at", sa.Double, nullable=False),
+    sa.Index("ix_step_up_challenges_expiry", "expires_at"),
 )

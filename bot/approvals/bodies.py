@@ -5,7 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from bot.approvals.grants import GrantSigner
-from contracts.answers import ApprovalGiven, ApprovalStart, CurrentCall, DecidedBy, Decision, SystemDecider
+from contracts.answers import (
+    ApprovalGiven,
+    ApprovalStart,
+    CurrentCall,
+    DecidedBy,
+    Decision,
+    PersonDecider,
+    SystemDecider,
+)
 from contracts.digest import parameters_digest
 from contracts.enums import ApprovalStatus, SurfaceType
 from contracts.handoff import CODES, HandoffStart
@@ -122,6 +130,14 @@ def edit_fields(rec: Record) -> dict[str, Any]:
     }
 
 
+def step_up_claims(rec: Record) -> dict[str, Any]:
+    """A step-up approval's grant says how its approver authenticated (RFC 8176 `amr`): every
+    Approve that counted was confirmed with a passkey."""
+    if rec.step_up and rec.status is ApprovalStatus.APPROVED and isinstance(rec.decided_by, PersonDecider):
+        return {"amr": ["webauthn"]}
+    return {}
+
+
 def approved_digest(rec: Record) -> str:
     """The digest of the call to run: the edited one when an approver edited it."""
     result = rec.edit.result if rec.edit is not None else None
@@ -147,6 +163,7 @@ def decision_body(rec: Record, signer: GrantSigner, grant_ttl: float) -> Decisio
                 "exp": int(decided_at + grant_ttl),
                 **contract_claims(rec),
                 **quorum_claims(rec),
+                **step_up_claims(rec),
             }
         )
     handoff = rec.handoff

@@ -241,6 +241,7 @@ def new_approval(it: Intake, admit: Admit, now: float) -> store.NewApproval:
                 **({"unevaluable": it.call.unevaluable} if it.call.unevaluable is not None else {}),
                 **({"quorum": rule.quorum} if rule.quorum > 1 else {}),
                 **({"separateDuties": True} if rule.separate_duties else {}),
+                **({"stepUp": True} if rule.step_up else {}),
                 **({"shadow": it.shadow} if it.shadow is not None else {}),
                 **({"editable": list(edit.fields)} if edit is not None else {}),
             },
@@ -291,6 +292,8 @@ def new_approval(it: Intake, admit: Admit, now: float) -> store.NewApproval:
         edit=edit,
         quorum=rule.quorum,
         separate_duties=rule.separate_duties,
+        # Only a call a person is asked about waits for a passkey (a threshold may let it through).
+        step_up=rule.step_up and status is ApprovalStatus.PENDING,
         events=events,
         jobs=queued,
     )

@@ -29,6 +29,7 @@ from contracts.errors import (
     InvalidRequest,
     NotAnApprover,
     ParametersMismatch,
+    StepUpRequired,
     WrongConversation,
     WrongTenant,
 )
@@ -271,6 +272,32 @@ class Closing:
     # (an inbox sign-in: the Slack user id, the verified email and phone). The person, not the
     # id, is compared with the requester and with everyone counted (`bot.policy.people`).
     ids: tuple[str, ...] = ()
+    # Step-up: the passkey that confirmed this Approve (checked by the inbox before it closes:
+    # the assertion, its user-verification flag and its challenge, bound to this approval and
+    # the call shown). Without it an Approve of a step-up approval never counts.
+    passkey: Passkeyed | None = None
+
+
+@dataclass(frozen=True)
+class Passkeyed:
+    """A verified WebAuthn assertion confirming an Approve: the credential and its UV flag."""
+
+    credential_id: str
+    user_verified: bool
+
+
+def step_up_refusal(rec: Record, c: Closing) -> StepUpRequired | None:
+    """A person's Approve of a step-up approval without a user-verified passkey: refused on
+    every surface (a forged or old button included); a Deny is never held back."""
+    if not rec.step_up or c.to is not ApprovalStatus.APPROVED or not isinstance(c.decided_by, PersonDecider):
+        return None
+    if c.passkey is not None and c.passkey.user_verified:
+        return None
+    return StepUpRequired(
+        f"approval {rec.id} needs step-up: an Approve counts only once you confirm it with a passkey "
+        f"in the Cosigner inbox (/inbox/approvals/{rec.id}/step-up); a Deny counts here",
+        approvalId=rec.id,
+    )
 
 
 EXECUTE_GRACE = 5.0
@@ -446,6 +473,9 @@ def decide(rec: Record, c: Closing, now: float, people: People = NOBODY_TIED) ->
             c.check(rec)
         if rec.closed:
             raise closed_error(rec)
+        needs = step_up_refusal(rec, c)
+        if needs is not None:
+            raise needs
     except CosignerError as exc:
         return Refused(exc)
     to, decided_by, comment = c.to, c.decided_by, c.comment

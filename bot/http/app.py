@@ -37,7 +37,7 @@ from bot.http.tenants import TenantKeys
 from bot.inbox import inbox_mount, not_configured_message
 from bot.observability import Metrics, Tracing, otlp_provider
 from bot.operations import ContractClient, Execution, Proposals
-from bot.policy import Policy, SmsSender
+from bot.policy import Policy, SmsSender, step_up_paths
 from bot.settings import Settings
 from bot.workers import ExpirySweeper, JobWorker
 from contracts.answers import ErrorBody
@@ -106,6 +106,13 @@ def build_app(
         raise ConfigurationError(
             "COSIGNER_SECRET is not set; set it to a long random string, "
             "e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))'"
+        )
+    stepped = step_up_paths(r for t in ("", *policy.tenants) for r in policy.rules_of(t))
+    if stepped and not settings.oidc_enabled:
+        raise ConfigurationError(
+            f"{stepped[0]} asks for step-up, which only a passkey in the inbox can confirm, and the "
+            "inbox is off: set COSIGNER_OIDC_ISSUER, COSIGNER_OIDC_CLIENT_ID and "
+            "COSIGNER_OIDC_CLIENT_SECRET, or remove step_up"
         )
     try:
         callback_allow = parse_allow_list(settings.callback_allow)

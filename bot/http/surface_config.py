@@ -94,6 +94,7 @@ def default_surfaces(
             installations=installs.installations if installs else None,
             oauth_states=installs.states if installs else None,
             app_token=settings.slack_app_token,
+            inbox_url=inbox_url(settings),
         )
         factories.append(lambda desk: SlackAdapter(config, desk))
     if settings.sms_enabled:
@@ -114,6 +115,12 @@ def default_surfaces(
     return factories
 
 
+def inbox_url(settings: Settings) -> str | None:
+    """The inbox (`…/inbox/`) when sign-in is configured: texts name it for a call too long
+    to text, and step-up requests link there instead of offering Approve."""
+    return f"{settings.public_url.rstrip('/')}/inbox/" if settings.oidc_enabled else None
+
+
 def sms_config(settings: Settings) -> SmsConfig:
     """The SMS surface's configuration, or `ConfigurationError` naming the variable to fix."""
     from surfaces.sms import SmsConfig, SmsConfigError
@@ -128,7 +135,7 @@ def sms_config(settings: Settings) -> SmsConfig:
             public_url=settings.public_url,
             # A call too long to text whole is read there (it lists what was texted to a
             # signed-in person's verified number): the texts name it when it is on.
-            inbox_url=f"{settings.public_url.rstrip('/')}/inbox/" if settings.oidc_enabled else None,
+            inbox_url=inbox_url(settings),
         )
     except SmsConfigError as exc:
         raise ConfigurationError(str(exc)) from exc
@@ -165,6 +172,7 @@ def teams_config(settings: Settings, clock: Callable[[], float] = time.time) -> 
             api_url=settings.teams_api_url,
             clock=clock,
             certificate=certificate,
+            inbox_url=inbox_url(settings),
         )
     except (TeamsConfigError, CertificateError) as exc:
         raise ConfigurationError(str(exc)) from exc

@@ -154,6 +154,7 @@ def describe(
         "you_approved": any(v.by in mine for v in card.approvals if v.surface is SurfaceType.DASHBOARD),
         "editable": rec.edit is not None and bool(rec.edit.fields) and not rec.closed,
         "edited": edited_changes(rec),
+        "step_up": rec.step_up,
     }
 
 

@@ -11,7 +11,7 @@ from starlette.datastructures import QueryParams
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from bot.inbox import items
+from bot.inbox import items, step_up
 from bot.inbox.core import InboxBase, answers_here, not_configured_message
 from bot.inbox.people import Person, SignInRefused, tenants_of
 from bot.inbox.timeline import timeline
@@ -92,8 +92,9 @@ class Pages(InboxBase):
         except SignInRefused as exc:
             log.warning("inbox sign-in refused", extra={"code": type(exc.__cause__).__name__})
             return self.refused(request, None, f"Sign-in refused: {exc}", 401)
+        back = step_up.after_signin(request.session.get(step_up.AFTER_SIGNIN))
         await self.sessions.start(request, person)
-        return RedirectResponse("/inbox/", status_code=303)
+        return RedirectResponse(back, status_code=303)
 
     async def home(self, request: Request) -> Response:
         """Waiting: what this person may answer here, and what waits for them elsewhere."""

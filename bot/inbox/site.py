@@ -19,6 +19,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from bot.approvals import Denials, Engine, Notifier
+from bot.inbox import passkeys, step_up
 from bot.inbox.core import HERE, MAX_FORM, not_configured_message
 from bot.inbox.forms import Forms
 from bot.inbox.live import Live
@@ -54,6 +55,9 @@ def inbox_mount(
 ) -> Mount:
     """`/inbox` with its own signed session cookie; nothing outside it sees the cookie."""
     inbox = Inbox(engine, settings, clock, surfaces, db=db, policy=policy, denials=denials, notifier=notifier)
+    rp = passkeys.RelyingParty(settings.public_url)
+    keys = passkeys.Passkeys(inbox, db, rp, clock)
+    stepped = step_up.StepUp(inbox, engine, db, rp, policy.people, clock)
     app = Starlette(
         routes=[
             Route("/", inbox.home, methods=["GET"]),
@@ -68,6 +72,13 @@ def inbox_mount(
             Route("/approvals/{approval_id}/edit", inbox.review, methods=["POST"]),
             Route("/approvals/{approval_id}/edit/approve", inbox.approve_edited, methods=["POST"]),
             Route("/denials/{denial_id}/lift", inbox.lift, methods=["POST"]),
+            Route("/passkeys", keys.page, methods=["GET"]),
+            Route("/passkeys", keys.add, methods=["POST"]),
+            Route("/passkeys/options", keys.options, methods=["POST"]),
+            Route("/passkeys/{credential_id}/remove", keys.remove, methods=["POST"]),
+            Route("/approvals/{approval_id}/step-up", stepped.page, methods=["GET"]),
+            Route("/approvals/{approval_id}/step-up", stepped.answer, methods=["POST"]),
+            Route("/approvals/{approval_id}/step-up/options", stepped.options, methods=["POST"]),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ],
         middleware=[

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from bot.policy.redaction import REDACTED, redact
     from bot.policy.routing import SmsSender, route_for
     from bot.policy.rules import Policy, ToolRule, load_policy, load_policy_file, mode_of, operation_tool_rule
+    from bot.policy.step_up_checks import step_up_paths
 
 __all__ = [
     "ENABLED",
@@ -50,6 +51,7 @@ __all__ = [
     "redact",
     "route_for",
     "run_cases",
+    "step_up_paths",
     "surface_belongs",
 ]
 __getattr__ = lazy_exports(
@@ -79,5 +81,6 @@ __getattr__ = lazy_exports(
             "mode_of",
             "operation_tool_rule",
         ],
+        "bot.policy.step_up_checks": ["step_up_paths"],
     },
 )

@@ -118,6 +118,7 @@ class Ruling:
             "show": list(self.rule.show),
             "quorum": self.quorum,
             "separateDuties": self.separate_duties,
+            "stepUp": self.rule.step_up and not self.runs_unasked and not self.deny,
             "block": self.rule.block,
             **({"unevaluable": self.unevaluable} if self.unevaluable is not None else {}),
             "steps": [{"path": s.path, "says": s.says} for s in self.steps],
@@ -242,6 +243,8 @@ def decide(
             steps.append(step)
     if threshold is None and (rule.quorum > 1 or rule.separate_duties):
         steps.append(_quorum_step(rule))
+    if threshold is None and rule.step_up:
+        steps.append(Step(rule.origin("step_up"), STEP_UP_SAYS))
     timeout = None
     if threshold is None and surface is not None and not isinstance(route, ApprovalModeUnsupported):
         on = route.surface if route is not None else SurfaceType(getattr(surface, "type", "api"))
@@ -287,6 +290,13 @@ def decide(
         follow_ups=follow_ups,
         unevaluable=unevaluable,
     )
+
+
+STEP_UP_SAYS = (
+    "true: an Approve counts only once the approver confirms it with a passkey in the inbox "
+    "(WebAuthn, user verification required); Slack, Teams and texts link to the inbox instead "
+    "of offering Approve, and a Deny still counts anywhere"
+)
 
 
 def _fields(surface: object) -> Mapping[str, Any]:

@@ -40,6 +40,7 @@ class OperationRule:
     # Which section set each follow-up key (`remind_after`, `escalate`), as for tools.
     quorum: int = 1
     separate_duties: bool = False
+    step_up: bool = False  # an Approve counts only once confirmed with a passkey
     origins: tuple[tuple[str, str], ...] = ()
     show: tuple[str, ...] = ()  # secret-looking names shown all the same (`redact` still wins)
 
@@ -72,10 +73,11 @@ def _merge(name: str, base: OperationSection, over: OperationOverride | None, so
         origins=tuple(
             (k, v)
             for k, v in layers.origins.items()
-            if k in ("remind_after", "escalate", "timeout", "quorum", "separate_duties", "show")
+            if k in ("remind_after", "escalate", "timeout", "quorum", "separate_duties", "show", "step_up")
         ),
         quorum=quorum,
         separate_duties=separate if separate is not None else quorum > 1,
+        step_up=bool(layers.pick("step_up", False)),
     )
 
 

@@ -29,6 +29,7 @@ from bot.policy.schema import (
     TenantPolicy,
     ToolSection,
 )
+from bot.policy.step_up_checks import step_up_problems
 from bot.policy.tool_rule import Confirm, Threshold, ToolRule, mode_of, outcomes, with_when
 from bot.policy.validation import handoff_secrets, read_policy
 from bot.policy.visibility import show_problems
@@ -98,6 +99,7 @@ def _rule(
         escalate=tuple(pick("escalate", ())),
         quorum=quorum,
         separate_duties=separate if separate is not None else quorum > 1,
+        step_up=bool(pick("step_up", False)),
         parameters_schema=pick("parameters_schema", None),
         origins=tuple(layers.origins.items()),
     )
@@ -305,6 +307,7 @@ def operation_tool_rule(rule: OperationRule, gate_all: bool) -> ToolRule:
         escalate=rule.escalate,
         quorum=rule.quorum,
         separate_duties=rule.separate_duties,
+        step_up=rule.step_up,
         origins=rule.origins,
     )
 
@@ -354,6 +357,7 @@ def load_policy(text: str, source: str = "policy", base: Path | None = None) -> 
     problems = follow_up_problems(policy) + policy.quorum_problems() + editable_problems(policy)
     problems += show_problems(r for t in ("", *policy.tenants) for r in policy.rules_of(t))
     problems += when_problems((r for t in ("", *policy.tenants) for r in policy.rules_of(t)), base)
+    problems += step_up_problems(r for t in ("", *policy.tenants) for r in policy.rules_of(t))
     if problems:
         raise PolicyError(problems, source)
     return policy

@@ -149,6 +149,8 @@ class ToolSection(Table):
     escalate: EscalateSteps = ()
     quorum: Count | None = None
     separate_duties: Flag | None = None
+    # An Approve counts only once the approver confirms it with a passkey in the inbox.
+    step_up: Flag | None = None
     # `[[tools.NAME.when]]`: rules on the call's arguments, first match wins (bot.policy.when).
     when: WhenBlocks = ()
     # The JSON Schema of the tool's parameters, a table or a JSON file's path (relative to the
@@ -199,6 +201,8 @@ class OperationSection(Table):
     escalate: EscalateSteps = ()
     quorum: Count | None = None
     separate_duties: Flag | None = None
+    # An Approve counts only once the approver confirms it with a passkey in the inbox.
+    step_up: Flag | None = None
 
 
 class OperationOverride(Table):
@@ -219,6 +223,8 @@ class OperationOverride(Table):
     escalate: EscalateSteps | None = None
     quorum: Count | None = None
     separate_duties: Flag | None = None
+    # An Approve counts only once the approver confirms it with a passkey in the inbox.
+    step_up: Flag | None = None
 
 
 class Admins(Table):

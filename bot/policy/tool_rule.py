@@ -52,6 +52,7 @@ class ToolRule:
     editable: bool | tuple[str, ...] = False
     quorum: int = 1  # distinct approvers who must approve
     separate_duties: bool = False  # the requester never counts toward the quorum
+    step_up: bool = False  # an Approve counts only once confirmed with a passkey (WebAuthn)
     # Which section set each key the merge picked (`kind` → "tenants.acme.tools.x").
     origins: tuple[tuple[str, str], ...] = ()
     # Follow-ups while nobody answers (`bot.workers.follow_ups`): one reminder, then the escalations.
@@ -134,7 +135,7 @@ def _outcomes(base: ToolRule, block: Block) -> WhenRule:
         then = replace(base, **own, mode=ApprovalMode.ASK if base.gate_all else ApprovalMode.NONE)
     else:
         origins = dict(base.origins)
-        for key in ("approvers", "quorum", "separate_duties"):
+        for key in ("approvers", "quorum", "separate_duties", "step_up"):
             if getattr(section, key) is not None:
                 origins[key] = block.path
         quorum = section.quorum if section.quorum is not None else base.quorum
@@ -152,6 +153,7 @@ def _outcomes(base: ToolRule, block: Block) -> WhenRule:
             approvers=section.approvers or base.approvers,
             quorum=quorum,
             separate_duties=separate,
+            step_up=section.step_up if section.step_up is not None else base.step_up,
             origins=tuple(origins.items()),
         )
     unknown = replace(base, **own, mode=ApprovalMode.ASK_ALWAYS, unevaluable=True)

@@ -203,10 +203,11 @@ class WhenBlock(Table):
     approvers: Approvers | None = None
     quorum: Count | None = None
     separate_duties: Flag | None = None
+    step_up: Flag | None = None  # an Approve of a call it matches needs a passkey (docs/policy.md)
     reason: Text | None = None  # shown to the agent with the deny
     description: Text | None = None  # free text for people reading the file
 
-    _asks = field_validator("approvers", "quorum", "separate_duties")(
+    _asks = field_validator("approvers", "quorum", "separate_duties", "step_up")(
         _only_when(Then.ASK, "who approves this call")
     )
     _denies = field_validator("reason")(_only_when(Then.DENY, "the reason shown to the agent"))

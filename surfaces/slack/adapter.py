@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import aiohttp
@@ -80,6 +80,8 @@ class SlackConfig:
     oauth_states: AsyncOAuthStateStore | None = None
     # An app-level token (xapp-…): clicks then arrive over Socket Mode, not POST /slack/events.
     app_token: str | None = None
+    # The inbox (`…/inbox/`) when sign-in is configured: a step-up card links there instead of Approve.
+    inbox_url: str | None = None
 
     @property
     def multi_workspace(self) -> bool:
@@ -194,9 +196,14 @@ class SlackAdapter:
             await self._session.close()
         self._session = self._client = self._handler = None
 
+    def _linked(self, card: ApprovalCard) -> ApprovalCard:
+        """The card with the inbox's address, which a step-up card links to instead of Approve."""
+        return replace(card, inbox_url=self.config.inbox_url) if card.step_up else card
+
     async def deliver(self, card: ApprovalCard, route: Route) -> Delivered:
         """Post the card in the route's channel (or thread); raises `SurfaceUnavailable`."""
         slack_route = _slack(route)
+        card = self._linked(card)
         blocks, text = (to_handoff_blocks if card.handoff else to_blocks)(card, slack_route)
         client, app_id = await self._client_for(slack_route)
         channel = slack_route.channel_id
@@ -230,7 +237,7 @@ class SlackAdapter:
         if not delivered.message_refs:
             return
         if card.status is ApprovalStatus.PENDING:
-            blocks, text = to_blocks(card, slack_route)
+            blocks, text = to_blocks(self._linked(card), slack_route)
         else:
             blocks, text = (to_closed_handoff_blocks if card.handoff else to_closed_blocks)(card, slack_route)
         client, _ = await self._client_for(slack_route)
@@ -269,7 +276,7 @@ class SlackAdapter:
         slack_route = _slack(route)
         if not delivered.message_refs or card.handoff is not None:
             return
-        blocks, text = to_blocks(card, slack_route)
+        blocks, text = to_blocks(self._linked(card), slack_route)
         client, _ = await self._client_for(slack_route)
         async with translated("chat.update", delivered.conversation):
             await client.chat_update(

@@ -45,6 +45,7 @@ COMMENT_ACTION = "comment"
 COMMENT_MAX = 2000
 FULL_CALL_ACTION = f"{ACTION_PREFIX}full_call"
 EDIT_ACTION = f"{ACTION_PREFIX}edit"
+STEP_UP_ACTION = f"{ACTION_PREFIX}step_up"  # the link to the inbox: a click on it decides nothing
 VALUE_SEPARATOR = "|"  # between the approval id and the call's digest in an answer button's value
 VALUE_LIMIT = 200  # characters of one rendered value on the card; the modal has the rest
 NAME_LIMIT = 80
@@ -75,7 +76,15 @@ def to_blocks(card: ApprovalCard, route: SlackRoute) -> tuple[list[Block], str]:
     if card.edited is not None:
         lead = f"Edited, approval needed ({card.progress()})"
     edited = [edited_block(card)] if card.edited is not None else []
-    blocks = [*body, *edited, *escalated, *quorum_blocks(card), *notice, _buttons(card, route, left_out)]
+    blocks = [
+        *body,
+        *edited,
+        *escalated,
+        *quorum_blocks(card),
+        *step_up_blocks(card),
+        *notice,
+        _buttons(card, route, left_out),
+    ]
     return blocks, _fallback(card, lead)
 
 
@@ -301,14 +310,18 @@ def _buttons(card: ApprovalCard, route: SlackRoute, left_out: Hidden) -> Actions
             deny=PlainTextObject(text="Cancel"),
         )
     value = answer_value(card)
-    buttons = [_button("Approve", Verdict.APPROVE, value, "primary", confirm)]
-    if card.editable:
+    buttons = [
+        step_up_button(card)
+        if card.step_up
+        else _button("Approve", Verdict.APPROVE, value, "primary", confirm)
+    ]
+    if card.editable and not card.step_up:
         # Opens the edit form (contracts.edits); nothing is decided until its confirm step.
         buttons.append(
             ButtonElement(text=PlainTextObject(text="Edit"), action_id=EDIT_ACTION, value=card.approval_id)
         )
     # One person's "for this run" would let later calls through without the quorum.
-    if card.mode == ApprovalMode.ASK and card.quorum <= 1:
+    if card.mode == ApprovalMode.ASK and card.quorum <= 1 and not card.step_up:
         buttons.append(
             _button(
                 "Approve for this run",
@@ -376,6 +389,42 @@ def _always_deny(card: ApprovalCard, value: str) -> ButtonElement:
         style="danger",
     )
     return _button("Always deny", Verdict.ALWAYS_DENY, value, confirm=confirm)
+
+
+def step_up_blocks(card: ApprovalCard) -> list[Block]:
+    """Why the card has no Approve: the policy asks for a passkey, in the inbox."""
+    if not card.step_up:
+        return []
+    where = (
+        "in the Cosigner inbox" if card.inbox_url else "in the Cosigner inbox, which is not configured here"
+    )
+    line = f"*Step-up:* approve {where}, confirmed with your passkey. Deny works here."
+    return [ContextBlock(block_id=f"{BLOCK_PREFIX}step_up", elements=[md(line)])]
+
+
+def step_up_link(card: ApprovalCard) -> str | None:
+    """The request's step-up page in the inbox (which asks for sign-in as usual: the link
+    carries no session); None when the inbox is off, and then nothing here can approve."""
+    return f"{card.inbox_url}approvals/{card.approval_id}/step-up" if card.inbox_url else None
+
+
+def step_up_button(card: ApprovalCard) -> ButtonElement:
+    """Step-up: a link to the inbox instead of Approve. Slack still sends a click on it,
+    which decides nothing (an Approve from Slack is refused for such a request)."""
+    link = step_up_link(card)
+    if link is None:
+        return ButtonElement(
+            text=PlainTextObject(text="Approve needs the Cosigner inbox (off)"),
+            action_id=STEP_UP_ACTION,
+            value=card.approval_id,
+        )
+    return ButtonElement(
+        text=PlainTextObject(text="Approve in Cosigner"),
+        action_id=STEP_UP_ACTION,
+        url=link,
+        style="primary",
+        value=card.approval_id,
+    )
 
 
 def _button(

@@ -138,6 +138,9 @@ def to_sms_text(card: ApprovalCard, *, code_required: bool, inbox: str | None = 
     call the texts cannot show whole (`unshown`) is offered NO only, and the text says so,
     naming `inbox` (where the whole call can be read) when there is one."""
     blocked = too_long_notice(inbox) if unshown(card) else None
+    if card.step_up and card.status is ApprovalStatus.PENDING:
+        # A text proves a phone, not a person: YES cannot approve; the inbox's passkey can.
+        blocked = step_up_notice(card, inbox)
     if card.edited is None or card.status is not ApprovalStatus.PENDING:
         return _request_text(card, code_required, "", "", blocked)[0]
     tried = []
@@ -327,6 +330,14 @@ def not_texted_whole(card: ApprovalCard) -> str | None:
         f"request {card.short_code} is too long to text whole ({left:,} characters of the call "
         f"do not fit in {MORE_PARTS} texts)"
     )
+
+
+def step_up_notice(card: ApprovalCard, inbox: str | None) -> str:
+    """The request text's line for a step-up call: approve in the inbox with a passkey
+    (the link asks for sign-in as usual; it carries no session), never by YES."""
+    if inbox is None:
+        return "Approve in Cosigner with a passkey: YES cannot approve it."
+    return f"Approve in Cosigner with a passkey: {inbox}approvals/{card.approval_id}/step-up"
 
 
 def too_long_notice(inbox: str | None) -> str:

@@ -18,7 +18,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import aiohttp
@@ -65,6 +65,8 @@ class TeamsConfig:
     api_url: str | None = None  # None = Microsoft itself; else the base URL of the emulator
     clock: Callable[[], float] = time.time
     certificate: ClientCertificate | None = None  # instead of the password
+    # The inbox (`…/inbox/`) when sign-in is configured: a step-up card links there instead of Approve.
+    inbox_url: str | None = None
 
     def __post_init__(self) -> None:
         problems = []
@@ -175,6 +177,10 @@ class TeamsAdapter:
         token = await self._credentials.token()
         return ConnectorClient(self.config.service_url, token, session=self._session)
 
+    def _linked(self, card: ApprovalCard) -> ApprovalCard:
+        """The card with the inbox's address, which a step-up card links to instead of Approve."""
+        return replace(card, inbox_url=self.config.inbox_url) if card.step_up else card
+
     async def deliver(self, card: ApprovalCard, route: ApprovalRoute) -> Delivered:
         """Post the card to the route's conversation; `SurfaceUnavailable` if it cannot be."""
         if not isinstance(route, TeamsRoute):
@@ -186,7 +192,7 @@ class TeamsAdapter:
             )
         if not route.approvers:
             raise SurfaceUnavailable("no approver to ask in Teams: the policy names none")
-        content = to_card(card, route.approvers)
+        content = to_card(self._linked(card), route.approvers)
         activity = _message(content, route, "Approval needed: " + card.tool_name[:100])
         connector = await self._connector()
         try:
@@ -267,7 +273,7 @@ class TeamsAdapter:
                     return invoke_card(to_closed_card(card))
                 # A refreshed card is the clicker's own view, so it refreshes for them.
                 full = click.verb is Verb.FULL_CALL
-                return invoke_card(to_card(card, (click.actor,), full=full, page=click.page))
+                return invoke_card(to_card(self._linked(card), (click.actor,), full=full, page=click.page))
             card = await self.desk.answer(click.answer())
         except CosignerError as exc:
             logger.info("teams answer refused approval=%s code=%s", click.approval_id, exc.code)

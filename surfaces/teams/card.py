@@ -196,8 +196,13 @@ def to_card(
             "maxLength": COMMENT_MAX,
         }
     )
-    actions = [_execute("Approve", Verb.APPROVE, card.approval_id, style="positive")]
-    if card.mode is ApprovalMode.ASK:
+    if card.step_up:
+        # A chat session proves a client, not a person: Approve only in the inbox, with a passkey.
+        body.append(_text(step_up_line(card), weight="Bolder"))
+        actions = [step_up_action(card)] if card.inbox_url else []
+    else:
+        actions = [_execute("Approve", Verb.APPROVE, card.approval_id, style="positive")]
+    if card.mode is ApprovalMode.ASK and not card.step_up:
         actions.append(_execute("Approve for this run", Verb.APPROVE_FOR_RUN, card.approval_id))
     actions.append(_execute("Deny", Verb.DENY, card.approval_id, style="destructive"))
     if left_out.cut:
@@ -214,6 +219,22 @@ def to_card(
         "userIds": list(approvers[:60]),
     }
     return out
+
+
+def step_up_line(card: ApprovalCard) -> str:
+    """Why a step-up card has no Approve."""
+    where = "in the Cosigner inbox" if card.inbox_url else "in the Cosigner inbox (not configured here)"
+    return f"Step-up: approve {where}, confirmed with your passkey. Deny works here."
+
+
+def step_up_action(card: ApprovalCard) -> dict[str, Any]:
+    """A link to the request's step-up page (it asks for sign-in as usual; no session rides on it)."""
+    return {
+        "type": "Action.OpenUrl",
+        "title": "Approve in Cosigner",
+        "url": f"{card.inbox_url}approvals/{card.approval_id}/step-up",
+        "style": "positive",
+    }
 
 
 def _page(card: ApprovalCard, title: str, page: int) -> dict[str, Any]:

@@ -108,7 +108,7 @@ def block(match: str, then: str = "allow", extra: str = "") -> str:
         (
             block("{ command = { prefix = 'ls' } }", "ask", "typo = 1\n"),
             "tools.Bash.when[0].typo: unknown key; expected one of approvers, description, match, quorum, "
-            "reason, separate_duties, then",
+            "reason, separate_duties, step_up, then",
         ),
         (
             block("{ command = { prefix = 'ls' } }", "ask", 'approvers = ["staff"]\n'),

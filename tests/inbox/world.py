@@ -120,7 +120,11 @@ async def inbox_world(
             from surfaces.slack import SlackAdapter, SlackConfig
 
             config = SlackConfig(
-                signing_secret=SLACK_SECRET, bot_token="xoxb-acme", api_url=emu.api_url, app_id=emu.app_id
+                signing_secret=SLACK_SECRET,
+                bot_token="xoxb-acme",
+                api_url=emu.api_url,
+                app_id=emu.app_id,
+                inbox_url=f"{public_url.rstrip('/')}/inbox/",  # step-up cards link there
             )
             surfaces.append(lambda desk: SlackAdapter(config, desk))
         twilio = None

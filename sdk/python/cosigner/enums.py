@@ -121,6 +121,7 @@ class AuditEvent(StrEnum):
     CALL_EDITED = "call_edited"  # an approver edited a call a quorum must approve: a new version
     APPROVALS_SET_ASIDE = "approvals_set_aside"  # Approves of a version an edit replaced, no longer counted
     EDIT_TEXTED = "edit_texted"  # the edited call texted to the numbers shown an earlier version
+    PASSKEY_CONFIRMED = "passkey_confirmed"  # step-up: the passkey (credential id, UV flag) of an Approve
 
 
 class OperationState(StrEnum):
@@ -177,5 +178,6 @@ class ErrorCode(StrEnum):
     HANDOFF_CANCELLED = "HANDOFF_CANCELLED"
     HANDOFF_TIMEOUT = "HANDOFF_TIMEOUT"
     TOOL_DEFINITION_CHANGED = "TOOL_DEFINITION_CHANGED"
+    STEP_UP_REQUIRED = "STEP_UP_REQUIRED"
     KEY_SCOPE = "KEY_SCOPE"
     INTERNAL = "INTERNAL"

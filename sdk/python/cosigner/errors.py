@@ -15,6 +15,7 @@ error body, so a code, its HTTP status and its class are defined here and nowher
     ├── WrongConversation         403  the answer came from somewhere the request was not shown
     ├── WrongTenant               403  the answer came from another tenant's workspace or number
     ├── WrongKeyScope             403  a key used outside its scope; `details["needs"]` names the one needed
+    ├── StepUpRequired            403  an Approve of a step-up call counts only with a passkey in the inbox
     ├── ApprovalNotFound          404  no such approval for this tenant
     ├── DenialNotFound            404  no such standing deny for this tenant
     ├── ParametersMismatch        409  same executionId + toolCallId, other call (or arguments changed)
@@ -75,6 +76,7 @@ __all__ = [
     "ParametersMismatch",
     "PermissionDenied",
     "ReplayedDelivery",
+    "StepUpRequired",
     "SurfaceUnavailable",
     "ToolCallCapExceeded",
     "ToolDefinitionChanged",
@@ -185,6 +187,14 @@ class WrongKeyScope(CosignerError):
     """A key used outside its scope; `details["needs"]` names the scope the route needs."""
 
     code = ErrorCode.KEY_SCOPE
+    status = 403
+
+
+class StepUpRequired(CosignerError):
+    """The policy asks for step-up on this call: an Approve counts only once the approver
+    confirms it with a passkey in the inbox (a Deny counts anywhere)."""
+
+    code = ErrorCode.STEP_UP_REQUIRED
     status = 403
 
 
@@ -312,6 +322,7 @@ BY_CODE: dict[str, type[CosignerError]] = {
         WrongConversation,
         WrongTenant,
         WrongKeyScope,
+        StepUpRequired,
         ApprovalNotFound,
         DenialNotFound,
         ParametersMismatch,

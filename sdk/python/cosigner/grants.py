@@ -57,6 +57,9 @@ class GrantClaims:
     preview_digest: str | None = None  # an operation's grant: the preview the approver saw
     # A grant past a quorum above 1: every approver who made it, as (surface, id) pairs.
     approvers: tuple[tuple[str, str], ...] = ()
+    # How the approvers authenticated (RFC 8176): ("webauthn",) when the policy asked for
+    # step-up and each Approve was confirmed with a passkey.
+    amr: tuple[str, ...] = ()
 
 
 def jwk_thumbprint(jwk: Mapping[str, Any]) -> str:
@@ -277,4 +280,5 @@ def _claims(claims: dict[str, Any]) -> GrantClaims:
         arguments_digest=claims.get("argumentsDigest"),
         preview_digest=claims.get("previewDigest"),
         approvers=tuple((str(a["surface"]), str(a["by"])) for a in claims.get("approvers") or ()),
+        amr=tuple(str(m) for m in claims.get("amr") or () if isinstance(m, str)),
     )

@@ -8,6 +8,7 @@
  *     ├── PermissionDenied          403  the policy, or a standing deny, refuses this tool
  *     │   └── ApprovalDenied             a person (or Cosigner) denied, or it was cancelled
  *     ├── KeyScopeError             403  an API key used outside its scope (agent vs approver)
+ *     ├── StepUpRequired            403  an Approve of a step-up call needs a passkey in the inbox
  *     ├── NotAnApprover             403  the answering person may not decide this request
  *     ├── WrongConversation         403  the answer came from somewhere the request was not shown
  *     ├── WrongTenant               403  the answer came from another tenant
@@ -58,6 +59,7 @@ export const ErrorCode = {
   HANDOFF_CANCELLED: "HANDOFF_CANCELLED",
   HANDOFF_TIMEOUT: "HANDOFF_TIMEOUT",
   TOOL_DEFINITION_CHANGED: "TOOL_DEFINITION_CHANGED",
+  STEP_UP_REQUIRED: "STEP_UP_REQUIRED",
 } as const;
 
 /** One of the codes above. */
@@ -105,6 +107,8 @@ export class ApprovalDenied extends PermissionDenied {
 }
 /** An API key used outside its scope: agents use an agent key, deciding needs an approver key. */
 export class KeyScopeError extends coded(ErrorCode.KEY_SCOPE, 403) {}
+/** An Approve of a step-up call counts only once confirmed with a passkey in the inbox. */
+export class StepUpRequired extends coded(ErrorCode.STEP_UP_REQUIRED, 403) {}
 /** The person answering is not an approver of this request. */
 export class NotAnApprover extends coded(ErrorCode.NOT_AN_APPROVER, 403) {}
 /** The answer came from a conversation or number the request was not delivered to. */
@@ -158,6 +162,7 @@ const BY_CODE: Record<string, new (message: string, details?: Record<string, unk
   [ErrorCode.INVALID_SIGNATURE]: InvalidSignature,
   [ErrorCode.PERMISSION_DENIED]: PermissionDenied,
   [ErrorCode.KEY_SCOPE]: KeyScopeError,
+  [ErrorCode.STEP_UP_REQUIRED]: StepUpRequired,
   [ErrorCode.NOT_AN_APPROVER]: NotAnApprover,
   [ErrorCode.WRONG_CONVERSATION]: WrongConversation,
   [ErrorCode.WRONG_TENANT]: WrongTenant,
