@@ -62,6 +62,7 @@ from contracts.errors import (
 from contracts.handoff import HandoffState
 from contracts.names import fold
 from contracts.ports import ApprovalCard, DashboardRoute, Delivered, Placed, SlackRoute
+from contracts.reach import delivered_by_worker
 from contracts.wire import AdmitRequest, ApprovalRequest, DecisionRequest, ResultReport
 from storage import approvals as ledger
 from storage.audit import AuditRow, Event
@@ -362,7 +363,7 @@ class Engine:
         )
         if not rec.closed:
             self.notifier.changed()  # the inbox's live lists
-        to_deliver = rec.route is not None and not isinstance(rec.route, DashboardRoute)
+        to_deliver = delivered_by_worker(rec.route)
         if to_deliver or (rec.closed and rec.callback_url):
             self.wakeups.jobs.set()
         self._execute(rec)

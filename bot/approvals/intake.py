@@ -31,7 +31,8 @@ from contracts.errors import (
 )
 from contracts.handoff import HandoffState
 from contracts.names import fold
-from contracts.ports import DashboardRoute, Route
+from contracts.ports import Route
+from contracts.reach import delivered_by_worker
 from contracts.wire import ApprovalRequest
 from storage import intake as store
 from storage import operations
@@ -257,7 +258,7 @@ def new_approval(it: Intake, admit: Admit, now: float) -> store.NewApproval:
         events.append(claim)
     window = it.policy.defaults.callback_retry_window
     queued: list[Queued] = []
-    if route is not None and not isinstance(route, DashboardRoute):
+    if delivered_by_worker(route):
         queued.append(Queued(JobKind.DELIVER, now, now + DELIVERY_WINDOW))
     if it.follow_ups is not None and status is ApprovalStatus.PENDING:
         queued += it.follow_ups.jobs(now, now + timeout)

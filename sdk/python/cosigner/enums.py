@@ -121,6 +121,10 @@ class AuditEvent(StrEnum):
     CALL_EDITED = "call_edited"  # an approver edited a call a quorum must approve: a new version
     APPROVALS_SET_ASIDE = "approvals_set_aside"  # Approves of a version an edit replaced, no longer counted
     EDIT_TEXTED = "edit_texted"  # the edited call texted to the numbers shown an earlier version
+    EMAIL_SENT = "email_sent"  # the SMTP server accepted the request's email for these addresses
+    EMAIL_FAILED = "email_failed"  # the SMTP server refused or could not be reached: why, and whether retried
+    PUSH_SENT = "push_sent"  # a Web Push message accepted by the push service for a device
+    PUSH_FAILED = "push_failed"  # a push service refused a message: its status, and what follows
 
 
 class OperationState(StrEnum):
