@@ -9,11 +9,12 @@ given there, by a signed-in approver.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from contracts.enums import AuditEvent, SurfaceType
-from contracts.ports import DashboardRoute, Route
+from contracts.ports import ApprovalCard, DashboardRoute, Route
 
 
 class Channel(StrEnum):
@@ -52,4 +53,58 @@ class Notes(Protocol):
 
     async def note(self, approval_id: str, event: AuditEvent, data: Mapping[str, Any]) -> None:
         """Append an event to the approval's audit chain (redacted)."""
+        ...
+
+
+@dataclass(frozen=True)
+class Device:
+    """A browser subscribed to Web Push: its push service endpoint and the keys a message is
+    encrypted to (RFC 8291: the P-256 public key `p256dh` and the `auth` secret, base64url)."""
+
+    endpoint: str
+    p256dh: str
+    auth: str
+
+
+@dataclass(frozen=True)
+class Pushed:
+    """What the push services said: the endpoints that took the message, those gone for
+    good (404, 410: their subscriptions are removed), and the others' status and reason."""
+
+    sent: tuple[str, ...] = ()
+    gone: tuple[str, ...] = ()
+    failed: dict[str, str] = field(default_factory=dict)
+    retry: bool = False  # a failure that may pass (429, 5xx, no answer): worth another try
+
+
+class PushBook(Protocol):
+    """The subscriptions a push is sent to, kept by the engine's side."""
+
+    async def devices_for(self, approvers: tuple[str, ...]) -> list[Device]:
+        """Every browser of a person with one of these ids."""
+        ...
+
+    async def forget(self, endpoint: str) -> None:
+        """Remove a subscription its push service says is gone."""
+        ...
+
+    async def vapid_pem(self) -> bytes:
+        """The VAPID private key (PEM) messages are signed with, made at first use."""
+        ...
+
+
+class Post(Protocol):
+    """One POST to a push service through the server's checked client: (status, reason)."""
+
+    async def __call__(self, url: str, body: bytes, headers: Mapping[str, str]) -> tuple[int, str]:
+        """Send once, never redirected; raises `Unsent` when no answer came."""
+        ...
+
+
+@runtime_checkable
+class PushSurface(Protocol):
+    """What the push channel offers the job worker besides an adapter's members."""
+
+    async def push(self, card: ApprovalCard, approvers: tuple[str, ...]) -> Pushed:
+        """Tell each browser of these approvers that the request waits (tool and tenant only)."""
         ...

@@ -197,6 +197,7 @@ class Intake:
     label: str = ""  # the decision in a word or two (`Ruling.label`), for the audit record
     edit: EditState | None = None  # what an approver may edit, if the call is asked
     follow_ups: Plan | None = None  # the reminder and escalations, queued with a pending request
+    push: bool = False  # Web Push is on: a pending request is pushed to its approvers' browsers
 
 
 def create_tx(tx: Work, it: Intake, now: float) -> Created:
@@ -262,6 +263,8 @@ def new_approval(it: Intake, admit: Admit, now: float) -> store.NewApproval:
         queued.append(Queued(JobKind.DELIVER, now, now + DELIVERY_WINDOW))
     if it.follow_ups is not None and status is ApprovalStatus.PENDING:
         queued += it.follow_ups.jobs(now, now + timeout)
+    if it.push and route is not None and status is ApprovalStatus.PENDING:
+        queued.append(Queued(JobKind.PUSH, now, now + timeout))
     if executing:
         queued.append(Queued(JobKind.EXECUTE, now, now + window))
     elif decided_by is not None and req.callbackUrl:

@@ -31,6 +31,7 @@ from bot.approvals import Denials, Engine, Notifier
 from bot.inbox import answering, session
 from bot.inbox.editing import FIELD, TEXT_MAX, edited_changes, input_of, shown, starting_text
 from bot.inbox.people import Person, SignInRefused, names_on_slack, tenants_of, texted_to
+from bot.inbox.push_routes import push_routes
 from bot.inbox.signin import SignIn
 from bot.policy.rules import Policy
 from bot.settings import Settings
@@ -581,6 +582,7 @@ def inbox_mount(
             Route("/approvals/{approval_id}/edit", inbox.review, methods=["POST"]),
             Route("/approvals/{approval_id}/edit/approve", inbox.approve_edited, methods=["POST"]),
             Route("/denials/{denial_id}/lift", inbox.lift, methods=["POST"]),
+            *push_routes(inbox),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ],
         middleware=[

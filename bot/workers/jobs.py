@@ -17,6 +17,7 @@ from bot.handoffs import Handoffs
 from bot.observability import Metrics, SpanName, Tracing, delivery_outcome, http_outcome
 from bot.operations import ContractClient, Execution, Finish, Retry
 from bot.workers.follow_ups import FollowUps
+from bot.workers.pushes import push_job
 from bot.workers.unsent import unsent
 from contracts.enums import ApprovalStatus, AuditEvent, ErrorCode, JobKind
 from contracts.errors import CosignerError, SurfaceUnavailable
@@ -126,6 +127,7 @@ class JobWorker:
             JobKind.REMIND: self.follow_ups.remind,
             JobKind.ESCALATE: self.follow_ups.escalate,
             JobKind.RETEXT: self.follow_ups.retext,
+            JobKind.PUSH: lambda job: push_job(self.engine, self.surfaces, job, self._finish, self._retry),
         }
         try:
             await handlers[kind](job)

@@ -89,6 +89,7 @@ class JobKind(StrEnum):
     REMIND = "remind"  # remind the approvers still to answer, where the request was asked
     ESCALATE = "escalate"  # deliver a still-pending request to an escalation step's route too
     RETEXT = "retext"  # text an edited call to the numbers an earlier version of it was texted to
+    PUSH = "push"  # tell the approvers' subscribed browsers that the request waits (Web Push)
 
 
 class AuditEvent(StrEnum):
