@@ -5,9 +5,9 @@ for `/inbox/`, the button is offered, a press asks the Push API for a subscripti
 server's VAPID key and stores it (its `toJSON()` shape checked by the server), and the worker
 shows a notification from a message handed to it, naming what the push names and opening
 the request's page. Headless Chromium has no push service to deliver a real push through
-(its `subscribe` fails with "AbortError: Registration failed - permission denied"); the message
-path stands in for `push` there, and
-the server side of delivery is tested against a decrypting push service (`test_push.py`).
+(its `subscribe` fails with "AbortError: Registration failed - permission denied"); the
+message path stands in for `push` there, and the server side of delivery is tested against
+a decrypting push service (`test_push.py`).
 """
 
 from __future__ import annotations
@@ -41,7 +41,8 @@ async (key) => {
   const raw = atob(key.replace(/-/g, "+").replace(/_/g, "/") + "===".slice((key.length + 3) % 4));
   const bytes = Uint8Array.from(raw, c => c.charCodeAt(0));
   try {
-    const sub = await registration.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: bytes });
+    const options = { userVisibleOnly: true, applicationServerKey: bytes };
+    const sub = await registration.pushManager.subscribe(options);
     return { ok: true, json: sub.toJSON() };
   } catch (e) {
     return { ok: false, error: e.name + ": " + e.message };
