@@ -13,6 +13,7 @@ import ipaddress
 import socket
 import ssl
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ class Received:
     sender: str
     recipients: list[str]
     message: EmailMessage
+    at: float = field(default_factory=time.time)  # when the server accepted it (bench/reach.py)
 
     def part(self, subtype: str) -> str:
         """The text of the `text/plain` or `text/html` part."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -72,6 +73,7 @@ class Delivered:
     claims: dict[str, Any]
     vapid_key: str
     plaintext: dict[str, Any]
+    at: float = field(default_factory=time.time)  # when the service took it (bench/reach.py)
 
 
 @dataclass
