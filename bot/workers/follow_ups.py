@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 
 from bot.approvals import Engine, Wakeups
+from bot.workers.pushes import push_escalated
 from contracts.enums import ApprovalStatus, AuditEvent, JobKind
 from contracts.errors import CosignerError, SurfaceUnavailable
 from contracts.ports import (
@@ -124,6 +125,8 @@ class FollowUps:
         taken = await self.db.run_write(
             lambda tx: store.escalate(tx, job.approval_id, step, to, route, self.clock, event, sending)
         )
+        if taken is not None and job.attempts == 1:
+            await push_escalated(self.engine, self.surfaces, taken.record, route.approvers)
         if taken is None or not delivered_by_worker(route):
             # Closed (nothing to do), or the dashboard: the tenant's app lists it for its approvers.
             await self._finish(job.id)

@@ -63,3 +63,21 @@ async def push_job(
         await retry(job, "; ".join(sorted(set(pushed.failed.values())))[:500])
         return
     await finish(job.id)
+
+
+async def push_escalated(
+    engine: Engine, surfaces: Mapping[str, SurfaceAdapter], rec: Record, approvers: tuple[str, ...]
+) -> None:
+    """Push a request escalated to `approvers` (once, when the step is taken); what the push
+    services said is recorded, and nothing is retried: the step's own delivery is."""
+    adapter = surfaces.get(Channel.PUSH.value)
+    if rec.closed or not approvers or not isinstance(adapter, PushSurface):
+        return
+    try:
+        pushed = await adapter.push(rec.card(), approvers)
+    except Exception as exc:  # a push must never stop the escalation it goes with
+        await engine.note(rec.id, AuditEvent.PUSH_FAILED, {"error": type(exc).__name__})
+        return
+    if pushed.sent or pushed.gone or pushed.failed:
+        event = AuditEvent.PUSH_SENT if pushed.sent else AuditEvent.PUSH_FAILED
+        await engine.note(rec.id, event, {**summary(pushed), "retrying": False})

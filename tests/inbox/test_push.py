@@ -173,3 +173,33 @@ async def test_the_inbox_is_an_installable_app_with_a_service_worker_for_its_pag
         page = (await w.h.client.get("/inbox/")).text
         assert 'rel="manifest" href="/inbox/manifest.webmanifest"' in page
         assert re.search(r"Notify me on this device", page)
+
+
+ESCALATING = """
+[defaults]
+timeout = "1h"
+
+[tools.issue_refund]
+kind = "danger"
+approvers = ["requester"]
+escalate = [{ after = "20m", to = "tenant_admins" }]
+
+[tenants.acme]
+slack_team = "T0ACME"
+admins = { dashboard = ["ada@acme.example"] }
+"""
+
+
+async def test_an_escalation_is_pushed_to_the_people_it_reaches() -> None:
+    async with push_service() as service, inbox_world(ESCALATING, callback_allow=LOOPBACK_ALLOW) as w:
+        key = await w.h.create_tenant("acme")
+        await w.sign_in(w.h.client, "U0ADMIN")
+        await subscribe(w, w.h.client, {"subscription": service.subscribe("ada")})
+        aid = await w.ask(key, "u_requester")  # asked of the requester: nothing for Ada yet
+        await until_async(lambda: _job_done(w, aid))
+        w.h.advance(60.0)
+        assert service.tried == 0
+        w.h.advance(20 * 60.0)
+        (got,) = await until(lambda: service.delivered)
+        assert got.plaintext["url"] == f"/inbox/approvals/{aid}"
+        await until_async(lambda: audit(w, key, aid, "push_sent"))
