@@ -60,7 +60,7 @@ def _rows(card: ApprovalCard) -> tuple[list[tuple[str, str]], Hidden]:
 
 
 def _facts(card: ApprovalCard) -> list[tuple[str, str]]:
-    facts = [("Tenant", card.tenant), ("Triggered by", card.triggered_by)]
+    facts = [("Tenant", card.tenant), ("Triggered by", _line(card.triggered_by, 200))]
     if card.reason:
         facts.append(("Agent's reason (its claim, not verified)", _line(card.reason)))
     facts.append(("Policy", _line(card.policy_rule, 300)))
