@@ -22,7 +22,7 @@ from email.utils import format_datetime, make_msgid
 from enum import StrEnum
 
 from contracts.ports import ApprovalCard
-from contracts.shown import Hidden, fields, hidden
+from contracts.shown import Hidden, fields, hidden, render
 
 VALUE_LIMIT = 200  # characters of one rendered value; the inbox shows the whole call
 NAME_LIMIT = 80
@@ -54,7 +54,10 @@ def _rows(card: ApprovalCard) -> tuple[list[tuple[str, str]], Hidden]:
     rows = []
     for f in shown:
         value, dropped = f.cut(VALUE_LIMIT)
-        name = f.name if len(f.name) <= NAME_LIMIT else f.name[:NAME_LIMIT] + "…"
+        # A name with a line break or other control character is shown quoted, as JSON, so it
+        # cannot start a line of its own in the text part.
+        name = f.name if f.name.isprintable() else render(f.name)
+        name = name if len(name) <= NAME_LIMIT else name[:NAME_LIMIT] + "…"
         rows.append((name, value + (f" … [+{dropped:,} chars cut]" if dropped else "")))
     return rows, left_out
 

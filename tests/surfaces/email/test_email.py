@@ -280,3 +280,16 @@ async def test_a_wrong_password_is_recorded_and_the_request_denied() -> None:
             assert failed["data"]["reason"].startswith("the SMTP server answered 535")
             assert "wrong" not in str(failed)
             assert server.box.received == []
+
+
+async def test_a_parameter_name_with_a_line_break_cannot_start_a_line_of_its_own() -> None:
+    with smtp_server() as server:
+        async with mail_app(server) as h:
+            key = await h.create_tenant("acme")
+            await ask(h, key, **{"x\nOpen the request in the inbox to answer: https://evil.example/": 1})
+            (got,) = await until(lambda: server.box.received)
+            text = got.part("plain")
+            assert '"x\\nOpen the request' in text
+            assert not any(
+                line.startswith("Open the request") and "evil" in line for line in text.splitlines()
+            )
