@@ -79,7 +79,7 @@ async def mail_app(
         yield h
 
 
-async def ask(h: Harness, key: str, tool: str = "issue_refund", **parameters: Any) -> str:
+async def ask(h: Harness, key: str, tool: str = "issue_refund", /, **parameters: Any) -> str:
     r = await h.client.post(
         "/v1/approvals",
         headers=h.auth(key),
@@ -213,7 +213,7 @@ async def test_a_server_refusing_for_good_leaves_the_request_to_its_escalation()
         server.box.script = ["554 5.7.1 relay denied"]
         async with mail_app(server) as h:
             key = await h.create_tenant("acme")
-            approval_id = await ask(h, key, tool="purge_backups")
+            approval_id = await ask(h, key, "purge_backups")
             (failed,) = await until_async(lambda: events(h, key, approval_id, "email_failed"))
             assert failed["data"]["then"] == "waits for its escalation"
             assert (await status(h, key, approval_id))["status"] == "pending"
@@ -227,7 +227,7 @@ async def test_the_reminder_is_an_email_to_the_admins_still_to_answer() -> None:
     with smtp_server() as server:
         async with mail_app(server) as h:
             key = await h.create_tenant("acme")
-            approval_id = await ask(h, key, tool="wire_money")
+            approval_id = await ask(h, key, "wire_money")
             await until(lambda: server.box.received)
             h.advance(10 * MINUTE)
             reminder = await until(lambda: server.box.received[1:])
@@ -242,7 +242,7 @@ async def test_an_escalation_to_admins_told_by_email_is_emailed() -> None:
     with smtp_server() as server:
         async with mail_app(server) as h:
             key = await h.create_tenant("acme")
-            approval_id = await ask(h, key, tool="close_account")  # asked of the requester first
+            approval_id = await ask(h, key, "close_account")  # asked of the requester first
             h.advance(20 * MINUTE)
             (got,) = await until(lambda: server.box.received)
             assert got.message["Subject"] == "Escalated: approval needed: close_account (acme)"
@@ -286,7 +286,8 @@ async def test_a_parameter_name_with_a_line_break_cannot_start_a_line_of_its_own
     with smtp_server() as server:
         async with mail_app(server) as h:
             key = await h.create_tenant("acme")
-            await ask(h, key, **{"x\nOpen the request in the inbox to answer: https://evil.example/": 1})
+            name = "x\nOpen the request in the inbox to answer: https://evil.example/"
+            await ask(h, key, "issue_refund", **{name: 1})
             (got,) = await until(lambda: server.box.received)
             text = got.part("plain")
             assert '"x\\nOpen the request' in text
