@@ -8,6 +8,7 @@ never quotes a secret.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -59,6 +60,9 @@ RULES = {
     "otel_traces_exporter": "must be otlp or none",
     "oidc_display_name": "must be at most 60 characters, e.g. Okta (the button reads Sign in with Okta)",
     "test_clock": "must be a UNIX time in seconds (tests only; leave it unset)",
+    "smtp_url": "must be smtp://HOST[:PORT] (STARTTLS) or smtps://HOST[:PORT] (TLS), with USER:PASSWORD@ "
+    "if the server asks for them, e.g. smtp://cosigner:pw@mail.example.com:587",
+    "smtp_from": "must be one email address, e.g. cosigner@example.com",
 }
 # Values never quoted in an error.
 SECRET_FIELDS = {
@@ -72,6 +76,7 @@ SECRET_FIELDS = {
     "microsoft_app_password",
     "microsoft_app_certificate_password",
     "oidc_client_secret",
+    "smtp_url",
 }
 # The fields the rules across variables (the model validators below) refuse: a reading that
 # must go on past them (`read_settings`) sets them aside as well.
@@ -136,6 +141,10 @@ class Settings(BaseSettings):
     inbox_session_seconds: int = Field(
         default=8 * 3600, ge=60, le=30 * 86400, validation_alias=_env("COSIGNER_INBOX_SESSION_SECONDS")
     )
+
+    # Email (surfaces.email): the operator's SMTP server and the From address; both or none.
+    smtp_url: str | None = Field(default=None, validation_alias=_env("COSIGNER_SMTP_URL"))
+    smtp_from: str | None = Field(default=None, validation_alias=_env("COSIGNER_SMTP_FROM"))
 
     twilio_account_sid: str | None = Field(default=None, validation_alias=_env("TWILIO_ACCOUNT_SID"))
     twilio_auth_token: str | None = Field(default=None, validation_alias=_env("TWILIO_AUTH_TOKEN"))
@@ -207,6 +216,21 @@ class Settings(BaseSettings):
             raise ValueError(RULES["slack_app_token"])
         return value
 
+    @field_validator("smtp_url")
+    @classmethod
+    def _smtp_url(cls, value: str | None) -> str | None:
+        parts = urlsplit(value) if value is not None else None
+        if parts is not None and (parts.scheme not in ("smtp", "smtps") or not parts.hostname):
+            raise ValueError(RULES["smtp_url"])
+        return value
+
+    @field_validator("smtp_from")
+    @classmethod
+    def _smtp_from(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"[^@\s<>,;]+@[^@\s<>,;]+\.[^@\s<>,;]+", value):
+            raise ValueError(RULES["smtp_from"])
+        return value
+
     @field_validator("slack_api_url", "twilio_api_url", "teams_api_url", "oidc_issuer")
     @classmethod
     def _api_url(cls, value: str | None) -> str | None:
@@ -262,6 +286,11 @@ class Settings(BaseSettings):
                 "because Slack or SMS is on and calls it"
             )
         return self
+
+    @property
+    def email_enabled(self) -> bool:
+        """Email is on when the SMTP server and the From address are both set."""
+        return bool(self.smtp_url and self.smtp_from)
 
     @property
     def oidc_enabled(self) -> bool:
@@ -381,7 +410,7 @@ def secret_values(environ: Mapping[str, str]) -> list[str]:
         alias = Settings.model_fields[field].validation_alias
         names = alias.choices if isinstance(alias, AliasChoices) else [field.upper()]
         for value in (environ[str(n)] for n in names if environ.get(str(n))):
-            if field != "database_url":
+            if field not in ("database_url", "smtp_url"):
                 values.append(value)
                 continue
             with contextlib.suppress(ValueError):

@@ -165,7 +165,10 @@ class DashboardRoute:
     """The tenant's app decides through `POST /v1/approvals/{id}/decision`."""
 
     surface: Literal[SurfaceType.DASHBOARD]
-    approvers: tuple[str, ...]  # the tenant app's user ids
+    approvers: tuple[str, ...]  # the tenant app's user ids (the inbox's: Slack ids, emails)
+    # Addresses told of the request by email (`admins.email`): each reads it there and
+    # answers in the inbox, signed in as that verified address.
+    email: tuple[str, ...] = ()
 
 
 Route = SlackRoute | SmsRoute | TeamsRoute | DashboardRoute

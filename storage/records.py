@@ -68,6 +68,7 @@ def route_from_fields(fields: Mapping[str, Any]) -> Route:
         return SmsRoute(**d)
     if d["surface"] is SurfaceType.TEAMS:
         return TeamsRoute(**d)
+    d["email"] = tuple(d.get("email", ()))
     return DashboardRoute(**d)
 
 

@@ -149,6 +149,21 @@ sms_texts = sa.Table(
     sa.Index("ix_sms_texts_number_at", "number", "texted_at"),
 )
 
+push_subscriptions = sa.Table(
+    # A browser that asked to be notified (Web Push), under each id its person's sign-in
+    # vouched for; a request's approvers find it by id, a gone endpoint is deleted (0016).
+    "push_subscriptions",
+    metadata,
+    sa.Column("approver", sa.String(320), primary_key=True),
+    sa.Column("endpoint", sa.String(1000), primary_key=True),
+    sa.Column("p256dh", sa.String(200), nullable=False),
+    sa.Column("auth", sa.String(100), nullable=False),
+    sa.Column("issuer", sa.String(500), nullable=False),
+    sa.Column("subject", sa.String(500), nullable=False),
+    sa.Column("created_at", sa.Double, nullable=False),
+    sa.Index("ix_push_subscriptions_endpoint", "endpoint"),
+)
+
 flags = sa.Table(
     "flags",
     metadata,

@@ -62,6 +62,7 @@ from contracts.errors import (
 from contracts.handoff import HandoffState
 from contracts.names import fold
 from contracts.ports import ApprovalCard, DashboardRoute, Delivered, Placed, SlackRoute
+from contracts.reach import Channel, delivered_by_worker
 from contracts.wire import AdmitRequest, ApprovalRequest, DecisionRequest, ResultReport
 from storage import approvals as ledger
 from storage.audit import AuditRow, Event
@@ -327,6 +328,7 @@ class Engine:
             if contract is None and not ruling.deny and isinstance(ruling.route, SlackRoute | DashboardRoute)
             else None,
             follow_ups=ruling.follow_ups,
+            push=Channel.PUSH in self.surfaces,
         )
         for _attempt in range(3):
             try:
@@ -362,7 +364,7 @@ class Engine:
         )
         if not rec.closed:
             self.notifier.changed()  # the inbox's live lists
-        to_deliver = rec.route is not None and not isinstance(rec.route, DashboardRoute)
+        to_deliver = delivered_by_worker(rec.route) or (not rec.closed and Channel.PUSH in self.surfaces)
         if to_deliver or (rec.closed and rec.callback_url):
             self.wakeups.jobs.set()
         self._execute(rec)

@@ -31,7 +31,8 @@ from contracts.errors import (
 )
 from contracts.handoff import HandoffState
 from contracts.names import fold
-from contracts.ports import DashboardRoute, Route
+from contracts.ports import Route
+from contracts.reach import delivered_by_worker
 from contracts.wire import ApprovalRequest
 from storage import intake as store
 from storage import operations
@@ -196,6 +197,7 @@ class Intake:
     label: str = ""  # the decision in a word or two (`Ruling.label`), for the audit record
     edit: EditState | None = None  # what an approver may edit, if the call is asked
     follow_ups: Plan | None = None  # the reminder and escalations, queued with a pending request
+    push: bool = False  # Web Push is on: a pending request is pushed to its approvers' browsers
 
 
 def create_tx(tx: Work, it: Intake, now: float) -> Created:
@@ -258,10 +260,12 @@ def new_approval(it: Intake, admit: Admit, now: float) -> store.NewApproval:
         events.append(claim)
     window = it.policy.defaults.callback_retry_window
     queued: list[Queued] = []
-    if route is not None and not isinstance(route, DashboardRoute):
+    if delivered_by_worker(route):
         queued.append(Queued(JobKind.DELIVER, now, now + DELIVERY_WINDOW))
     if it.follow_ups is not None and status is ApprovalStatus.PENDING:
         queued += it.follow_ups.jobs(now, now + timeout)
+    if it.push and route is not None and status is ApprovalStatus.PENDING:
+        queued.append(Queued(JobKind.PUSH, now, now + timeout))
     if executing:
         queued.append(Queued(JobKind.EXECUTE, now, now + window))
     elif decided_by is not None and req.callbackUrl:

@@ -19,6 +19,7 @@ from bot.cli import denials as denial_cli
 from bot.cli import doctor as doctor_cli
 from bot.cli import inbox as inbox_cli
 from bot.cli import policy as policy_cli
+from bot.cli import vapid as vapid_cli
 from bot.http import IssuedKey, ListenError, NewTenant, TenantKeys, valid_port
 from bot.policy import Policy, load_policy, load_policy_file
 from bot.settings import Settings, SettingsError, load_settings
@@ -452,6 +453,7 @@ def parser() -> argparse.ArgumentParser:
     inbox_cli.register(sub, _with_db, UsageError)
     doctor_cli.register(sub)
     backup_cli.register(sub, UsageError)
+    vapid_cli.register(sub, _with_db)
     return p
 
 

@@ -21,7 +21,7 @@ from ipaddress import ip_address
 from urllib.parse import urlsplit
 
 from bot.cli.doctor import FAIL, OK, SKIP, WARN, Check, Context, Result, Skipped
-from bot.cli.doctor_services import oidc, slack, teams, twilio
+from bot.cli.doctor_services import oidc, slack, smtp, teams, twilio
 from bot.egress import parse_allow_list
 from bot.http.surface_config import partial_configuration
 from bot.policy import load_policy_file
@@ -263,5 +263,6 @@ CHECKS: dict[str, Check] = {
     "twilio": twilio,
     "teams": teams,
     "oidc": oidc,
+    "smtp": smtp,
 }
 """Every check, in the order doctor prints them (they run at once)."""

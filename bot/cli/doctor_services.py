@@ -12,7 +12,13 @@ from collections.abc import Awaitable, Callable
 import httpx
 
 from bot.cli.doctor import FAIL, OK, SKIP, WARN, Context, Result
-from bot.http.surface_config import ConfigurationError, sms_config, teams_config, whatsapp_config
+from bot.http.surface_config import (
+    ConfigurationError,
+    email_config,
+    sms_config,
+    teams_config,
+    whatsapp_config,
+)
 from bot.inbox.signin import HTTP_ERRORS, SignIn, unreachable
 from contracts.errors import SurfaceUnavailable
 from surfaces.slack.web_client import build_client, translated
@@ -84,6 +90,52 @@ async def teams(ctx: Context) -> Result:
         except SurfaceUnavailable as exc:
             return FAIL, str(exc)
     return OK, f"Microsoft Entra ID issued a bot token to {config.app_id} (tenant {config.app_tenant_id})"
+
+
+async def smtp(ctx: Context) -> Result:
+    """The SMTP server of COSIGNER_SMTP_URL answers, speaks TLS and accepts the user and
+    password, the way the email surface connects (aiosmtplib); no message is sent."""
+    import aiosmtplib
+
+    s = ctx.need("smtp_url", "smtp_from")
+    if not s.smtp_url and not s.smtp_from:
+        return SKIP, "email is off (COSIGNER_SMTP_URL and COSIGNER_SMTP_FROM not set)"
+    if not s.email_enabled:
+        missing = "COSIGNER_SMTP_FROM" if s.smtp_url else "COSIGNER_SMTP_URL"
+        return WARN, f"email is off: {missing} is not set"
+    try:
+        c = email_config(s)
+    except ConfigurationError as exc:
+        return FAIL, str(exc)
+    client = aiosmtplib.SMTP(
+        hostname=c.host,
+        port=c.port,
+        username=c.username,
+        password=c.password,
+        use_tls=c.implicit_tls,
+        start_tls=None if c.clear_allowed else (False if c.implicit_tls else True),
+        tls_context=c.tls,
+        timeout=ctx.timeout,
+    )
+    where = f"{c.host}:{c.port}"
+    try:
+        async with client:
+            await client.noop()
+            encrypted = client.is_connected and (
+                c.implicit_tls or client.get_transport_info("sslcontext") is not None
+            )
+    except aiosmtplib.SMTPAuthenticationError as exc:
+        return FAIL, f"{where} refused the user and password of COSIGNER_SMTP_URL ({exc.code} {exc.message})"
+    except aiosmtplib.SMTPException as exc:
+        return (
+            FAIL,
+            f"{where}: {type(exc).__name__}: {exc}; check COSIGNER_SMTP_URL (host, port, smtp:// or smtps://)",
+        )
+    except OSError as exc:
+        return FAIL, f"{where} cannot be reached ({exc}); check COSIGNER_SMTP_URL"
+    login = f" as {c.username}" if c.username else " (no AUTH)"
+    tls = "over TLS" if encrypted else "in clear (a loopback relay offering no STARTTLS)"
+    return OK, f"{where} answers {tls}{login}; mail is sent from {c.sender}"
 
 
 async def oidc(ctx: Context) -> Result:

@@ -38,6 +38,7 @@ from bot.inbox import inbox_mount, not_configured_message
 from bot.observability import Metrics, Tracing, otlp_provider
 from bot.operations import ContractClient, Execution, Proposals
 from bot.policy import Policy, SmsSender, step_up_paths
+from bot.push import push_surface
 from bot.settings import Settings
 from bot.workers import ExpirySweeper, JobWorker
 from contracts.answers import ErrorBody
@@ -158,7 +159,11 @@ def build_app(
     desk = Desk(engine, db=db, clock=clock, policy=policy, denials=denials, handoffs=handoffs)
     adapters: dict[str, SurfaceAdapter] = {}
     installs = slack_install_stores(settings, db) if surfaces is None else None
-    for factory in default_surfaces(settings, installs, clock) if surfaces is None else surfaces:
+    egress = http or callback_client(callback_allow)
+    factories = list(default_surfaces(settings, installs, clock) if surfaces is None else surfaces)
+    if settings.oidc_enabled:  # people subscribe their browsers in the inbox (bot.push)
+        factories.append(push_surface(settings, db, seal, egress, clock))
+    for factory in factories:
         adapter = factory(desk)
         adapters[adapter.name] = adapter
     enabled.update(adapters)
@@ -170,7 +175,7 @@ def build_app(
         desk=desk,
         keys=keys,
         surfaces=adapters,
-        http=http or callback_client(callback_allow),
+        http=egress,
         wakeups=wakeups,
         enabled=enabled,
     )

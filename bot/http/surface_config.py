@@ -19,6 +19,7 @@ from storage.database import Database
 from storage.slack_installs import SlackInstallStores
 
 if TYPE_CHECKING:  # the surfaces' modules load only when their surface is on
+    from surfaces.email import EmailConfig
     from surfaces.sms import SmsConfig
     from surfaces.teams import TeamsConfig
     from surfaces.whatsapp import WhatsAppConfig
@@ -66,6 +67,9 @@ def partial_configuration(settings: Settings) -> list[str]:
     if any(teams.values()) and not all(teams.values()):
         missing = " and ".join(k for k, v in teams.items() if not v)
         out.append(f"Teams is off: {missing} is not set")
+    if bool(settings.smtp_url) != bool(settings.smtp_from):
+        missing = "COSIGNER_SMTP_FROM" if settings.smtp_url else "COSIGNER_SMTP_URL"
+        out.append(f"Email is off: {missing} is not set")
     return out
 
 
@@ -79,7 +83,7 @@ def slack_install_stores(settings: Settings, db: Database) -> SlackInstallStores
 def default_surfaces(
     settings: Settings, installs: SlackInstallStores | None, clock: Callable[[], float] = time.time
 ) -> list[SurfaceFactory]:
-    """Slack, SMS and Teams factories for whatever the settings configure."""
+    """Slack, SMS, Teams and email factories for whatever the settings configure."""
     factories: list[SurfaceFactory] = []
     if settings.slack_enabled:
         from surfaces.slack import SlackAdapter, SlackConfig
@@ -112,6 +116,11 @@ def default_surfaces(
 
         teams = teams_config(settings, clock)
         factories.append(lambda desk: TeamsAdapter(teams, desk))
+    if settings.email_enabled:
+        from surfaces.email import EmailAdapter
+
+        mail = email_config(settings)
+        factories.append(lambda desk: EmailAdapter(mail, desk, clock))
     return factories
 
 
@@ -119,6 +128,16 @@ def inbox_url(settings: Settings) -> str | None:
     """The inbox (`…/inbox/`) when sign-in is configured: texts name it for a call too long
     to text, and step-up requests link there instead of offering Approve."""
     return f"{settings.public_url.rstrip('/')}/inbox/" if settings.oidc_enabled else None
+
+
+def email_config(settings: Settings) -> EmailConfig:
+    """The email surface's configuration, or `ConfigurationError` naming the variable to fix."""
+    from surfaces.email import EmailConfig, EmailConfigError
+
+    try:
+        return EmailConfig.from_url(settings.smtp_url or "", settings.smtp_from or "", settings.public_url)
+    except EmailConfigError as exc:
+        raise ConfigurationError(str(exc)) from None
 
 
 def sms_config(settings: Settings) -> SmsConfig:

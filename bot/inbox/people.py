@@ -93,7 +93,7 @@ def tenants_of(policy: Policy, person: Person) -> dict[str, bool]:
     found: dict[str, bool] = {}
     for name, tenant in policy.tenants.items():
         admin = (
-            bool(set(person.ids) & set(tenant.admins.dashboard))
+            bool(set(person.ids) & {*tenant.admins.dashboard, *tenant.admins.email})
             or (
                 person.slack_user is not None
                 and person.slack_team == tenant.slack_team

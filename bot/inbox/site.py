@@ -24,6 +24,7 @@ from bot.inbox.core import HERE, MAX_FORM, not_configured_message
 from bot.inbox.forms import Forms
 from bot.inbox.live import Live
 from bot.inbox.pages import Pages
+from bot.inbox.push_routes import push_routes
 from bot.policy.rules import Policy
 from bot.settings import Settings
 from storage.database import Database
@@ -79,6 +80,7 @@ def inbox_mount(
             Route("/approvals/{approval_id}/step-up", stepped.page, methods=["GET"]),
             Route("/approvals/{approval_id}/step-up", stepped.answer, methods=["POST"]),
             Route("/approvals/{approval_id}/step-up/options", stepped.options, methods=["POST"]),
+            *push_routes(inbox),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ],
         middleware=[

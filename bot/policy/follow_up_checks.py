@@ -192,7 +192,7 @@ def _admin_surfaces(tenant: TenantPolicy) -> set[SurfaceType]:
         out.add(SurfaceType.SLACK)
     if a.sms:
         out.add(SurfaceType.SMS)
-    if a.dashboard:
+    if a.dashboard or a.email:
         out.add(SurfaceType.DASHBOARD)
     return out
 
@@ -205,6 +205,8 @@ def _staff_surfaces(staff: StaffPolicy | None) -> set[SurfaceType]:
         out.add(SurfaceType.SLACK)
     if staff.sms:
         out.add(SurfaceType.SMS)
+    if staff.email:
+        out.add(SurfaceType.DASHBOARD)
     return out
 
 
@@ -249,7 +251,7 @@ def _unreachable(policy: LoadedPolicy, tenant: str, to: ApproverKind) -> str | N
         if policy.staff is None:
             return 'names "staff" but there is no [staff] section; add one with channel and users, or sms'
         if not _staff_surfaces(policy.staff):
-            return "[staff] has no reachable users; set slack_team, channel and users, or sms"
+            return "[staff] has no reachable users; set slack_team, channel and users, sms, or email"
         return None
     if not tenant:
         return None

@@ -15,6 +15,7 @@ from bot.policy.rules import Policy, TenantPolicy, ToolRule
 from contracts.enums import ApproverKind, SurfaceType
 from contracts.errors import ApprovalModeUnsupported
 from contracts.ports import DashboardRoute, Route, SlackRoute, SmsRoute, TeamsRoute
+from contracts.reach import Channel
 from contracts.wire import (
     DashboardSurface,
     SlackSurface,
@@ -124,7 +125,7 @@ def _route_one(
     return _staff(policy, tpol, surface, enabled, sms, problems)
 
 
-def _need(surface: SurfaceType, enabled: Collection[str], problems: list[str]) -> bool:
+def _need(surface: SurfaceType | Channel, enabled: Collection[str], problems: list[str]) -> bool:
     if surface in enabled:
         return True
     fix = {
@@ -132,6 +133,7 @@ def _need(surface: SurfaceType, enabled: Collection[str], problems: list[str]) -
         SurfaceType.SMS: "set TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN and TWILIO_FROM_NUMBER",
         SurfaceType.WHATSAPP: "set TWILIO_WHATSAPP_FROM and TWILIO_WHATSAPP_CONTENT_SID",
         SurfaceType.TEAMS: "set MICROSOFT_APP_ID, MICROSOFT_APP_PASSWORD and MICROSOFT_APP_TENANT_ID",
+        Channel.EMAIL: "set COSIGNER_SMTP_URL and COSIGNER_SMTP_FROM",
     }.get(surface, "")
     problems.append(f"{surface} is not configured on this server ({fix})")
     return False
@@ -238,8 +240,12 @@ def _admins(
             route = _whatsapp_route(tpol, a.whatsapp, sms, problems)
             if route is not None:
                 return route
-        if name is SurfaceType.DASHBOARD and a.dashboard:
-            return DashboardRoute(surface=SurfaceType.DASHBOARD, approvers=a.dashboard)
+        if name is SurfaceType.DASHBOARD:
+            # Admins told by email answer in the inbox like the dashboard's, as their address.
+            mailed = a.email if a.email and _need(Channel.EMAIL, enabled, problems) else ()
+            if a.dashboard or mailed:
+                approvers = tuple(dict.fromkeys([*a.dashboard, *mailed]))
+                return DashboardRoute(surface=SurfaceType.DASHBOARD, approvers=approvers, email=mailed)
     problems.append(f"tenants.{tpol.name} lists no reachable admins (set admins and admin_channel)")
     return None
 
@@ -267,7 +273,10 @@ def _staff(
         route = _sms_route(tpol, s.sms, sms)
         if route is not None:
             return route
-    problems.append("[staff] has no reachable users (set slack_team, channel and users, or sms)")
+    if s.email and _need(Channel.EMAIL, enabled, problems):
+        approvers = tuple(dict.fromkeys([*s.dashboard, *s.email]))
+        return DashboardRoute(surface=SurfaceType.DASHBOARD, approvers=approvers, email=s.email)
+    problems.append("[staff] has no reachable users (set slack_team, channel and users, sms, or email)")
     return None
 
 
@@ -286,14 +295,14 @@ def _with_peers(
                 SurfaceType.SLACK: tpol.admins.slack,
                 SurfaceType.SMS: tpol.admins.sms,
                 SurfaceType.WHATSAPP: tuple(f"whatsapp:{n}" for n in tpol.admins.whatsapp),
-                SurfaceType.DASHBOARD: tpol.admins.dashboard,
+                SurfaceType.DASHBOARD: (*tpol.admins.dashboard, *tpol.admins.email),
                 SurfaceType.TEAMS: tpol.admins.teams,
             }.get(route.surface, ())
         elif kind is ApproverKind.STAFF and policy.staff is not None:
             extra += {
                 SurfaceType.SLACK: policy.staff.users,
                 SurfaceType.SMS: policy.staff.sms,
-                SurfaceType.DASHBOARD: policy.staff.dashboard,
+                SurfaceType.DASHBOARD: (*policy.staff.dashboard, *policy.staff.email),
             }.get(route.surface, ())
         elif kind is ApproverKind.REQUESTER and route.surface == getattr(surface, "type", None):
             ident = getattr(surface, "userId", None) or getattr(surface, "phone", None)
@@ -326,7 +335,7 @@ def _with_peers(
             approvers=merged,
             requester=route.requester,
         )
-    return DashboardRoute(surface=SurfaceType.DASHBOARD, approvers=merged)
+    return DashboardRoute(surface=SurfaceType.DASHBOARD, approvers=merged, email=route.email)
 
 
 def _channel_route(

@@ -19,6 +19,7 @@ from bot.policy.schema_types import (
     DOTTED,
     Aad,
     AadIds,
+    Addresses,
     Approvers,
     Confirm,
     Count,
@@ -235,6 +236,7 @@ class Admins(Table):
     whatsapp: Phones = ()  # E.164, without `whatsapp:`: the numbers WhatsApp requests go to
     dashboard: Names = ()
     teams: AadIds = ()
+    email: Addresses = ()  # told by email; each answers in the inbox, signed in as that address
 
 
 class Headless(Table):
@@ -290,6 +292,7 @@ class StaffPolicy(Table):
     users: SlackIds = ()
     sms: Phones = ()
     dashboard: Names = ()
+    email: Addresses = ()  # told by email; each answers in the inbox, signed in as that address
 
 
 class Defaults(Table):

@@ -85,6 +85,13 @@ Flag = Annotated[bool, say("must be true or false")]
 Count = Annotated[int, Field(ge=1), say("must be a whole number ≥ 1")]
 Duration = Annotated[float, PlainValidator(_duration)]
 Phone = Annotated[PhoneNumber, say('"{input}" is not an E.164 number; write it as "+15550000002"')]
+# An address the SMTP server can deliver to: one local part, one @, a dotted domain; no
+# display name, spaces, commas or angle brackets (a header could carry a second recipient).
+Address = Annotated[
+    str,
+    Field(pattern=r"^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}@[A-Za-z0-9-]{1,63}(\.[A-Za-z0-9-]{1,63})+$"),
+    say('"{input}" is not an email address; write it as "alice@acme.example"'),
+]
 Slack = Annotated[
     SlackId,
     say(f'"{{input}}" is not a Slack id (upper case letters and digits, such as "U0ADMIN"); {NEVER}'),
@@ -130,6 +137,7 @@ PolicyTenantName = Annotated[
 Names = Annotated[tuple[Text, ...], Field(strict=False), listed('["u_42"]')]
 SlackIds = Annotated[tuple[Slack, ...], Field(strict=False), listed('["U0ADMIN"]')]
 Phones = Annotated[tuple[Phone, ...], Field(strict=False), listed('["+15550000002"]')]
+Addresses = Annotated[tuple[Address, ...], Field(strict=False), listed('["alice@acme.example"]')]
 AadIds = Annotated[
     tuple[Aad, ...], Field(strict=False), listed('["<the person\'s Microsoft Entra object id>"]')
 ]

@@ -23,10 +23,10 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 
 from bot.approvals import Engine, Wakeups
+from bot.workers.pushes import push_escalated
 from contracts.enums import ApprovalStatus, AuditEvent, JobKind
 from contracts.errors import CosignerError, SurfaceUnavailable
 from contracts.ports import (
-    DashboardRoute,
     Delivered,
     FollowUpSurface,
     RetextSurface,
@@ -34,6 +34,7 @@ from contracts.ports import (
     SmsRoute,
     SurfaceAdapter,
 )
+from contracts.reach import Unsent, carrier, delivered_by_worker
 from storage import follow_ups as store
 from storage import jobs
 from storage.audit import Event
@@ -86,7 +87,7 @@ class FollowUps:
             await self._finish(job.id)
             return
         who = still_to_answer(rec)
-        adapter = self.surfaces.get(rec.route.surface)
+        adapter = self.surfaces.get(carrier(rec.route))
         sent, why = False, None
         if isinstance(adapter, FollowUpSurface) and rec.delivered is None:
             # The card is still on its way (its delivery is being retried, or its receipt not
@@ -124,16 +125,18 @@ class FollowUps:
         taken = await self.db.run_write(
             lambda tx: store.escalate(tx, job.approval_id, step, to, route, self.clock, event, sending)
         )
-        if taken is None or isinstance(route, DashboardRoute):
+        if taken is not None and job.attempts == 1:
+            await push_escalated(self.engine, self.surfaces, taken.record, route.approvers)
+        if taken is None or not delivered_by_worker(route):
             # Closed (nothing to do), or the dashboard: the tenant's app lists it for its approvers.
             await self._finish(job.id)
             return
         if taken.step.delivered is not None and taken.step.delivered.message_refs:
             await self._finish(job.id)  # delivered before; this attempt repeated the job
             return
-        adapter = self.surfaces.get(route.surface)
+        adapter = self.surfaces.get(carrier(route))
         if adapter is None:
-            await self._failed(job, taken.record, step, f"{route.surface.value} is not configured")
+            await self._failed(job, taken.record, step, f"{carrier(route)} is not configured")
             return
         # Always deny belongs to the request's one approver (`bot.approvals.denials`): not offered here.
         card = replace(taken.record.card(), offers_always_deny=False)
@@ -143,6 +146,16 @@ class FollowUps:
             # The request stays pending with its own approvers: a step that cannot be
             # delivered takes nothing away from them.
             await self._failed(job, taken.record, step, exc.message)
+            return
+        except Unsent as exc:
+            retry_at = self.clock() + min(2.0 ** max(job.attempts - 1, 0), 600.0)
+            if exc.lasting or retry_at >= taken.record.expires_at:
+                await self._failed(job, taken.record, step, exc.reason)
+                return
+            # The step is recorded once; the job runs again and delivers it (`store.escalate`).
+            data = {"step": step, "why": exc.reason, "retrying": True}
+            await self.engine.note(job.approval_id, AuditEvent.ESCALATION_FAILED, data)
+            await self._finish(job.id, exc.reason, retry_at)
             return
         shown = Event(AuditEvent.ESCALATION_DELIVERED, SYSTEM, {"step": step, **_where(delivered)})
         closed = await self.db.run_write(

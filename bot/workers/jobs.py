@@ -17,9 +17,12 @@ from bot.handoffs import Handoffs
 from bot.observability import Metrics, SpanName, Tracing, delivery_outcome, http_outcome
 from bot.operations import ContractClient, Execution, Finish, Retry
 from bot.workers.follow_ups import FollowUps
+from bot.workers.pushes import push_job
+from bot.workers.unsent import unsent
 from contracts.enums import ApprovalStatus, AuditEvent, ErrorCode, JobKind
 from contracts.errors import CosignerError, SurfaceUnavailable
 from contracts.ports import SurfaceAdapter
+from contracts.reach import Unsent, carrier
 from storage import jobs
 from storage.database import Database
 from storage.jobs import Job
@@ -124,6 +127,7 @@ class JobWorker:
             JobKind.REMIND: self.follow_ups.remind,
             JobKind.ESCALATE: self.follow_ups.escalate,
             JobKind.RETEXT: self.follow_ups.retext,
+            JobKind.PUSH: lambda job: push_job(self.engine, self.surfaces, job, self._finish, self._retry),
         }
         try:
             await handlers[kind](job)
@@ -150,7 +154,7 @@ class JobWorker:
         if rec is None or placed is None or placed.card.status.value != "pending":
             await self._finish(job.id)
             return
-        adapter = self.surfaces.get(placed.route.surface)
+        adapter = self.surfaces.get(carrier(placed.route))
         if adapter is None:
             await self.engine.fail_closed(
                 job.approval_id, ErrorCode.SURFACE_UNAVAILABLE, f"{placed.route.surface} is not configured"
@@ -165,6 +169,9 @@ class JobWorker:
         except SurfaceUnavailable as exc:
             await self.engine.fail_closed(job.approval_id, ErrorCode.SURFACE_UNAVAILABLE, exc.message)
             await self._finish(job.id, exc.message)
+            return
+        except Unsent as exc:
+            await unsent(self.engine, job, rec, exc, self.clock() + backoff(job.attempts), self._finish)
             return
         except Exception as exc:
             if not await self._retry(job, type(exc).__name__):
@@ -182,7 +189,7 @@ class JobWorker:
         if rec is None or placed is None or (placed.delivered is None and not escalated):
             await self._finish(job.id)
             return
-        adapter = self.surfaces.get(placed.route.surface)
+        adapter = self.surfaces.get(carrier(placed.route))
         if adapter is None and not escalated:
             await self._finish(job.id, "surface not configured")
             return

@@ -35,6 +35,7 @@ from surfaces.slack.emulator import SlackEmulator
 from surfaces.sms.emulator import TwilioEmulator
 from surfaces.teams.emulator import TeamsEmulator
 from tests.harness import postgres_url
+from tests.mailbox import smtp_server
 from tests.processes import clean_env, cosigner_async, free_port, fresh_database
 
 SECRET = secrets.token_urlsafe(32)
@@ -43,6 +44,7 @@ TWILIO_SID, TWILIO_TOKEN = "AC" + "d" * 32, "twilio-doctor-token"
 APP_ID, HOME = "8c1f3a4e-2b7d-4c55-9a10-6f0e2d3c4b5a", "0d9e8f7a-6b5c-4d3e-8f2a-1b0c9d8e7f6a"
 APP_PASSWORD = "teams-doctor-password"
 CLIENT_ID, CLIENT_SECRET = "cosigner-inbox", "oidc-doctor-client-secret"
+SMTP_LOGIN = ("cosigner", "smtp-doctor-password")
 POLICY = """
 [tools.issue_refund]
 kind = "danger"
@@ -70,6 +72,7 @@ async def world(tmp_path: Path, database_url: str) -> AsyncIterator[World]:
             TeamsEmulator.running(app_id=APP_ID, app_password=APP_PASSWORD, tenant_id=HOME)
         )
         slack.openid.register_client(CLIENT_ID, CLIENT_SECRET)
+        mail = stack.enter_context(smtp_server(login=SMTP_LOGIN, login_in_clear=True))
         (tmp_path / "policy.toml").write_text(POLICY)
         env = clean_env(
             tmp_path,
@@ -91,6 +94,8 @@ async def world(tmp_path: Path, database_url: str) -> AsyncIterator[World]:
             COSIGNER_OIDC_ISSUER=slack.openid.issuer,
             COSIGNER_OIDC_CLIENT_ID=CLIENT_ID,
             COSIGNER_OIDC_CLIENT_SECRET=CLIENT_SECRET,
+            COSIGNER_SMTP_URL=f"smtp://{SMTP_LOGIN[0]}:{SMTP_LOGIN[1]}@127.0.0.1:{mail.port}",
+            COSIGNER_SMTP_FROM="cosigner@acme.example",
         )
         yield World(slack, twilio, teams, env, tmp_path)
 
@@ -141,6 +146,7 @@ async def test_every_check_passes_against_the_emulators(db_kind: str, tmp_path: 
     assert TWILIO_SID in found["twilio"]["message"] and "active" in found["twilio"]["message"]
     assert APP_ID in found["teams"]["message"]
     assert "JWKS (1 key(s))" in found["oidc"]["message"]
+    assert "in clear" in found["smtp"]["message"] and "as cosigner" in found["smtp"]["message"]
     # The text form: one line per check (status, name, message), then the tally.
     lines = text.strip().splitlines()
     assert len(lines) == len(CHECKS) + 1
@@ -178,6 +184,26 @@ async def test_wrong_credentials_fail_each_check_without_printing_them(tmp_path:
     assert "HTTP 404" in found["oidc"]["message"] and "COSIGNER_OIDC_ISSUER" in found["oidc"]["message"]
     for name, value in canaries.items():
         assert value not in printed, f"{name} was printed"
+
+
+async def test_a_wrong_smtp_password_or_a_closed_port_fails_the_smtp_check(tmp_path: Path) -> None:
+    password = "canary-smtp-" + secrets.token_hex(6)
+    async with fresh_database("sqlite", tmp_path) as url, world(tmp_path, url) as w:
+        await migrated(w)
+        port = w.env["COSIGNER_SMTP_URL"].rsplit(":", 1)[1]
+        wrong = f"smtp://cosigner:{password}@127.0.0.1:{port}"
+        code, found, printed = await doctor(w, COSIGNER_SMTP_URL=wrong)
+        closed = f"smtp://127.0.0.1:{free_port()}"
+        _, unreachable, _ = await doctor(w, COSIGNER_SMTP_URL=closed)
+        _, half, _ = await doctor(w, COSIGNER_SMTP_FROM="")
+        _, bad, _ = await doctor(w, COSIGNER_SMTP_URL="http://mail.example.com")
+    assert code == 1 and found["smtp"]["status"] == "fail"
+    assert "refused the user and password" in found["smtp"]["message"] and "535" in found["smtp"]["message"]
+    assert password not in printed
+    assert unreachable["smtp"]["status"] == "fail" and "COSIGNER_SMTP_URL" in unreachable["smtp"]["message"]
+    assert half["smtp"]["status"] == "warn" and "COSIGNER_SMTP_FROM is not set" in half["smtp"]["message"]
+    assert bad["settings"]["status"] == "fail" and "smtp://HOST" in bad["settings"]["message"]
+    assert "http://mail.example.com" not in bad["settings"]["message"]  # a URL that may hold a password
 
 
 async def test_an_unreachable_postgresql_fails_the_database_check(tmp_path: Path) -> None:

@@ -89,6 +89,7 @@ class JobKind(StrEnum):
     REMIND = "remind"  # remind the approvers still to answer, where the request was asked
     ESCALATE = "escalate"  # deliver a still-pending request to an escalation step's route too
     RETEXT = "retext"  # text an edited call to the numbers an earlier version of it was texted to
+    PUSH = "push"  # tell the approvers' subscribed browsers that the request waits (Web Push)
 
 
 class AuditEvent(StrEnum):
@@ -122,6 +123,10 @@ class AuditEvent(StrEnum):
     APPROVALS_SET_ASIDE = "approvals_set_aside"  # Approves of a version an edit replaced, no longer counted
     EDIT_TEXTED = "edit_texted"  # the edited call texted to the numbers shown an earlier version
     PASSKEY_CONFIRMED = "passkey_confirmed"  # step-up: the passkey (credential id, UV flag) of an Approve
+    EMAIL_SENT = "email_sent"  # the SMTP server accepted the request's email for these addresses
+    EMAIL_FAILED = "email_failed"  # the SMTP server refused or could not be reached: why, and whether retried
+    PUSH_SENT = "push_sent"  # a Web Push message accepted by the push service for a device
+    PUSH_FAILED = "push_failed"  # a push service refused a message: its status, and what follows
 
 
 class OperationState(StrEnum):
