@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 from bot.observability.activity import decider
-from contracts.enums import SurfaceType
 from contracts.answers import PersonDecider
+from contracts.enums import SurfaceType
 
 
 def test_a_whatsapp_approver_is_named_once() -> None:
