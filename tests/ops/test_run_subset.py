@@ -1,5 +1,6 @@
-"""`./run test` on a subset (`./run test tests/x -q`) ends with pytest's "N passed" line: a `-q` given on the command line must not add to one in the
-configuration (that made it -qq, which hides the line)."""
+"""`./run test` on a subset (`./run test tests/x -q`) ends with pytest's "N passed" line: a
+`-q` given on the command line must not add to one in the configuration (that made it
+-qq, which hides the line)."""
 
 from __future__ import annotations
 
