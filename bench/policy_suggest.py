@@ -4,13 +4,13 @@
 
 For each size it records that many calls through the real API (in process, on a SQLite
 file) and answers each as a person would on the dashboard: credits (`issue_credit`, asked
-of three admins in turn) approved below 5,000 cents and denied above, one in fifty left
-unanswered, plus lookups a rule already lets through. Then it runs `cosigner policy
-suggest` as its own process and prints its wall time, CPU time and peak resident memory, and the
-suggestion it printed. Size 0 is the command's own start (imports, policy, database open).
-Unlike replay, suggest keeps each call of the window (its tool, parameters and outcome) to
-try conditions on, and replays the candidate's tool twice to prove it: its memory grows
-with the window.
+of three admins in turn) approved below 5,000 cents and denied above (one in fifty of
+those left unanswered), plus lookups a rule already lets through. Then it runs
+`cosigner policy suggest` as its own process and prints its wall time, CPU time and peak
+resident memory, and the suggestion it printed. Size 0 is the command's own start
+(imports, policy, database open). Unlike replay, suggest keeps each call of the window
+(its tool, parameters and outcome) to try conditions on, and replays the candidate's tool
+twice to prove it: its memory grows with the window.
 """
 
 from __future__ import annotations
@@ -71,8 +71,8 @@ async def record(path: Path, count: int) -> None:
                     },
                 )
                 assert r.status_code in (200, 201), r.text
-                if tool == "lookup_order" or i % 50 == 0:
-                    continue  # run unasked; or left waiting (expires)
+                if tool == "lookup_order" or (i % 50 == 0 and amount >= 5000):
+                    continue  # run unasked; or left unanswered
                 answer = "approve" if amount < 5000 else "deny"
                 d = await h.client.post(
                     f"/v1/approvals/{r.json()['approvalId']}/decision",
