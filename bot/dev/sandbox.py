@@ -264,7 +264,7 @@ async def sandbox(
             app = build_app(settings, policy=policy, extra_routes=[*page.routes(), *pane.routes(), *demos])
             async with app.router.lifespan_context(app):
                 key = await demo_key(parts_of(app).keys)
-                pane.api_key = key
+                page.api_key = pane.api_key = key
                 key_file = _write_key(data, key)
                 config = uvicorn.Config(
                     app,

@@ -8,6 +8,7 @@ every check a real click does.
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
 import httpx
@@ -45,7 +46,6 @@ class TeamsPane:
     def __init__(self, teams: TeamsEmulator, http: httpx.AsyncClient) -> None:
         self.teams, self.http = teams, http
         self.api_key: str | None = None  # the demo tenant's agent key, once the sandbox made it
-        self._asked = 0
 
     def routes(self) -> list[BaseRoute]:
         """The pane's JSON API."""
@@ -98,9 +98,9 @@ class TeamsPane:
             return JSONResponse({"error": "send application/json"}, status_code=415)
         if self.api_key is None:
             return JSONResponse({"error": "the demo tenant has no key yet"}, status_code=409)
-        self._asked += 1
         body = {
-            "executionId": f"run_teams_{self._asked}",
+            # A new run each time, also across restarts (the record outlives the process).
+            "executionId": f"run_teams_{uuid.uuid4().hex[:12]}",
             "toolCallId": "call_1",
             **SAMPLE,
             "surface": {

@@ -15,6 +15,7 @@ import httpx
 from bot.dev.sandbox import Sandbox, banner
 from bot.dev.teams import PEOPLE
 from tests.harness import until_async
+from tests.sandbox.delivery import approval_on, shown_card
 from tests.sandbox.test_browser import browser  # noqa: F401  (the Chromium fixture)
 
 
@@ -109,6 +110,16 @@ async def test_ask_here_cards_the_sample_request_in_the_teams_pane(
     assert again.json()["answer"]["approvalId"] != approval
 
 
+async def test_ask_here_in_a_slack_channel(sb: Sandbox, http: httpx.AsyncClient) -> None:
+    bad = await http.post("/sandbox/api/ask", json={"channel": "C0NOPE"})
+    assert bad.status_code == 400 and "C0DEMO" in bad.json()["error"]["message"]
+    asked = await http.post("/sandbox/api/ask", json={"channel": "C0ADMINS"})
+    assert asked.json()["status"] == 201, asked.text
+    card = await shown_card(http, "issue_refund")
+    assert card["channel"] == "C0ADMINS"
+    assert approval_on(card) == asked.json()["answer"]["approvalId"]
+
+
 async def test_the_teams_pane_in_chromium(sb: Sandbox, browser: Any, http: httpx.AsyncClient) -> None:  # noqa: F811
     from playwright.async_api import expect
 
@@ -149,3 +160,10 @@ async def test_the_teams_pane_in_chromium(sb: Sandbox, browser: Any, http: httpx
     await expect(card.get_by_test_id("teams-refusal")).to_have_count(0)
     assert dialogs == []
     await page.screenshot(path="/tmp/sandbox-teams.png")
+    # The Slack channel offers the same: Alice asks in #support, and her card appears.
+    await page.get_by_test_id("ask-here").click()
+    slack_card = page.locator(
+        ".message:not(.ephemeral)", has=page.locator(".bk-header", has_text="issue_refund")
+    )
+    await expect(slack_card).to_have_count(1)
+    await expect(page.locator("#empty")).to_have_count(0)
