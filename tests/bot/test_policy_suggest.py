@@ -299,3 +299,39 @@ def test_a_denied_value_in_an_in_list_is_left_out() -> None:
     found = regions(calls, Thresholds())
     assert found and found[0].conditions == {"equals": "eu"}
     assert all("us" not in json.dumps(r.conditions) for r in found)
+
+
+async def test_the_record_is_read_alike_on_each_database(db_kind: str) -> None:
+    # `storage.audit.stream_events` on SQLite and PostgreSQL: requests with how they closed.
+
+    calls = [
+        *[("issue_credit", {"amountCents": 100 * (i + 1)}, APPROVE, PEOPLE[i % 2]) for i in range(10)],
+        ("issue_credit", {"amountCents": 5000}, DENY, "u_c"),
+    ]
+    async with cosigner_app(POLICY, database_kind=db_kind) as h:
+        key = await h.create_tenant("acme")
+        for i, (tool, params, what, who) in enumerate(calls):
+            r = await h.client.post(
+                "/v1/approvals",
+                headers=h.auth(key),
+                json={
+                    "executionId": f"run_{i}",
+                    "toolCallId": "c1",
+                    "toolName": tool,
+                    "parameters": params,
+                    "surface": {"type": "dashboard", "userId": "u_agent"},
+                },
+            )
+            await h.client.post(
+                f"/v1/approvals/{r.json()['approvalId']}/decision",
+                headers=h.auth(h.approver_key("acme")),
+                json={"decision": what, "userId": who},
+            )
+        read, unreadable = await h.parts.db.run_read(
+            lambda tx: collect(stream_events(tx, 0.0, {"requested", "approved", "denied"})), snapshot=True
+        )
+    assert unreadable == 0
+    assert sorted((c.evidence.value, sorted(c.people)) for c in read)[0] == ("approved", ["dashboard:u_a"])
+    found = suggest(read, load_policy(POLICY), POLICY)
+    (made,) = found.suggestions
+    assert made.region.conditions == {"above": -1, "below": 1001} and made.refused == 1
