@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -281,3 +281,16 @@ def stream_requests(tx: Work, since: float) -> Iterator[Requested]:
     )
     for row in result:
         yield Requested(row.approval_id, row.tenant, row.at, row.data)
+
+
+def stream_events(tx: Work, since: float, events: Collection[str]) -> Iterator[AuditRow]:
+    """Every audit row of the named events at or after `since`, oldest first, without loading
+    them all (as `stream_since`): what `cosigner policy suggest` reads of each approval."""
+    result = tx.conn.execute(
+        sa.select(audit_events)
+        .where(audit_events.c.at >= since, audit_events.c.event.in_(sorted(events)))
+        .order_by(audit_events.c.at, audit_events.c.id)
+        .execution_options(yield_per=_STREAMED)
+    )
+    for row in result:
+        yield AuditRow.from_row(row)

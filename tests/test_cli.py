@@ -111,6 +111,28 @@ sms_from = "555"
     assert "4 problem" in captured.err
 
 
+def test_policy_check_of_the_sandbox_policy_names_every_unset_variable_in_one_run(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sample = str(REPO / "bot" / "dev" / "sandbox_policy.toml")
+    for name in ("COSIGNER_DEMO_ORDERS_SECRET", "APP_EXPECT_SECRET"):
+        monkeypatch.delenv(name, raising=False)
+    assert main(["policy", "check", sample]) == 2
+    err = capsys.readouterr().err
+    assert "2 problem" in err
+    assert re.search(
+        r"^\s+tools\.publish_changes\.handoff\.expect\.secret_env: .*APP_EXPECT_SECRET", err, re.M
+    )
+    assert re.search(
+        r'^\s+operations\."order\.refund_missing_discount"\.secret_env: .*COSIGNER_DEMO', err, re.M
+    )
+    # Set as docs/sandbox.md says: the file is sound.
+    monkeypatch.setenv("COSIGNER_DEMO_ORDERS_SECRET", "x")
+    monkeypatch.setenv("APP_EXPECT_SECRET", "x")
+    assert main(["policy", "check", sample]) == 0
+    assert "OK" in capsys.readouterr().out
+
+
 def test_policy_check_of_a_missing_file(
     tmp_path: Path, db_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

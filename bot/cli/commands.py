@@ -20,6 +20,7 @@ from bot.cli import doctor as doctor_cli
 from bot.cli import inbox as inbox_cli
 from bot.cli import policy as policy_cli
 from bot.cli import vapid as vapid_cli
+from bot.cli import suggest as suggest_cli
 from bot.http import IssuedKey, ListenError, NewTenant, TenantKeys, valid_port
 from bot.policy import Policy, load_policy, load_policy_file
 from bot.settings import Settings, SettingsError, load_settings
@@ -437,6 +438,7 @@ def parser() -> argparse.ArgumentParser:
     check.add_argument("file")
     check.set_defaults(fn=policy_check)
     policy_cli.register(pc, UsageError)
+    suggest_cli.register(pc, UsageError)
     a = sub.add_parser("audit", help="read and verify the audit log").add_subparsers(
         dest="action", required=True
     )

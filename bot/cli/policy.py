@@ -8,6 +8,7 @@ import asyncio
 import json
 import sys
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from bot.policy.replay import EXAMPLES, replay
 from bot.settings import load_settings
 from storage.audit import stream_requests
 from storage.database import Database, head_revision, missing_sqlite_file, safe_url
+from storage.work import Work
 
 
 def _policy(path: str) -> Policy:
@@ -100,23 +102,22 @@ def since_of(text: str | None, now: float, usage_error: type[Exception]) -> floa
     return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
 
 
-async def _replay(policy: Policy, since: float, examples: int, usage_error: type[Exception]) -> Any:
+async def read_record(work: Callable[[Work], Any], usage_error: type[Exception]) -> Any:
+    """Run `work` on a snapshot of the server's database (COSIGNER_DATABASE_URL), read only:
+    a database at another schema revision is refused, never migrated."""
     settings = load_settings()
     missing = missing_sqlite_file(settings.database_url)
     if missing is not None:
         raise usage_error(f"no database at {missing}; check COSIGNER_DATABASE_URL")
     db = Database(settings.database_url, sqlite_synchronous=settings.sqlite_sync)
     try:
-        # Read only: a database at another schema revision is refused, never migrated.
         current, newest = await db.revision(), head_revision()
         if current != newest:
             raise usage_error(
                 f"the database at {safe_url(db.url)} is at schema revision {current}, not {newest}; "
                 "run `cosigner migrate` first"
             )
-        return await db.run_read(
-            lambda tx: replay(stream_requests(tx, since), policy, examples), snapshot=True
-        )
+        return await db.run_read(work, snapshot=True)
     finally:
         await db.close()
 
@@ -125,7 +126,9 @@ def replay_command(args: argparse.Namespace, usage_error: type[Exception]) -> in
     """Decide the recorded requests again under a new policy and print what would change."""
     policy = _policy(args.policy)
     since = since_of(args.since, time.time(), usage_error)
-    found = asyncio.run(_replay(policy, since, args.examples, usage_error))
+    found = asyncio.run(
+        read_record(lambda tx: replay(stream_requests(tx, since), policy, args.examples), usage_error)
+    )
     print(json.dumps(found.to_json(), indent=2) if args.json else found.table())
     return 0
 

@@ -15,6 +15,7 @@ routes let anyone on the machine answer as anyone.
 from __future__ import annotations
 
 import time
+import uuid
 import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -25,6 +26,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from bot.dev.teams import SAMPLE
 from bot.http import decode_json, read_body
 from contracts.errors import InvalidRequest
 from surfaces.slack import interactions
@@ -94,6 +96,7 @@ class SandboxPage:
         self.activity: list[dict[str, Any]] = []
         self.phone_log: list[dict[str, Any]] = []
         self._texts_seen = 0
+        self.api_key: str | None = None  # the demo tenant's agent key, once the sandbox made it
 
     def routes(self) -> list[BaseRoute]:
         """`GET /sandbox`, its two assets, and the JSON API under `/sandbox/api/`."""
@@ -108,6 +111,7 @@ class SandboxPage:
             Route("/sandbox/api/text", self._json(self.text), methods=["POST"]),
             Route("/sandbox/api/tap", self._json(self.tap), methods=["POST"]),
             Route("/sandbox/api/home", self._json(self.home), methods=["POST"]),
+            Route("/sandbox/api/ask", self._json(self.ask), methods=["POST"]),
         ]
 
     async def page(self, request: Request) -> Response:
@@ -191,6 +195,31 @@ class SandboxPage:
         status, _ = await self._slack(payload)
         self._log(f"block_actions {action} as {who.user_id} ({who.team_id})", self.slack_route, status)
         return {"status": status}
+
+    async def ask(self, body: dict[str, Any]) -> dict[str, Any]:
+        """ "Ask here": the sample refund requested as Alice in `channel` (a channel of the
+        page), through the agent API with the demo tenant's key, as an agent would."""
+        channel = body.get("channel", "C0DEMO")
+        if channel not in CHANNELS:
+            raise PageError(f"`channel` must be one of {', '.join(CHANNELS)}")
+        if self.api_key is None:
+            raise PageError("the demo tenant has no key yet", status=409)
+        requester = _person("requester")
+        request = {
+            "executionId": f"run_slack_{uuid.uuid4().hex[:12]}",  # a new run each time
+            "toolCallId": "call_1",
+            **SAMPLE,
+            "surface": {
+                "type": "slack",
+                "teamId": requester.team_id,
+                "channelId": channel,
+                "userId": requester.user_id,
+            },
+        }
+        response = await self.http.post(
+            "/v1/approvals", json=request, headers={"Authorization": f"Bearer {self.api_key}"}
+        )
+        return {"status": response.status_code, "answer": response.json()}
 
     async def home(self, body: dict[str, Any]) -> dict[str, Any]:
         """Open Cosigner's Home tab as `as`: the signed `app_home_opened` event Slack sends."""

@@ -15,8 +15,8 @@ import asyncio
 import contextlib
 import importlib.util
 import ipaddress
+import json
 import os
-import shlex
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -32,7 +32,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 
 from bot.approvals import GrantSigner, callback_secret
-from bot.dev.page import SandboxPage
+from bot.dev.guide import TEAMS_SURFACE, WHATSAPP_SURFACE, dashboard_curl, exports, people_lines
+from bot.dev.page import DEMO_PHONE, SandboxPage
 from bot.dev.teams import APP_ID, APP_PASSWORD, HOME_TENANT, TeamsPane
 from bot.egress import LOOPBACK_ALLOW
 from bot.http import ListenError, Server, TenantKeys, bind, build_app, parts_of
@@ -264,6 +265,7 @@ async def sandbox(
             app = build_app(settings, policy=policy, extra_routes=[*page.routes(), *pane.routes(), *demos])
             async with app.router.lifespan_context(app):
                 key = await demo_key(parts_of(app).keys)
+                page.api_key = pane.api_key = key
                 key_file = _write_key(data, key)
                 config = uvicorn.Config(
                     app,
@@ -307,14 +309,15 @@ def banner(sb: Sandbox, host: str) -> str:
     u = sb.url
     lines = [
         "",
-        "Cosigner sandbox is running: SQLite, emulated Slack and Twilio, the sample policy.",
+        "Cosigner sandbox is running: SQLite, emulated Slack, Teams and Twilio (SMS and WhatsApp), "
+        "the sample policy.",
         *(
             ["Slack runs over Socket Mode: clicks arrive on the app's WebSocket; no /slack/events."]
             if sb.socket_mode
             else []
         ),
         "",
-        f"  Sandbox (a Slack channel and a phone):  {u}/sandbox",
+        f"  Sandbox (Slack, Teams and a phone):     {u}/sandbox",
         f"  Inbox (sign in with the emulated Slack): {u}/inbox/",
         f"  Agent API:                              {u}/v1/approvals",
         f"  API description:                        {u}/openapi.json",
@@ -346,6 +349,17 @@ def banner(sb: Sandbox, host: str) -> str:
         '    "parameters": {"orderId": "ord_4421", "amountCents": 12900, "cardToken": "tok_x"},',
         '    "surface": {"type": "slack", "teamId": "T0DEMO", "channelId": "C0DEMO", "userId": "U0ALICE"}}\'',
         "",
+        *people_lines(),
+        "",
+        f"Ask Alice in her inbox (a dashboard request; sign in at {u}/inbox/ as Alice, then Approve):",
+        *dashboard_curl(sb),
+        "",
+        "Ask on Teams or WhatsApp: press Ask here in the page's Microsoft Teams pane, or send the",
+        "request above with one of these surfaces (WhatsApp shows on the page's phone as",
+        f"whatsapp:{DEMO_PHONE}; answer with its Approve or Deny buttons):",
+        f"    {json.dumps(TEAMS_SURFACE)}",
+        f"    {json.dumps(WHATSAPP_SURFACE)}",
+        "",
         "Press Ctrl-C to stop.",
     ]
     if not _is_loopback(host):
@@ -355,16 +369,6 @@ def banner(sb: Sandbox, host: str) -> str:
             "approvals through /sandbox. The sandbox is for one machine.",
         )
     return "\n".join(lines)
-
-
-def exports(sb: Sandbox) -> str:
-    """The shell line that points the examples at this sandbox: its URL, key and data folder."""
-    values = {
-        "COSIGNER_URL": sb.url,
-        "COSIGNER_API_KEY": sb.api_key,
-        "COSIGNER_DATA": str(sb.key_file.parent.resolve()),
-    }
-    return "export " + " ".join(f"{k}={shlex.quote(v)}" for k, v in values.items())
 
 
 def _is_loopback(host: str) -> bool:

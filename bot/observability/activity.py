@@ -65,7 +65,9 @@ class Activity:
 def decider(by: DecidedBy | None) -> str:
     """Who or what decided, in words."""
     if isinstance(by, PersonDecider):
-        return f"{by.surface.value}:{by.userId}"
+        # A WhatsApp approver's id is already its address (`whatsapp:+1555…`): not prefixed twice.
+        prefix = f"{by.surface.value}:"
+        return by.userId if by.userId.startswith(prefix) else prefix + by.userId
     if isinstance(by, PolicyDecider):
         return f"the policy ({by.rule})"
     if isinstance(by, SystemDecider):

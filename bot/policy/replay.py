@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pydantic import ValidationError
@@ -20,11 +20,21 @@ from bot.policy.cases import ENABLED, assumed_sender, surface_of
 from bot.policy.decision import decide
 from bot.policy.paths import find
 from bot.policy.redaction import REDACTED
+from bot.policy.routing import SmsSender
 from bot.policy.rules import Policy
 from contracts.shown import MASK
 from storage.audit import Requested
 
 EXAMPLES = 3
+# A stand-in sender, to tell a change the policy makes from one this environment makes: the
+# server's senders come from its settings (its environment, or code in `cosigner dev`),
+# which the replaying shell may not have. Only the decision's label is read, never the number.
+_STAND_IN = "+10000000000"
+# What each surface's sender is set by, as the server reads it.
+LACKS = {
+    "whatsapp": "TWILIO_WHATSAPP_FROM (the WhatsApp sender)",
+    "sms": "TWILIO_FROM_NUMBER or TWILIO_MESSAGING_SERVICE_SID (the SMS sender)",
+}
 
 
 @dataclass
@@ -46,6 +56,9 @@ class Replay:
     read: int = 0
     unreadable: int = 0
     hidden: int = 0  # requests a `when` block reads a redacted parameter of: skipped
+    # Requests this environment cannot route as the server did, for want of a setting the
+    # server had (a sender): left out of the comparison, counted by the setting.
+    lacking: dict[str, int] = field(default_factory=dict)
     changes: dict[tuple[str, str, str], Change] = field(default_factory=dict)
 
     def ordered(self) -> list[Change]:
@@ -67,6 +80,11 @@ class Replay:
                 f"  ({self.hidden} recorded requests were skipped: a when block reads a parameter of "
                 "theirs that the record keeps redacted, so what it would decide is unknown)"
             )
+        for setting, n in sorted(self.lacking.items()):
+            lines.append(
+                f"  ({n} recorded requests were left out: the server routed them with {setting}, "
+                "which is not set here; set it as the server has it to compare them)"
+            )
         if self.changes:
             lines.append(f"{'':9}{'tool':<24} {'change':<40} {'requests':>8}  examples")
         for c in self.ordered():
@@ -82,6 +100,7 @@ class Replay:
             "changed": self.changed,
             "unreadable": self.unreadable,
             "hidden": self.hidden,
+            "lacking": dict(sorted(self.lacking.items())),
             "changes": [
                 {
                     "tool": c.tool,
@@ -169,6 +188,10 @@ def replay(rows: Iterable[Requested], policy: Policy, examples: int = EXAMPLES) 
         before, after = recorded_label(data), ruling.label
         if before == after:
             continue
+        setting = _lacking(policy, row.tenant, tool, params, surface, sender, before, after)
+        if setting is not None:
+            found.lacking[setting] = found.lacking.get(setting, 0) + 1
+            continue
         key = (tool, before, after)
         change = found.changes.get(key)
         if change is None:
@@ -178,3 +201,32 @@ def replay(rows: Iterable[Requested], policy: Policy, examples: int = EXAMPLES) 
         if len(change.examples) < examples:
             change.examples.append(row.approval_id)
     return found
+
+
+def _lacking(
+    policy: Policy,
+    tenant: str,
+    tool: str,
+    params: Any,
+    surface: Any,
+    sender: SmsSender,
+    before: str,
+    after: str,
+) -> str | None:
+    """The setting this environment lacks when it alone makes the change: a request the
+    server routed by SMS or WhatsApp, which here has no sender, but would be decided as
+    recorded with one."""
+    on = before.partition(":")[2]
+    if after != "unsupported" or on not in LACKS:
+        return None
+    if (on == "whatsapp" and sender.whatsapp_from) or (
+        on == "sms" and (sender.from_number or sender.messaging_service_sid)
+    ):
+        return None
+    provisioned = replace(
+        sender,
+        from_number=sender.from_number or (None if sender.messaging_service_sid else _STAND_IN),
+        whatsapp_from=sender.whatsapp_from or _STAND_IN,
+    )
+    again = decide(policy, tenant, tool, params, surface, enabled=ENABLED, sms=provisioned)
+    return LACKS[on] if again.label == before else None

@@ -338,7 +338,8 @@ def load_policy_file(
     if not check_secrets:
         return policy
     env = os.environ if environ is None else environ
-    problems = handoff_secrets(policy.tools, policy.tenants, env)
+    # Every variable at once, handoffs' and operations', so that one run names them all.
+    problems = handoff_secrets(policy.tools, policy.tenants, env) + policy.operation_problems(env)
     if problems:
         raise PolicyError(problems, str(p))
     return policy

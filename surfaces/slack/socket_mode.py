@@ -28,6 +28,14 @@ from surfaces.slack.shape import check
 from surfaces.slack.web_client import translated
 
 logger = logging.getLogger("cosigner.slack.socket_mode")
+# slack_sdk's client, at DEBUG, logs every frame it receives and decodes a binary one as
+# UTF-8 first: a keepalive PING carries arbitrary bytes (uvicorn's and websockets' are
+# random), so with DEBUG on (`cosigner dev` sets it on Cosigner's loggers) the decode
+# raised `UnicodeDecodeError`, logged as a failed receive, and the PING went unanswered.
+# Its DEBUG lines would also print each envelope whole, a call's parameters included. So the
+# client logs under its own name, never below INFO, whatever level Cosigner's loggers have.
+client_logger = logging.getLogger("cosigner.slack.socket_mode.client")
+client_logger.setLevel(logging.INFO)
 APP_TOKEN_PREFIX = "xapp-"
 CONNECT_SECONDS = 10.0  # slack_sdk retries a failed connect forever; start-up must not hang
 
@@ -66,7 +74,7 @@ class SocketMode:
         # clear error at start-up rather than the client's endless retry loop.
         async with translated("apps.connections.open", "Socket Mode"):
             opened = await client.apps_connections_open(app_token=self._app_token)
-        handler = _CheckedHandler(app, self._app_token, logger=logger, web_client=client)
+        handler = _CheckedHandler(app, self._app_token, logger=client_logger, web_client=client)
         handler.client.wss_uri = str(opened["url"])
         try:
             await asyncio.wait_for(handler.connect_async(), CONNECT_SECONDS)  # type: ignore[no-untyped-call]

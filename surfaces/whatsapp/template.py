@@ -23,7 +23,9 @@ _PAYLOAD = re.compile(r"^cosigner:(approve|deny):([A-Za-z0-9_\-]{1,80}):([A-Za-z
 _VERDICTS = {"approve": Verdict.APPROVE, "deny": Verdict.DENY}
 # What the template's body says around `{{1}}` (WhatsApp refuses a body that starts or ends
 # with a variable), shown in docs/whatsapp.md and used by `cosigner dev`'s emulator.
-TEMPLATE_BODY = "Cosigner approval request.\n\n{{1}}\n\nTap a button below, or reply YES or NO."
+# `{{1}}` already ends by saying how to reply (YES or NO, with the code when one is needed),
+# so the body around it names only the buttons.
+TEMPLATE_BODY = "Cosigner approval request.\n\n{{1}}\n\nOr tap a button below."
 TEMPLATE_ACTIONS = [("Approve", "{{2}}"), ("Deny", "{{3}}")]
 
 

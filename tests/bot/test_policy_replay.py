@@ -102,3 +102,37 @@ def test_requests_recorded_before_the_decision_was_kept_compare_by_mode_and_rout
     assert recorded_label({"mode": "none", "route": None}) == "none"
     assert recorded_label({"mode": "ask", "route": {"surface": "slack"}}) == "ask:slack"
     assert recorded_label({"decision": "deny", "mode": "ask"}) == "deny"
+
+
+async def test_replay_says_which_sender_it_lacks_rather_than_report_a_change(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # WhatsApp configured in code (as `cosigner dev` does), not in the environment replay reads.
+    from bot.policy import load_policy
+    from bot.policy.replay import replay
+    from storage.audit import stream_requests
+    from tests.surfaces.whatsapp.test_end_to_end import BOT, POLICY, request, whatsapp_app
+
+    for name in ("TWILIO_WHATSAPP_FROM", "TWILIO_FROM_NUMBER", "TWILIO_MESSAGING_SERVICE_SID"):
+        monkeypatch.delenv(name, raising=False)
+    policy = load_policy(POLICY)
+    async with whatsapp_app("sqlite") as (h, _emu, _phone, key):
+        await request(h, key)
+        db = h.parts.db
+        found = await db.run_read(lambda tx: replay(stream_requests(tx, 0.0), policy), snapshot=True)
+        assert found.read == 1 and found.changed == 0, found.table()
+        assert found.lacking == {"TWILIO_WHATSAPP_FROM (the WhatsApp sender)": 1}
+        assert "1 recorded requests were left out: the server routed them with TWILIO_WHATSAPP_FROM" in (
+            found.table()
+        )
+        assert found.to_json()["lacking"] == {"TWILIO_WHATSAPP_FROM (the WhatsApp sender)": 1}
+        # With the server's setting, the same policy changes nothing and nothing is left out.
+        monkeypatch.setenv("TWILIO_WHATSAPP_FROM", BOT)
+        found = await db.run_read(lambda tx: replay(stream_requests(tx, 0.0), policy), snapshot=True)
+        assert found.changed == 0 and found.lacking == {}
+        # A change the policy makes is still reported as one, settings or not.
+        monkeypatch.delenv("TWILIO_WHATSAPP_FROM")
+        denied = load_policy(POLICY.replace('approvers = ["requester"]', "deny = true"))
+        found = await db.run_read(lambda tx: replay(stream_requests(tx, 0.0), denied), snapshot=True)
+        assert found.changed == 1 and found.lacking == {}
+        assert found.ordered()[0].after == "deny"

@@ -67,6 +67,13 @@ def test_a_client_without_a_url_names_the_variable_too() -> None:
     assert "no Cosigner URL: pass url= or set COSIGNER_URL" in done.stderr.splitlines()[-1]
 
 
+def test_a_client_without_either_names_both_variables() -> None:
+    done = python("from cosigner import Cosigner\nCosigner()")
+    last = done.stderr.splitlines()[-1]
+    assert last.startswith("cosigner.errors.ConfigurationError: no Cosigner URL and no API key")
+    assert "COSIGNER_URL" in last and "COSIGNER_API_KEY" in last
+
+
 def test_configuration_error_is_still_a_value_error() -> None:
     from cosigner.errors import ConfigurationError
 

@@ -448,6 +448,11 @@ document.addEventListener("DOMContentLoaded", () => {
   for (const button of document.querySelectorAll("[data-quick]")) {
     button.addEventListener("click", () => sendText(button.dataset.quick));
   }
+  document.getElementById("ask-here").addEventListener("click", async () => {
+    // Alice asks in the channel shown (#support from the Home tab).
+    await api("ask", { channel: state.channel === HOME ? "C0DEMO" : state.channel });
+    poll();
+  });
   poll();
   setInterval(poll, POLL_MS);
 });

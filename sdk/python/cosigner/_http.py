@@ -75,6 +75,13 @@ def configure(url: str | None, api_key: str | None, timeout: float, retry_for: f
     """The client's configuration from arguments, else COSIGNER_URL and COSIGNER_API_KEY."""
     url = url or os.environ.get(URL_ENV)
     key = api_key or os.environ.get(KEY_ENV)
+    if not url and not key:
+        # Both at once: fixing one and running again should not reveal the other.
+        raise ConfigurationError(
+            f"no Cosigner URL and no API key: pass url= and api_key=, or set {URL_ENV} (e.g. "
+            f"http://127.0.0.1:8000) and {KEY_ENV} (`cosigner tenants create NAME` prints one; "
+            "`./run dev` prints the line that sets both)"
+        )
     if not url:
         raise ConfigurationError(f"no Cosigner URL: pass url= or set {URL_ENV} (e.g. http://127.0.0.1:8000)")
     if not key:

@@ -40,7 +40,8 @@ export interface Server {
   stop(): Promise<void>;
 }
 
-function freePort(): Promise<number> {
+/** A port nothing listens on now. */
+export function freePort(): Promise<number> {
   return new Promise((done, fail) => {
     const probe = createServer();
     probe.once("error", fail);

@@ -94,6 +94,8 @@ async def test_a_verified_tap_approves_and_the_approver_is_told(world: World) ->
     assert (sent.to, sent.from_, sent.content_sid is not None) == (WA_ALICE, WA_BOT, True)
     # The template carries the SMS text: the tool, the redacted parameters, the answers.
     assert "approve issue_refund?" in sent.body and "cardToken=[REDACTED]" in sent.body
+    # How to answer is said once: the SMS text says YES or NO, the template only the buttons.
+    assert sent.body.count("YES") == 1 and sent.body.endswith("Or tap a button below.")
     assert "tok_x" not in json.dumps(sent.content_variables)
     assert [t for t, _ in sent.buttons] == ["Approve", "Deny"]
     response = await phone.tap(
