@@ -63,10 +63,19 @@ approvals = sa.Table(
     sa.Column("follow_ups", sa.Text),  # JSON: the reminder and escalation steps taken (0010)
     sa.Column("quorum", sa.Integer, nullable=False, server_default="1"),  # distinct approvers needed (0011)
     sa.Column("separate_duties", sa.Boolean, nullable=False, server_default=sa.false()),
+    # One question, not two (0016): set on a pending tool call a person is asked about.
+    sa.Column("coalesce_key", sa.String(64)),
     sa.UniqueConstraint("tenant", "execution_id", "tool_call_id", name="uq_approvals_call"),
     sa.Index("ix_approvals_pending_expiry", "status", "expires_at"),
     sa.Index("ix_approvals_execution", "tenant", "execution_id"),
     sa.Index("ix_approvals_delivery", "delivery_key", "status"),
+    sa.Index(
+        "uq_approvals_coalesce_pending",
+        "coalesce_key",
+        unique=True,
+        sqlite_where=sa.text("status = 'pending' AND coalesce_key IS NOT NULL"),
+        postgresql_where=sa.text("status = 'pending' AND coalesce_key IS NOT NULL"),
+    ),
 )
 
 approval_votes = sa.Table(

@@ -121,6 +121,7 @@ class AuditEvent(StrEnum):
     CALL_EDITED = "call_edited"  # an approver edited a call a quorum must approve: a new version
     APPROVALS_SET_ASIDE = "approvals_set_aside"  # Approves of a version an edit replaced, no longer counted
     EDIT_TEXTED = "edit_texted"  # the edited call texted to the numbers shown an earlier version
+    COALESCED = "coalesced"  # an identical request while this one was pending: answered with it
 
 
 class OperationState(StrEnum):
