@@ -203,7 +203,9 @@ def _at_once(count: bool, grant: bool, scope: bool, coalesce: bool) -> Direct:
         )
     if count:
         columns.append(ledger.GATED_IN_EXECUTION.scalar_subquery().label("gated"))
-    found = _AT_ONCE[(count, grant, scope, coalesce)] = Direct(sa.select(*columns).select_from(source).limit(1))
+    found = _AT_ONCE[(count, grant, scope, coalesce)] = Direct(
+        sa.select(*columns).select_from(source).limit(1)
+    )
     return found
 
 
@@ -225,7 +227,9 @@ def _load_at_once(tx: Work, q: Question) -> Snapshot:
         params |= {"g_tool": q.grant[0], "g_requester": q.grant[1]}
     if q.coalesce is not None:
         params["c_key"] = q.coalesce
-    row = _at_once(q.count, q.grant is not None, q.scope is not None, q.coalesce is not None).first(tx, params)
+    row = _at_once(q.count, q.grant is not None, q.scope is not None, q.coalesce is not None).first(
+        tx, params
+    )
     if row.a_id is not None:
         return Snapshot(earlier=Record.from_row(_prefixed(row, "a_")))
     if q.scope is not None and row.d_id is not None:

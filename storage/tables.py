@@ -187,3 +187,18 @@ inbox_session_ids = sa.Table(
     sa.Column("person_id", sa.String(320), primary_key=True),
     sa.Index("ix_inbox_session_ids_person", "person_id"),
 )
+
+batch_cards = sa.Table(
+    # One card per group of requests offered together: where it is, what its buttons list (0016).
+    "batch_cards",
+    metadata,
+    sa.Column("key", sa.String(64), primary_key=True),
+    sa.Column("tenant", sa.String(100), nullable=False),
+    sa.Column("surface", sa.String(16), nullable=False),
+    sa.Column("conversation", sa.String(120), nullable=False),
+    sa.Column("message_ref", sa.String(64), nullable=False),
+    sa.Column("place", sa.String(120), nullable=False),  # the requests' delivery key (`slack:C…`)
+    sa.Column("listed", sa.Text, nullable=False),  # JSON [[approval id, digest], ...]; [] withdrawn
+    sa.Column("updated_at", sa.Double, nullable=False),
+    sa.Index("ix_batch_cards_message", "conversation", "message_ref", unique=True),
+)

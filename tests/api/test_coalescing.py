@@ -78,7 +78,7 @@ async def test_the_same_call_id_again_is_a_replay_not_a_coalescing(db_kind: str)
 async def test_different_questions_are_each_asked(db_kind: str) -> None:
     async with cosigner_app(database_kind=db_kind) as h:
         key = await h.create_tenant("acme")
-        others = [
+        others: list[dict[str, Any]] = [
             {"params": {"orderId": "ord_2", "amountCents": 12900}},  # other parameters
             {"surface": {"type": "dashboard", "userId": "u_2"}},  # another requester
             {"execution": "run_other"},  # another execution
