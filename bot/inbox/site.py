@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import json
 import logging
+from functools import partial
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,7 +29,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from bot.approvals import Denials, Engine, Notifier
-from bot.inbox import answering, session
+from bot.inbox import answering, selection, session
 from bot.inbox.editing import FIELD, TEXT_MAX, edited_changes, input_of, shown, starting_text
 from bot.inbox.people import Person, SignInRefused, names_on_slack, tenants_of, texted_to
 from bot.inbox.signin import SignIn
@@ -577,6 +578,7 @@ def inbox_mount(
             Route("/events", inbox.events, methods=["GET"]),
             Route("/approvals/{approval_id}", inbox.trail, methods=["GET"]),
             Route("/approvals/{approval_id}/answer", inbox.answer, methods=["POST"]),
+            Route("/answer-selected", partial(selection.handle, inbox), methods=["POST"]),
             Route("/approvals/{approval_id}/edit", inbox.edit, methods=["GET"]),
             Route("/approvals/{approval_id}/edit", inbox.review, methods=["POST"]),
             Route("/approvals/{approval_id}/edit/approve", inbox.approve_edited, methods=["POST"]),
