@@ -11,9 +11,9 @@ import asyncio
 import contextlib
 import json
 import logging
-from functools import partial
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
