@@ -216,6 +216,29 @@ async def test_a_stranger_decides_nothing(world: Any) -> None:
         assert (await status(h, key, aid))["status"] == "pending"
 
 
+async def test_a_batch_button_on_another_message_decides_nothing(world: Any) -> None:
+    h, emu, key = world
+    first, second = await ask(h, key, 1), await ask(h, key, 2)
+    card = await posted(h, emu)
+    single = next(m for m in emu.messages if m.method == "chat.postMessage" and m.ts != card.ts)
+    # The batch button, replayed as though it sat on one request's own card.
+    r = await press(
+        h.client,
+        card,
+        BATCH_APPROVE,
+        secret=SECRET,
+        app_id=APP_ID,
+        user="U0ANN",
+        team="T0ACME",
+        channel=single.channel,
+        ts=single.ts,
+    )
+    assert r.status_code == 200
+    assert "WRONG_CONVERSATION" in (await told(emu, "U0ANN"))
+    for aid in (first, second):
+        assert (await status(h, key, aid))["status"] == "pending"
+
+
 async def test_a_call_too_long_to_list_whole_is_never_batched(world: Any) -> None:
     h, emu, key = world
     await ask(h, key, 1)
