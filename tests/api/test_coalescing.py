@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import sqlalchemy as sa
 
+from cosigner.decision import parse_approval
 from storage import raw
 from storage.tables import approvals
 from surfaces.slack.emulator import SlackEmulator
@@ -42,6 +44,8 @@ async def test_an_identical_request_gets_the_pending_approval_and_its_decision(d
         assert "coalesced" not in first, "the first request is asked, not coalesced"
         assert second["coalesced"] is True and second["approvalId"] == first["approvalId"]
         assert second["toolCallId"] == "c1", "the pending approval, as it was asked"
+        assert parse_approval(json.dumps(second)).coalesced  # the SDK reads it
+        assert not parse_approval(json.dumps(first)).coalesced
         assert await rows(h) == 1, "nothing stored for the second request"
         trail = await events(h, key, first["approvalId"])
         coalesced = [e for e in trail if e["event"] == "coalesced"]
