@@ -35,6 +35,14 @@ from storage.records import Record, TraceContext, delivery_key, edit_to_json, ro
 from storage.tables import approvals, run_grants
 from storage.work import Work
 
+_PENDING_ALIKE = Direct(
+    sa.select(approvals).where(
+        approvals.c.coalesce_key == sa.bindparam("key"),
+        # A literal, so SQLite's planner uses the partial index (a bound value would not match it).
+        approvals.c.status == sa.literal_column("'pending'"),
+    )
+)
+
 _RUN_GRANT = Direct(
     sa.select(run_grants.c.approval_id, run_grants.c.granted_by).where(
         run_grants.c.tenant == sa.bindparam("tenant"),
@@ -59,7 +67,8 @@ class Question:
 
     `count` asks for the execution's gated calls (not for a call that needs nobody),
     `grant` for the run grant of (folded tool name, requester key), `scope` for the standing
-    deny in force where the call would be asked.
+    deny in force where the call would be asked, `coalesce` for the pending request with this
+    coalescing key (`bot.approvals.coalescing.key`).
     """
 
     tenant: str
@@ -68,6 +77,7 @@ class Question:
     count: bool = False
     grant: tuple[str, str] | None = None
     scope: Scope | None = None
+    coalesce: str | None = None
 
 
 @dataclass(frozen=True)
@@ -78,6 +88,7 @@ class Snapshot:
     gated: int = 0
     grant: RunGrant | None = None
     standing: StandingDeny | None = None
+    pending: Record | None = None  # the identical request pending now (`Question.coalesce`)
 
 
 @dataclass(frozen=True)
@@ -110,6 +121,7 @@ class NewApproval:
     quorum: int = 1
     separate_duties: bool = False
     step_up: bool = False
+    coalesce_key: str | None = None  # set on a pending tool call only
     events: Sequence[Event] = ()
     jobs: Sequence[jobs.Queued] = field(default_factory=tuple)
 
@@ -130,19 +142,23 @@ def load(tx: Work, q: Question) -> Snapshot:
         params = {"tenant": q.tenant, "execution": q.execution_id, "tool": tool, "requester": requester}
         row = _RUN_GRANT.first(tx, params)
         grant = RunGrant(row.approval_id, row.granted_by) if row is not None else None
-    return Snapshot(gated=gated, grant=grant, standing=standing)
+    pending = None
+    if q.coalesce is not None and standing is None:
+        found = _PENDING_ALIKE.first(tx, {"key": q.coalesce})
+        pending = Record.from_row(found) if found is not None else None
+    return Snapshot(gated=gated, grant=grant, standing=standing, pending=pending)
 
 
 # PostgreSQL reads a new call's snapshot in one statement, one round trip instead of up to
 # four: a one-row select that left-joins the earlier call, the standing deny and the run
 # grant (each at most one row: unique keys) and counts the execution's gated calls; one
 # statement per combination of what a question asks.
-_AT_ONCE: dict[tuple[bool, bool, bool], Direct] = {}
+_AT_ONCE: dict[tuple[bool, bool, bool, bool], Direct] = {}
 _DENY_KEYS = ("tool_name", "surface", "approver", "requester")
 
 
-def _at_once(count: bool, grant: bool, scope: bool) -> Direct:
-    found = _AT_ONCE.get((count, grant, scope))
+def _at_once(count: bool, grant: bool, scope: bool, coalesce: bool) -> Direct:
+    found = _AT_ONCE.get((count, grant, scope, coalesce))
     if found is not None:
         return found
     tenant: Any = sa.bindparam("tenant")
@@ -179,9 +195,18 @@ def _at_once(count: bool, grant: bool, scope: bool) -> Direct:
                 g.c.requester == sa.bindparam("g_requester"),
             ),
         )
+    if coalesce:
+        c = approvals.alias("c")
+        columns += [col.label(f"c_{col.key}") for col in c.c]
+        source = source.outerjoin(
+            c,
+            sa.and_(c.c.coalesce_key == sa.bindparam("c_key"), c.c.status == sa.literal_column("'pending'")),
+        )
     if count:
         columns.append(ledger.GATED_IN_EXECUTION.scalar_subquery().label("gated"))
-    found = _AT_ONCE[(count, grant, scope)] = Direct(sa.select(*columns).select_from(source).limit(1))
+    found = _AT_ONCE[(count, grant, scope, coalesce)] = Direct(
+        sa.select(*columns).select_from(source).limit(1)
+    )
     return found
 
 
@@ -201,7 +226,11 @@ def _load_at_once(tx: Work, q: Question) -> Snapshot:
         }
     if q.grant is not None:
         params |= {"g_tool": q.grant[0], "g_requester": q.grant[1]}
-    row = _at_once(q.count, q.grant is not None, q.scope is not None).first(tx, params)
+    if q.coalesce is not None:
+        params["c_key"] = q.coalesce
+    row = _at_once(q.count, q.grant is not None, q.scope is not None, q.coalesce is not None).first(
+        tx, params
+    )
     if row.a_id is not None:
         return Snapshot(earlier=Record.from_row(_prefixed(row, "a_")))
     if q.scope is not None and row.d_id is not None:
@@ -209,7 +238,10 @@ def _load_at_once(tx: Work, q: Question) -> Snapshot:
     grant = None
     if q.grant is not None and row.g_approval_id is not None:
         grant = RunGrant(row.g_approval_id, row.g_granted_by)
-    return Snapshot(gated=int(row.gated) if q.count else 0, grant=grant)
+    pending = None
+    if q.coalesce is not None and row.c_id is not None:
+        pending = Record.from_row(_prefixed(row, "c_"))
+    return Snapshot(gated=int(row.gated) if q.count else 0, grant=grant, pending=pending)
 
 
 def write(tx: Work, new: NewApproval) -> Record:
@@ -248,5 +280,6 @@ def write(tx: Work, new: NewApproval) -> Record:
         "quorum": new.quorum,
         "separate_duties": new.separate_duties,
         "step_up": new.step_up,
+        **({"coalesce_key": new.coalesce_key} if new.coalesce_key is not None else {}),
     }
     return ledger.insert_approval(tx, values, list(new.events), new.jobs)

@@ -65,10 +65,19 @@ approvals = sa.Table(
     sa.Column("separate_duties", sa.Boolean, nullable=False, server_default=sa.false()),
     # An Approve counts only once confirmed with a passkey in the inbox (0016).
     sa.Column("step_up", sa.Boolean, nullable=False, server_default=sa.false()),
+    # One question, not two (0016): set on a pending tool call a person is asked about.
+    sa.Column("coalesce_key", sa.String(64)),
     sa.UniqueConstraint("tenant", "execution_id", "tool_call_id", name="uq_approvals_call"),
     sa.Index("ix_approvals_pending_expiry", "status", "expires_at"),
     sa.Index("ix_approvals_execution", "tenant", "execution_id"),
     sa.Index("ix_approvals_delivery", "delivery_key", "status"),
+    sa.Index(
+        "uq_approvals_coalesce_pending",
+        "coalesce_key",
+        unique=True,
+        sqlite_where=sa.text("status = 'pending' AND coalesce_key IS NOT NULL"),
+        postgresql_where=sa.text("status = 'pending' AND coalesce_key IS NOT NULL"),
+    ),
 )
 
 approval_votes = sa.Table(
@@ -222,4 +231,19 @@ step_up_challenges = sa.Table(
     sa.Column("digest", sa.String(80)),
     sa.Column("expires_at", sa.Double, nullable=False),
     sa.Index("ix_step_up_challenges_expiry", "expires_at"),
+)
+
+batch_cards = sa.Table(
+    # One card per group of requests offered together: where it is, what its buttons list (0016).
+    "batch_cards",
+    metadata,
+    sa.Column("key", sa.String(64), primary_key=True),
+    sa.Column("tenant", sa.String(100), nullable=False),
+    sa.Column("surface", sa.String(16), nullable=False),
+    sa.Column("conversation", sa.String(120), nullable=False),
+    sa.Column("message_ref", sa.String(64), nullable=False),
+    sa.Column("place", sa.String(120), nullable=False),  # the requests' delivery key (`slack:C…`)
+    sa.Column("listed", sa.Text, nullable=False),  # JSON [[approval id, digest], ...]; [] withdrawn
+    sa.Column("updated_at", sa.Double, nullable=False),
+    sa.Index("ix_batch_cards_message", "conversation", "message_ref", unique=True),
 )

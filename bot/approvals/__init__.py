@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from bot import lazy_exports
 
 if TYPE_CHECKING:
+    from bot.approvals.batches import batch_of, group_key, listed_of, place_of, together
     from bot.approvals.bodies import Start, actor_of, decision_body, start_body
     from bot.approvals.denials import Denials, setter, to_wire
     from bot.approvals.desk import Desk
@@ -37,10 +38,14 @@ __all__ = [
     "Start",
     "Wakeups",
     "actor_of",
+    "batch_of",
     "callback_secret",
     "closed_error",
     "decision_body",
+    "group_key",
+    "listed_of",
     "new_id",
+    "place_of",
     "queue_callback",
     "queue_card_update",
     "queue_execution",
@@ -49,11 +54,13 @@ __all__ = [
     "start_body",
     "stored",
     "to_wire",
+    "together",
 ]
 __getattr__ = lazy_exports(
     __name__,
     __all__,
     {
+        "bot.approvals.batches": ["batch_of", "group_key", "listed_of", "place_of", "together"],
         "bot.approvals.bodies": ["Start", "actor_of", "decision_body", "start_body"],
         "bot.approvals.denials": ["Denials", "setter", "to_wire"],
         "bot.approvals.desk": ["Desk"],

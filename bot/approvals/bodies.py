@@ -64,8 +64,9 @@ def quorum_claims(rec: Record) -> dict[str, object]:
     return {"approvers": [{"by": v.by, "surface": v.surface.value} for v in rec.votes]}
 
 
-def start_body(rec: Record) -> Start:
-    """The `approval_start` object (`handoff_start` for a handoff)."""
+def start_body(rec: Record, *, coalesced: bool = False) -> Start:
+    """The `approval_start` object (`handoff_start` for a handoff); `coalesced` for the answer to
+    an identical request that this pending one answers (`bot.approvals.coalescing`)."""
     if rec.handoff is not None:
         return HandoffStart(
             approvalId=rec.id,
@@ -97,6 +98,7 @@ def start_body(rec: Record) -> Start:
         currentCall=current_call(rec),
         quorum=rec.quorum,
         approvals=approvals_of(rec),
+        coalesced=coalesced,
         **operation_fields(rec, preview=True),
     )
 

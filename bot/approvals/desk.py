@@ -11,11 +11,13 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from bot.approvals import denials, edits
+from bot.approvals.batches import BatchAnswers
 from bot.approvals.denials import Denials
 from bot.approvals.engine import Engine, HandoffKind
 from bot.approvals.lifecycle import Closing, check_answer, check_reader, closed_error
 from bot.policy import Policy
 from contracts.answers import PersonDecider
+from contracts.batches import BatchAnswer
 from contracts.denials import Denial
 from contracts.edits import EditForm, EditPreview
 from contracts.enums import ApprovalStatus, AuditEvent, SurfaceType, Verdict
@@ -60,6 +62,7 @@ class Desk:
         self.policy = policy
         self.denials = denials
         self.handoffs = handoffs
+        self.batches = BatchAnswers(db, clock, lambda: self.policy.people, self.answer)
 
     async def answer(self, answer: Answer) -> ApprovalCard:
         """Check an answer from Slack or SMS and apply it; refusals are audited."""
@@ -101,6 +104,10 @@ class Desk:
         )
         rec = await self.engine.close(answer.approval_id, closing)
         return rec.card()
+
+    async def answer_batch(self, answer: BatchAnswer) -> tuple[ApprovalCard, ...]:
+        """Answer every call a batch card lists, checked whole first (`contracts.batches.BatchDesk`)."""
+        return await self.batches.answer_batch(answer)
 
     # --- edit before approve (contracts.edits.EditDesk) ---------------------------
 

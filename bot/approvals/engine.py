@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Collection, Mapping
 from typing import Any, Protocol
 
-from bot.approvals import agent_schema, edits, trail
+from bot.approvals import agent_schema, coalescing, edits, trail
 from bot.approvals import denials as standing
 from bot.approvals import lifecycle as approval
 from bot.approvals.bodies import Start, decision_body, start_body
@@ -329,6 +329,8 @@ class Engine:
             else None,
             follow_ups=ruling.follow_ups,
             push=Channel.PUSH in self.surfaces,
+            # One question, not two: only a plain tool call is coalesced with its pending twin.
+            coalesce=coalescing.key(tenant, req, dig) if contract is None and handoff is None else None,
         )
         for _attempt in range(3):
             try:
@@ -337,12 +339,17 @@ class Engine:
                 created = await self.db.run_write(
                     lambda tx: create_tx(tx, it, self.clock()), single_write=True
                 )
-                break
             except Conflict:
                 continue  # a concurrent create of the same call won; read its result
+            if created.coalesced and created.record.expires_at <= self.clock():
+                await self.expire(created.record.id)  # its time is up: this one is a new question
+                continue
+            break
         else:
             raise InvalidRequest("could not create the approval; retry the same request")
         rec = created.record
+        if created.coalesced:
+            return await self._coalesced(rec, req)
         if created.replay:
             await self.denials.refuse_again(rec)
             return self._replay(rec)
@@ -427,6 +434,15 @@ class Engine:
                 "shadow_loosens": shadow["loosens"],
             },
         )
+
+    async def _coalesced(self, rec: Record, req: ApprovalRequest) -> tuple[int, Start | Decision]:
+        """Answer an identical request with the pending approval, its arrival audited on it."""
+        now = await self.db.run_write(lambda tx: coalescing.record(tx, rec.id, req, self.clock()))
+        rec = now or rec
+        log.debug("request coalesced", extra={"approval_id": rec.id, "tenant": rec.tenant})
+        if rec.closed:  # decided meanwhile: the same decision
+            return 200, decision_body(rec, self.signer, self.grant_ttl)
+        return 201, start_body(rec, coalesced=True)
 
     def _replay(self, rec: Record) -> tuple[int, Start | Decision]:
         if not rec.closed:

@@ -110,7 +110,14 @@ class Admit:
     standing: StandingDeny | None = None  # the standing deny that refused it
 
 
-Outcome = Replay | Refuse | Admit
+@dataclass(frozen=True)
+class Coalesce:
+    """The same question is pending already (`bot.approvals.coalescing`): answer with it."""
+
+    record: Record
+
+
+Outcome = Replay | Refuse | Admit | Coalesce
 
 
 @dataclass(frozen=True)
@@ -120,11 +127,15 @@ class Created:
     record: Record
     replay: bool
     denied_by_policy: bool = False
+    coalesced: bool = False  # the identical pending request answered this one (nothing stored)
     standing: StandingDeny | None = None  # the standing deny that refused it
 
 
-def question(tenant: str, call: Call, surface: Mapping[str, Any]) -> store.Question:
-    """What `decide` needs of the database for `call`, and nothing it will not read."""
+def question(
+    tenant: str, call: Call, surface: Mapping[str, Any], coalesce: str | None = None
+) -> store.Question:
+    """What `decide` needs of the database for `call`, and nothing it will not read; `coalesce`
+    is the call's coalescing key, looked for only when the call would be asked."""
     route = call.routed if isinstance(call.routed, Route) else None
     scope = (
         None if call.deny or route is None else scope_of(tenant, call.tool_name, call.mode, route, surface)
@@ -133,7 +144,10 @@ def question(tenant: str, call: Call, surface: Mapping[str, Any]) -> store.Quest
     grant = None
     if asks and call.threshold is None and call.mode is ApprovalMode.ASK:
         grant = (fold(call.tool_name), requester_key(surface))
-    return store.Question(tenant, call.execution_id, call.tool_call_id, count=asks, grant=grant, scope=scope)
+    alike = coalesce if asks and call.threshold is None and isinstance(call.routed, Route) else None
+    return store.Question(
+        tenant, call.execution_id, call.tool_call_id, count=asks, grant=grant, scope=scope, coalesce=alike
+    )
 
 
 def decide(call: Call, snap: store.Snapshot) -> Outcome:
@@ -176,6 +190,8 @@ def decide(call: Call, snap: store.Snapshot) -> Outcome:
         return Admit(ApprovalStatus.APPROVED, by, None)
     if isinstance(call.routed, ApprovalModeUnsupported):
         return Refuse(call.routed)
+    if snap.pending is not None:
+        return Coalesce(snap.pending)
     return Admit(ApprovalStatus.PENDING, None, call.routed)
 
 
@@ -198,14 +214,17 @@ class Intake:
     edit: EditState | None = None  # what an approver may edit, if the call is asked
     follow_ups: Plan | None = None  # the reminder and escalations, queued with a pending request
     push: bool = False  # Web Push is on: a pending request is pushed to its approvers' browsers
+    coalesce: str | None = None  # the coalescing key of a plain tool call (`bot.approvals.coalescing.key`)
 
 
 def create_tx(tx: Work, it: Intake, now: float) -> Created:
     """Load what the call is decided on, decide, and store the outcome: two storage calls."""
-    snap = store.load(tx, question(it.tenant, it.call, it.req.surface.model_dump()))
+    snap = store.load(tx, question(it.tenant, it.call, it.req.surface.model_dump(), it.coalesce))
     outcome = decide(it.call, snap)
     if isinstance(outcome, Replay):
         return Created(outcome.record, replay=True)
+    if isinstance(outcome, Coalesce):
+        return Created(outcome.record, replay=False, coalesced=True)
     if isinstance(outcome, Refuse):
         raise outcome.error
     rec = store.write(tx, new_approval(it, outcome, now))
@@ -298,6 +317,7 @@ def new_approval(it: Intake, admit: Admit, now: float) -> store.NewApproval:
         separate_duties=rule.separate_duties,
         # Only a call a person is asked about waits for a passkey (a threshold may let it through).
         step_up=rule.step_up and status is ApprovalStatus.PENDING,
+        coalesce_key=it.coalesce if status is ApprovalStatus.PENDING else None,
         events=events,
         jobs=queued,
     )

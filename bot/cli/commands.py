@@ -19,8 +19,8 @@ from bot.cli import denials as denial_cli
 from bot.cli import doctor as doctor_cli
 from bot.cli import inbox as inbox_cli
 from bot.cli import policy as policy_cli
-from bot.cli import vapid as vapid_cli
 from bot.cli import suggest as suggest_cli
+from bot.cli import vapid as vapid_cli
 from bot.http import IssuedKey, ListenError, NewTenant, TenantKeys, valid_port
 from bot.policy import Policy, load_policy, load_policy_file
 from bot.settings import Settings, SettingsError, load_settings

@@ -68,6 +68,13 @@ async def answer(
     rec = await db.run_read(lambda tx: ledger.load(tx, approval_id))
     if rec is None or rec.tenant not in tenants:
         raise ApprovalNotFound(f"approval {approval_id} does not exist")
+    return await engine.close(approval_id, closing_of(rec, person, verdict, comment, seen))
+
+
+def closing_of(
+    rec: Record, person: Person, verdict: Verdict, comment: str | None, seen: str | None
+) -> Closing:
+    """The closing a signed-in person's answer to `rec` asks for, with its checks and audit."""
     user = dashboard_id(person, rec)
     decider = PersonDecider(surface=SurfaceType.DASHBOARD, userId=user, teamId=person.slack_team)
 
@@ -79,7 +86,7 @@ async def answer(
     standing = None
     if verdict is Verdict.ALWAYS_DENY:
         checked, standing = denials.checked(check, user), denials.setting(user, person.slack_team)
-    closing = Closing(
+    return Closing(
         VERDICTS[verdict],
         decider,
         comment=comment or None,
@@ -90,7 +97,6 @@ async def answer(
         seen=seen,
         ids=person.vouched,
     )
-    return await engine.close(approval_id, closing)
 
 
 async def editable(

@@ -10,6 +10,7 @@ response a Content-Security-Policy.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import partial
 from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
@@ -19,7 +20,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from bot.approvals import Denials, Engine, Notifier
-from bot.inbox import passkeys, step_up
+from bot.inbox import passkeys, selection, step_up
 from bot.inbox.core import HERE, MAX_FORM, not_configured_message
 from bot.inbox.forms import Forms
 from bot.inbox.live import Live
@@ -69,6 +70,7 @@ def inbox_mount(
             Route("/events", inbox.events, methods=["GET"]),
             Route("/approvals/{approval_id}", inbox.detail, methods=["GET"]),
             Route("/approvals/{approval_id}/answer", inbox.answer, methods=["POST"]),
+            Route("/answer-selected", partial(selection.handle, inbox), methods=["POST"]),
             Route("/approvals/{approval_id}/edit", inbox.edit, methods=["GET"]),
             Route("/approvals/{approval_id}/edit", inbox.review, methods=["POST"]),
             Route("/approvals/{approval_id}/edit/approve", inbox.approve_edited, methods=["POST"]),

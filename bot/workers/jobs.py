@@ -16,6 +16,7 @@ from bot.egress import Egress, EgressFailed, EgressRefused
 from bot.handoffs import Handoffs
 from bot.observability import Metrics, SpanName, Tracing, delivery_outcome, http_outcome
 from bot.operations import ContractClient, Execution, Finish, Retry
+from bot.workers.batch_cards import BatchCards
 from bot.workers.follow_ups import FollowUps
 from bot.workers.pushes import push_job
 from bot.workers.unsent import unsent
@@ -71,6 +72,7 @@ class JobWorker:
         self.handoffs = handoffs
         self.execution = execution(self._finish, self._retry)
         self.follow_ups = FollowUps(engine, surfaces, self._finish, db=db, clock=clock, wakeups=wakeups)
+        self.batches = BatchCards(surfaces, db=db, clock=clock)
         self.executing: set[asyncio.Task[None]] = set()
 
     async def execute_approved(self, stop: asyncio.Event) -> None:
@@ -181,6 +183,7 @@ class JobWorker:
             return
         await self.engine.delivered(job.approval_id, receipt)
         await self._finish(job.id)
+        await self.batches.refresh(job.approval_id)  # offered with the others waiting beside it
 
     async def _show(self, job: Job) -> None:
         rec = await self.engine.found(job.approval_id)  # with its trace, the span's parent
@@ -213,6 +216,7 @@ class JobWorker:
             await self._retry(job, type(exc).__name__)
             return
         await self._finish(job.id)
+        await self.batches.refresh(job.approval_id)  # no longer waiting: its batch card lists the rest
 
     async def _verify(self, job: Job) -> None:
         # One attempt: a check that fails closes the handoff failed, it is not retried.

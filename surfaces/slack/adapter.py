@@ -27,10 +27,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route as StarletteRoute
 
+from contracts.batches import Batch, BatchShown
 from contracts.enums import ApprovalStatus, SurfaceType
 from contracts.errors import InvalidRequest, InvalidSignature, SurfaceUnavailable
 from contracts.ports import ApprovalCard, ApprovalDesk, Delivered, Route, SlackRoute
 from surfaces.bodies import limited
+from surfaces.slack import batch_clicks
+from surfaces.slack.batch import batch_blocks, withdrawn_blocks
 from surfaces.slack.blocks import to_blocks, to_closed_blocks
 from surfaces.slack.clicks import Clicks
 from surfaces.slack.commands import Commands
@@ -177,6 +180,7 @@ class SlackAdapter:
         )
         self._commands.register(app)  # before the clicks' catch-all listener
         self._home.register(app)
+        batch_clicks.register(app, self._desk, self._clicks.tell, self._clicks.later)
         self._clicks.register(app)
         self._handler = AsyncSlackRequestHandler(app)
         if self._socket is not None:
@@ -249,6 +253,29 @@ class SlackAdapter:
                 blocks=blocks,
             )
         self._home.refresh_soon(client, slack_route)
+
+    async def show_batch(self, batch: Batch, route: Route, delivered: Delivered | None) -> BatchShown:
+        """Post or update the batch card in the requests' conversation (`contracts.batches`)."""
+        slack_route = _slack(route)
+        made = batch_blocks(batch, slack_route) if batch.cards else None
+        if made is None and delivered is None:
+            return BatchShown(None, offered=False)  # nothing to withdraw, nothing posted
+        blocks, text = made or withdrawn_blocks(batch.tool_name)
+        client, app_id = await self._client_for(slack_route)
+        if delivered is not None and delivered.message_refs:
+            async with translated("chat.update", delivered.conversation):
+                await client.chat_update(
+                    channel=delivered.conversation, ts=delivered.message_refs[0], text=text, blocks=blocks
+                )
+            return BatchShown(delivered, offered=made is not None)
+        channel = batch.conversation
+        await self._pacer.wait(channel)
+        async with translated("chat.postMessage", channel):
+            posted = await client.chat_postMessage(
+                channel=channel, thread_ts=slack_route.thread_ts, text=text, blocks=blocks, unfurl_links=False
+            )
+        receipt = Delivered(SurfaceType.SLACK, posted["channel"], (posted["ts"],), app_id=app_id)
+        return BatchShown(receipt, offered=True)
 
     async def remind(
         self, card: ApprovalCard, route: Route, delivered: Delivered, approvers: Sequence[str]

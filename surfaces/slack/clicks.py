@@ -373,6 +373,10 @@ class Clicks:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    # For the batch card's listener (`batch_clicks`): the same notices, the same task set.
+    tell = _tell
+    later = _later
+
 
 def _read_inputs(
     fields: list[EditField], state: Mapping[str, Any]

@@ -135,8 +135,8 @@ async def test_allow_below_threshold_and_tool_call_cap(db_kind: str) -> None:
         error = weird.json()["error"]
         assert error["code"] == "INVALID_REQUEST" and error["field"] == "parameters.amountCents"
         assert error["policy"] == "tenants.acme.tools.issue_refund.allow_below"
-        for i in range(2, 6):
-            await start(h, key, call_id=f"c{i}")
+        for i in range(2, 6):  # each its own call: identical pending ones are one question, not counted
+            await start(h, key, call_id=f"c{i}", params={"orderId": f"o{i}", "amountCents": 12900})
         capped = await h.client.post("/v1/approvals", headers=h.auth(key), json=call(call_id="c99"))
         assert capped.status_code == 429
         assert capped.json()["error"]["code"] == "TOOL_CALL_CAP_EXCEEDED"

@@ -204,7 +204,9 @@ async def test_one_standing_deny_per_scope_and_a_new_one_after_a_lift(db_kind: s
     async with cosigner_app(database_kind=db_kind) as h:
         key = await h.create_tenant("acme")
         first = (await start(h, key, call_id="c1", surface=U1))["approvalId"]
-        second = (await start(h, key, call_id="c2", surface=U1))["approvalId"]  # asked before the deny
+        second = (await start(h, key, call_id="c2", surface=U1, execution="run_2"))[
+            "approvalId"
+        ]  # asked before the deny
         assert (await always_deny(h, key, first)).status_code == 200
         assert (await always_deny(h, key, second)).json()["status"] == "denied"
         (denial,) = (await h.client.get("/v1/denials", headers=h.auth(h.approver_of(key)))).json()["denials"]

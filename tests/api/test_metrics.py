@@ -26,7 +26,7 @@ async def test_waiters_counts_each_waiting_connection(db_kind: str) -> None:
     async with cosigner_app(database_kind=db_kind) as h:
         key = await h.create_tenant("acme")
         aid = (await start(h, key))["approvalId"]
-        other = (await start(h, key, call_id="c2"))["approvalId"]
+        other = (await start(h, key, call_id="c2", execution="run_2"))["approvalId"]
         polls = [
             asyncio.create_task(h.client.get(f"/v1/approvals/{aid}?wait=30", headers=h.auth(key)))
             for _ in range(6)
@@ -73,7 +73,7 @@ async def gauge_reaches(h: Harness, expected: float, seconds: float = 10.0) -> N
 async def test_request_and_approval_counters_add_up_over_repeated_calls(db_kind: str) -> None:
     async with cosigner_app(database_kind=db_kind) as h:
         key = await h.create_tenant("acme")
-        ids = [(await start(h, key, call_id=f"c{i}"))["approvalId"] for i in range(3)]
+        ids = [(await start(h, key, call_id=f"c{i}", execution=f"run_{i}"))["approvalId"] for i in range(3)]
         for aid in ids[:2]:
             r = await h.client.post(
                 f"/v1/approvals/{aid}/decision",

@@ -84,7 +84,11 @@ async def exercise(h: Harness, c: Conformance) -> None:
     ):
         c.check("/v1/approvals", await post("/v1/approvals", json=body, headers=headers))
     for i in range(2, 9):
-        r = await post("/v1/approvals", json=call(call_id=f"cap{i}", execution="run_cap"), headers=a)
+        # Each call its own (identical pending calls are one question: coalesced, not counted).
+        params = {"orderId": f"ord_{i}", "amountCents": 12900}
+        r = await post(
+            "/v1/approvals", json=call(call_id=f"cap{i}", execution="run_cap", params=params), headers=a
+        )
         c.check("/v1/approvals", r)
     assert r.status_code == 429
 

@@ -160,8 +160,8 @@ def test_a_headless_run_without_a_route_is_refused(target: Target, run_id: str) 
 
 def test_the_cap_on_gated_calls_raises(target: Target, run_id: str) -> None:
     with target.client() as client:
-        for i in range(5):
-            ask(client, run_id, call=f"call_{i}")
+        for i in range(5):  # five different calls (identical pending ones are one question)
+            ask(client, run_id, call=f"call_{i}", parameters={**REFUND, "orderId": f"ord_{i}"})
         with pytest.raises(ToolCallCapExceeded) as caught:
             ask(client, run_id, call="call_5")
     assert caught.value.details["limit"] == 5 and caught.value.status == 429

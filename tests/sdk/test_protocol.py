@@ -125,7 +125,9 @@ async def test_the_sdk_models_accept_every_documented_response() -> None:
 
         pending = await post("/v1/approvals", {**call, "toolCallId": "a", "toolName": "issue_refund"})
         aid = pending.json()["approvalId"]
-        other = (await post("/v1/approvals", {**call, "toolCallId": "b", "toolName": "issue_refund"})).json()
+        # Another call (an identical one while `a` waits would be the same question: coalesced).
+        other_call = {**call, "parameters": {"orderId": "o2"}, "toolCallId": "b", "toolName": "issue_refund"}
+        other = (await post("/v1/approvals", other_call)).json()
         A, D = "/v1/approvals", "/v1/approvals/{approvalId}"
         calls = [
             ("POST", A, pending),

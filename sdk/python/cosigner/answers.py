@@ -100,6 +100,13 @@ class ApprovalStart(Wire):
         "approver is asked to approve now (`parameters` and `parametersDigest` stay the agent's). "
         "Approvals of an earlier version no longer count.",
     )
+    coalesced: bool = Field(
+        default=False,
+        exclude_if=_empty,
+        description="One question, not two: an identical request (tenant, execution, tool, requester, "
+        "parametersDigest) was pending, and this is it (its own `toolCallId`); wait on this "
+        "`approvalId` for the one decision. Sent only when true.",
+    )
 
 
 class PersonDecider(Wire):

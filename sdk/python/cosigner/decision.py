@@ -102,6 +102,7 @@ class Decision:
     counted so far (approved: the approvers who made the quorum). While pending, once an
     approver edited the call (a quorum), `current_parameters` and `current_digest` are the
     call the approvers are asked to approve now (`parameters` stays the agent's).
+    `coalesced` (pending only): an identical request was pending already, and this is it.
     """
 
     approval_id: str
@@ -134,6 +135,7 @@ class Decision:
     approvals: tuple[Approval, ...] = ()
     current_parameters: dict[str, Any] | None = None
     current_digest: str | None = None
+    coalesced: bool = False
 
     @property
     def approved(self) -> bool:
@@ -222,6 +224,8 @@ class Decision:
                     common[name] = value
             if given["editable"]:
                 common["editable"] = tuple(given["editable"])
+            if given["coalesced"]:
+                common["coalesced"] = True
             current = given["currentCall"]
             if current is not None:
                 common["current_parameters"] = current.parameters

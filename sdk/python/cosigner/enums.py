@@ -127,6 +127,7 @@ class AuditEvent(StrEnum):
     EMAIL_FAILED = "email_failed"  # the SMTP server refused or could not be reached: why, and whether retried
     PUSH_SENT = "push_sent"  # a Web Push message accepted by the push service for a device
     PUSH_FAILED = "push_failed"  # a push service refused a message: its status, and what follows
+    COALESCED = "coalesced"  # an identical request while this one was pending: answered with it
 
 
 class OperationState(StrEnum):

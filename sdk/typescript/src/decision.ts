@@ -76,6 +76,9 @@ export interface Decision {
   editedFields?: string[];
   originalDigest?: string;
   digest?: string;
+  /** While pending: true when an identical request (tenant, execution, tool, requester, digest)
+   * was pending already and this is that approval (its own `toolCallId`); wait on `approvalId`. */
+  coalesced?: boolean;
   /** How many distinct approvers must approve (absent from servers without quorums: 1). */
   quorum?: number;
   /** Every Approve counted so far, oldest first (approved: the approvers who made the quorum). */

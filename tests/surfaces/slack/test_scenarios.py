@@ -114,7 +114,7 @@ async def test_a_wrong_click_changes_nothing_is_explained_and_audited(
 async def test_a_click_on_another_cards_message_does_not_decide_this_one(world: Any) -> None:
     h, emu, key = world
     first = await ask(h, key, call_id="a")
-    second = await ask(h, key, call_id="b")
+    second = await ask(h, key, call_id="b", executionId="run_2")  # not the same question as the first
     card_a, card_b = await card_of(emu, 0), await card_of(emu, 1)
     await h.delivered(first)
     await h.delivered(second)

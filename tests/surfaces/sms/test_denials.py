@@ -62,7 +62,7 @@ async def ask(h: Harness, key: str, call: str, phone: str = ALICE) -> Any:
         "/v1/approvals",
         headers=h.auth(key),
         json={
-            "executionId": "run_1",
+            "executionId": f"run_{call}",  # one run each: identical pending calls of one run coalesce
             "toolCallId": call,
             "toolName": "issue_refund",
             "parameters": {"orderId": "ord_4421", "amountCents": 12900},

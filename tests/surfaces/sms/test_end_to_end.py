@@ -54,7 +54,7 @@ async def request(h: Harness, key: str, call: str, amount: int = 12900) -> dict[
         "/v1/approvals",
         headers=h.auth(key),
         json={
-            "executionId": "run_1",
+            "executionId": f"run_{call}",  # one run each: identical pending calls of one run coalesce
             "toolCallId": call,
             "toolName": "issue_refund",
             "parameters": {"orderId": "ord_4421", "amountCents": amount, "cardToken": "tok_x"},

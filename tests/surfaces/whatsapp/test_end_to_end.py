@@ -64,7 +64,7 @@ async def request(h: Harness, key: str, call: str = "c1", **body: Any) -> str:
         "/v1/approvals",
         headers=h.auth(key),
         json={
-            "executionId": "run_1",
+            "executionId": f"run_{call}",  # one run each: identical pending calls of one run coalesce
             "toolCallId": call,
             "toolName": "issue_refund",
             "parameters": {"orderId": "ord_4421", "amountCents": 12900, "cardToken": "tok_x"},
