@@ -65,7 +65,7 @@ approvals = sa.Table(
     sa.Column("separate_duties", sa.Boolean, nullable=False, server_default=sa.false()),
     # An Approve counts only once confirmed with a passkey in the inbox (0016).
     sa.Column("step_up", sa.Boolean, nullable=False, server_default=sa.false()),
-    # One question, not two (0016): set on a pending tool call a person is asked about.
+    # One question, not two (0018): set on a pending tool call a person is asked about.
     sa.Column("coalesce_key", sa.String(64)),
     sa.UniqueConstraint("tenant", "execution_id", "tool_call_id", name="uq_approvals_call"),
     sa.Index("ix_approvals_pending_expiry", "status", "expires_at"),
@@ -160,7 +160,7 @@ sms_texts = sa.Table(
 
 push_subscriptions = sa.Table(
     # A browser that asked to be notified (Web Push), under each id its person's sign-in
-    # vouched for; a request's approvers find it by id, a gone endpoint is deleted (0016).
+    # vouched for; a request's approvers find it by id, a gone endpoint is deleted (0017).
     "push_subscriptions",
     metadata,
     sa.Column("approver", sa.String(320), primary_key=True),
@@ -234,7 +234,7 @@ step_up_challenges = sa.Table(
 )
 
 batch_cards = sa.Table(
-    # One card per group of requests offered together: where it is, what its buttons list (0016).
+    # One card per group of requests offered together: where it is, what its buttons list (0018).
     "batch_cards",
     metadata,
     sa.Column("key", sa.String(64), primary_key=True),
