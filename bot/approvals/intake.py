@@ -17,6 +17,7 @@ from bot.approvals.denials import decider as standing_decider
 from bot.approvals.lifecycle import new_id
 from bot.approvals.run_grants import requester_key
 from bot.observability import NO_TRACE, ApprovalTrace
+from bot.oncall import Asked, Fallback
 from bot.policy import Policy, Ruling, ToolRule
 from bot.policy.follow_up_plan import Plan
 from contracts.answers import DecidedBy, PolicyDecider
@@ -196,6 +197,15 @@ class Intake:
     label: str = ""  # the decision in a word or two (`Ruling.label`), for the audit record
     edit: EditState | None = None  # what an approver may edit, if the call is asked
     follow_ups: Plan | None = None  # the reminder and escalations, queued with a pending request
+    oncall: Asked | Fallback | None = None  # who is on call, if the rule names a rotation
+
+    def policy_rule(self) -> str:
+        """The rule as the card shows it, with the on-call fallback said where there was one."""
+        said = self.rule.describe()
+        if not isinstance(self.oncall, Fallback):
+            return said
+        instead = " or ".join(k.value.replace("_", " ") for k in self.rule.approvers)
+        return f"{said} · {self.oncall.note(instead)}"
 
 
 def create_tx(tx: Work, it: Intake, now: float) -> Created:
@@ -242,6 +252,7 @@ def new_approval(it: Intake, admit: Admit, now: float) -> store.NewApproval:
                 **({"quorum": rule.quorum} if rule.quorum > 1 else {}),
                 **({"separateDuties": True} if rule.separate_duties else {}),
                 **({"shadow": it.shadow} if it.shadow is not None else {}),
+                **({"oncall": it.oncall.audit()} if it.oncall is not None else {}),
                 **({"editable": list(edit.fields)} if edit is not None else {}),
             },
         )
@@ -279,7 +290,7 @@ def new_approval(it: Intake, admit: Admit, now: float) -> store.NewApproval:
         reason=req.reason,
         surface=req.surface.model_dump(mode="json"),
         route=route,
-        policy_rule=rule.describe(),
+        policy_rule=it.policy_rule(),
         callback_url=str(req.callbackUrl) if req.callbackUrl else None,
         created_at=now,
         expires_at=now + timeout,

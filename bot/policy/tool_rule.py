@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from bot.policy.oncall_refs import OnCallRef
 from bot.policy.schema import EscalateStep, HandoffSection
 from bot.policy.when import Block, State, compile_block
 from bot.policy.when_schema import Then, WhenBlock
@@ -37,7 +38,7 @@ class ToolRule:
     name: str
     kind: ToolKind
     confirm: Confirm
-    approvers: tuple[ApproverKind, ...]
+    approvers: tuple[ApproverKind, ...]  # with `oncall`: who is asked when no one on call can be
     redact: tuple[str, ...]
     timeout: float | None
     deny: bool
@@ -57,6 +58,8 @@ class ToolRule:
     # Follow-ups while nobody answers (`bot.workers.follow_ups`): one reminder, then the escalations.
     remind_after: float | None = None
     escalate: tuple[EscalateStep, ...] = ()
+    # Rotations whose on-call people are asked (`bot.oncall`), before `approvers`.
+    oncall: tuple[OnCallRef, ...] = ()
     show: tuple[str, ...] = ()  # secret-looking names shown all the same (`redact` still wins)
     # `when` blocks, first match wins, each with the rules it decides by (`with_when`).
     when: tuple[WhenRule, ...] = field(default=(), compare=False)
