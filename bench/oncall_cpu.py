@@ -51,8 +51,9 @@ async def measure(rounds: int, calls: int) -> dict[str, list[float]]:
     found: dict[str, list[float]] = {"plain": [], "paged": []}
     async with on_call_servers() as servers:
         servers.put("PSCHED1", ["alice@acme.example"])
-        settings = {"pagerduty_token": PAGERDUTY_TOKEN, "pagerduty_url": servers.pagerduty_url}
-        async with cosigner_app(POLICY, run_workers=False, **settings) as h:
+        async with cosigner_app(
+            POLICY, run_workers=False, pagerduty_token=PAGERDUTY_TOKEN, pagerduty_url=servers.pagerduty_url
+        ) as h:
             key = await h.create_tenant("acme")
             seq = 0
 
