@@ -197,10 +197,17 @@ class Engine:
             )
         return rec
 
+    def decision(self, rec: Record) -> Decision:
+        """The decision object, its grant for the executor the tool's rule names (`audience`)."""
+        audience = (
+            None if rec.operation is not None else self.policy.rule_for(rec.tenant, rec.tool_name).audience
+        )
+        return decision_body(rec, self.signer, self.grant_ttl, audience)
+
     def body(self, rec: Record) -> Start | Decision:
         """The wire body for GET: `approval_start` while pending, else the decision."""
         if rec.closed:
-            return decision_body(rec, self.signer, self.grant_ttl)
+            return self.decision(rec)
         return start_body(rec)
 
     async def wait(self, tenant: str, approval_id: str, seconds: float) -> Record:
@@ -386,7 +393,7 @@ class Engine:
             raise standing.refusal(created.standing, rec.id)
         if not rec.closed:
             return 201, start_body(rec)
-        return 200, decision_body(rec, self.signer, self.grant_ttl)
+        return 200, self.decision(rec)
 
     async def on_call(self, tenant: str, refs: Sequence[OnCallRef]) -> Found:
         """Whoever is on call for `refs` and the route to them, or why nobody on call can be
@@ -456,7 +463,7 @@ class Engine:
         rule = by.rule if isinstance(by, PolicyDecider) else ""
         if rec.status is ApprovalStatus.DENIED and rule.endswith(".deny"):
             raise PermissionDenied(f"{rule} denies {rec.tool_name}", policy=rule[:-5], approvalId=rec.id)
-        return 200, decision_body(rec, self.signer, self.grant_ttl)
+        return 200, self.decision(rec)
 
     # --- closing ----------------------------------------------------------------
 

@@ -105,6 +105,7 @@ def _rule(
         quorum=quorum,
         separate_duties=separate if separate is not None else quorum > 1,
         parameters_schema=pick("parameters_schema", None),
+        audience=pick("audience", None),
         origins=tuple(layers.origins.items()),
     )
     return with_when(rule, when, rule.origin("when"))

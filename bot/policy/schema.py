@@ -168,6 +168,8 @@ class ToolSection(Table):
     deny_above: DenyAbove | None = None
     editable: Editable = False
     description: Text | None = None
+    # The executor this tool's grants are for: their `aud` claim, which that executor checks.
+    audience: Text | None = None
     handoff: HandoffSection | None = None
     remind_after: Duration | None = None
     escalate: EscalateSteps = ()

@@ -60,6 +60,7 @@ class ToolRule:
     escalate: tuple[EscalateStep, ...] = ()
     # Rotations whose on-call people are asked (`bot.oncall`), before `approvers`.
     oncall: tuple[OnCallRef, ...] = ()
+    audience: str | None = None  # the executor its grants are for (`aud`)
     show: tuple[str, ...] = ()  # secret-looking names shown all the same (`redact` still wins)
     # `when` blocks, first match wins, each with the rules it decides by (`with_when`).
     when: tuple[WhenRule, ...] = field(default=(), compare=False)
