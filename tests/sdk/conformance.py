@@ -23,10 +23,10 @@ from standardwebhooks.webhooks import Webhook
 
 from bot.approvals.bodies import grant_id
 from bot.approvals.grants import GrantSigner
-from cosigner.grants import GRANT_DETAIL_TYPE
 from cosigner.decision import parse_approval
 from cosigner.digest import canonical_json, parameters_digest
 from cosigner.errors import ParametersMismatch
+from cosigner.grants import GRANT_DETAIL_TYPE
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "test-vectors.md"
