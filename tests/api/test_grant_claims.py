@@ -10,7 +10,8 @@ import jwt
 import pytest
 
 from contracts.digest import parameters_digest
-from contracts.grants import GrantRefused, verify_grant
+from contracts.grants import GrantClaims, GrantRefused, verify_grant
+from cosigner.grants import Seen
 from tests.harness import Harness, cosigner_app
 
 POLICY = """
@@ -85,11 +86,21 @@ async def test_a_grant_names_its_executor_once_and_its_call() -> None:
         assert again.json()["grant"] == decision["grant"]
 
         seen: set[str] = set()
-        check = {"tool_name": "issue_refund", "parameters": PARAMS, "audience": "payments-executor"}
-        ok = verify_grant(decision["grant"], jwks, **check, seen=seen)
+
+        def check(seen: Seen, parameters: dict[str, Any] = PARAMS) -> GrantClaims:
+            return verify_grant(
+                decision["grant"],
+                jwks,
+                tool_name="issue_refund",
+                parameters=parameters,
+                audience="payments-executor",
+                seen=seen,
+            )
+
+        ok = check(seen)
         assert ok.grant_id == claims["jti"] and ok.audience == "payments-executor" and seen == {claims["jti"]}
         with pytest.raises(GrantRefused, match="used already"):
-            verify_grant(decision["grant"], jwks, **check, seen=seen)
+            check(seen)
         with pytest.raises(GrantRefused, match="audience"):
             verify_grant(decision["grant"], jwks, tool_name="issue_refund", parameters=PARAMS)
         with pytest.raises(GrantRefused, match="not 'ledger'"):
@@ -103,15 +114,13 @@ async def test_a_grant_names_its_executor_once_and_its_call() -> None:
             store[jti] = store.get(jti, 0) + 1
             return store[jti] > 1
 
-        verify_grant(decision["grant"], jwks, **check, seen=used)
+        check(used)
         with pytest.raises(GrantRefused, match="used already"):
-            verify_grant(decision["grant"], jwks, **check, seen=used)
+            check(used)
         # A refused check does not use the grant up.
         fresh: set[str] = set()
         with pytest.raises(GrantRefused, match="parameters differ"):
-            verify_grant(
-                decision["grant"], jwks, **{**check, "parameters": {**PARAMS, "amountCents": 1}}, seen=fresh
-            )
+            check(fresh, {**PARAMS, "amountCents": 1})
         assert fresh == set()
 
 
