@@ -376,6 +376,13 @@ def _route_step(
         named = ", ".join(k.value for k in rule.approvers)
         if "approvers" not in dict(rule.origins):
             named += " (the default)"
+    if rule.oncall:
+        path = rule.origin("approvers")
+        rotations = ", ".join(map(str, rule.oncall))
+        named = (
+            f"whoever is on call for {rotations} (asked of the provider when a call arrives); "
+            f"if nobody on call can be reached, {named}"
+        )
     if isinstance(route, ApprovalModeUnsupported):
         return Step(path, f"{named}: refused, {route.message}"), kinds
     who = ", ".join(route.approvers)
