@@ -55,7 +55,7 @@ World = tuple[Harness, SlackEmulator, OnCallServers, str]
 
 
 @pytest.fixture
-async def world() -> AsyncIterator[World]:
+async def world(db_kind: str) -> AsyncIterator[World]:
     async with on_call_servers() as servers, SlackEmulator.running(team_id="T0ACME", app_id=APP_ID) as emu:
         for user, email in SLACK_USERS.items():
             emu.users[user] = {"profile": {"email": email}, "real_name": email.split("@")[0]}
@@ -67,6 +67,7 @@ async def world() -> AsyncIterator[World]:
         async with cosigner_app(
             POLICY,
             surfaces=[factory],
+            database_kind=db_kind,
             slack_signing_secret=SECRET,
             slack_bot_token="xoxb-acme",
             slack_api_url=emu.api_url,
