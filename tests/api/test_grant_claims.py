@@ -153,3 +153,20 @@ def test_an_empty_audience_is_refused_by_policy_check() -> None:
     with pytest.raises(PolicyError) as info:
         load_policy('[tools.t]\nkind = "danger"\naudience = ""\n')
     assert any(p.startswith("tools.t.audience: must be a non-empty string") for p in info.value.problems)
+
+
+async def test_the_clients_key_cache_takes_the_same_options() -> None:
+    from cosigner.keys import KeyCache
+
+    async with cosigner_app(POLICY) as h:
+        key = await h.create_tenant("acme")
+        cache = KeyCache()
+        cache.store((await h.client.get("/v1/keys")).json())
+        decision = await approved(h, key, "issue_refund")
+        seen: set[str] = set()
+        claims = cache.verify(decision["grant"], PARAMS, audience="payments-executor", seen=seen)
+        assert claims.grant_id in seen
+        with pytest.raises(GrantRefused, match="used already"):
+            cache.verify(decision["grant"], PARAMS, audience="payments-executor", seen=seen)
+        with pytest.raises(GrantRefused, match="audience"):
+            cache.verify(decision["grant"], PARAMS)
