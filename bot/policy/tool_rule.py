@@ -154,6 +154,8 @@ def _outcomes(base: ToolRule, block: Block) -> WhenRule:
             # ask_always: "Approve for this run" would let the tool's other calls through too.
             mode=ApprovalMode.ASK_ALWAYS,
             approvers=section.approvers or base.approvers,
+            # A block naming its own approvers asks them, not the tool's on-call rotation.
+            oncall=() if section.approvers else base.oncall,
             quorum=quorum,
             separate_duties=separate,
             origins=tuple(origins.items()),

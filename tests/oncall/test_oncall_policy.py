@@ -115,3 +115,17 @@ async def test_the_clients_read_the_documented_shapes_and_name_what_went_wrong()
     with pytest.raises(Unreachable, match="could not be reached"):
         async with httpx.AsyncClient() as client:
             await PagerDuty(client, PAGERDUTY_TOKEN, url).on_call(parse_oncall("oncall:pagerduty:P1"))
+
+
+def test_a_when_block_naming_its_own_approvers_asks_them_not_the_rotation() -> None:
+    from bot.policy.tool_rule import first_block
+
+    extra = (
+        '[[tools.deploy.when]]\nmatch = { env = { equals = "prod" } }\nthen = "ask"\napprovers = ["staff"]\n'
+    )
+    policy = load_policy(tool('["oncall:pagerduty:P1ABCD"]', extra) + '[staff]\nsms = ["+15550100100"]\n')
+    rule = policy.rule_for("acme", "deploy")
+    decided, _, _ = first_block(rule, {"env": "prod"})
+    assert decided.oncall == () and decided.approvers == (ApproverKind.STAFF,)
+    kept, _, _ = first_block(rule, {"env": "dev"})
+    assert kept.oncall == rule.oncall
