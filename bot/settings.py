@@ -49,6 +49,9 @@ RULES = {
     "slack_app_token": "must be an app-level token, starting with xapp- (Socket Mode)",
     "public_url": "must be an absolute http:// or https:// URL, e.g. https://cosigner.example.com",
     "slack_api_url": "must be an absolute http:// or https:// URL",
+    "pagerduty_url": "must be an absolute http:// or https:// URL, e.g. https://api.pagerduty.com",
+    "opsgenie_url": "must be an absolute http:// or https:// URL, e.g. https://api.eu.opsgenie.com",
+    "oncall_cache_seconds": "must be a whole number of seconds from 0 to 3600",
     "twilio_api_url": "must be an absolute http:// or https:// URL",
     "teams_api_url": "must be an absolute http:// or https:// URL (the bundled emulator; tests and dev only)",
     "microsoft_app_send_x5c": "must be true or false",
@@ -129,6 +132,16 @@ class Settings(BaseSettings):
     slack_app_id: str | None = Field(default=None, validation_alias=_env("SLACK_APP_ID"))
     slack_api_url: str | None = Field(default=None, validation_alias=_env("SLACK_API_URL"))
     slack_app_token: str | None = Field(default=None, validation_alias=_env("SLACK_APP_TOKEN"))
+
+    # Whoever is on call (bot.oncall): each provider's API token and base URL, and how long
+    # an answer of theirs is kept.
+    pagerduty_token: str | None = Field(default=None, validation_alias=_env("COSIGNER_PAGERDUTY_TOKEN"))
+    pagerduty_url: str | None = Field(default=None, validation_alias=_env("COSIGNER_PAGERDUTY_URL"))
+    opsgenie_token: str | None = Field(default=None, validation_alias=_env("COSIGNER_OPSGENIE_TOKEN"))
+    opsgenie_url: str | None = Field(default=None, validation_alias=_env("COSIGNER_OPSGENIE_URL"))
+    oncall_cache_seconds: int = Field(
+        default=60, ge=0, le=3600, validation_alias=_env("COSIGNER_ONCALL_CACHE_SECONDS")
+    )
 
     # The inbox's OpenID Connect sign-in (bot.inbox); all three or none.
     oidc_issuer: str | None = Field(default=None, validation_alias=_env("COSIGNER_OIDC_ISSUER"))
@@ -231,7 +244,9 @@ class Settings(BaseSettings):
             raise ValueError(RULES["smtp_from"])
         return value
 
-    @field_validator("slack_api_url", "twilio_api_url", "teams_api_url", "oidc_issuer")
+    @field_validator(
+        "slack_api_url", "twilio_api_url", "teams_api_url", "oidc_issuer", "pagerduty_url", "opsgenie_url"
+    )
     @classmethod
     def _api_url(cls, value: str | None) -> str | None:
         if value is not None and not _is_http_url(value):

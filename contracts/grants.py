@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from cosigner.grants import (
     ALGORITHM,
+    GRANT_DETAIL_TYPE,
     GRANT_TYPE,
     ISSUER,
     GrantClaims,
@@ -17,6 +18,7 @@ from cosigner.grants import (
 
 __all__ = [
     "ALGORITHM",
+    "GRANT_DETAIL_TYPE",
     "GRANT_TYPE",
     "ISSUER",
     "GrantClaims",

@@ -39,6 +39,7 @@ class EscalationStep:
     step: int
     to: ApproverKind
     route: Route
+    oncall: str | None = None  # a rotation (`oncall:pagerduty:EP1:2`) asked first, `route` its fallback
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,8 @@ def payload_json(payload: Payload) -> str:
         return json.dumps({"delivery": payload.id})
     if isinstance(payload, EscalationStep):
         step = {"step": payload.step, "to": payload.to.value, "route": route_fields(payload.route)}
+        if payload.oncall is not None:
+            step["oncall"] = payload.oncall
         return json.dumps(step)
     if isinstance(payload, Version):
         return json.dumps({"digest": payload.digest})
@@ -72,7 +75,13 @@ def payload_from_json(text: str) -> Payload:
     if "delivery" in d:
         return Delivery(str(d["delivery"]))
     if "step" in d:
-        return EscalationStep(int(d["step"]), ApproverKind(d["to"]), route_from_fields(d["route"]))
+        oncall = d.get("oncall")
+        return EscalationStep(
+            int(d["step"]),
+            ApproverKind(d["to"]),
+            route_from_fields(d["route"]),
+            str(oncall) if oncall is not None else None,
+        )
     if "digest" in d:
         return Version(str(d["digest"]))
     return None

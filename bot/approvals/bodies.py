@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from typing import Any
 
 from bot.approvals.grants import GrantSigner
@@ -16,6 +18,7 @@ from contracts.answers import (
 )
 from contracts.digest import parameters_digest
 from contracts.enums import ApprovalStatus, SurfaceType
+from contracts.grants import GRANT_DETAIL_TYPE
 from contracts.handoff import CODES, HandoffStart
 from storage.records import Record, ts
 
@@ -146,8 +149,37 @@ def approved_digest(rec: Record) -> str:
     return result.digest if result is not None and rec.status is ApprovalStatus.APPROVED else rec.digest
 
 
-def decision_body(rec: Record, signer: GrantSigner, grant_ttl: float) -> Decision:
-    """The decision object; `grant` (a signed JWS) only when approved, binding the call to run."""
+def grant_id(approval_id: str, digest: str, issued_at: int) -> str:
+    """The grant's `jti`: one per approval and call, the same on every read and replica (the
+    token is deterministic), so an executor's seen-set refuses its second use."""
+    seed = f"{approval_id}\n{digest}\n{issued_at}".encode()
+    return "grt_" + base64.urlsafe_b64encode(hashlib.sha256(seed).digest()[:16]).decode().rstrip("=")
+
+
+def standard_claims(rec: Record, digest: str, issued_at: int, audience: str | None) -> dict[str, object]:
+    """The registered and RFC 9396 claims beside Cosigner's own: `jti`, `aud` where the policy
+    names the executor, and `authorization_details` saying what exactly is authorized."""
+    detail: dict[str, object] = {
+        "type": GRANT_DETAIL_TYPE,
+        "tool": rec.tool_name,
+        "parameters_digest": digest,
+    }
+    if rec.operation is not None:
+        detail["arguments_digest"] = rec.operation.arguments_digest
+    claims: dict[str, object] = {
+        "jti": grant_id(rec.id, digest, issued_at),
+        "authorization_details": [detail],
+    }
+    if audience is not None:
+        claims["aud"] = audience
+    return claims
+
+
+def decision_body(
+    rec: Record, signer: GrantSigner, grant_ttl: float, audience: str | None = None
+) -> Decision:
+    """The decision object; `grant` (a signed JWS) only when approved, binding the call to run
+    (for the executor `audience`, where the policy names one)."""
     grant = None
     digest = approved_digest(rec)
     decided_at = rec.decided_at or rec.created_at
@@ -166,6 +198,7 @@ def decision_body(rec: Record, signer: GrantSigner, grant_ttl: float) -> Decisio
                 **contract_claims(rec),
                 **quorum_claims(rec),
                 **step_up_claims(rec),
+                **standard_claims(rec, digest, int(decided_at), audience),
             }
         )
     handoff = rec.handoff

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Protocol
 
 from bot.approvals import agent_schema, coalescing, edits, trail
@@ -26,6 +26,7 @@ from bot.approvals.notifier import Notifier
 from bot.egress import AllowList
 from bot.observability import Answered, Metrics, Tracing
 from bot.observability.activity import Activity, Answer, Step
+from bot.oncall import Asked, Fallback, Found, OnCall
 from bot.policy import (
     Policy,
     Ruling,
@@ -38,6 +39,7 @@ from bot.policy import (
     redact,
     surface_belongs,
 )
+from bot.policy.oncall_refs import OnCallRef
 from bot.policy.thresholds import above
 from contracts.answers import (
     AgentDecider,
@@ -49,7 +51,7 @@ from contracts.answers import (
 )
 from contracts.denials import Denial
 from contracts.digest import digest_of_canonical
-from contracts.enums import ApprovalStatus, AuditEvent, SurfaceType, Verdict
+from contracts.enums import ApprovalMode, ApprovalStatus, AuditEvent, SurfaceType, Verdict
 from contracts.errors import (
     AlreadyDecided,
     ApprovalExpired,
@@ -144,8 +146,10 @@ class Engine:
         executes: bool = False,
         denials: Denials | None = None,
         wakeups: Wakeups | None = None,
+        oncall: OnCall | None = None,
     ) -> None:
         self.db = db
+        self.oncall = oncall  # asks PagerDuty / Opsgenie who is on call (rules naming a rotation)
         self.policy = policy
         self.signer = signer
         self.metrics = metrics
@@ -194,10 +198,17 @@ class Engine:
             )
         return rec
 
+    def decision(self, rec: Record) -> Decision:
+        """The decision object, its grant for the executor the tool's rule names (`audience`)."""
+        audience = (
+            None if rec.operation is not None else self.policy.rule_for(rec.tenant, rec.tool_name).audience
+        )
+        return decision_body(rec, self.signer, self.grant_ttl, audience)
+
     def body(self, rec: Record) -> Start | Decision:
         """The wire body for GET: `approval_start` while pending, else the decision."""
         if rec.closed:
-            return decision_body(rec, self.signer, self.grant_ttl)
+            return self.decision(rec)
         return start_body(rec)
 
     async def wait(self, tenant: str, approval_id: str, seconds: float) -> Record:
@@ -301,7 +312,9 @@ class Engine:
             if self.handoffs is None:
                 raise InvalidRequest("handoffs need COSIGNER_SECRET on this server")
             handoff = self.handoffs.state(tenant, req, rule)
-        ruling = self._decide(self.policy, tenant, req, rule)
+        asks = rule.oncall and not rule.deny and rule.mode is not ApprovalMode.NONE
+        found = await self.on_call(tenant, rule.oncall) if asks else None
+        ruling = self._decide(self.policy, tenant, req, rule, found)
         if ruling.invalid is not None:
             # Nothing is stored: the call was never one the policy could decide.
             bad = ruling.invalid
@@ -331,6 +344,7 @@ class Engine:
             push=Channel.PUSH in self.surfaces,
             # One question, not two: only a plain tool call is coalesced with its pending twin.
             coalesce=coalescing.key(tenant, req, dig) if contract is None and handoff is None else None,
+            oncall=found,
         )
         for _attempt in range(3):
             try:
@@ -388,9 +402,24 @@ class Engine:
             raise standing.refusal(created.standing, rec.id)
         if not rec.closed:
             return 201, start_body(rec)
-        return 200, decision_body(rec, self.signer, self.grant_ttl)
+        return 200, self.decision(rec)
 
-    def _decide(self, policy: Policy, tenant: str, req: ApprovalRequest, rule: ToolRule | None) -> Ruling:
+    async def on_call(self, tenant: str, refs: Sequence[OnCallRef]) -> Found:
+        """Whoever is on call for `refs` and the route to them, or why nobody on call can be
+        asked (then the rule's other approvers are: fail closed, never nobody)."""
+        if self.oncall is None:
+            names = tuple(map(str, refs))
+            return Fallback(names, "no on-call provider is configured on this server")
+        return await self.oncall.find(self.policy, tenant, refs, self.surfaces)
+
+    def _decide(
+        self,
+        policy: Policy,
+        tenant: str,
+        req: ApprovalRequest,
+        rule: ToolRule | None,
+        found: Found | None = None,
+    ) -> Ruling:
         return decide(
             policy,
             tenant,
@@ -401,6 +430,7 @@ class Engine:
             sms=self.sms_sender,
             requested_timeout=req.timeoutSeconds,
             rule=rule,
+            oncall=found.route if isinstance(found, Asked) else None,
         )
 
     def _shadowed(self, tenant: str, req: ApprovalRequest, live: Ruling) -> dict[str, Any] | None:
@@ -451,7 +481,7 @@ class Engine:
         rule = by.rule if isinstance(by, PolicyDecider) else ""
         if rec.status is ApprovalStatus.DENIED and rule.endswith(".deny"):
             raise PermissionDenied(f"{rule} denies {rec.tool_name}", policy=rule[:-5], approvalId=rec.id)
-        return 200, decision_body(rec, self.signer, self.grant_ttl)
+        return 200, self.decision(rec)
 
     # --- closing ----------------------------------------------------------------
 

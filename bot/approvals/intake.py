@@ -17,6 +17,7 @@ from bot.approvals.denials import decider as standing_decider
 from bot.approvals.lifecycle import new_id
 from bot.approvals.run_grants import requester_key
 from bot.observability import NO_TRACE, ApprovalTrace
+from bot.oncall import Asked, Fallback
 from bot.policy import Policy, Ruling, ToolRule
 from bot.policy.follow_up_plan import Plan
 from contracts.answers import DecidedBy, PolicyDecider
@@ -215,6 +216,15 @@ class Intake:
     follow_ups: Plan | None = None  # the reminder and escalations, queued with a pending request
     push: bool = False  # Web Push is on: a pending request is pushed to its approvers' browsers
     coalesce: str | None = None  # the coalescing key of a plain tool call (`bot.approvals.coalescing.key`)
+    oncall: Asked | Fallback | None = None  # who is on call, if the rule names a rotation
+
+    def policy_rule(self) -> str:
+        """The rule as the card shows it, with the on-call fallback said where there was one."""
+        said = self.rule.describe()
+        if not isinstance(self.oncall, Fallback):
+            return said
+        instead = " or ".join(k.value.replace("_", " ") for k in self.rule.approvers)
+        return f"{said} · {self.oncall.note(instead)}"
 
 
 def create_tx(tx: Work, it: Intake, now: float) -> Created:
@@ -264,6 +274,7 @@ def new_approval(it: Intake, admit: Admit, now: float) -> store.NewApproval:
                 **({"separateDuties": True} if rule.separate_duties else {}),
                 **({"stepUp": True} if rule.step_up else {}),
                 **({"shadow": it.shadow} if it.shadow is not None else {}),
+                **({"oncall": it.oncall.audit()} if it.oncall is not None else {}),
                 **({"editable": list(edit.fields)} if edit is not None else {}),
             },
         )
@@ -303,7 +314,7 @@ def new_approval(it: Intake, admit: Admit, now: float) -> store.NewApproval:
         reason=req.reason,
         surface=req.surface.model_dump(mode="json"),
         route=route,
-        policy_rule=rule.describe(),
+        policy_rule=it.policy_rule(),
         callback_url=str(req.callbackUrl) if req.callbackUrl else None,
         created_at=now,
         expires_at=now + timeout,

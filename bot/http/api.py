@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from bot.approvals import Denials, Engine, GrantSigner, Start, decision_body, start_body
+from bot.approvals import Denials, Engine, GrantSigner, Start, start_body
 from bot.http.decoding import decode_json, parse, read_body, validate
 from bot.http.denial_routes import denial_handlers
 from bot.http.openapi import ANY_SCOPE, ENDPOINTS
@@ -211,7 +211,7 @@ class Api:
             while True:
                 rec = await self.engine.wait(tenant, aid, 15)
                 if rec.settled:
-                    yield sse("approval_decided", decision_body(rec, self.signer, self.engine.grant_ttl))
+                    yield sse("approval_decided", self.engine.decision(rec))
                     return
                 yield ": keep-alive\n\n"
                 await asyncio.sleep(0)

@@ -30,6 +30,7 @@ from bot.http.surface_config import (
     ConfigurationError,
     SurfaceFactory,
     default_surfaces,
+    oncall_lookups,
     partial_configuration,
     slack_install_stores,
 )
@@ -138,6 +139,7 @@ def build_app(
     wakeups = Wakeups()
     enabled: set[str] = {SurfaceType.DASHBOARD}  # the surface adapters join once built, below
     handoffs = Handoffs(seal, db=db, clock=clock, tracing=tracing, wakeups=wakeups)
+    oncall, oncall_http = oncall_lookups(settings, clock)
     engine = Engine(
         db,
         policy,
@@ -155,6 +157,7 @@ def build_app(
         executes=run_workers,
         denials=denials,
         wakeups=wakeups,
+        oncall=oncall,
     )
     desk = Desk(engine, db=db, clock=clock, policy=policy, denials=denials, handoffs=handoffs)
     adapters: dict[str, SurfaceAdapter] = {}
@@ -245,6 +248,8 @@ def build_app(
             await notifier.close()
             if http is None:
                 await parts.http.aclose()
+            if oncall_http is not None:
+                await oncall_http.aclose()
             if tracer_provider is None and provider is not None:
                 await asyncio.to_thread(provider.shutdown)  # flushes the spans still queued
             await db.close()

@@ -12,7 +12,11 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+import httpx
+
 from bot.approvals import Desk
+from bot.oncall import OnCall, provider_for
+from bot.policy.oncall_refs import OnCallProvider
 from bot.settings import Settings
 from contracts.ports import SurfaceAdapter
 from storage.database import Database
@@ -195,3 +199,26 @@ def teams_config(settings: Settings, clock: Callable[[], float] = time.time) -> 
         )
     except (TeamsConfigError, CertificateError) as exc:
         raise ConfigurationError(str(exc)) from exc
+
+
+def oncall_lookups(
+    settings: Settings, clock: Callable[[], float]
+) -> tuple[OnCall | None, httpx.AsyncClient | None]:
+    """Who-is-on-call for the providers whose token is set (None: none is), and the HTTP
+    client it asks them with (the app closes it when it stops)."""
+    tokens = {
+        OnCallProvider.PAGERDUTY: (settings.pagerduty_token, settings.pagerduty_url),
+        OnCallProvider.OPSGENIE: (settings.opsgenie_token, settings.opsgenie_url),
+    }
+    if not any(token for token, _ in tokens.values()):
+        return None, None
+    client = httpx.AsyncClient(follow_redirects=False)
+    providers = {
+        kind: provider_for(kind, client, token, url) for kind, (token, url) in tokens.items() if token
+    }
+    slack = None
+    if settings.slack_enabled and settings.slack_bot_token:
+        from surfaces.slack.directory import SlackDirectory
+
+        slack = SlackDirectory(settings.slack_bot_token, settings.slack_api_url)
+    return OnCall(providers, slack, clock=clock, ttl=float(settings.oncall_cache_seconds)), client

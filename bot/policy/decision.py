@@ -171,8 +171,11 @@ def decide(
     sms: SmsSender | None = None,
     requested_timeout: int | None = None,
     rule: ToolRule | None = None,
+    oncall: Route | None = None,
 ) -> Ruling:
-    """Decide a call by the policy alone; `surface` None leaves the route out."""
+    """Decide a call by the policy alone; `surface` None leaves the route out. `oncall`: the
+    route to whoever is on call now (`bot.oncall`), where the rule names a rotation and its
+    people were found; without it such a rule asks its other approvers."""
     rule = rule or policy.rule_for(tenant, tool)
     steps = [_found(rule, tool)]
 
@@ -224,7 +227,7 @@ def decide(
         steps.append(Step("(route)", "no surface given: the route and its approvers depend on it"))
     else:
         try:
-            route = route_for(policy, tenant, rule, surface, enabled, sms or SmsSender())
+            route = route_for(policy, tenant, rule, surface, enabled, sms or SmsSender(), oncall)
         except ApprovalModeUnsupported as exc:
             route = exc  # refused only if no threshold decides the call
         if isinstance(route, Route) and (rule.quorum > 1 or rule.separate_duties):
@@ -383,6 +386,13 @@ def _route_step(
         named = ", ".join(k.value for k in rule.approvers)
         if "approvers" not in dict(rule.origins):
             named += " (the default)"
+    if rule.oncall:
+        path = rule.origin("approvers")
+        rotations = ", ".join(map(str, rule.oncall))
+        named = (
+            f"whoever is on call for {rotations} (asked of the provider when a call arrives); "
+            f"if nobody on call can be reached, {named}"
+        )
     if isinstance(route, ApprovalModeUnsupported):
         return Step(path, f"{named}: refused, {route.message}"), kinds
     who = ", ".join(route.approvers)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from bot.policy.durations import format_duration
+from bot.policy.oncall_refs import OnCallRef
 from bot.policy.schema import Defaults, EscalateStep, HandoffSection, StaffPolicy, TenantPolicy
 from contracts.enums import ApprovalMode, ApproverKind, SurfaceType
 
@@ -32,6 +33,8 @@ class MergedRule(Protocol):
     def handoff(self) -> HandoffSection | None: ...
     @property
     def approvers(self) -> tuple[ApproverKind, ...]: ...
+    @property
+    def oncall(self) -> tuple[OnCallRef, ...]: ...
     @property
     def timeout(self) -> float | None: ...
     @property
@@ -77,6 +80,7 @@ class FollowUpRule:
     asks: bool  # a person is asked (not `none`, not denied)
     handoff: bool
     approvers: tuple[ApproverKind, ...]
+    oncall: tuple[OnCallRef, ...]
     timeout: float | None
     timeout_path: str
     remind_after: float | None
@@ -123,6 +127,7 @@ def _rules(policy: LoadedPolicy) -> Iterator[FollowUpRule]:
                 asks=not rule.deny and (rule.mode is not ApprovalMode.NONE or bool(rule.when)),
                 handoff=rule.handoff is not None,
                 approvers=_asked(rule.approvers, section),
+                oncall=rule.oncall,
                 timeout=rule.timeout,
                 timeout_path=timeout_path,
                 remind_after=rule.remind_after,
@@ -227,13 +232,24 @@ def _steps(policy: LoadedPolicy, rule: FollowUpRule) -> list[str]:
                 f"{path}[{i}].after: {format_duration(step.after)} is not after the step before it "
                 f"({format_duration(rule.escalate[i - 1].after)}); list the steps in the order they happen"
             )
+        if step.oncall is not None:
+            # Whoever is on call then; the tenant's admins (`to`) only if nobody can be reached.
+            if str(step.oncall) in map(str, rule.oncall) and len(rule.oncall) == 1:
+                problems.append(
+                    f"{path}[{i}].to: the request is asked of {step.oncall} already; escalate to the "
+                    "next level of its escalation policy (oncall:pagerduty:POLICY:LEVEL) or to someone else"
+                )
+            missing = _unreachable(policy, rule.tenant, step.to)
+            if missing:
+                problems.append(f"{path}[{i}].to: {missing} (asked when nobody on call can be reached)")
+            continue
         if step.to in seen:
             problems.append(
                 f"{path}[{i}].to: {step.to.value} is escalated to already by {path}[{seen[step.to]}]; "
                 "a route is asked once: remove one of the steps"
             )
         seen.setdefault(step.to, i)
-        if rule.approvers == (step.to,):
+        if rule.approvers == (step.to,) and not rule.oncall:
             problems.append(
                 f"{path}[{i}].to: the request is asked of {step.to.value} already; escalate to "
                 "someone else (tenant_admins or staff)"

@@ -14,6 +14,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from bot.policy.durations import format_duration
+from bot.policy.oncall_refs import OnCallRef
 from bot.policy.routing import SmsSender, route_to
 from bot.policy.rules import Policy, ToolRule
 from contracts.enums import ApproverKind, JobKind
@@ -30,6 +31,9 @@ class Planned:
     after: float
     to: ApproverKind
     route: Route
+    # A rotation: whoever is on call when the step falls due is asked (`bot.workers.follow_ups`),
+    # `route` (to `to`, the tenant's admins) only if nobody on call can be reached then.
+    oncall: OnCallRef | None = None
 
 
 @dataclass(frozen=True)
@@ -46,7 +50,7 @@ class Plan:
         if self.remind_after is not None:
             queued.append(Queued(JobKind.REMIND, now + self.remind_after, expires_at))
         for s in self.steps:
-            step = EscalationStep(s.step, s.to, s.route)
+            step = EscalationStep(s.step, s.to, s.route, str(s.oncall) if s.oncall is not None else None)
             queued.append(Queued(JobKind.ESCALATE, now + s.after, expires_at, step))
         return queued
 
@@ -87,6 +91,15 @@ def plan(
             )
         if step.after >= timeout:
             said.append((path, _too_late(step.after, timeout)))
+        elif step.oncall is not None:
+            said.append(
+                (
+                    path,
+                    f"after {format_duration(step.after)} still pending: also to whoever is on call then "
+                    f"for {step.oncall} ({step.to.value} if nobody on call can be reached)",
+                )
+            )
+            steps.append(Planned(i, step.after, step.to, found, step.oncall))
         elif found == route:
             said.append((path, f"{step.to.value} is where the request is asked already: nothing to add"))
         else:

@@ -57,12 +57,26 @@ def surface_label(surface: object) -> str:
 
 
 def route_for(
-    policy: Policy, tenant: str, rule: ToolRule, surface: object, enabled: Collection[str], sms: SmsSender
+    policy: Policy,
+    tenant: str,
+    rule: ToolRule,
+    surface: object,
+    enabled: Collection[str],
+    sms: SmsSender,
+    oncall: Route | None = None,
 ) -> Route:
-    """The one place this request is delivered, with its approver set."""
+    """The one place this request is delivered, with its approver set; `oncall` is the route
+    to the people on call (found by `bot.oncall`) of a rule that names a rotation."""
     tpol = policy.tenant(tenant)
     label = surface_label(surface)
-    if is_headless(surface):
+    if oncall is not None and rule.oncall:
+        return oncall  # headless runs too: the rotation names its people, not the run
+    if is_headless(surface) and rule.oncall:
+        # The rule names its people, whatever started the run: nobody on call reachable, its
+        # other approvers but the requester (a headless run has none), else the admins.
+        kinds: tuple[ApproverKind, ...] = tuple(k for k in rule.approvers if k is not ApproverKind.REQUESTER)
+        kinds = kinds or (ApproverKind.TENANT_ADMINS,)
+    elif is_headless(surface):
         if tpol.headless_route is None:
             raise ApprovalModeUnsupported(
                 f"{rule.describe()} needs a person, and a {label} run cannot host one. "
@@ -72,7 +86,7 @@ def route_for(
                 surface=label,
                 tool=rule.name,
             )
-        kinds: tuple[ApproverKind, ...] = (tpol.headless_route,)
+        kinds = (tpol.headless_route,)
     else:
         kinds = rule.approvers
     problems: list[str] = []

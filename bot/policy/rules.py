@@ -15,6 +15,7 @@ from pathlib import Path
 
 from bot.policy.follow_up_checks import follow_up_problems
 from bot.policy.merge import Layers
+from bot.policy.oncall_refs import OnCallRef, unconfigured
 from bot.policy.operation_rules import OperationRule, missing_secrets, operation_rules
 from bot.policy.people import People
 from bot.policy.quorum import problem as quorum_problem
@@ -73,11 +74,16 @@ def _rule(
     quorum: int = pick("quorum", 1)
     separate: bool | None = pick("separate_duties", None)
     when = pick("when", ())
+    listed = pick("approvers", (ApproverKind.REQUESTER,))
+    oncall = tuple(a for a in listed if isinstance(a, OnCallRef))
+    kinds = tuple(a for a in listed if isinstance(a, ApproverKind))
     rule = ToolRule(
         name=name,
         kind=kind,
         confirm=confirm,
-        approvers=pick("approvers", (ApproverKind.REQUESTER,)),
+        # Nobody on call who can be reached: the other kinds listed, else the tenant's admins.
+        approvers=kinds or (ApproverKind.TENANT_ADMINS,),
+        oncall=oncall,
         # Redaction adds up: a tenant can hide more, never less.
         redact=layers.joined("redact"),
         show=tuple(pick("show", ())),
@@ -101,6 +107,7 @@ def _rule(
         separate_duties=separate if separate is not None else quorum > 1,
         step_up=bool(pick("step_up", False)),
         parameters_schema=pick("parameters_schema", None),
+        audience=pick("audience", None),
         origins=tuple(layers.origins.items()),
     )
     return with_when(rule, when, rule.origin("when"))
@@ -245,8 +252,11 @@ class Policy:
         return self._tenant_operations.get(tenant, self._operations).get(fold(name))
 
     def operation_problems(self, environ: Mapping[str, str] | None = None) -> list[str]:
-        """Every operation whose `secret_env` names a variable that is not set."""
-        return missing_secrets(self._operations, self._tenant_operations, environ)
+        """Every setting the policy needs from the environment that is not set: an operation's
+        `secret_env`, the token of each on-call provider a rule names."""
+        problems = missing_secrets(self._operations, self._tenant_operations, environ)
+        rules = [r for t in ("", *self.tenants) for r in self.rules_of(t)]
+        return problems + unconfigured(rules, os.environ if environ is None else environ)
 
     def max_gated_calls(self, tenant: str) -> int:
         """The per-execution cap for this tenant."""

@@ -12,9 +12,10 @@ import re
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
-from pydantic import AfterValidator, Field, PlainValidator, PrivateAttr
+from pydantic import AfterValidator, Field, PlainValidator, PrivateAttr, model_validator
 from pydantic_core import PydanticCustomError
 
+from bot.policy.oncall_refs import OnCallRef, is_oncall, parse_oncall
 from bot.policy.schema_types import (
     DOTTED,
     Aad,
@@ -38,6 +39,7 @@ from bot.policy.schema_types import (
     SlackIds,
     Table,
     Text,
+    ToolApprovers,
     above_zero,
     listed,
     say,
@@ -102,12 +104,34 @@ class HandoffSection(Table):
     timeout: Duration = 300.0
 
 
+def _set_by_to(value: Any) -> OnCallRef | None:
+    if value is None or isinstance(value, OnCallRef):
+        return value
+    raise PydanticCustomError("policy", 'name a rotation as `to = "oncall:pagerduty:EP123:2"`')
+
+
 class EscalateStep(Table):
     """One `escalate` step: while the request is still pending `after` it was asked, it is
     also delivered to the route `to`, whose approvers may then answer there."""
 
     after: Duration
     to: Route
+    # `to = "oncall:pagerduty:EP123:2"`: whoever is on call then (`bot.oncall`), with `to`
+    # the tenant's admins, who are asked instead when nobody on call can be reached.
+    oncall: Annotated[OnCallRef | None, PlainValidator(_set_by_to), Field(exclude=True)] = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _oncall_to(cls, data: Any) -> Any:
+        if isinstance(data, dict) and is_oncall(data.get("to")):
+            if "oncall" in data:
+                raise PydanticCustomError("policy", 'write the rotation as `to = "oncall:…"` only')
+            try:
+                ref = parse_oncall(data["to"])
+            except ValueError as exc:
+                raise PydanticCustomError("policy", "{message}", {"message": str(exc)}) from None
+            return {**data, "to": ApproverKind.TENANT_ADMINS.value, "oncall": ref}
+        return data
 
 
 EscalateSteps = Annotated[
@@ -135,7 +159,7 @@ class ToolSection(Table):
 
     kind: Kind
     confirm: Confirm | None = None
-    approvers: Approvers = (ApproverKind.REQUESTER,)
+    approvers: ToolApprovers = (ApproverKind.REQUESTER,)
     redact: RedactPaths = ()
     show: ShowPaths = ()  # names Cosigner hides as secret-looking that this tool's are not
     timeout: Duration | None = None
@@ -145,6 +169,8 @@ class ToolSection(Table):
     deny_above: DenyAbove | None = None
     editable: Editable = False
     description: Text | None = None
+    # The executor this tool's grants are for: their `aud` claim, which that executor checks.
+    audience: Text | None = None
     handoff: HandoffSection | None = None
     remind_after: Duration | None = None
     escalate: EscalateSteps = ()

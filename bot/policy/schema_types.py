@@ -24,6 +24,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from bot.policy.durations import parse_duration
+from bot.policy.oncall_refs import OnCallRef, is_oncall, parse_oncall
 from contracts.enums import ApproverKind, ToolKind
 from contracts.names import AadId, PhoneNumber, SlackId, TenantName, ToolName
 
@@ -111,6 +112,32 @@ Approver = Annotated[
     ApproverKind,
     Field(strict=False),
     say('"{input}" is not an approver; use "requester", "tenant_admins" or "staff"'),
+]
+
+
+def _approver_or_oncall(value: Any) -> ApproverKind | OnCallRef:
+    if is_oncall(value):
+        try:
+            return parse_oncall(value)
+        except ValueError as exc:
+            raise PydanticCustomError("policy", "{message}", {"message": str(exc)}) from None
+    try:
+        return ApproverKind(value) if isinstance(value, str) else ApproverKind("")
+    except ValueError:
+        raise PydanticCustomError(
+            "policy",
+            '"{input}" is not an approver; use "requester", "tenant_admins", "staff" or an on-call '
+            'rotation such as "oncall:pagerduty:P1ABCD"',
+            {"input": value},
+        ) from None
+
+
+# A tool's approvers: the kinds, or a rotation whose on-call people are asked (`bot.oncall`).
+ToolApprover = Annotated[ApproverKind | OnCallRef, PlainValidator(_approver_or_oncall)]
+ToolApprovers = Annotated[
+    tuple[ToolApprover, ...],
+    Field(strict=False),
+    listed('["requester"]', nonempty="must name at least one approver"),
 ]
 Route = Annotated[
     ApproverKind,

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from bot.policy.oncall_refs import OnCallRef
 from bot.policy.schema import EscalateStep, HandoffSection
 from bot.policy.when import Block, State, compile_block
 from bot.policy.when_schema import Then, WhenBlock
@@ -37,7 +38,7 @@ class ToolRule:
     name: str
     kind: ToolKind
     confirm: Confirm
-    approvers: tuple[ApproverKind, ...]
+    approvers: tuple[ApproverKind, ...]  # with `oncall`: who is asked when no one on call can be
     redact: tuple[str, ...]
     timeout: float | None
     deny: bool
@@ -58,6 +59,9 @@ class ToolRule:
     # Follow-ups while nobody answers (`bot.workers.follow_ups`): one reminder, then the escalations.
     remind_after: float | None = None
     escalate: tuple[EscalateStep, ...] = ()
+    # Rotations whose on-call people are asked (`bot.oncall`), before `approvers`.
+    oncall: tuple[OnCallRef, ...] = ()
+    audience: str | None = None  # the executor its grants are for (`aud`)
     show: tuple[str, ...] = ()  # secret-looking names shown all the same (`redact` still wins)
     # `when` blocks, first match wins, each with the rules it decides by (`with_when`).
     when: tuple[WhenRule, ...] = field(default=(), compare=False)
@@ -151,6 +155,8 @@ def _outcomes(base: ToolRule, block: Block) -> WhenRule:
             # ask_always: "Approve for this run" would let the tool's other calls through too.
             mode=ApprovalMode.ASK_ALWAYS,
             approvers=section.approvers or base.approvers,
+            # A block naming its own approvers asks them, not the tool's on-call rotation.
+            oncall=() if section.approvers else base.oncall,
             quorum=quorum,
             separate_duties=separate,
             step_up=section.step_up if section.step_up is not None else base.step_up,

@@ -351,7 +351,12 @@ def _describe(error: Any) -> str:
     kind = error["type"]
     if kind == "extra_forbidden":
         table = _TABLES.get(_shape(loc[:-1]))
-        names = ", ".join(sorted(f.alias or n for n, f in table.model_fields.items())) if table else ""
+        names = (
+            # A field set from another key (`exclude`, as `escalate`'s rotation) is not one to write.
+            ", ".join(sorted(f.alias or n for n, f in table.model_fields.items() if not f.exclude))
+            if table
+            else ""
+        )
         message = f"unknown key; expected one of {names} (prefix your own fields with x_)"
         if table is Conditions:
             message += (

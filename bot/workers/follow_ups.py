@@ -23,6 +23,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 
 from bot.approvals import Engine, Wakeups
+from bot.oncall import Asked
+from bot.policy.oncall_refs import parse_oncall
 from bot.workers.pushes import push_escalated
 from contracts.enums import ApprovalStatus, AuditEvent, JobKind
 from contracts.errors import CosignerError, SurfaceUnavailable
@@ -113,12 +115,20 @@ class FollowUps:
             await self._finish(job.id, "no escalation step")
             return
         step, to, route = job.payload.step, job.payload.to, job.payload.route
+        said: dict[str, object] = {}
+        if job.payload.oncall is not None:
+            # Whoever is on call now (the rotation may have moved since the request came);
+            # nobody reachable: the step's own route, the tenant's admins.
+            rec = await self.engine.record(job.approval_id)
+            found = await self.engine.on_call(rec.tenant, [parse_oncall(job.payload.oncall)])
+            route = found.route if isinstance(found, Asked) else route
+            said = {"oncall": found.audit()}
 
         def event(e: Escalation) -> Event:
             return Event(
                 AuditEvent.ESCALATED,
                 SYSTEM,
-                {"step": e.step, "to": e.to.value, "route": route_fields(e.route)},
+                {"step": e.step, "to": e.to.value, "route": route_fields(e.route), **said},
             )
 
         sending = _sending(route)

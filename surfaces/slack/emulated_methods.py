@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from surfaces.slack.emulator import SlackEmulator
 
 Handler = Callable[[dict[str, Any], "str | None"], dict[str, Any]]
-SCOPES = "chat:write,im:write,users:read"
+SCOPES = "chat:write,im:write,users:read,users:read.email"
 
 
 @dataclass
@@ -71,6 +71,7 @@ def table(emu: SlackEmulator) -> dict[str, Handler]:
         "chat.postEphemeral": post_ephemeral,
         "conversations.open": open_conversation,
         "users.info": user_info,
+        "users.lookupByEmail": lookup_by_email,
         "views.open": open_view,
         "views.update": update_view,
         "oauth.v2.access": oauth_access,
@@ -188,6 +189,19 @@ def user_info(emu: SlackEmulator, args: dict[str, Any], token: str | None) -> di
         "tz": "UTC",
     }
     return {"user": {**user, **emu.users.get(user_id, {})}}
+
+
+def lookup_by_email(emu: SlackEmulator, args: dict[str, Any], token: str | None) -> dict[str, Any]:
+    """`users.lookupByEmail`: the user the emulator was given with `profile.email`."""
+    ws = _authed(emu, token)
+    email = str(args.get("email", "")).casefold()
+    if not email:
+        raise SlackError("invalid_arguments")
+    for user_id, user in emu.users.items():
+        profile = user.get("profile")
+        if isinstance(profile, dict) and str(profile.get("email", "")).casefold() == email:
+            return {"user": {"id": user_id, "team_id": ws.team_id, "deleted": False, "is_bot": False, **user}}
+    raise SlackError("users_not_found")
 
 
 def open_view(emu: SlackEmulator, args: dict[str, Any], token: str | None) -> dict[str, Any]:

@@ -36,6 +36,7 @@ SCOPES: dict[str, str | None] = {
     "chat.update": "chat:write",
     "chat.postEphemeral": "chat:write",
     "conversations.open": "im:write",
+    "users.lookupByEmail": "users:read.email",  # on-call people, found by email
     "views.open": None,
     "views.update": None,
     "oauth.v2.access": None,

@@ -21,10 +21,12 @@ from typing import Any
 
 from standardwebhooks.webhooks import Webhook
 
+from bot.approvals.bodies import grant_id
 from bot.approvals.grants import GrantSigner
 from cosigner.decision import parse_approval
 from cosigner.digest import canonical_json, parameters_digest
 from cosigner.errors import ParametersMismatch
+from cosigner.grants import GRANT_DETAIL_TYPE
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "test-vectors.md"
@@ -233,11 +235,125 @@ def grants(doc: dict[str, Any]) -> dict[str, Any]:
             "approvers": QUORUM_APPROVERS,
         },
     ]
+    cases += standard_claim_cases(signer, claims, doc["parameters"])
     for case in cases:
         case.setdefault("toolName", claims["toolName"])
         case.setdefault("toolCallId", claims["toolCallId"])
         case.setdefault("checkAt", check_at)
     return {"jwks": signer.jwks(), "claims": claims, "cases": cases}
+
+
+EXECUTOR = "payments-executor"
+
+
+def standard_claim_cases(
+    signer: GrantSigner, claims: dict[str, Any], parameters: Any
+) -> list[dict[str, Any]]:
+    """Grants with `jti`, `aud` and RFC 9396 `authorization_details`, as the server signs them
+    (`bot.approvals.bodies.standard_claims`), and each check of them that must pass or fail.
+    `audience` is the executor checking; `seen` the grant ids it has used already."""
+    jti = grant_id(claims["sub"], claims["digest"], claims["iat"])
+    detail = {"type": GRANT_DETAIL_TYPE, "tool": claims["toolName"], "parameters_digest": claims["digest"]}
+    full = {**claims, "jti": jti, "authorization_details": [detail]}
+    addressed = {**full, "aud": EXECUTOR}
+
+    def sign(**changes: Any) -> str:
+        return signer.sign({**full, **changes})
+
+    return [
+        {"name": "standard claims", "token": sign(), "parameters": parameters, "ok": True, "jti": jti},
+        {
+            "name": "standard claims, first use against a seen-set",
+            "token": sign(),
+            "parameters": parameters,
+            "seen": ["grt_someOtherGrant"],
+            "ok": True,
+            "jti": jti,
+        },
+        {
+            "name": "standard claims, used already",
+            "token": sign(),
+            "parameters": parameters,
+            "seen": [jti],
+            "ok": False,
+            "refusal": "used already",
+        },
+        {
+            "name": "a grant without jti against a seen-set",
+            "token": signer.sign(claims),
+            "parameters": parameters,
+            "seen": [],
+            "ok": False,
+            "refusal": "no 'jti'",
+        },
+        {
+            "name": "for this executor",
+            "token": signer.sign(addressed),
+            "parameters": parameters,
+            "audience": EXECUTOR,
+            "ok": True,
+            "jti": jti,
+            "aud": EXECUTOR,
+        },
+        {
+            "name": "for another executor",
+            "token": signer.sign(addressed),
+            "parameters": parameters,
+            "audience": "ledger-executor",
+            "ok": False,
+            "refusal": "audience",
+        },
+        {
+            "name": "naming an audience, checked without one",
+            "token": signer.sign(addressed),
+            "parameters": parameters,
+            "ok": False,
+            "refusal": "audience",
+        },
+        {
+            "name": "naming no audience, checked by an executor that expects one",
+            "token": sign(),
+            "parameters": parameters,
+            "audience": EXECUTOR,
+            "ok": False,
+            "refusal": "audience",
+        },
+        {
+            "name": "authorization_details for another tool",
+            "token": sign(authorization_details=[{**detail, "tool": "delete_user"}]),
+            "parameters": parameters,
+            "ok": False,
+            "refusal": "another tool than",
+        },
+        {
+            "name": "authorization_details for other parameters",
+            "token": sign(authorization_details=[{**detail, "parameters_digest": "sha256:" + "0" * 64}]),
+            "parameters": parameters,
+            "ok": False,
+            "refusal": "other parameters",
+        },
+        {
+            "name": "authorization_details with two tool calls",
+            "token": sign(authorization_details=[detail, detail]),
+            "parameters": parameters,
+            "ok": False,
+            "refusal": "one 'cosigner_tool_call' entry",
+        },
+        {
+            "name": "authorization_details naming arguments the grant does not bind",
+            "token": sign(authorization_details=[{**detail, "arguments_digest": "sha256:" + "1" * 64}]),
+            "parameters": parameters,
+            "ok": False,
+            "refusal": "other arguments",
+        },
+        {
+            "name": "authorization_details that is not a list",
+            "token": sign(authorization_details=detail),
+            "parameters": parameters,
+            "ok": False,
+            "refusal": "must be a list",
+        },
+    ]
 
 
 def webhooks() -> dict[str, Any]:

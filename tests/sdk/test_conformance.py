@@ -58,12 +58,15 @@ def test_grant(case: dict[str, Any]) -> None:
             tool_call_id=case["toolCallId"],
             parameters=case["parameters"],
             now=case["checkAt"],
+            audience=case.get("audience"),
+            seen=set(case["seen"]) if "seen" in case else None,
         )
 
     if case["ok"]:
         claims = check()
         assert claims.digest == parameters_digest(case["parameters"])
         assert claims.approvers == tuple((a["surface"], a["by"]) for a in case.get("approvers", []))
+        assert claims.grant_id == case.get("jti") and claims.audience == case.get("aud")
     else:
         with pytest.raises(GrantRefused, match=case["refusal"]):
             check()

@@ -22,7 +22,7 @@ from cosigner import _gate, _http
 from cosigner.decision import Decision, parse_approval
 from cosigner.errors import CosignerError, WrongKeyScope
 from cosigner.events import DECIDED, ApprovalEvent, EventParser
-from cosigner.grants import GrantClaims, GrantRefused
+from cosigner.grants import GrantClaims, GrantRefused, Seen
 from cosigner.keys import KEYS_PATH, KeyCache
 from cosigner.surfaces import Surface
 
@@ -254,13 +254,17 @@ def verify_grant(
     parameters: Any,
     tool_name: str | None,
     tool_call_id: str | None,
+    audience: str | None = None,
+    seen: Seen | None = None,
 ) -> Flow[GrantClaims]:
     """Check a grant offline, fetching `/v1/keys` first only when the cache cannot."""
     if grant is None:
         raise GrantRefused("no grant: only an approved decision carries one")
     if keys.needs_fetch(grant):
         keys.store((yield from send(config, "GET", KEYS_PATH)).json())
-    return keys.verify(grant, parameters, tool_name=tool_name, tool_call_id=tool_call_id)
+    return keys.verify(
+        grant, parameters, tool_name=tool_name, tool_call_id=tool_call_id, audience=audience, seen=seen
+    )
 
 
 def gated_call(

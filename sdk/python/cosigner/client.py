@@ -18,7 +18,7 @@ from cosigner._outbox import Outbox
 from cosigner.decision import Decision
 from cosigner.errors import ConfigurationError
 from cosigner.events import ApprovalEvent
-from cosigner.grants import GrantClaims
+from cosigner.grants import GrantClaims, Seen
 from cosigner.surfaces import Surface
 
 
@@ -211,9 +211,14 @@ class Cosigner(Shell):
         *,
         tool_name: str | None = None,
         tool_call_id: str | None = None,
+        audience: str | None = None,
+        seen: Seen | None = None,
     ) -> GrantClaims:
-        """Check a grant offline against the cached `/v1/keys`; raise GrantRefused on any mismatch."""
-        flow = _core.verify_grant(self.config, self.keys, grant, parameters, tool_name, tool_call_id)
+        """Check a grant offline against the cached `/v1/keys`; raise GrantRefused on any mismatch
+        (`audience`: this executor's name; `seen`: grant ids used already, see `cosigner.grants`)."""
+        flow = _core.verify_grant(
+            self.config, self.keys, grant, parameters, tool_name, tool_call_id, audience, seen
+        )
         return drive(flow, self._send)
 
     def _gated(

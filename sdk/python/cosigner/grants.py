@@ -7,8 +7,16 @@ payload is the JCS form of its claims. A tool executor holding an approved decis
     claims = verify_grant(token, jwks, tool_name="issue_refund", parameters=params)
 
 `jwks` is the JSON of `GET /v1/keys` (fetched once and cached). Any mismatch raises
-`GrantRefused`; do not run the call then. Signatures are checked by PyJWT, so any other
-JOSE library that speaks EdDSA checks the same token the same way.
+`GrantRefused`; do not run the call then.
+
+Besides Cosigner's own claims a grant carries the registered `jti` (one per approval and
+call) and, where the policy names the executor, `aud`; and RFC 9396 `authorization_details`
+(`[{"type": "cosigner_tool_call", "tool", "parameters_digest", "arguments_digest"?}]`).
+Pass `audience=` (the executor's own name) to accept a grant that names one (a grant naming
+an audience is refused without it, as RFC 7519 asks), and `seen=` (a set, or a callable
+that records a `jti` and says whether it had it already) to refuse a second use. Signatures
+are checked by PyJWT, so any other JOSE library that speaks EdDSA checks the same token the
+same way.
 """
 
 from __future__ import annotations
@@ -18,7 +26,7 @@ import binascii
 import hashlib
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, MutableSet
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +43,12 @@ TEXT_CLAIMS = ("sub", "tenant", "executionId", "toolCallId", "toolName", "digest
 REQUIRED_CLAIMS = ("iss", "iat", "exp", *TEXT_CLAIMS)
 CONTRACT_CLAIMS = ("argumentsDigest", "previewDigest")
 """An operation's grant also binds the contract: its arguments (with the preview) and preview."""
+GRANT_DETAIL_TYPE = "cosigner_tool_call"
+"""The RFC 9396 `authorization_details` type of a grant: one tool call, bound by its digests."""
+
+Seen = MutableSet[str] | Callable[[str], bool]
+"""Grant ids (`jti`) already used: a set this check adds to, or a callable that records one
+and returns True when it had it already (a shared store for several executors)."""
 
 
 class GrantRefused(Exception):
@@ -60,6 +74,8 @@ class GrantClaims:
     # How the approvers authenticated (RFC 8176): ("webauthn",) when the policy asked for
     # step-up and each Approve was confirmed with a passkey.
     amr: tuple[str, ...] = ()
+    grant_id: str | None = None  # `jti` (grants from servers before it have none)
+    audience: str | None = None  # `aud`: the executor it is for, where the policy names one
 
 
 def jwk_thumbprint(jwk: Mapping[str, Any]) -> str:
@@ -119,8 +135,14 @@ def _signed_claims(token: str, keys: Mapping[str, jwt.PyJWK]) -> dict[str, Any]:
             key,
             algorithms=[ALGORITHM],
             issuer=ISSUER,
-            # Times are checked below against the caller's clock, which tests can set.
-            options={"verify_exp": False, "verify_iat": False, "verify_nbf": False, "require": []},
+            # Times and the audience are checked below (the caller's clock; RFC 7519 on `aud`).
+            options={
+                "verify_exp": False,
+                "verify_iat": False,
+                "verify_nbf": False,
+                "verify_aud": False,
+                "require": [],
+            },
         )
     except jwt.InvalidSignatureError as exc:
         raise GrantRefused("signature does not verify: the grant was altered or forged") from exc
@@ -153,9 +175,12 @@ def verify_grant(
     approval_id: str | None = None,
     now: float | None = None,
     leeway: int = 5,
+    audience: str | None = None,
+    seen: Seen | None = None,
 ) -> GrantClaims:
-    """Verify signature, lifetime, tool (and call, tenant, approval if given) and the digest
-    of the parameters about to be used."""
+    """Verify signature, lifetime, tool (and call, tenant, approval if given), the digest of
+    the parameters about to be used, the audience and `authorization_details`; with `seen`,
+    refuse a grant whose `jti` was used already (and record this use)."""
     return verify_grant_with_keys(
         token,
         _public_keys(jwks),
@@ -166,6 +191,8 @@ def verify_grant(
         approval_id=approval_id,
         now=now,
         leeway=leeway,
+        audience=audience,
+        seen=seen,
     )
 
 
@@ -180,6 +207,8 @@ def verify_grant_with_keys(
     approval_id: str | None = None,
     now: float | None = None,
     leeway: int = 5,
+    audience: str | None = None,
+    seen: Seen | None = None,
 ) -> GrantClaims:
     """`verify_grant` with the key set already parsed by `public_keys`."""
     claims = _checked_claims(
@@ -191,6 +220,7 @@ def verify_grant_with_keys(
         approval_id=approval_id,
         now=now,
         leeway=leeway,
+        audience=audience,
     )
     try:
         digest = parameters_digest(parameters)
@@ -198,6 +228,8 @@ def verify_grant_with_keys(
         raise GrantRefused(f"parameters have no canonical JSON form ({exc})") from exc
     if claims["digest"] != digest:
         raise GrantRefused("parameters differ from the ones the approver saw; do not run the call")
+    _check_details(claims)
+    _first_use(claims, seen)
     return _claims(claims)
 
 
@@ -207,6 +239,8 @@ def verify_execute(
     *,
     now: float | None = None,
     leeway: int = 5,
+    audience: str | None = None,
+    seen: Seen | None = None,
 ) -> GrantClaims:
     """Check an operation's `execute` call against its grant before running it: the signature and
     lifetime, the operation, tenant and proposal, and that the RFC 8785 digests of the arguments
@@ -222,6 +256,7 @@ def verify_execute(
         approval_id=call.proposalId,
         now=now,
         leeway=leeway,
+        audience=audience,
     )
     for name in CONTRACT_CLAIMS:
         if not isinstance(claims.get(name), str):
@@ -235,6 +270,8 @@ def verify_execute(
         raise GrantRefused("arguments differ from the contract the approver approved; do not run it")
     if claims["previewDigest"] != preview:
         raise GrantRefused("preview differs from the one the approver saw; do not run it")
+    _check_details(claims)
+    _first_use(claims, seen)
     return _claims(claims)
 
 
@@ -248,8 +285,9 @@ def _checked_claims(
     approval_id: str | None,
     now: float | None,
     leeway: int,
+    audience: str | None = None,
 ) -> dict[str, Any]:
-    """The claims of a grant whose signature, lifetime, tool and (given) ids check out."""
+    """The claims of a grant whose signature, lifetime, tool, audience and (given) ids check out."""
     claims = _signed_claims(token, keys)
     current = time.time() if now is None else now
     if current >= claims["exp"] + leeway:
@@ -264,7 +302,65 @@ def _checked_claims(
         raise GrantRefused("grant is for another tenant")
     if approval_id is not None and claims["sub"] != approval_id:
         raise GrantRefused("grant is for another approval")
+    _check_audience(claims, audience)
     return claims
+
+
+def _check_audience(claims: Mapping[str, Any], audience: str | None) -> None:
+    """RFC 7519 4.1.3: a grant naming an audience is for that executor only."""
+    if "aud" not in claims:
+        if audience is not None:
+            raise GrantRefused(f"grant names no audience, and this executor is {audience!r}")
+        return
+    named = claims["aud"]
+    names = [named] if isinstance(named, str) else named
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+        raise GrantRefused("grant claim 'aud' must be a string or a list of strings")
+    if audience is None:
+        raise GrantRefused(f"grant is for audience {names[0]!r}; pass audience= to check it")
+    if audience not in names:
+        raise GrantRefused(f"grant is for audience {names[0]!r}, not {audience!r}")
+
+
+def _check_details(claims: Mapping[str, Any]) -> None:
+    """RFC 9396 `authorization_details`, where present: exactly one `cosigner_tool_call`
+    naming this grant's tool, digest and (an operation's) arguments digest."""
+    if "authorization_details" not in claims:
+        return  # a grant from a server before them
+    details = claims["authorization_details"]
+    if not isinstance(details, list) or not all(isinstance(d, dict) for d in details):
+        raise GrantRefused("grant claim 'authorization_details' must be a list of objects")
+    ours = [d for d in details if d.get("type") == GRANT_DETAIL_TYPE]
+    if len(ours) != 1:
+        raise GrantRefused(
+            f"authorization_details must hold one {GRANT_DETAIL_TYPE!r} entry, not {len(ours)}"
+        )
+    (detail,) = ours
+    if detail.get("tool") != claims["toolName"]:
+        raise GrantRefused("authorization_details names another tool than the grant")
+    if detail.get("parameters_digest") != claims["digest"]:
+        raise GrantRefused("authorization_details names other parameters than the grant")
+    if detail.get("arguments_digest") != claims.get("argumentsDigest"):
+        raise GrantRefused("authorization_details names other arguments than the grant")
+
+
+def _first_use(claims: Mapping[str, Any], seen: Seen | None) -> None:
+    """Refuse a grant whose `jti` was used already; record this use. Called last, so a grant
+    refused for any other reason is not recorded."""
+    if seen is None:
+        return
+    jti = claims.get("jti")
+    if not isinstance(jti, str) or not jti:
+        raise GrantRefused(
+            "grant has no 'jti', so its reuse cannot be checked; ask Cosigner for a fresh decision"
+        )
+    if callable(seen):
+        if seen(jti):
+            raise GrantRefused(f"grant {jti} was used already; a grant runs its call once")
+        return
+    if jti in seen:
+        raise GrantRefused(f"grant {jti} was used already; a grant runs its call once")
+    seen.add(jti)
 
 
 def _claims(claims: dict[str, Any]) -> GrantClaims:
@@ -281,4 +377,6 @@ def _claims(claims: dict[str, Any]) -> GrantClaims:
         preview_digest=claims.get("previewDigest"),
         approvers=tuple((str(a["surface"]), str(a["by"])) for a in claims.get("approvers") or ()),
         amr=tuple(str(m) for m in claims.get("amr") or () if isinstance(m, str)),
+        grant_id=claims.get("jti") if isinstance(claims.get("jti"), str) else None,
+        audience=claims["aud"] if isinstance(claims.get("aud"), str) else None,
     )

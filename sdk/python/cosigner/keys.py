@@ -9,7 +9,7 @@ from typing import Any
 
 import jwt
 
-from cosigner.grants import GrantClaims, GrantRefused, public_keys, verify_grant_with_keys
+from cosigner.grants import GrantClaims, GrantRefused, Seen, public_keys, verify_grant_with_keys
 
 __all__ = ["KeyCache", "key_id", "unverified_tool_name"]
 
@@ -72,8 +72,11 @@ class KeyCache:
         tool_name: str | None = None,
         tool_call_id: str | None = None,
         tenant: str | None = None,
+        audience: str | None = None,
+        seen: Seen | None = None,
     ) -> GrantClaims:
-        """Check signature, expiry, tool and digest offline; raise GrantRefused on any mismatch."""
+        """Check signature, expiry, tool, digest, audience and (with `seen`) first use offline;
+        raise GrantRefused on any mismatch."""
         jwks = self.jwks
         if jwks is None:
             raise GrantRefused("no keys fetched yet from GET /v1/keys")
@@ -87,4 +90,6 @@ class KeyCache:
             parameters=parameters,
             tool_call_id=tool_call_id,
             tenant=tenant,
+            audience=audience,
+            seen=seen,
         )

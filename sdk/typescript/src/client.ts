@@ -15,7 +15,14 @@ import {
   InvalidRequest,
   ParametersMismatch,
 } from "./errors.js";
-import { keyId, publicKeys, unverifiedToolName, verifyGrantWithKeys, type GrantClaims } from "./grants.js";
+import {
+  keyId,
+  publicKeys,
+  unverifiedToolName,
+  verifyGrantWithKeys,
+  type GrantClaims,
+  type SeenGrants,
+} from "./grants.js";
 import type { Surface } from "./surfaces.js";
 
 const URL_ENV = "COSIGNER_URL";
@@ -252,7 +259,7 @@ export class Cosigner {
   async verifyGrant(
     grant: string | null | undefined,
     parameters: unknown,
-    check: { toolName?: string; toolCallId?: string; tenant?: string } = {},
+    check: { toolName?: string; toolCallId?: string; tenant?: string; audience?: string; seen?: SeenGrants } = {},
   ): Promise<GrantClaims> {
     if (!grant) throw new GrantRefused("no grant: only an approved decision carries one");
     const kid = keyId(grant);
@@ -266,6 +273,8 @@ export class Cosigner {
       parameters,
       toolCallId: check.toolCallId,
       tenant: check.tenant,
+      audience: check.audience,
+      seen: check.seen,
     });
   }
 

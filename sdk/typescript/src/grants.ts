@@ -2,6 +2,13 @@
  * Check a grant without calling Cosigner: a compact JWS (RFC 7515) signed with Ed25519
  * (`alg: EdDSA`) whose payload is the JCS form of its claims, checked with `jose` against
  * the JWKS of `GET /v1/keys`. Any mismatch throws `GrantRefused`: do not run the call then.
+ *
+ * Besides Cosigner's own claims a grant carries `jti` (one per approval and call), `aud` where
+ * the policy names the executor, and RFC 9396 `authorization_details`
+ * (`[{type: "cosigner_tool_call", tool, parameters_digest, arguments_digest?}]`). Pass
+ * `audience` to accept a grant naming one (one naming an audience is refused without it, as
+ * RFC 7519 asks) and `seen` (a Set, or a function recording a `jti` and saying whether it had
+ * it already) to refuse a second use.
  */
 import { compactVerify, errors as joseErrors, importJWK, type CryptoKey, type JWK } from "jose";
 import { CanonicalFormError, parametersDigest } from "./digest.js";
@@ -12,6 +19,12 @@ export const GRANT_TYPE = "cosigner-grant+jwt";
 const ALGORITHM = "EdDSA";
 const ISSUER = "cosigner";
 const TEXT_CLAIMS = ["sub", "tenant", "executionId", "toolCallId", "toolName", "digest"] as const;
+/** The RFC 9396 `authorization_details` type of a grant: one tool call, bound by its digests. */
+export const GRANT_DETAIL_TYPE = "cosigner_tool_call";
+
+/** Grant ids (`jti`) already used: a Set this check adds to, or a function that records one
+ * and returns true when it had it already (a store shared by several executors). */
+export type SeenGrants = Set<string> | ((jti: string) => boolean | Promise<boolean>);
 
 /** What a verified grant allows. */
 export interface GrantClaims {
@@ -25,6 +38,10 @@ export interface GrantClaims {
   expiresAt: number;
   /** A grant past a quorum above 1: every approver who made it. */
   approvers?: { by: string; surface: string }[];
+  /** `jti` (grants from servers before it have none). */
+  grantId?: string;
+  /** `aud`: the executor the grant is for, where the policy names one. */
+  audience?: string;
 }
 
 /** What the call about to run must match, and the moment of the check. */
@@ -38,6 +55,10 @@ export interface GrantCheck {
   now?: number;
   /** Seconds of clock skew tolerated; 5 by default. */
   leeway?: number;
+  /** This executor's name: required to accept a grant with `aud`, and then it must match. */
+  audience?: string;
+  /** Refuse a grant whose `jti` was used already, and record this use. */
+  seen?: SeenGrants;
 }
 
 /** A JSON Web Key Set, as `GET /v1/keys` returns it. */
@@ -145,6 +166,7 @@ export async function verifyGrantWithKeys(
   if (check.approvalId !== undefined && claims.sub !== check.approvalId) {
     throw new GrantRefused("grant is for another approval");
   }
+  checkAudience(claims, check.audience);
   let digest: string;
   try {
     digest = parametersDigest(check.parameters);
@@ -157,6 +179,8 @@ export async function verifyGrantWithKeys(
   if (claims.digest !== digest) {
     throw new GrantRefused("parameters differ from the ones the approver saw; do not run the call");
   }
+  checkDetails(claims);
+  await firstUse(claims, check.seen);
   return {
     tenant: claims.tenant as string,
     approvalId: claims.sub as string,
@@ -167,7 +191,61 @@ export async function verifyGrantWithKeys(
     issuedAt: claims.iat as number,
     expiresAt: claims.exp as number,
     ...(claims.approvers === undefined ? {} : { approvers: approversOf(claims.approvers) }),
+    ...(typeof claims.jti === "string" ? { grantId: claims.jti } : {}),
+    ...(typeof claims.aud === "string" ? { audience: claims.aud } : {}),
   };
+}
+
+/** RFC 7519 4.1.3: a grant naming an audience is for that executor only. */
+function checkAudience(claims: Record<string, unknown>, audience: string | undefined): void {
+  if (!("aud" in claims)) {
+    if (audience !== undefined) throw new GrantRefused(`grant names no audience, and this executor is "${audience}"`);
+    return;
+  }
+  const names = typeof claims.aud === "string" ? [claims.aud] : claims.aud;
+  if (!Array.isArray(names) || names.length === 0 || !names.every((n) => typeof n === "string")) {
+    throw new GrantRefused("grant claim 'aud' must be a string or a list of strings");
+  }
+  if (audience === undefined) throw new GrantRefused(`grant is for audience "${names[0]}"; pass audience to check it`);
+  if (!names.includes(audience)) throw new GrantRefused(`grant is for audience "${names[0]}", not "${audience}"`);
+}
+
+/** RFC 9396 `authorization_details`, where present: exactly one `cosigner_tool_call` naming
+ * this grant's tool, digest and (an operation's) arguments digest. */
+function checkDetails(claims: Record<string, unknown>): void {
+  if (!("authorization_details" in claims)) return; // a grant from a server before them
+  const details = claims.authorization_details;
+  if (!Array.isArray(details) || !details.every((d) => typeof d === "object" && d !== null && !Array.isArray(d))) {
+    throw new GrantRefused("grant claim 'authorization_details' must be a list of objects");
+  }
+  const ours = (details as Record<string, unknown>[]).filter((d) => d.type === GRANT_DETAIL_TYPE);
+  if (ours.length !== 1) {
+    throw new GrantRefused(`authorization_details must hold one '${GRANT_DETAIL_TYPE}' entry, not ${ours.length}`);
+  }
+  const detail = ours[0] as Record<string, unknown>;
+  if (detail.tool !== claims.toolName) throw new GrantRefused("authorization_details names another tool than the grant");
+  if (detail.parameters_digest !== claims.digest) {
+    throw new GrantRefused("authorization_details names other parameters than the grant");
+  }
+  if (detail.arguments_digest !== claims.argumentsDigest) {
+    throw new GrantRefused("authorization_details names other arguments than the grant");
+  }
+}
+
+/** Refuse a grant whose `jti` was used already; record this use. Called last, so a grant
+ * refused for any other reason is not recorded. */
+async function firstUse(claims: Record<string, unknown>, seen: SeenGrants | undefined): Promise<void> {
+  if (seen === undefined) return;
+  const jti = claims.jti;
+  if (typeof jti !== "string" || jti === "") {
+    throw new GrantRefused("grant has no 'jti', so its reuse cannot be checked; ask Cosigner for a fresh decision");
+  }
+  if (typeof seen === "function") {
+    if (await seen(jti)) throw new GrantRefused(`grant ${jti} was used already; a grant runs its call once`);
+    return;
+  }
+  if (seen.has(jti)) throw new GrantRefused(`grant ${jti} was used already; a grant runs its call once`);
+  seen.add(jti);
 }
 
 function approversOf(value: unknown): { by: string; surface: string }[] {

@@ -5,7 +5,7 @@ export { ApprovalStatus, isSettled, parseDecision, withOriginal } from "./decisi
 export type { ApprovalGiven, CurrentCall, DecidedBy, Decision } from "./decision.js";
 export { CanonicalFormError, canonicalJson, parametersDigest } from "./digest.js";
 export * from "./errors.js";
-export { GRANT_TYPE, publicKeys, verifyGrant, verifyGrantWithKeys } from "./grants.js";
-export type { GrantCheck, GrantClaims, Jwks } from "./grants.js";
+export { GRANT_DETAIL_TYPE, GRANT_TYPE, publicKeys, verifyGrant, verifyGrantWithKeys } from "./grants.js";
+export type { GrantCheck, GrantClaims, Jwks, SeenGrants } from "./grants.js";
 export type { Surface, SurfaceType } from "./surfaces.js";
 export * as webhooks from "./webhooks.js";

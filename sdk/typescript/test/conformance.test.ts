@@ -30,6 +30,10 @@ interface Vectors {
       ok: boolean;
       refusal?: string;
       approvers?: { by: string; surface: string }[];
+      audience?: string;
+      seen?: string[];
+      jti?: string;
+      aud?: string;
     }[];
   };
   edits: {
@@ -87,11 +91,15 @@ for (const vector of vectors.grants.cases) {
       toolCallId: vector.toolCallId,
       parameters: vector.parameters,
       now: vector.checkAt,
+      ...(vector.audience === undefined ? {} : { audience: vector.audience }),
+      ...(vector.seen === undefined ? {} : { seen: new Set(vector.seen) }),
     });
     if (vector.ok) {
       const claims = await check;
       assert.equal(claims.digest, parametersDigest(vector.parameters));
       assert.deepEqual(claims.approvers, vector.approvers);
+      assert.equal(claims.grantId, vector.jti);
+      assert.equal(claims.audience, vector.aud);
     } else {
       await assert.rejects(check, (exc: unknown) => {
         assert.ok(exc instanceof GrantRefused, String(exc));

@@ -82,7 +82,7 @@ async def install(http: httpx.AsyncClient, emu: SlackEmulator, **org: Any) -> ht
     assert link is not None
     query = parse_qs(urlparse(link.group(1).replace("&amp;", "&")).query)
     assert query["client_id"] == ["cid"]
-    assert set(query["scope"][0].split(",")) == {"chat:write", "commands", "im:write"}
+    assert set(query["scope"][0].split(",")) == {"chat:write", "commands", "im:write", "users:read.email"}
     code = emu.issue_oauth_code(**org)
     return await http.get("/slack/oauth_redirect", params={"code": code, "state": query["state"][0]})
 
