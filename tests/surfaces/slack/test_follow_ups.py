@@ -354,7 +354,16 @@ async def test_two_replicas_on_postgresql_take_each_step_once() -> None:
         first, second = ManualClock(start), ManualClock(start)
         async with slack_world(emu, db=db, clock=first) as a, slack_world(emu, db=db, clock=second) as b:
             key = await a.create_tenant("acme")
-            ids = [await ask(a if i % 2 else b, key, call=f"call_{i}") for i in range(6)]
+            # Six different calls (identical ones would be one question: coalesced).
+            ids = [
+                await ask(
+                    a if i % 2 else b,
+                    key,
+                    call=f"call_{i}",
+                    parameters={"orderId": f"ord_{i}", "amountCents": 12900},
+                )
+                for i in range(6)
+            ]
             await until(lambda: len(cards(emu, "C1")) == 6)
             for minutes in (5, 5, 20):
                 a.advance(minutes * MINUTE)
