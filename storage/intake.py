@@ -25,8 +25,8 @@ from contracts.edits import EditState
 from contracts.enums import ApprovalMode, ApprovalStatus, ToolKind
 from contracts.handoff import HandoffState
 from contracts.ports import Route
+from storage import allowances, denials, jobs
 from storage import approvals as ledger
-from storage import denials, jobs
 from storage.audit import Event
 from storage.denials import StandingDeny, standing_denies
 from storage.direct import Direct
@@ -68,6 +68,8 @@ class Question:
     count: bool = False
     grant: tuple[str, str] | None = None
     scope: Scope | None = None
+    allowance: allowances.Scope | None = None  # the standing allows in force for this scope
+    now: float = 0.0  # when the call is decided: an allowance that expired by then is not read
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,7 @@ class Snapshot:
     gated: int = 0
     grant: RunGrant | None = None
     standing: StandingDeny | None = None
+    allowances: tuple[allowances.StandingAllow, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -129,7 +132,10 @@ def load(tx: Work, q: Question) -> Snapshot:
         params = {"tenant": q.tenant, "execution": q.execution_id, "tool": tool, "requester": requester}
         row = _RUN_GRANT.first(tx, params)
         grant = RunGrant(row.approval_id, row.granted_by) if row is not None else None
-    return Snapshot(gated=gated, grant=grant, standing=standing)
+    allows = (
+        allowances.in_force(tx, q.allowance, q.now) if q.allowance is not None and standing is None else ()
+    )
+    return Snapshot(gated=gated, grant=grant, standing=standing, allowances=allows)
 
 
 # PostgreSQL reads a new call's snapshot in one statement, one round trip instead of up to
@@ -208,7 +214,9 @@ def _load_at_once(tx: Work, q: Question) -> Snapshot:
     grant = None
     if q.grant is not None and row.g_approval_id is not None:
         grant = RunGrant(row.g_approval_id, row.g_granted_by)
-    return Snapshot(gated=int(row.gated) if q.count else 0, grant=grant)
+    # A second statement only for a tool that offers "Allow for …" (storage.allowances).
+    allows = allowances.in_force(tx, q.allowance, q.now) if q.allowance is not None else ()
+    return Snapshot(gated=int(row.gated) if q.count else 0, grant=grant, allowances=allows)
 
 
 def write(tx: Work, new: NewApproval) -> Record:

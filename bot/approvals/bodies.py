@@ -5,7 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from bot.approvals.grants import GrantSigner
-from contracts.answers import ApprovalGiven, ApprovalStart, CurrentCall, DecidedBy, Decision, SystemDecider
+from contracts.answers import (
+    AllowanceDecider,
+    ApprovalGiven,
+    ApprovalStart,
+    CurrentCall,
+    DecidedBy,
+    Decision,
+    SystemDecider,
+)
 from contracts.digest import parameters_digest
 from contracts.enums import ApprovalStatus, SurfaceType
 from contracts.handoff import CODES, HandoffStart
@@ -54,6 +62,14 @@ def quorum_claims(rec: Record) -> dict[str, object]:
     if rec.quorum <= 1:
         return {}
     return {"approvers": [{"by": v.by, "surface": v.surface.value} for v in rec.votes]}
+
+
+def allowance_claims(rec: Record) -> dict[str, object]:
+    """A grant a standing allow gave says so: which one, and who granted it."""
+    by = rec.decided_by
+    if not isinstance(by, AllowanceDecider):
+        return {}
+    return {"allowance": {"id": by.allowanceId, "grantedBy": f"{by.surface.value}:{by.userId}"}}
 
 
 def start_body(rec: Record) -> Start:
@@ -147,6 +163,7 @@ def decision_body(rec: Record, signer: GrantSigner, grant_ttl: float) -> Decisio
                 "exp": int(decided_at + grant_ttl),
                 **contract_claims(rec),
                 **quorum_claims(rec),
+                **allowance_claims(rec),
             }
         )
     handoff = rec.handoff

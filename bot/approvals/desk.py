@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from bot.approvals import denials, edits
+from bot.approvals import allowances, denials, edits
 from bot.approvals.denials import Denials
 from bot.approvals.engine import Engine, HandoffKind
 from bot.approvals.lifecycle import Closing, check_answer, check_reader, closed_error
@@ -32,6 +32,7 @@ T = TypeVar("T")
 CLOSING_VERDICTS = {
     Verdict.APPROVE: ApprovalStatus.APPROVED,
     Verdict.APPROVE_FOR_RUN: ApprovalStatus.APPROVED,
+    Verdict.ALLOW_FOR: ApprovalStatus.APPROVED,
     Verdict.CANCEL: ApprovalStatus.CANCELLED,
 }
 
@@ -88,6 +89,9 @@ class Desk:
         standing = None
         if answer.verdict is Verdict.ALWAYS_DENY:
             check, standing = denials.checked(check, answer.actor), denials.setting(answer.actor, team)
+        elif answer.verdict is Verdict.ALLOW_FOR:
+            check = allowances.checked(check, self.policy, answer.allow_for)
+            standing = allowances.granting(self.policy, surface, answer.actor, team, answer.allow_for or 0.0)
         closing = Closing(
             to,
             actor,

@@ -64,6 +64,7 @@ from contracts.names import fold
 from contracts.ports import ApprovalCard, DashboardRoute, Delivered, Placed, SlackRoute
 from contracts.wire import AdmitRequest, ApprovalRequest, DecisionRequest, ResultReport
 from storage import approvals as ledger
+from storage.allowances import UsedUp
 from storage.audit import AuditRow, Event
 from storage.database import Conflict, Database
 from storage.jobs import Job
@@ -313,7 +314,7 @@ class Engine:
             tenant,
             req,
             rule,
-            Call.of(self.policy, tenant, req, rule, dig, ruling),
+            Call.of(self.policy, tenant, req, rule, dig, ruling, shown),
             shown,
             contract,
             approval_id,
@@ -330,14 +331,16 @@ class Engine:
         )
         for _attempt in range(3):
             try:
-                # Reads, then one write (storage.intake.write): no transaction needed.
+                # Reads, then one write (storage.intake.write): no transaction needed; a
+                # standing allow's use is a second write, so a tool that offers one takes one.
                 since = self.db.known.epoch()
                 created = await self.db.run_write(
-                    lambda tx: create_tx(tx, it, self.clock()), single_write=True
+                    lambda tx: create_tx(tx, it, self.clock()), single_write=it.call.allow is None
                 )
                 break
-            except Conflict:
-                continue  # a concurrent create of the same call won; read its result
+            except (Conflict, UsedUp):
+                continue  # a concurrent create of the same call won (read its result), or
+                # took a standing allow's last use (read what is left)
         else:
             raise InvalidRequest("could not create the approval; retry the same request")
         rec = created.record

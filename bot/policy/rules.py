@@ -13,6 +13,8 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 
+from bot.policy.allow_for import allow_for_of
+from bot.policy.allow_for import problems as allow_for_problems
 from bot.policy.follow_up_checks import follow_up_problems
 from bot.policy.merge import Layers
 from bot.policy.operation_rules import OperationRule, missing_secrets, operation_rules
@@ -32,7 +34,7 @@ from bot.policy.schema import (
 from bot.policy.tool_rule import Confirm, Threshold, ToolRule, mode_of, outcomes, with_when
 from bot.policy.validation import handoff_secrets, read_policy
 from bot.policy.visibility import show_problems
-from bot.policy.when_checks import when_problems
+from bot.policy.when_checks import schema_types, when_problems
 from contracts.enums import ApprovalMode, ApproverKind, SurfaceType, ToolKind
 from contracts.errors import PolicyError
 from contracts.names import fold
@@ -99,6 +101,7 @@ def _rule(
         quorum=quorum,
         separate_duties=separate if separate is not None else quorum > 1,
         parameters_schema=pick("parameters_schema", None),
+        allow_for=allow_for_of(pick),
         origins=tuple(layers.origins.items()),
     )
     return with_when(rule, when, rule.origin("when"))
@@ -354,6 +357,10 @@ def load_policy(text: str, source: str = "policy", base: Path | None = None) -> 
     problems = follow_up_problems(policy) + policy.quorum_problems() + editable_problems(policy)
     problems += show_problems(r for t in ("", *policy.tenants) for r in policy.rules_of(t))
     problems += when_problems((r for t in ("", *policy.tenants) for r in policy.rules_of(t)), base)
+    problems += allow_for_problems(
+        (r for t in ("", *policy.tenants) for r in policy.rules_of(t)),
+        lambda rule, path: schema_types(rule, path, base),
+    )
     if problems:
         raise PolicyError(problems, source)
     return policy

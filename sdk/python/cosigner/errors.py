@@ -17,6 +17,7 @@ error body, so a code, its HTTP status and its class are defined here and nowher
     ├── WrongKeyScope             403  a key used outside its scope; `details["needs"]` names the one needed
     ├── ApprovalNotFound          404  no such approval for this tenant
     ├── DenialNotFound            404  no such standing deny for this tenant
+    ├── AllowanceNotFound         404  no such standing allow for this caller
     ├── ParametersMismatch        409  same executionId + toolCallId, other call (or arguments changed)
     ├── AlreadyDecided            409  the approval is closed; the message names its state
     ├── ApprovalExpired           409  the approval expired: expiry means deny
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
     from cosigner.decision import Decision
 
 __all__ = [
+    "AllowanceNotFound",
     "AlreadyDecided",
     "ApprovalDenied",
     "ApprovalExpired",
@@ -202,6 +204,13 @@ class DenialNotFound(CosignerError):
     status = 404
 
 
+class AllowanceNotFound(CosignerError):
+    """No standing allow with this id belongs to the caller's tenant (or to the person asking)."""
+
+    code = ErrorCode.ALLOWANCE_NOT_FOUND
+    status = 404
+
+
 class ParametersMismatch(CosignerError):
     """The executionId + toolCallId pair is already used for another call."""
 
@@ -314,6 +323,7 @@ BY_CODE: dict[str, type[CosignerError]] = {
         WrongKeyScope,
         ApprovalNotFound,
         DenialNotFound,
+        AllowanceNotFound,
         ParametersMismatch,
         AlreadyDecided,
         ApprovalExpired,
