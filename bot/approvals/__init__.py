@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from bot import lazy_exports
 
 if TYPE_CHECKING:
+    from bot.approvals.allowances import Allowances, allowance_to_wire
     from bot.approvals.bodies import Start, actor_of, decision_body, start_body
     from bot.approvals.denials import Denials, setter, to_wire
     from bot.approvals.desk import Desk
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EXECUTE_GRACE",
+    "Allowances",
     "Closing",
     "Denials",
     "Desk",
@@ -37,6 +39,7 @@ __all__ = [
     "Start",
     "Wakeups",
     "actor_of",
+    "allowance_to_wire",
     "callback_secret",
     "closed_error",
     "decision_body",
@@ -54,6 +57,7 @@ __getattr__ = lazy_exports(
     __name__,
     __all__,
     {
+        "bot.approvals.allowances": ["Allowances", "allowance_to_wire"],
         "bot.approvals.bodies": ["Start", "actor_of", "decision_body", "start_body"],
         "bot.approvals.denials": ["Denials", "setter", "to_wire"],
         "bot.approvals.desk": ["Desk"],

@@ -192,7 +192,7 @@ def granting(policy: Policy, surface: SurfaceType, person: str, team: str | None
     return step
 
 
-def to_wire(held: StandingAllow) -> Allowance:
+def allowance_to_wire(held: StandingAllow) -> Allowance:
     """A stored standing allow as its wire model."""
     return Allowance(
         allowanceId=held.id,
@@ -262,7 +262,7 @@ class Allowances:
         found = await self.db.run_read(
             lambda tx: store.listed(tx, tenant, now, surface=surface, granted_by=person)
         )
-        return [to_wire(a) for a in found]
+        return [allowance_to_wire(a) for a in found]
 
     async def revoke_own(
         self, tenant: str, surface: SurfaceType, person: str, allowance_id: str
@@ -273,7 +273,9 @@ class Allowances:
             return (a.scope.tenant, a.surface, a.granted_by) == (tenant, surface, person)
 
         actor = {"kind": "person", "surface": surface.value, "userId": person}
-        return to_wire(await self._revoke(allowance_id, f"{surface.value}:{person}", actor, allowed))
+        return allowance_to_wire(
+            await self._revoke(allowance_id, f"{surface.value}:{person}", actor, allowed)
+        )
 
     async def _revoke(
         self, allowance_id: str, by: str, actor: Mapping[str, Any], allowed: Callable[[StandingAllow], bool]

@@ -11,10 +11,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from bot.approvals import allowances, denials, edits
+from bot.approvals.allowances import Allowances
 from bot.approvals.denials import Denials
 from bot.approvals.engine import Engine, HandoffKind
 from bot.approvals.lifecycle import Closing, check_answer, check_reader, closed_error
 from bot.policy import Policy
+from contracts.allowances import Allowance
 from contracts.answers import PersonDecider
 from contracts.denials import Denial
 from contracts.edits import EditForm, EditPreview
@@ -54,6 +56,7 @@ class Desk:
         policy: Policy,
         denials: Denials,
         handoffs: HandoffKind | None,
+        allowances: Allowances | None = None,
     ) -> None:
         self.engine = engine
         self.db = db
@@ -61,6 +64,7 @@ class Desk:
         self.policy = policy
         self.denials = denials
         self.handoffs = handoffs
+        self.allowances = allowances or Allowances(db, clock)
 
     async def answer(self, answer: Answer) -> ApprovalCard:
         """Check an answer from Slack or SMS and apply it; refusals are audited."""
@@ -175,6 +179,18 @@ class Desk:
     async def lift_own(self, tenant: str, surface: SurfaceType, person: str, denial_id: str) -> Denial:
         """Lift a standing deny that `person` set; anyone else's is not found."""
         return await self.denials.lift_own(tenant, surface, person, denial_id)
+
+    # --- standing allows a person gave (contracts.allowances.AllowanceDesk) ------
+
+    async def allowances_of(self, tenant: str, surface: SurfaceType, person: str) -> Sequence[Allowance]:
+        """The standing allows in force that `person` granted on `surface` in `tenant`."""
+        return await self.allowances.allowances_of(tenant, surface, person)
+
+    async def revoke_own(
+        self, tenant: str, surface: SurfaceType, person: str, allowance_id: str
+    ) -> Allowance:
+        """Revoke a standing allow that `person` granted; anyone else's is not found."""
+        return await self.allowances.revoke_own(tenant, surface, person, allowance_id)
 
     async def pending_of(self, tenant: str, surface: SurfaceType, person: str) -> Sequence[Placed]:
         """Pending requests of `tenant` on `surface` naming `person` (contracts.pending.PendingDesk)."""

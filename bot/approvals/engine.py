@@ -12,9 +12,10 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Collection, Mapping
+from dataclasses import replace
 from typing import Any, Protocol
 
-from bot.approvals import agent_schema, edits, trail
+from bot.approvals import agent_schema, allowances, edits, trail
 from bot.approvals import denials as standing
 from bot.approvals import lifecycle as approval
 from bot.approvals.bodies import Start, decision_body, start_body
@@ -722,6 +723,10 @@ class Engine:
         )
 
     # --- deliveries -------------------------------------------------------------
+
+    def card_of(self, rec: Record) -> ApprovalCard:
+        """The card to deliver: the record's, with the "Allow for …" lengths the policy offers."""
+        return replace(rec.card(), allow_for=allowances.offered(self.policy, rec))
 
     async def placed(self, approval_id: str) -> Placed | None:
         """An approval with its route and receipt, whatever its tenant."""
