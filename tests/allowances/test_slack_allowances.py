@@ -157,7 +157,7 @@ async def test_longer_than_the_cap_is_refused(slack: tuple[Harness, SlackEmulato
     r = await press_forged(h, emu, card, "cosigner.allow_for.8h", value)
     assert r.status_code == 200
     told = await until(lambda: list(emu.ephemerals))
-    assert "not offered" in told[-1].text and "1h" in told[-1].text
+    assert "not offered" in (told[-1].text or "") and "1h" in (told[-1].text or "")
     assert await status_of(h, key, approval_id) == "pending"
     assert await allowances(h) == []
 
@@ -169,7 +169,7 @@ async def test_on_a_tool_without_allow_for_is_refused(slack: tuple[Harness, Slac
     value = buttons(card)["cosigner.approve"]["value"]
     assert (await press_forged(h, emu, card, "cosigner.allow_for.15m", value)).status_code == 200
     told = await until(lambda: list(emu.ephemerals))
-    assert "sets no allow_for" in told[-1].text
+    assert "sets no allow_for" in (told[-1].text or "")
     assert await status_of(h, key, approval_id) == "pending"
     assert await allowances(h) == []
 
@@ -179,7 +179,7 @@ async def test_from_someone_not_an_approver_is_refused(slack: tuple[Harness, Sla
     approval_id, card = await card_for(h, emu, key, call(1))
     assert (await press(h, emu, card, ALLOW_1H, user="U2")).status_code == 200
     told = await until(lambda: list(emu.ephemerals))
-    assert "NOT_AN_APPROVER" in told[-1].text
+    assert "NOT_AN_APPROVER" in (told[-1].text or "")
     assert await status_of(h, key, approval_id) == "pending"
     assert await allowances(h) == []
 
@@ -191,6 +191,6 @@ async def test_replayed_is_refused(slack: tuple[Harness, SlackEmulator, str]) ->
     assert (await press(h, emu, card, ALLOW_1H)).status_code == 200
     await until_async(lambda: approved(h, key, approval_id))
     assert (await press_forged(h, emu, card, ALLOW_1H, value)).status_code == 200
-    told = await until(lambda: [m for m in emu.ephemerals if "ALREADY_DECIDED" in m.text])
+    told = await until(lambda: [m for m in emu.ephemerals if "ALREADY_DECIDED" in (m.text or "")])
     assert told
     assert len(await allowances(h)) == 1
