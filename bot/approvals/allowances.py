@@ -131,9 +131,8 @@ def terms(policy: Policy, rec: Record, seconds: float | None) -> tuple[AllowFor,
     if seconds is None or seconds not in {c.seconds for c in lengths}:
         asked = "no length" if seconds is None else _length(seconds)
         raise InvalidRequest(
-            f"Allow for {asked} is not offered on {rec.tool_name}: "
-            f"{rule.origin('allow_for')} allows up to {_length(allow.cap)}; choose "
-            + (", ".join(c.name for c in lengths) or "approve"),
+            f"Allow for {asked} is not offered on {rec.tool_name}, only up to {_length(allow.cap)} "
+            f"({rule.origin('allow_for')}); choose " + (", ".join(c.name for c in lengths) or "approve"),
             field="allowFor",
         )
     got = shown_terms(allow, rec.parameters)
