@@ -40,6 +40,7 @@ from bot.policy import (
     surface_belongs,
 )
 from bot.policy.thresholds import above
+from contracts.allowances import choice_named
 from contracts.answers import (
     AgentDecider,
     Decision,
@@ -81,6 +82,7 @@ DASHBOARD_VERDICTS = {
     Verdict.APPROVE: ApprovalStatus.APPROVED,
     Verdict.DENY: ApprovalStatus.DENIED,
     Verdict.ALWAYS_DENY: ApprovalStatus.DENIED,
+    Verdict.ALLOW_FOR: ApprovalStatus.APPROVED,
     Verdict.CANCEL: ApprovalStatus.CANCELLED,
 }
 
@@ -581,11 +583,20 @@ class Engine:
                 raise InvalidRequest("handoffs need COSIGNER_SECRET on this server")
             await self.handoffs.press_done(self, approval_id, person, check, tenant=tenant)
             return await self.wait(tenant, approval_id, self.handoffs.done_wait)
+        if req.allowFor is not None and verdict is not Verdict.ALLOW_FOR:
+            raise InvalidRequest('allowFor goes with "decision": "allow_for" only', field="allowFor")
         to = DASHBOARD_VERDICTS[verdict]
         checked: standing.Check = check
         setting = None
         if verdict is Verdict.ALWAYS_DENY:
             checked, setting = standing.checked(check, req.userId), standing.setting(req.userId, None)
+        elif verdict is Verdict.ALLOW_FOR:
+            choice = choice_named(req.allowFor or "")
+            seconds = choice.seconds if choice is not None else None
+            checked = allowances.checked(check, self.policy, seconds)
+            setting = allowances.granting(
+                self.policy, SurfaceType.DASHBOARD, req.userId, None, seconds or 0.0
+            )
         closing = Closing(
             to,
             person,
