@@ -124,7 +124,11 @@ confirm = true
 allow_for = "1h"
 allow_for_match = ["nope"]
 allow_for_at_most = ["note"]
-parameters_schema = { type = "object", properties = { note = { type = "string" } }, additionalProperties = false }
+
+[tools.c.parameters_schema]
+type = "object"
+properties = { note = { type = "string" } }
+additionalProperties = false
 
 [tools.d]
 kind = "danger"
