@@ -15,7 +15,7 @@ from surfaces.slack import SlackAdapter, SlackConfig
 from surfaces.slack.emulated_methods import Recorded
 from surfaces.slack.emulator import SlackEmulator
 from surfaces.slack.interactions import block_actions_payload, send_signed
-from tests.harness import Harness, cosigner_app, until
+from tests.harness import Harness, cosigner_app, until, until_async
 
 SECRET = "allowances-signing-secret"
 APP_ID = "A0COSIGNER"
@@ -77,7 +77,14 @@ async def card_for(h: Harness, emu: SlackEmulator, key: str, body: dict[str, Any
     r = await ask(h, key, body)
     assert r.status_code == 201, r.text
     card = (await until(lambda: posted(emu)[before:]))[0]
-    return str(r.json()["approvalId"]), card
+    approval_id = str(r.json()["approvalId"])
+    await until_async(lambda: receipt_stored(h, approval_id))  # a click before it is refused
+    return approval_id, card
+
+
+async def receipt_stored(h: Harness, approval_id: str) -> bool:
+    placed = await h.desk.placed(approval_id)
+    return placed is not None and placed.delivered is not None
 
 
 def buttons(card: Recorded) -> dict[str, dict[str, Any]]:

@@ -3,13 +3,18 @@ cards, the agent's API, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
+from typing import Any
 
 import jwt
 import pytest
 
 from surfaces.slack.emulator import SlackEmulator
+from surfaces.slack.home_allowances import REVOKE_ACTION
+from surfaces.slack.interactions import block_actions_payload, send_signed, send_signed_event
 from tests.allowance_world import (
+    SECRET,
     allowances,
     ask,
     buttons,
@@ -194,3 +199,53 @@ async def test_replayed_is_refused(slack: tuple[Harness, SlackEmulator, str]) ->
     told = await until(lambda: [m for m in emu.ephemerals if "ALREADY_DECIDED" in (m.text or "")])
     assert told
     assert len(await allowances(h)) == 1
+
+
+async def test_the_home_tab_lists_them_and_revokes(slack: tuple[Harness, SlackEmulator, str]) -> None:
+    h, emu, key = slack
+    allowance_id = await granted(h, emu, key)
+    assert (await open_home(h, "U1")).status_code == 200
+    home = emu.home_tabs["U1"]
+    listed = json.dumps(home)
+    assert "Your standing allows" in listed and "customerId = cus_1" in listed and "used 0 of 3" in listed
+    await open_home(h, "U9")
+    assert "Your standing allows" not in json.dumps(emu.home_tabs["U9"])  # only the granter's own
+    (button,) = [
+        b["accessory"] for b in home["blocks"] if b.get("accessory", {}).get("action_id") == REVOKE_ACTION
+    ]
+    action = {"type": "button", "block_id": "x", "action_id": REVOKE_ACTION, "value": button["value"]}
+
+    async def revoke(user: str) -> None:
+        payload = block_actions_payload(
+            action=action,
+            blocks=home["blocks"],
+            channel="D1",
+            ts="1.1",
+            user=user,
+            team="T0ACME",
+            app_id="A0COSIGNER",
+        )
+        assert (await send_signed(h.client, "/slack/events", payload, secret=SECRET)).status_code == 200
+
+    await revoke("U9")  # someone else's Revoke finds nothing
+    assert [a["allowanceId"] for a in await allowances(h)] == [allowance_id]
+    await revoke("U1")
+    await until_async(lambda: none_left(h))
+    assert "Your standing allows" not in json.dumps(emu.home_tabs["U1"])
+    assert (await ask(h, key, call(2))).status_code == 201
+
+
+async def none_left(h: Harness) -> bool:
+    return await allowances(h) == []
+
+
+async def open_home(h: Harness, user: str) -> Any:
+    payload = {
+        "type": "event_callback",
+        "team_id": "T0ACME",
+        "api_app_id": "A0COSIGNER",
+        "event_id": f"Ev{user}",
+        "event_time": 1,
+        "event": {"type": "app_home_opened", "user": user, "channel": "D1", "tab": "home"},
+    }
+    return await send_signed_event(h.client, "/slack/events", payload, secret=SECRET)
