@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from bot.approvals import Closing, Engine, denials
+from bot.approvals import Closing, Engine, allowances, denials
 from bot.approvals import lifecycle as approval
 from bot.approvals.edits import form_fields
 from bot.inbox.people import Person, dashboard_id
@@ -32,6 +32,7 @@ VERDICTS = {
     Verdict.APPROVE: ApprovalStatus.APPROVED,
     Verdict.DENY: ApprovalStatus.DENIED,
     Verdict.ALWAYS_DENY: ApprovalStatus.DENIED,
+    Verdict.ALLOW_FOR: ApprovalStatus.APPROVED,
 }
 
 
@@ -62,9 +63,10 @@ async def answer(
     verdict: Verdict,
     comment: str | None,
     seen: str | None = None,
+    allow_for: float | None = None,
 ) -> Record:
-    """Apply a signed-in person's answer to the call shown with digest `seen`; refusals are
-    audited and raised as `CosignerError`."""
+    """Apply a signed-in person's answer to the call shown with digest `seen` (with
+    `Verdict.ALLOW_FOR`, `allow_for` seconds); refusals are audited and raised as `CosignerError`."""
     rec = await db.run_read(lambda tx: ledger.load(tx, approval_id))
     if rec is None or rec.tenant not in tenants:
         raise ApprovalNotFound(f"approval {approval_id} does not exist")
@@ -79,6 +81,9 @@ async def answer(
     standing = None
     if verdict is Verdict.ALWAYS_DENY:
         checked, standing = denials.checked(check, user), denials.setting(user, person.slack_team)
+    elif verdict is Verdict.ALLOW_FOR:
+        checked = allowances.checked(check, engine.policy, allow_for)
+        standing = allowances.granting(engine.policy, SurfaceType.DASHBOARD, user, None, allow_for or 0.0)
     closing = Closing(
         VERDICTS[verdict],
         decider,

@@ -27,15 +27,18 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response, Stream
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from bot.approvals import Denials, Engine, Notifier
+from bot.approvals import Allowances, Denials, Engine, Notifier
+from bot.approvals.allowances import offered as offered_lengths
 from bot.inbox import answering, session
+from bot.inbox.allowance_pages import allowance_routes
 from bot.inbox.editing import FIELD, TEXT_MAX, edited_changes, input_of, shown, starting_text
 from bot.inbox.people import Person, SignInRefused, names_on_slack, tenants_of, texted_to
 from bot.inbox.signin import SignIn
 from bot.policy.rules import Policy
 from bot.settings import Settings
+from contracts.allowances import choice_named
 from contracts.edits import parse_input
-from contracts.enums import ApprovalStatus, SurfaceType
+from contracts.enums import ApprovalStatus, SurfaceType, Verdict
 from contracts.errors import CosignerError, DenialNotFound, InvalidRequest
 from contracts.pending import Permalinks
 from cosigner.strict_json import read
@@ -244,6 +247,7 @@ class Inbox:
             "decided": when(rec.decided_at),
             "comment": rec.comment,
             "always_deny": card.offers_always_deny,
+            "allow_for": offered_lengths(self.policy, rec),  # "Allow for …" (bot.approvals.allowances)
             "slack_link": link,
             "asked_on": rec.route.surface.value if rec.route is not None else None,
             "code": rec.short_code,
@@ -354,9 +358,14 @@ class Inbox:
         if isinstance(signed, Response):
             return signed
         person, form = signed
-        verdict = FORM_VERDICTS.get(str(form.get("decision", "")))
-        if verdict is None:
-            return self.refused(request, person, "answer approve, deny or always_deny", 400)
+        length = choice_named(str(form.get("allow_for", ""))) if "allow_for" in form else None
+        verdict = (
+            Verdict.ALLOW_FOR if "allow_for" in form else FORM_VERDICTS.get(str(form.get("decision", "")))
+        )
+        if verdict is None or ("allow_for" in form and length is None):
+            return self.refused(
+                request, person, "answer approve, deny, always_deny or allow for 15m, 1h or 8h", 400
+            )
         comment = str(form.get("comment", "")).strip()[:2000] or None
         tenants = set(tenants_of(self.policy, person))
         try:
@@ -369,6 +378,7 @@ class Inbox:
                 verdict,
                 comment,
                 seen_digest(form),
+                allow_for=length.seconds if length is not None else None,
             )
         except CosignerError as exc:
             return self.refused(request, person, str(exc), exc.status)
@@ -581,6 +591,7 @@ def inbox_mount(
             Route("/approvals/{approval_id}/edit", inbox.review, methods=["POST"]),
             Route("/approvals/{approval_id}/edit/approve", inbox.approve_edited, methods=["POST"]),
             Route("/denials/{denial_id}/lift", inbox.lift, methods=["POST"]),
+            *allowance_routes(inbox, Allowances(db, clock)),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ],
         middleware=[
