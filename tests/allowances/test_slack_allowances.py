@@ -3,6 +3,7 @@ cards, the agent's API, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -109,6 +110,14 @@ async def test_used_up_is_asked(slack: tuple[Harness, SlackEmulator, str]) -> No
         assert (await ask(h, key, call(n, amount=10))).status_code == 200
     assert (await ask(h, key, call(5, amount=10))).status_code == 201
     assert await allowances(h) == []  # no longer in force
+
+
+async def test_concurrent_calls_never_overrun_the_uses(slack: tuple[Harness, SlackEmulator, str]) -> None:
+    h, emu, key = slack
+    await granted(h, emu, key)
+    answers = await asyncio.gather(*(ask(h, key, call(n, amount=10)) for n in range(2, 10)))
+    codes = sorted(r.status_code for r in answers)
+    assert codes == [200, 200, 200, 201, 201, 201, 201, 201]  # allow_for_uses = 3, then asked
 
 
 async def test_expired_is_asked(slack: tuple[Harness, SlackEmulator, str]) -> None:
