@@ -45,7 +45,7 @@ REVOKE_HOW = "revoke it with DELETE /v1/allowances/{id}, the inbox, or `cosigner
 
 
 def covered_by(
-    ruling: Ruling, parameters: Mapping[str, Any], shown: Mapping[str, Any], surface: Mapping[str, Any]
+    ruling: Ruling, parameters: Mapping[str, Any], shown: Mapping[str, Any], surface: str
 ) -> Terms | None:
     """What a standing allow would have to cover for this call to pass at once; None where no
     standing allow may decide it (the tool offers none, a quorum or a threshold decides, a
@@ -56,7 +56,7 @@ def covered_by(
         return None
     if rule.mode in (ApprovalMode.NONE, ApprovalMode.HANDOFF) or rule.quorum > 1 or rule.handoff is not None:
         return None
-    if surface.get("type") in HEADLESS:
+    if surface in HEADLESS:
         return None
     return terms_of(allow, parameters, shown)
 

@@ -82,7 +82,10 @@ class Call:
     ) -> Call:
         """The decision's inputs for this request under `rule`, as `bot.policy.decision.decide` ruled;
         with `shown` (the redacted parameters) also what a standing allow would have to cover."""
-        surface = req.surface.model_dump()
+        # Only a tool that offers "Allow for …" pays for what a standing allow is matched on.
+        allow = None
+        if shown is not None and ruling.rule.allow_for is not None:
+            allow = covered_by(ruling, req.parameters, shown, req.surface.type)
         return cls(
             tool_name=req.toolName,
             digest=dig,
@@ -97,8 +100,8 @@ class Call:
             cap=policy.max_gated_calls(tenant),
             block=ruling.rule.block,
             unevaluable=ruling.unevaluable,
-            allow=covered_by(ruling, req.parameters, shown, surface) if shown is not None else None,
-            requester=requester_key(surface),
+            allow=allow,
+            requester=requester_key(req.surface.model_dump()) if allow is not None else "",
         )
 
 
