@@ -104,6 +104,9 @@ class ApprovalCard:
     # text offers a link there (`inbox_url`, the request's inbox page) instead of Approve.
     step_up: bool = False
     inbox_url: str | None = None
+    # "Allow for …": the lengths an approver may allow calls like this one for (`1h`; see
+    # contracts.allowances), none where the policy does not offer it.
+    allow_for: tuple[str, ...] = ()
 
     def asked(self) -> Mapping[str, Any]:
         """The call the approvers are asked to approve, as shown: while pending, the edited
@@ -229,6 +232,9 @@ class Answer:
     # Why the surface could not show this person the whole call (a text too long even for
     # MORE): the desk refuses an Approve, a Deny still counts. None: it was shown whole.
     unshown: str | None = None
+    # With `Verdict.ALLOW_FOR`: how long the standing allow should last, in seconds (one of
+    # contracts.allowances.CHOICES); the desk refuses it above the policy's cap.
+    allow_for: float | None = None
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,8 @@ from contracts.edits import EditState
 from contracts.enums import ApprovalMode, ApprovalStatus, ToolKind
 from contracts.handoff import HandoffState
 from contracts.ports import Route
+from storage import allowances, denials, jobs
 from storage import approvals as ledger
-from storage import denials, jobs
 from storage.audit import Event
 from storage.denials import StandingDeny, standing_denies
 from storage.direct import Direct
@@ -78,6 +78,8 @@ class Question:
     grant: tuple[str, str] | None = None
     scope: Scope | None = None
     coalesce: str | None = None
+    allowance: allowances.Scope | None = None  # the standing allows in force for this scope
+    now: float = 0.0  # when the call is decided: an allowance that expired by then is not read
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,7 @@ class Snapshot:
     grant: RunGrant | None = None
     standing: StandingDeny | None = None
     pending: Record | None = None  # the identical request pending now (`Question.coalesce`)
+    allowances: tuple[allowances.StandingAllow, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -146,7 +149,10 @@ def load(tx: Work, q: Question) -> Snapshot:
     if q.coalesce is not None and standing is None:
         found = _PENDING_ALIKE.first(tx, {"key": q.coalesce})
         pending = Record.from_row(found) if found is not None else None
-    return Snapshot(gated=gated, grant=grant, standing=standing, pending=pending)
+    allows = (
+        allowances.in_force(tx, q.allowance, q.now) if q.allowance is not None and standing is None else ()
+    )
+    return Snapshot(gated=gated, grant=grant, standing=standing, pending=pending, allowances=allows)
 
 
 # PostgreSQL reads a new call's snapshot in one statement, one round trip instead of up to
@@ -241,7 +247,9 @@ def _load_at_once(tx: Work, q: Question) -> Snapshot:
     pending = None
     if q.coalesce is not None and row.c_id is not None:
         pending = Record.from_row(_prefixed(row, "c_"))
-    return Snapshot(gated=int(row.gated) if q.count else 0, grant=grant, pending=pending)
+    # A second statement only for a tool that offers "Allow for …" (storage.allowances).
+    allows = allowances.in_force(tx, q.allowance, q.now) if q.allowance is not None else ()
+    return Snapshot(gated=int(row.gated) if q.count else 0, grant=grant, pending=pending, allowances=allows)
 
 
 def write(tx: Work, new: NewApproval) -> Record:

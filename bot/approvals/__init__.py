@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from bot import lazy_exports
 
 if TYPE_CHECKING:
+    from bot.approvals.allowances import Allowances, allowance_to_wire
     from bot.approvals.batches import batch_of, group_key, listed_of, place_of, together
     from bot.approvals.bodies import Start, actor_of, decision_body, start_body
     from bot.approvals.denials import Denials, setter, to_wire
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EXECUTE_GRACE",
+    "Allowances",
     "Closing",
     "Denials",
     "Desk",
@@ -38,6 +40,7 @@ __all__ = [
     "Start",
     "Wakeups",
     "actor_of",
+    "allowance_to_wire",
     "batch_of",
     "callback_secret",
     "closed_error",
@@ -61,6 +64,7 @@ __getattr__ = lazy_exports(
     __all__,
     {
         "bot.approvals.batches": ["batch_of", "group_key", "listed_of", "place_of", "together"],
+        "bot.approvals.allowances": ["Allowances", "allowance_to_wire"],
         "bot.approvals.bodies": ["Start", "actor_of", "decision_body", "start_body"],
         "bot.approvals.denials": ["Denials", "setter", "to_wire"],
         "bot.approvals.desk": ["Desk"],

@@ -8,6 +8,7 @@ from typing import Any
 
 from bot.approvals.grants import GrantSigner
 from contracts.answers import (
+    AllowanceDecider,
     ApprovalGiven,
     ApprovalStart,
     CurrentCall,
@@ -65,6 +66,14 @@ def quorum_claims(rec: Record) -> dict[str, object]:
     if rec.quorum <= 1:
         return {}
     return {"approvers": [{"by": v.by, "surface": v.surface.value} for v in rec.votes]}
+
+
+def allowance_claims(rec: Record) -> dict[str, object]:
+    """A grant a standing allow gave says so: which one, and who granted it."""
+    by = rec.decided_by
+    if not isinstance(by, AllowanceDecider):
+        return {}
+    return {"allowance": {"id": by.allowanceId, "grantedBy": f"{by.surface.value}:{by.userId}"}}
 
 
 def start_body(rec: Record, *, coalesced: bool = False) -> Start:
@@ -199,6 +208,7 @@ def decision_body(
                 **quorum_claims(rec),
                 **step_up_claims(rec),
                 **standard_claims(rec, digest, int(decided_at), audience),
+                **allowance_claims(rec),
             }
         )
     handoff = rec.handoff

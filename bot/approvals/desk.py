@@ -10,12 +10,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from bot.approvals import denials, edits
+from bot.approvals import allowances, denials, edits
+from bot.approvals.allowances import Allowances
 from bot.approvals.batches import BatchAnswers
 from bot.approvals.denials import Denials
 from bot.approvals.engine import Engine, HandoffKind
 from bot.approvals.lifecycle import Closing, check_answer, check_reader, closed_error
 from bot.policy import Policy
+from contracts.allowances import Allowance
 from contracts.answers import PersonDecider
 from contracts.batches import BatchAnswer
 from contracts.denials import Denial
@@ -34,6 +36,7 @@ T = TypeVar("T")
 CLOSING_VERDICTS = {
     Verdict.APPROVE: ApprovalStatus.APPROVED,
     Verdict.APPROVE_FOR_RUN: ApprovalStatus.APPROVED,
+    Verdict.ALLOW_FOR: ApprovalStatus.APPROVED,
     Verdict.CANCEL: ApprovalStatus.CANCELLED,
 }
 
@@ -55,6 +58,7 @@ class Desk:
         policy: Policy,
         denials: Denials,
         handoffs: HandoffKind | None,
+        allowances: Allowances | None = None,
     ) -> None:
         self.engine = engine
         self.db = db
@@ -63,6 +67,7 @@ class Desk:
         self.denials = denials
         self.handoffs = handoffs
         self.batches = BatchAnswers(db, clock, lambda: self.policy.people, self.answer)
+        self.allowances = allowances or Allowances(db, clock)
 
     async def answer(self, answer: Answer) -> ApprovalCard:
         """Check an answer from Slack or SMS and apply it; refusals are audited."""
@@ -91,6 +96,9 @@ class Desk:
         standing = None
         if answer.verdict is Verdict.ALWAYS_DENY:
             check, standing = denials.checked(check, answer.actor), denials.setting(answer.actor, team)
+        elif answer.verdict is Verdict.ALLOW_FOR:
+            check = allowances.checked(check, self.policy, answer.allow_for)
+            standing = allowances.granting(self.policy, surface, answer.actor, team, answer.allow_for or 0.0)
         closing = Closing(
             to,
             actor,
@@ -178,6 +186,18 @@ class Desk:
     async def lift_own(self, tenant: str, surface: SurfaceType, person: str, denial_id: str) -> Denial:
         """Lift a standing deny that `person` set; anyone else's is not found."""
         return await self.denials.lift_own(tenant, surface, person, denial_id)
+
+    # --- standing allows a person gave (contracts.allowances.AllowanceDesk) ------
+
+    async def allowances_of(self, tenant: str, surface: SurfaceType, person: str) -> Sequence[Allowance]:
+        """The standing allows in force that `person` granted on `surface` in `tenant`."""
+        return await self.allowances.allowances_of(tenant, surface, person)
+
+    async def revoke_own(
+        self, tenant: str, surface: SurfaceType, person: str, allowance_id: str
+    ) -> Allowance:
+        """Revoke a standing allow that `person` granted; anyone else's is not found."""
+        return await self.allowances.revoke_own(tenant, surface, person, allowance_id)
 
     async def pending_of(self, tenant: str, surface: SurfaceType, person: str) -> Sequence[Placed]:
         """Pending requests of `tenant` on `surface` naming `person` (contracts.pending.PendingDesk)."""

@@ -12,9 +12,10 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Protocol
 
-from bot.approvals import agent_schema, coalescing, edits, trail
+from bot.approvals import agent_schema, allowances, coalescing, edits, trail
 from bot.approvals import denials as standing
 from bot.approvals import lifecycle as approval
 from bot.approvals.bodies import Start, decision_body, start_body
@@ -41,6 +42,7 @@ from bot.policy import (
 )
 from bot.policy.oncall_refs import OnCallRef
 from bot.policy.thresholds import above
+from contracts.allowances import choice_named
 from contracts.answers import (
     AgentDecider,
     Decision,
@@ -67,6 +69,7 @@ from contracts.ports import ApprovalCard, DashboardRoute, Delivered, Placed, Sla
 from contracts.reach import Channel, delivered_by_worker
 from contracts.wire import AdmitRequest, ApprovalRequest, DecisionRequest, ResultReport
 from storage import approvals as ledger
+from storage.allowances import UsedUp
 from storage.audit import AuditRow, Event
 from storage.database import Conflict, Database
 from storage.jobs import Job
@@ -82,6 +85,7 @@ DASHBOARD_VERDICTS = {
     Verdict.APPROVE: ApprovalStatus.APPROVED,
     Verdict.DENY: ApprovalStatus.DENIED,
     Verdict.ALWAYS_DENY: ApprovalStatus.DENIED,
+    Verdict.ALLOW_FOR: ApprovalStatus.APPROVED,
     Verdict.CANCEL: ApprovalStatus.CANCELLED,
 }
 
@@ -327,7 +331,7 @@ class Engine:
             tenant,
             req,
             rule,
-            Call.of(self.policy, tenant, req, rule, dig, ruling),
+            Call.of(self.policy, tenant, req, rule, dig, ruling, shown),
             shown,
             contract,
             approval_id,
@@ -348,13 +352,15 @@ class Engine:
         )
         for _attempt in range(3):
             try:
-                # Reads, then one write (storage.intake.write): no transaction needed.
+                # Reads, then one write (storage.intake.write): no transaction needed; a
+                # standing allow's use is a second write, so a tool that offers one takes one.
                 since = self.db.known.epoch()
                 created = await self.db.run_write(
-                    lambda tx: create_tx(tx, it, self.clock()), single_write=True
+                    lambda tx: create_tx(tx, it, self.clock()), single_write=it.call.allow is None
                 )
-            except Conflict:
-                continue  # a concurrent create of the same call won; read its result
+            except (Conflict, UsedUp):
+                continue  # a concurrent create of the same call won (read its result), or
+                # took a standing allow's last use (read what is left)
             if created.coalesced and created.record.expires_at <= self.clock():
                 await self.expire(created.record.id)  # its time is up: this one is a new question
                 continue
@@ -625,11 +631,20 @@ class Engine:
                 raise InvalidRequest("handoffs need COSIGNER_SECRET on this server")
             await self.handoffs.press_done(self, approval_id, person, check, tenant=tenant)
             return await self.wait(tenant, approval_id, self.handoffs.done_wait)
+        if req.allowFor is not None and verdict is not Verdict.ALLOW_FOR:
+            raise InvalidRequest('allowFor goes with "decision": "allow_for" only', field="allowFor")
         to = DASHBOARD_VERDICTS[verdict]
         checked: standing.Check = check
         setting = None
         if verdict is Verdict.ALWAYS_DENY:
             checked, setting = standing.checked(check, req.userId), standing.setting(req.userId, None)
+        elif verdict is Verdict.ALLOW_FOR:
+            choice = choice_named(req.allowFor or "")
+            seconds = choice.seconds if choice is not None else None
+            checked = allowances.checked(check, self.policy, seconds)
+            setting = allowances.granting(
+                self.policy, SurfaceType.DASHBOARD, req.userId, None, seconds or 0.0
+            )
         closing = Closing(
             to,
             person,
@@ -767,6 +782,10 @@ class Engine:
         )
 
     # --- deliveries -------------------------------------------------------------
+
+    def card_of(self, rec: Record) -> ApprovalCard:
+        """The card to deliver: the record's, with the "Allow for …" lengths the policy offers."""
+        return replace(rec.card(), allow_for=allowances.offered(self.policy, rec))
 
     async def placed(self, approval_id: str) -> Placed | None:
         """An approval with its route and receipt, whatever its tenant."""

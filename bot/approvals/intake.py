@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from bot.approvals.allowances import allowance_decider, covered_by, used_event
 from bot.approvals.bodies import actor_of
 from bot.approvals.denials import decider as standing_decider
 from bot.approvals.lifecycle import new_id
@@ -19,6 +20,7 @@ from bot.approvals.run_grants import requester_key
 from bot.observability import NO_TRACE, ApprovalTrace
 from bot.oncall import Asked, Fallback
 from bot.policy import Policy, Ruling, ToolRule
+from bot.policy.allow_for import Terms
 from bot.policy.follow_up_plan import Plan
 from contracts.answers import DecidedBy, PolicyDecider
 from contracts.denials import scope_of
@@ -35,8 +37,9 @@ from contracts.names import fold
 from contracts.ports import Route
 from contracts.reach import delivered_by_worker
 from contracts.wire import ApprovalRequest
+from storage import allowances, operations
 from storage import intake as store
-from storage import operations
+from storage.allowances import Scope, StandingAllow
 from storage.audit import Event
 from storage.denials import StandingDeny
 from storage.jobs import Delivery, Queued
@@ -64,12 +67,27 @@ class Call:
     cap: int  # max gated calls in one execution
     block: str | None = None  # the `when` block that decided (`tools.Bash.when[1]`), if one did
     unevaluable: str | None = None  # why that block could not be evaluated: the call is asked
+    # What a standing allow ("Allow for …") would have to cover; None where none may.
+    allow: Terms | None = None
+    requester: str = ""  # `requester_key` of the call's surface, which a standing allow names
 
     @classmethod
     def of(
-        cls, policy: Policy, tenant: str, req: ApprovalRequest, rule: ToolRule, dig: str, ruling: Ruling
+        cls,
+        policy: Policy,
+        tenant: str,
+        req: ApprovalRequest,
+        rule: ToolRule,
+        dig: str,
+        ruling: Ruling,
+        shown: Mapping[str, Any] | None = None,
     ) -> Call:
-        """The decision's inputs for this request under `rule`, as `bot.policy.decision.decide` ruled."""
+        """The decision's inputs for this request under `rule`, as `bot.policy.decision.decide` ruled;
+        with `shown` (the redacted parameters) also what a standing allow would have to cover."""
+        # Only a tool that offers "Allow for …" pays for what a standing allow is matched on.
+        allow = None
+        if shown is not None and ruling.rule.allow_for is not None:
+            allow = covered_by(ruling, req.parameters, shown, req.surface.type)
         return cls(
             tool_name=req.toolName,
             digest=dig,
@@ -84,6 +102,8 @@ class Call:
             cap=policy.max_gated_calls(tenant),
             block=ruling.rule.block,
             unevaluable=ruling.unevaluable,
+            allow=allow,
+            requester=requester_key(req.surface.model_dump()) if allow is not None else "",
         )
 
 
@@ -109,6 +129,7 @@ class Admit:
     decided_by: DecidedBy | None
     route: Route | None
     standing: StandingDeny | None = None  # the standing deny that refused it
+    allowance: StandingAllow | None = None  # the standing allow that approved it
 
 
 @dataclass(frozen=True)
@@ -133,10 +154,10 @@ class Created:
 
 
 def question(
-    tenant: str, call: Call, surface: Mapping[str, Any], coalesce: str | None = None
+    tenant: str, call: Call, surface: Mapping[str, Any], coalesce: str | None = None, now: float = 0.0
 ) -> store.Question:
-    """What `decide` needs of the database for `call`, and nothing it will not read; `coalesce`
-    is the call's coalescing key, looked for only when the call would be asked."""
+    """What `decide` needs of the database for `call` at `now`, and nothing it will not read;
+    `coalesce` is the call's coalescing key, looked for only when the call would be asked."""
     route = call.routed if isinstance(call.routed, Route) else None
     scope = (
         None if call.deny or route is None else scope_of(tenant, call.tool_name, call.mode, route, surface)
@@ -146,8 +167,19 @@ def question(
     if asks and call.threshold is None and call.mode is ApprovalMode.ASK:
         grant = (fold(call.tool_name), requester_key(surface))
     alike = coalesce if asks and call.threshold is None and isinstance(call.routed, Route) else None
+    allowance = None
+    if asks and call.threshold is None and call.allow is not None:
+        allowance = Scope(tenant, fold(call.tool_name), call.requester, call.allow.key)
     return store.Question(
-        tenant, call.execution_id, call.tool_call_id, count=asks, grant=grant, scope=scope, coalesce=alike
+        tenant,
+        call.execution_id,
+        call.tool_call_id,
+        count=asks,
+        grant=grant,
+        scope=scope,
+        coalesce=alike,
+        allowance=allowance,
+        now=now,
     )
 
 
@@ -189,6 +221,11 @@ def decide(call: Call, snap: store.Snapshot) -> Outcome:
         grant = snap.grant
         by = PolicyDecider(rule=f"approved for this run by {grant.granted_by} ({grant.approval_id})")
         return Admit(ApprovalStatus.APPROVED, by, None)
+    if call.allow is not None:
+        numbers = call.allow.numbers
+        held = next((a for a in snap.allowances if a.covers(numbers)), None)
+        if held is not None:
+            return Admit(ApprovalStatus.APPROVED, allowance_decider(held), None, allowance=held)
     if isinstance(call.routed, ApprovalModeUnsupported):
         return Refuse(call.routed)
     if snap.pending is not None:
@@ -229,7 +266,7 @@ class Intake:
 
 def create_tx(tx: Work, it: Intake, now: float) -> Created:
     """Load what the call is decided on, decide, and store the outcome: two storage calls."""
-    snap = store.load(tx, question(it.tenant, it.call, it.req.surface.model_dump(), it.coalesce))
+    snap = store.load(tx, question(it.tenant, it.call, it.req.surface.model_dump(), it.coalesce, now))
     outcome = decide(it.call, snap)
     if isinstance(outcome, Replay):
         return Created(outcome.record, replay=True)
@@ -237,6 +274,9 @@ def create_tx(tx: Work, it: Intake, now: float) -> Created:
         return Created(outcome.record, replay=False, coalesced=True)
     if isinstance(outcome, Refuse):
         raise outcome.error
+    if outcome.allowance is not None:
+        # Raises UsedUp when a concurrent call took its last use: the create runs again.
+        allowances.use(tx, outcome.allowance.id, now)
     rec = store.write(tx, new_approval(it, outcome, now))
     return Created(rec, replay=False, denied_by_policy=it.call.deny, standing=outcome.standing)
 
@@ -285,6 +325,8 @@ def new_approval(it: Intake, admit: Admit, now: float) -> store.NewApproval:
         events.append(operations.prepared_event(contract))
     if decided_by is not None:
         events.append(Event(status.value, actor_of(decided_by), {"comment": None}))
+    if admit.allowance is not None:
+        events.append(used_event(admit.allowance))
     if contract is not None and executing:
         contract, claim = operations.claim(contract)
         events.append(claim)

@@ -112,7 +112,7 @@ def check_answer(rec: Record, a: Answer) -> None:
     check_verdict(rec, a.verdict)
 
 
-APPROVING = frozenset({Verdict.APPROVE, Verdict.APPROVE_FOR_RUN})
+APPROVING = frozenset({Verdict.APPROVE, Verdict.APPROVE_FOR_RUN, Verdict.ALLOW_FOR})
 
 
 def check_shown(rec: Record, a: Answer) -> None:

@@ -1,4 +1,5 @@
-"""The `cosigner` command: serve, dev, migrate, tenants, policy, audit, denials, inbox, doctor, backup."""
+"""The `cosigner` command: serve, dev, migrate, tenants, policy, audit, denials, allowances, inbox,
+doctor, backup."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from bot.approvals import callback_secret
+from bot.cli import allowances as allowance_cli
 from bot.cli import backup as backup_cli
 from bot.cli import denials as denial_cli
 from bot.cli import doctor as doctor_cli
@@ -452,6 +454,7 @@ def parser() -> argparse.ArgumentParser:
     # Parsed by the gateway itself (see main): listed here for `cosigner --help`.
     sub.add_parser("mcp-gateway", help="an MCP server in front of another, each tool call gated by Cosigner")
     denial_cli.register(sub, _with_db, UsageError)
+    allowance_cli.register(sub, _with_db, UsageError)
     inbox_cli.register(sub, _with_db, UsageError)
     doctor_cli.register(sub)
     backup_cli.register(sub, UsageError)

@@ -15,7 +15,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from bot.approvals import Denials, Engine, GrantSigner, Start, start_body
+from bot.approvals import Allowances, Denials, Engine, GrantSigner, Start, start_body
+from bot.http.allowance_routes import allowance_handlers
 from bot.http.decoding import decode_json, parse, read_body, validate
 from bot.http.denial_routes import denial_handlers
 from bot.http.openapi import ANY_SCOPE, ENDPOINTS
@@ -101,8 +102,10 @@ class Api:
         metrics: Metrics,
         tracing: Tracing,
         signer: GrantSigner,
+        allowances: Allowances,
     ) -> None:
         self.engine = engine
+        self.allowances = allowances
         self.denials = denials
         self.metrics = metrics
         self.tracing = tracing
@@ -123,6 +126,7 @@ class Api:
             "decision": self.decide,
             "keys": self.jwks,
             **denial_handlers(self.denials, answer),
+            **allowance_handlers(self.allowances, answer),
         }
         return [
             Route(

@@ -21,7 +21,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from bot.approvals import Denials, Desk, Engine, GrantSigner, Notifier, Wakeups
+from bot.approvals import Allowances, Denials, Desk, Engine, GrantSigner, Notifier, Wakeups
 from bot.egress import Egress, callback_client, parse_allow_list
 from bot.handoffs import Handoffs
 from bot.http.api import JSON, Api
@@ -136,6 +136,7 @@ def build_app(
         settings.twilio_from_number, settings.twilio_messaging_service_sid, settings.twilio_whatsapp_from
     )
     denials = Denials(db, clock)
+    allowances = Allowances(db, clock)
     wakeups = Wakeups()
     enabled: set[str] = {SurfaceType.DASHBOARD}  # the surface adapters join once built, below
     handoffs = Handoffs(seal, db=db, clock=clock, tracing=tracing, wakeups=wakeups)
@@ -159,7 +160,9 @@ def build_app(
         wakeups=wakeups,
         oncall=oncall,
     )
-    desk = Desk(engine, db=db, clock=clock, policy=policy, denials=denials, handoffs=handoffs)
+    desk = Desk(
+        engine, db=db, clock=clock, policy=policy, denials=denials, handoffs=handoffs, allowances=allowances
+    )
     adapters: dict[str, SurfaceAdapter] = {}
     installs = slack_install_stores(settings, db) if surfaces is None else None
     egress = http or callback_client(callback_allow)
@@ -302,6 +305,7 @@ def build_app(
             metrics=metrics,
             tracing=tracing,
             signer=signer,
+            allowances=allowances,
         ).routes(),
         inbox_mount(
             engine, settings, clock, adapters, db=db, policy=policy, denials=denials, notifier=notifier

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from contracts import answers, denials, errors, handoff, wire
+from contracts import allowances, answers, denials, errors, handoff, wire
 from contracts.enums import KeyScope
 from contracts.errors import CosignerError
 
@@ -36,6 +36,9 @@ _ANSWERS: list[type[BaseModel]] = [
     answers.ErrorBody,
     denials.DenialList,
     denials.Denial,
+    allowances.AllowanceList,
+    allowances.Allowance,
+    allowances.AllowanceGrantor,
 ]
 E = errors
 # A route one key scope may use also answers KEY_SCOPE; get and audit take either scope.
@@ -135,6 +138,9 @@ class Endpoint:
         if "{denialId}" in self.path:
             denial = {"name": "denialId", "in": "path", "required": True, "schema": {"type": "string"}}
             op["parameters"] = [denial]
+        if "{allowanceId}" in self.path:
+            allowance = {"name": "allowanceId", "in": "path", "required": True, "schema": {"type": "string"}}
+            op["parameters"] = [allowance]
         if not self.scopes:
             op["security"] = []
         return op
@@ -297,6 +303,26 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "liftDenial",
         {"200": _json(_ref(denials.Denial), "Lifted (again: the first lift stands)")},
         (*_AUTH, E.DenialNotFound),
+    ),
+    Endpoint(
+        "/v1/allowances",
+        "get",
+        "allowances",
+        APPROVER_ONLY,
+        "The standing allows (Allow for …) in force for this tenant, newest first",
+        "listAllowances",
+        {"200": _json(_ref(allowances.AllowanceList), "Standing allows in force")},
+        _AUTH,
+    ),
+    Endpoint(
+        "/v1/allowances/{allowanceId}",
+        "delete",
+        "allowance_revoke",
+        APPROVER_ONLY,
+        "Revoke a standing allow: from the next call, those it covered are asked again",
+        "revokeAllowance",
+        {"200": _json(_ref(allowances.Allowance), "Revoked (again: the first revocation stands)")},
+        (*_AUTH, E.AllowanceNotFound),
     ),
 )
 

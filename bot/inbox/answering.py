@@ -14,10 +14,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from bot.approvals import Closing, Engine, denials
+from bot.approvals import Closing, Engine, allowances, denials
 from bot.approvals import lifecycle as approval
 from bot.approvals.edits import form_fields
 from bot.inbox.people import Person, dashboard_id
+from bot.policy.rules import Policy
 from contracts.answers import PersonDecider
 from contracts.edits import Change, EditField
 from contracts.enums import ApprovalStatus, AuditEvent, SurfaceType, Verdict
@@ -32,6 +33,7 @@ VERDICTS = {
     Verdict.APPROVE: ApprovalStatus.APPROVED,
     Verdict.DENY: ApprovalStatus.DENIED,
     Verdict.ALWAYS_DENY: ApprovalStatus.DENIED,
+    Verdict.ALLOW_FOR: ApprovalStatus.APPROVED,
 }
 
 
@@ -62,19 +64,31 @@ async def answer(
     verdict: Verdict,
     comment: str | None,
     seen: str | None = None,
+    allow_for: float | None = None,
 ) -> Record:
-    """Apply a signed-in person's answer to the call shown with digest `seen`; refusals are
-    audited and raised as `CosignerError`."""
+    """Apply a signed-in person's answer to the call shown with digest `seen` (with
+    `Verdict.ALLOW_FOR`, `allow_for` seconds); refusals are audited and raised as `CosignerError`."""
     rec = await db.run_read(lambda tx: ledger.load(tx, approval_id))
     if rec is None or rec.tenant not in tenants:
         raise ApprovalNotFound(f"approval {approval_id} does not exist")
-    return await engine.close(approval_id, closing_of(rec, person, verdict, comment, seen))
+    return await engine.close(
+        approval_id,
+        closing_of(rec, person, verdict, comment, seen, policy=engine.policy, allow_for=allow_for),
+    )
 
 
 def closing_of(
-    rec: Record, person: Person, verdict: Verdict, comment: str | None, seen: str | None
+    rec: Record,
+    person: Person,
+    verdict: Verdict,
+    comment: str | None,
+    seen: str | None,
+    *,
+    policy: Policy | None = None,
+    allow_for: float | None = None,
 ) -> Closing:
-    """The closing a signed-in person's answer to `rec` asks for, with its checks and audit."""
+    """The closing a signed-in person's answer to `rec` asks for, with its checks and audit;
+    an "Allow for …" (`Verdict.ALLOW_FOR`, `allow_for` seconds) needs the `policy` that caps it."""
     user = dashboard_id(person, rec)
     decider = PersonDecider(surface=SurfaceType.DASHBOARD, userId=user, teamId=person.slack_team)
 
@@ -86,6 +100,11 @@ def closing_of(
     standing = None
     if verdict is Verdict.ALWAYS_DENY:
         checked, standing = denials.checked(check, user), denials.setting(user, person.slack_team)
+    elif verdict is Verdict.ALLOW_FOR:
+        if policy is None:
+            raise InvalidRequest("answer Allow for … on the request itself, not in a selection")
+        checked = allowances.checked(check, policy, allow_for)
+        standing = allowances.granting(policy, SurfaceType.DASHBOARD, user, None, allow_for or 0.0)
     return Closing(
         VERDICTS[verdict],
         decider,

@@ -19,6 +19,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from bot.approvals import Denials, Engine, Notifier
+from bot.approvals.allowances import offered as offered_lengths
 from bot.inbox import items, session
 from bot.inbox.people import Person, names_on_slack, tenants_of, texted_to
 from bot.inbox.signin import SignIn
@@ -201,7 +202,9 @@ class InboxBase:
 
     def item(self, rec: Record, link: str | None = None, person: Person | None = None) -> dict[str, Any]:
         """One request as the templates show it."""
-        return items.describe(rec, self.clock(), link, person)
+        described = items.describe(rec, self.clock(), link, person)
+        described["allow_for"] = offered_lengths(self.policy, rec)  # "Allow for …" (bot.approvals.allowances)
+        return described
 
 
 def answers_here(person: Person, rec: Record) -> bool:

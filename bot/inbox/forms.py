@@ -19,8 +19,9 @@ from bot.inbox import answering, session
 from bot.inbox.core import InboxBase, seen_digest
 from bot.inbox.editing import FIELD, TEXT_MAX, input_of, shown, starting_text
 from bot.inbox.people import tenants_of
+from contracts.allowances import choice_named
 from contracts.edits import parse_input
-from contracts.enums import ApprovalStatus, SurfaceType
+from contracts.enums import ApprovalStatus, SurfaceType, Verdict
 from contracts.errors import CosignerError, DenialNotFound, InvalidRequest
 from cosigner.strict_json import read
 
@@ -62,9 +63,14 @@ class Forms(InboxBase):
         if isinstance(signed, Response):
             return signed
         person, form = signed
-        verdict = FORM_VERDICTS.get(str(form.get("decision", "")))
-        if verdict is None:
-            return self.refused(request, person, "answer approve, deny or always_deny", 400)
+        length = choice_named(str(form.get("allow_for", ""))) if "allow_for" in form else None
+        verdict = (
+            Verdict.ALLOW_FOR if "allow_for" in form else FORM_VERDICTS.get(str(form.get("decision", "")))
+        )
+        if verdict is None or ("allow_for" in form and length is None):
+            return self.refused(
+                request, person, "answer approve, deny, always_deny or allow for 15m, 1h or 8h", 400
+            )
         comment = comment_of(form)
         tenants = set(tenants_of(self.policy, person))
         try:
@@ -77,6 +83,7 @@ class Forms(InboxBase):
                 verdict,
                 comment,
                 seen_digest(form),
+                allow_for=length.seconds if length is not None else None,
             )
         except CosignerError as exc:
             return self.refused(request, person, str(exc), exc.status)

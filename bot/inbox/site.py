@@ -19,8 +19,9 @@ from starlette.middleware.sessions import SessionMiddleware
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from bot.approvals import Denials, Engine, Notifier
+from bot.approvals import Allowances, Denials, Engine, Notifier
 from bot.inbox import passkeys, selection, step_up
+from bot.inbox.allowance_pages import allowance_routes
 from bot.inbox.core import HERE, MAX_FORM, not_configured_message
 from bot.inbox.forms import Forms
 from bot.inbox.live import Live
@@ -83,6 +84,7 @@ def inbox_mount(
             Route("/approvals/{approval_id}/step-up", stepped.answer, methods=["POST"]),
             Route("/approvals/{approval_id}/step-up/options", stepped.options, methods=["POST"]),
             *push_routes(inbox),
+            *allowance_routes(inbox, Allowances(db, clock)),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ],
         middleware=[

@@ -13,6 +13,8 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 
+from bot.policy.allow_for import allow_for_of
+from bot.policy.allow_for import problems as allow_for_problems
 from bot.policy.follow_up_checks import follow_up_problems
 from bot.policy.merge import Layers
 from bot.policy.oncall_refs import OnCallRef, unconfigured
@@ -34,7 +36,7 @@ from bot.policy.step_up_checks import step_up_problems
 from bot.policy.tool_rule import Confirm, Threshold, ToolRule, mode_of, outcomes, with_when
 from bot.policy.validation import handoff_secrets, read_policy
 from bot.policy.visibility import show_problems
-from bot.policy.when_checks import when_problems
+from bot.policy.when_checks import schema_types, when_problems
 from contracts.enums import ApprovalMode, ApproverKind, SurfaceType, ToolKind
 from contracts.errors import PolicyError
 from contracts.names import fold
@@ -108,6 +110,7 @@ def _rule(
         step_up=bool(pick("step_up", False)),
         parameters_schema=pick("parameters_schema", None),
         audience=pick("audience", None),
+        allow_for=allow_for_of(pick),
         origins=tuple(layers.origins.items()),
     )
     return with_when(rule, when, rule.origin("when"))
@@ -369,6 +372,10 @@ def load_policy(text: str, source: str = "policy", base: Path | None = None) -> 
     problems += show_problems(r for t in ("", *policy.tenants) for r in policy.rules_of(t))
     problems += when_problems((r for t in ("", *policy.tenants) for r in policy.rules_of(t)), base)
     problems += step_up_problems(r for t in ("", *policy.tenants) for r in policy.rules_of(t))
+    problems += allow_for_problems(
+        (r for t in ("", *policy.tenants) for r in policy.rules_of(t)),
+        lambda rule, path: schema_types(rule, path, base),
+    )
     if problems:
         raise PolicyError(problems, source)
     return policy

@@ -152,6 +152,13 @@ def _schema_source(value: Any) -> Any:
 
 
 SchemaSource = Annotated[dict[str, Any] | str, PlainValidator(_schema_source)]
+ArgumentPaths = Annotated[
+    tuple[
+        Annotated[str, Field(pattern=DOTTED), say('"{input}" is not a parameter path such as "repo"')], ...
+    ],
+    Field(strict=False),
+    listed('["repo", "customer.id"]'),
+]
 
 
 class ToolSection(Table):
@@ -183,6 +190,12 @@ class ToolSection(Table):
     # The JSON Schema of the tool's parameters, a table or a JSON file's path (relative to the
     # policy file): `policy check` refuses a `when` path it rules out. Calls are not checked.
     parameters_schema: SchemaSource | None = None
+    # "Allow for …" (bot.policy.allow_for): the longest standing allow an approver may give,
+    # the arguments later calls must match, the numbers they may not exceed, and how many.
+    allow_for: Duration | None = None
+    allow_for_match: ArgumentPaths | None = None
+    allow_for_at_most: ArgumentPaths | None = None
+    allow_for_uses: Count | None = None
 
 
 class ToolOverride(ToolSection):

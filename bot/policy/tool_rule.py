@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from bot.policy.allow_for import AllowFor
 from bot.policy.oncall_refs import OnCallRef
 from bot.policy.schema import EscalateStep, HandoffSection
 from bot.policy.when import Block, State, compile_block
@@ -71,6 +72,8 @@ class ToolRule:
     unevaluable: bool = False
     # `parameters_schema` as the merge picked it (a table, or a file's path): for checks only.
     parameters_schema: dict[str, Any] | str | None = field(default=None, compare=False)
+    # "Allow for …": the longest standing allow an approver may give, and what it covers.
+    allow_for: AllowFor | None = None
 
     def origin(self, key: str) -> str:
         """The key path of `key` as the merge took it: the tenant's override or the tool's."""

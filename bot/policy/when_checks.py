@@ -111,6 +111,17 @@ def _paths(rule: ToolRule, schema: dict[str, Any], schema_path: str) -> list[str
     return problems
 
 
+def schema_types(rule: ToolRule, path: str, base: Path | None = None) -> frozenset[str] | None:
+    """The JSON types the tool's `parameters_schema` allows at a dotted parameter path: None
+    when any, unknown, or the tool has no (readable) schema; empty when it cannot exist."""
+    if rule.parameters_schema is None:
+        return None
+    schema, said = _load(rule.parameters_schema, base)
+    if said is not None or not isinstance(schema, dict):
+        return None
+    return _types(schema, path.split("."), schema, 0)
+
+
 def _key(path: str) -> str:
     return path if re.fullmatch(r"[A-Za-z0-9_-]+", path) else json.dumps(path)
 

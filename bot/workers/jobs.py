@@ -164,7 +164,7 @@ class JobWorker:
             await self._finish(job.id, "surface not configured")
             return
         try:
-            delivery = adapter.deliver(placed.card, placed.route)
+            delivery = adapter.deliver(self.engine.card_of(rec), placed.route)
             receipt = await self.tracing.run(
                 rec, SpanName.DELIVER, delivery, surface=adapter.name, result=delivery_outcome
             )

@@ -32,6 +32,7 @@ from contracts.enums import ApprovalMode, ApprovalStatus, ToolKind, Verdict
 from contracts.ports import ApprovalCard, Outcome, SlackRoute
 from contracts.shown import Hidden, fields, hidden, render
 from surfaces.slack import mrkdwn
+from surfaces.slack.allow_for import allow_for_buttons
 from surfaces.slack.contract_blocks import preview_blocks, result_blocks
 from surfaces.slack.follow_up_text import escalation_blocks
 
@@ -330,6 +331,7 @@ def _buttons(card: ApprovalCard, route: SlackRoute, left_out: Hidden) -> Actions
                 confirm=_for_run(card, route, left_out),
             )
         )
+    buttons += allow_for_buttons(card, route, value, bool(left_out))
     buttons.append(_button("Deny", Verdict.DENY, value, "danger"))
     if card.offers_always_deny:
         buttons.append(_always_deny(card, value))

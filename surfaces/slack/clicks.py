@@ -22,6 +22,8 @@ from contracts.enums import ApprovalStatus, ErrorCode, SurfaceType, Verdict
 from contracts.errors import CosignerError, InvalidRequest
 from contracts.ports import Answer, ApprovalDesk
 from surfaces.slack import mrkdwn
+from surfaces.slack.allow_for import ALLOW_FOR_ACTIONS
+from surfaces.slack.allow_for_clicks import allowed_text, parse_allow_for
 from surfaces.slack.blocks import (
     ACTION_PREFIX,
     COMMENT_ACTION,
@@ -113,6 +115,10 @@ class Clicks:
             await self._answer_click(body, client)
             await ack()
 
+        async def on_allow_for(ack: Ack, body: dict[str, Any], client: AsyncWebClient) -> None:
+            await self._answer_click(body, client, parse=parse_allow_for)
+            await ack()
+
         async def on_deny(ack: Ack, body: dict[str, Any], client: AsyncWebClient) -> None:
             await ack()
             self._later(self._open_deny_modal(body, client))
@@ -142,6 +148,7 @@ class Clicks:
             await ack()
 
         app.action(APPROVE_ACTIONS)(on_answer)
+        app.action(ALLOW_FOR_ACTIONS)(on_allow_for)
         app.action(DENY_ACTION)(on_deny)
         app.view_submission(DENY_CALLBACK)(on_deny_comment)
         app.action(FULL_CALL_ACTION)(on_full_call)
@@ -160,13 +167,20 @@ class Clicks:
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
 
-    async def _answer_click(self, body: dict[str, Any], client: AsyncWebClient) -> None:
+    async def _answer_click(
+        self,
+        body: dict[str, Any],
+        client: AsyncWebClient,
+        parse: Callable[[dict[str, Any]], Answer] = parse_block_action,
+    ) -> None:
         try:
-            answer = parse_block_action(body)
+            answer = parse(body)
             self._notice_grid(answer)
             card = await self._desk.answer(answer)
             if answer.verdict is Verdict.ALWAYS_DENY:
                 self._later(self._tell(client, body, always_denied_text(card.tool_name)))
+            elif answer.verdict is Verdict.ALLOW_FOR and card.status is ApprovalStatus.APPROVED:
+                self._later(self._tell(client, body, allowed_text(card, answer.allow_for or 0.0)))
             elif card.status is ApprovalStatus.PENDING and card.approved_by(answer.actor):
                 # The card is the same for the whole channel and keeps its buttons for the
                 # others: the approver alone is told their Approve counted.

@@ -2,7 +2,8 @@
 
 `app_home_opened` publishes (`views.publish`) a list of that person's pending requests in
 the workspace's tenant: tool, tenant, time left and a link to each card
-(`chat.getPermalink`). `/cosigner pending` answers with the same list, ephemeral. Answers
+(`chat.getPermalink`), then the standing allows they granted, each with Revoke
+(`surfaces.slack.home_allowances`). `/cosigner pending` answers with the same list, ephemeral. Answers
 are given on the cards themselves: an answer counts only where the request was asked.
 """
 
@@ -19,11 +20,14 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.models.blocks import Block, ContextBlock, HeaderBlock, PlainTextObject, SectionBlock
 from slack_sdk.web.async_client import AsyncWebClient
 
+from contracts.allowances import AllowanceDesk
 from contracts.enums import SurfaceType
+from contracts.errors import CosignerError
 from contracts.pending import PendingDesk
 from contracts.ports import ApprovalDesk, Placed, SlackRoute
 from surfaces.slack import mrkdwn
 from surfaces.slack.blocks import as_dicts, md
+from surfaces.slack.home_allowances import REVOKE_ACTION, allowance_blocks, revoke_click
 
 logger = logging.getLogger("cosigner.slack.home")
 HOME_EVENT = "event_callback/app_home_opened"  # as `parse.event_type` names it
@@ -128,7 +132,11 @@ class Pending:
         if tenant is None or self._pending is None:
             return [SectionBlock(text=md("This workspace is not connected to a Cosigner tenant."))]
         placed = await self._pending.pending_of(tenant, SurfaceType.SLACK, user)
-        return pending_blocks(placed, await permalinks(client, placed, posted), self._clock(), title=title)
+        now = self._clock()
+        blocks = pending_blocks(placed, await permalinks(client, placed, posted), now, title=title)
+        if title and isinstance(self._desk, AllowanceDesk):  # the Home tab lists them too
+            blocks += allowance_blocks(await self._desk.allowances_of(tenant, SurfaceType.SLACK, user), now)
+        return blocks
 
     async def refresh(
         self, client: AsyncWebClient, route: SlackRoute, posted: Mapping[str, tuple[str, str]] | None = None
@@ -157,4 +165,21 @@ class Pending:
                 user_id=event["user"], view={"type": "home", "blocks": as_dicts(blocks)}
             )
 
+        async def on_revoke(ack: Any, body: dict[str, Any], client: AsyncWebClient) -> None:
+            await ack()
+            try:
+                user, orgs, allowance_id = revoke_click(body)
+                tenant = next(
+                    (t for o in orgs if (t := self._desk.tenant_for_org(SurfaceType.SLACK, o)) is not None),
+                    None,
+                )
+                if tenant is None or not isinstance(self._desk, AllowanceDesk):
+                    return
+                await self._desk.revoke_own(tenant, SurfaceType.SLACK, user, allowance_id)
+                blocks = await self.listed(client, user, orgs, title=True)
+                await client.views_publish(user_id=user, view={"type": "home", "blocks": as_dicts(blocks)})
+            except CosignerError as error:
+                logger.info("Revoke from the Home tab refused", extra={"code": str(error.code)})
+
         app.event("app_home_opened")(on_home)
+        app.action(REVOKE_ACTION)(on_revoke)

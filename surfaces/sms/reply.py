@@ -6,6 +6,8 @@ code. `NEVER` is Always deny: it denies the request and refuses the tool from th
 requests this person approves. "yes please", "Y", "ok",
 "👍" and "YES!" are not answers: a person who means something else must not approve by
 accident. An exact `MORE` [code] asks for the whole call in parts and decides nothing.
+`ALLOW 1H` (or `ALLOW 15M`, `ALLOW 8H`) [code] approves and allows calls like it for that
+long, where the policy offers it; it follows YES's code rule.
 
 A bare `YES` (or `NEVER`) is bound to the only request pending for the number, but not
 when another request was texted to that number within `BARE_WINDOW` or after that
@@ -22,6 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from contracts.allowances import Choice, choice_named
 from contracts.enums import Verdict
 
 # A bare answer binds to the one request pending for the number, unless another request was
@@ -36,7 +39,8 @@ HELP_WORDS = frozenset({"HELP", "INFO"})
 # re.ASCII: without it IGNORECASE lets "yeſ" (long s) and the Kelvin sign pass for
 # letters, and \s / \d accept exotic spaces and digits a person never typed on purpose.
 _ANSWER = re.compile(
-    r"[ \t\r\n]*(YES|NO|NEVER|DONE)(?:[ \t]+([0-9]{1,8}))?[ \t\r\n]*", re.IGNORECASE | re.ASCII
+    r"[ \t\r\n]*(YES|NO|NEVER|DONE|ALLOW[ \t]+([0-9]{1,2}[MH]))(?:[ \t]+([0-9]{1,8}))?[ \t\r\n]*",
+    re.IGNORECASE | re.ASCII,
 )
 _ASCII_SPACE = " \t\r\n"
 # NO is also how a handoff is cancelled (the webhook reads it so for a handoff): CANCEL is
@@ -67,6 +71,14 @@ class Reply:
 
     verdict: Verdict
     code: str | None = None
+    allow_for: Choice | None = None  # ALLOW 1H: the length asked for
+
+    @property
+    def word(self) -> str:
+        """The answer as the person typed it, without the code (`YES`, `ALLOW 1H`)."""
+        if self.allow_for is not None:
+            return f"ALLOW {self.allow_for.name.upper()}"
+        return WORDS[self.verdict]
 
 
 def needs_code(reply: Reply) -> bool:
@@ -76,7 +88,7 @@ def needs_code(reply: Reply) -> bool:
     return reply.code is None and reply.verdict in BARE_REFUSED
 
 
-BARE_REFUSED = frozenset({Verdict.APPROVE, Verdict.ALWAYS_DENY})
+BARE_REFUSED = frozenset({Verdict.APPROVE, Verdict.ALWAYS_DENY, Verdict.ALLOW_FOR})
 
 
 WORDS = {verdict: word for word, verdict in _VERDICTS.items()}
@@ -87,8 +99,11 @@ def parse_reply(body: str) -> Reply | None:
     match = _ANSWER.fullmatch(body)
     if match is None:
         return None
+    if match.group(2) is not None:
+        choice = choice_named(match.group(2))  # ALLOW 2H is no answer: help, nothing decided
+        return None if choice is None else Reply(Verdict.ALLOW_FOR, match.group(3), choice)
     verdict = _VERDICTS[match.group(1).upper()]
-    return Reply(verdict=verdict, code=match.group(2))
+    return Reply(verdict=verdict, code=match.group(3))
 
 
 def keyword(body: str) -> str:

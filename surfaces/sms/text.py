@@ -21,6 +21,7 @@ from typing import Any
 from contracts.enums import ApprovalStatus
 from contracts.ports import ApprovalCard
 from contracts.shown import REDACTED, Hidden, fields, hidden
+from surfaces.sms.allow_for_text import allow_line
 
 BUDGET = 306  # two concatenated GSM-7 segments of 153 septets
 CLAIM_LABEL = "Agent says (unverified): "
@@ -172,6 +173,8 @@ def _request_text(
         how = f"Reply YES{code} or NO{code}{needed}."
     else:
         how = "Reply YES or NO."
+    if blocked is None:
+        how += allow_line(card, code)
     if card.quorum > 1 and blocked is None:
         # Part of `how`, so the budget counts it: the approver knows one YES is not enough.
         how += f" {card.quorum} approvers must say YES; one NO denies."

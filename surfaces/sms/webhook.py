@@ -22,10 +22,10 @@ from contracts.enums import ApprovalStatus, AuditEvent, ErrorCode, SurfaceType, 
 from contracts.errors import CosignerError, InvalidRequest, InvalidSignature
 from contracts.ports import Answer, ApprovalCard, Placed, SmsDesk
 from surfaces.bodies import read_body
+from surfaces.sms.allow_for_text import allowed_text
 from surfaces.sms.refused_text import code_needed_text, too_long_text
 from surfaces.sms.reply import (
     BARE_WINDOW,
-    WORDS,
     is_help,
     is_opt_in,
     is_opt_out,
@@ -176,7 +176,7 @@ class SmsWebhooks:
             ):
                 # Another request was texted lately: the YES may be meant for it.
                 logger.info("sms bare answer refused approval=%s: code needed", target.card.approval_id)
-                return twiml(code_needed_text(target.card, WORDS[reply.verdict])), False
+                return twiml(code_needed_text(target.card, reply.word)), False
         else:
             matches = [p for p in pending if p.card.short_code == reply.code]
             if len(matches) != 1:
@@ -200,6 +200,7 @@ class SmsWebhooks:
             seen=await self.desk.texted_digest(target.card.approval_id, sender),
             # A call too long to text whole: a YES to it is refused, a NO counts.
             unshown=await self.unshown(target.card, sender),
+            allow_for=reply.allow_for.seconds if reply.allow_for is not None else None,
         )
         try:
             card = await self.desk.answer(answer)
@@ -214,6 +215,8 @@ class SmsWebhooks:
         logger.info("sms answer handled approval=%s verdict=%s", answer.approval_id, reply.verdict)
         if reply.verdict is Verdict.ALWAYS_DENY:
             return twiml(standing_text(target.card)), True
+        if reply.allow_for is not None and card.status is ApprovalStatus.APPROVED:
+            return twiml(allowed_text(card, reply.allow_for)), True
         if card.status is ApprovalStatus.PENDING and card.approved_by(sender):
             # A YES toward a quorum still short: only this approver is told; the outcome is
             # texted to every approver once the quorum is met (or at a NO).

@@ -14,9 +14,10 @@ from typing import Any
 from microsoft_agents.activity import Activity, AdaptiveCardInvokeValue
 from pydantic import ValidationError
 
+from contracts.allowances import choice_named
 from contracts.enums import SurfaceType
 from contracts.ports import Answer, Look
-from surfaces.teams.card import COMMENT_INPUT, COMMENT_MAX, VERDICTS, Verb
+from surfaces.teams.card import ALLOW_FOR_PREFIX, COMMENT_INPUT, COMMENT_MAX, VERDICTS, Verb
 
 INVOKE = "invoke"
 CARD_ACTION = "adaptiveCard/action"
@@ -57,6 +58,7 @@ class Click:
             message_ref=self.message_id,
             app_id=self.app_id,
             comment=self.comment,
+            allow_for=allow_for_seconds(self.verb),
         )
 
     def look(self) -> Look:
@@ -145,3 +147,11 @@ def _tenant(activity: Activity) -> str:
     if not tenant:
         raise Malformed("the tenant id (conversation.tenantId) is missing")
     return str(tenant)
+
+
+def allow_for_seconds(verb: Verb) -> float | None:
+    """The length an "Allow for …" verb asks for (`allow_for_1h`), None for any other verb."""
+    if not verb.value.startswith(ALLOW_FOR_PREFIX):
+        return None
+    choice = choice_named(verb.value.removeprefix(ALLOW_FOR_PREFIX))
+    return choice.seconds if choice is not None else None

@@ -60,13 +60,21 @@ class Verb(StrEnum):
     DENY = "deny"
     REFRESH = "refresh"
     FULL_CALL = "full_call"
+    # "Allow for …" (contracts.allowances): approve, and allow calls like it for that long.
+    ALLOW_FOR_15M = "allow_for_15m"
+    ALLOW_FOR_1H = "allow_for_1h"
+    ALLOW_FOR_8H = "allow_for_8h"
 
 
 VERDICTS = {
     Verb.APPROVE: Verdict.APPROVE,
     Verb.APPROVE_FOR_RUN: Verdict.APPROVE_FOR_RUN,
     Verb.DENY: Verdict.DENY,
+    Verb.ALLOW_FOR_15M: Verdict.ALLOW_FOR,
+    Verb.ALLOW_FOR_1H: Verdict.ALLOW_FOR,
+    Verb.ALLOW_FOR_8H: Verdict.ALLOW_FOR,
 }
+ALLOW_FOR_PREFIX = "allow_for_"
 
 
 def escape(text: str, limit: int = TEXT_LIMIT) -> str:
@@ -204,6 +212,8 @@ def to_card(
         actions = [_execute("Approve", Verb.APPROVE, card.approval_id, style="positive")]
     if card.mode is ApprovalMode.ASK and not card.step_up:
         actions.append(_execute("Approve for this run", Verb.APPROVE_FOR_RUN, card.approval_id))
+    for name in card.allow_for:  # the lengths the policy offers, up to its cap
+        actions.append(_execute(f"Allow for {name}", Verb(ALLOW_FOR_PREFIX + name), card.approval_id))
     actions.append(_execute("Deny", Verb.DENY, card.approval_id, style="destructive"))
     if left_out.cut:
         actions.append(_execute("Show the full call", Verb.FULL_CALL, card.approval_id))

@@ -192,6 +192,47 @@ async def exercise_denials(h: Harness, c: Conformance, acme: str, globex: str) -
     assert r.json()["standingDenies"]
 
 
+ALLOWING = """
+[tools.deploy]
+kind = "write"
+confirm = true
+allow_for = "1h"
+
+[tenants.acme]
+admins = { dashboard = ["u_admin"] }
+"""
+
+
+async def exercise_allowances(c: Conformance) -> None:
+    """Allow for from the dashboard, the call it lets through, listing and revoking."""
+    async with cosigner_app(ALLOWING) as h:
+        agent = await h.create_tenant("acme")
+        await h.create_tenant("globex")
+        a, g = h.auth(h.approver_key("acme")), h.auth(h.approver_key("globex"))
+        body = {
+            "executionId": "run_alw",
+            "toolCallId": "c1",
+            "toolName": "deploy",
+            "parameters": {"service": "api"},
+            "surface": {"type": "dashboard", "userId": "u_1"},
+        }
+        first = (await h.client.post("/v1/approvals", json=body, headers=h.auth(agent))).json()
+        allow = {"decision": "allow_for", "allowFor": "1h", "userId": "u_1"}
+        decision = f"/v1/approvals/{first['approvalId']}/decision"
+        c.check("/v1/approvals/{approvalId}/decision", await h.client.post(decision, json=allow, headers=a))
+        later = await h.client.post("/v1/approvals", json={**body, "toolCallId": "c2"}, headers=h.auth(agent))
+        assert later.json()["decidedBy"]["kind"] == "allowance"
+        c.check("/v1/approvals", later)
+        for headers in (a, {}, h.auth(agent)):
+            c.check("/v1/allowances", await h.client.get("/v1/allowances", headers=headers))
+        listed = (await h.client.get("/v1/allowances", headers=a)).json()["allowances"]
+        one = "/v1/allowances/{allowanceId}"
+        revoke = f"/v1/allowances/{listed[0]['allowanceId']}"
+        for headers in (g, {}, h.auth(agent), a, a):
+            c.check(one, await h.client.delete(revoke, headers=headers))
+        c.check(one, await h.client.delete("/v1/allowances/alw_nope", headers=a))
+
+
 async def exercise_operations(c: Conformance) -> None:
     """Propose operations to the example application: prepared, refused, unreachable, executed."""
     with contract_application() as app:
@@ -232,6 +273,7 @@ async def test_every_answer_conforms_to_the_published_schema(monkeypatch: pytest
         c = Conformance(doc)
         await exercise(h, c)
         await exercise_operations(c)
+        await exercise_allowances(c)
         documented = {
             (method, path, status)
             for path, ops in doc["paths"].items()
@@ -392,4 +434,4 @@ async def test_the_served_v1_routes_are_exactly_the_documented_ones() -> None:
         }
         doc = (await h.client.get("/openapi.json")).json()
     documented = {(path, method) for path, ops in doc["paths"].items() for method in ops}
-    assert served == documented and len(served) == 11
+    assert served == documented and len(served) == 13

@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 from pydantic import BaseModel, TypeAdapter
 
-from cosigner import answers, denials, errors, handoff, operations, wire
+from cosigner import allowances, answers, denials, errors, handoff, operations, wire
 from cosigner._http import error_of
 from cosigner.enums import ErrorCode
 from tests.harness import cosigner_app
@@ -71,7 +71,12 @@ def test_the_server_raises_and_serialises_the_sdk_classes() -> None:
 def _sdk_type(name: str) -> Any:
     """The SDK's type of a component: a request model, an answer model, or a closed set."""
     found = next(
-        (getattr(m, name) for m in (wire, answers, denials, handoff, operations) if hasattr(m, name)), None
+        (
+            getattr(m, name)
+            for m in (wire, answers, denials, allowances, handoff, operations)
+            if hasattr(m, name)
+        ),
+        None,
     )
     assert found is not None, f"the SDK has no type {name}"
     return found
@@ -98,6 +103,42 @@ def _schemas(doc: dict[str, Any]) -> dict[tuple[str, str, str], Any]:
                 for content in response.get("content", {}).values():
                     found[(method.upper(), path, status)] = TypeAdapter(_model(content["schema"]))
     return found
+
+
+ALLOWING = """
+[tools.deploy]
+kind = "write"
+confirm = true
+allow_for = "1h"
+
+[tenants.acme]
+admins = { dashboard = ["u_admin"] }
+"""
+
+
+async def allowance_calls() -> list[tuple[str, str, httpx.Response]]:
+    """Allow for from the dashboard, then `GET /v1/allowances` and `DELETE` of the one granted."""
+    async with cosigner_app(ALLOWING) as h:
+        key = await h.create_tenant("acme")
+        approver = h.auth(h.approver_key("acme"))
+        body = {
+            "executionId": "run_alw",
+            "toolCallId": "c1",
+            "toolName": "deploy",
+            "parameters": {"service": "api"},
+            "surface": {"type": "dashboard", "userId": USER},
+        }
+        first = (await h.client.post("/v1/approvals", json=body, headers=h.auth(key))).json()
+        allow = {"decision": "allow_for", "allowFor": "1h", "userId": USER}
+        await h.client.post(f"/v1/approvals/{first['approvalId']}/decision", json=allow, headers=approver)
+        later = await h.client.post("/v1/approvals", json={**body, "toolCallId": "c2"}, headers=h.auth(key))
+        listed = await h.client.get("/v1/allowances", headers=approver)
+        one = f"/v1/allowances/{listed.json()['allowances'][0]['allowanceId']}"
+        return [
+            ("POST", "/v1/approvals", later),
+            ("GET", "/v1/allowances", listed),
+            ("DELETE", "/v1/allowances/{allowanceId}", await h.client.delete(one, headers=approver)),
+        ]
 
 
 async def test_the_sdk_models_accept_every_documented_response() -> None:
@@ -182,6 +223,7 @@ async def test_the_sdk_models_accept_every_documented_response() -> None:
         calls.append(("DELETE", "/v1/denials/{denialId}", await h.client.delete(lift, headers=approver)))
         stream = await get(f"/v1/approvals/{aid}/events")
         events = [line[6:] for line in stream.text.splitlines() if line.startswith("data: ")]
+    calls += await allowance_calls()
     seen = set()
     for method, path, response in calls:
         key_ = (method, path, str(response.status_code))

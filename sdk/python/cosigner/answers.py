@@ -144,7 +144,18 @@ class SystemDecider(Wire):
     code: str
 
 
-Decider = PersonDecider | TimeoutDecider | PolicyDecider | AgentDecider | SystemDecider
+class AllowanceDecider(Wire):
+    """A standing allow decided at once: `allowanceId` names it, and `surface`, `userId` and
+    `teamId` the person who granted it with "Allow for …"."""
+
+    kind: Literal["allowance"] = "allowance"
+    allowanceId: str
+    surface: SurfaceType
+    userId: str
+    teamId: str | None = Field(default=None, exclude_if=_absent)
+
+
+Decider = PersonDecider | TimeoutDecider | PolicyDecider | AgentDecider | SystemDecider | AllowanceDecider
 DecidedBy = Annotated[Decider, Field(discriminator="kind")]
 _DECIDERS: TypeAdapter[Decider] = TypeAdapter(DecidedBy)
 

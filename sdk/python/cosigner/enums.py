@@ -63,6 +63,7 @@ class Verdict(StrEnum):
     APPROVE_FOR_RUN = "approve_for_run"
     DENY = "deny"
     ALWAYS_DENY = "always_deny"  # deny, and refuse this tool for requests this person approves
+    ALLOW_FOR = "allow_for"  # approve, and allow calls like it for a while (a standing allow)
     DONE = "done"  # a handoff's step is done (checked before it counts)
     CANCEL = "cancel"  # a handoff is called off
 
@@ -75,6 +76,7 @@ class DeciderKind(StrEnum):
     POLICY = "policy"
     AGENT = "agent"
     SYSTEM = "system"
+    ALLOWANCE = "allowance"  # a standing allow a person gave ("Allow for 1h")
 
 
 class JobKind(StrEnum):
@@ -105,6 +107,9 @@ class AuditEvent(StrEnum):
     SMS_STATUS = "sms_status"
     STANDING_DENY_SET = "standing_deny_set"
     STANDING_DENY_LIFTED = "standing_deny_lifted"
+    ALLOWANCE_GRANTED = "allowance_granted"  # an "Allow for …" put a standing allow in force
+    ALLOWANCE_USED = "allowance_used"  # a call was allowed at once by a standing allow
+    ALLOWANCE_REVOKED = "allowance_revoked"  # a standing allow was revoked before it ran out
     SIGNED_IN = "signed_in"  # an inbox answer: the OpenID issuer and subject of who answered
     PREPARED = "prepared"  # the application's contract, frozen under its digest
     CLAIMED = "claimed"  # the approved operation is now executing, once
@@ -178,6 +183,7 @@ class ErrorCode(StrEnum):
     SURFACE_UNAVAILABLE = "SURFACE_UNAVAILABLE"
     UNAUTHENTICATED = "UNAUTHENTICATED"
     DENIAL_NOT_FOUND = "DENIAL_NOT_FOUND"
+    ALLOWANCE_NOT_FOUND = "ALLOWANCE_NOT_FOUND"
     OPERATION_REJECTED = "OPERATION_REJECTED"
     OPERATION_UNAVAILABLE = "OPERATION_UNAVAILABLE"
     HANDOFF_FAILED = "HANDOFF_FAILED"

@@ -18,6 +18,7 @@ error body, so a code, its HTTP status and its class are defined here and nowher
     ├── StepUpRequired            403  an Approve of a step-up call counts only with a passkey in the inbox
     ├── ApprovalNotFound          404  no such approval for this tenant
     ├── DenialNotFound            404  no such standing deny for this tenant
+    ├── AllowanceNotFound         404  no such standing allow for this caller
     ├── ParametersMismatch        409  same executionId + toolCallId, other call (or arguments changed)
     ├── AlreadyDecided            409  the approval is closed; the message names its state
     ├── ApprovalExpired           409  the approval expired: expiry means deny
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
     from cosigner.decision import Decision
 
 __all__ = [
+    "AllowanceNotFound",
     "AlreadyDecided",
     "ApprovalDenied",
     "ApprovalExpired",
@@ -212,6 +214,13 @@ class DenialNotFound(CosignerError):
     status = 404
 
 
+class AllowanceNotFound(CosignerError):
+    """No standing allow with this id belongs to the caller's tenant (or to the person asking)."""
+
+    code = ErrorCode.ALLOWANCE_NOT_FOUND
+    status = 404
+
+
 class ParametersMismatch(CosignerError):
     """The executionId + toolCallId pair is already used for another call."""
 
@@ -325,6 +334,7 @@ BY_CODE: dict[str, type[CosignerError]] = {
         StepUpRequired,
         ApprovalNotFound,
         DenialNotFound,
+        AllowanceNotFound,
         ParametersMismatch,
         AlreadyDecided,
         ApprovalExpired,

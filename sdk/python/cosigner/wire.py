@@ -258,8 +258,14 @@ class DecisionRequest(Wire):
     """`POST /v1/approvals/{id}/decision`: a dashboard user's answer (`always_deny`: deny, and
     refuse this tool from now on for the user's own runs that only they approve)."""
 
-    decision: Literal["approve", "deny", "always_deny", "done", "cancel"] = Field(
-        description='"approve", "deny" or "always_deny"; for a handoff "done" or "cancel".'
+    decision: Literal["approve", "deny", "always_deny", "allow_for", "done", "cancel"] = Field(
+        description='"approve", "deny" or "always_deny", or "allow_for" (approve, and allow calls '
+        'like it for `allowFor`, where the policy offers it); for a handoff "done" or "cancel".'
+    )
+    allowFor: Literal["15m", "1h", "8h"] | None = Field(
+        default=None,
+        description='With "decision": "allow_for": how long the standing allow lasts, at most the '
+        "tool's `allow_for` in the policy.",
     )
     userId: str = Field(min_length=1, max_length=200)
     comment: FreeText | None = Field(default=None, max_length=2000)

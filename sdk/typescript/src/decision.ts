@@ -18,8 +18,11 @@ export type ApprovalStatus = (typeof ApprovalStatus)[keyof typeof ApprovalStatus
 
 /** Who or what closed the approval. */
 export interface DecidedBy {
-  kind: "person" | "policy" | "timeout" | "agent" | "cosigner";
+  kind: "person" | "policy" | "timeout" | "agent" | "cosigner" | "allowance";
   surface?: string;
+  /** For `kind: "allowance"`: the standing allow that decided (`alw_…`); `surface`, `userId`
+   * and `teamId` name the person who granted it. */
+  allowanceId?: string;
   userId?: string;
   teamId?: string;
   rule?: string;

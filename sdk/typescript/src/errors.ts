@@ -14,6 +14,7 @@
  *     ├── WrongTenant               403  the answer came from another tenant
  *     ├── ApprovalNotFound          404  no such approval for this tenant
  *     ├── DenialNotFound            404  no such standing deny for this tenant
+ *     ├── AllowanceNotFound         404  no such standing allow for this caller
  *     ├── ParametersMismatch        409  same executionId + toolCallId, other call
  *     ├── AlreadyDecided            409  the approval is closed
  *     ├── ApprovalExpired           409  the approval expired: expiry means deny
@@ -45,6 +46,7 @@ export const ErrorCode = {
   WRONG_TENANT: "WRONG_TENANT",
   APPROVAL_NOT_FOUND: "APPROVAL_NOT_FOUND",
   DENIAL_NOT_FOUND: "DENIAL_NOT_FOUND",
+  ALLOWANCE_NOT_FOUND: "ALLOWANCE_NOT_FOUND",
   PARAMETERS_MISMATCH: "PARAMETERS_MISMATCH",
   ALREADY_DECIDED: "ALREADY_DECIDED",
   APPROVAL_EXPIRED: "APPROVAL_EXPIRED",
@@ -119,6 +121,8 @@ export class WrongTenant extends coded(ErrorCode.WRONG_TENANT, 403) {}
 export class ApprovalNotFound extends coded(ErrorCode.APPROVAL_NOT_FOUND, 404) {}
 /** No standing deny with this id belongs to the caller's tenant. */
 export class DenialNotFound extends coded(ErrorCode.DENIAL_NOT_FOUND, 404) {}
+/** No standing allow with this id belongs to the caller's tenant (or to the person asking). */
+export class AllowanceNotFound extends coded(ErrorCode.ALLOWANCE_NOT_FOUND, 404) {}
 /** The executionId + toolCallId pair is already used for another call (or arguments changed). */
 export class ParametersMismatch extends coded(ErrorCode.PARAMETERS_MISMATCH, 409) {}
 /** The approval is already closed. */
@@ -168,6 +172,7 @@ const BY_CODE: Record<string, new (message: string, details?: Record<string, unk
   [ErrorCode.WRONG_TENANT]: WrongTenant,
   [ErrorCode.APPROVAL_NOT_FOUND]: ApprovalNotFound,
   [ErrorCode.DENIAL_NOT_FOUND]: DenialNotFound,
+  [ErrorCode.ALLOWANCE_NOT_FOUND]: AllowanceNotFound,
   [ErrorCode.PARAMETERS_MISMATCH]: ParametersMismatch,
   [ErrorCode.ALREADY_DECIDED]: AlreadyDecided,
   [ErrorCode.APPROVAL_EXPIRED]: ApprovalExpired,
