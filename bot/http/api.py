@@ -18,7 +18,8 @@ from starlette.routing import Route
 from bot.approvals import Denials, Engine, GrantSigner, Start, decision_body, start_body
 from bot.http.decoding import decode_json, parse, read_body, validate
 from bot.http.denial_routes import denial_handlers
-from bot.http.openapi import ANY_SCOPE, ENDPOINTS
+from bot.http.hooks import hook_handlers
+from bot.http.openapi import AGENT_ONLY, ANY_SCOPE, ENDPOINTS
 from bot.http.tenants import TenantKeys
 from bot.observability import Metrics, SpanName, Tracing
 from bot.operations import Proposals
@@ -123,11 +124,17 @@ class Api:
             "decision": self.decide,
             "keys": self.jwks,
             **denial_handlers(self.denials, answer),
+            **hook_handlers(self.engine, self._agent, answer),
         }
         return [
             Route(
                 e.path,
-                self._wrap(handlers[e.name], e.name, e.scopes or ANY_SCOPE, auth=bool(e.scopes)),
+                self._wrap(
+                    handlers[e.name],
+                    e.name,
+                    e.scopes or ANY_SCOPE,
+                    auth=bool(e.scopes) and not e.fails_closed,
+                ),
                 methods=[e.method.upper()],
             )
             for e in ENDPOINTS
@@ -167,6 +174,10 @@ class Api:
                 scope=holder.scope.value,
             )
         return holder.tenant
+
+    async def _agent(self, request: Request) -> str:
+        """The tenant of a route that checks its own agent key (a hook's)."""
+        return await self._tenant(request, "hook", AGENT_ONLY)
 
     async def create(self, request: Request, tenant: str) -> Response:
         raw = await read_body(request)
