@@ -124,7 +124,7 @@ class Api:
             "decision": self.decide,
             "keys": self.jwks,
             **denial_handlers(self.denials, answer),
-            **hook_handlers(self.engine, self._agent, answer),
+            **hook_handlers(self.engine, self._agent, answer, self.metrics.waiting.track_inprogress),
         }
         return [
             Route(

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager
 
 from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
@@ -60,10 +61,12 @@ class ClaudeCodeHook:
         engine: Engine,
         tenant_of: Callable[[Request], Awaitable[str]],
         answer: Callable[[BaseModel], Response],
+        waiting: Callable[[], AbstractContextManager[object]],
     ) -> None:
         self.engine = engine
         self.tenant_of = tenant_of
         self.answer = answer
+        self.waiting = waiting  # counts the long-poll among the waiting connections
 
     async def __call__(self, request: Request, _tenant: str) -> Response:
         try:
@@ -99,7 +102,8 @@ class ClaudeCodeHook:
         if body.type != "approval_start":
             return deny(f"{use.tool_name} is a handoff (a step a person does), which a hook cannot wait for")
         aid = body.approvalId
-        settled = self.engine.body(await self.engine.wait(tenant, aid, wait))
+        with self.waiting():
+            settled = self.engine.body(await self.engine.wait(tenant, aid, wait))
         if isinstance(settled, Decision):
             return verdict_of_decision(settled)
         try:
@@ -143,6 +147,7 @@ def hook_handlers(
     engine: Engine,
     tenant_of: Callable[[Request], Awaitable[str]],
     answer: Callable[[BaseModel], Response],
+    waiting: Callable[[], AbstractContextManager[object]],
 ) -> dict[str, Handler]:
     """The hook routes' handlers by their route-table name."""
-    return {"hook_claude_code": ClaudeCodeHook(engine, tenant_of, answer)}
+    return {"hook_claude_code": ClaudeCodeHook(engine, tenant_of, answer, waiting)}
