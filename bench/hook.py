@@ -80,14 +80,23 @@ def timed_process(argv: list[str], env: dict[str, str], stdin: bytes) -> tuple[f
 
 
 def command_hook(server: Server, calls: int) -> None:
+    # As installed: bytecode cached (a pip install compiles it), so PYTHONDONTWRITEBYTECODE is
+    # dropped and one untimed run writes the caches of this tree's modules.
     env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("COSIGNER_")},
+        **{
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith("COSIGNER_") and k != "PYTHONDONTWRITEBYTECODE"
+        },
         "COSIGNER_URL": server.url,
         "COSIGNER_API_KEY": server.key,
         "COSIGNER_SURFACE": SURFACE,
         "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "sdk" / "python")]),
     }
     py = sys.executable
+    timed_process(
+        [py, "-m", "cosigner.hooks.command", "claude-code"], env, json.dumps(call(-1, "cmd")).encode()
+    )
     bare = [timed_process([py, "-c", "pass"], env, b"")[0] for _ in range(max(20, calls // 4))]
     client = [
         timed_process([py, "-c", "import cosigner.client"], env, b"")[0] for _ in range(max(20, calls // 4))
@@ -146,7 +155,7 @@ def http_hook(server: Server, calls: int) -> None:
 
 async def main_async(calls: int) -> None:
     server_core, client_core = pick_cores()
-    print(machine().split("; client:")[0])
+    print(machine().split("; client:")[0], f"; load average {os.getloadavg()[0]:.1f}")
     async with running_server("sqlite", "", server_core, "WARNING", policy_text=POLICY) as server:
         if client_core is not None:
             os.sched_setaffinity(0, {client_core})
