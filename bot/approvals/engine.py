@@ -392,6 +392,9 @@ class Engine:
             sms=self.sms_sender,
             requested_timeout=req.timeoutSeconds,
             rule=rule,
+            annotations=None
+            if req.toolAnnotations is None
+            else req.toolAnnotations.model_dump(exclude_none=True),
         )
 
     def _shadowed(self, tenant: str, req: ApprovalRequest, live: Ruling) -> dict[str, Any] | None:

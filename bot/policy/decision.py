@@ -170,8 +170,10 @@ def decide(
     sms: SmsSender | None = None,
     requested_timeout: int | None = None,
     rule: ToolRule | None = None,
+    annotations: Mapping[str, Any] | None = None,
 ) -> Ruling:
-    """Decide a call by the policy alone; `surface` None leaves the route out."""
+    """Decide a call by the policy alone; `surface` None leaves the route out; `annotations`
+    are an MCP tool's hints, which `when` blocks may ask or refuse by."""
     rule = rule or policy.rule_for(tenant, tool)
     steps = [_found(rule, tool)]
 
@@ -205,7 +207,7 @@ def decide(
             )
     unevaluable = None
     if rule.when:
-        rule, tried, unevaluable = first_block(rule, parameters)
+        rule, tried, unevaluable = first_block(rule, parameters, annotations)
         steps += [Step(path, says) for path, says in tried]
         if rule.deny:
             by = rule.block or rule.origin("when")
