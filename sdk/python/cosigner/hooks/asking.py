@@ -56,7 +56,7 @@ class Asking:
             return deny(f"Cosigner refused the call ({exc.code}): {exc.message}")
         except TimeoutError:
             withdrawn = self.withdraw()
-            return withdrawn or self._too_late()
+            return withdrawn or self.too_late()
         except Exception as exc:  # the network, a bad URL: anything means the call is not run
             return deny(f"Cosigner at {self.settings.url} could not be asked ({type(exc).__name__}: {exc})")
 
@@ -69,7 +69,7 @@ class Asking:
             return deny(f"COSIGNER_SURFACE: {exc}")
         left = deadline - time.monotonic()
         if left <= 0:
-            return self._too_late()
+            return self.too_late()
         # Retrying an unreachable Cosigner stops well before the deadline, so that the
         # deny names the network error rather than the timeout.
         with self._client(left, retry_for=min(left - 2.0, left / 2)) as client:
@@ -104,7 +104,8 @@ class Asking:
             return None
         return None
 
-    def _too_late(self) -> Verdict:
+    def too_late(self) -> Verdict:
+        """The deny for no answer within the hook's time."""
         return deny(
             f"no answer from Cosigner within the hook's {self.settings.timeout:g} s; the call was not "
             "run (a person may still be reading it: ask again later)"

@@ -67,7 +67,7 @@ def decide(agent: Agent, raw: bytes, timeout: float | None = None) -> Verdict:
     worker.join(max(0.0, deadline - time.monotonic()))
     if found:
         return found[0]
-    return asking.withdraw() or asking._too_late()
+    return asking.withdraw() or asking.too_late()
 
 
 def emit(verdict: Verdict, out: BinaryIO, err: BinaryIO) -> int:
