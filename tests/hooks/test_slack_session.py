@@ -11,6 +11,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 import uvicorn
 
 from tests.harness import Harness, press, slack_app, until
@@ -67,6 +68,7 @@ async def answer(proc: asyncio.subprocess.Process) -> tuple[str, str]:
     return decision_of(out)
 
 
+@pytest.mark.slow  # five hook processes, each loading the SDK
 async def test_reads_pass_at_once_and_a_push_waits_for_approve_in_slack(tmp_path: Path) -> None:
     async with slack_app(POLICY, secret=SECRET, app_id=APP_ID) as (h, emu), served(h) as url:
         key = await h.create_tenant("acme")
