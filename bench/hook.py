@@ -153,20 +153,27 @@ def http_hook(server: Server, calls: int) -> None:
             line(name, times, f"   server CPU {used:.2f} ms/call   errors: {errors}")
 
 
-async def main_async(calls: int) -> None:
+async def main_async(calls: int, command_calls: int) -> None:
     server_core, client_core = pick_cores()
     print(machine().split("; client:")[0], f"; load average {os.getloadavg()[0]:.1f}")
     async with running_server("sqlite", "", server_core, "WARNING", policy_text=POLICY) as server:
         if client_core is not None:
             os.sched_setaffinity(0, {client_core})
         http_hook(server, calls)
-        command_hook(server, calls)
+        command_hook(server, command_calls)
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     p.add_argument("--calls", type=int, default=200)
-    asyncio.run(main_async(p.parse_args().calls))
+    p.add_argument(
+        "--command-calls",
+        type=int,
+        default=None,
+        help="command hook runs (default --calls; each starts Python)",
+    )
+    args = p.parse_args()
+    asyncio.run(main_async(args.calls, args.command_calls or args.calls))
     return 0
 
 
