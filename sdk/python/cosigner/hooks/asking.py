@@ -3,8 +3,7 @@
 The session is the execution and the tool use the call, so asking again for the same tool
 use (a second hook, a retry) finds the same approval. The approval is asked to expire when
 the hook gives up, and is withdrawn if it is still pending then, so that nobody approves a
-call that will not run. The client is imported here, after the input was read: a bad input
-is denied without loading it.
+call that will not run.
 """
 
 from __future__ import annotations
