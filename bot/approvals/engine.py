@@ -437,6 +437,9 @@ class Engine:
             requested_timeout=req.timeoutSeconds,
             rule=rule,
             oncall=found.route if isinstance(found, Asked) else None,
+            annotations=None
+            if req.toolAnnotations is None
+            else req.toolAnnotations.model_dump(exclude_none=True),
         )
 
     def _shadowed(self, tenant: str, req: ApprovalRequest, live: Ruling) -> dict[str, Any] | None:

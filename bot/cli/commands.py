@@ -453,6 +453,9 @@ def parser() -> argparse.ArgumentParser:
     a.add_parser("verify", help="find edited or deleted events").set_defaults(fn=audit_verify)
     # Parsed by the gateway itself (see main): listed here for `cosigner --help`.
     sub.add_parser("mcp-gateway", help="an MCP server in front of another, each tool call gated by Cosigner")
+    sub.add_parser(
+        "hook", help="the PreToolUse hook of Claude Code or Codex: hook JSON in, allow or deny out"
+    )
     denial_cli.register(sub, _with_db, UsageError)
     allowance_cli.register(sub, _with_db, UsageError)
     inbox_cli.register(sub, _with_db, UsageError)
@@ -477,6 +480,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["mcp-gateway"]:
         return mcp_gateway(argv[1:])
+    if argv[:1] == ["hook"]:
+        from cosigner.hooks.command import main as hook_main
+
+        return hook_main(argv[1:], prog="cosigner hook")
     args = parser().parse_args(argv)
     try:
         code: int = args.fn(args)

@@ -19,7 +19,8 @@ from bot.approvals import Allowances, Denials, Engine, GrantSigner, Start, start
 from bot.http.allowance_routes import allowance_handlers
 from bot.http.decoding import decode_json, parse, read_body, validate
 from bot.http.denial_routes import denial_handlers
-from bot.http.openapi import ANY_SCOPE, ENDPOINTS
+from bot.http.hooks import hook_handlers
+from bot.http.openapi import AGENT_ONLY, ANY_SCOPE, ENDPOINTS
 from bot.http.tenants import TenantKeys
 from bot.observability import Metrics, SpanName, Tracing
 from bot.operations import Proposals
@@ -127,11 +128,17 @@ class Api:
             "keys": self.jwks,
             **denial_handlers(self.denials, answer),
             **allowance_handlers(self.allowances, answer),
+            **hook_handlers(self.engine, self._agent, answer, self.metrics.waiting.track_inprogress),
         }
         return [
             Route(
                 e.path,
-                self._wrap(handlers[e.name], e.name, e.scopes or ANY_SCOPE, auth=bool(e.scopes)),
+                self._wrap(
+                    handlers[e.name],
+                    e.name,
+                    e.scopes or ANY_SCOPE,
+                    auth=bool(e.scopes) and not e.fails_closed,
+                ),
                 methods=[e.method.upper()],
             )
             for e in ENDPOINTS
@@ -171,6 +178,10 @@ class Api:
                 scope=holder.scope.value,
             )
         return holder.tenant
+
+    async def _agent(self, request: Request) -> str:
+        """The tenant of a route that checks its own agent key (a hook's)."""
+        return await self._tenant(request, "hook", AGENT_ONLY)
 
     async def create(self, request: Request, tenant: str) -> Response:
         raw = await read_body(request)

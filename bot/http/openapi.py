@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from contracts import allowances, answers, denials, errors, handoff, wire
+from contracts import allowances, answers, denials, errors, handoff, hooks, wire
 from contracts.enums import KeyScope
 from contracts.errors import CosignerError
 
@@ -24,6 +24,7 @@ _REQUESTS: list[type[BaseModel]] = [
     wire.DecisionRequest,
     wire.ResultReport,
     wire.CancelRequest,
+    hooks.PreToolUseInput,
 ]
 _ANSWERS: list[type[BaseModel]] = [
     answers.AdmitResponse,
@@ -39,6 +40,7 @@ _ANSWERS: list[type[BaseModel]] = [
     allowances.AllowanceList,
     allowances.Allowance,
     allowances.AllowanceGrantor,
+    hooks.HookAnswer,
 ]
 E = errors
 # A route one key scope may use also answers KEY_SCOPE; get and audit take either scope.
@@ -116,6 +118,9 @@ class Endpoint:
     errors: tuple[type[CosignerError], ...]
     body: dict[str, Any] | None = None
     query: tuple[dict[str, Any], ...] = ()
+    # A hook's route answers every error as 200 with a deny (an agent goes ahead after a hook
+    # that fails): it checks its own key, and documents no error status.
+    fails_closed: bool = False
 
     @property
     def doc_path(self) -> str:
@@ -126,6 +131,8 @@ class Endpoint:
         """The endpoint's OpenAPI operation object."""
         # Every route that takes a body reads it only up to its limit (a 413).
         kinds = (*self.errors, E.BodyTooLarge) if self.body is not None else self.errors
+        if self.fails_closed:
+            kinds = ()
         op = _operation(
             self.summary,
             self.operation_id,
@@ -273,6 +280,38 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         {"200": _json(_EITHER, "Decided; a handoff's done: its outcome once checked")},
         (*_BODY, *_AUTH, E.NotAnApprover, E.WrongConversation, *_ID, *_CLOSED),
         body=_body(wire.DecisionRequest),
+    ),
+    Endpoint(
+        "/v1/hooks/claude-code",
+        "post",
+        "hook_claude_code",
+        AGENT_ONLY,
+        "Claude Code's http PreToolUse hook: ask, wait, answer allow or deny (every error is a deny)",
+        "claudeCodeHook",
+        {
+            "200": _json(
+                _ref(hooks.HookAnswer),
+                "The hook's output: allow only when approved; a bad key, body, surface or wait, a "
+                "refusal and no answer in time are all answered here as deny, never as an error status",
+            )
+        },
+        (),
+        body=_body(hooks.PreToolUseInput),
+        query=(
+            {
+                "name": "wait",
+                "in": "query",
+                "required": False,
+                "schema": {"type": "integer", "minimum": 0, "maximum": 590, "default": 50},
+            },
+            {
+                "name": "Cosigner-Surface",
+                "in": "header",
+                "required": True,
+                "schema": {"type": "string", "examples": ["slack:T0ACME/D0ALICE/U0ALICE"]},
+            },
+        ),
+        fails_closed=True,
     ),
     Endpoint(
         "/v1/keys",

@@ -172,10 +172,12 @@ def decide(
     requested_timeout: int | None = None,
     rule: ToolRule | None = None,
     oncall: Route | None = None,
+    annotations: Mapping[str, Any] | None = None,
 ) -> Ruling:
     """Decide a call by the policy alone; `surface` None leaves the route out. `oncall`: the
     route to whoever is on call now (`bot.oncall`), where the rule names a rotation and its
-    people were found; without it such a rule asks its other approvers."""
+    people were found; without it such a rule asks its other approvers. `annotations` are an
+    MCP tool's hints, which `when` blocks may ask or refuse by."""
     rule = rule or policy.rule_for(tenant, tool)
     steps = [_found(rule, tool)]
 
@@ -209,7 +211,7 @@ def decide(
             )
     unevaluable = None
     if rule.when:
-        rule, tried, unevaluable = first_block(rule, parameters)
+        rule, tried, unevaluable = first_block(rule, parameters, annotations)
         steps += [Step(path, says) for path, says in tried]
         if rule.deny:
             by = rule.block or rule.origin("when")

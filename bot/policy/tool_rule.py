@@ -173,14 +173,14 @@ _SAYS = {Then.ALLOW: "none: nobody is asked", Then.ASK: "ask_always", Then.DENY:
 
 
 def first_block(
-    rule: ToolRule, parameters: Mapping[str, Any]
+    rule: ToolRule, parameters: Mapping[str, Any], annotations: Mapping[str, Any] | None = None
 ) -> tuple[ToolRule, list[tuple[str, str]], str | None]:
     """The rule the first block that matches (or cannot be evaluated) decides by, else `rule`;
     a (key path, what it says) step for each block tried; why that block could not be evaluated."""
     steps: list[tuple[str, str]] = []
     for w in rule.when:
         block = w.block
-        state, why = block.verdict(parameters)
+        state, why = block.verdict(parameters, annotations)
         if state is State.NO:
             steps.append((block.path, f"not met: {why}"))
         elif state is State.MATCH:

@@ -111,9 +111,17 @@ class Block:
     then: Then
     section: WhenBlock
     summary: str  # its conditions in a line: `command starts with "git push"`
+    # The MCP annotations the block reads, each with the value it wants (never an allow's).
+    hints: tuple[tuple[str, bool], ...] = ()
 
-    def verdict(self, parameters: Mapping[str, Any]) -> tuple[State, str]:
-        """Matches, does not match (and why), or cannot be evaluated (and why)."""
+    def verdict(
+        self, parameters: Mapping[str, Any], annotations: Mapping[str, Any] | None = None
+    ) -> tuple[State, str]:
+        """Matches, does not match (and why), or cannot be evaluated (and why). An annotation
+        the call does not carry (no gateway, or the server lists none) is not met."""
+        for hint, wanted in self.hints:
+            if (annotations or {}).get(hint) is not wanted:
+                return State.NO, f"the tool's {hint} is not {str(wanted).lower()}"
         unknown: str | None = None
         for test in self.tests:
             state, why = test.verdict(parameters)
@@ -159,5 +167,8 @@ def compile_block(section: WhenBlock, path: str) -> Block:
                 summary=_summary(name, c),
             )
         )
-    summary = " and ".join(t.summary for t in tests)
-    return Block(path=path, tests=tuple(tests), then=section.then, section=section, summary=summary)
+    hints = tuple((h.value, v) for h, v in (section.annotations or {}).items())
+    summary = " and ".join([*(t.summary for t in tests), *(f"{h} = {str(v).lower()}" for h, v in hints)])
+    return Block(
+        path=path, tests=tuple(tests), then=section.then, section=section, summary=summary, hints=hints
+    )

@@ -246,7 +246,9 @@ def _how(earlier: Block, later: Block) -> str:
 def _shadows(earlier: Block, later: Block) -> bool:
     """True when every call `later` matches stops at `earlier` (matched or asked)."""
     mine = {t.path: t for t in later.tests}
-    return all(t.path in mine and _implies(mine[t.path], t) for t in earlier.tests)
+    # An annotation the earlier block reads stops only the calls whose tool carries it too.
+    hinted = set(earlier.hints) <= set(later.hints)
+    return hinted and all(t.path in mine and _implies(mine[t.path], t) for t in earlier.tests)
 
 
 def _finite(test: Test) -> list[Any] | None:

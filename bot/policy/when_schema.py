@@ -39,6 +39,15 @@ class Then(StrEnum):
     DENY = "deny"  # the call is refused
 
 
+class Hint(StrEnum):
+    """The MCP tool annotations a block may read (`annotations = { destructiveHint = true }`)."""
+
+    READ_ONLY = "readOnlyHint"
+    DESTRUCTIVE = "destructiveHint"
+    IDEMPOTENT = "idempotentHint"
+    OPEN_WORLD = "openWorldHint"
+
+
 class ValueKind(StrEnum):
     """The JSON type a path's conditions read."""
 
@@ -193,10 +202,23 @@ def _only_when(then: Then, example: str) -> Any:
     return check
 
 
+HintName = Annotated[
+    Hint,
+    Field(strict=False),
+    say(
+        '"{input}" is not an MCP annotation; '
+        "use readOnlyHint, destructiveHint, idempotentHint or openWorldHint"
+    ),
+]
+
+
 class WhenBlock(Table):
     """One `[[tools.NAME.when]]` block: conditions on parameter paths and an outcome."""
 
-    match: Annotated[dict[MatchPath, Conditions], BeforeValidator(_match)]
+    match: Annotated[dict[MatchPath, Conditions], BeforeValidator(_match)] = Field(default_factory=dict)
+    # The MCP tool's annotations as the gateway sends them: the server's claim about its own
+    # tool, so a block reading them may ask or deny, never allow (`_no_allow_by_hints`).
+    annotations: dict[HintName, Flag] | None = None
     then: Annotated[
         Then, Field(strict=False), say('"{input}" is not an outcome; use "allow", "ask" or "deny"')
     ]
@@ -211,6 +233,23 @@ class WhenBlock(Table):
         _only_when(Then.ASK, "who approves this call")
     )
     _denies = field_validator("reason")(_only_when(Then.DENY, "the reason shown to the agent"))
+
+    @model_validator(mode="after")
+    def _no_allow_by_hints(self) -> WhenBlock:
+        if not self.match and not self.annotations:
+            raise PydanticCustomError(
+                "policy",
+                "names no condition; give match = { … } on parameters, or annotations = { … } on "
+                "an MCP tool's hints",
+            )
+        if self.annotations and self.then is Then.ALLOW:
+            raise PydanticCustomError(
+                "policy",
+                'a block that reads annotations may say then = "ask" or "deny", never "allow": '
+                "annotations are the MCP server's own claim about its tool, not evidence that a "
+                "call is safe; allow by conditions on parameters in a block of its own",
+            )
+        return self
 
 
 WhenBlocks = Annotated[tuple[WhenBlock, ...], Field(strict=False)]

@@ -151,6 +151,7 @@ async def exercise(h: Harness, c: Conformance) -> None:
         c.check(template, r := await post(path, content=over, headers=headers))
         assert r.status_code == 413, r.text
     await exercise_denials(h, c, acme, globex)
+    await exercise_hook(h, c, acme)
     for method, suffix in (
         ("GET", ""),
         ("GET", "/events"),
@@ -159,6 +160,29 @@ async def exercise(h: Harness, c: Conformance) -> None:
         ("POST", "/decision"),
     ):
         c.check(item + suffix, await h.client.request(method, f"/v1/approvals/{aid}{suffix}", json={}))
+
+
+async def exercise_hook(h: Harness, c: Conformance, acme: str) -> None:
+    """Claude Code's http hook: a decision and each kind of error, all 200 with the hook's
+    JSON (the route fails closed by answering deny, never an error status; its document
+    names no error status, and these show none is answered)."""
+    from tests.hooks.fixtures import CLAUDE_BASH
+
+    route = "/v1/hooks/claude-code"
+    surface = {"Cosigner-Surface": "slack:T0ACME/C1/U1"}
+    lookup = {**CLAUDE_BASH, "tool_name": "lookup_order", "tool_input": {"orderId": "o1"}}
+    for body, headers in (
+        (lookup, {**h.auth(acme), **surface}),
+        (lookup, surface),
+        ({**lookup, "hook_event_name": "Stop"}, {**h.auth(acme), **surface}),
+        (b" " * (MAX_BODY + 1), {**h.auth(acme), **surface}),
+    ):
+        kwargs: dict[str, Any] = {"content": body} if isinstance(body, bytes) else {"json": body}
+        c.check(route, r := await h.client.post(route, headers=headers, **kwargs))
+        assert r.status_code == 200
+        assert r.json()["hookSpecificOutput"]["permissionDecision"] == (
+            "allow" if headers is not surface and body is lookup else "deny"
+        )
 
 
 async def exercise_denials(h: Harness, c: Conformance, acme: str, globex: str) -> None:
@@ -434,4 +458,4 @@ async def test_the_served_v1_routes_are_exactly_the_documented_ones() -> None:
         }
         doc = (await h.client.get("/openapi.json")).json()
     documented = {(path, method) for path, ops in doc["paths"].items() for method in ops}
-    assert served == documented and len(served) == 13
+    assert served == documented and len(served) == 14

@@ -57,7 +57,7 @@ def block(match: str, then: str = "allow", extra: str = "") -> str:
             '[[tools.Bash.when]]\nmatch = { command = { equals = "a" } }\n',
             'tools.Bash.when[0].then: missing; set then = "allow", "ask" or "deny"',
         ),
-        ('[[tools.Bash.when]]\nthen = "deny"\n', "tools.Bash.when[0].match: missing; name the parameters"),
+        ('[[tools.Bash.when]]\nthen = "deny"\n', "tools.Bash.when[0]: names no condition; give match = "),
         (block("{}"), "tools.Bash.when[0].match: must be a table of parameter paths"),
         (
             block("{ command = { matches = '(a)\\\\1' } }"),
@@ -107,8 +107,8 @@ def block(match: str, then: str = "allow", extra: str = "") -> str:
         ),
         (
             block("{ command = { prefix = 'ls' } }", "ask", "typo = 1\n"),
-            "tools.Bash.when[0].typo: unknown key; expected one of approvers, description, match, quorum, "
-            "reason, separate_duties, step_up, then",
+            "tools.Bash.when[0].typo: unknown key; expected one of annotations, approvers, description, "
+            "match, quorum, reason, separate_duties, step_up, then",
         ),
         (
             block("{ command = { prefix = 'ls' } }", "ask", 'approvers = ["staff"]\n'),

@@ -109,8 +109,9 @@ def test_only_the_cosigner_package_is_installed_and_nothing_of_the_server(sdk_py
     assert found["importable"] == [], f"the SDK's venv can import {found['importable']}"
     assert Path(found["cosigner"]).is_relative_to(sdk_python.parent.parent), found["cosigner"]
     assert found["top_level"] == ["cosigner"]
-    # Outside site-packages only the MCP gateway's console script (the one entry point).
-    assert found["scripts"] == ["cosigner-mcp-gateway"], found["scripts"]
+    # Outside site-packages only the SDK's two console scripts: the coding agents' hook and
+    # the MCP gateway.
+    assert found["scripts"] == ["cosigner-hook", "cosigner-mcp-gateway"], found["scripts"]
     assert not set(found["loaded"]) & set(forbidden)
 
 

@@ -10,6 +10,7 @@ from pydantic import BaseModel, TypeAdapter
 from cosigner import allowances, answers, denials, errors, handoff, operations, wire
 from cosigner._http import error_of
 from cosigner.enums import ErrorCode
+from cosigner.hooks import wire as hook_wire
 from tests.harness import cosigner_app
 from tests.sdk.conftest import SURFACE, USER
 
@@ -73,7 +74,7 @@ def _sdk_type(name: str) -> Any:
     found = next(
         (
             getattr(m, name)
-            for m in (wire, answers, denials, allowances, handoff, operations)
+            for m in (wire, answers, denials, allowances, handoff, operations, hook_wire)
             if hasattr(m, name)
         ),
         None,
@@ -217,6 +218,18 @@ async def test_the_sdk_models_accept_every_documented_response() -> None:
         calls.append(("POST", A, await post(A, {**call, "toolCallId": "e", "toolName": "issue_refund"})))
         admit = {"executionId": "r", "surface": SURFACE.to_json(), "tools": ["issue_refund"]}
         calls.append(("POST", "/v1/runs/admit", await post("/v1/runs/admit", admit)))
+        hook = {
+            "session_id": "s1",
+            "tool_use_id": "t1",
+            "hook_event_name": "PreToolUse",
+            "tool_name": "lookup_order",
+            "tool_input": {"orderId": "o"},
+            "cwd": "/src/shop",
+        }
+        answered = await h.client.post(
+            "/v1/hooks/claude-code", json=hook, headers={**auth, "Cosigner-Surface": "slack:T0ACME/C1/U1"}
+        )
+        calls.append(("POST", "/v1/hooks/claude-code", answered))
         listed = await get("/v1/denials")
         calls.append(("GET", "/v1/denials", listed))
         lift = f"/v1/denials/{listed.json()['denials'][0]['denialId']}"

@@ -144,6 +144,7 @@ def request_approval(
     wait_timeout: float | None = None,
     accepts_edits: bool = False,
     parameters_schema: Mapping[str, Any] | None = None,
+    tool_annotations: Mapping[str, bool] | None = None,
 ) -> Flow[Decision]:
     """`POST /v1/approvals`, then (with `wait`) long-poll until settled (an operation: until
     its outcome is known). An approval of an edited call comes back with `parameters` the whole
@@ -151,6 +152,7 @@ def request_approval(
     body = _http.approval_body(
         accepts_edits=accepts_edits,
         parameters_schema=parameters_schema,
+        tool_annotations=tool_annotations,
         execution_id=execution_id,
         tool_call_id=tool_call_id,
         tool_name=tool_name,

@@ -134,6 +134,7 @@ def approval_body(
     request: Mapping[str, Any] | None = None,
     accepts_edits: bool = False,
     parameters_schema: Mapping[str, Any] | None = None,
+    tool_annotations: Mapping[str, bool] | None = None,
 ) -> bytes:
     """The `POST /v1/approvals` body, checked against the wire model before it is sent."""
     if (operation is None) == (tool_name is None):
@@ -169,6 +170,7 @@ def approval_body(
             # Only when set: a body without them is the one every server version takes.
             **({"acceptsEdits": True} if accepts_edits else {}),
             **({"parametersSchema": dict(parameters_schema)} if parameters_schema is not None else {}),
+            **({"toolAnnotations": dict(tool_annotations)} if tool_annotations else {}),
         },
     )
 

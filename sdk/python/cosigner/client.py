@@ -84,6 +84,7 @@ class Cosigner(Shell):
         wait_timeout: float | None = None,
         accepts_edits: bool = False,
         parameters_schema: Mapping[str, Any] | None = None,
+        tool_annotations: Mapping[str, bool] | None = None,
     ) -> Decision:
         """Ask before a gated call; return once decided (or at once, pending, with `wait=False`).
 
@@ -96,6 +97,9 @@ class Cosigner(Shell):
 
         With `accepts_edits` (and the tool's `parameters_schema`), an approver may edit the call
         where the policy allows it; the decision's `parameters` is then the call to run.
+
+        `tool_annotations` are an MCP tool's hints (`readOnlyHint`, `destructiveHint`, …) as
+        its server lists them; the policy may ask or refuse by them, never allow.
         """
         flow = _core.request_approval(
             self.config,
@@ -113,6 +117,7 @@ class Cosigner(Shell):
             wait_timeout=wait_timeout,
             accepts_edits=accepts_edits,
             parameters_schema=parameters_schema,
+            tool_annotations=tool_annotations,
         )
         return drive(flow, self._send)
 

@@ -210,6 +210,16 @@ Surface = Annotated[
 Identifier = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_.:\-]+$")]
 
 
+class ToolAnnotations(Wire):
+    """An MCP tool's behaviour hints as its server lists them: the server's own claim, which
+    a policy's `when` block may use to ask or refuse a call, never to allow one."""
+
+    readOnlyHint: bool | None = None
+    destructiveHint: bool | None = None
+    idempotentHint: bool | None = None
+    openWorldHint: bool | None = None
+
+
 class ApprovalRequest(Wire):
     """`POST /v1/approvals`: a gated tool call."""
 
@@ -230,6 +240,11 @@ class ApprovalRequest(Wire):
         default=None,
         description="The tool's JSON Schema for `parameters` (as the framework gives it to the "
         "model): typed inputs for an edit, and every edited call is validated against it.",
+    )
+    toolAnnotations: ToolAnnotations | None = Field(
+        default=None,
+        description="An MCP tool's annotations (the MCP gateway sends them): `when` blocks may "
+        "ask or refuse by them, never allow.",
     )
 
 

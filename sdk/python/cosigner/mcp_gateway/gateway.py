@@ -65,6 +65,15 @@ LIST_PAGES = 100
 Context = ServerRequestContext[dict[str, Any], Any]
 
 
+HINTS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
+
+
+def hints_of(tool: Tool) -> dict[str, bool]:
+    """A listed tool's boolean annotations, as the policy's `when` blocks read them."""
+    given = tool.annotations.model_dump(by_alias=True, exclude_none=True) if tool.annotations else {}
+    return {k: v for k, v in given.items() if k in HINTS and isinstance(v, bool)}
+
+
 @dataclass(frozen=True)
 class GatewayOptions:
     """How the gateway asks: where approvals are shown, how long it holds a call, names."""
@@ -131,6 +140,8 @@ class Gateway:
         self._relisting: asyncio.Task[None] | None = None
         self._schemas: dict[str, dict[str, Any]] = {}
         """Each listed tool's input schema, sent with its calls: an approver edits typed values."""
+        self._hints: dict[str, dict[str, bool]] = {}
+        """Each listed tool's annotations (readOnlyHint, …), sent with its calls for the policy."""
         self._schemas_refused: dict[str, dict[str, Any]] = {}
         """The input schemas Cosigner refused as a `parametersSchema`, by tool: not sent again."""
         self.server: Server[dict[str, Any]] = GatewayServer(
@@ -172,6 +183,7 @@ class Gateway:
         names = {t.name for t in tools}
         self._listed_at = time.monotonic()
         self._schemas.update({t.name: dict(t.input_schema) for t in tools})
+        self._hints.update({t.name: hints_of(t) for t in tools})
         offered = self.definitions.review(list(tools)) if self.definitions is not None else list(tools)
         shown = {t.name for t in offered}
         if whole:
@@ -355,6 +367,7 @@ class Gateway:
             wait=False,
             accepts_edits=schema is not None,
             parameters_schema=schema,
+            tool_annotations=self._hints.get(policy_name[len(self.options.tool_prefix) :]),
         )
 
     async def _hold(
