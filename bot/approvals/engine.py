@@ -279,6 +279,7 @@ class Engine:
         rule: ToolRule | None = None,
         contract: OperationRecord | None = None,
         approval_id: str | None = None,
+        agent: str = "",
     ) -> tuple[int, Start | Decision]:
         """Handle `POST /v1/approvals`; returns (HTTP status, body). An operation passes its
         own rule and the contract its application prepared for `approval_id`."""
@@ -300,14 +301,14 @@ class Engine:
             if self.handoffs is None:
                 raise InvalidRequest("handoffs need COSIGNER_SECRET on this server")
             handoff = self.handoffs.state(tenant, req, rule)
-        ruling = self._decide(self.policy, tenant, req, rule)
+        ruling = self._decide(self.policy, tenant, req, rule, agent)
         if ruling.invalid is not None:
             # Nothing is stored: the call was never one the policy could decide.
             bad = ruling.invalid
             raise InvalidRequest(bad.message, field=f"parameters.{bad.parameter}", policy=bad.path)
         rule = ruling.rule  # the outcome of the `when` block that decided, if one did
         # Only gated tool calls have a shadow: an operation's rule is handed in by its caller.
-        shadow = None if self.shadow is None or own_rule else self._shadowed(tenant, req, ruling)
+        shadow = None if self.shadow is None or own_rule else self._shadowed(tenant, req, ruling, agent)
         it = Intake(
             self.policy,
             tenant,
@@ -381,7 +382,9 @@ class Engine:
             return 201, start_body(rec)
         return 200, decision_body(rec, self.signer, self.grant_ttl)
 
-    def _decide(self, policy: Policy, tenant: str, req: ApprovalRequest, rule: ToolRule | None) -> Ruling:
+    def _decide(
+        self, policy: Policy, tenant: str, req: ApprovalRequest, rule: ToolRule | None, agent: str = ""
+    ) -> Ruling:
         return decide(
             policy,
             tenant,
@@ -392,13 +395,15 @@ class Engine:
             sms=self.sms_sender,
             requested_timeout=req.timeoutSeconds,
             rule=rule,
+            agent=agent,
+            now=self.clock(),
         )
 
-    def _shadowed(self, tenant: str, req: ApprovalRequest, live: Ruling) -> dict[str, Any] | None:
+    def _shadowed(self, tenant: str, req: ApprovalRequest, live: Ruling, agent: str) -> dict[str, Any] | None:
         """What the shadow policy would decide otherwise; it acts on nothing."""
         assert self.shadow is not None
         try:
-            return differences(live, self._decide(self.shadow, tenant, req, None))
+            return differences(live, self._decide(self.shadow, tenant, req, None, agent))
         except Exception:
             # A shadow must never change what the live policy decides, not even by failing.
             log.exception("the shadow policy failed to decide", extra={"tool": req.toolName})

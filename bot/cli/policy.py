@@ -51,7 +51,15 @@ def explain(args: argparse.Namespace, usage_error: type[Exception]) -> int:
     except ValueError as exc:
         raise usage_error(f"--{exc}") from exc
     ruling = decide(
-        _policy(args.policy), args.tenant, args.tool, params, surface, enabled=ENABLED, sms=assumed_sender()
+        _policy(args.policy),
+        args.tenant,
+        args.tool,
+        params,
+        surface,
+        enabled=ENABLED,
+        sms=assumed_sender(),
+        agent=args.agent,
+        now=time.time(),
     )
     print(json.dumps(ruling.to_json(), indent=2) if args.json else ruling.explain())
     return 0
@@ -142,6 +150,7 @@ def register(policy: Any, usage_error: type[Exception]) -> None:
     e.add_argument("--tool", required=True)
     e.add_argument("--params", default="{}", help="the parameters as JSON, e.g. '{\"amountCents\": 4000}'")
     e.add_argument("--surface", help="where the run came from, e.g. slack:T0ACME/C0OPS/U0ALICE or sms:+1555…")
+    e.add_argument("--agent", default="", help="the agent key's id a Cedar policy sees as principal")
     e.add_argument("--json", action="store_true", help="print JSON")
     e.set_defaults(fn=bound(explain))
     t = policy.add_parser("test", help="run a policy's test file ([[case]] tables)")

@@ -166,6 +166,8 @@ class Api:
                 needs=needs.value,
                 scope=holder.scope.value,
             )
+        # The agent a Cedar policy names as principal (docs/cedar.md): the key's id.
+        request.state.key_id = holder.key_id
         return holder.tenant
 
     async def create(self, request: Request, tenant: str) -> Response:
@@ -174,7 +176,7 @@ class Api:
             status, body = await self.proposals.propose(tenant, validate(raw, OperationRequest))
             return answer(body, status)
         req = validate(raw, ApprovalRequest)
-        status, body = await self.engine.create(tenant, req)
+        status, body = await self.engine.create(tenant, req, agent=request.state.key_id)
         return answer(body, status)
 
     async def admit(self, request: Request, tenant: str) -> Response:

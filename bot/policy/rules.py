@@ -13,6 +13,8 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 
+from bot.policy.cedar import CedarSource
+from bot.policy.cedar_policy import source_of
 from bot.policy.follow_up_checks import follow_up_problems
 from bot.policy.merge import Layers
 from bot.policy.operation_rules import OperationRule, missing_secrets, operation_rules
@@ -130,6 +132,7 @@ class Policy:
         "_orgs",
         "_rules",
         "_tenant_operations",
+        "cedar",
         "defaults",
         "operations",
         "people",
@@ -147,6 +150,9 @@ class Policy:
         self.staff: StaffPolicy | None = file.staff
         self.people = People(file.people)  # which ids are one person ([people])
         self.source = source
+        # Set when Cedar decides each call (bot.policy.cedar_policy); the rules then hold
+        # only what a card shows and what happens while nobody answers.
+        self.cedar: CedarSource | None = None
         self._default_rules = _rules(file, "", None)
         self._rules = {n: _rules(file, n, t) for n, t in self.tenants.items()}
         self._operations, self._tenant_operations = operation_rules(file, self.tenants)
@@ -323,6 +329,10 @@ def load_policy_file(
     """Read and validate a policy file for running: each handoff's `secret_env` must be set
     (unless `check_secrets` is False: the policy is only read, never run)."""
     p = Path(path)
+    if p.suffix == ".cedar":
+        policy = load_policy("", source=str(p))
+        policy.cedar = CedarSource.load(p)
+        return policy
     try:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
@@ -348,7 +358,8 @@ def load_policy(text: str, source: str = "policy", base: Path | None = None) -> 
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise PolicyError([f"not valid TOML: {exc}"], source) from exc
-    policy = Policy(read_policy(data, source), source)
+    file = read_policy(data, source)
+    policy = Policy(file, source)
     # The follow-ups, the quorum, `editable` and `show` are checked on the merged rules, so
     # once the rest of the file is valid.
     problems = follow_up_problems(policy) + policy.quorum_problems() + editable_problems(policy)
@@ -356,6 +367,7 @@ def load_policy(text: str, source: str = "policy", base: Path | None = None) -> 
     problems += when_problems((r for t in ("", *policy.tenants) for r in policy.rules_of(t)), base)
     if problems:
         raise PolicyError(problems, source)
+    policy.cedar = source_of(file, base, source)
     return policy
 
 

@@ -1,0 +1,40 @@
+"""The Cedar source's rule for one call, from what `decide` is given: the surface as Cedar's
+context reads it (its type, and the requester that triggered the run)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from bot.policy.cedar import CedarSource
+from bot.policy.tool_rule import ToolRule
+from contracts.denials import requester_of
+
+
+def _fields(surface: object | None) -> Mapping[str, Any]:
+    if isinstance(surface, Mapping):
+        return surface
+    dump = getattr(surface, "model_dump", None)
+    return dump(mode="json") if callable(dump) else {}
+
+
+def cedar_rule(
+    source: CedarSource,
+    base: ToolRule,
+    tenant: str,
+    parameters: Mapping[str, Any],
+    surface: object | None,
+    agent: str,
+    now: float | None,
+) -> tuple[ToolRule, list[tuple[str, str]], str | None]:
+    """The rule Cedar decides the call by, its steps, and why it was asked as unknown (if so).
+    `surface` None (an explanation without one) is the empty string in `context.surface`;
+    a run with nobody behind it (a schedule, a batch) has the empty string as requester."""
+    fields = _fields(surface)
+    kind = fields.get("type")
+    requester = requester_of(fields) or ""
+    when = time.time() if now is None else now
+    return source.rule(
+        base, tenant, agent, parameters, kind if isinstance(kind, str) else "", requester, when
+    )
