@@ -129,7 +129,7 @@ def _annotations_problems(files: CedarFiles) -> tuple[dict[str, Ask], list[str]]
 class CedarSource:
     """A validated Cedar policy set with its schema, ready to decide calls."""
 
-    __slots__ = ("_asks", "_entities", "_keys", "_memo", "_names", "files")
+    __slots__ = ("_asks", "_entities", "_memo", "_reads", "files")
 
     def __init__(self, files: CedarFiles) -> None:
         self.files = files
@@ -137,7 +137,7 @@ class CedarSource:
         if problems:
             raise PolicyError(problems, str(files.policies_path))
         self._asks = asks
-        self._keys, self._names = reads(files.bodies)
+        self._reads: dict[str, tuple[frozenset[str] | None, frozenset[str] | None]] = {}
         self._entities = EntityCache(files.schema)
         self._memo: OrderedDict[str, Verdict] = OrderedDict()
 
@@ -158,12 +158,13 @@ class CedarSource:
         action: str = "call",
     ) -> Verdict:
         """What Cedar decides for one call."""
+        keys, names = self._reads_of(tool)
         try:
-            context = context_of(parameters, self._names, surface, requester, now)
+            context = context_of(parameters, names, surface, requester, now)
         except Untypable as exc:
             return Verdict(False, None, (), f"the call cannot be typed for Cedar: {exc}")
         # What the policies do not read cannot change the answer: it is left out of the key.
-        keyed = context if self._keys is None else {k: v for k, v in context.items() if k in self._keys}
+        keyed = context if keys is None else {k: v for k, v in context.items() if k in keys}
         key = json.dumps([tenant, agent, tool, action, keyed], sort_keys=True, separators=(",", ":"))
         found = self._memo.get(key)
         if found is not None:
@@ -183,6 +184,22 @@ class CedarSource:
         self._memo[key] = found
         if len(self._memo) > _MEMO:
             self._memo.popitem(last=False)
+        return found
+
+    def _reads_of(self, tool: str) -> tuple[frozenset[str] | None, frozenset[str] | None]:
+        """What the policies that can apply to `tool` read of the context (once per tool)."""
+        found = self._reads.get(tool)
+        if found is None:
+            mine = {"op": "==", "entity": {"type": "Cosigner::Tool", "id": tool}}
+            bodies = {
+                pid: body
+                for pid, body in self.files.bodies.items()
+                if body.get("resource", {}).get("op") != "==" or body.get("resource") == mine
+            }
+            found = reads(bodies)
+            if len(self._reads) > _MEMO:
+                self._reads.clear()  # bounded: tool names are chosen by callers
+            self._reads[tool] = found
         return found
 
     def _read(self, result: cedarpy.AuthzResult) -> Verdict:

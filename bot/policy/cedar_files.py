@@ -23,6 +23,7 @@ from contracts.errors import PolicyError
 
 _EOF = "unexpected end of input"
 _QUOTED = re.compile(r"`([^`]+)`")
+_TOKEN = re.compile(r"unexpected token `([^`]+)`")
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +103,10 @@ def _syntax_offset(text: str, parse: Callable[[str], object], message: str) -> i
         except ValueError as exc:
             said = str(exc)
             if _EOF not in said and said == message:
+                # The parser may look one token past the one it names: find that one.
+                named = _TOKEN.search(message)
+                if named is not None and (at := text.rfind(named.group(1), 0, end)) >= 0:
+                    return at
                 token = text[:end].rstrip()
                 j = len(token)
                 while j > 0 and not token[j - 1].isspace() and token[j - 1] not in "(){}[];,":
@@ -138,6 +143,18 @@ def _parse_schema(path: Path, text: str) -> cedarpy.Schema:
                 offset = hit.start() if hit is not None else 0
         at = place(path, text, offset)
         raise PolicyError([f"{at}: {message}; fix the Cedar schema there"], str(path)) from exc
+
+
+def _named_offset(statement: Statement, message: str) -> int:
+    """Where in a policy the first name the message quotes appears (0: not found)."""
+    for quoted in _QUOTED.findall(message):
+        leaf = quoted.rsplit(".", 1)[-1].strip('"')
+        if leaf == statement.id or not leaf:
+            continue
+        hit = re.search(rf"(?<![\w]){re.escape(leaf)}(?![\w])", statement.text)
+        if hit is not None:
+            return hit.start()
+    return 0
 
 
 def _read(path: Path, what: str) -> str:
@@ -181,11 +198,8 @@ def load_cedar(policies_path: Path, schema_path: Path | None = None) -> CedarFil
     for error in result.errors:
         offset = placed[error.policy_id].offset if error.policy_id in placed else 0
         statement = placed.get(error.policy_id)
-        named = _QUOTED.search(error.error)
-        if statement is not None and named is not None:
-            leaf = named.group(1).rsplit(".", 1)[-1].strip('"')
-            hit = statement.text.find(leaf)
-            offset += hit if hit >= 0 else 0
+        if statement is not None:
+            offset += _named_offset(statement, error.error)
         problems.append(
             f"{place(policies_path, text, offset)}: {error.error} (validated against {schema_path.name})"
         )

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from bot.policy.cedar import CedarSource
-from bot.policy.cedar_policy import source_of
+from bot.policy.cedar_policy import refused_keys, source_of
 from bot.policy.follow_up_checks import follow_up_problems
 from bot.policy.merge import Layers
 from bot.policy.operation_rules import OperationRule, missing_secrets, operation_rules
@@ -359,6 +359,8 @@ def load_policy(text: str, source: str = "policy", base: Path | None = None) -> 
     except tomllib.TOMLDecodeError as exc:
         raise PolicyError([f"not valid TOML: {exc}"], source) from exc
     file = read_policy(data, source)
+    if file.cedar is not None and (refused := refused_keys(file)):
+        raise PolicyError(refused, source)  # before the checks of keys Cedar now decides
     policy = Policy(file, source)
     # The follow-ups, the quorum, `editable` and `show` are checked on the merged rules, so
     # once the rest of the file is valid.
