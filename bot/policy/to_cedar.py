@@ -91,7 +91,8 @@ def _literal(value: Any, path: str, out: Translation) -> str:
 
 
 def _like(prefix: str) -> str:
-    return json.dumps(prefix.replace("\\", "\\\\").replace("*", "\\*"), ensure_ascii=False)[:-1] + '*"'
+    # A string literal's escapes, then `\*` for a star the value holds (a bare * is the wildcard).
+    return '"' + json.dumps(prefix, ensure_ascii=False)[1:-1].replace("*", "\\*") + '*"'
 
 
 def _test(test: Test, path: str, out: Translation) -> str:
@@ -186,6 +187,11 @@ def _rule(rule: ToolRule, scope: str, label: str, out: Translation) -> None:
     if rule.allow_below is None:
         w.emit(_ask(rule, ask_mode, out, rule.source), "permit", rest)
         return
+    if rule.gate_all:
+        out.problems.append(
+            f"{rule.origin('allow_below')}: lets a call through despite gate_all, which raises "
+            "every Cedar permit to ask; set it in the tenants without gate_all only"
+        )
     name = rule.allow_below.parameter
     ref = out.typed(name, "Long", rule.origin("allow_below"))
     below = f"(context.parameters has {name} && {ref} >= 0 && {ref} < {math.ceil(rule.allow_below.value)})"
