@@ -227,3 +227,64 @@ def test_serve_refuses_a_cedar_file_that_does_not_validate(tmp_path: Path) -> No
     bad = POLICIES.replace("context.parameters.amountCents < 100000", "context.parameters.amount < 100000")
     with pytest.raises(PolicyError, match=r"agents\.cedar:8:"):
         _policy_at(str(write(tmp_path, policies=bad)))
+
+
+CASES = """[[case]]
+name = "a small refund is asked of two admins"
+tenant = "demo"
+tool = "issue_refund"
+params = { amountCents = 5000 }
+surface = "slack:T0DEMO/C0SUPPORT/U0ALICE"
+expect = { mode = "ask_always", approvers = "tenant_admins", quorum = 2, rule = "agents.cedar#refund-ask" }
+
+[[case]]
+name = "a large refund is refused by refund-cap"
+tenant = "demo"
+tool = "issue_refund"
+params = { amountCents = 250000 }
+expect = { deny = true, rule = "agents.cedar#refund-cap" }
+
+[[case]]
+name = "a lookup needs nobody"
+tenant = "demo"
+tool = "lookup_order"
+expect = { mode = "none", rule = "agents.cedar#reads" }
+"""
+
+
+def test_policy_test_runs_a_case_file_on_cedar(toml_policy: Path, tmp_path: Path) -> None:
+    from bot.policy import load_cases, run_cases
+
+    (tmp_path / "cases.toml").write_text(CASES, encoding="utf-8")
+    outcomes = run_cases(load_policy_file(toml_policy), load_cases(tmp_path / "cases.toml"))
+    assert [o.failures for o in outcomes] == [(), (), ()]
+    wrong = CASES.replace('rule = "agents.cedar#reads"', 'rule = "agents.cedar#refund-ask"')
+    (tmp_path / "cases.toml").write_text(wrong, encoding="utf-8")
+    last = run_cases(load_policy_file(toml_policy), load_cases(tmp_path / "cases.toml"))[-1]
+    assert last.failures == ("expected rule agents.cedar#refund-ask, got agents.cedar#reads",)
+
+
+def test_replay_decides_recorded_requests_on_cedar_at_the_time_they_were_asked(toml_policy: Path) -> None:
+    import json
+
+    from bot.policy.replay import replay
+    from storage.audit import Requested
+
+    def row(n: int, at: float, tool: str, params: dict[str, object], status: str) -> Requested:
+        data = {
+            "toolName": tool,
+            "parameters": params,
+            "surface": {"type": "api"},
+            "status": status,
+            "mode": "none",
+        }
+        return Requested(f"apr_{n}", "demo", at, json.dumps(data))
+
+    rows = [
+        row(1, NOW, "lookup_order", {}, "approved"),
+        row(2, 2_000_000_100, "lookup_order", {}, "approved"),  # after `night` starts: now refused
+    ]
+    found = replay(rows, load_policy_file(toml_policy))
+    assert found.read == 2
+    changes = list(found.changes.values())
+    assert [(c.tool, c.after, c.examples) for c in changes] == [("lookup_order", "deny", ["apr_2"])]
