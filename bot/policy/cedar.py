@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import re
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
@@ -44,6 +44,10 @@ _ASKS = {"ask": ApprovalMode.ASK, "ask_always": ApprovalMode.ASK_ALWAYS}
 _KNOWN = {"id", "approval", "approvers", "quorum", "step_up", "timeout", "reason"}
 _MEMO = 4096
 _UNQUOTED = re.compile(r"`\{.*\}` (?=is not valid)", re.S)
+
+
+# The rule a call is decided by, the (key path, says) steps, why it was asked as unknown.
+Ruled = tuple[ToolRule, tuple[tuple[str, str], ...], str | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,10 +130,27 @@ def _annotations_problems(files: CedarFiles) -> tuple[dict[str, Ask], list[str]]
     return asks, problems
 
 
+def _key(tenant: str, agent: str, tool: str, action: str, context: Mapping[str, Any]) -> Hashable:
+    """A request as a memo key: a tuple where every value is a scalar (typed, since `True == 1`
+    for a tuple), else canonical JSON."""
+    flat: list[Any] = [tenant, agent, tool, action]
+    for name in sorted(context):
+        value = context[name]
+        if isinstance(value, dict):
+            for k in sorted(value):
+                v = value[k]
+                if isinstance(v, dict | list):
+                    return json.dumps([tenant, agent, tool, action, context], sort_keys=True)
+                flat += (name, k, type(v).__name__, v)
+        else:
+            flat += (name, type(value).__name__, value)
+    return tuple(flat)
+
+
 class CedarSource:
     """A validated Cedar policy set with its schema, ready to decide calls."""
 
-    __slots__ = ("_asks", "_entities", "_memo", "_reads", "files")
+    __slots__ = ("_asks", "_entities", "_memo", "_reads", "_rules", "files")
 
     def __init__(self, files: CedarFiles) -> None:
         self.files = files
@@ -139,7 +160,8 @@ class CedarSource:
         self._asks = asks
         self._reads: dict[str, tuple[frozenset[str] | None, frozenset[str] | None]] = {}
         self._entities = EntityCache(files.schema)
-        self._memo: OrderedDict[str, Verdict] = OrderedDict()
+        self._memo: OrderedDict[Hashable, Verdict] = OrderedDict()
+        self._rules: dict[tuple[int, int], tuple[Verdict, ToolRule, Ruled]] = {}
 
     @classmethod
     def load(cls, policies: Path, schema: Path | None = None) -> CedarSource:
@@ -165,7 +187,7 @@ class CedarSource:
             return Verdict(False, None, (), f"the call cannot be typed for Cedar: {exc}")
         # What the policies do not read cannot change the answer: it is left out of the key.
         keyed = context if keys is None else {k: v for k, v in context.items() if k in keys}
-        key = json.dumps([tenant, agent, tool, action, keyed], sort_keys=True, separators=(",", ":"))
+        key = _key(tenant, agent, tool, action, keyed)
         found = self._memo.get(key)
         if found is not None:
             return found
@@ -233,10 +255,22 @@ class CedarSource:
         surface: str,
         requester: str,
         now: float,
-    ) -> tuple[ToolRule, list[tuple[str, str]], str | None]:
+    ) -> Ruled:
         """The rule Cedar decides this call by (`base` gives what Cedar does not: redaction,
         edits, follow-ups, a handoff), the (path, says) steps, and why it was asked as unknown."""
         v = self.verdict(tenant, agent, base.name, parameters, surface, requester, now)
+        # The same verdict on the same rule reads the same: the entry holds both, so neither
+        # id can be another object's while it is kept.
+        entry = self._rules.get((id(v), id(base)))
+        if entry is not None and entry[0] is v and entry[1] is base:
+            return entry[2]
+        made = self._rule(v, base, agent)
+        if len(self._rules) > _MEMO:
+            self._rules.clear()
+        self._rules[(id(v), id(base))] = (v, base, made)
+        return made
+
+    def _rule(self, v: Verdict, base: ToolRule, agent: str) -> Ruled:
         source = self.files.policies_path.name
         path = f"{source}#{'+'.join(self.files.name(p) for p in v.by)}" if v.by else source
         steps = [(source, f'Cedar decides Cosigner::Tool::"{base.name}" for Cosigner::Agent::"{agent}"')]
@@ -248,7 +282,7 @@ class CedarSource:
         if v.deny:
             reasons = [self.files.annotations.get(p, {}).get("reason") for p in v.by]
             reason = next((r for r in reasons if r), None) or f"{path} forbids this {base.name} call"
-            return replace(base, **common, deny=True, deny_reason=reason), steps, None
+            return replace(base, **common, deny=True, deny_reason=reason), tuple(steps), None
         if v.ask is None and v.by:
             mode = ApprovalMode.ASK if gate_all else ApprovalMode.NONE
             steps.append(
@@ -258,7 +292,7 @@ class CedarSource:
                 mode = ApprovalMode.HANDOFF
             taken = (("kind", path), ("deny", path))
             rule = replace(base, **common, deny=False, mode=mode, origins=taken + base.origins)
-            return rule, steps, None
+            return rule, tuple(steps), None
         if v.ask is None:
             why = v.problem or "no permit matched: asked as a tool the policy does not know (danger)"
             steps.append((source, why))
@@ -272,7 +306,7 @@ class CedarSource:
                 approvers=(ApproverKind.REQUESTER,),
                 unevaluable=v.problem is not None,
             )
-            return rule, steps, v.problem
+            return rule, tuple(steps), v.problem
         ask = v.ask
         origins = dict(base.origins)
         for key, value in (("approvers", ask.approvers), ("quorum", ask.quorum), ("timeout", ask.timeout)):
@@ -295,4 +329,4 @@ class CedarSource:
             timeout=ask.timeout if ask.timeout is not None else base.timeout,
             origins=tuple(origins.items()),
         )
-        return rule, steps, None
+        return rule, tuple(steps), None

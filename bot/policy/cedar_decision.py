@@ -7,7 +7,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from bot.policy.cedar import CedarSource
+from bot.policy.cedar import CedarSource, Ruled
 from bot.policy.tool_rule import ToolRule
 from contracts.denials import requester_of
 
@@ -15,8 +15,9 @@ from contracts.denials import requester_of
 def _fields(surface: object | None) -> Mapping[str, Any]:
     if isinstance(surface, Mapping):
         return surface
-    dump = getattr(surface, "model_dump", None)
-    return dump(mode="json") if callable(dump) else {}
+    # A wire model's fields as they are (its type, userId, phone): cheaper than a dump.
+    fields = getattr(surface, "__dict__", None)
+    return fields if isinstance(fields, dict) else {}
 
 
 def cedar_rule(
@@ -27,7 +28,7 @@ def cedar_rule(
     surface: object | None,
     agent: str,
     now: float | None,
-) -> tuple[ToolRule, list[tuple[str, str]], str | None]:
+) -> Ruled:
     """The rule Cedar decides the call by, its steps, and why it was asked as unknown (if so).
     `surface` None (an explanation without one) is the empty string in `context.surface`;
     a run with nobody behind it (a schedule, a batch) has the empty string as requester."""
