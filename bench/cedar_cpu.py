@@ -14,6 +14,7 @@ is process CPU time (not wall time) per `decide`, lowest and median of the round
 from __future__ import annotations
 
 import argparse
+import itertools
 import statistics
 import sys
 import tempfile
@@ -65,6 +66,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         toml, cedar = sources(Path(folder))
         kw: dict[str, Any] = {"enabled": ENABLED, "now": 1_800_000_000.0}
+        fresh = itertools.count()  # an amount no call has had
         runs: dict[str, Callable[[int], Any]] = {
             "TOML lookup_order (read: the fast path)": lambda i: decide(
                 toml, "demo", "lookup_order", {"orderId": "ord_1"}, SURFACE, **kw
@@ -82,14 +84,14 @@ def main() -> None:
                 cedar,
                 "demo",
                 "issue_refund",
-                {"amountCents": i + 1_000_000 * r},
+                {"amountCents": next(fresh)},
                 SURFACE,
                 agent="key_1",
                 **kw,
             ),
         }
         found: dict[str, list[float]] = {name: [] for name in runs}
-        for r in range(args.rounds):
+        for _round in range(args.rounds):
             for name, fn in runs.items():
                 n = args.decides if "new" not in name else args.decides // 4
                 found[name].append(per_call(n, fn))
