@@ -301,7 +301,8 @@ class Engine:
             if self.handoffs is None:
                 raise InvalidRequest("handoffs need COSIGNER_SECRET on this server")
             handoff = self.handoffs.state(tenant, req, rule)
-        ruling = self._decide(self.policy, tenant, req, rule, agent)
+        # An operation's own rule decides it; a tool call's, the policy (Cedar's per call).
+        ruling = self._decide(self.policy, tenant, req, rule if own_rule else None, agent)
         if ruling.invalid is not None:
             # Nothing is stored: the call was never one the policy could decide.
             bad = ruling.invalid
