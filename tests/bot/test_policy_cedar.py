@@ -288,3 +288,21 @@ def test_replay_decides_recorded_requests_on_cedar_at_the_time_they_were_asked(t
     assert found.read == 2
     changes = list(found.changes.values())
     assert [(c.tool, c.after, c.examples) for c in changes] == [("lookup_order", "deny", ["apr_2"])]
+
+
+def test_step_up_is_read_where_the_server_supports_it_and_refused_where_not(tmp_path: Path) -> None:
+    from dataclasses import fields
+
+    from bot.policy.tool_rule import ToolRule
+
+    text = (
+        '@approval("ask")\n@step_up("true")\npermit (principal, action, resource == Cosigner::Tool::"x");\n'
+    )
+    path = write(tmp_path, policies=text)
+    if "step_up" not in {f.name for f in fields(ToolRule)}:
+        (said,) = problems(path)
+        assert said.startswith("agents.cedar:1:1: @step_up is not supported by this server"), said
+        return
+    r = ruling(path, "x", {})
+    read = {f.name: getattr(r.rule, f.name) for f in fields(r.rule)}
+    assert read["step_up"] is True
