@@ -291,7 +291,7 @@ class CedarSource:
             if base.handoff is not None:
                 mode = ApprovalMode.HANDOFF
             taken = (("kind", path), ("deny", path))
-            rule = replace(base, **common, deny=False, mode=mode, origins=taken + base.origins)
+            rule = replace(base, **common, deny=False, mode=mode, origins=base.origins + taken)
             return rule, tuple(steps), None
         if v.ask is None:
             why = v.problem or "no permit matched: asked as a tool the policy does not know (danger)"

@@ -249,6 +249,15 @@ name = "a lookup needs nobody"
 tenant = "demo"
 tool = "lookup_order"
 expect = { mode = "none", rule = "agents.cedar#reads" }
+
+[[case]]
+name = "the support agent's credit asked in Slack, at night"
+tenant = "demo"
+tool = "issue_credit"
+agent = "key_support"
+time = 2000000001
+surface = "slack:T0DEMO/C0SUPPORT/U0ALICE"
+expect = { mode = "ask", rule = "agents.cedar#credit" }
 """
 
 
@@ -257,10 +266,10 @@ def test_policy_test_runs_a_case_file_on_cedar(toml_policy: Path, tmp_path: Path
 
     (tmp_path / "cases.toml").write_text(CASES, encoding="utf-8")
     outcomes = run_cases(load_policy_file(toml_policy), load_cases(tmp_path / "cases.toml"))
-    assert [o.failures for o in outcomes] == [(), (), ()]
+    assert [o.failures for o in outcomes] == [(), (), (), ()]
     wrong = CASES.replace('rule = "agents.cedar#reads"', 'rule = "agents.cedar#refund-ask"')
     (tmp_path / "cases.toml").write_text(wrong, encoding="utf-8")
-    last = run_cases(load_policy_file(toml_policy), load_cases(tmp_path / "cases.toml"))[-1]
+    last = run_cases(load_policy_file(toml_policy), load_cases(tmp_path / "cases.toml"))[2]
     assert last.failures == ("expected rule agents.cedar#refund-ask, got agents.cedar#reads",)
 
 
