@@ -33,7 +33,7 @@ from typing import Any
 
 import cedarpy
 
-from bot.policy.cedar_entities import EntityCache, Untypable, context_of, reads, uid
+from bot.policy.cedar_entities import EntityCache, Untypable, context_of, hints, reads, uid
 from bot.policy.cedar_files import CedarFiles, load_cedar
 from bot.policy.durations import parse_duration
 from bot.policy.tool_rule import ToolRule
@@ -178,11 +178,13 @@ class CedarSource:
         requester: str,
         now: float,
         action: str = "call",
+        typed: Mapping[str, str] | None = None,
     ) -> Verdict:
-        """What Cedar decides for one call."""
+        """What Cedar decides for one call; `typed`: the extension types its tool's
+        `parameters_schema` gives parameters (`cedar_entities.hints`)."""
         keys, names = self._reads_of(tool)
         try:
-            context = context_of(parameters, names, surface, requester, now)
+            context = context_of(parameters, names, surface, requester, now, typed)
         except Untypable as exc:
             return Verdict(False, None, (), f"the call cannot be typed for Cedar: {exc}")
         # What the policies do not read cannot change the answer: it is left out of the key.
@@ -258,7 +260,8 @@ class CedarSource:
     ) -> Ruled:
         """The rule Cedar decides this call by (`base` gives what Cedar does not: redaction,
         edits, follow-ups, a handoff), the (path, says) steps, and why it was asked as unknown."""
-        v = self.verdict(tenant, agent, base.name, parameters, surface, requester, now)
+        typed = hints(base.parameters_schema) if isinstance(base.parameters_schema, dict) else None
+        v = self.verdict(tenant, agent, base.name, parameters, surface, requester, now, typed=typed)
         # The same verdict on the same rule reads the same: the entry holds both, so neither
         # id can be another object's while it is kept.
         entry = self._rules.get((id(v), id(base)))

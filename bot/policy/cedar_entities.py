@@ -14,11 +14,13 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterator, Mapping
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import cedarpy
 
 NAMESPACE = "Cosigner"
+_DECIMAL_MAX = Decimal("922337203685477.5807")
 CONTEXT_KEYS = ("parameters", "surface", "requester", "time")
 
 
@@ -106,17 +108,63 @@ def cedar_value(value: Any, path: str) -> Any:
     raise Untypable(f"parameters.{path} is not a JSON value")
 
 
+def hints(schema: Any) -> dict[str, str]:
+    """The Cedar extension type a tool's `parameters_schema` gives each top-level parameter:
+    `decimal` for a JSON Schema `number`, `datetime` for a `date-time` string, `ipaddr`
+    for an `ipv4` or `ipv6` one. Other parameters take the type their JSON value has."""
+    props = schema.get("properties") if isinstance(schema, Mapping) else None
+    found: dict[str, str] = {}
+    for name, spec in (props if isinstance(props, Mapping) else {}).items():
+        if not isinstance(spec, Mapping):
+            continue
+        kind, form = spec.get("type"), spec.get("format")
+        if kind == "number":
+            found[name] = "decimal"
+        elif kind == "string" and form == "date-time":
+            found[name] = "datetime"
+        elif kind == "string" and form in ("ipv4", "ipv6"):
+            found[name] = "ipaddr"
+    return found
+
+
+def _decimal(value: Any, path: str) -> dict[str, Any]:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise Untypable(f"parameters.{path} is not a number, but the tool's parameters_schema says it is")
+    try:
+        exact = Decimal(str(value))
+    except InvalidOperation as exc:
+        raise Untypable(f"parameters.{path} is not a finite number") from exc
+    if not exact.is_finite() or exact != exact.quantize(Decimal("0.0001")) or abs(exact) >= _DECIMAL_MAX:
+        raise Untypable(
+            f"parameters.{path} has more than 4 decimal places or is too large for Cedar's decimal"
+        )
+    return {"__extn": {"fn": "decimal", "arg": f"{exact:.4f}"}}
+
+
+def _extension(value: Any, path: str, hint: str) -> Any:
+    if hint == "decimal":
+        return _decimal(value, path)
+    if not isinstance(value, str):
+        raise Untypable(f"parameters.{path} is not a string, but the tool's parameters_schema says it is")
+    return {"__extn": {"fn": "datetime" if hint == "datetime" else "ip", "arg": value}}
+
+
 def context_of(
     parameters: Mapping[str, Any],
     names: frozenset[str] | None,
     surface: str,
     requester: str,
     now: float,
+    typed: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The request's context: the parameters the policies read, the surface, the requester, the time."""
+    """The request's context: the parameters the policies read (typed by `typed`, see
+    `hints`), the surface, the requester, the time."""
     chosen = parameters if names is None else {k: v for k, v in parameters.items() if k in names}
+    typed = typed or {}
     return {
-        "parameters": {k: cedar_value(v, k) for k, v in chosen.items()},
+        "parameters": {
+            k: _extension(v, k, typed[k]) if k in typed else cedar_value(v, k) for k, v in chosen.items()
+        },
         "surface": surface,
         "requester": requester,
         "time": int(now),

@@ -315,3 +315,49 @@ def test_step_up_is_read_where_the_server_supports_it_and_refused_where_not(tmp_
     r = ruling(path, "x", {})
     read = {f.name: getattr(r.rule, f.name) for f in fields(r.rule)}
     assert read["step_up"] is True
+
+
+TYPED_SCHEMA = SCHEMA.replace(
+    "parameters: { amountCents?: Long, note?: String }",
+    "parameters: { price?: decimal, at?: datetime, addr?: ipaddr }",
+)
+TYPED = """@id("cheap-inside")
+permit (principal, action, resource == Cosigner::Tool::"pay")
+when {
+  context.parameters has price && context.parameters.price.lessThan(decimal("10.5")) &&
+  context.parameters has at && context.parameters.at < datetime("2030-01-01") &&
+  context.parameters has addr && context.parameters.addr.isInRange(ip("10.0.0.0/8"))
+};
+"""
+TYPED_TOML = """[cedar]
+policies = "agents.cedar"
+
+[tools.pay]
+kind = "danger"
+[tools.pay.parameters_schema]
+type = "object"
+properties.price = { type = "number" }
+properties.at = { type = "string", format = "date-time" }
+properties.addr = { type = "string", format = "ipv4" }
+"""
+
+
+@pytest.mark.parametrize(
+    ("params", "allowed", "said"),
+    [
+        ({"price": 1.25, "at": "2026-12-06T09:00:00Z", "addr": "10.1.2.3"}, True, None),
+        ({"price": 10, "at": "2026-12-06T09:00:00Z", "addr": "10.1.2.3"}, True, None),
+        ({"price": 12.5, "at": "2026-12-06T09:00:00Z", "addr": "10.1.2.3"}, False, None),
+        ({"price": 1.23456, "at": "2026-12-06T09:00:00Z", "addr": "10.1.2.3"}, False, "4 decimal places"),
+        ({"price": "1", "at": "2026-12-06T09:00:00Z", "addr": "10.1.2.3"}, False, "not a number"),
+        ({"price": 1, "at": "2026-12-06T09:00:00Z", "addr": "not an address"}, False, "Cedar"),
+    ],
+)
+def test_the_tools_parameters_schema_types_numbers_times_and_addresses_for_cedar(
+    tmp_path: Path, params: dict[str, object], allowed: bool, said: str | None
+) -> None:
+    path = write(tmp_path, policies=TYPED, schema=TYPED_SCHEMA, toml=TYPED_TOML)
+    r = ruling(path, "pay", params)
+    assert r.runs_unasked is allowed and not r.deny
+    if said is not None:
+        assert r.unevaluable is not None and said in r.unevaluable, r.unevaluable
