@@ -203,7 +203,12 @@ class CedarSource:
             entities = self._entities.get(tenant, agent)
         except ValueError as exc:
             return Verdict(False, None, (), f"the agent or tenant cannot be typed for Cedar: {exc}")
-        result = cedarpy.is_authorized(request, self.files.policies, entities, self.files.schema)
+        try:
+            result = cedarpy.is_authorized(request, self.files.policies, entities, self.files.schema)
+        except ValueError as exc:  # cedarpy refused the request itself: asked, never allowed
+            return Verdict(
+                False, None, (), f"Cedar could not evaluate the call: {_UNQUOTED.sub('', str(exc))}"
+            )
         found = self._read(result)
         self._memo[key] = found
         if len(self._memo) > _MEMO:
