@@ -173,7 +173,8 @@ class Api:
     async def create(self, request: Request, tenant: str) -> Response:
         raw = await read_body(request)
         if b'"operation"' in raw and "operation" in _object(raw):
-            status, body = await self.proposals.propose(tenant, validate(raw, OperationRequest))
+            operation = validate(raw, OperationRequest)
+            status, body = await self.proposals.propose(tenant, operation, agent=request.state.key_id)
             return answer(body, status)
         req = validate(raw, ApprovalRequest)
         status, body = await self.engine.create(tenant, req, agent=request.state.key_id)

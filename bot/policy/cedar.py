@@ -262,11 +262,12 @@ class CedarSource:
         surface: str,
         requester: str,
         now: float,
+        action: str = "call",
     ) -> Ruled:
         """The rule Cedar decides this call by (`base` gives what Cedar does not: redaction,
         edits, follow-ups, a handoff), the (path, says) steps, and why it was asked as unknown."""
         typed = hints(base.parameters_schema) if isinstance(base.parameters_schema, dict) else None
-        v = self.verdict(tenant, agent, base.name, parameters, surface, requester, now, typed=typed)
+        v = self.verdict(tenant, agent, base.name, parameters, surface, requester, now, action, typed)
         # The same verdict on the same rule reads the same: the entry holds both, so neither
         # id can be another object's while it is kept.
         entry = self._rules.get((id(v), id(base)))

@@ -28,6 +28,7 @@ def cedar_rule(
     surface: object | None,
     agent: str,
     now: float | None,
+    action: str = "call",
 ) -> Ruled:
     """The rule Cedar decides the call by, its steps, and why it was asked as unknown (if so).
     `surface` None (an explanation without one) is the empty string in `context.surface`;
@@ -36,6 +37,5 @@ def cedar_rule(
     kind = fields.get("type")
     requester = requester_of(fields) or ""
     when = time.time() if now is None else now
-    return source.rule(
-        base, tenant, agent, parameters, kind if isinstance(kind, str) else "", requester, when
-    )
+    surface_type = kind if isinstance(kind, str) else ""
+    return source.rule(base, tenant, agent, parameters, surface_type, requester, when, action)

@@ -12,7 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from bot.policy.cedar import CedarSource
-from bot.policy.schema import PolicyFile, ToolSection
+from bot.policy.schema import PolicyFile
+from bot.policy.schema_types import Table
 from contracts.errors import PolicyError
 
 # The tool keys that decide a call: Cedar's, when `[cedar]` names the policies.
@@ -30,15 +31,17 @@ DECIDING = (
 )
 
 
-def _set_keys(section: ToolSection) -> list[str]:
+def _set_keys(section: Table) -> list[str]:
     return [k for k in DECIDING if k in section.model_fields_set]
 
 
 def refused_keys(file: PolicyFile) -> list[str]:
     """Every deciding key set beside `[cedar]`, as a problem naming it."""
-    sections: list[tuple[str, ToolSection]] = [(f"tools.{n}", s) for n, s in file.tools.items()]
+    sections: list[tuple[str, Table]] = [(f"tools.{n}", s) for n, s in file.tools.items()]
+    sections += [(f"operations.{n}", s) for n, s in file.operations.items()]
     for tenant, t in file.tenants.items():
         sections += [(f"tenants.{tenant}.tools.{n}", s) for n, s in t.tools.items()]
+        sections += [(f"tenants.{tenant}.operations.{n}", s) for n, s in t.operations.items()]
     return [
         f"{path}.{key}: decided by the Cedar policies named in [cedar]; write it there "
         "(`cosigner policy to-cedar` shows how), or remove [cedar]"
