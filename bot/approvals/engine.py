@@ -238,7 +238,7 @@ class Engine:
 
     # --- creating ---------------------------------------------------------------
 
-    async def admit(self, tenant: str, req: AdmitRequest) -> list[Denial]:
+    async def admit(self, tenant: str, req: AdmitRequest, agent: str = "") -> list[Denial]:
         """Refuse a run whose gated tools need a person the surface cannot host; report the
         standing denies its tools would be refused by."""
         held: list[Denial] = []
@@ -249,7 +249,15 @@ class Engine:
         for tool in dict.fromkeys(req.tools):
             # No parameters yet: a threshold cannot let the call through before it is made.
             ruling = decide(
-                self.policy, tenant, tool, {}, req.surface, enabled=self.surfaces, sms=self.sms_sender
+                self.policy,
+                tenant,
+                tool,
+                {},
+                req.surface,
+                enabled=self.surfaces,
+                sms=self.sms_sender,
+                agent=agent,
+                now=self.clock(),
             )
             if ruling.deny or ruling.runs_unasked:
                 continue

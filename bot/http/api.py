@@ -182,7 +182,7 @@ class Api:
 
     async def admit(self, request: Request, tenant: str) -> Response:
         req = await parse(request, AdmitRequest)
-        admit = self.engine.admit(tenant, req)
+        admit = self.engine.admit(tenant, req, agent=request.state.key_id)
         held = await self.tracing.run(None, SpanName.ADMIT, admit, execution_id=req.executionId)
         return answer(AdmitResponse(standingDenies=held))
 

@@ -123,6 +123,29 @@ def test_the_sample_policy_decides_the_same_on_every_case_of_its_tests(tmp_path:
         both(toml, cedar, case.tenant, case.tool, dict(case.params), case.surface)
 
 
+def test_the_sample_policys_operation_is_decided_the_same(tmp_path: Path) -> None:
+    from bot.policy import cedar_rule
+    from bot.policy.rules import operation_tool_rule
+
+    toml, cedar = pair(SAMPLE.read_text(encoding="utf-8"), tmp_path, str(SAMPLE))
+    assert cedar.cedar is not None
+    for tenant in ("demo", ""):
+        for name in toml.operations:
+            found, again = toml.operation_rule(tenant, name), cedar.operation_rule(tenant, name)
+            assert found is not None and again is not None
+            a = operation_tool_rule(found, False)
+            b = cedar_rule(
+                cedar.cedar, operation_tool_rule(again, False), tenant, {}, None, "k", 0.0, "operation"
+            )[0]
+            assert (b.deny, b.mode, b.approvers, b.quorum, b.timeout) == (
+                a.deny,
+                a.mode,
+                a.approvers,
+                a.quorum,
+                a.timeout,
+            )
+
+
 SURFACES = [
     None,
     "slack:T0DEMO/C0SUPPORT/U0ALICE",
