@@ -361,3 +361,13 @@ def test_the_tools_parameters_schema_types_numbers_times_and_addresses_for_cedar
     assert r.runs_unasked is allowed and not r.deny
     if said is not None:
         assert r.unevaluable is not None and said in r.unevaluable, r.unevaluable
+
+
+def test_the_documented_example_loads_and_decides_as_docs_cedar_md_says() -> None:
+    root = Path(__file__).resolve().parents[2] / "examples" / "cedar"
+    r = ruling(
+        root / "policy.toml", "deploy", {"env": "prod"}, surface="slack:T0DEMO/C0OPS/U0ALICE", agent="key_1"
+    )
+    assert (r.mode, r.quorum, r.decided_by) == (ApprovalMode.ASK_ALWAYS, 2, "agents.cedar#prod-deploys")
+    assert ruling(root / "agents.cedar", "issue_refund", {"amountCents": 500}).runs_unasked
+    assert ruling(root / "agents.cedar", "issue_refund", {"amountCents": 600000}).deny
