@@ -254,7 +254,7 @@ class Engine:
 
     # --- creating ---------------------------------------------------------------
 
-    async def admit(self, tenant: str, req: AdmitRequest) -> list[Denial]:
+    async def admit(self, tenant: str, req: AdmitRequest, agent: str = "") -> list[Denial]:
         """Refuse a run whose gated tools need a person the surface cannot host; report the
         standing denies its tools would be refused by."""
         held: list[Denial] = []
@@ -265,7 +265,15 @@ class Engine:
         for tool in dict.fromkeys(req.tools):
             # No parameters yet: a threshold cannot let the call through before it is made.
             ruling = decide(
-                self.policy, tenant, tool, {}, req.surface, enabled=self.surfaces, sms=self.sms_sender
+                self.policy,
+                tenant,
+                tool,
+                {},
+                req.surface,
+                enabled=self.surfaces,
+                sms=self.sms_sender,
+                agent=agent,
+                now=self.clock(),
             )
             if ruling.deny or ruling.runs_unasked:
                 continue
@@ -295,6 +303,7 @@ class Engine:
         rule: ToolRule | None = None,
         contract: OperationRecord | None = None,
         approval_id: str | None = None,
+        agent: str = "",
     ) -> tuple[int, Start | Decision]:
         """Handle `POST /v1/approvals`; returns (HTTP status, body). An operation passes its
         own rule and the contract its application prepared for `approval_id`."""
@@ -318,14 +327,15 @@ class Engine:
             handoff = self.handoffs.state(tenant, req, rule)
         asks = rule.oncall and not rule.deny and rule.mode is not ApprovalMode.NONE
         found = await self.on_call(tenant, rule.oncall) if asks else None
-        ruling = self._decide(self.policy, tenant, req, rule, found)
+        # An operation's own rule decides it; a tool call's, the policy (Cedar's per call).
+        ruling = self._decide(self.policy, tenant, req, rule if own_rule else None, found, agent)
         if ruling.invalid is not None:
             # Nothing is stored: the call was never one the policy could decide.
             bad = ruling.invalid
             raise InvalidRequest(bad.message, field=f"parameters.{bad.parameter}", policy=bad.path)
         rule = ruling.rule  # the outcome of the `when` block that decided, if one did
         # Only gated tool calls have a shadow: an operation's rule is handed in by its caller.
-        shadow = None if self.shadow is None or own_rule else self._shadowed(tenant, req, ruling)
+        shadow = None if self.shadow is None or own_rule else self._shadowed(tenant, req, ruling, agent)
         it = Intake(
             self.policy,
             tenant,
@@ -425,6 +435,7 @@ class Engine:
         req: ApprovalRequest,
         rule: ToolRule | None,
         found: Found | None = None,
+        agent: str = "",
     ) -> Ruling:
         return decide(
             policy,
@@ -440,13 +451,15 @@ class Engine:
             annotations=None
             if req.toolAnnotations is None
             else req.toolAnnotations.model_dump(exclude_none=True),
+            agent=agent,
+            now=self.clock(),
         )
 
-    def _shadowed(self, tenant: str, req: ApprovalRequest, live: Ruling) -> dict[str, Any] | None:
+    def _shadowed(self, tenant: str, req: ApprovalRequest, live: Ruling, agent: str) -> dict[str, Any] | None:
         """What the shadow policy would decide otherwise; it acts on nothing."""
         assert self.shadow is not None
         try:
-            return differences(live, self._decide(self.shadow, tenant, req, None))
+            return differences(live, self._decide(self.shadow, tenant, req, None, agent=agent))
         except Exception:
             # A shadow must never change what the live policy decides, not even by failing.
             log.exception("the shadow policy failed to decide", extra={"tool": req.toolName})

@@ -314,7 +314,13 @@ def policy_check(args: argparse.Namespace) -> int:
 
     tools = ", ".join(f"{n} ({verdict(n)})" for n in policy.tools)
     print(f"{args.file}: OK — {_count(len(policy.tools), 'tool')}, {_count(len(policy.tenants), 'tenant')}")
-    if tools:
+    if policy.cedar is not None:
+        files = policy.cedar.files
+        print(
+            f"  cedar: {files.policies_path.name}, {len(files.statements)} Cedar policies "
+            f"validated against {files.schema_path.name}; Cedar decides every call"
+        )
+    elif tools:
         print(f"  tools: {tools}")
     if policy.operations:
         print(f"  operations: {', '.join(policy.operations)}")

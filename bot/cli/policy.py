@@ -6,8 +6,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 import time
+import tomllib
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,6 +31,7 @@ from bot.policy import (
 
 # `replay` is also the name of its module, which shadows a package-level name once loaded.
 from bot.policy.replay import EXAMPLES, replay
+from bot.policy.to_cedar import removed, to_cedar
 from bot.settings import load_settings
 from storage.audit import stream_requests
 from storage.database import Database, head_revision, missing_sqlite_file, safe_url
@@ -53,7 +56,15 @@ def explain(args: argparse.Namespace, usage_error: type[Exception]) -> int:
     except ValueError as exc:
         raise usage_error(f"--{exc}") from exc
     ruling = decide(
-        _policy(args.policy), args.tenant, args.tool, params, surface, enabled=ENABLED, sms=assumed_sender()
+        _policy(args.policy),
+        args.tenant,
+        args.tool,
+        params,
+        surface,
+        enabled=ENABLED,
+        sms=assumed_sender(),
+        agent=args.agent,
+        now=time.time(),
     )
     print(json.dumps(ruling.to_json(), indent=2) if args.json else ruling.explain())
     return 0
@@ -133,6 +144,38 @@ def replay_command(args: argparse.Namespace, usage_error: type[Exception]) -> in
     return 0
 
 
+def to_cedar_command(args: argparse.Namespace, usage_error: type[Exception]) -> int:
+    """Print (or write) the Cedar policies and schema that decide as a TOML policy does."""
+    path = args.file or os.environ.get("COSIGNER_POLICY")
+    if not path:
+        raise usage_error("name the TOML policy file, or set COSIGNER_POLICY")
+    policy = _policy(path)
+    if policy.cedar is not None:
+        raise usage_error(f"{path} is decided by Cedar already ({policy.cedar.files.policies_path.name})")
+    policies, schema = to_cedar(policy)
+    data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    stem = Path(path).stem
+    keys = removed(data)
+    beside = [
+        f'// Beside these files, the TOML keeps the rest with [cedar] policies = "{stem}.cedar";',
+        "// remove the keys Cedar now decides: " + (", ".join(keys) if keys else "(none)"),
+    ]
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / f"{stem}.cedar").write_text(policies, encoding="utf-8")
+        (out / f"{stem}.cedarschema").write_text(schema, encoding="utf-8")
+        print(f"wrote {out / (stem + '.cedar')} and {out / (stem + '.cedarschema')}")
+        print("\n".join(line.removeprefix("// ") for line in beside))
+        return 0
+    print(f"// ===== {stem}.cedar =====")
+    print(policies)
+    print(f"// ===== {stem}.cedarschema =====")
+    print(schema)
+    print("\n".join(beside))
+    return 0
+
+
 def register(policy: Any, usage_error: type[Exception]) -> None:
     """Add `explain`, `test` and `replay` to the CLI's `policy` subcommands."""
 
@@ -145,6 +188,7 @@ def register(policy: Any, usage_error: type[Exception]) -> None:
     e.add_argument("--tool", required=True)
     e.add_argument("--params", default="{}", help="the parameters as JSON, e.g. '{\"amountCents\": 4000}'")
     e.add_argument("--surface", help="where the run came from, e.g. slack:T0ACME/C0OPS/U0ALICE or sms:+1555…")
+    e.add_argument("--agent", default="", help="the agent key's id a Cedar policy sees as principal")
     e.add_argument("--json", action="store_true", help="print JSON")
     e.set_defaults(fn=bound(explain))
     t = policy.add_parser("test", help="run a policy's test file ([[case]] tables)")
@@ -158,3 +202,7 @@ def register(policy: Any, usage_error: type[Exception]) -> None:
     r.add_argument("--examples", type=int, default=EXAMPLES, help="approval ids shown per change")
     r.add_argument("--json", action="store_true", help="print JSON")
     r.set_defaults(fn=bound(replay_command))
+    c = policy.add_parser("to-cedar", help="the Cedar policies and schema that decide as a TOML policy does")
+    c.add_argument("file", nargs="?", help="the TOML policy (default: COSIGNER_POLICY)")
+    c.add_argument("--out", help="write NAME.cedar and NAME.cedarschema into this folder instead of printing")
+    c.set_defaults(fn=bound(to_cedar_command))

@@ -177,6 +177,8 @@ class Api:
                 needs=needs.value,
                 scope=holder.scope.value,
             )
+        # The agent a Cedar policy names as principal (docs/cedar.md): the key's id.
+        request.state.key_id = holder.key_id
         return holder.tenant
 
     async def _agent(self, request: Request) -> str:
@@ -186,15 +188,16 @@ class Api:
     async def create(self, request: Request, tenant: str) -> Response:
         raw = await read_body(request)
         if b'"operation"' in raw and "operation" in _object(raw):
-            status, body = await self.proposals.propose(tenant, validate(raw, OperationRequest))
+            operation = validate(raw, OperationRequest)
+            status, body = await self.proposals.propose(tenant, operation, agent=request.state.key_id)
             return answer(body, status)
         req = validate(raw, ApprovalRequest)
-        status, body = await self.engine.create(tenant, req)
+        status, body = await self.engine.create(tenant, req, agent=request.state.key_id)
         return answer(body, status)
 
     async def admit(self, request: Request, tenant: str) -> Response:
         req = await parse(request, AdmitRequest)
-        admit = self.engine.admit(tenant, req)
+        admit = self.engine.admit(tenant, req, agent=request.state.key_id)
         held = await self.tracing.run(None, SpanName.ADMIT, admit, execution_id=req.executionId)
         return answer(AdmitResponse(standingDenies=held))
 

@@ -25,6 +25,7 @@ from bot.policy import (
     SmsSender,
     ToolRule,
     callback_allowed,
+    cedar_rule,
     json_limits,
     operation_tool_rule,
     redact,
@@ -99,7 +100,9 @@ class Proposals:
         self.surfaces = surfaces
         self.sms_sender = sms_sender
 
-    async def propose(self, tenant: str, req: OperationRequest) -> tuple[int, Start | Decision]:
+    async def propose(
+        self, tenant: str, req: OperationRequest, agent: str = ""
+    ) -> tuple[int, Start | Decision]:
         """Handle a proposal; returns (HTTP status, body) like `Engine.create`."""
         engine = self.engine
         rule = self.policy.operation_rule(tenant, req.operation)
@@ -114,8 +117,17 @@ class Proposals:
         if req.callbackUrl is not None:
             callback_allowed(str(req.callbackUrl), self.callback_allow)
         approval_rule = tool_rule(self.policy, tenant, rule)
+        if self.policy.cedar is not None:
+            # Cedar decides an operation as `Cosigner::Action::"operation"` on the agent's request.
+            approval_rule = cedar_rule(
+                self.policy.cedar, approval_rule, tenant, req.request, req.surface, agent, None, "operation"
+            )[0]
         call = as_call(req, req.timeoutSeconds)
-        if rule.deny or await self._made_before(tenant, req) or await self._held(tenant, approval_rule, req):
+        if (
+            approval_rule.deny
+            or await self._made_before(tenant, req)
+            or await self._held(tenant, approval_rule, req)
+        ):
             # A replay (or a 409 for another request), the policy's deny and a person's standing
             # deny need no contract: the application is never asked to prepare a refused call.
             return await engine.create(tenant, call, rule=approval_rule)

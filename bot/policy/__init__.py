@@ -16,6 +16,7 @@ if TYPE_CHECKING:
         parse_surface,
         run_cases,
     )
+    from bot.policy.cedar_decision import cedar_rule
     from bot.policy.checks import callback_allowed, json_limits, surface_belongs
     from bot.policy.decision import Ruling, decide, differences
     from bot.policy.durations import format_duration, parse_duration
@@ -36,6 +37,7 @@ __all__ = [
     "ToolRule",
     "assumed_sender",
     "callback_allowed",
+    "cedar_rule",
     "decide",
     "differences",
     "format_duration",
@@ -67,6 +69,7 @@ __getattr__ = lazy_exports(
             "parse_surface",
             "run_cases",
         ],
+        "bot.policy.cedar_decision": ["cedar_rule"],
         "bot.policy.checks": ["callback_allowed", "json_limits", "surface_belongs"],
         "bot.policy.decision": ["Ruling", "decide", "differences"],
         "bot.policy.durations": ["format_duration", "parse_duration"],

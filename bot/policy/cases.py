@@ -124,6 +124,9 @@ class Case(_Strict):
     params: dict[str, Any] = {}
     surface: str | None = None
     timeout_seconds: Annotated[int, Field(ge=1)] | None = None
+    # What a Cedar policy reads besides the call: the agent key's id, the time (UNIX seconds).
+    agent: str = ""
+    time: float | None = None
     expect: Expect
 
 
@@ -226,6 +229,8 @@ def run_case(policy: Policy, case: Case, sms: SmsSender | None = None) -> Outcom
         enabled=ENABLED,
         sms=sms or assumed_sender(),
         requested_timeout=case.timeout_seconds,
+        agent=case.agent,
+        now=case.time,
     )
     return Outcome(case.name, tuple(_failures(case, ruling)), ruling)
 

@@ -13,6 +13,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from bot.policy.cedar_decision import cedar_rule
 from bot.policy.durations import format_duration
 from bot.policy.follow_up_plan import Plan, plan
 from bot.policy.quorum import check_route
@@ -173,21 +174,33 @@ def decide(
     rule: ToolRule | None = None,
     oncall: Route | None = None,
     annotations: Mapping[str, Any] | None = None,
+    agent: str = "",
+    now: float | None = None,
 ) -> Ruling:
     """Decide a call by the policy alone; `surface` None leaves the route out. `oncall`: the
     route to whoever is on call now (`bot.oncall`), where the rule names a rotation and its
     people were found; without it such a rule asks its other approvers. `annotations` are an
-    MCP tool's hints, which `when` blocks may ask or refuse by."""
-    rule = rule or policy.rule_for(tenant, tool)
-    steps = [_found(rule, tool)]
+    MCP tool's hints, which `when` blocks may ask or refuse by. `agent` (the agent key's id)
+    and `now` are what a Cedar policy may read besides the call."""
+    unevaluable = None
+    if rule is None and policy.cedar is not None:
+        base = policy.rule_for(tenant, tool)
+        rule, cedar_said, unevaluable = cedar_rule(
+            policy.cedar, base, tenant, parameters, surface, agent, now
+        )
+        steps = [Step(path, says) for path, says in cedar_said]
+    else:
+        rule = rule or policy.rule_for(tenant, tool)
+        steps = [_found(rule, tool)]
 
     def ruling(**kw: Any) -> Ruling:
         assert rule is not None  # set above; a `when` block may replace it
         return Ruling(tenant=tenant, tool=tool, rule=rule, steps=tuple(steps), **kw)
 
     if rule.deny:
-        path = rule.origin("deny")
-        steps.append(Step(path, f"true: every call is refused ({rule.deny_reason or 'no reason given'})"))
+        path = rule.block or rule.origin("deny")
+        said = "forbid: the call is refused" if rule.block else "true: every call is refused"
+        steps.append(Step(path, f"{said} ({rule.deny_reason or 'no reason given'})"))
         return ruling(mode=rule.mode, deny=True, decided_by=path, route=None, threshold=None, timeout=None)
     bad = unreadable(rule, parameters)
     if bad is not None:
@@ -209,7 +222,6 @@ def decide(
             return ruling(
                 mode=rule.mode, deny=True, decided_by=path, route=None, threshold=None, timeout=None
             )
-    unevaluable = None
     if rule.when:
         rule, tried, unevaluable = first_block(rule, parameters, annotations)
         steps += [Step(path, says) for path, says in tried]

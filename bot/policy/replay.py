@@ -184,7 +184,8 @@ def replay(rows: Iterable[Requested], policy: Policy, examples: int = EXAMPLES) 
         if hidden(policy, row.tenant, tool, params):
             found.hidden += 1
             continue
-        ruling = decide(policy, row.tenant, tool, params, surface, enabled=ENABLED, sms=sender)
+        # At the time it was asked: a Cedar policy may read `context.time`.
+        ruling = decide(policy, row.tenant, tool, params, surface, enabled=ENABLED, sms=sender, now=row.at)
         before, after = recorded_label(data), ruling.label
         if before == after:
             continue

@@ -15,6 +15,8 @@ from pathlib import Path
 
 from bot.policy.allow_for import allow_for_of
 from bot.policy.allow_for import problems as allow_for_problems
+from bot.policy.cedar import CedarSource
+from bot.policy.cedar_policy import refused_keys, source_of
 from bot.policy.follow_up_checks import follow_up_problems
 from bot.policy.merge import Layers
 from bot.policy.oncall_refs import OnCallRef, unconfigured
@@ -142,6 +144,7 @@ class Policy:
         "_orgs",
         "_rules",
         "_tenant_operations",
+        "cedar",
         "defaults",
         "operations",
         "people",
@@ -159,6 +162,9 @@ class Policy:
         self.staff: StaffPolicy | None = file.staff
         self.people = People(file.people)  # which ids are one person ([people])
         self.source = source
+        # Set when Cedar decides each call (bot.policy.cedar_policy); the rules then hold
+        # only what a card shows and what happens while nobody answers.
+        self.cedar: CedarSource | None = None
         self._default_rules = _rules(file, "", None)
         self._rules = {n: _rules(file, n, t) for n, t in self.tenants.items()}
         self._operations, self._tenant_operations = operation_rules(file, self.tenants)
@@ -339,6 +345,10 @@ def load_policy_file(
     """Read and validate a policy file for running: each handoff's `secret_env` must be set
     (unless `check_secrets` is False: the policy is only read, never run)."""
     p = Path(path)
+    if p.suffix == ".cedar":
+        policy = load_policy("", source=str(p))
+        policy.cedar = CedarSource.load(p)
+        return policy
     try:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
@@ -365,7 +375,10 @@ def load_policy(text: str, source: str = "policy", base: Path | None = None) -> 
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise PolicyError([f"not valid TOML: {exc}"], source) from exc
-    policy = Policy(read_policy(data, source), source)
+    file = read_policy(data, source)
+    if file.cedar is not None and (refused := refused_keys(file)):
+        raise PolicyError(refused, source)  # before the checks of keys Cedar now decides
+    policy = Policy(file, source)
     # The follow-ups, the quorum, `editable` and `show` are checked on the merged rules, so
     # once the rest of the file is valid.
     problems = follow_up_problems(policy) + policy.quorum_problems() + editable_problems(policy)
@@ -378,6 +391,7 @@ def load_policy(text: str, source: str = "policy", base: Path | None = None) -> 
     )
     if problems:
         raise PolicyError(problems, source)
+    policy.cedar = source_of(file, base, source)
     return policy
 
 

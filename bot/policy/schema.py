@@ -398,6 +398,14 @@ PersonIds = Annotated[
 ]
 
 
+class CedarSection(Table):
+    """`[cedar]`: the Cedar policies (and schema) that decide each call (docs/cedar.md)."""
+
+    policies: Text
+    # `schema` in the file; the name shadows pydantic's own `schema` method.
+    schema_file: Text | None = Field(default=None, alias="schema")
+
+
 class PolicyFile(Table):
     """The whole file."""
 
@@ -408,3 +416,4 @@ class PolicyFile(Table):
     staff: StaffPolicy | None = None
     # Each person's ids, on every surface: `alice = ["U0ALICE", "alice@demo.example"]`.
     people: dict[PersonName, PersonIds] = Field(default_factory=dict)
+    cedar: CedarSection | None = None
