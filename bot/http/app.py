@@ -31,6 +31,7 @@ from bot.http.surface_config import (
     SurfaceFactory,
     default_surfaces,
     partial_configuration,
+    refuse_email_without_smtp,
     slack_install_stores,
 )
 from bot.http.tenants import TenantKeys
@@ -167,6 +168,7 @@ def build_app(
         adapter = factory(desk)
         adapters[adapter.name] = adapter
     enabled.update(adapters)
+    refuse_email_without_smtp(policy, enabled)
     keys = TenantKeys(db, clock, metrics.key_removals_heard.inc)
     parts = Parts(
         settings=settings,

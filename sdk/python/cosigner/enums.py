@@ -40,6 +40,7 @@ class ApproverKind(StrEnum):
     REQUESTER = "requester"
     TENANT_ADMINS = "tenant_admins"
     STAFF = "staff"
+    EMAIL = "email"  # the tenant's `admins.email` addresses: told by email, answered in the inbox
 
 
 class SurfaceType(StrEnum):
