@@ -27,6 +27,8 @@ class EmailedRule(Protocol):
     def approvers(self) -> tuple[ApproverKind, ...]: ...
     @property
     def escalate(self) -> tuple[EscalateStep, ...]: ...
+    @property
+    def notify(self) -> tuple[Channel, ...]: ...
     def origin(self, key: str) -> str: ...
 
 
@@ -46,12 +48,28 @@ def emailed_route(tpol: TenantPolicy, enabled: Collection[str], problems: list[s
 
 
 def email_paths(rule: EmailedRule) -> Iterator[str]:
-    """The key paths where `rule` (one outcome of it) asks `email`: approvers, escalations."""
+    """The key paths where `rule` (one outcome of it) emails the tenant's addresses:
+    approvers, escalations, `notify`."""
     if ApproverKind.EMAIL in rule.approvers:
         yield rule.origin("approvers")
     for i, step in enumerate(rule.escalate):
         if step.to is ApproverKind.EMAIL:
             yield f"{rule.origin('escalate')}[{i}].to"
+    if Channel.EMAIL in rule.notify:
+        yield rule.origin("notify")
+
+
+def notify_problems(rules: Iterable[EmailedRule]) -> list[str]:
+    """`notify` naming the channel the request is asked on already: the route's own email."""
+    return list(
+        dict.fromkeys(
+            f'{rule.origin("notify")}: "email" is how this request is asked already '
+            f'({rule.origin("approvers")} names "email"), so a notice would be a second email of '
+            'the same request; remove "email" from notify, or name other approvers'
+            for rule in rules
+            if Channel.EMAIL in rule.notify and ApproverKind.EMAIL in rule.approvers
+        )
+    )
 
 
 def email_problems(

@@ -13,9 +13,10 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 
-from bot.policy.email_approvers import email_problems
+from bot.policy.email_approvers import email_problems, notify_problems
 from bot.policy.follow_up_checks import follow_up_problems
 from bot.policy.merge import Layers
+from bot.policy.notify import notified
 from bot.policy.operation_rules import OperationRule, missing_secrets, operation_rules
 from bot.policy.people import People
 from bot.policy.quorum import problem as quorum_problem
@@ -98,6 +99,7 @@ def _rule(
         handoff=handoff,
         remind_after=pick("remind_after", None),
         escalate=tuple(pick("escalate", ())),
+        notify=notified(pick("notify", ())),
         quorum=quorum,
         separate_duties=separate if separate is not None else quorum > 1,
         step_up=bool(pick("step_up", False)),
@@ -365,6 +367,9 @@ def load_policy(text: str, source: str = "policy", base: Path | None = None) -> 
     problems += show_problems(r for t in ("", *policy.tenants) for r in policy.rules_of(t))
     problems += when_problems((r for t in ("", *policy.tenants) for r in policy.rules_of(t)), base)
     problems += step_up_problems(r for t in ("", *policy.tenants) for r in policy.rules_of(t))
+    problems += notify_problems(
+        o for t in ("", *policy.tenants) for r in policy.rules_of(t) for o in outcomes(r)
+    )
     problems += email_problems(
         ((s, (o for r in policy.rules_of(t) for o in outcomes(r))) for t, s in policy.tenants.items()),
         policy.tenants.values(),

@@ -16,6 +16,7 @@ from bot.policy.schema import EscalateStep, HandoffSection
 from bot.policy.when import Block, State, compile_block
 from bot.policy.when_schema import Then, WhenBlock
 from contracts.enums import ApprovalMode, ApproverKind, ToolKind
+from contracts.reach import Channel
 
 Confirm = bool | Literal["always"] | None
 
@@ -58,6 +59,7 @@ class ToolRule:
     # Follow-ups while nobody answers (`bot.workers.follow_ups`): one reminder, then the escalations.
     remind_after: float | None = None
     escalate: tuple[EscalateStep, ...] = ()
+    notify: tuple[Channel, ...] = ()  # also told by these channels, never asked there (`notify`)
     show: tuple[str, ...] = ()  # secret-looking names shown all the same (`redact` still wins)
     # `when` blocks, first match wins, each with the rules it decides by (`with_when`).
     when: tuple[WhenRule, ...] = field(default=(), compare=False)

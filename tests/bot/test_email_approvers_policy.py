@@ -94,3 +94,43 @@ def test_a_quorum_of_email_counts_the_tenants_addresses() -> None:
         load_policy(two)
     assert "quorum 2 is more than the 1 distinct approver" in str(refused.value)
     load_policy(two.replace(f'email = ["{ADA}"]', f'email = ["{ADA}", "{CY}"]'))
+
+
+NOTIFY = POLICY.replace('approvers = ["email"]', 'approvers = ["tenant_admins"]\nnotify = ["email"]')
+
+
+def test_notify_email_is_kept_on_the_rule_beside_its_route() -> None:
+    policy = load_policy(NOTIFY)
+    rule = policy.rule_for("acme", "issue_refund")
+    assert rule.notify == ("email",) and rule.approvers == (ApproverKind.TENANT_ADMINS,)
+
+
+@pytest.mark.parametrize(
+    ("notify", "said"),
+    [
+        ('["slack"]', '"slack" is not a channel to notify; use "email"'),
+        ('["push"]', '"push" is not a channel to notify; use "email"'),
+        ('["email", "email"]', '"email" is listed twice; name each channel once'),
+        ('"email"', 'must be a list, e.g. ["email"]'),
+    ],
+)
+def test_a_bad_notify_is_refused_by_its_key(notify: str, said: str) -> None:
+    with pytest.raises(PolicyError) as refused:
+        load_policy(NOTIFY.replace('notify = ["email"]', f"notify = {notify}"))
+    assert f"tools.issue_refund.notify: {said}" in str(refused.value)
+
+
+def test_notify_email_where_the_route_is_email_already_is_refused() -> None:
+    with pytest.raises(PolicyError) as refused:
+        load_policy(NOTIFY.replace('approvers = ["tenant_admins"]', 'approvers = ["email"]'))
+    said = str(refused.value)
+    assert 'tools.issue_refund.notify: "email" is how this request is asked already' in said
+    assert 'remove "email" from notify' in said
+
+
+def test_notify_email_for_a_tenant_without_addresses_is_refused() -> None:
+    with pytest.raises(PolicyError) as refused:
+        load_policy(NOTIFY.replace(f'email = ["{ADA}"], ', ""))
+    assert 'tools.issue_refund.notify: names "email", and tenants.acme.admins.email lists nobody' in str(
+        refused.value
+    )

@@ -91,6 +91,7 @@ class JobKind(StrEnum):
     ESCALATE = "escalate"  # deliver a still-pending request to an escalation step's route too
     RETEXT = "retext"  # text an edited call to the numbers an earlier version of it was texted to
     PUSH = "push"  # tell the approvers' subscribed browsers that the request waits (Web Push)
+    NOTIFY = "notify"  # email a tool's `notify` addresses that the request waits elsewhere
 
 
 class AuditEvent(StrEnum):

@@ -79,3 +79,11 @@ async def test_a_server_without_smtp_refuses_a_policy_that_asks_email(policy: st
             pass
     said = str(refused.value)
     assert said.startswith(f'{path} names "email"') and "set COSIGNER_SMTP_URL and COSIGNER_SMTP_FROM" in said
+
+
+async def test_a_server_without_smtp_refuses_a_policy_that_notifies_by_email() -> None:
+    notify = POLICY.replace('approvers = ["email"]', 'approvers = ["tenant_admins"]\nnotify = ["email"]')
+    with pytest.raises(ConfigurationError) as refused:
+        async with cosigner_app(notify):
+            pass
+    assert str(refused.value).startswith('tools.issue_refund.notify names "email"')
