@@ -78,7 +78,8 @@ async def bench(args: argparse.Namespace) -> int:
     print(f"\n== notify, {n} requests each, server on core {cores[0]}, SQLite")
     for r in (off, on):
         print(
-            f"{r['label']:>6}: {r['cpu_ms']:.2f} ms server CPU per request (idle {r['idle_ms']:.1f} ms/s taken out)"
+            f"{r['label']:>6}: {r['cpu_ms']:.2f} ms server CPU per request "
+            f"(idle {r['idle_ms']:.1f} ms/s taken out)"
         )
     print(f"extra with notify on: {on['cpu_ms'] - off['cpu_ms']:.2f} ms CPU per request")
     if to_notice:
