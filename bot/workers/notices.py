@@ -16,12 +16,18 @@ from collections.abc import Awaitable, Callable, Mapping
 
 from bot.approvals import Engine
 from contracts.enums import AuditEvent, SurfaceType
-from contracts.ports import DashboardRoute, SurfaceAdapter
+from contracts.ports import DashboardRoute, Route, SurfaceAdapter
 from contracts.reach import Channel, NoticeSurface, Unsent
 from storage.jobs import Job
 
 Finish = Callable[..., Awaitable[None]]
 Retry = Callable[[Job, str], Awaitable[bool]]
+
+
+def to_notify(route: Route, addresses: tuple[str, ...]) -> tuple[str, ...]:
+    """The addresses a notice goes to: the tenant's, less those the route emails already."""
+    emailed = route.email if isinstance(route, DashboardRoute) else ()
+    return tuple(a for a in addresses if a not in emailed)
 
 
 async def notify_job(
@@ -36,8 +42,7 @@ async def notify_job(
     if not isinstance(adapter, NoticeSurface):
         await finish(job.id, "email is not configured on this server")  # serve refuses this policy
         return
-    emailed = rec.route.email if isinstance(rec.route, DashboardRoute) else ()
-    to = tuple(a for a in engine.policy.tenant(rec.tenant).admins.email if a not in emailed)
+    to = to_notify(rec.route, engine.policy.tenant(rec.tenant).admins.email)
     if not to:
         await finish(job.id)
         return

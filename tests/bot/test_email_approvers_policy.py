@@ -134,3 +134,14 @@ def test_notify_email_for_a_tenant_without_addresses_is_refused() -> None:
     assert 'tools.issue_refund.notify: names "email", and tenants.acme.admins.email lists nobody' in str(
         refused.value
     )
+
+
+def test_a_notice_skips_the_addresses_the_route_emails_already() -> None:
+    from bot.workers.notices import to_notify
+
+    policy = load_policy(NOTIFY)
+    # Asked from the dashboard, acme's admins are the inbox's, its address emailed by the route:
+    route = route_for(policy, "acme", policy.rule_for("acme", "issue_refund"), ASKER, ON, SmsSender())
+    assert isinstance(route, DashboardRoute) and route.email == (ADA,)
+    assert to_notify(route, (ADA, CY)) == (CY,)
+    assert to_notify(DashboardRoute(surface=SurfaceType.DASHBOARD, approvers=("u_1",)), (ADA,)) == (ADA,)
