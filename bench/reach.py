@@ -71,10 +71,12 @@ async def run(
     admins: str,
     arrived: Any,
     on_start: Any = None,
+    policy: str = POLICY,
+    per_request: int = 2,
 ) -> dict[str, Any]:
     n = args.requests
     async with rt.running_server(
-        "sqlite", "", core, "warning", policy_text=POLICY.format(admins=admins), extra_env=env
+        "sqlite", "", core, "warning", policy_text=policy.format(admins=admins), extra_env=env
     ) as server:
         if on_start is not None:
             await on_start()
@@ -100,7 +102,7 @@ async def run(
                     await client.request("POST", "/v1/approvals", json=body, headers=headers), 201, "ask"
                 )
                 started[made["approvalId"]] = at
-            ok = await until(lambda: arrived() is None or len(arrived()) >= 2 * n, 120)
+            ok = await until(lambda: arrived() is None or len(arrived()) >= per_request * n, 120)
             await idle(server.pid)
             spent = rt.cpu_seconds(server.pid) - cpu0 - idle_rate * (time.monotonic() - t0)
         finally:

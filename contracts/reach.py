@@ -108,3 +108,13 @@ class PushSurface(Protocol):
     async def push(self, card: ApprovalCard, approvers: tuple[str, ...]) -> Pushed:
         """Tell each browser of these approvers that the request waits (tool and tenant only)."""
         ...
+
+
+@runtime_checkable
+class NoticeSurface(Protocol):
+    """What the email channel offers the job worker for a tool's `notify`: a notice that the
+    request waits on another surface, which is where its answer counts."""
+
+    async def notice(self, card: ApprovalCard, surface: SurfaceType, to: tuple[str, ...]) -> str:
+        """Email `to` that the request waits on `surface`; its Message-ID, or `Unsent`."""
+        ...

@@ -338,6 +338,8 @@ def new_approval(it: Intake, admit: Admit, now: float) -> store.NewApproval:
         queued += it.follow_ups.jobs(now, now + timeout)
     if it.push and route is not None and status is ApprovalStatus.PENDING:
         queued.append(Queued(JobKind.PUSH, now, now + timeout))
+    if rule.notify and route is not None and status is ApprovalStatus.PENDING:
+        queued.append(Queued(JobKind.NOTIFY, now, now + timeout))  # `notify`: bot.workers.notices
     if executing:
         queued.append(Queued(JobKind.EXECUTE, now, now + window))
     elif decided_by is not None and req.callbackUrl:

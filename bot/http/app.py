@@ -32,6 +32,7 @@ from bot.http.surface_config import (
     default_surfaces,
     oncall_lookups,
     partial_configuration,
+    refuse_email_without_smtp,
     slack_install_stores,
 )
 from bot.http.tenants import TenantKeys
@@ -173,6 +174,7 @@ def build_app(
         adapter = factory(desk)
         adapters[adapter.name] = adapter
     enabled.update(adapters)
+    refuse_email_without_smtp(policy, enabled)
     keys = TenantKeys(db, clock, metrics.key_removals_heard.inc)
     parts = Parts(
         settings=settings,

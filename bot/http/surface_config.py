@@ -9,16 +9,20 @@ with, so both read the settings the same way. A setting a surface cannot use is 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING
 
 import httpx
 
 from bot.approvals import Desk
 from bot.oncall import OnCall, provider_for
+from bot.policy.email_approvers import SMTP_FIX, needs_smtp
 from bot.policy.oncall_refs import OnCallProvider
+from bot.policy.rules import Policy
+from bot.policy.tool_rule import outcomes
 from bot.settings import Settings
 from contracts.ports import SurfaceAdapter
+from contracts.reach import Channel
 from storage.database import Database
 from storage.slack_installs import SlackInstallStores
 
@@ -34,6 +38,20 @@ SurfaceFactory = Callable[[Desk], SurfaceAdapter]
 
 class ConfigurationError(Exception):
     """Settings that cannot work together; the message names the variable to fix."""
+
+
+def refuse_email_without_smtp(policy: Policy, enabled: Collection[str]) -> None:
+    """A policy that asks `email` (approvers, an escalation, a headless route) needs the
+    email surface: refuse to start without it, naming the rule and the variables."""
+    if Channel.EMAIL in enabled:
+        return
+    rules = (o for t in ("", *policy.tenants) for r in policy.rules_of(t) for o in outcomes(r))
+    path = needs_smtp(rules, policy.tenants.values())
+    if path is not None:
+        raise ConfigurationError(
+            f'{path} names "email", and this server sends no mail: {SMTP_FIX} (see docs/email.md), '
+            "or name other approvers there"
+        )
 
 
 def partial_configuration(settings: Settings) -> list[str]:

@@ -185,6 +185,8 @@ def _surfaces(policy: LoadedPolicy, rule: FollowUpRule) -> set[SurfaceType]:
             out.update(_REQUESTER_SURFACES)
         elif kind is ApproverKind.TENANT_ADMINS:
             out.update(_admin_surfaces(tenant))
+        elif kind is ApproverKind.EMAIL:
+            out.add(SurfaceType.DASHBOARD)
         else:
             out.update(_staff_surfaces(policy.staff))
     return out
@@ -269,8 +271,8 @@ def _unreachable(policy: LoadedPolicy, tenant: str, to: ApproverKind) -> str | N
         if not _staff_surfaces(policy.staff):
             return "[staff] has no reachable users; set slack_team, channel and users, sms, or email"
         return None
-    if not tenant:
-        return None
+    if not tenant or to is ApproverKind.EMAIL:
+        return None  # email: `bot.policy.email_approvers` names a tenant without addresses
     if not _admin_surfaces(policy.tenant(tenant)):
         return (
             f"tenant {tenant} lists no reachable admins; set tenants.{tenant}.admins "

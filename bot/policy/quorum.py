@@ -122,6 +122,8 @@ def reachable(
                 ids += admins_on(tenant, on)
             elif kind is ApproverKind.STAFF:
                 ids += staff.get(on, ())
+            elif kind is ApproverKind.EMAIL and tenant is not None and on is SurfaceType.DASHBOARD:
+                ids += tenant.admins.email
         here = Reach(on, people.distinct(ids), requester)
         if here.count > best.count:
             best = here

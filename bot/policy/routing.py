@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
+from bot.policy.email_approvers import emailed_route
 from bot.policy.rules import Policy, TenantPolicy, ToolRule
 from contracts.enums import ApproverKind, SurfaceType
 from contracts.errors import ApprovalModeUnsupported
@@ -136,6 +137,8 @@ def _route_one(
         return _requester(tpol, surface, enabled, sms, problems)
     if kind is ApproverKind.TENANT_ADMINS:
         return _admins(tpol, surface, enabled, sms, problems)
+    if kind is ApproverKind.EMAIL:
+        return emailed_route(tpol, enabled, problems)
     return _staff(policy, tpol, surface, enabled, sms, problems)
 
 
@@ -312,6 +315,8 @@ def _with_peers(
                 SurfaceType.DASHBOARD: (*tpol.admins.dashboard, *tpol.admins.email),
                 SurfaceType.TEAMS: tpol.admins.teams,
             }.get(route.surface, ())
+        elif kind is ApproverKind.EMAIL and route.surface is SurfaceType.DASHBOARD:
+            extra += tpol.admins.email
         elif kind is ApproverKind.STAFF and policy.staff is not None:
             extra += {
                 SurfaceType.SLACK: policy.staff.users,

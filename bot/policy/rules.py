@@ -17,8 +17,10 @@ from bot.policy.allow_for import allow_for_of
 from bot.policy.allow_for import problems as allow_for_problems
 from bot.policy.cedar import CedarSource
 from bot.policy.cedar_policy import refused_keys, source_of
+from bot.policy.email_approvers import email_problems, notify_problems
 from bot.policy.follow_up_checks import follow_up_problems
 from bot.policy.merge import Layers
+from bot.policy.notify import notified
 from bot.policy.oncall_refs import OnCallRef, unconfigured
 from bot.policy.operation_rules import OperationRule, missing_secrets, operation_rules
 from bot.policy.people import People
@@ -107,6 +109,7 @@ def _rule(
         handoff=handoff,
         remind_after=pick("remind_after", None),
         escalate=tuple(pick("escalate", ())),
+        notify=notified(pick("notify", ())),
         quorum=quorum,
         separate_duties=separate if separate is not None else quorum > 1,
         step_up=bool(pick("step_up", False)),
@@ -196,12 +199,12 @@ class Policy:
             for r in (o for rule in rules.values() for o in outcomes(rule)):
                 if r.mode is ApprovalMode.NONE and r.handoff is None:
                     continue
-                # Where no tenant is named, tenant_admins depends on the tenant: not counted.
-                if tenant is None and ApproverKind.TENANT_ADMINS in r.approvers and r.handoff is None:
+                # Where no tenant is named, tenant_admins (and email) depend on the tenant: not counted.
+                if tenant is None and _per_tenant(r.approvers) and r.handoff is None:
                     continue
                 handoff = r.origin("handoff") if r.handoff is not None else None
-                # Only tenant_admins differ by tenant: otherwise one problem, said once.
-                whose = tenant if ApproverKind.TENANT_ADMINS in r.approvers else None
+                # Only tenant_admins and email differ by tenant: otherwise one problem, said once.
+                whose = tenant if _per_tenant(r.approvers) else None
                 said = quorum_problem(
                     r.origin("quorum"),
                     r.quorum,
@@ -216,10 +219,10 @@ class Policy:
                 if said is not None:
                     found.append(said)
             for o in operations.values():
-                if tenant is None and ApproverKind.TENANT_ADMINS in o.approvers:
+                if tenant is None and _per_tenant(o.approvers):
                     continue
                 path = dict(o.origins).get("quorum", o.source) + ".quorum"
-                whose = tenant if ApproverKind.TENANT_ADMINS in o.approvers else None
+                whose = tenant if _per_tenant(o.approvers) else None
                 said = quorum_problem(
                     path, o.quorum, o.approvers, whose, staff, o.separate_duties, None, self.people, o.name
                 )
@@ -306,6 +309,11 @@ class Policy:
         return self._orgs.get((surface, org))
 
 
+def _per_tenant(approvers: tuple[ApproverKind, ...]) -> bool:
+    """Whether who these approvers are depends on the tenant (its admins, its addresses)."""
+    return ApproverKind.TENANT_ADMINS in approvers or ApproverKind.EMAIL in approvers
+
+
 def operation_tool_rule(rule: OperationRule, gate_all: bool) -> ToolRule:
     """An operation's approval rule in the form routing and intake read for tools."""
     return ToolRule(
@@ -388,6 +396,13 @@ def load_policy(text: str, source: str = "policy", base: Path | None = None) -> 
     problems += allow_for_problems(
         (r for t in ("", *policy.tenants) for r in policy.rules_of(t)),
         lambda rule, path: schema_types(rule, path, base),
+    )
+    problems += notify_problems(
+        o for t in ("", *policy.tenants) for r in policy.rules_of(t) for o in outcomes(r)
+    )
+    problems += email_problems(
+        ((s, (o for r in policy.rules_of(t) for o in outcomes(r))) for t, s in policy.tenants.items()),
+        policy.tenants.values(),
     )
     if problems:
         raise PolicyError(problems, source)

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 from pydantic import AfterValidator, Field, PlainValidator, PrivateAttr, model_validator
 from pydantic_core import PydanticCustomError
 
+from bot.policy.notify import Notify
 from bot.policy.oncall_refs import OnCallRef, is_oncall, parse_oncall
 from bot.policy.schema_types import (
     DOTTED,
@@ -181,6 +182,8 @@ class ToolSection(Table):
     handoff: HandoffSection | None = None
     remind_after: Duration | None = None
     escalate: EscalateSteps = ()
+    # Also told, by a channel that is not the route (`bot.policy.notify`): `["email"]`.
+    notify: Notify = ()
     quorum: Count | None = None
     separate_duties: Flag | None = None
     # An Approve counts only once the approver confirms it with a passkey in the inbox.

@@ -111,7 +111,7 @@ Confirm = Annotated[bool | Literal["always"], say('must be true, false or "alway
 Approver = Annotated[
     ApproverKind,
     Field(strict=False),
-    say('"{input}" is not an approver; use "requester", "tenant_admins" or "staff"'),
+    say('"{input}" is not an approver; use "requester", "tenant_admins", "staff" or "email"'),
 ]
 
 
@@ -143,7 +143,7 @@ Route = Annotated[
     ApproverKind,
     Field(strict=False),
     AfterValidator(_not_requester),
-    say('must be "tenant_admins" or "staff"'),
+    say('must be "tenant_admins", "staff" or "email"'),
 ]
 RedactPath = Annotated[
     str, Field(pattern=DOTTED), say('"{input}" is not a dotted path such as "customer.email"')

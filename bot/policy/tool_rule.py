@@ -18,6 +18,7 @@ from bot.policy.schema import EscalateStep, HandoffSection
 from bot.policy.when import Block, State, compile_block
 from bot.policy.when_schema import Then, WhenBlock
 from contracts.enums import ApprovalMode, ApproverKind, ToolKind
+from contracts.reach import Channel
 
 Confirm = bool | Literal["always"] | None
 
@@ -63,6 +64,7 @@ class ToolRule:
     # Rotations whose on-call people are asked (`bot.oncall`), before `approvers`.
     oncall: tuple[OnCallRef, ...] = ()
     audience: str | None = None  # the executor its grants are for (`aud`)
+    notify: tuple[Channel, ...] = ()  # also told by these channels, never asked there (`notify`)
     show: tuple[str, ...] = ()  # secret-looking names shown all the same (`redact` still wins)
     # `when` blocks, first match wins, each with the rules it decides by (`with_when`).
     when: tuple[WhenRule, ...] = field(default=(), compare=False)

@@ -18,6 +18,7 @@ from bot.observability import Metrics, SpanName, Tracing, delivery_outcome, http
 from bot.operations import ContractClient, Execution, Finish, Retry
 from bot.workers.batch_cards import BatchCards
 from bot.workers.follow_ups import FollowUps
+from bot.workers.notices import notify_job
 from bot.workers.pushes import push_job
 from bot.workers.unsent import unsent
 from contracts.enums import ApprovalStatus, AuditEvent, ErrorCode, JobKind
@@ -130,6 +131,9 @@ class JobWorker:
             JobKind.ESCALATE: self.follow_ups.escalate,
             JobKind.RETEXT: self.follow_ups.retext,
             JobKind.PUSH: lambda job: push_job(self.engine, self.surfaces, job, self._finish, self._retry),
+            JobKind.NOTIFY: lambda job: notify_job(
+                self.engine, self.surfaces, job, self._finish, self._retry
+            ),
         }
         try:
             await handlers[kind](job)

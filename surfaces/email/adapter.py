@@ -24,7 +24,8 @@ from contracts.errors import SurfaceUnavailable
 from contracts.ports import ApprovalCard, DashboardRoute, Delivered, Route
 from contracts.reach import Channel, Notes, Unsent
 from surfaces.email.config import EmailConfig
-from surfaces.email.message import Kind, compose
+from surfaces.email.message import INBOX, Kind, Where, compose
+from surfaces.email.notice import asked_on
 
 log = logging.getLogger("cosigner.email")
 CONVERSATION = "email"  # the receipt's conversation: answers come from the inbox, not from mail
@@ -80,11 +81,17 @@ class EmailAdapter:
     async def show_outcome(self, card: ApprovalCard, route: Route, delivered: Delivered) -> None:
         """Nothing: the request's page in the inbox shows the outcome."""
 
-    async def send(self, card: ApprovalCard, kind: Kind, to: tuple[str, ...]) -> str:
+    async def notice(self, card: ApprovalCard, surface: SurfaceType, to: tuple[str, ...]) -> str:
+        """Tell `to` that the request waits on `surface` (`notify`): a notice, never a way to
+        answer; `Unsent` when the server took it for nobody."""
+        return await self.send(card, Kind.NOTICE, to, asked_on(surface))
+
+    async def send(self, card: ApprovalCard, kind: Kind, to: tuple[str, ...], where: Where = INBOX) -> str:
         """Hand one message for `to` to the SMTP server and record what it said; return its
         Message-ID. `Unsent` when the server accepted it for nobody."""
         now = datetime.fromtimestamp(self.clock(), UTC)
-        msg = compose(card, kind, sender=self.config.sender, link=self.config.link(card.approval_id), now=now)
+        link = self.config.link(card.approval_id)
+        msg = compose(card, kind, sender=self.config.sender, link=link, now=now, where=where)
         try:
             refused = await self._transact(msg, to)
         except aiosmtplib.SMTPRecipientsRefused as exc:

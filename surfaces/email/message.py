@@ -16,6 +16,8 @@ List-Unsubscribe (an approval is not a mailing list) and no way to answer by rep
 from __future__ import annotations
 
 import html
+import textwrap
+from dataclasses import dataclass
 from datetime import datetime
 from email.message import EmailMessage
 from email.utils import format_datetime, make_msgid
@@ -36,6 +38,24 @@ class Kind(StrEnum):
     REQUEST = "Approval needed"
     REMINDER = "Reminder: approval still needed"
     ESCALATION = "Escalated: approval needed"
+    NOTICE = "Waiting for an answer"  # `notify`: told, asked elsewhere (`surfaces.email.notice`)
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where the answer is given, in the message's words: the inbox, or the surface the
+    request is asked on when the message is only a notice of it (`notify`)."""
+
+    waits: str = "waits for an approver's answer."
+    link: str = "Open the request in the inbox to answer"
+    footer: str = (
+        "This link is not an approval and signs nobody in: you sign in to the inbox as usual, "
+        "and only an approver of this request can answer there. Replies to this email are not read."
+    )
+    subject: str = ""  # added after the kind in the subject: ` in Slack`
+
+
+INBOX = Where()
 
 
 def _line(text: str, limit: int = TEXT_LIMIT) -> str:
@@ -76,15 +96,15 @@ def _facts(card: ApprovalCard) -> list[tuple[str, str]]:
     return facts
 
 
-def subject(card: ApprovalCard, kind: Kind) -> str:
+def subject(card: ApprovalCard, kind: Kind, where: Where = INBOX) -> str:
     """`Approval needed: issue_refund (acme)`."""
-    return f"{kind.value}: {_line(card.tool_name, SUBJECT_TOOL)} ({_line(card.tenant, 60)})"
+    return f"{kind.value}{where.subject}: {_line(card.tool_name, SUBJECT_TOOL)} ({_line(card.tenant, 60)})"
 
 
-def text_part(card: ApprovalCard, kind: Kind, link: str) -> str:
+def text_part(card: ApprovalCard, kind: Kind, link: str, where: Where = INBOX) -> str:
     """The plain-text part."""
     rows, left_out = _rows(card)
-    out = [f"{kind.value}: {card.tool_name} ({card.kind.value}) waits for an approver's answer.", ""]
+    out = [f"{kind.value}: {card.tool_name} ({card.kind.value}) {where.waits}", ""]
     if card.preview is not None:
         out += [
             "This is an operation: the inbox shows the application's preview, which is what is approved.",
@@ -96,18 +116,11 @@ def text_part(card: ApprovalCard, kind: Kind, link: str) -> str:
         out += ["", f"! {left_out.notice('the inbox shows the whole call')} ({left_out.details()})"]
     out.append("")
     out += [f"{name}: {value}" for name, value in _facts(card)]
-    out += [
-        "",
-        f"Open the request in the inbox to answer: {link}",
-        "",
-        "This link is not an approval and signs nobody in: you sign in to the inbox as usual,",
-        "and only an approver of this request can answer there. Replies to this email are not read.",
-        "",
-    ]
+    out += ["", f"{where.link}: {link}", "", *textwrap.wrap(where.footer, 92), ""]
     return "\n".join(out)
 
 
-def html_part(card: ApprovalCard, kind: Kind, link: str) -> str:
+def html_part(card: ApprovalCard, kind: Kind, link: str, where: Where = INBOX) -> str:
     """The HTML part: the same content, every value escaped."""
     e = html.escape
     rows, left_out = _rows(card)
@@ -120,8 +133,8 @@ def html_part(card: ApprovalCard, kind: Kind, link: str) -> str:
     )
     parts = [
         "<!doctype html><html><body>",
-        f"<h2>{e(kind.value)}: {e(card.tool_name)}</h2>",
-        f"<p>{e(card.tool_name)} ({e(card.kind.value)}) waits for an approver's answer.</p>",
+        f"<h2>{e(kind.value)}{e(where.subject)}: {e(card.tool_name)}</h2>",
+        f"<p>{e(card.tool_name)} ({e(card.kind.value)}) {e(where.waits)}</p>",
     ]
     if card.preview is not None:
         parts.append(
@@ -137,26 +150,26 @@ def html_part(card: ApprovalCard, kind: Kind, link: str) -> str:
         parts.append(f"<p><strong>&#9888; {e(notice)}</strong></p>")
     parts += [
         f"<table>{facts}</table>",
-        f'<p><a href="{e(link)}">Open the request in the inbox to answer</a></p>',
-        "<p><small>This link is not an approval and signs nobody in: you sign in to the inbox as usual, "
-        "and only an approver of this request can answer there. "
-        "Replies to this email are not read.</small></p>",
+        f'<p><a href="{e(link)}">{e(where.link)}</a></p>',
+        f"<p><small>{e(where.footer)}</small></p>",
         "</body></html>",
     ]
     return "".join(parts)
 
 
-def compose(card: ApprovalCard, kind: Kind, *, sender: str, link: str, now: datetime) -> EmailMessage:
+def compose(
+    card: ApprovalCard, kind: Kind, *, sender: str, link: str, now: datetime, where: Where = INBOX
+) -> EmailMessage:
     """The message; its recipients are the envelope's only, so no approver sees another's address."""
     msg = EmailMessage()
     msg["From"] = sender
     msg["To"] = "undisclosed-recipients:;"
-    msg["Subject"] = subject(card, kind)
+    msg["Subject"] = subject(card, kind, where)
     msg["Date"] = format_datetime(now)
     msg["Message-ID"] = make_msgid("cosigner", domain=sender.rsplit("@", 1)[1])
     msg["Auto-Submitted"] = "auto-generated"  # RFC 3834: no auto-reply, no vacation notice
     msg["X-Auto-Response-Suppress"] = "All"
     msg["X-Cosigner-Approval"] = card.approval_id
-    msg.set_content(text_part(card, kind, link))
-    msg.add_alternative(html_part(card, kind, link), subtype="html")
+    msg.set_content(text_part(card, kind, link, where))
+    msg.add_alternative(html_part(card, kind, link, where), subtype="html")
     return msg

@@ -89,7 +89,15 @@ async def served(app: Any, port: int) -> AsyncIterator[str]:
     )
     server = _QuietServer(config)
     task = asyncio.create_task(server.serve())
-    await until(lambda: server.started or task.done(), 10)
+    # The suite's usual bound for a wait gone wrong (a loaded 2-core machine is slow to start
+    # a server); a server that ended instead of starting (its port taken meanwhile) says so here.
+    await until(lambda: server.started or task.done())
+    if not server.started:
+        try:
+            await task
+        except BaseException as exc:  # uvicorn exits (SystemExit) when it cannot bind
+            raise AssertionError(f"the server on 127.0.0.1:{port} did not start: {exc!r}") from exc
+        raise AssertionError(f"the server on 127.0.0.1:{port} ended before it started")
     try:
         yield f"http://127.0.0.1:{port}"
     finally:

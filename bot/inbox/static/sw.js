@@ -20,8 +20,16 @@ self.addEventListener("push", function (event) {
 });
 
 // A page of the inbox may hand the worker a message to show the same way (the same origin only).
+// With a MessagePort, the worker answers on it once the notification is shown (or why not), so
+// the page waits for that, never for a time.
 self.addEventListener("message", function (event) {
-  if (event.data && event.data.type === "show") event.waitUntil(show(event.data.payload || {}));
+  if (!(event.data && event.data.type === "show")) return;
+  var port = event.ports && event.ports[0];
+  function answer(said) { if (port) port.postMessage(said); }
+  event.waitUntil(show(event.data.payload || {}).then(
+    function () { answer({ shown: true }); },
+    function (e) { answer({ shown: false, error: String(e) }); }
+  ));
 });
 
 self.addEventListener("notificationclick", function (event) {

@@ -40,6 +40,7 @@ class ApproverKind(StrEnum):
     REQUESTER = "requester"
     TENANT_ADMINS = "tenant_admins"
     STAFF = "staff"
+    EMAIL = "email"  # the tenant's `admins.email` addresses: told by email, answered in the inbox
 
 
 class SurfaceType(StrEnum):
@@ -92,6 +93,7 @@ class JobKind(StrEnum):
     ESCALATE = "escalate"  # deliver a still-pending request to an escalation step's route too
     RETEXT = "retext"  # text an edited call to the numbers an earlier version of it was texted to
     PUSH = "push"  # tell the approvers' subscribed browsers that the request waits (Web Push)
+    NOTIFY = "notify"  # email a tool's `notify` addresses that the request waits elsewhere
 
 
 class AuditEvent(StrEnum):
