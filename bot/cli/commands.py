@@ -27,7 +27,7 @@ from bot.settings import Settings, SettingsError, load_settings
 from contracts.enums import KeyScope
 from contracts.errors import CosignerError, PolicyError
 from storage import approvals as ledger
-from storage.audit import AuditRow, Finding, event_to_json, stream_since, verify_chains
+from storage.audit import AuditRow, Finding, event_to_cloudevent, event_to_json, stream_since, verify_chains
 from storage.database import (
     Database,
     DatabaseError,
@@ -351,13 +351,16 @@ def _since(text: str | None) -> float:
 
 
 def audit_export(args: argparse.Namespace) -> int:
-    """Write every audit event since a time as JSON lines."""
+    """Write every audit event since a time as JSON lines: Cosigner's own shape, or CloudEvents
+    1.0 in the JSON event format (`--format cloudevents`, docs/audit.md)."""
     since = _since(args.since)
+    cloud = args.format == "cloudevents"
 
     def export(tx: Work) -> int:
         count = 0
         for row in stream_since(tx, since):
-            sys.stdout.write(json.dumps(event_to_json(row)) + "\n")
+            line = event_to_cloudevent(row).model_dump_json() if cloud else json.dumps(event_to_json(row))
+            sys.stdout.write(line + "\n")
             count += 1
         return count
 
@@ -447,6 +450,12 @@ def parser() -> argparse.ArgumentParser:
     show.set_defaults(fn=audit_show)
     export = a.add_parser("export", help="events as JSON lines")
     export.add_argument("--since", help="ISO 8601 time")
+    export.add_argument(
+        "--format",
+        choices=["jsonl", "cloudevents"],
+        default="jsonl",
+        help="jsonl (Cosigner's shape) or cloudevents (CloudEvents 1.0 JSON, one per line)",
+    )
     export.set_defaults(fn=audit_export)
     a.add_parser("verify", help="find edited or deleted events").set_defaults(fn=audit_verify)
     # Parsed by the gateway itself (see main): listed here for `cosigner --help`.
