@@ -24,6 +24,7 @@ from bot.cli import vapid as vapid_cli
 from bot.http import IssuedKey, ListenError, NewTenant, TenantKeys, valid_port
 from bot.policy import Policy, load_policy, load_policy_file
 from bot.settings import Settings, SettingsError, load_settings
+from bot.workers import audit_sink_secret
 from contracts.enums import KeyScope
 from contracts.errors import CosignerError, PolicyError
 from storage import approvals as ledger
@@ -371,6 +372,15 @@ def audit_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def audit_sink_key(args: argparse.Namespace) -> int:
+    """Print the audit sink's Standard Webhooks secret (derived from COSIGNER_SECRET)."""
+    settings = load_settings()
+    if not settings.secret:
+        raise UsageError("set COSIGNER_SECRET (the server's value) to derive the audit sink's secret")
+    print(audit_sink_secret(settings.secret))
+    return 0
+
+
 def audit_verify(args: argparse.Namespace) -> int:
     """Check every hash chain; exit 1 and list the breaks if any row was edited or deleted."""
 
@@ -458,6 +468,9 @@ def parser() -> argparse.ArgumentParser:
     )
     export.set_defaults(fn=audit_export)
     a.add_parser("verify", help="find edited or deleted events").set_defaults(fn=audit_verify)
+    a.add_parser(
+        "sink-secret", help="print the secret the audit sink's requests are signed with"
+    ).set_defaults(fn=audit_sink_key)
     # Parsed by the gateway itself (see main): listed here for `cosigner --help`.
     sub.add_parser("mcp-gateway", help="an MCP server in front of another, each tool call gated by Cosigner")
     denial_cli.register(sub, _with_db, UsageError)
