@@ -338,6 +338,12 @@ def event_data(event: _Event | UnknownEvent) -> dict[str, Any]:
     return event.model_dump(mode="json", exclude_unset=True, exclude={"kind"})
 
 
+def written(event: _Event) -> dict[str, Any]:
+    """The event's data as a writer hands it to storage: the fields given, as given (storage
+    makes them JSON), without `kind`."""
+    return event.model_dump(exclude_unset=True, exclude={"kind"})
+
+
 def parse_typed(event: Mapping[str, Any]) -> _Event:
     """One of `TypedEvent`'s kinds from a mapping that names its `kind` (the discriminated
     union); raises pydantic's ValidationError for anything else."""
@@ -355,4 +361,5 @@ __all__ = [
     "event_data",
     "parse_event",
     "parse_typed",
+    "written",
 ]
