@@ -63,7 +63,7 @@ def child(tree: str, calls: int, kind: str, sink: str | None) -> dict[str, float
         }
 
     out: dict[str, float] = {}
-    settings = {"audit_sink_url": sink} if sink else {}
+    settings: dict[str, Any] = {"audit_sink_url": sink} if sink else {}
 
     async def creates() -> None:
         async with cosigner_app(POLICY, run_workers=False, database_kind=kind, **settings) as h:
