@@ -37,6 +37,7 @@ log = logging.getLogger("cosigner.audit_sink")
 LOCK_SECONDS = 60.0  # how long one replica holds an approval while it sends its events
 BATCH = 20  # approvals taken at a time
 EVENTS = 100  # events of one approval read at a time
+PAUSE = 0.05  # seconds between rounds that found nothing to send
 
 
 def audit_sink_secret(secret: str) -> str:
@@ -82,6 +83,9 @@ class AuditSink:
                 log.exception("audit sink round failed; retrying")
                 sent = 0
             if sent == 0:
+                # Woken by queued work (the job worker clears the flag), or every `poll`
+                # seconds: never sooner than `PAUSE`, so a flag still set cannot spin this loop.
+                await asyncio.sleep(PAUSE)
                 try:
                     await asyncio.wait_for(self.wakeups.jobs.wait(), poll)
                 except TimeoutError:

@@ -23,7 +23,7 @@ from storage import approvals as ledger
 from storage.audit import event_to_cloudevent
 from storage.database import Database
 from tests.audit.chain import verify
-from tests.harness import TEST_SECRET, CallbackReceiver, Harness, ManualClock, cosigner_app, database
+from tests.harness import TEST_SECRET, CallbackReceiver, Harness, ManualClock, cosigner_app, database, until
 from tests.ops.test_doctor import context
 from tests.processes import free_port
 
@@ -213,3 +213,25 @@ async def test_doctor_shows_the_backlog_and_fails_past_the_bound(monkeypatch: py
 async def test_no_sink_without_the_setting() -> None:
     async with cosigner_app(run_workers=False) as h:
         assert h.parts.sink is None, "no sink, no worker"
+
+
+async def test_the_running_server_sends_each_event_as_it_is_written() -> None:
+    with CallbackReceiver() as receiver:
+        async with cosigner_app(audit_sink_url=receiver.url) as h:  # the background workers run
+            key = await h.create_tenant("acme")
+            (approval,) = await _ask(h, key, ["c1"])
+            await until(lambda: any(e["subject"] == approval for e in _read(receiver.snapshot())))
+            await _ask(h, key, ["c2"], deny=None)
+            r = await h.client.post(
+                f"/v1/approvals/{approval}/decision",
+                headers=h.auth(h.approver_of(key)),
+                json={"decision": "approve", "userId": "u_1"},
+            )
+            assert r.status_code == 200, r.text
+            await until(
+                lambda: any(e["type"] == "dev.cosigner.approval.approved" for e in _read(receiver.snapshot()))
+            )
+            stored = await _stored(h.parts.db, [approval])
+    sent = [e for e in _read(receiver.snapshot()) if e["subject"] == approval]
+    _in_order(sent)
+    assert sent[: len(stored)] == stored[: len(sent)], "in chain order, as stored"
