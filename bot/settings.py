@@ -66,6 +66,8 @@ RULES = {
     "smtp_url": "must be smtp://HOST[:PORT] (STARTTLS) or smtps://HOST[:PORT] (TLS), with USER:PASSWORD@ "
     "if the server asks for them, e.g. smtp://cosigner:pw@mail.example.com:587",
     "smtp_from": "must be one email address, e.g. cosigner@example.com",
+    "audit_sink_url": "must be an absolute http:// or https:// URL, e.g. https://siem.example.com/cloudevents",
+    "audit_sink_max_backlog": "must be a whole number of events, at least 1, e.g. 100000",
 }
 # Values never quoted in an error.
 SECRET_FIELDS = {
@@ -120,6 +122,12 @@ class Settings(BaseSettings):
     log_level: LogLevel = Field(default=LogLevel.INFO, validation_alias=_env("COSIGNER_LOG_LEVEL"))
     # Comma-separated CIDRs and host names callbacks may reach although not public (bot.egress.urls).
     callback_allow: str = Field(default="", validation_alias=_env("COSIGNER_CALLBACK_ALLOW"))
+    # The audit sink (bot.workers.audit_sink): each audit event POSTed there as a CloudEvent;
+    # past the backlog bound nothing is dropped, but doctor fails and /metrics says so.
+    audit_sink_url: str | None = Field(default=None, validation_alias=_env("COSIGNER_AUDIT_SINK_URL"))
+    audit_sink_max_backlog: int = Field(
+        default=100_000, ge=1, validation_alias=_env("COSIGNER_AUDIT_SINK_MAX_BACKLOG")
+    )
     # Tests only: the instant a stepped clock starts at (bot.testing.stepped_clock); unset in production.
     test_clock: float | None = Field(
         default=None, ge=0, allow_inf_nan=False, validation_alias=_env("COSIGNER_TEST_CLOCK")
@@ -245,7 +253,13 @@ class Settings(BaseSettings):
         return value
 
     @field_validator(
-        "slack_api_url", "twilio_api_url", "teams_api_url", "oidc_issuer", "pagerduty_url", "opsgenie_url"
+        "slack_api_url",
+        "twilio_api_url",
+        "teams_api_url",
+        "oidc_issuer",
+        "pagerduty_url",
+        "opsgenie_url",
+        "audit_sink_url",
     )
     @classmethod
     def _api_url(cls, value: str | None) -> str | None:

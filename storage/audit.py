@@ -15,6 +15,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from contracts.audit_events import event_data, parse_event
+from contracts.cloudevents import AuditCloudEvent, cloudevent
 from contracts.digest import SAFE_INTEGER, canonical_json
 from storage.tables import approvals, audit_events
 from storage.work import Work
@@ -231,6 +233,12 @@ class AuditRow:
         )
 
 
+def _typed(row: AuditRow) -> Any:
+    # The stored data read through its kind's model (`contracts.audit_events`), as stored.
+    data = _parsed(row.data)
+    return event_data(parse_event(row.event, data)) if isinstance(data, dict) else data
+
+
 def event_to_json(row: AuditRow) -> dict[str, Any]:
     """An audit row as exported (JSONL) and shown by the API."""
     return {
@@ -240,10 +248,27 @@ def event_to_json(row: AuditRow) -> dict[str, Any]:
         "at": row.at,
         "event": row.event,
         "actor": _parsed(row.actor),
-        "data": _parsed(row.data),
+        "data": _typed(row),
         "prevHash": row.prev_hash,
         "hash": row.hash,
     }
+
+
+def event_to_cloudevent(row: AuditRow) -> AuditCloudEvent:
+    """An audit row as a CloudEvent (`contracts.cloudevents`): the export's other format and
+    what the audit sink sends."""
+    data = _parsed(row.data)
+    return cloudevent(
+        approval_id=row.approval_id,
+        tenant=row.tenant,
+        seq=row.seq,
+        at=row.at,
+        event=row.event,
+        actor=row.actor,
+        data=data,
+        prev_hash=row.prev_hash,
+        hash=row.hash,
+    )
 
 
 def stream_since(tx: Work, since: float) -> Iterator[AuditRow]:

@@ -67,6 +67,10 @@ approvals = sa.Table(
     sa.Column("step_up", sa.Boolean, nullable=False, server_default=sa.false()),
     # One question, not two (0018): set on a pending tool call a person is asked about.
     sa.Column("coalesce_key", sa.String(64)),
+    # The audit sink (0020): events accepted, when it may next be tried, failures in a row.
+    sa.Column("sink_seq", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("sink_due_at", sa.Double, nullable=False, server_default="0"),
+    sa.Column("sink_attempts", sa.Integer, nullable=False, server_default="0"),
     sa.UniqueConstraint("tenant", "execution_id", "tool_call_id", name="uq_approvals_call"),
     sa.Index("ix_approvals_pending_expiry", "status", "expires_at"),
     sa.Index("ix_approvals_execution", "tenant", "execution_id"),
@@ -77,6 +81,12 @@ approvals = sa.Table(
         unique=True,
         sqlite_where=sa.text("status = 'pending' AND coalesce_key IS NOT NULL"),
         postgresql_where=sa.text("status = 'pending' AND coalesce_key IS NOT NULL"),
+    ),
+    sa.Index(
+        "ix_approvals_sink_behind",
+        "sink_due_at",
+        sqlite_where=sa.text("audit_seq > sink_seq"),
+        postgresql_where=sa.text("audit_seq > sink_seq"),
     ),
 )
 

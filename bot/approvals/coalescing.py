@@ -19,9 +19,9 @@ stored for it and no second card is posted.
 from __future__ import annotations
 
 import hashlib
-from typing import Any
 
 from bot.approvals.run_grants import requester_key
+from contracts.audit_events import Coalesced, written
 from contracts.enums import AuditEvent
 from contracts.names import fold
 from contracts.wire import ApprovalRequest
@@ -51,11 +51,11 @@ def record(tx: Work, approval_id: str, req: ApprovalRequest, now: float) -> Reco
     rec = ledger.load(tx, approval_id, lock=True)
     if rec is None:
         return None
-    data: dict[str, Any] = {
-        "executionId": req.executionId,
-        "toolCallId": req.toolCallId,
-        "reason": req.reason,  # redacted by the engine before intake
-        "surface": req.surface.model_dump(mode="json"),
-    }
+    coalesced = Coalesced(
+        executionId=req.executionId,
+        toolCallId=req.toolCallId,
+        reason=req.reason,  # redacted by the engine before intake
+        surface=req.surface.model_dump(mode="json"),
+    )
     actor = {"kind": "agent", "tenant": rec.tenant}
-    return ledger.append(tx, rec, now, [Event(AuditEvent.COALESCED, actor, data)])
+    return ledger.append(tx, rec, now, [Event(AuditEvent.COALESCED, actor, written(coalesced))])

@@ -23,6 +23,8 @@ from bot.policy import Policy, Ruling, ToolRule
 from bot.policy.allow_for import Terms
 from bot.policy.follow_up_plan import Plan
 from contracts.answers import DecidedBy, PolicyDecider
+from contracts.audit_events import Requested as RequestedEvent
+from contracts.audit_events import written
 from contracts.denials import scope_of
 from contracts.edits import EditState
 from contracts.enums import ApprovalMode, ApprovalStatus, AuditEvent, JobKind, SurfaceType
@@ -290,35 +292,33 @@ def new_approval(it: Intake, admit: Admit, now: float) -> store.NewApproval:
     )
     approval_id = it.approval_id or new_id("apv")
     edit = it.edit if status is ApprovalStatus.PENDING else None
-    events = [
-        Event(
-            AuditEvent.REQUESTED,
-            {"kind": "agent", "tenant": it.tenant},
-            {
-                "executionId": req.executionId,
-                "toolCallId": req.toolCallId,
-                "toolName": req.toolName,
-                "parameters": it.shown,
-                "parametersDigest": it.call.digest,
-                "reason": req.reason,
-                "surface": req.surface.model_dump(mode="json"),
-                "policy": rule.describe(),
-                "mode": rule.mode.value,
-                "route": route_fields(route) if route else None,
-                "traceId": it.trace.trace_id,
-                "rule": it.call.rule_path,
-                "decision": it.label,
-                **({"block": it.call.block} if it.call.block is not None else {}),
-                **({"unevaluable": it.call.unevaluable} if it.call.unevaluable is not None else {}),
-                **({"quorum": rule.quorum} if rule.quorum > 1 else {}),
-                **({"separateDuties": True} if rule.separate_duties else {}),
-                **({"stepUp": True} if rule.step_up else {}),
-                **({"shadow": it.shadow} if it.shadow is not None else {}),
-                **({"oncall": it.oncall.audit()} if it.oncall is not None else {}),
-                **({"editable": list(edit.fields)} if edit is not None else {}),
-            },
-        )
-    ]
+    # The `requested` event as its model (contracts.audit_events): checked as it is built.
+    requested = RequestedEvent.model_validate(
+        {
+            "executionId": req.executionId,
+            "toolCallId": req.toolCallId,
+            "toolName": req.toolName,
+            "parameters": it.shown,
+            "parametersDigest": it.call.digest,
+            "reason": req.reason,
+            "surface": req.surface.model_dump(mode="json"),
+            "policy": rule.describe(),
+            "mode": rule.mode.value,
+            "route": route_fields(route) if route else None,
+            "traceId": it.trace.trace_id,
+            "rule": it.call.rule_path,
+            "decision": it.label,
+            **({"block": it.call.block} if it.call.block is not None else {}),
+            **({"unevaluable": it.call.unevaluable} if it.call.unevaluable is not None else {}),
+            **({"quorum": rule.quorum} if rule.quorum > 1 else {}),
+            **({"separateDuties": True} if rule.separate_duties else {}),
+            **({"stepUp": True} if rule.step_up else {}),
+            **({"shadow": it.shadow} if it.shadow is not None else {}),
+            **({"oncall": it.oncall.audit()} if it.oncall is not None else {}),
+            **({"editable": list(edit.fields)} if edit is not None else {}),
+        }
+    )
+    events = [Event(AuditEvent.REQUESTED, {"kind": "agent", "tenant": it.tenant}, written(requested))]
     contract = it.contract
     executing = contract is not None and status is ApprovalStatus.APPROVED
     if contract is not None:

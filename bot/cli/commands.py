@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import logging
 import os
 import sys
 import time
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from bot.approvals import callback_secret
 from bot.cli import allowances as allowance_cli
+from bot.cli import audit as audit_cli
 from bot.cli import backup as backup_cli
 from bot.cli import denials as denial_cli
 from bot.cli import doctor as doctor_cli
@@ -28,8 +27,6 @@ from bot.policy import Policy, load_policy, load_policy_file
 from bot.settings import Settings, SettingsError, load_settings
 from contracts.enums import KeyScope
 from contracts.errors import CosignerError, PolicyError
-from storage import approvals as ledger
-from storage.audit import AuditRow, Finding, event_to_json, stream_since, verify_chains
 from storage.database import (
     Database,
     DatabaseError,
@@ -38,7 +35,6 @@ from storage.database import (
     missing_sqlite_file,
     safe_url,
 )
-from storage.work import Work
 
 if TYPE_CHECKING:
     from starlette.routing import BaseRoute
@@ -327,71 +323,6 @@ def policy_check(args: argparse.Namespace) -> int:
     return 0
 
 
-def audit_show(args: argparse.Namespace) -> int:
-    """Print an approval's audit events as JSON lines."""
-
-    async def go(db: Database, settings: Settings) -> list[AuditRow]:
-        return await db.run_read(lambda tx: ledger.events_of(tx, args.id))
-
-    rows: list[AuditRow] = asyncio.run(_with_db(go))
-    if not rows:
-        raise UsageError(
-            f"no audit events for {args.id!r}; give an approval id (apv_…), e.g. from `cosigner audit export`"
-        )
-    first = event_to_json(rows[0])["data"]
-    if isinstance(first, dict) and first.get("traceId"):
-        print(f"trace {first['traceId']}")  # the W3C trace id its spans carry
-    for row in rows:
-        when = datetime.fromtimestamp(row.at, UTC).isoformat(timespec="milliseconds")
-        print(f"{row.seq:>3} {when} {row.event:<18} {row.actor} {row.data}")
-    return 0
-
-
-def _since(text: str | None) -> float:
-    if not text:
-        return 0.0
-    try:
-        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError as exc:
-        raise UsageError(f"--since {text!r}: give an ISO 8601 time, e.g. 2026-11-01T00:00:00Z") from exc
-    # A time without a zone means UTC, as everywhere else in the audit log.
-    return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
-
-
-def audit_export(args: argparse.Namespace) -> int:
-    """Write every audit event since a time as JSON lines."""
-    since = _since(args.since)
-
-    def export(tx: Work) -> int:
-        count = 0
-        for row in stream_since(tx, since):
-            sys.stdout.write(json.dumps(event_to_json(row)) + "\n")
-            count += 1
-        return count
-
-    async def go(db: Database, settings: Settings) -> int:
-        return await db.run_read(export, snapshot=True)
-
-    asyncio.run(_with_db(go))
-    return 0
-
-
-def audit_verify(args: argparse.Namespace) -> int:
-    """Check every hash chain; exit 1 and list the breaks if any row was edited or deleted."""
-
-    async def go(db: Database, settings: Settings) -> tuple[int, list[Finding]]:
-        return await db.run_read(verify_chains, snapshot=True)
-
-    checked, findings = asyncio.run(_with_db(go))
-    for f in findings:
-        print(f"BROKEN {f.approval_id} seq {f.seq}: {f.problem}")
-    if findings:
-        print(f"{len(findings)} problem(s) in {checked} events", file=sys.stderr)
-        return 1
-    print(f"audit OK: {checked} events, every chain intact")
-    return 0
-
-
 class _Parser(argparse.ArgumentParser):
     """argparse, reporting a usage mistake as one `error:` line like every other failure."""
 
@@ -447,16 +378,7 @@ def parser() -> argparse.ArgumentParser:
     check.set_defaults(fn=policy_check)
     policy_cli.register(pc, UsageError)
     suggest_cli.register(pc, UsageError)
-    a = sub.add_parser("audit", help="read and verify the audit log").add_subparsers(
-        dest="action", required=True
-    )
-    show = a.add_parser("show", help="one approval's events")
-    show.add_argument("id")
-    show.set_defaults(fn=audit_show)
-    export = a.add_parser("export", help="events as JSON lines")
-    export.add_argument("--since", help="ISO 8601 time")
-    export.set_defaults(fn=audit_export)
-    a.add_parser("verify", help="find edited or deleted events").set_defaults(fn=audit_verify)
+    audit_cli.register(sub, _with_db, UsageError)
     # Parsed by the gateway itself (see main): listed here for `cosigner --help`.
     sub.add_parser("mcp-gateway", help="an MCP server in front of another, each tool call gated by Cosigner")
     sub.add_parser(

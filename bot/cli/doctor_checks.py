@@ -26,6 +26,7 @@ from bot.egress import parse_allow_list
 from bot.http.surface_config import partial_configuration
 from bot.policy import load_policy_file
 from bot.settings import DEV_SECRET, MAKE_SECRET, RULES
+from bot.workers import sink_backlog
 from contracts.errors import PolicyError
 from storage.database import Database, DatabaseError, database_backend, safe_url
 from storage.health import SchemaStanding, schema, server_time, sqlite_file, sqlite_unusable
@@ -251,6 +252,33 @@ async def callbacks(ctx: Context) -> Result:
     return OK, f"callbacks go to public addresses over https, and also to {entries}"
 
 
+async def audit_sink(ctx: Context) -> Result:
+    """The audit sink's backlog: events written to the audit chain it has not yet accepted."""
+    s = ctx.need("audit_sink_url", "audit_sink_max_backlog", "database_url", "sqlite_synchronous")
+    if not s.audit_sink_url:
+        return SKIP, "no audit sink (COSIGNER_AUDIT_SINK_URL is unset)"
+    db = Database(s.database_url, sqlite_synchronous=s.sqlite_sync, pool_size=1)
+    try:
+        behind = await sink_backlog(db)
+    except (DatabaseError, OSError) as exc:
+        return SKIP, f"cannot read the sink's backlog: the database is unusable ({_cause(exc)})"
+    finally:
+        await db.close()
+    where, bound = safe_url(s.audit_sink_url), s.audit_sink_max_backlog
+    if behind.events > bound:
+        return FAIL, (
+            f"{behind.events} audit events on {behind.approvals} approvals wait for {where}, past "
+            f"COSIGNER_AUDIT_SINK_MAX_BACKLOG ({bound}): the sink is down or refusing them; they stay "
+            "in the audit chain and go in order once it accepts (see the server's log)"
+        )
+    if behind.events:
+        return WARN, (
+            f"{behind.events} audit events on {behind.approvals} approvals wait for {where} "
+            f"(bound {bound}); they go in order as it accepts them"
+        )
+    return OK, f"the audit sink {where} has every audit event"
+
+
 CHECKS: dict[str, Check] = {
     "settings": settings,
     "secret": secret,
@@ -259,6 +287,7 @@ CHECKS: dict[str, Check] = {
     "clock": clock,
     "public-url": public_url,
     "callbacks": callbacks,
+    "audit-sink": audit_sink,
     "slack": slack,
     "twilio": twilio,
     "teams": teams,

@@ -193,10 +193,11 @@ class Egress:
         at: float,
         user_agent: str,
         timeout: float = 10.0,  # noqa: ASYNC109 (a per-request limit, as in httpx)
+        content_type: str = "application/json",
     ) -> Answer:
         """POST JSON `body` signed by Standard Webhooks as delivery `delivery` (`webhook-id`)."""
         headers = {
-            "Content-Type": "application/json",
+            "Content-Type": content_type,
             "User-Agent": user_agent,
             **webhooks.sign(secret, delivery, int(at), body),
         }

@@ -42,7 +42,7 @@ from bot.operations import ContractClient, Execution, Proposals
 from bot.policy import Policy, SmsSender, step_up_paths
 from bot.push import push_surface
 from bot.settings import Settings
-from bot.workers import ExpirySweeper, JobWorker
+from bot.workers import AuditSink, ExpirySweeper, JobWorker, sink_backlog, sink_client
 from contracts.answers import ErrorBody
 from contracts.enums import ErrorCode, JobKind, SurfaceType
 from contracts.errors import CosignerError, InternalError
@@ -81,6 +81,7 @@ class Parts:
     wakeups: Wakeups  # the background workers' (tests and the stepped clock move time)
     enabled: set[str]  # the surfaces requests may be routed to, the dashboard included
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    sink: AuditSink | None = None  # the audit sink, when COSIGNER_AUDIT_SINK_URL is set
     stop: asyncio.Event = field(default_factory=asyncio.Event)
 
 
@@ -188,6 +189,19 @@ def build_app(
         enabled=enabled,
     )
     should_migrate = db.is_sqlite if migrate is None else migrate
+    sink = None
+    if settings.audit_sink_url:  # each audit event to the operator's sink (bot.workers.audit_sink)
+        sink_http = sink_client(settings.audit_sink_url)
+        sink = AuditSink(
+            settings.audit_sink_url,
+            settings.secret or "",
+            sink_http,
+            db=db,
+            clock=clock,
+            metrics=metrics,
+            wakeups=wakeups,
+        )
+        parts.sink = sink
     contracts = ContractClient(parts.http, clock)
 
     @contextlib.asynccontextmanager
@@ -236,6 +250,8 @@ def build_app(
                 asyncio.create_task(worker.execute_approved(parts.stop)),
                 asyncio.create_task(sweeper.run(parts.stop)),
             ]
+            if sink is not None:
+                parts.tasks.append(asyncio.create_task(sink.run(parts.stop)))
             executing = worker.executing
         try:
             yield
@@ -251,6 +267,8 @@ def build_app(
             for adapter in adapters.values():
                 await adapter.stop()
             await notifier.close()
+            if sink is not None:
+                await sink.http.aclose()
             if http is None:
                 await parts.http.aclose()
             if oncall_http is not None:
@@ -278,6 +296,13 @@ def build_app(
             metrics.queue(None)  # /readyz says the database is unreachable
         else:
             metrics.queue({kind.value: due.get(kind, 0) for kind in JobKind})
+        if sink is not None:
+            try:
+                behind = await asyncio.wait_for(sink_backlog(db), 2)
+            except Exception:
+                metrics.sink_backlog(None, 0, settings.audit_sink_max_backlog)
+            else:
+                metrics.sink_backlog(behind.events, behind.approvals, settings.audit_sink_max_backlog)
         return PlainTextResponse(metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
 
     async def openapi_route(request: Request) -> Response:

@@ -66,6 +66,28 @@ class Metrics:
             ["tool", "from", "to"],
             registry=self.registry,
         )
+        # The audit sink (COSIGNER_AUDIT_SINK_URL): events it accepted or not, and its backlog.
+        self.audit_sink_events = Counter(
+            "cosigner_audit_sink_events",
+            "Audit events POSTed to the audit sink, by outcome (sent: accepted; failed: retried later)",
+            ["outcome"],
+            registry=self.registry,
+        )
+        self.audit_sink_backlog = Gauge(
+            "cosigner_audit_sink_backlog_events",
+            "Audit events the sink has still to accept (read at each scrape); none is ever dropped",
+            registry=self.registry,
+        )
+        self.audit_sink_behind = Gauge(
+            "cosigner_audit_sink_backlog_approvals",
+            "Approvals with audit events the sink has still to accept (read at each scrape)",
+            registry=self.registry,
+        )
+        self.audit_sink_over_bound = Gauge(
+            "cosigner_audit_sink_over_bound",
+            "1 when the sink's backlog is past COSIGNER_AUDIT_SINK_MAX_BACKLOG (events still kept), else 0",
+            registry=self.registry,
+        )
         # The labelled children, found once per set of labels: `labels()` validates and
         # locks on every call, and the hot paths count every request and approval.
         self._children: dict[tuple[Any, ...], Any] = {}
@@ -98,6 +120,17 @@ class Metrics:
             return
         for kind, count in due.items():
             self.jobs_due.labels(kind).set(count)
+
+    def sink_backlog(self, events: int | None, approvals: int, bound: int) -> None:
+        """Set the audit sink's backlog gauges; with None (it could not be read) they are left
+        empty rather than stale."""
+        if events is None:
+            for gauge in (self.audit_sink_backlog, self.audit_sink_behind, self.audit_sink_over_bound):
+                gauge.set(float("nan"))
+            return
+        self.audit_sink_backlog.set(events)
+        self.audit_sink_behind.set(approvals)
+        self.audit_sink_over_bound.set(1 if events > bound else 0)
 
     def shadow_difference(self, tool: str, before: str, after: str) -> None:
         """Count one request the shadow policy decides otherwise."""

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from bot.policy.replay import recorded_label
+from bot.policy.replay import read_requested, recorded_label
 from contracts.enums import ApprovalStatus, AuditEvent, DeciderKind
 from storage.audit import AuditRow, Requested
 
@@ -80,10 +80,8 @@ def collect(rows: Iterable[AuditRow]) -> tuple[list[Call], int]:
     for row in rows:
         if row.event == AuditEvent.REQUESTED:
             try:
-                data = json.loads(row.data)
-                tool = str(data["toolName"])
-                params = data.get("parameters") or {}
-                decision = recorded_label(data)
+                data = read_requested(row.data)
+                tool, params, decision = data.toolName, data.parameters or {}, recorded_label(data)
             except (ValueError, KeyError, TypeError):
                 unreadable += 1
                 continue

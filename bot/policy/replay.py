@@ -22,6 +22,9 @@ from bot.policy.paths import find
 from bot.policy.redaction import REDACTED
 from bot.policy.routing import SmsSender
 from bot.policy.rules import Policy
+from contracts.audit_events import Requested as RequestedEvent
+from contracts.audit_events import parse_event
+from contracts.enums import AuditEvent
 from contracts.shown import MASK
 from storage.audit import Requested
 
@@ -115,17 +118,25 @@ class Replay:
         }
 
 
-def recorded_label(data: dict[str, Any]) -> str:
+def read_requested(text: str) -> RequestedEvent:
+    """A `requested` event's stored data read through its model (contracts.audit_events);
+    ValueError for data the model cannot read (an older or edited record): never guessed at."""
+    stored = json.loads(text)
+    event = parse_event(AuditEvent.REQUESTED, stored) if isinstance(stored, dict) else None
+    if not isinstance(event, RequestedEvent):
+        raise ValueError("not a readable requested event")
+    return event
+
+
+def recorded_label(data: RequestedEvent) -> str:
     """What was decided when the request arrived, in `Ruling.label`'s words.
 
     Requests recorded before the decision was kept on the audit record are compared by their
     mode and route alone."""
-    decision = data.get("decision")
-    if isinstance(decision, str):
-        return decision
-    mode = str(data.get("mode"))
-    route = data.get("route")
-    if mode == "none" or not isinstance(route, dict):
+    if data.decision is not None:
+        return data.decision
+    mode, route = str(data.mode), data.route
+    if mode == "none" or route is None:
         return mode
     return f"{mode}:{route.get('surface')}"
 
@@ -173,10 +184,10 @@ def replay(rows: Iterable[Requested], policy: Policy, examples: int = EXAMPLES) 
     for row in rows:
         found.read += 1
         try:
-            data = json.loads(row.data)
-            surface = surface_of(data["surface"])
-            params = data.get("parameters") or {}
-            tool = str(data["toolName"])
+            data = read_requested(row.data)
+            surface = surface_of(data.surface)
+            params = data.parameters or {}
+            tool = data.toolName
         except (ValueError, KeyError, TypeError, ValidationError):
             found.unreadable += 1
             continue

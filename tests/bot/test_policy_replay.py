@@ -12,6 +12,7 @@ import pytest
 
 from bot.cli import main
 from bot.policy.replay import recorded_label
+from contracts.audit_events import Requested
 from storage.database import Database
 from tests.harness import DEFAULT_POLICY, cosigner_app
 
@@ -99,9 +100,9 @@ def test_replay_of_the_same_policy_changes_nothing(
 
 
 def test_requests_recorded_before_the_decision_was_kept_compare_by_mode_and_route() -> None:
-    assert recorded_label({"mode": "none", "route": None}) == "none"
-    assert recorded_label({"mode": "ask", "route": {"surface": "slack"}}) == "ask:slack"
-    assert recorded_label({"decision": "deny", "mode": "ask"}) == "deny"
+    assert recorded_label(Requested(toolName="t", mode="none", route=None)) == "none"
+    assert recorded_label(Requested(toolName="t", mode="ask", route={"surface": "slack"})) == "ask:slack"
+    assert recorded_label(Requested(toolName="t", decision="deny", mode="ask")) == "deny"
 
 
 async def test_replay_says_which_sender_it_lacks_rather_than_report_a_change(

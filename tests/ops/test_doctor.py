@@ -129,6 +129,7 @@ def statuses(found: dict[str, dict[str, str]]) -> dict[str, str]:
 async def test_every_check_passes_against_the_emulators(db_kind: str, tmp_path: Path) -> None:
     async with fresh_database(db_kind, tmp_path) as url, world(tmp_path, url) as w:
         await migrated(w)
+        w.env["COSIGNER_AUDIT_SINK_URL"] = "https://siem.example.com/cloudevents"  # nothing waits for it
         code, out, err = await cosigner_async(w.env, "doctor", "--json", "--timeout", TIMEOUT, cwd=w.folder)
         text_code, text, _ = await cosigner_async(w.env, "doctor", "--timeout", TIMEOUT, cwd=w.folder)
     assert code == 0 and text_code == 0, out + err
@@ -147,6 +148,7 @@ async def test_every_check_passes_against_the_emulators(db_kind: str, tmp_path: 
     assert APP_ID in found["teams"]["message"]
     assert "JWKS (1 key(s))" in found["oidc"]["message"]
     assert "in clear" in found["smtp"]["message"] and "as cosigner" in found["smtp"]["message"]
+    assert "has every audit event" in found["audit-sink"]["message"]
     # The text form: one line per check (status, name, message), then the tally.
     lines = text.strip().splitlines()
     assert len(lines) == len(CHECKS) + 1
@@ -172,6 +174,7 @@ async def test_wrong_credentials_fail_each_check_without_printing_them(tmp_path:
     assert statuses(found) == {
         **{name: "ok" for name in CHECKS},
         "clock": "skip",
+        "audit-sink": "skip",  # no sink set
         "slack": "fail",
         "twilio": "fail",
         "teams": "fail",
