@@ -23,6 +23,7 @@ from bot.approvals.allowances import offered as offered_lengths
 from bot.inbox import items, session
 from bot.inbox.people import Person, names_on_slack, tenants_of, texted_to
 from bot.inbox.signin import SignIn
+from bot.inbox.step_up import approver_id
 from bot.policy.rules import Policy
 from bot.settings import Settings
 from contracts.enums import SurfaceType
@@ -204,6 +205,14 @@ class InboxBase:
         """One request as the templates show it."""
         described = items.describe(rec, self.clock(), link, person)
         described["allow_for"] = offered_lengths(self.policy, rec)  # "Allow for …" (bot.approvals.allowances)
+        # A step-up request asked in Slack, Teams or by text: its approvers confirm an Approve
+        # with a passkey in the inbox (`bot.inbox.step_up`, which checks the same again).
+        described["passkey_answer"] = (
+            person is not None
+            and rec.step_up
+            and not rec.closed
+            and approver_id(rec, person, self.policy.people, tenants_of(self.policy, person)) is not None
+        )
         return described
 
 

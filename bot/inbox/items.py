@@ -12,7 +12,14 @@ from typing import Any
 
 from bot.inbox.editing import edited_changes
 from bot.inbox.people import Person
-from contracts.answers import AgentDecider, PersonDecider, PolicyDecider, SystemDecider, TimeoutDecider
+from contracts.answers import (
+    AgentDecider,
+    AllowanceDecider,
+    PersonDecider,
+    PolicyDecider,
+    SystemDecider,
+    TimeoutDecider,
+)
 from contracts.enums import ApprovalStatus, SurfaceType
 from contracts.ports import SmsRoute
 from storage.records import Record
@@ -88,6 +95,8 @@ def decider(rec: Record) -> str:
         return "the agent"
     if isinstance(by, SystemDecider):
         return f"Cosigner ({by.code})"
+    if isinstance(by, AllowanceDecider):
+        return f"{by.userId}'s standing allow {by.allowanceId}"
     return ""
 
 

@@ -113,7 +113,7 @@ class Pages(InboxBase):
             waiting_count=len(mine) + len(elsewhere),
             done=done,
             mine=[self.item(r, person=person) for r in mine],
-            elsewhere=[self.item(r, await self.link(r)) for r in elsewhere],
+            elsewhere=[self.item(r, await self.link(r), person) for r in elsewhere],
         )
 
     async def answered(self, person: Person, approval_id: str) -> dict[str, str] | None:

@@ -56,6 +56,7 @@ async def test_allow_for_in_the_inbox_then_revoke_it_there() -> None:
         assert done.status_code == 303, done.text
         listed = (await w.h.client.get("/inbox/allowances")).text
         assert "issue_refund" in listed and "Used 0 of 20" in listed
+        assert "<code>amountCents</code> ≤ 12900</p>" in listed  # a whole number, not 12900.0
         later = await again(w, key, "c2", amount=500)
         assert later.status_code == 200 and later.json()["decidedBy"]["kind"] == "allowance"
         allowance_id = later.json()["decidedBy"]["allowanceId"]

@@ -11,15 +11,34 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from tests.allowances.test_inbox_allowances import press
 from tests.harness import cosigner_app, until
 from tests.inbox import test_edit as editing
 from tests.inbox.a11y import PHONE, axe_source, scroll_width, violations
 from tests.inbox.test_browser import chromium, shot, sign_in
+from tests.inbox.test_step_up import enrolled
 from tests.inbox.world import inbox_world, served
 from tests.processes import free_port
 
 __all__ = ["chromium"]  # the fixture, used by name
 DESKTOP = {"width": 1100, "height": 900}
+# The pages of the newer features too: a step-up call (its page, and Ada's passkeys) and a
+# call offering "Allow for …" (her standing allows).
+EVERY_PAGE_POLICY = (
+    editing.POLICY
+    + """
+[tools.wire_funds]
+kind = "danger"
+approvers = ["requester"]
+step_up = true
+
+[tools.send_credit]
+kind = "danger"
+approvers = ["requester"]
+allow_for = "1h"
+allow_for_at_most = ["amountCents"]
+"""
+)
 
 
 async def checked(page: Any, url: str, name: str, tmp_path: Path, problems: list[str]) -> None:
@@ -129,9 +148,14 @@ async def test_every_inbox_page_fits_a_phone_and_has_no_serious_accessibility_vi
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     problems: list[str] = []
-    async with inbox_world(editing.POLICY, public_url=url, oidc_display_name="Slack") as w:
+    async with inbox_world(EVERY_PAGE_POLICY, public_url=url, oidc_display_name="Slack") as w:
         acme = await w.h.create_tenant("acme")
         editable = (await editing.ask(w, acme))["approvalId"]
+        wire = await w.ask(acme, "ada@acme.example", tool="wire_funds", call="w1")
+        # Ada has a passkey, and granted a standing allow (in the inbox, outside the browser).
+        await enrolled(w)
+        allowed = await w.ask(acme, "ada@acme.example", tool="send_credit", call="a1")
+        assert (await press(w, w.h.client, allowed, allow_for="1h")).status_code == 303
         refund = await w.ask(acme, "ada@acme.example", call="c1")
         credit = await w.ask(acme, "ada@acme.example", call="c2")
         over = {**editing.CALL, "amountCents": 250000}  # above the policy's deny_above: denied outright
@@ -167,6 +191,11 @@ async def test_every_inbox_page_fits_a_phone_and_has_no_serious_accessibility_vi
                 await checked(
                     page, f"{url}/inbox/approvals/apv_unknown", f"refused{suffix}", tmp_path, problems
                 )
+                await checked(page, f"{url}/inbox/passkeys", f"passkeys-listed{suffix}", tmp_path, problems)
+                await checked(
+                    page, f"{url}/inbox/approvals/{wire}/step-up", f"step-up-page{suffix}", tmp_path, problems
+                )
+                await checked(page, f"{url}/inbox/allowances", f"allowances{suffix}", tmp_path, problems)
                 if not suffix:  # decide two, once: the pages after an answer
                     await page.goto(f"{url}/inbox/approvals/{refund}")
                     await page.get_by_label("Comment").fill("Refund agreed with the customer")
