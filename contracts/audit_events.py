@@ -232,6 +232,8 @@ EmailSent = _noted("email_sent", "The SMTP server accepted the request's email."
 EmailFailed = _noted("email_failed", "The SMTP server refused or could not be reached.")
 PushSent = _noted("push_sent", "A Web Push message accepted for a device.")
 PushFailed = _noted("push_failed", "A push service refused a message.")
+AllowanceGranted = _noted("allowance_granted", "An Allow for … put a standing allow in force.")
+AllowanceRevoked = _noted("allowance_revoked", "A standing allow was revoked before it ran out.")
 
 
 class UnknownEvent(BaseModel):
@@ -285,6 +287,8 @@ KNOWN: tuple[type[_Event], ...] = (
     EmailFailed,
     PushSent,
     PushFailed,
+    AllowanceGranted,
+    AllowanceRevoked,
 )
 MODELS: Mapping[str, type[_Event]] = {m.model_fields["kind"].default: m for m in KNOWN}
 KINDS = frozenset(MODELS)
