@@ -27,7 +27,12 @@ import sqlalchemy as sa
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from schemathesis.python.asgi import shutdown_lifespans
-from schemathesis.specs.openapi.checks import negative_data_rejection, positive_data_acceptance
+from schemathesis.checks import ignored_auth
+from schemathesis.specs.openapi.checks import (
+    missing_required_header,
+    negative_data_rejection,
+    positive_data_acceptance,
+)
 from schemathesis.specs.openapi.schemas import OpenApiSchema
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
@@ -99,6 +104,8 @@ schema.app = APP
     suppress_health_check=list(HealthCheck),
 )
 def test_api_conforms_to_its_schema(case: Any, key: str) -> None:
+    if (case.method.upper(), case.path) in FAILS_CLOSED:
+        return _fails_closed(case, key)
     response = case.call_and_validate(
         headers={"Authorization": f"Bearer {key}"}, excluded_checks=[positive_data_acceptance]
     )
@@ -107,6 +114,29 @@ def test_api_conforms_to_its_schema(case: Any, key: str) -> None:
         assert response.status_code in ACCEPTED, response.text
         if response.status_code == 400:
             assert schema_cannot_say(response.json()["error"]), response.text
+
+
+# Routes that answer every refusal as a 200 in their caller's own terms (the Claude Code hook
+# route: a deny the agent obeys, since an agent reads any other status as "go ahead"): bad
+# data and a missing key are not refused with a 4xx there, but each is a deny, never an allow.
+FAILS_CLOSED = {(e.method.upper(), e.doc_path) for e in ENDPOINTS if e.fails_closed}
+
+
+def _fails_closed(case: Any, key: str) -> None:
+    response = case.call_and_validate(
+        headers={"Authorization": f"Bearer {key}"},
+        excluded_checks=[
+            positive_data_acceptance,
+            negative_data_rejection,
+            ignored_auth,
+            missing_required_header,
+        ],
+    )
+    assert response.status_code == 200, response.text
+    decision = response.json()["hookSpecificOutput"]["permissionDecision"]
+    if case.meta is not None and not case.meta.generation.mode.is_positive:
+        assert decision == "deny", response.text
+    assert decision in {"allow", "deny", "ask"}, response.text
 
 
 # Schema-valid calls the API may still refuse: the policy (422: nobody can approve on that
@@ -353,6 +383,8 @@ def _fuzzed(case: Any, world: ProbeWorld) -> None:
     key = world.approver if (case.method.upper(), case.path) in _APPROVER_ROUTES else world.agent
     # A probe or an approval id put in a case can make a negative case valid: conformance of
     # accepted and refused data is the first test's; here the answers must be documented, not 5xx.
+    if (case.method.upper(), case.path) in FAILS_CLOSED:
+        return _fails_closed(case, key)
     response = case.call_and_validate(
         headers={"Authorization": f"Bearer {key}"},
         excluded_checks=[positive_data_acceptance, negative_data_rejection],

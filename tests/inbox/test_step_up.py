@@ -271,7 +271,7 @@ async def test_a_texted_step_up_request_offers_no_yes_and_refuses_one_but_takes_
         assert w.twilio is not None
         key = await w.h.create_tenant("acme")
         asked = []
-        for call in ("t1", "t2"):
+        for n, call in enumerate(("t1", "t2")):
             r = await w.h.client.post(
                 "/v1/approvals",
                 headers=w.h.auth(key),
@@ -279,7 +279,8 @@ async def test_a_texted_step_up_request_offers_no_yes_and_refuses_one_but_takes_
                     "executionId": "run_t",
                     "toolCallId": call,
                     "toolName": "wire_funds",
-                    "parameters": {"amountCents": 4_500_000},
+                    # Two different calls: identical ones would be one question (coalesced).
+                    "parameters": {"amountCents": 4_500_000 + n},
                     "surface": {"type": "sms", "phone": PHONE},
                 },
             )
