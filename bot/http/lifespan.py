@@ -47,9 +47,7 @@ async def start(parts: Parts, *, migrate: bool) -> None:
     if parts.installs is not None:
         await parts.installs.seal_plaintext()  # tokens an older version stored in plain text
     if not db.is_sqlite:
-        await parts.notifier.listen(
-            db.url, db.schema, on_keys=parts.keys.heard, on_state=parts.keys.listening
-        )
+        await parts.notifier.listen(db, on_keys=parts.keys.heard, on_state=parts.keys.listening)
     for adapter in parts.surfaces.values():
         await adapter.start()
 

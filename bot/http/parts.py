@@ -108,7 +108,7 @@ def assemble(
         sqlite_synchronous=settings.sqlite_sync,
     )
     metrics = Metrics()
-    notifier = Notifier(metrics.replica_wakeups.inc, known=db.known)
+    notifier = Notifier(metrics.replica_wakeups.inc)
     provider = tracer_provider or otlp_provider(settings)
     tracing = Tracing(provider)
     seal = TokenSeal(secret)

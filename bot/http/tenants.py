@@ -138,8 +138,7 @@ class TenantKeys:
     async def revoke(self, tenant: str, key_id: str) -> None:
         """Remove one key; it stops working here at once, on PostgreSQL replicas as soon as they
         hear it, and in another process on SQLite within 30 s."""
-        schema = self.db.schema
-        if not await self.db.run_write(lambda tx: store.revoke_key(tx, tenant, key_id, schema)):
+        if not await self.db.run_write(lambda tx: store.revoke_key(tx, tenant, key_id)):
             raise InvalidRequest(
                 f"tenant {tenant!r} has no key {key_id!r}; the id is the key_… printed when the key was made"
             )
@@ -149,12 +148,11 @@ class TenantKeys:
         """Replace every agent key of a tenant with one new one; the old ones stop as `revoke`'s do."""
         made = _issue(KeyScope.AGENT)
         now = self.clock()
-        schema = self.db.schema
 
         def write(tx: Work) -> bool:
             if not store.exists(tx, name):
                 return False
-            store.revoke_scope(tx, name, KeyScope.AGENT, schema)
+            store.revoke_scope(tx, name, KeyScope.AGENT)
             store.add_key(tx, name, made.key_id, KeyScope.AGENT, hash_key(made.key), now)
             return True
 

@@ -90,7 +90,6 @@ def settle(
     event: AuditEvent,
     now: float,
     *,
-    schema: str | None,
     window: float,
 ) -> Record | None:
     """Store an outcome and finish the job that learnt it; None if an outcome is final
@@ -110,7 +109,7 @@ def settle(
         queue_card_update(tx, rec.id, now)
     if not outcome.final:
         jobs.queue(tx, JobKind.RECONCILE, rec.id, None, now, now + window)
-    ledger.notify_closed(tx, schema, rec.id)
+    ledger.notify_closed(tx, rec.id)
     return rec
 
 
@@ -276,9 +275,7 @@ class Execution:
         db = self.db
         with self.notifier.closing(approval_id):  # its own NOTIFY wakes no waiter here
             rec = await db.run_write(
-                lambda tx: settle(
-                    tx, job.id, approval_id, outcome, event, now, schema=db.schema, window=self._window
-                )
+                lambda tx: settle(tx, job.id, approval_id, outcome, event, now, window=self._window)
             )
             if rec is not None:
                 self.notifier.publish(rec.id, rec)
