@@ -1,7 +1,7 @@
 """Cross-replica wake-ups on PostgreSQL: the NOTIFY channels and the LISTEN connection.
 
 A closing transaction sends `NOTIFY <channel>, '<approval id>'` (see
-`storage.approvals.notify_closed`, or the decision's own statement); every replica keeps
+`storage.ledger.notify_closed`, or the decision's own statement); every replica keeps
 one LISTEN connection, opened again when it is lost, and hands each id to a callback that
 wakes its local waiters. The same connection listens on a second channel, on which a
 transaction that removes API keys (`storage.tenants.revoke_key`) names their tenant, so

@@ -219,10 +219,10 @@ def test_mypy_refuses_anything_but_a_unit_of_work_where_storage_wants_one(tmp_pa
     probe = tmp_path / "probe.py"
     probe.write_text(
         "import sqlalchemy as sa\n"
-        "from storage import approvals\n"
+        "from storage import ledger\n"
         "from storage.database import Database\n"
         "async def f(db: Database, conn: sa.Connection) -> None:\n"
-        "    approvals.load(conn, 'apv_1')\n"
+        "    ledger.load(conn, 'apv_1')\n"
         "    await db.run_read(lambda conn: conn.execute(sa.text('SELECT 1')))\n"
     )
     result = run(sys.executable, "-m", "mypy", str(probe))

@@ -12,7 +12,7 @@ from typing import Any
 from bot.cli.database import with_db
 from bot.cli.errors import UsageError
 from bot.settings import Settings
-from storage import approvals as ledger
+from storage import ledger
 from storage.audit import AuditRow, Finding, event_to_json, stream_since, verify_chains
 from storage.database import Database
 from storage.work import Work

@@ -40,8 +40,7 @@ from contracts.operations import (
     StatusCall,
     outcome_of,
 )
-from storage import approvals as ledger
-from storage import jobs, operations
+from storage import jobs, ledger, operations
 from storage.database import Database
 from storage.jobs import Job
 from storage.operations import arguments_context

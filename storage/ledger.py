@@ -1,4 +1,4 @@
-"""The approvals store: synchronous reads and writes of approvals, their audit chains,
+"""The ledger: synchronous reads and writes of approvals, their hash-chained audit events,
 run grants, the job outbox and surface flags.
 
 Every function takes a `Work`, the unit of work of a transaction (`Database.run_write`)
