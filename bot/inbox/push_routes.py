@@ -25,6 +25,8 @@ from starlette.routing import Route
 from bot.egress import EgressRefused, check_url, parse_allow_list
 from bot.inbox import session
 from bot.push.keys import public_key, vapid_pem
+from contracts.answers import ErrorBody
+from contracts.enums import ErrorCode
 from cosigner.strict_json import read
 from storage import push as push_store
 from storage.sealing import TokenSeal
@@ -94,7 +96,9 @@ def push_routes(inbox: Inbox) -> list[Route]:
     seal = TokenSeal(inbox.settings.secret or "")
 
     def refused(message: str, status: int) -> Response:
-        return JSONResponse({"error": message}, status_code=status, headers=inbox.headers())
+        code = ErrorCode.UNAUTHENTICATED if status == 401 else ErrorCode.INVALID_REQUEST
+        body = ErrorBody.of(code, message, {}).dump()
+        return JSONResponse(body, status_code=status, headers=inbox.headers())
 
     async def worker(request: Request) -> Response:
         headers = {"Service-Worker-Allowed": "/inbox/", "Cache-Control": "no-cache"}
