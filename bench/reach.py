@@ -37,7 +37,7 @@ import roundtrip as rt
 from follow_up_steps import idle, until
 from httpclients import make_client
 
-from storage import push as store
+from storage import push as push_store
 from storage.database import Database
 from surfaces.slack.emulator import SlackEmulator
 from tests.mailbox import smtp_server
@@ -140,12 +140,12 @@ async def bench(args: argparse.Namespace) -> int:
 
             async def subscribed() -> None:
                 db = Database(url)
-                sub = store.Subscription(
+                sub = push_store.Subscription(
                     subscription["endpoint"], subscription["keys"]["p256dh"], subscription["keys"]["auth"]
                 )
                 try:
                     await db.run_write(
-                        lambda tx: store.subscribe(tx, [ADA], sub, "bench", "ada", time.time())
+                        lambda tx: push_store.subscribe(tx, [ADA], sub, "bench", "ada", time.time())
                     )
                 finally:
                     await db.close()

@@ -15,8 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from contracts.enums import ApprovalStatus, JobKind, SurfaceType
-from storage import approvals as ledger
-from storage import inbound, jobs, votes
+from storage import inbound, jobs, ledger, votes
 from storage.audit import Event
 from storage.direct import NeedsLock, optimistic
 from storage.jobs import Job, Queued

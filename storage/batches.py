@@ -14,7 +14,7 @@ import sqlalchemy as sa
 
 from contracts.batches import Listed
 from contracts.enums import SurfaceType
-from storage import approvals as ledger
+from storage import ledger
 from storage.records import Record
 from storage.tables import batch_cards
 from storage.work import Work

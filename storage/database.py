@@ -41,7 +41,7 @@ from storage.direct import OPTIMISTIC, SINGLE_WRITE, NeedsLock, Raced
 from storage.group_commit import GroupWriter
 from storage.known import HELD, OFFERED, USED, Known
 from storage.permissions import make_private
-from storage.work import Work
+from storage.work import SCHEMA, Work
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 # Every engine hides bound parameters from its error messages: they hold reasons, comments
@@ -226,6 +226,7 @@ class Database:
             @event.listens_for(self._writer.sync_engine, "connect")
             def _hold_known(_dbapi_conn: Any, record: Any) -> None:
                 record.info[HELD] = known
+                record.info[SCHEMA] = schema  # the NOTIFY channels' (`Work.schema`)
 
     @property
     def is_sqlite(self) -> bool:

@@ -14,8 +14,8 @@ import sqlalchemy as sa
 
 from contracts.denials import Scope
 from contracts.enums import SurfaceType
-from storage.approvals import insert_ignore
 from storage.direct import Direct
+from storage.ledger import insert_ignore
 from storage.tables import metadata
 from storage.work import Work
 

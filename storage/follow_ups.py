@@ -13,8 +13,7 @@ from dataclasses import dataclass
 
 from contracts.enums import ApproverKind, JobKind
 from contracts.ports import Delivered, Route
-from storage import approvals as ledger
-from storage import jobs
+from storage import jobs, ledger
 from storage.audit import Event
 from storage.records import Changes, Escalation, FollowUps, Record, delivery_key
 from storage.tables import escalations

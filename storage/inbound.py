@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from contracts.enums import SurfaceType
-from storage.approvals import get_flag, mark_once
+from storage.ledger import get_flag, mark_once
 from storage.work import Work
 
 

@@ -25,8 +25,7 @@ from contracts.edits import EditState
 from contracts.enums import ApprovalMode, ApprovalStatus, ToolKind
 from contracts.handoff import HandoffState
 from contracts.ports import Route
-from storage import allowances, denials, jobs
-from storage import approvals as ledger
+from storage import allowances, denials, jobs, ledger
 from storage.audit import Event
 from storage.denials import StandingDeny, standing_denies
 from storage.direct import Direct

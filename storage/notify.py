@@ -1,12 +1,16 @@
 """Cross-replica wake-ups on PostgreSQL: the NOTIFY channels and the LISTEN connection.
 
 A closing transaction sends `NOTIFY <channel>, '<approval id>'` (see
-`storage.approvals.notify_closed`, or the decision's own statement); every replica keeps
+`storage.ledger.notify_closed`, or the decision's own statement); every replica keeps
 one LISTEN connection, opened again when it is lost, and hands each id to a callback that
 wakes its local waiters. The same connection listens on a second channel, on which a
 transaction that removes API keys (`storage.tenants.revoke_key`) names their tenant, so
 every replica forgets the keys it had checked at once. SQLite has one process, so neither
 is used there.
+
+`listen(db, ...)` starts the listener for a database: the channels are its schema's, and
+each close heard makes the database forget its copy of that approval (`storage.known`)
+before the caller hears of it, so that what it caches cannot outlive what it hears.
 """
 
 from __future__ import annotations
@@ -15,9 +19,13 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.engine import make_url
+
+if TYPE_CHECKING:
+    from storage.database import Database
+    from storage.known import Known
 
 log = logging.getLogger("cosigner.notify")
 CHANNEL = "cosigner_decided"
@@ -139,3 +147,33 @@ class Listener:
             except Exception:  # closing a broken connection must not stop shutdown
                 log.warning("notify listener did not close cleanly")
             self._conn = None
+
+
+async def listen(
+    db: Database,
+    on_closed: Callable[[str], None],
+    on_state: Callable[[bool], None] = lambda _up: None,
+    on_keys: Callable[[str], None] = lambda _tenant: None,
+) -> Listener:
+    """A started `Listener` on `db`'s channels (PostgreSQL): `on_closed(approval_id)` for each
+    close, `on_keys(tenant)` for each key removal, `on_state(up)` as the connection comes and
+    goes; the database's copies of pending approvals are usable only while it listens."""
+    listener = Listener()
+    known = db.known
+
+    def state(up: bool) -> None:
+        known.listening(up)
+        on_state(up)
+
+    await listener.start(db.url, db.schema, forgetting(known, on_closed), state, on_keys)
+    return listener
+
+
+def forgetting(known: Known, on_closed: Callable[[str], None]) -> Callable[[str], None]:
+    """`on_closed`, called once the copy of the approval heard closed is forgotten."""
+
+    def heard(approval_id: str) -> None:
+        known.forget(approval_id)
+        on_closed(approval_id)
+
+    return heard

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 
-from storage.approvals import get_flag, insert_ignore
+from storage.ledger import get_flag, insert_ignore
 from storage.tables import flags, push_subscriptions
 from storage.work import Work
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from storage.approvals import get_flag, insert_ignore, mark_once, set_flag
+from storage.ledger import get_flag, insert_ignore, mark_once, set_flag
 from storage.tables import sms_texts
 from storage.work import Work
 

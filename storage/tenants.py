@@ -50,30 +50,30 @@ def add_key(tx: Work, tenant: str, key_id: str, scope: KeyScope, key_hash: str, 
     )
 
 
-def revoke_key(tx: Work, tenant: str, key_id: str, schema: str | None) -> bool:
+def revoke_key(tx: Work, tenant: str, key_id: str) -> bool:
     """Delete one of a tenant's keys and tell every replica (`keys_removed`); False when the
     tenant has no key of that id."""
     done = tx.conn.execute(api_keys.delete().where(api_keys.c.tenant == tenant, api_keys.c.id == key_id))
     if done.rowcount == 1:
-        keys_removed(tx, schema, tenant)
+        keys_removed(tx, tenant)
     return done.rowcount == 1
 
 
-def revoke_scope(tx: Work, tenant: str, scope: KeyScope, schema: str | None) -> int:
+def revoke_scope(tx: Work, tenant: str, scope: KeyScope) -> int:
     """Delete every key of a tenant's in one scope and tell every replica; how many there were."""
     done = tx.conn.execute(
         api_keys.delete().where(api_keys.c.tenant == tenant, api_keys.c.scope == scope.value)
     )
     if done.rowcount:
-        keys_removed(tx, schema, tenant)
+        keys_removed(tx, tenant)
     return int(done.rowcount)
 
 
-def keys_removed(tx: Work, schema: str | None, tenant: str) -> None:
+def keys_removed(tx: Work, tenant: str) -> None:
     """PostgreSQL: NOTIFY every replica's listener (at commit, so never before the keys are
     gone) that a tenant's keys were removed. SQLite has no other replica to tell."""
     if tx.conn.dialect.name != "sqlite":
-        tx.conn.execute(sa.select(sa.func.pg_notify(keys_channel_for(schema), tenant)))
+        tx.conn.execute(sa.select(sa.func.pg_notify(keys_channel_for(tx.schema), tenant)))
 
 
 def names(tx: Work) -> list[str]:

@@ -11,6 +11,8 @@ from typing import final
 
 from sqlalchemy.engine import Connection
 
+SCHEMA = "cosigner_schema"  # the key of a connection's `info` that holds its schema
+
 
 @final
 class Work:
@@ -25,3 +27,10 @@ class Work:
 
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
+
+    @property
+    def schema(self) -> str | None:
+        """The PostgreSQL schema the work's connection is on (`Database(schema=...)`), which
+        names its NOTIFY channels; None: the default one (and always on SQLite)."""
+        schema: str | None = self.conn.info.get(SCHEMA)
+        return schema

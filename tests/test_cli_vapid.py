@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
-from storage import push as store
+from storage import push as push_store
 from storage.database import Database
 
 SECRET = "vapid-cli-test-secret-0123456789-abcdefghij"
@@ -31,16 +31,16 @@ def test_the_key_is_made_once_kept_sealed_and_replaced_on_request(
         db = Database(url)
         try:
             await db.run_write(
-                lambda tx: store.subscribe(
+                lambda tx: push_store.subscribe(
                     tx,
                     ["ada@acme.example"],
-                    store.Subscription("https://p.example/x", "k", "a"),
+                    push_store.Subscription("https://p.example/x", "k", "a"),
                     "i",
                     "s",
                     0.0,
                 )
             )
-            return await db.run_read(store.vapid_key)
+            return await db.run_read(push_store.vapid_key)
         finally:
             await db.close()
 
@@ -50,10 +50,10 @@ def test_the_key_is_made_once_kept_sealed_and_replaced_on_request(
     out = capsys.readouterr().out
     assert out.splitlines()[0] != first and "every subscription was removed" in out
 
-    async def devices() -> list[store.Subscription]:
+    async def devices() -> list[push_store.Subscription]:
         db = Database(url)
         try:
-            return await db.run_read(lambda tx: store.devices_for(tx, ["ada@acme.example"]))
+            return await db.run_read(lambda tx: push_store.devices_for(tx, ["ada@acme.example"]))
         finally:
             await db.close()
 

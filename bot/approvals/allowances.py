@@ -27,8 +27,8 @@ from contracts.answers import AllowanceDecider
 from contracts.enums import ApprovalMode, AuditEvent, SurfaceType
 from contracts.errors import AllowanceNotFound, InvalidRequest
 from contracts.names import fold
-from storage import allowances as store
-from storage import approvals as ledger
+from storage import allowances as allowance_store
+from storage import ledger
 from storage.allowances import Scope, StandingAllow
 from storage.audit import Event
 from storage.database import Database
@@ -159,7 +159,7 @@ def granting(policy: Policy, surface: SurfaceType, person: str, team: str | None
     def step(tx: Work, rec: Record, now: float) -> list[Event]:
         allow, got = terms(policy, rec, seconds)
         scope = Scope(rec.tenant, fold(rec.tool_name), requester_key(rec.surface), got.key)
-        held = store.record(
+        held = allowance_store.record(
             tx,
             StandingAllow(
                 new_id("alw"),
@@ -221,18 +221,18 @@ def revoke_tx(
     allowed: Callable[[StandingAllow], bool],
 ) -> StandingAllow:
     """Revoke one standing allow, with its audit event on the request where it was granted."""
-    found = store.load(tx, allowance_id)
+    found = allowance_store.load(tx, allowance_id)
     if found is None or not allowed(found):
         raise AllowanceNotFound(
             f"no standing allow {allowance_id} for this caller; GET /v1/allowances (or `cosigner "
             "allowances list`) shows the ones in force"
         )
-    if store.revoke(tx, allowance_id, by, now):
+    if allowance_store.revoke(tx, allowance_id, by, now):
         rec = ledger.load(tx, found.approval_id, lock=True)
         if rec is not None:
             event = Event(AuditEvent.ALLOWANCE_REVOKED, dict(actor), {"allowanceId": allowance_id, "by": by})
             ledger.append(tx, rec, now, [event])
-    return store.load(tx, allowance_id) or found
+    return allowance_store.load(tx, allowance_id) or found
 
 
 class Allowances:
@@ -245,7 +245,7 @@ class Allowances:
     async def listed(self, tenant: str | None) -> list[StandingAllow]:
         """Standing allows in force: one tenant's, or every tenant's (None)."""
         now = self.clock()
-        return await self.db.run_read(lambda tx: store.listed(tx, tenant, now))
+        return await self.db.run_read(lambda tx: allowance_store.listed(tx, tenant, now))
 
     async def revoke(
         self, tenant: str | None, allowance_id: str, by: str, actor: Mapping[str, Any]
@@ -259,7 +259,7 @@ class Allowances:
         """The standing allows in force that `person` granted on `surface` in `tenant`."""
         now = self.clock()
         found = await self.db.run_read(
-            lambda tx: store.listed(tx, tenant, now, surface=surface, granted_by=person)
+            lambda tx: allowance_store.listed(tx, tenant, now, surface=surface, granted_by=person)
         )
         return [allowance_to_wire(a) for a in found]
 

@@ -29,7 +29,7 @@ from contracts.enums import ApprovalMode, ApprovalStatus, SurfaceType, Verdict
 from contracts.errors import CosignerError, InvalidRequest, ParametersMismatch, WrongConversation
 from contracts.names import fold
 from contracts.ports import Answer, ApprovalCard, SlackRoute
-from storage import batches as store
+from storage import batches as batch_store
 from storage.database import Database
 from storage.records import Record, delivery_key
 
@@ -138,13 +138,13 @@ class BatchAnswers:
         if ba.message_ref is None:
             raise WrongConversation("a batch answer must come from the batch card")
         ref = ba.message_ref
-        card = await self.db.run_read(lambda tx: store.at_message(tx, ba.conversation, ref))
+        card = await self.db.run_read(lambda tx: batch_store.at_message(tx, ba.conversation, ref))
         if card is None or card.surface != ba.surface:
             raise WrongConversation(
                 "this message is not a batch card Cosigner can answer (one just posted is answerable "
                 "a moment later); answer each request on its own card"
             )
-        waiting = await self.db.run_read(lambda tx: store.waiting_at(tx, card.place))
+        waiting = await self.db.run_read(lambda tx: batch_store.waiting_at(tx, card.place))
         now = self.clock()
         members = together(waiting, card.key, now)
         listed = listed_of(members)

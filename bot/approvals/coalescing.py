@@ -25,7 +25,7 @@ from contracts.audit_events import Coalesced, written
 from contracts.enums import AuditEvent
 from contracts.names import fold
 from contracts.wire import ApprovalRequest
-from storage import approvals as ledger
+from storage import ledger
 from storage.audit import Event
 from storage.records import Record
 from storage.work import Work

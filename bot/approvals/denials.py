@@ -27,8 +27,8 @@ from contracts.errors import (
     PermissionDenied,
 )
 from contracts.ports import Route
-from storage import approvals as ledger
-from storage import denials as store
+from storage import denials as denial_store
+from storage import ledger
 from storage.audit import Event
 from storage.database import Database
 from storage.denials import StandingDeny
@@ -116,7 +116,7 @@ def held_against(
     if route is None or isinstance(route, ApprovalModeUnsupported):
         return None
     scope = scope_of(tenant, tool, mode, route, surface)
-    return store.in_force(tx, scope) if scope is not None else None
+    return denial_store.in_force(tx, scope) if scope is not None else None
 
 
 def offered(rec: Record, person: str) -> Scope:
@@ -148,7 +148,7 @@ def setting(person: str, team: str | None) -> Step:
 
     def step(tx: Work, rec: Record, now: float) -> list[Event]:
         scope = offered(rec, person)
-        held = store.record(tx, new_id("den"), scope, team, rec.id, now)
+        held = denial_store.record(tx, new_id("den"), scope, team, rec.id, now)
         data = {
             "denialId": held.id,
             "toolName": scope.tool_name,
@@ -165,18 +165,18 @@ def lift_tx(
     tx: Work, denial_id: str, by: str, actor: Mapping[str, Any], now: float, allowed: Callable[[Scope], bool]
 ) -> StandingDeny:
     """Lift one standing deny, with its audit event on the request where it was set."""
-    found = store.load(tx, denial_id)
+    found = denial_store.load(tx, denial_id)
     if found is None or not allowed(found.scope):
         raise DenialNotFound(
             f"no standing deny {denial_id} for this caller; GET /v1/denials (or `cosigner denials "
             "list`) shows the ones in force"
         )
-    if store.lift(tx, denial_id, by, now):
+    if denial_store.lift(tx, denial_id, by, now):
         rec = ledger.load(tx, found.approval_id, lock=True)
         if rec is not None:
             event = Event(AuditEvent.STANDING_DENY_LIFTED, dict(actor), {"denialId": denial_id, "by": by})
             ledger.append(tx, rec, now, [event])
-    return store.load(tx, denial_id) or found
+    return denial_store.load(tx, denial_id) or found
 
 
 class Denials:
@@ -191,7 +191,7 @@ class Denials:
         denial_id = denial_of(rec)
         if denial_id is None:
             return
-        found = await self.db.run_read(lambda tx: store.load(tx, denial_id))
+        found = await self.db.run_read(lambda tx: denial_store.load(tx, denial_id))
         if found is not None:
             raise refusal(found, rec.id)
 
@@ -204,7 +204,7 @@ class Denials:
 
     async def listed(self, tenant: str | None) -> list[StandingDeny]:
         """Standing denies in force: one tenant's, or every tenant's (None)."""
-        return await self.db.run_read(lambda tx: store.listed(tx, tenant))
+        return await self.db.run_read(lambda tx: denial_store.listed(tx, tenant))
 
     async def lift(
         self, tenant: str | None, denial_id: str, by: str, actor: Mapping[str, Any]
@@ -218,7 +218,9 @@ class Denials:
 
     async def denials_of(self, tenant: str, surface: SurfaceType, person: str) -> Sequence[Denial]:
         """The standing denies in force that `person` set on `surface` in `tenant`."""
-        found = await self.db.run_read(lambda tx: store.listed(tx, tenant, surface=surface, approver=person))
+        found = await self.db.run_read(
+            lambda tx: denial_store.listed(tx, tenant, surface=surface, approver=person)
+        )
         return [to_wire(d) for d in found]
 
     async def lift_own(self, tenant: str, surface: SurfaceType, person: str, denial_id: str) -> Denial:

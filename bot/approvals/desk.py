@@ -25,8 +25,7 @@ from contracts.edits import EditForm, EditPreview
 from contracts.enums import ApprovalStatus, AuditEvent, SurfaceType, Verdict
 from contracts.errors import ApprovalNotFound, InvalidRequest
 from contracts.ports import Answer, ApprovalCard, Delivered, Look, Placed
-from storage import approvals as ledger
-from storage import inbound, sms_state
+from storage import inbound, ledger, sms_state
 from storage import inbox as pending
 from storage.database import Database
 from storage.records import Record

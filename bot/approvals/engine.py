@@ -68,7 +68,7 @@ from contracts.names import fold
 from contracts.ports import ApprovalCard, DashboardRoute, Delivered, Placed, SlackRoute
 from contracts.reach import Channel, delivered_by_worker
 from contracts.wire import AdmitRequest, ApprovalRequest, DecisionRequest, ResultReport
-from storage import approvals as ledger
+from storage import ledger
 from storage.allowances import UsedUp
 from storage.audit import AuditRow, Event
 from storage.database import Conflict, Database

@@ -44,8 +44,7 @@ from contracts.ports import (
     SmsRoute,
     TeamsRoute,
 )
-from storage import answers, jobs, operations
-from storage import approvals as ledger
+from storage import answers, jobs, ledger, operations
 from storage.audit import Event
 from storage.jobs import Delivery, Queued
 from storage.records import Changes, Decided, Record

@@ -25,8 +25,8 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from storage.known import Known
-from storage.notify import Listener
+from storage.database import Database
+from storage.notify import Listener, listen
 
 log = logging.getLogger("cosigner.notifier")
 
@@ -34,18 +34,13 @@ log = logging.getLogger("cosigner.notifier")
 class Notifier:
     """Futures keyed by approval id, resolved when that approval closes."""
 
-    def __init__(
-        self, on_replica_wake: Callable[[int], None] = lambda woken: None, known: Known | None = None
-    ) -> None:
+    def __init__(self, on_replica_wake: Callable[[int], None] = lambda woken: None) -> None:
         self._waiters: dict[str, set[asyncio.Future[Any]]] = defaultdict(set)
-        self._listener = Listener()
+        self._listener: Listener | None = None
         self._on_replica_wake = on_replica_wake
         self._change: asyncio.Future[None] | None = None
         self._closing: dict[str, int] = {}  # approvals this process is closing: how many steps
         self._deferred: set[str] = set()  # of those, the ones a NOTIFY was heard for meanwhile
-        # The database's copies of pending approvals (`storage.known`): usable while this
-        # process listens, each forgotten as its close is heard.
-        self._known = known
 
     def changes(self) -> asyncio.Future[None]:
         """A future completed at the next change of what is pending (a request created, or
@@ -116,8 +111,6 @@ class Notifier:
     def heard(self, approval_id: str) -> None:
         """A NOTIFY said `approval_id` closed: wake its waiters to read it; while this
         process is closing it, once that step ends (see `closing`)."""
-        if self._known is not None:
-            self._known.forget(approval_id)
         if approval_id in self._closing:
             self._deferred.add(approval_id)
             return
@@ -126,8 +119,7 @@ class Notifier:
 
     async def listen(
         self,
-        database_url: str,
-        schema: str | None = None,
+        db: Database,
         *,
         on_keys: Callable[[str], None] = lambda _tenant: None,
         on_state: Callable[[bool], None] = lambda _up: None,
@@ -135,15 +127,9 @@ class Notifier:
         """Start listening for other replicas' decisions (PostgreSQL), and on the same
         connection for API key removals (`on_keys(tenant)`); `on_state` hears the
         connection come up or go down."""
-        known = self._known
-
-        def state(up: bool) -> None:
-            if known is not None:
-                known.listening(up)
-            on_state(up)
-
-        await self._listener.start(database_url, schema, self.heard, state, on_keys)
+        self._listener = await listen(db, self.heard, on_state, on_keys)
 
     async def close(self) -> None:
         """Stop listening."""
-        await self._listener.close()
+        if self._listener is not None:
+            await self._listener.close()

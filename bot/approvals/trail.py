@@ -16,7 +16,7 @@ from contracts.enums import ApprovalStatus, AuditEvent
 from contracts.errors import AlreadyDecided, ApprovalNotFound, ApprovalPending
 from contracts.ports import Delivered
 from contracts.wire import ResultReport
-from storage import approvals as ledger
+from storage import ledger
 from storage.audit import Event
 from storage.records import Changes
 from storage.work import Work

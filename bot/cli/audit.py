@@ -13,7 +13,7 @@ from typing import Any
 
 from bot.settings import Settings, load_settings
 from bot.workers import audit_sink_secret
-from storage import approvals as ledger
+from storage import ledger
 from storage.audit import AuditRow, Finding, event_to_cloudevent, event_to_json, stream_since, verify_chains
 from storage.database import Database
 from storage.work import Work

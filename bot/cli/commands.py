@@ -10,9 +10,8 @@ import os
 import sys
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
-from bot.approvals import callback_secret
 from bot.cli import allowances as allowance_cli
 from bot.cli import audit as audit_cli
 from bot.cli import backup as backup_cli
@@ -21,18 +20,18 @@ from bot.cli import doctor as doctor_cli
 from bot.cli import inbox as inbox_cli
 from bot.cli import policy as policy_cli
 from bot.cli import suggest as suggest_cli
+from bot.cli import tenants as tenants_cli
 from bot.cli import vapid as vapid_cli
-from bot.http import IssuedKey, ListenError, NewTenant, TenantKeys, valid_port
+from bot.cli.database import require_schema, with_db
+from bot.cli.errors import UsageError
+from bot.http import ListenError, valid_port
 from bot.policy import Policy, load_policy, load_policy_file
 from bot.settings import Settings, SettingsError, load_settings
-from contracts.enums import KeyScope
 from contracts.errors import CosignerError, PolicyError
 from storage.database import (
     Database,
     DatabaseError,
     DatabaseUrlError,
-    head_revision,
-    missing_sqlite_file,
     safe_url,
 )
 
@@ -40,10 +39,6 @@ if TYPE_CHECKING:
     from starlette.routing import BaseRoute
 
 log = logging.getLogger("cosigner.cli")
-
-
-class UsageError(Exception):
-    """A command was given something it cannot use; the message names the fix."""
 
 
 def _policy_at(path: str) -> Policy:
@@ -88,7 +83,7 @@ def serve(args: argparse.Namespace) -> int:
         db = Database(settings.database_url, sqlite_synchronous=settings.sqlite_sync)
         try:
             if not db.is_sqlite:
-                await _require_schema(db)
+                await require_schema(db)
         finally:
             await db.close()
 
@@ -157,142 +152,6 @@ def migrate(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _require_schema(db: Database) -> None:
-    """SQLite is migrated in place (one process owns it); PostgreSQL must be migrated
-    explicitly, once per upgrade, so replicas never race to change the schema."""
-    if db.is_sqlite:
-        await db.migrate()
-        return
-    current, newest = await db.revision(), head_revision()
-    if current != newest:
-        from bot.http import ConfigurationError
-
-        found = "no schema" if current is None else f"schema revision {current}"
-        raise ConfigurationError(
-            f"the database at {safe_url(db.url)} has {found}; this "
-            f"Cosigner needs {newest}. Run `cosigner migrate` first."
-        )
-
-
-def _require_file(url: str) -> None:
-    """Reading commands refuse a SQLite file that does not exist rather than create an empty one."""
-    missing = missing_sqlite_file(url)
-    if missing is not None:
-        raise UsageError(
-            f"no database at {missing}; check COSIGNER_DATABASE_URL (`cosigner migrate` creates a new one)"
-        )
-
-
-async def _with_db(fn: Any, *, create: bool = False) -> Any:
-    settings = load_settings()
-    if not create:
-        _require_file(settings.database_url)
-    db = Database(settings.database_url, sqlite_synchronous=settings.sqlite_sync)
-    try:
-        await _require_schema(db)
-        return await fn(db, settings)
-    finally:
-        await db.close()
-
-
-def _key_line(k: IssuedKey) -> str:
-    what = {KeyScope.AGENT: "for the agent", KeyScope.APPROVER: "for the approval app; decides"}[k.scope]
-    return f"{k.scope.value} key ({what}; id {k.key_id}): {k.key}"
-
-
-def tenants_create(args: argparse.Namespace) -> int:
-    """Create a tenant and print its agent key and approver key once."""
-
-    async def go(db: Database, settings: Settings) -> NewTenant:
-        return await TenantKeys(db).create(args.name)
-
-    made: NewTenant = asyncio.run(_with_db(go, create=True))
-    settings = load_settings()
-    print(f"tenant {args.name} created. Each key is shown once; only its hash is stored.")
-    print(_key_line(made.agent))
-    print(_key_line(made.approver))
-    if settings.secret:
-        print(f"callback signing secret: {callback_secret(settings.secret, args.name)}")
-    else:
-        print(
-            "note: COSIGNER_SECRET is not set, so the callback signing secret is not shown; "
-            f"set it and run `cosigner tenants secret {args.name}`",
-            file=sys.stderr,
-        )
-    return 0
-
-
-def tenants_key_create(args: argparse.Namespace) -> int:
-    """Add a key of one scope to a tenant and print it once."""
-
-    async def go(db: Database, settings: Settings) -> IssuedKey:
-        return await TenantKeys(db).add_key(args.tenant, KeyScope(args.scope))
-
-    made: IssuedKey = asyncio.run(_with_db(go))
-    print(f"new {_key_line(made)}")
-    print("(shown once; only its hash is stored)")
-    return 0
-
-
-def tenants_key_revoke(args: argparse.Namespace) -> int:
-    """Remove one of a tenant's keys by its id."""
-
-    async def go(db: Database, settings: Settings) -> bool:
-        await TenantKeys(db).revoke(args.tenant, args.key_id)
-        return db.is_sqlite
-
-    sqlite = asyncio.run(_with_db(go))
-    print(f"revoked {args.key_id} of {args.tenant}: {_refused_when(sqlite)}")
-    return 0
-
-
-def _refused_when(sqlite: bool) -> str:
-    # PostgreSQL tells every running server at commit; a server on SQLite only notices as
-    # the key it checked runs out of its cache.
-    if sqlite:
-        return "refused by a running server within 30 s (SQLite: it re-reads keys every 30 s)"
-    return "refused by every running server from its next request (PostgreSQL tells each at once)"
-
-
-def tenants_secret(args: argparse.Namespace) -> int:
-    """Print a tenant's callback signing secret (derived from COSIGNER_SECRET)."""
-    settings = load_settings()
-    if not settings.secret:
-        print("error: set COSIGNER_SECRET (the server's value) to derive callback secrets", file=sys.stderr)
-        return 2
-
-    async def go(db: Database, settings: Settings) -> list[str]:
-        return await TenantKeys(db).names()
-
-    if args.name not in asyncio.run(_with_db(go)):
-        raise UsageError(f"no tenant {args.name!r}; create it with `cosigner tenants create`")
-    print(callback_secret(settings.secret, args.name))
-    return 0
-
-
-def tenants_rotate(args: argparse.Namespace) -> int:
-    """Give a tenant a new agent key, revoking its other agent keys."""
-
-    async def go(db: Database, settings: Settings) -> tuple[str, bool]:
-        return await TenantKeys(db).rotate(args.name), db.is_sqlite
-
-    key, sqlite = asyncio.run(_with_db(go))
-    print(f"new agent key for {args.name} (shown once): {key}")
-    print(f"the old agent keys are {_refused_when(sqlite)}")
-    return 0
-
-
-def tenants_list(args: argparse.Namespace) -> int:
-    """List tenant names."""
-
-    async def go(db: Database, settings: Settings) -> list[str]:
-        return await TenantKeys(db).names()
-
-    for name in asyncio.run(_with_db(go)):
-        print(name)
-    return 0
-
-
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
 
@@ -350,46 +209,25 @@ def parser() -> argparse.ArgumentParser:
     )
     d.set_defaults(fn=dev)
     sub.add_parser("migrate", help="create or upgrade the database schema").set_defaults(fn=migrate)
-    t = sub.add_parser("tenants", help="manage tenants").add_subparsers(dest="action", required=True)
-    tc = t.add_parser("create", help="create a tenant; prints its agent and approver keys once")
-    tc.add_argument("name")
-    tc.set_defaults(fn=tenants_create)
-    k = t.add_parser("key", help="add or revoke a tenant's API keys").add_subparsers(
-        dest="key_action", required=True
-    )
-    kc = k.add_parser("create", help="add a key of one scope; prints it once with its id")
-    kc.add_argument("tenant")
-    kc.add_argument("--scope", required=True, choices=[s.value for s in KeyScope])
-    kc.set_defaults(fn=tenants_key_create)
-    kr = k.add_parser("revoke", help="remove a key by its id (key_…)")
-    kr.add_argument("tenant")
-    kr.add_argument("key_id")
-    kr.set_defaults(fn=tenants_key_revoke)
-    tr = t.add_parser("rotate", help="replace a tenant's agent keys with one new agent key")
-    tr.add_argument("name")
-    tr.set_defaults(fn=tenants_rotate)
-    t.add_parser("list", help="list tenants").set_defaults(fn=tenants_list)
-    ts = t.add_parser("secret", help="print a tenant's callback signing secret")
-    ts.add_argument("name")
-    ts.set_defaults(fn=tenants_secret)
+    tenants_cli.register(sub)
     pc = sub.add_parser("policy", help="policy tools").add_subparsers(dest="action", required=True)
     check = pc.add_parser("check", help="validate a policy file")
     check.add_argument("file")
     check.set_defaults(fn=policy_check)
     policy_cli.register(pc, UsageError)
     suggest_cli.register(pc, UsageError)
-    audit_cli.register(sub, _with_db, UsageError)
+    audit_cli.register(sub, with_db, UsageError)
     # Parsed by the gateway itself (see main): listed here for `cosigner --help`.
     sub.add_parser("mcp-gateway", help="an MCP server in front of another, each tool call gated by Cosigner")
     sub.add_parser(
         "hook", help="the PreToolUse hook of Claude Code or Codex: hook JSON in, allow or deny out"
     )
-    denial_cli.register(sub, _with_db, UsageError)
-    allowance_cli.register(sub, _with_db, UsageError)
-    inbox_cli.register(sub, _with_db, UsageError)
+    denial_cli.register(sub, with_db, UsageError)
+    allowance_cli.register(sub, with_db, UsageError)
+    inbox_cli.register(sub, with_db, UsageError)
     doctor_cli.register(sub)
     backup_cli.register(sub, UsageError)
-    vapid_cli.register(sub, _with_db)
+    vapid_cli.register(sub, with_db)
     return p
 
 

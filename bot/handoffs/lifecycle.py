@@ -30,8 +30,7 @@ from contracts.errors import AlreadyDecided, ApprovalNotFound, CosignerError, In
 from contracts.handoff import DETAIL_MAX, UNVERIFIED, ExpectAnswer, ExpectCall, HandoffReceipt, HandoffState
 from contracts.ports import ApprovalCard
 from contracts.wire import ApprovalRequest
-from storage import approvals as ledger
-from storage import inbound, jobs
+from storage import inbound, jobs, ledger
 from storage.audit import Event
 from storage.database import Database
 from storage.jobs import Delivery, Job

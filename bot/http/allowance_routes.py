@@ -14,12 +14,14 @@ from starlette.responses import Response
 from bot.approvals import Allowances, allowance_to_wire
 from contracts.allowances import AllowanceList
 
-Endpoint = Callable[[Request, str], Awaitable[Response]]
+Handler = Callable[[Request, str], Awaitable[Response]]
 
 
-def allowance_handlers(allowances: Allowances, reply: Callable[[BaseModel], Response]) -> dict[str, Endpoint]:
-    """The two handlers by their names in the route table (`bot.http.openapi.ENDPOINTS`, which gives
-    them approver keys), answered through the API's `reply`."""
+def allowance_handlers(
+    allowances: Allowances, reply: Callable[[BaseModel], Response]
+) -> tuple[Handler, Handler]:
+    """The handlers of `GET /v1/allowances` and `DELETE /v1/allowances/{id}` (the route table,
+    `bot.http.openapi`, gives them approver keys), answered through the API's `reply`."""
 
     async def listed(request: Request, tenant: str) -> Response:
         found = await allowances.listed(tenant)
@@ -30,4 +32,4 @@ def allowance_handlers(allowances: Allowances, reply: Callable[[BaseModel], Resp
         revoked = await allowances.revoke(tenant, request.path_params["allowanceId"], "api", actor)
         return reply(allowance_to_wire(revoked))
 
-    return {"allowances": listed, "allowance_revoke": revoke}
+    return listed, revoke

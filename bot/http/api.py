@@ -16,11 +16,12 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from bot.approvals import Allowances, Denials, Engine, GrantSigner, Start, start_body
+from bot.http import openapi
 from bot.http.allowance_routes import allowance_handlers
 from bot.http.decoding import decode_json, parse, read_body, validate
 from bot.http.denial_routes import denial_handlers
-from bot.http.hooks import hook_handlers
-from bot.http.openapi import AGENT_ONLY, ANY_SCOPE, ENDPOINTS
+from bot.http.hooks import hook_handler
+from bot.http.openapi import AGENT_ONLY, ANY_SCOPE, Endpoint
 from bot.http.tenants import TenantKeys
 from bot.observability import Metrics, SpanName, Tracing
 from bot.operations import Proposals
@@ -115,34 +116,35 @@ class Api:
         self.proposals = proposals
 
     def routes(self) -> list[Route]:
-        """The `/v1` routes, one per entry of the route table (`bot.http.openapi.ENDPOINTS`)."""
-        handlers: dict[str, Callable[[Request, str], Awaitable[Response]]] = {
-            "create": self.create,
-            "admit": self.admit,
-            "get": self.get,
-            "events": self.events,
-            "cancel": self.cancel,
-            "result": self.result,
-            "audit": self.audit,
-            "decision": self.decide,
-            "keys": self.jwks,
-            **denial_handlers(self.denials, answer),
-            **allowance_handlers(self.allowances, answer),
-            **hook_handlers(self.engine, self._agent, answer, self.metrics.waiting.track_inprogress),
-        }
+        """The `/v1` routes: each entry of the route table (`bot.http.openapi`) with its handler.
+        A new route is one line here (and its entry in `ENDPOINTS`, which a test holds to this)."""
+        listed, lift = denial_handlers(self.denials, answer)
+        allowances, revoke = allowance_handlers(self.allowances, answer)
+        hook = hook_handler(self.engine, self._agent, answer, self.metrics.waiting.track_inprogress)
         return [
-            Route(
-                e.path,
-                self._wrap(
-                    handlers[e.name],
-                    e.name,
-                    e.scopes or ANY_SCOPE,
-                    auth=bool(e.scopes) and not e.fails_closed,
-                ),
-                methods=[e.method.upper()],
-            )
-            for e in ENDPOINTS
+            self._route(openapi.CREATE, self.create),
+            self._route(openapi.ADMIT, self.admit),
+            self._route(openapi.GET, self.get),
+            self._route(openapi.EVENTS, self.events),
+            self._route(openapi.CANCEL, self.cancel),
+            self._route(openapi.RESULT, self.result),
+            self._route(openapi.AUDIT, self.audit),
+            self._route(openapi.DECISION, self.decide),
+            self._route(openapi.HOOK_CLAUDE_CODE, hook),
+            self._route(openapi.KEYS, self.jwks),
+            self._route(openapi.DENIALS, listed),
+            self._route(openapi.DENIAL_LIFT, lift),
+            self._route(openapi.ALLOWANCES, allowances),
+            self._route(openapi.ALLOWANCE_REVOKE, revoke),
         ]
+
+    def _route(self, endpoint: Endpoint, fn: Callable[[Request, str], Awaitable[Response]]) -> Route:
+        """`fn` served at the endpoint's path and method, behind its key scopes."""
+        scopes = endpoint.scopes or ANY_SCOPE
+        handler = self._wrap(
+            fn, endpoint.name, scopes, auth=bool(endpoint.scopes) and not endpoint.fails_closed
+        )
+        return Route(endpoint.path, handler, methods=[endpoint.method.upper()])
 
     def _wrap(
         self,

@@ -13,13 +13,12 @@ from starlette.responses import Response
 from bot.approvals import Denials, to_wire
 from contracts.denials import DenialList
 
-Endpoint = Callable[[Request, str], Awaitable[Response]]
+Handler = Callable[[Request, str], Awaitable[Response]]
 
 
-def denial_handlers(denials: Denials, reply: Callable[[BaseModel], Response]) -> dict[str, Endpoint]:
-    """The two handlers by their names in the route table (`bot.http.openapi.ENDPOINTS`, which gives
-    them approver keys), answered through the API's `reply` (a body serialised from its
-    published model)."""
+def denial_handlers(denials: Denials, reply: Callable[[BaseModel], Response]) -> tuple[Handler, Handler]:
+    """The handlers of `openapi.DENIALS` and `openapi.DENIAL_LIFT` (which give them approver
+    keys), answered through the API's `reply` (a body serialised from its published model)."""
 
     async def listed(request: Request, tenant: str) -> Response:
         found = await denials.listed(tenant)
@@ -30,4 +29,4 @@ def denial_handlers(denials: Denials, reply: Callable[[BaseModel], Response]) ->
         lifted = await denials.lift(tenant, request.path_params["denialId"], "api", actor)
         return reply(to_wire(lifted))
 
-    return {"denials": listed, "denial_lift": lift}
+    return listed, lift

@@ -31,7 +31,7 @@ from cosigner.hooks.event import Agent, BadHookInput, ToolUse, read_tool_use
 from cosigner.hooks.verdict import Verdict, deny, verdict_of
 from cosigner.mcp_gateway.surface_spec import SurfaceSpecError, parse_surface
 
-__all__ = ["DEFAULT_WAIT", "MAX_WAIT", "SURFACE_HEADER", "ClaudeCodeHook", "hook_handlers"]
+__all__ = ["DEFAULT_WAIT", "MAX_WAIT", "SURFACE_HEADER", "ClaudeCodeHook", "hook_handler"]
 
 log = logging.getLogger("cosigner.hooks")
 SURFACE_HEADER = "Cosigner-Surface"
@@ -143,11 +143,11 @@ def _wait(request: Request) -> int:
     return int(raw)
 
 
-def hook_handlers(
+def hook_handler(
     engine: Engine,
     tenant_of: Callable[[Request], Awaitable[str]],
     answer: Callable[[BaseModel], Response],
     waiting: Callable[[], AbstractContextManager[object]],
-) -> dict[str, Handler]:
-    """The hook routes' handlers by their route-table name."""
-    return {"hook_claude_code": ClaudeCodeHook(engine, tenant_of, answer, waiting)}
+) -> Handler:
+    """The handler of `POST /v1/hooks/claude-code`."""
+    return ClaudeCodeHook(engine, tenant_of, answer, waiting)

@@ -110,7 +110,7 @@ class Endpoint:
 
     path: str  # as the server matches it (`{approval_id}`)
     method: Literal["get", "post", "delete"]
-    name: str  # the handler, and the route's label in metrics
+    name: str  # the route's label in metrics
     scopes: frozenset[KeyScope]  # empty: no key needed
     summary: str
     operation_id: str
@@ -169,200 +169,242 @@ _WAIT = {
 }
 _CLOSED = (E.AlreadyDecided, E.ApprovalExpired)
 
-ENDPOINTS: tuple[Endpoint, ...] = (
-    Endpoint(
-        "/v1/approvals",
-        "post",
-        "create",
-        AGENT_ONLY,
-        "Ask before a gated tool call, or propose an operation its application carries out",
-        "createApproval",
-        {
-            "201": _json(_START, "A person must decide (a handoff: do a step)"),
-            "200": _json(_DECISION, "Decided by policy, or an earlier proposal's outcome"),
-        },
-        (
-            *_BODY,
-            *_AUTH,
-            E.PermissionDenied,
-            E.WrongTenant,
-            E.ParametersMismatch,
-            E.ApprovalModeUnsupported,
-            E.ToolCallCapExceeded,
-            E.OperationRejected,
-            E.OperationUnavailable,
-        ),
-        body={
-            "required": True,
-            "content": {
-                "application/json": {
-                    "schema": {"oneOf": [_ref(wire.ApprovalRequest), _ref(wire.OperationRequest)]}
-                }
-            },
-        },
+CREATE = Endpoint(
+    "/v1/approvals",
+    "post",
+    "create",
+    AGENT_ONLY,
+    "Ask before a gated tool call, or propose an operation its application carries out",
+    "createApproval",
+    {
+        "201": _json(_START, "A person must decide (a handoff: do a step)"),
+        "200": _json(_DECISION, "Decided by policy, or an earlier proposal's outcome"),
+    },
+    (
+        *_BODY,
+        *_AUTH,
+        E.PermissionDenied,
+        E.WrongTenant,
+        E.ParametersMismatch,
+        E.ApprovalModeUnsupported,
+        E.ToolCallCapExceeded,
+        E.OperationRejected,
+        E.OperationUnavailable,
     ),
-    Endpoint(
-        "/v1/runs/admit",
-        "post",
-        "admit",
-        AGENT_ONLY,
-        "Check a run can host the approvals it may need",
-        "admitRun",
-        {"200": _json(_ref(answers.AdmitResponse), "The run may start")},
-        (*_BODY, *_AUTH, E.WrongTenant, E.ApprovalModeUnsupported),
-        body=_body(wire.AdmitRequest),
-    ),
-    Endpoint(
-        "/v1/approvals/{approval_id}",
-        "get",
-        "get",
-        ANY_SCOPE,
-        "Read an approval; with ?wait=N (≤ 60) long-poll until it is decided",
-        "getApproval",
-        {"200": _json(_EITHER, "approval_start while pending, else the decision")},
-        (*_BODY, *_ANY_KEY, *_ID),
-        query=(_WAIT,),
-    ),
-    Endpoint(
-        "/v1/approvals/{approval_id}/events",
-        "get",
-        "events",
-        AGENT_ONLY,
-        "Server-sent events: approval_start, then approval_decided",
-        "streamApproval",
-        {
-            "200": {
-                "description": "text/event-stream; each event's data is one of these",
-                "content": {"text/event-stream": {"schema": _EITHER}},
+    body={
+        "required": True,
+        "content": {
+            "application/json": {
+                "schema": {"oneOf": [_ref(wire.ApprovalRequest), _ref(wire.OperationRequest)]}
             }
         },
-        (*_AUTH, *_ID),
-    ),
-    Endpoint(
-        "/v1/approvals/{approval_id}/cancel",
-        "post",
-        "cancel",
-        AGENT_ONLY,
-        "Withdraw a pending request",
-        "cancelApproval",
-        {"200": _json(_DECISION, "Cancelled")},
-        (*_BODY, *_AUTH, *_ID, *_CLOSED),
-        body=_body(wire.CancelRequest, required=False),
-    ),
-    Endpoint(
-        "/v1/approvals/{approval_id}/result",
-        "post",
-        "result",
-        AGENT_ONLY,
-        "Report what the executed call returned (goes on the audit record)",
-        "reportResult",
-        {"200": _json(_ref(answers.ResultRecorded), "Recorded")},
-        (*_BODY, *_AUTH, *_ID, E.AlreadyDecided, E.ApprovalPending),
-        body=_body(wire.ResultReport),
-    ),
-    Endpoint(
-        "/v1/approvals/{approval_id}/audit",
-        "get",
-        "audit",
-        ANY_SCOPE,
-        "The approval's hash-chained audit events",
-        "getAudit",
-        {"200": _json(_ref(answers.AuditTrail), "Events, oldest first")},
-        (*_ANY_KEY, *_ID),
-    ),
-    Endpoint(
-        "/v1/approvals/{approval_id}/decision",
-        "post",
-        "decision",
-        APPROVER_ONLY,
-        "Decide a dashboard request on behalf of a signed-in user",
-        "decideApproval",
-        {"200": _json(_EITHER, "Decided; a handoff's done: its outcome once checked")},
-        (*_BODY, *_AUTH, E.NotAnApprover, E.WrongConversation, *_ID, *_CLOSED),
-        body=_body(wire.DecisionRequest),
-    ),
-    Endpoint(
-        "/v1/hooks/claude-code",
-        "post",
-        "hook_claude_code",
-        AGENT_ONLY,
-        "Claude Code's http PreToolUse hook: ask, wait, answer allow or deny (every error is a deny)",
-        "claudeCodeHook",
+    },
+)
+
+
+ADMIT = Endpoint(
+    "/v1/runs/admit",
+    "post",
+    "admit",
+    AGENT_ONLY,
+    "Check a run can host the approvals it may need",
+    "admitRun",
+    {"200": _json(_ref(answers.AdmitResponse), "The run may start")},
+    (*_BODY, *_AUTH, E.WrongTenant, E.ApprovalModeUnsupported),
+    body=_body(wire.AdmitRequest),
+)
+
+
+GET = Endpoint(
+    "/v1/approvals/{approval_id}",
+    "get",
+    "get",
+    ANY_SCOPE,
+    "Read an approval; with ?wait=N (≤ 60) long-poll until it is decided",
+    "getApproval",
+    {"200": _json(_EITHER, "approval_start while pending, else the decision")},
+    (*_BODY, *_ANY_KEY, *_ID),
+    query=(_WAIT,),
+)
+
+
+EVENTS = Endpoint(
+    "/v1/approvals/{approval_id}/events",
+    "get",
+    "events",
+    AGENT_ONLY,
+    "Server-sent events: approval_start, then approval_decided",
+    "streamApproval",
+    {
+        "200": {
+            "description": "text/event-stream; each event's data is one of these",
+            "content": {"text/event-stream": {"schema": _EITHER}},
+        }
+    },
+    (*_AUTH, *_ID),
+)
+
+
+CANCEL = Endpoint(
+    "/v1/approvals/{approval_id}/cancel",
+    "post",
+    "cancel",
+    AGENT_ONLY,
+    "Withdraw a pending request",
+    "cancelApproval",
+    {"200": _json(_DECISION, "Cancelled")},
+    (*_BODY, *_AUTH, *_ID, *_CLOSED),
+    body=_body(wire.CancelRequest, required=False),
+)
+
+
+RESULT = Endpoint(
+    "/v1/approvals/{approval_id}/result",
+    "post",
+    "result",
+    AGENT_ONLY,
+    "Report what the executed call returned (goes on the audit record)",
+    "reportResult",
+    {"200": _json(_ref(answers.ResultRecorded), "Recorded")},
+    (*_BODY, *_AUTH, *_ID, E.AlreadyDecided, E.ApprovalPending),
+    body=_body(wire.ResultReport),
+)
+
+
+AUDIT = Endpoint(
+    "/v1/approvals/{approval_id}/audit",
+    "get",
+    "audit",
+    ANY_SCOPE,
+    "The approval's hash-chained audit events",
+    "getAudit",
+    {"200": _json(_ref(answers.AuditTrail), "Events, oldest first")},
+    (*_ANY_KEY, *_ID),
+)
+
+
+DECISION = Endpoint(
+    "/v1/approvals/{approval_id}/decision",
+    "post",
+    "decision",
+    APPROVER_ONLY,
+    "Decide a dashboard request on behalf of a signed-in user",
+    "decideApproval",
+    {"200": _json(_EITHER, "Decided; a handoff's done: its outcome once checked")},
+    (*_BODY, *_AUTH, E.NotAnApprover, E.WrongConversation, *_ID, *_CLOSED),
+    body=_body(wire.DecisionRequest),
+)
+
+
+KEYS = Endpoint(
+    "/v1/keys",
+    "get",
+    "keys",
+    PUBLIC,
+    "JWKS with the public key that signs grants",
+    "getKeys",
+    {"200": _json(_ref(answers.Jwks), "JWKS")},
+    (),
+)
+
+
+DENIALS = Endpoint(
+    "/v1/denials",
+    "get",
+    "denials",
+    APPROVER_ONLY,
+    "The standing denies (Always deny) in force for this tenant, newest first",
+    "listDenials",
+    {"200": _json(_ref(denials.DenialList), "Standing denies in force")},
+    _AUTH,
+)
+
+
+DENIAL_LIFT = Endpoint(
+    "/v1/denials/{denialId}",
+    "delete",
+    "denial_lift",
+    APPROVER_ONLY,
+    "Lift a standing deny: later requests it covered are asked again",
+    "liftDenial",
+    {"200": _json(_ref(denials.Denial), "Lifted (again: the first lift stands)")},
+    (*_AUTH, E.DenialNotFound),
+)
+
+HOOK_CLAUDE_CODE = Endpoint(
+    "/v1/hooks/claude-code",
+    "post",
+    "hook_claude_code",
+    AGENT_ONLY,
+    "Claude Code's http PreToolUse hook: ask, wait, answer allow or deny (every error is a deny)",
+    "claudeCodeHook",
+    {
+        "200": _json(
+            _ref(hooks.HookAnswer),
+            "The hook's output: allow only when approved; a bad key, body, surface or wait, a "
+            "refusal and no answer in time are all answered here as deny, never as an error status",
+        )
+    },
+    (),
+    body=_body(hooks.PreToolUseInput),
+    query=(
         {
-            "200": _json(
-                _ref(hooks.HookAnswer),
-                "The hook's output: allow only when approved; a bad key, body, surface or wait, a "
-                "refusal and no answer in time are all answered here as deny, never as an error status",
-            )
+            "name": "wait",
+            "in": "query",
+            "required": False,
+            "schema": {"type": "integer", "minimum": 0, "maximum": 590, "default": 50},
         },
-        (),
-        body=_body(hooks.PreToolUseInput),
-        query=(
-            {
-                "name": "wait",
-                "in": "query",
-                "required": False,
-                "schema": {"type": "integer", "minimum": 0, "maximum": 590, "default": 50},
-            },
-            {
-                "name": "Cosigner-Surface",
-                "in": "header",
-                "required": True,
-                "schema": {"type": "string", "examples": ["slack:T0ACME/D0ALICE/U0ALICE"]},
-            },
-        ),
-        fails_closed=True,
+        {
+            "name": "Cosigner-Surface",
+            "in": "header",
+            "required": True,
+            "schema": {"type": "string", "examples": ["slack:T0ACME/D0ALICE/U0ALICE"]},
+        },
     ),
-    Endpoint(
-        "/v1/keys",
-        "get",
-        "keys",
-        PUBLIC,
-        "JWKS with the public key that signs grants",
-        "getKeys",
-        {"200": _json(_ref(answers.Jwks), "JWKS")},
-        (),
-    ),
-    Endpoint(
-        "/v1/denials",
-        "get",
-        "denials",
-        APPROVER_ONLY,
-        "The standing denies (Always deny) in force for this tenant, newest first",
-        "listDenials",
-        {"200": _json(_ref(denials.DenialList), "Standing denies in force")},
-        _AUTH,
-    ),
-    Endpoint(
-        "/v1/denials/{denialId}",
-        "delete",
-        "denial_lift",
-        APPROVER_ONLY,
-        "Lift a standing deny: later requests it covered are asked again",
-        "liftDenial",
-        {"200": _json(_ref(denials.Denial), "Lifted (again: the first lift stands)")},
-        (*_AUTH, E.DenialNotFound),
-    ),
-    Endpoint(
-        "/v1/allowances",
-        "get",
-        "allowances",
-        APPROVER_ONLY,
-        "The standing allows (Allow for …) in force for this tenant, newest first",
-        "listAllowances",
-        {"200": _json(_ref(allowances.AllowanceList), "Standing allows in force")},
-        _AUTH,
-    ),
-    Endpoint(
-        "/v1/allowances/{allowanceId}",
-        "delete",
-        "allowance_revoke",
-        APPROVER_ONLY,
-        "Revoke a standing allow: from the next call, those it covered are asked again",
-        "revokeAllowance",
-        {"200": _json(_ref(allowances.Allowance), "Revoked (again: the first revocation stands)")},
-        (*_AUTH, E.AllowanceNotFound),
-    ),
+    fails_closed=True,
+)
+
+
+ALLOWANCES = Endpoint(
+    "/v1/allowances",
+    "get",
+    "allowances",
+    APPROVER_ONLY,
+    "The standing allows (Allow for …) in force for this tenant, newest first",
+    "listAllowances",
+    {"200": _json(_ref(allowances.AllowanceList), "Standing allows in force")},
+    _AUTH,
+)
+
+
+ALLOWANCE_REVOKE = Endpoint(
+    "/v1/allowances/{allowanceId}",
+    "delete",
+    "allowance_revoke",
+    APPROVER_ONLY,
+    "Revoke a standing allow: from the next call, those it covered are asked again",
+    "revokeAllowance",
+    {"200": _json(_ref(allowances.Allowance), "Revoked (again: the first revocation stands)")},
+    (*_AUTH, E.AllowanceNotFound),
+)
+
+
+# The route table: served in this order (`bot.http.api.Api.routes` pairs each with its handler).
+ENDPOINTS: tuple[Endpoint, ...] = (
+    CREATE,
+    ADMIT,
+    GET,
+    EVENTS,
+    CANCEL,
+    RESULT,
+    AUDIT,
+    DECISION,
+    HOOK_CLAUDE_CODE,
+    KEYS,
+    DENIALS,
+    DENIAL_LIFT,
+    ALLOWANCES,
+    ALLOWANCE_REVOKE,
 )
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from contracts.enums import KeyScope
 from contracts.errors import InvalidRequest, Unauthenticated
 from contracts.names import TENANT_NAME_PATTERN
-from storage import tenants as store
+from storage import tenants as tenant_store
 from storage.database import Conflict, Database
 from storage.tenants import KeyHolder
 from storage.work import Work
@@ -60,7 +60,7 @@ class NewTenant:
 
 
 def _issue(scope: KeyScope) -> IssuedKey:
-    return IssuedKey(store.new_key_id(), scope, PREFIX[scope] + secrets.token_urlsafe(32))
+    return IssuedKey(tenant_store.new_key_id(), scope, PREFIX[scope] + secrets.token_urlsafe(32))
 
 
 class TenantKeys:
@@ -106,9 +106,9 @@ class TenantKeys:
         now = self.clock()
 
         def write(tx: Work) -> None:
-            store.insert(tx, name, now)
+            tenant_store.insert(tx, name, now)
             for k in (made.agent, made.approver):
-                store.add_key(tx, name, k.key_id, k.scope, hash_key(k.key), now)
+                tenant_store.add_key(tx, name, k.key_id, k.scope, hash_key(k.key), now)
 
         try:
             await self.db.run_write(write)
@@ -126,9 +126,9 @@ class TenantKeys:
         now = self.clock()
 
         def write(tx: Work) -> bool:
-            if not store.exists(tx, tenant):
+            if not tenant_store.exists(tx, tenant):
                 return False
-            store.add_key(tx, tenant, made.key_id, scope, hash_key(made.key), now)
+            tenant_store.add_key(tx, tenant, made.key_id, scope, hash_key(made.key), now)
             return True
 
         if not await self.db.run_write(write):
@@ -138,8 +138,7 @@ class TenantKeys:
     async def revoke(self, tenant: str, key_id: str) -> None:
         """Remove one key; it stops working here at once, on PostgreSQL replicas as soon as they
         hear it, and in another process on SQLite within 30 s."""
-        schema = self.db.schema
-        if not await self.db.run_write(lambda tx: store.revoke_key(tx, tenant, key_id, schema)):
+        if not await self.db.run_write(lambda tx: tenant_store.revoke_key(tx, tenant, key_id)):
             raise InvalidRequest(
                 f"tenant {tenant!r} has no key {key_id!r}; the id is the key_… printed when the key was made"
             )
@@ -149,13 +148,12 @@ class TenantKeys:
         """Replace every agent key of a tenant with one new one; the old ones stop as `revoke`'s do."""
         made = _issue(KeyScope.AGENT)
         now = self.clock()
-        schema = self.db.schema
 
         def write(tx: Work) -> bool:
-            if not store.exists(tx, name):
+            if not tenant_store.exists(tx, name):
                 return False
-            store.revoke_scope(tx, name, KeyScope.AGENT, schema)
-            store.add_key(tx, name, made.key_id, KeyScope.AGENT, hash_key(made.key), now)
+            tenant_store.revoke_scope(tx, name, KeyScope.AGENT)
+            tenant_store.add_key(tx, name, made.key_id, KeyScope.AGENT, hash_key(made.key), now)
             return True
 
         if not await self.db.run_write(write):
@@ -165,7 +163,7 @@ class TenantKeys:
 
     async def names(self) -> list[str]:
         """Every tenant name."""
-        return await self.db.run_read(store.names)
+        return await self.db.run_read(tenant_store.names)
 
     async def resolve(self, authorization: str | None) -> KeyHolder:
         """Who holds the key of an `Authorization: Bearer <key>` header, or `Unauthenticated`."""
@@ -181,7 +179,7 @@ class TenantKeys:
         if hit is not None and hit[1] <= now < hit[1] + CACHE_SECONDS:
             return hit[0]
         since = self._epoch
-        holder = await self.db.run_read(lambda tx: store.holder_of(tx, digest))
+        holder = await self.db.run_read(lambda tx: tenant_store.holder_of(tx, digest))
         if holder is None:
             raise Unauthenticated(
                 "this API key is not known; check for a copy-paste error, or make keys with "

@@ -23,7 +23,7 @@ from contracts.answers import PersonDecider
 from contracts.edits import Change, EditField
 from contracts.enums import ApprovalStatus, AuditEvent, SurfaceType, Verdict
 from contracts.errors import ApprovalNotFound, InvalidRequest
-from storage import approvals as ledger
+from storage import ledger
 from storage.audit import Event
 from storage.database import Database
 from storage.records import Record

@@ -29,8 +29,8 @@ from bot.settings import Settings
 from contracts.enums import SurfaceType
 from contracts.errors import ApprovalNotFound, CosignerError, InvalidRequest
 from contracts.pending import Permalinks
-from storage import approvals as ledger
 from storage import inbox as listing
+from storage import ledger
 from storage.database import Database
 from storage.records import Record
 from surfaces.bodies import read_form

@@ -25,8 +25,10 @@ from starlette.routing import Route
 from bot.egress import EgressRefused, check_url, parse_allow_list
 from bot.inbox import session
 from bot.push.keys import public_key, vapid_pem
+from contracts.answers import ErrorBody
+from contracts.enums import ErrorCode
 from cosigner.strict_json import read
-from storage import push as store
+from storage import push as push_store
 from storage.sealing import TokenSeal
 
 if TYPE_CHECKING:
@@ -67,7 +69,7 @@ def json_of(raw: bytes) -> Any:
     return reading.value
 
 
-def subscription_of(body: Any, allow: str) -> store.Subscription:
+def subscription_of(body: Any, allow: str) -> push_store.Subscription:
     """The subscription in a `PushSubscription.toJSON()` body, checked."""
     sub = body.get("subscription") if isinstance(body, dict) else None
     if not isinstance(sub, dict) or not isinstance(sub.get("keys"), dict):
@@ -84,7 +86,7 @@ def subscription_of(body: Any, allow: str) -> store.Subscription:
     except EgressRefused as exc:
         raise BadSubscription(f"this push service cannot be reached from here: {exc}") from None
     keys = sub["keys"]
-    return store.Subscription(
+    return push_store.Subscription(
         endpoint, _b64(keys.get("p256dh"), "p256dh", 65), _b64(keys.get("auth"), "auth", 16)
     )
 
@@ -94,7 +96,9 @@ def push_routes(inbox: Inbox) -> list[Route]:
     seal = TokenSeal(inbox.settings.secret or "")
 
     def refused(message: str, status: int) -> Response:
-        return JSONResponse({"error": message}, status_code=status, headers=inbox.headers())
+        code = ErrorCode.UNAUTHENTICATED if status == 401 else ErrorCode.INVALID_REQUEST
+        body = ErrorBody.of(code, message, {}).dump()
+        return JSONResponse(body, status_code=status, headers=inbox.headers())
 
     async def worker(request: Request) -> Response:
         headers = {"Service-Worker-Allowed": "/inbox/", "Cache-Control": "no-cache"}
@@ -124,7 +128,9 @@ def push_routes(inbox: Inbox) -> list[Route]:
             return refused(f"subscription refused: {exc}", 400)
         ids = (*person.vouched, *person.numbers)
         now = inbox.clock()
-        await inbox.db.run_write(lambda tx: store.subscribe(tx, ids, sub, person.issuer, person.subject, now))
+        await inbox.db.run_write(
+            lambda tx: push_store.subscribe(tx, ids, sub, person.issuer, person.subject, now)
+        )
         return JSONResponse({"subscribed": True}, status_code=201, headers=inbox.headers())
 
     async def unsubscribe(request: Request) -> Response:
@@ -141,7 +147,7 @@ def push_routes(inbox: Inbox) -> list[Route]:
         if not isinstance(endpoint, str):
             return refused('send {"endpoint": the subscription\'s endpoint}', 400)
         done = await inbox.db.run_write(
-            lambda tx: store.unsubscribe(tx, endpoint, person.issuer, person.subject)
+            lambda tx: push_store.unsubscribe(tx, endpoint, person.issuer, person.subject)
         )
         return JSONResponse({"unsubscribed": done}, headers=inbox.headers())
 

@@ -21,7 +21,7 @@ from bot.inbox import answering
 from bot.inbox.people import Person, tenants_of
 from contracts.enums import Verdict
 from contracts.errors import ApprovalNotFound, CosignerError, InvalidRequest
-from storage import approvals as ledger
+from storage import ledger
 from storage.records import Record
 
 if TYPE_CHECKING:

@@ -48,7 +48,7 @@ from contracts.answers import PersonDecider
 from contracts.enums import ApprovalStatus, AuditEvent, ErrorCode, SurfaceType
 from contracts.errors import ApprovalNotFound, CosignerError, NotAnApprover, StepUpRequired
 from contracts.ports import DashboardRoute, Route, SlackRoute, SmsRoute
-from storage import approvals as ledger
+from storage import ledger
 from storage import passkeys as stored
 from storage.audit import Event
 from storage.database import Database

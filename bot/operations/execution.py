@@ -40,8 +40,7 @@ from contracts.operations import (
     StatusCall,
     outcome_of,
 )
-from storage import approvals as ledger
-from storage import jobs, operations
+from storage import jobs, ledger, operations
 from storage.database import Database
 from storage.jobs import Job
 from storage.operations import arguments_context
@@ -90,7 +89,6 @@ def settle(
     event: AuditEvent,
     now: float,
     *,
-    schema: str | None,
     window: float,
 ) -> Record | None:
     """Store an outcome and finish the job that learnt it; None if an outcome is final
@@ -110,7 +108,7 @@ def settle(
         queue_card_update(tx, rec.id, now)
     if not outcome.final:
         jobs.queue(tx, JobKind.RECONCILE, rec.id, None, now, now + window)
-    ledger.notify_closed(tx, schema, rec.id)
+    ledger.notify_closed(tx, rec.id)
     return rec
 
 
@@ -276,9 +274,7 @@ class Execution:
         db = self.db
         with self.notifier.closing(approval_id):  # its own NOTIFY wakes no waiter here
             rec = await db.run_write(
-                lambda tx: settle(
-                    tx, job.id, approval_id, outcome, event, now, schema=db.schema, window=self._window
-                )
+                lambda tx: settle(tx, job.id, approval_id, outcome, event, now, window=self._window)
             )
             if rec is not None:
                 self.notifier.publish(rec.id, rec)

@@ -43,7 +43,7 @@ from contracts.errors import (
 )
 from contracts.operations import arguments_digest
 from contracts.wire import ApprovalRequest, OperationRequest
-from storage import approvals as ledger
+from storage import ledger
 from storage.database import Database
 from storage.operations import OperationRecord, arguments_context
 from storage.sealing import TokenSeal

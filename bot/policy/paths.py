@@ -9,11 +9,6 @@ from collections.abc import Mapping
 from typing import Any
 
 
-def lookup(parameters: Mapping[str, Any], path: str) -> Any:
-    """The value at a dotted path, or None."""
-    return find(parameters, path)[1]
-
-
 def find(parameters: Mapping[str, Any], path: str) -> tuple[bool, Any]:
     """Whether a dotted path is present (a `null` there is), and its value (None if not)."""
     value: Any = parameters

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from bot.push.keys import vapid_pem
 from contracts.reach import Device
-from storage import push as store
+from storage import push as push_store
 from storage.database import Database
 from storage.sealing import TokenSeal
 
@@ -19,12 +19,12 @@ class Book:
 
     async def devices_for(self, approvers: tuple[str, ...]) -> list[Device]:
         """Every browser of a person with one of these ids."""
-        found = await self.db.run_read(lambda tx: store.devices_for(tx, approvers))
+        found = await self.db.run_read(lambda tx: push_store.devices_for(tx, approvers))
         return [Device(s.endpoint, s.p256dh, s.auth) for s in found]
 
     async def forget(self, endpoint: str) -> None:
         """Remove a subscription its push service says is gone."""
-        await self.db.run_write(lambda tx: store.forget(tx, endpoint))
+        await self.db.run_write(lambda tx: push_store.forget(tx, endpoint))
 
     async def vapid_pem(self) -> bytes:
         """The VAPID private key, made and sealed at first use."""

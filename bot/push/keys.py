@@ -14,7 +14,7 @@ import base64
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from storage import push as store
+from storage import push as push_store
 from storage.database import Database
 from storage.sealing import TokenSeal
 
@@ -43,9 +43,9 @@ def public_key(pem: bytes) -> str:
 async def vapid_pem(db: Database, seal: TokenSeal, now: float, *, new: bool = False) -> bytes:
     """The installation's VAPID private key, made and kept sealed at first use (or `new`)."""
     if not new:
-        kept = await db.run_read(store.vapid_key)
+        kept = await db.run_read(push_store.vapid_key)
         if kept is not None:
             return seal.open(kept, CONTEXT).encode()
     sealed = seal.seal(new_pem().decode(), CONTEXT)
-    kept = await db.run_write(lambda tx: store.keep_vapid_key(tx, sealed, now, replace=new))
+    kept = await db.run_write(lambda tx: push_store.keep_vapid_key(tx, sealed, now, replace=new))
     return seal.open(kept, CONTEXT).encode()

@@ -22,8 +22,8 @@ from bot.approvals import batch_of, group_key, listed_of, place_of, together
 from contracts.batches import MIN_BATCH, Batch, BatchSurface
 from contracts.enums import SurfaceType
 from contracts.ports import Delivered, SurfaceAdapter
-from storage import approvals as ledger
-from storage import batches as store
+from storage import batches as batch_store
+from storage import ledger
 from storage.database import Database
 
 log = logging.getLogger("cosigner.jobs")
@@ -61,7 +61,7 @@ class BatchCards:
         lock = self._locks.setdefault(key, asyncio.Lock())
         async with lock:
             waiting, card = await self.db.run_read(
-                lambda tx: (store.waiting_at(tx, place), store.find(tx, key))
+                lambda tx: (batch_store.waiting_at(tx, place), batch_store.find(tx, key))
             )
             members = together(waiting, key, self.clock())
             offer = len(members) >= MIN_BATCH
@@ -79,7 +79,7 @@ class BatchCards:
             got = shown.delivered
             if got is None or not got.message_refs:
                 return
-            saved = store.BatchCard(
+            saved = batch_store.BatchCard(
                 key=key,
                 tenant=rec.tenant,
                 surface=SurfaceType(got.surface),
@@ -89,4 +89,4 @@ class BatchCards:
                 listed=batch.listed if shown.offered else (),
             )
             now = self.clock()
-            await self.db.run_write(lambda tx: store.save(tx, saved, now))
+            await self.db.run_write(lambda tx: batch_store.save(tx, saved, now))

@@ -37,7 +37,7 @@ from contracts.ports import (
     SurfaceAdapter,
 )
 from contracts.reach import Unsent, carrier, delivered_by_worker
-from storage import follow_ups as store
+from storage import follow_ups as follow_up_store
 from storage import jobs
 from storage.audit import Event
 from storage.database import Database
@@ -106,7 +106,7 @@ class FollowUps:
                 why = exc.message
         data = {"surface": rec.route.surface.value, "approvers": list(who), "sent": sent, "why": why}
         event = Event(AuditEvent.REMINDED, SYSTEM, data)
-        await self.db.run_write(lambda tx: store.remind(tx, rec.id, self.clock, event))
+        await self.db.run_write(lambda tx: follow_up_store.remind(tx, rec.id, self.clock, event))
         await self._finish(job.id)
 
     async def escalate(self, job: Job) -> None:
@@ -133,7 +133,9 @@ class FollowUps:
 
         sending = _sending(route)
         taken = await self.db.run_write(
-            lambda tx: store.escalate(tx, job.approval_id, step, to, route, self.clock, event, sending)
+            lambda tx: follow_up_store.escalate(
+                tx, job.approval_id, step, to, route, self.clock, event, sending
+            )
         )
         if taken is not None and job.attempts == 1:
             await push_escalated(self.engine, self.surfaces, taken.record, route.approvers)
@@ -162,14 +164,14 @@ class FollowUps:
             if exc.lasting or retry_at >= taken.record.expires_at:
                 await self._failed(job, taken.record, step, exc.reason)
                 return
-            # The step is recorded once; the job runs again and delivers it (`store.escalate`).
+            # The step is recorded once; the job runs again and delivers it (`follow_up_store.escalate`).
             data = {"step": step, "why": exc.reason, "retrying": True}
             await self.engine.note(job.approval_id, AuditEvent.ESCALATION_FAILED, data)
             await self._finish(job.id, exc.reason, retry_at)
             return
         shown = Event(AuditEvent.ESCALATION_DELIVERED, SYSTEM, {"step": step, **_where(delivered)})
         closed = await self.db.run_write(
-            lambda tx: store.receipt(tx, job.approval_id, step, delivered, self.clock, shown)
+            lambda tx: follow_up_store.receipt(tx, job.approval_id, step, delivered, self.clock, shown)
         )
         if closed:
             self.wakeups.jobs.set()

@@ -12,8 +12,7 @@ import sqlalchemy as sa
 
 from contracts.digest import parameters_digest
 from contracts.grants import verify_grant
-from storage import approvals as ledger
-from storage import raw
+from storage import ledger, raw
 from storage.tables import approvals, audit_events
 from tests.harness import DEFAULT_POLICY, Harness, cosigner_app, postgres_url, slack_app, until
 
@@ -306,7 +305,7 @@ async def test_long_poll_is_woken_by_the_decision(db_kind: str) -> None:
 
 
 class RowReads:
-    """Counts the reads of one approval's row that reach the database (`storage.approvals.load`'s
+    """Counts the reads of one approval's row that reach the database (`storage.ledger.load`'s
     two statements, unlocked and locked)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:

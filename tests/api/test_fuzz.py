@@ -26,8 +26,8 @@ import schemathesis
 import sqlalchemy as sa
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from schemathesis.python.asgi import shutdown_lifespans
 from schemathesis.checks import ignored_auth
+from schemathesis.python.asgi import shutdown_lifespans
 from schemathesis.specs.openapi.checks import (
     missing_required_header,
     negative_data_rejection,

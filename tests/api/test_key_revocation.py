@@ -15,7 +15,7 @@ import pytest
 
 from bot.http import TenantKeys
 from bot.http.tenants import CACHE_SECONDS
-from storage import tenants as store
+from storage import tenants as tenant_store
 from storage.database import Database
 from storage.tenants import KeyHolder
 from storage.work import Work
@@ -87,7 +87,7 @@ async def test_a_lookup_under_way_while_a_removal_is_heard_is_answered_but_not_k
         keys = TenantKeys(db, ManualClock())
         key = (await keys.create("acme")).agent.key
         reads: list[str] = []
-        real = store.holder_of
+        real = tenant_store.holder_of
 
         def holder_of(tx: Work, digest: str) -> KeyHolder | None:
             reads.append(digest)
@@ -95,7 +95,7 @@ async def test_a_lookup_under_way_while_a_removal_is_heard_is_answered_but_not_k
                 keys.heard("acme")  # the NOTIFY of a removal arrives while this lookup reads
             return real(tx, digest)
 
-        monkeypatch.setattr("bot.http.tenants.store.holder_of", holder_of)
+        monkeypatch.setattr("bot.http.tenants.tenant_store.holder_of", holder_of)
         await keys.resolve(f"Bearer {key}")
         await keys.resolve(f"Bearer {key}")
         assert len(reads) == 2, "the first answer was not kept: it may predate the removal"

@@ -19,7 +19,7 @@ from bot.cli.doctor import Context, diagnose
 from bot.cli.doctor_checks import CHECKS
 from bot.settings import SettingsError, load_settings, read_settings
 from bot.workers import AuditSink, audit_sink_secret
-from storage import approvals as ledger
+from storage import ledger
 from storage.audit import event_to_cloudevent
 from storage.database import Database
 from tests.audit.chain import verify

@@ -8,6 +8,7 @@ import pytest
 
 from bot.approvals.notifier import Notifier
 from storage.known import Known
+from storage.notify import forgetting
 from tests.storage.test_known import pending
 
 
@@ -90,11 +91,12 @@ async def test_every_close_heard_makes_the_replica_forget_its_copy() -> None:
     the first NOTIFY for it, its own included, even while this process is closing it."""
     known = Known()
     known.listening(True)
-    notifier = Notifier(known=known)
+    notifier = Notifier()
+    heard = forgetting(known, notifier.heard)  # what the listener calls (`storage.notify.listen`)
     for approval_id in ("apv_1", "apv_2"):
         known.keep(pending(approval_id), known.epoch())
-    notifier.heard("apv_1")
+    heard("apv_1")
     with notifier.closing("apv_2"):
-        notifier.heard("apv_2")
+        heard("apv_2")
         assert known.get("apv_2") is None
     assert known.get("apv_1") is None and len(known) == 0

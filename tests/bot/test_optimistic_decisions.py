@@ -19,8 +19,7 @@ from contracts.answers import PersonDecider
 from contracts.enums import ApprovalStatus, SurfaceType
 from contracts.errors import AlreadyDecided
 from contracts.ports import Delivered
-from storage import approvals as ledger
-from storage import raw
+from storage import ledger, raw
 from storage.audit import Event, verify_chains
 from storage.database import OPTIMISTIC_TRIES, Database
 from storage.records import delivered_to_json

@@ -149,7 +149,7 @@ async def test_a_subscription_that_cannot_be_used_is_refused_naming_why() -> Non
         ]
         for body, why in cases:
             r = await subscribe(w, w.h.client, body)
-            assert r.status_code == 400 and why in r.json()["error"], (body, r.text)
+            assert r.status_code == 400 and why in r.json()["error"]["message"], (body, r.text)
         duplicated = await w.h.client.post(
             "/inbox/push/subscriptions",
             content=b'{"subscription": {}, "subscription": {}}',

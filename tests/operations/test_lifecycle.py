@@ -10,7 +10,7 @@ import pytest
 
 from bot.approvals.grants import callback_secret
 from cosigner.webhooks import verify_request
-from storage import approvals as ledger
+from storage import ledger
 from storage.database import Database
 from tests.harness import (
     TEST_SECRET,

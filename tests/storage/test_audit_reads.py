@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy.util import await_only
 
-from storage import approvals as ledger
+from storage import ledger
 from storage.audit import Event, stream_requests, stream_since, verify_chains
 from storage.database import Database
 from storage.work import Work

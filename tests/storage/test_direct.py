@@ -11,7 +11,7 @@ from sqlalchemy.engine import Connection
 
 from contracts.answers import PolicyDecider
 from contracts.enums import ApprovalStatus
-from storage import approvals as ledger
+from storage import ledger
 from storage.audit import GENESIS, Event
 from storage.database import Conflict
 from storage.direct import Direct

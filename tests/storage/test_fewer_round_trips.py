@@ -17,8 +17,7 @@ from contracts.answers import PolicyDecider
 from contracts.denials import Scope
 from contracts.enums import ApprovalStatus, JobKind, SurfaceType
 from contracts.errors import AlreadyDecided
-from storage import approvals as ledger
-from storage import denials, intake, raw
+from storage import denials, intake, ledger, raw
 from storage.audit import GENESIS, Event
 from storage.database import Database
 from storage.direct import SecondWrite

@@ -14,7 +14,7 @@ import pytest
 from contracts.answers import PolicyDecider
 from contracts.enums import ApprovalStatus, SurfaceType
 from contracts.ports import Delivered
-from storage import approvals as ledger
+from storage import ledger
 from storage.audit import GENESIS, Event
 from storage.database import Database
 from storage.known import Known

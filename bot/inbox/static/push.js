@@ -32,7 +32,7 @@
         body: JSON.stringify({ subscription: subscription.toJSON() })
       });
     }).then(function (r) {
-      if (!r.ok) return r.json().then(function (b) { throw new Error(b.error || ("HTTP " + r.status)); });
+      if (!r.ok) return r.json().then(function (b) { throw new Error((b.error && b.error.message) || ("HTTP " + r.status)); });
       say("This device will be notified of requests waiting for you.");
     }).catch(function (e) { say("Not turned on: " + e.message); });
   });

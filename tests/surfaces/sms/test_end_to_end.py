@@ -11,7 +11,7 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from storage import approvals as ledger
+from storage import ledger
 from surfaces.sms import SmsAdapter, SmsConfig
 from surfaces.sms.caller import TwilioCaller
 from surfaces.sms.emulator import TwilioEmulator

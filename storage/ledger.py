@@ -1,4 +1,4 @@
-"""The approvals store: synchronous reads and writes of approvals, their audit chains,
+"""The ledger: synchronous reads and writes of approvals, their hash-chained audit events,
 run grants, the job outbox and surface flags.
 
 Every function takes a `Work`, the unit of work of a transaction (`Database.run_write`)
@@ -421,10 +421,10 @@ def grant_for_run(tx: Work, rec: Record, tool_key: str, requester: str, granted_
 _NOTIFY = Direct(sa.select(sa.func.pg_notify(sa.bindparam("channel"), sa.bindparam("id"))))
 
 
-def notify_closed(tx: Work, schema: str | None, approval_id: str) -> None:
+def notify_closed(tx: Work, approval_id: str) -> None:
     """Tell the other replicas (PostgreSQL NOTIFY, sent at commit) that an approval closed."""
     if tx.conn.dialect.name != "sqlite":
-        _NOTIFY.first(tx, {"channel": channel_for(schema), "id": approval_id})
+        _NOTIFY.first(tx, {"channel": channel_for(tx.schema), "id": approval_id})
 
 
 def set_receipt_if_pending(tx: Work, approval_id: str, receipt: Delivered) -> None:
