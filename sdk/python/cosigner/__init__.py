@@ -12,8 +12,8 @@ none of them, such as `cosigner-hook`, starts without loading the client, pydant
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without loading typing (mypy reads it the same)
 if TYPE_CHECKING:
     from cosigner import errors, webhooks
     from cosigner.async_client import AsyncCosigner
@@ -94,17 +94,18 @@ _EAGER = ("client", "async_client", "context", "decision", "enums", "events", "g
 """Modules the package once imported on its own: `import cosigner` then `cosigner.client` still works."""
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is not None:
-        value = getattr(importlib.import_module(f"cosigner.{home}"), name)
-    elif name in ("errors", "webhooks", "digest", "surfaces", *_EAGER):
-        value = importlib.import_module(f"cosigner.{name}")
-    else:
-        raise AttributeError(f"module 'cosigner' has no attribute {name!r}")
-    globals()[name] = value  # found once; later lookups do not come here
-    return value
+if not TYPE_CHECKING:  # mypy reads the imports above; a module __getattr__ would hide typos
 
+    def __getattr__(name: str) -> object:
+        home = _HOMES.get(name)
+        if home is not None:
+            value = getattr(importlib.import_module(f"cosigner.{home}"), name)
+        elif name in ("errors", "webhooks", "digest", "surfaces", *_EAGER):
+            value = importlib.import_module(f"cosigner.{name}")
+        else:
+            raise AttributeError(f"module 'cosigner' has no attribute {name!r}")
+        globals()[name] = value  # found once; later lookups do not come here
+        return value
 
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+    def __dir__() -> list[str]:
+        return sorted({*globals(), *__all__})

@@ -11,7 +11,10 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without loading typing
+if TYPE_CHECKING:
+    from typing import Any
 
 # JCS numbers are IEEE 754 doubles; integers beyond this lose digits in most languages.
 SAFE_INTEGER = 2**53 - 1

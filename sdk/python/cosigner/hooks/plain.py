@@ -18,14 +18,16 @@ import json
 import random
 import re
 import time
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 from urllib.parse import urlsplit
 
 from cosigner import strict_json
 from cosigner.digest import parameters_digest
 from cosigner.hooks.event import ToolUse
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without loading typing
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Answer", "BadAnswer", "Call", "PlainClient", "Refused", "Unreachable"]
 
@@ -93,16 +95,20 @@ class Unreachable(Exception):
     """Cosigner could not be reached, or did not answer within the request's time."""
 
 
-@dataclass
 class Call:
     """The call asked about, as every answer about it must describe it."""
 
-    execution_id: str
-    tool_call_id: str
-    tool_name: str
-    parameters: dict[str, Any]
-    digest: str
-    approval_id: str | None = None  # once Cosigner named it, every later answer must be about it
+    __slots__ = ("approval_id", "digest", "execution_id", "parameters", "tool_call_id", "tool_name")
+
+    def __init__(
+        self, execution_id: str, tool_call_id: str, tool_name: str, parameters: dict[str, Any], digest: str
+    ) -> None:
+        self.execution_id = execution_id
+        self.tool_call_id = tool_call_id
+        self.tool_name = tool_name
+        self.parameters = parameters
+        self.digest = digest
+        self.approval_id: str | None = None  # once Cosigner named it, every later answer is about it
 
     @classmethod
     def of(cls, use: ToolUse) -> Call:
@@ -112,17 +118,28 @@ class Call:
         )
 
 
-@dataclass(frozen=True)
 class Answer:
     """An approval about the call, pending or decided, as the hook needs it."""
 
-    approval_id: str
-    status: str
-    decider: str | None = None
-    user_id: str | None = None
-    surface: str | None = None
-    rule: str | None = None
-    comment: str | None = None
+    __slots__ = ("approval_id", "comment", "decider", "rule", "status", "surface", "user_id")
+
+    def __init__(
+        self,
+        approval_id: str,
+        status: str,
+        decider: str | None = None,
+        user_id: str | None = None,
+        surface: str | None = None,
+        rule: str | None = None,
+        comment: str | None = None,
+    ) -> None:
+        self.approval_id = approval_id
+        self.status = status
+        self.decider = decider
+        self.user_id = user_id
+        self.surface = surface
+        self.rule = rule
+        self.comment = comment
 
     @property
     def settled(self) -> bool:
