@@ -215,3 +215,30 @@ def test_the_command_hook_loads_neither_pydantic_nor_httpx(tmp_path: Path) -> No
     heavy = {m for m in loaded if m.split(".")[0] in {"pydantic", "httpx", "jwt", "cryptography", "rfc8785"}}
     assert heavy == set()
     assert not {"cosigner.client", "cosigner.wire", "cosigner.decision"} & loaded
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "slack:T0ACME/D0ALICE/U0ALICE",
+        "slack:T0ACME",
+        "slack:t0acme/D0ALICE/U0ALICE",
+        "sms:+15550100200",
+        "sms:5550100200",
+        "dashboard:u_42",
+        "dashboard:" + "u" * 201,
+        "teams:x",
+        "nothing",
+    ],
+)
+def test_the_hooks_surface_reading_agrees_with_the_gateways(spec: str) -> None:
+    from cosigner.hooks.surface import SurfaceError, surface_json
+    from cosigner.mcp_gateway.surface_spec import SurfaceSpecError, parse_surface
+
+    try:
+        wire = parse_surface(spec).to_json()
+    except SurfaceSpecError:
+        with pytest.raises(SurfaceError):
+            surface_json(spec)
+    else:
+        assert surface_json(spec) == wire
