@@ -1,6 +1,6 @@
 """What the coding agents' hook costs: stdin to stdout for a call the policy allows at once.
 
-    .venv/bin/python bench/hook.py [--calls 200]
+    .venv/bin/python bench/hook.py [--calls 200] [--base TREE]
 
 It starts `cosigner serve` on SQLite pinned to one core (as bench/roundtrip.py does) with
 examples/coding_agent_policy.toml, under which Claude Code's `Bash` running
@@ -11,7 +11,9 @@ one call at a time, each with its own tool use id:
   per call (`python -m cosigner.hooks.command`), the hook JSON written to its stdin and
   the time taken until its stdout is closed: Python's start, the imports, the request to
   a warm server and the answer. `python -c pass` is timed beside it (Python's own start),
-  and `python -c "import cosigner.client"` (loading the SDK's client).
+  `python -c "import cosigner.client"` (loading the SDK's client) and
+  `python -c "import cosigner.hooks.command"` (loading the hook). With `--base TREE` (a
+  `git archive` of an earlier commit) that tree's hook is timed too, the two in turn.
 - **http hook**: `POST /v1/hooks/claude-code` over one kept-alive connection, as Claude
   Code's `http` hook sends it, beside `POST /v1/approvals` of the same call (the plain
   API), with the server's CPU time per call of each read from /proc.
@@ -65,7 +67,7 @@ def pct(values: list[float], p: float) -> float:
 
 def line(name: str, values: list[float], extra: str = "") -> None:
     print(
-        f"{name:<44} p50 {pct(values, 50):7.1f} ms   p99 {pct(values, 99):7.1f} ms   n={len(values)}{extra}"
+        f"{name:<52} p50 {pct(values, 50):7.1f} ms   p99 {pct(values, 99):7.1f} ms   n={len(values)}{extra}"
     )
 
 
@@ -79,10 +81,11 @@ def timed_process(argv: list[str], env: dict[str, str], stdin: bytes) -> tuple[f
     return (time.perf_counter() - started) * 1000, done.stdout
 
 
-def command_hook(server: Server, calls: int) -> None:
+def tree_env(server: Server, tree: Path) -> dict[str, str]:
+    """The hook's environment, its packages from `tree`."""
     # As installed: bytecode cached (a pip install compiles it), so PYTHONDONTWRITEBYTECODE is
-    # dropped and one untimed run writes the caches of this tree's modules.
-    env = {
+    # dropped and one untimed run per tree writes the caches of its modules.
+    return {
         **{
             k: v
             for k, v in os.environ.items()
@@ -91,26 +94,36 @@ def command_hook(server: Server, calls: int) -> None:
         "COSIGNER_URL": server.url,
         "COSIGNER_API_KEY": server.key,
         "COSIGNER_SURFACE": SURFACE,
-        "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "sdk" / "python")]),
+        "PYTHONPATH": os.pathsep.join([str(tree), str(tree / "sdk" / "python")]),
     }
+
+
+def command_hook(server: Server, calls: int, base: Path | None) -> None:
     py = sys.executable
-    timed_process(
-        [py, "-m", "cosigner.hooks.command", "claude-code"], env, json.dumps(call(-1, "cmd")).encode()
-    )
-    bare = [timed_process([py, "-c", "pass"], env, b"")[0] for _ in range(max(20, calls // 4))]
-    client = [
-        timed_process([py, "-c", "import cosigner.client"], env, b"")[0] for _ in range(max(20, calls // 4))
-    ]
-    hook, errors = [], 0
-    for n in range(calls):
-        ms, out = timed_process(
-            [py, "-m", "cosigner.hooks.command", "claude-code"], env, json.dumps(call(n, "cmd")).encode()
-        )
-        hook.append(ms)
-        errors += json.loads(out)["hookSpecificOutput"]["permissionDecision"] != "allow"
+    hook = [py, "-m", "cosigner.hooks.command", "claude-code"]
+    trees = [("", ROOT)] + ([(" [--base]", base)] if base is not None else [])
+    envs = {name: tree_env(server, tree) for name, tree in trees}
+    for name, _ in trees:
+        timed_process(hook, envs[name], json.dumps(call(-1, f"warm{len(name)}")).encode())
+    few = max(20, calls // 4)
+    bare = [timed_process([py, "-c", "pass"], envs[""], b"")[0] for _ in range(few)]
     line("python -c pass", bare)
-    line('python -c "import cosigner.client"', client)
-    line("cosigner-hook claude-code (allowed call)", hook, f"   not allowed: {errors}")
+    for name, _ in trees:
+        for module in ("cosigner.client", "cosigner.hooks.command"):
+            times = [timed_process([py, "-c", f"import {module}"], envs[name], b"")[0] for _ in range(few)]
+            line(f'python -c "import {module}"{name}', times)
+    # One call of each tree in turn, so that both see the same load.
+    hooks: dict[str, list[float]] = {name: [] for name, _ in trees}
+    errors = dict.fromkeys(hooks, 0)
+    for n in range(calls):
+        for name, _ in trees:
+            ms, out = timed_process(hook, envs[name], json.dumps(call(n, f"cmd{len(name)}")).encode())
+            hooks[name].append(ms)
+            errors[name] += json.loads(out)["hookSpecificOutput"]["permissionDecision"] != "allow"
+    for name, _ in trees:
+        line(
+            f"cosigner-hook claude-code (allowed call){name}", hooks[name], f"   not allowed: {errors[name]}"
+        )
 
 
 def http_hook(server: Server, calls: int) -> None:
@@ -153,14 +166,14 @@ def http_hook(server: Server, calls: int) -> None:
             line(name, times, f"   server CPU {used:.2f} ms/call   errors: {errors}")
 
 
-async def main_async(calls: int, command_calls: int) -> None:
+async def main_async(calls: int, command_calls: int, base: Path | None) -> None:
     server_core, client_core = pick_cores()
     print(machine().split("; client:")[0], f"; load average {os.getloadavg()[0]:.1f}")
     async with running_server("sqlite", "", server_core, "WARNING", policy_text=POLICY) as server:
         if client_core is not None:
             os.sched_setaffinity(0, {client_core})
         http_hook(server, calls)
-        command_hook(server, command_calls)
+        command_hook(server, command_calls, base)
 
 
 def main() -> int:
@@ -172,8 +185,15 @@ def main() -> int:
         default=None,
         help="command hook runs (default --calls; each starts Python)",
     )
+    p.add_argument(
+        "--base",
+        type=Path,
+        default=None,
+        help="another tree (a `git archive` of an earlier commit) whose command hook is timed too, "
+        "one call of each tree in turn",
+    )
     args = p.parse_args()
-    asyncio.run(main_async(args.calls, args.command_calls or args.calls))
+    asyncio.run(main_async(args.calls, args.command_calls or args.calls, args.base))
     return 0
 
 

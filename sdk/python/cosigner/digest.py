@@ -11,9 +11,10 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from typing import Any
 
-import rfc8785
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without loading typing
+if TYPE_CHECKING:
+    from typing import Any
 
 # JCS numbers are IEEE 754 doubles; integers beyond this lose digits in most languages.
 SAFE_INTEGER = 2**53 - 1
@@ -110,6 +111,8 @@ def canonical_json(value: Any, path: str = "$") -> bytes:
             return _SORTED_COMPACT.encode(value).encode("utf-8")
         except UnicodeEncodeError:
             pass  # a lone surrogate: the general writer names it
+    import rfc8785  # loaded only for floats and the rare keys above (`cosigner-hook` starts faster)
+
     try:
         return rfc8785.dumps(value)
     except rfc8785.CanonicalizationError as exc:

@@ -13,8 +13,10 @@ import json
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without loading typing
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Reading", "read", "show_name"]
 
@@ -26,17 +28,20 @@ def show_name(key: str) -> str:
     return f'the key "{key}"' if _NAME.fullmatch(key) else "a key"
 
 
-@dataclass
 class Reading:
     """What `read` found: the value (or why the text is not JSON), and every ambiguity in it.
 
     `top_repeated` holds the keys repeated in the outermost object (its `id`, for one, cannot
-    be trusted then)."""
+    be trusted then). A plain class, not a dataclass: `cosigner-hook` reads through it, and
+    loading `dataclasses` would slow every hook's start."""
 
-    value: Any = None
-    error: ValueError | RecursionError | None = None  # why the text is not JSON, if it is not
-    problems: list[str] = field(default_factory=list)
-    top_repeated: set[str] = field(default_factory=set)
+    __slots__ = ("error", "problems", "top_repeated", "value")
+
+    def __init__(self) -> None:
+        self.value: Any = None
+        self.error: ValueError | RecursionError | None = None  # why the text is not JSON, if it is not
+        self.problems: list[str] = []
+        self.top_repeated: set[str] = set()
 
     @property
     def ambiguous(self) -> bool:

@@ -1,40 +1,41 @@
-"""Ask Cosigner about one tool use through the SDK's blocking client, within a deadline.
+"""Ask Cosigner about one tool use, within a deadline, through the hook's own client.
 
 The session is the execution and the tool use the call, so asking again for the same tool
 use (a second hook, a retry) finds the same approval. The approval is asked to expire when
 the hook gives up, and is withdrawn if it is still pending then, so that nobody approves a
-call that will not run.
+call that will not run. The client (`cosigner.hooks.plain`) is the standard library's: the
+hook starts a new process per tool call, and the SDK's client would take longer to load than
+the whole answer.
 """
 
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
 from cosigner.hooks.event import ToolUse
+from cosigner.hooks.plain import Answer, BadAnswer, Call, PlainClient, Refused, Unreachable
 from cosigner.hooks.settings import HookSettings
+from cosigner.hooks.surface import SurfaceError, surface_json
 from cosigner.hooks.verdict import Verdict, deny, verdict_of
-
-if TYPE_CHECKING:
-    from cosigner.client import Cosigner
-    from cosigner.decision import Decision
 
 __all__ = ["Asking", "verdict_for"]
 
 WITHDRAW_SECONDS = 2.0
 """How long withdrawing a request may take once the hook's time is up."""
+ALREADY_DECIDED = "ALREADY_DECIDED"
 
 
-def verdict_for(decision: Decision) -> Verdict:
-    """The hook's answer for a settled decision (anything else is a deny)."""
-    by = decision.decided_by
+def verdict_for(answer: Answer) -> Verdict:
+    """The hook's answer for a decision about the call (anything but `approved` is a deny)."""
+    if not answer.settled:
+        return deny("Cosigner's answer is still pending; the call was not run")
     return verdict_of(
-        status=decision.status.value,
-        decider=None if by is None else by.kind.value,
-        user_id=None if by is None else by.user_id,
-        surface=None if by is None else by.surface,
-        rule=None if by is None else by.rule,
-        comment=decision.comment,
+        status=answer.status,
+        decider=answer.decider,
+        user_id=answer.user_id,
+        surface=answer.surface,
+        rule=answer.rule,
+        comment=answer.comment,
     )
 
 
@@ -43,16 +44,21 @@ class Asking:
 
     def __init__(self, settings: HookSettings) -> None:
         self.settings = settings
-        self.approval_id: str | None = None
+        self.call: Call | None = None
+
+    @property
+    def approval_id(self) -> str | None:
+        """The approval Cosigner made for the call, once it answered."""
+        return None if self.call is None else self.call.approval_id
 
     def run(self, use: ToolUse, deadline: float) -> Verdict:
         """Ask, then wait until decided or `deadline` (`time.monotonic()`); a deny on any error."""
-        from cosigner.errors import CosignerError
-
         try:
             return self._run(use, deadline)
-        except CosignerError as exc:
+        except Refused as exc:
             return deny(f"Cosigner refused the call ({exc.code}): {exc.message}")
+        except BadAnswer as exc:
+            return deny(f"Cosigner's answer could not be trusted ({exc}); the call was not run")
         except TimeoutError:
             withdrawn = self.withdraw()
             return withdrawn or self.too_late()
@@ -60,47 +66,40 @@ class Asking:
             return deny(f"Cosigner at {self.settings.url} could not be asked ({type(exc).__name__}: {exc})")
 
     def _run(self, use: ToolUse, deadline: float) -> Verdict:
-        from cosigner.mcp_gateway.surface_spec import SurfaceSpecError, parse_surface
-
         try:
-            surface = parse_surface(self.settings.surface)
-        except SurfaceSpecError as exc:
-            return deny(f"COSIGNER_SURFACE: {exc}")
+            surface = surface_json(self.settings.surface)
+        except SurfaceError as exc:
+            return deny(f"COSIGNER_SURFACE {exc}")
         left = deadline - time.monotonic()
         if left <= 0:
             return self.too_late()
         # Retrying an unreachable Cosigner stops well before the deadline, so that the
         # deny names the network error rather than the timeout.
-        with self._client(left, retry_for=min(left - 2.0, left / 2)) as client:
-            decision = client.request_approval(
-                execution_id=use.session_id,
-                tool_call_id=use.tool_use_id,
-                tool_name=use.tool_name,
-                parameters=use.tool_input,
-                surface=surface,
-                reason=use.reason(),
-                timeout_seconds=max(1, int(left)),
-                wait=False,
-            )
-            self.approval_id = decision.approval_id
-            if not decision.settled:
-                decision = client.wait(decision, timeout=max(0.0, deadline - time.monotonic()))
-        return verdict_for(decision)
+        client = self._client(left, retry_for=min(left - 2.0, left / 2))
+        self.call = call = Call.of(use)
+        answer = client.create(call, surface, use.reason(), max(1, int(left)))
+        while not answer.settled:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError
+            answer = client.wait(call, remaining)
+        return verdict_for(answer)
 
     def withdraw(self) -> Verdict | None:
         """Cancel the pending request; if a person answered meanwhile, that answer's verdict."""
-        if self.approval_id is None:
+        call = self.call
+        if call is None or call.approval_id is None:
             return None
-        from cosigner.errors import AlreadyDecided
-
+        client = self._client(WITHDRAW_SECONDS)
         try:
-            with self._client(WITHDRAW_SECONDS) as client:
-                try:
-                    client.cancel(self.approval_id)
-                except AlreadyDecided:
-                    return verdict_for(client.get(self.approval_id))
-        except Exception:  # withdrawing is a courtesy to the approver; the answer is deny either way
-            return None
+            try:
+                client.cancel(call)
+            except Refused as exc:
+                if exc.code != ALREADY_DECIDED:
+                    return None
+                return verdict_for(client.get(call))
+        except (Refused, BadAnswer, Unreachable, OSError):
+            return None  # withdrawing is a courtesy to the approver; the answer is deny either way
         return None
 
     def too_late(self) -> Verdict:
@@ -110,10 +109,8 @@ class Asking:
             "run (a person may still be reading it: ask again later)"
         )
 
-    def _client(self, seconds: float, retry_for: float = 0.0) -> Cosigner:
-        from cosigner.client import Cosigner
-
+    def _client(self, seconds: float, retry_for: float = 0.0) -> PlainClient:
         budget = max(0.5, seconds)
-        return Cosigner(
+        return PlainClient(
             self.settings.url, self.settings.api_key, timeout=min(10.0, budget), retry_for=max(0.0, retry_for)
         )

@@ -16,11 +16,14 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
-from typing import BinaryIO
 
 from cosigner.hooks.event import MAX_INPUT, Agent, BadHookInput, read_tool_use
 from cosigner.hooks.settings import HookConfigError, load_settings
 from cosigner.hooks.verdict import Verdict, deny
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without loading typing
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 __all__ = ["add_arguments", "decide", "main"]
 

@@ -11,11 +11,13 @@ Standard library only: the command reads its input before it loads the client.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
 
 from cosigner import strict_json
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without loading typing
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["MAX_INPUT", "Agent", "BadHookInput", "ToolUse", "read_tool_use"]
 
@@ -48,17 +50,29 @@ class BadHookInput(ValueError):
         self.message = message
 
 
-@dataclass(frozen=True)
 class ToolUse:
     """One tool call the agent is about to make, as its hook described it."""
 
-    agent: Agent
-    session_id: str
-    tool_use_id: str
-    tool_name: str
-    tool_input: dict[str, Any]
-    cwd: str
-    permission_mode: str | None = None
+    # A plain class: `dataclasses` (with `inspect`) would be most of the hook's start.
+    __slots__ = ("agent", "cwd", "permission_mode", "session_id", "tool_input", "tool_name", "tool_use_id")
+
+    def __init__(
+        self,
+        agent: Agent,
+        session_id: str,
+        tool_use_id: str,
+        tool_name: str,
+        tool_input: dict[str, Any],
+        cwd: str,
+        permission_mode: str | None = None,
+    ) -> None:
+        self.agent = agent
+        self.session_id = session_id
+        self.tool_use_id = tool_use_id
+        self.tool_name = tool_name
+        self.tool_input = tool_input
+        self.cwd = cwd
+        self.permission_mode = permission_mode
 
     def reason(self) -> str:
         """What the card shows as the agent's own account of the call: who, where."""

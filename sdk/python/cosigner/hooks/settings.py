@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import math
 import os
-import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["DEFAULT_TIMEOUT", "HookConfigError", "HookSettings", "config_path", "load_settings"]
@@ -37,14 +35,16 @@ class HookConfigError(ValueError):
     """The hook's configuration is missing or malformed; the message names the fix."""
 
 
-@dataclass(frozen=True)
 class HookSettings:
     """What the hook needs to ask Cosigner."""
 
-    url: str
-    api_key: str
-    surface: str
-    timeout: float
+    __slots__ = ("api_key", "surface", "timeout", "url")
+
+    def __init__(self, url: str, api_key: str, surface: str, timeout: float) -> None:
+        self.url = url
+        self.api_key = api_key
+        self.surface = surface
+        self.timeout = timeout
 
 
 def config_path(env: Mapping[str, str]) -> Path:
@@ -99,6 +99,8 @@ def _read(path: Path, *, explicit: bool) -> dict[str, object]:
         return {}
     except OSError as exc:
         raise HookConfigError(f"cannot read {path}: {exc.strerror}") from None
+    import tomllib  # only when there is a file: most hooks are set up by environment variables
+
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

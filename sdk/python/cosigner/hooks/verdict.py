@@ -10,7 +10,6 @@ approved. The hook never answers `ask`: the person is asked through Cosigner ins
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from enum import StrEnum
 
 __all__ = ["Permission", "Verdict", "allow", "deny", "verdict_of"]
@@ -25,12 +24,26 @@ class Permission(StrEnum):
     DENY = "deny"
 
 
-@dataclass(frozen=True)
 class Verdict:
     """A decision and its reason, as the hook prints it."""
 
-    permission: Permission
-    reason: str
+    __slots__ = ("permission", "reason")
+
+    def __init__(self, permission: Permission, reason: str) -> None:
+        self.permission = permission
+        self.reason = reason
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Verdict) and (other.permission, other.reason) == (
+            self.permission,
+            self.reason,
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.permission, self.reason))
+
+    def __repr__(self) -> str:
+        return f"Verdict({self.permission.value!r}, {self.reason!r})"
 
     def to_json(self) -> dict[str, dict[str, str]]:
         """The hook's output object."""
