@@ -56,6 +56,8 @@ def covered_by(
         return None
     if rule.mode in (ApprovalMode.NONE, ApprovalMode.HANDOFF) or rule.quorum > 1 or rule.handoff is not None:
         return None
+    if rule.step_up:  # a `when` block asking for a passkey: every Approve needs one, never a standing allow
+        return None
     if surface in HEADLESS:
         return None
     return terms_of(allow, parameters, shown)
@@ -88,6 +90,7 @@ def offered(policy: Policy, rec: Record) -> tuple[str, ...]:
         rec.closed
         or rec.operation is not None
         or rec.handoff is not None
+        or rec.step_up
         or SurfaceType(rec.surface.get("type", "api")) in HEADLESS
     ):
         return ()

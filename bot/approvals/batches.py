@@ -38,11 +38,14 @@ Answering = Callable[[Answer], Awaitable[ApprovalCard]]
 
 def group_key(rec: Record) -> str | None:
     """The group a delivered pending request waits in (hex SHA-256), or None when it is never
-    offered in a batch (not on Slack, an operation or a handoff, not posted yet)."""
+    offered in a batch (not on Slack, an operation or a handoff, a step-up call whose Approve
+    needs a passkey on its own inbox page, not posted yet)."""
     route, got = rec.route, rec.delivered
     if not isinstance(route, SlackRoute) or got is None or not got.message_refs:
         return None
     if rec.operation is not None or rec.handoff is not None or rec.mode is ApprovalMode.HANDOFF:
+        return None
+    if rec.step_up:
         return None
     parts = (
         rec.tenant,

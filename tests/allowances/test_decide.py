@@ -6,12 +6,16 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from bot.approvals.allowances import covered_by
 from bot.approvals.intake import Admit, Call, decide, question
+from bot.policy import load_policy
 from bot.policy.allow_for import Terms
+from bot.policy.decision import decide as policy_decide
 from contracts.answers import AllowanceDecider
 from contracts.denials import Scope as DenyScope
 from contracts.enums import ApprovalMode, ApprovalStatus, SurfaceType
 from contracts.ports import DashboardRoute
+from contracts.wire import DashboardSurface
 from storage.allowances import Scope, StandingAllow
 from storage.denials import StandingDeny
 from storage.intake import Snapshot
@@ -97,3 +101,33 @@ def test_the_question_asks_for_standing_allows_of_exactly_this_scope_at_now() ->
     assert q.allowance == Scope("acme", "issue_credit", "dashboard:u_1", KEY) and q.now == 2000.0
     none = question("acme", call(10, threshold="allow_below"), {"type": "dashboard", "userId": "u_1"})
     assert none.allowance is None
+
+
+STEPPED = """
+[tools.pay_invoice]
+kind = "write"
+confirm = true
+allow_for = "1h"
+
+[[tools.pay_invoice.when]]
+match = { amountCents = { above = 1000000 } }
+then = "ask"
+step_up = true
+
+[tenants.acme]
+admins = { dashboard = ["u_1"] }
+"""
+
+
+def test_a_call_a_when_block_steps_up_is_never_covered_by_a_standing_allow() -> None:
+    # A standing allow granted on a small invoice must not let a large one, whose Approve needs
+    # a passkey, through without one.
+    policy = load_policy(STEPPED)
+    surface = DashboardSurface(type="dashboard", userId="u_2")
+    small = policy_decide(policy, "acme", "pay_invoice", {"amountCents": 500}, surface, enabled={"dashboard"})
+    large = policy_decide(
+        policy, "acme", "pay_invoice", {"amountCents": 2_000_000}, surface, enabled={"dashboard"}
+    )
+    assert not small.rule.step_up and large.rule.step_up
+    assert covered_by(small, {"amountCents": 500}, {"amountCents": 500}, "dashboard") is not None
+    assert covered_by(large, {"amountCents": 2_000_000}, {"amountCents": 2_000_000}, "dashboard") is None

@@ -3,12 +3,14 @@ card lists what waits, Approve all answers each call on its own, a stale press d
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
+from bot.approvals.batches import group_key
 from bot.workers.batch_cards import BatchCards
 from contracts.grants import verify_grant
 from storage import batches
@@ -255,3 +257,13 @@ async def test_a_call_too_long_to_list_whole_is_never_batched(world: Any) -> Non
     # Two short ones now wait beside the long one: the three do not fit whole, so no batch.
     assert not batch_cards(emu), "a batch that cannot show every call whole is not offered"
     assert len(singles) >= 2
+
+
+async def test_a_step_up_call_is_never_offered_in_a_batch(world: Any) -> None:
+    # Its Approve needs a passkey on its own inbox page: an "Approve all" could not count for it.
+    h, _, key = world
+    aid = await ask(h, key, 1)
+    await h.delivered(aid)
+    rec = await h.engine.record(aid, None)
+    assert group_key(rec) is not None
+    assert group_key(dataclasses.replace(rec, step_up=True)) is None
