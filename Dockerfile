@@ -15,13 +15,15 @@ RUN apt-get update \
 RUN python3 -m venv /opt/cosigner
 WORKDIR /src
 # The dependencies first, read from both projects' pyproject.toml, so that a change to the
-# code alone reuses this layer (cosigner-sdk itself comes from this checkout below).
+# code alone reuses this layer (cosigner-sdk itself comes from this checkout below). Wheels
+# only, but for http-ece (Web Push's message encryption), published as pure-Python source only.
 COPY pyproject.toml ./
 COPY sdk/python/pyproject.toml sdk/python/
 RUN --mount=type=cache,target=/root/.cache/pip \
     python3 -c 'import sys, tomllib; print("\n".join(d for f in sys.argv[1:] for d in tomllib.load(open(f, "rb"))["project"]["dependencies"] if not d.startswith("cosigner-sdk")))' \
       sdk/python/pyproject.toml pyproject.toml >/tmp/requirements.txt \
- && /opt/cosigner/bin/pip install --disable-pip-version-check --only-binary=:all: -r /tmp/requirements.txt
+ && /opt/cosigner/bin/pip install --disable-pip-version-check --only-binary=:all: --no-binary=http-ece \
+      -r /tmp/requirements.txt
 COPY README.md ./
 COPY sdk/python sdk/python
 COPY contracts contracts

@@ -384,7 +384,7 @@ _STILL_NAMED = {
     "bot/approvals/engine.py": [
         "self.db.known",
         "self.db.known",
-        "single_write=True",
+        "single_write=...",
         "self.db.known",
         "self.db.schema",
         "optimistic=...",

@@ -126,8 +126,8 @@ def _approver_or_oncall(value: Any) -> ApproverKind | OnCallRef:
     except ValueError:
         raise PydanticCustomError(
             "policy",
-            '"{input}" is not an approver; use "requester", "tenant_admins", "staff" or an on-call '
-            'rotation such as "oncall:pagerduty:P1ABCD"',
+            '"{input}" is not an approver; use "requester", "tenant_admins", "staff", "email" or an '
+            'on-call rotation such as "oncall:pagerduty:P1ABCD"',
             {"input": value},
         ) from None
 

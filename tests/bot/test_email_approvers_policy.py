@@ -83,8 +83,9 @@ def test_a_tenant_without_addresses_cannot_be_asked_by_email(policy: str, path: 
 def test_an_unknown_approver_names_email_among_the_choices() -> None:
     with pytest.raises(PolicyError) as refused:
         load_policy(POLICY.replace('["email"]', '["mail"]'))
-    assert '"mail" is not an approver; use "requester", "tenant_admins", "staff" or "email"' in str(
-        refused.value
+    assert (
+        '"mail" is not an approver; use "requester", "tenant_admins", "staff", "email" or an on-call'
+        in str(refused.value)
     )
 
 

@@ -57,7 +57,10 @@ def test_a_rule_naming_a_rotation_asks_its_other_approvers_else_the_admins_when_
         ('["oncall:opsgenie:ops:2"]', "Opsgenie rotations are named by schedule only"),
         ('["oncall:pagerduty:P 1"]', "is not a schedule or escalation policy id"),
         ('["oncall:pagerduty:P1:2:3"]', "is not an on-call approver"),
-        ('["on_call"]', 'is not an approver; use "requester", "tenant_admins", "staff" or an on-call'),
+        (
+            '["on_call"]',
+            'is not an approver; use "requester", "tenant_admins", "staff", "email" or an on-call',
+        ),
     ],
 )
 def test_a_malformed_rotation_is_refused_naming_the_fix(approvers: str, says: str) -> None:

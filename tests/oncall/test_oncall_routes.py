@@ -84,7 +84,8 @@ async def ask(h: Harness, key: str, tool: str = "deploy", call: str = "call_1") 
         "executionId": "run_1",
         "toolCallId": call,
         "toolName": tool,
-        "parameters": {"service": "billing", "version": "2.4.1"},
+        # Each call its own (identical pending calls would be one question: coalesced).
+        "parameters": {"service": "billing", "version": "2.4.1", "ticket": call},
         "surface": {"type": "api"},
     }
     response = await h.client.post("/v1/approvals", json=body, headers=h.auth(key))
@@ -211,7 +212,11 @@ async def test_someone_on_call_known_only_by_people_is_asked_in_the_inbox(world:
     servers.put("ops-primary", ["dave@acme.example", "frank@contractor.example"])
     approval_id = await ask(h, key, tool="rollback")
     (requested,) = await audit(h, key, approval_id, "requested")
-    assert requested["data"]["route"] == {"surface": "dashboard", "approvers": ["dave@acme.example"]}
+    assert requested["data"]["route"] == {
+        "surface": "dashboard",
+        "approvers": ["dave@acme.example"],
+        "email": [],
+    }
     assert requested["data"]["oncall"]["unknown"] == ["frank@contractor.example"]
     assert not cards(emu, "C0ADMINS")
 

@@ -9,7 +9,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import httpx
 
-from bot.dev.sandbox import Sandbox, banner, sandbox
+from bot.dev.sandbox import SMS_FROM, Sandbox, banner, sandbox
 from tests.sandbox.delivery import shown_card
 
 SLACK = {"type": "slack", "teamId": "T0DEMO", "channelId": "C0DEMO", "userId": "U0ALICE"}
@@ -323,4 +323,5 @@ async def test_alice_signed_in_to_the_inbox_sees_what_was_texted_to_her_phone(
         assert (await browser.get(f"{back.path}?{back.query}")).status_code == 303
         page = (await browser.get("/inbox/")).text
     listed = page.split("Texted to your phone")[1]
-    assert texted in listed and f"reply to the text from {PHONE}" in listed
+    # The text came from the sandbox's number, not from Alice's own phone.
+    assert texted in listed and f"reply to the text from {SMS_FROM}" in listed
