@@ -14,8 +14,11 @@ from typing import Any
 
 import httpx
 import pytest
+import sqlalchemy as sa
 
 from bot.egress import LOOPBACK_ALLOW
+from contracts.enums import JobKind
+from storage.tables import jobs
 from tests.harness import until, until_async
 from tests.inbox.test_answers import POLICY_BY_EMAIL, csrf_of
 from tests.inbox.world import World, inbox_world
@@ -79,6 +82,16 @@ async def test_a_request_for_someone_else_is_not_pushed() -> None:
 async def _job_done(w: World, aid: str) -> bool:
     placed = await w.h.desk.placed(aid)
     return placed is not None
+
+
+async def _push_job_done(w: World, aid: str) -> bool:
+    def done(tx: Any) -> bool:
+        rows = tx.conn.execute(
+            sa.select(jobs.c.done_at).where(jobs.c.approval_id == aid, jobs.c.kind == JobKind.PUSH.value)
+        ).all()
+        return bool(rows) and all(r.done_at is not None for r in rows)
+
+    return bool(await w.h.engine.db.run_read(done))
 
 
 async def test_a_gone_subscription_410_is_removed() -> None:
@@ -197,6 +210,9 @@ async def test_an_escalation_is_pushed_to_the_people_it_reaches() -> None:
         await subscribe(w, w.h.client, {"subscription": service.subscribe("ada")})
         aid = await w.ask(key, "u_requester")  # asked of the requester: nothing for Ada yet
         await until_async(lambda: _job_done(w, aid))
+        # The request's own push job done before time moves: run after the escalation, it
+        # would push Ada too (everyone the request then waits for), beside the step's push.
+        await until_async(lambda: _push_job_done(w, aid))
         w.h.advance(60.0)
         assert service.tried == 0
         w.h.advance(20 * 60.0)
