@@ -36,10 +36,11 @@ sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
 
+from bot.approvals import Desk  # noqa: E402
 from bot.http.app import build_app, parts_of  # noqa: E402
 from bot.policy.rules import load_policy  # noqa: E402
 from bot.settings import Settings  # noqa: E402
-from contracts.ports import ApprovalDesk, SmsDesk  # noqa: E402
+from contracts.ports import ApprovalDesk  # noqa: E402
 from storage.database import Database  # noqa: E402
 from surfaces.slack import SlackAdapter, SlackConfig  # noqa: E402
 from surfaces.slack.emulator import APP_TOKEN, SlackEmulator  # noqa: E402
@@ -116,8 +117,8 @@ async def run(clicks: int, db_url: str) -> list[str]:
         def slack_factory(desk: ApprovalDesk) -> SlackAdapter:
             return SlackAdapter(slack_config, desk)
 
-        def whatsapp_factory(desk: SmsDesk) -> WhatsAppAdapter:
-            return WhatsAppAdapter(whatsapp, desk)
+        def whatsapp_factory(desk: Desk) -> WhatsAppAdapter:
+            return WhatsAppAdapter(whatsapp, desk, desk.sms_store)
 
         db = Database(db_url)
         await db.migrate()

@@ -1,8 +1,8 @@
 """The seams between the engine (`bot/`) and the surfaces (`surfaces/`).
 
-A surface never imports the engine: it is handed an `ApprovalDesk` (SMS: an `SmsDesk`) and implements
-`SurfaceAdapter`. The engine never sees Block Kit JSON or Twilio form fields: it sees the
-frozen dataclasses below.
+A surface never imports the engine: it is handed an `ApprovalDesk` (SMS: an `SmsDesk`, and
+the `SmsStore` of `contracts.sms` for its own state) and implements `SurfaceAdapter`. The
+engine never sees Block Kit JSON or Twilio form fields: it sees the frozen dataclasses below.
 """
 
 from __future__ import annotations
@@ -284,7 +284,8 @@ class ApprovalDesk(Protocol):
 
 class SmsDesk(ApprovalDesk, Protocol):
     """What the SMS surface needs besides: replies are matched by phone number, delivery
-    statuses arrive later, and the surface keeps its own state (opt-outs, sent texts)."""
+    statuses arrive later, and a failed text closes its request. The surface keeps its own
+    state (opt-outs, sent texts) through the `SmsStore` of `contracts.sms`, not here."""
 
     async def placed(self, approval_id: str) -> Placed | None:
         """Look an approval up by id, whatever its tenant (surfaces check tenancy)."""
@@ -309,69 +310,6 @@ class SmsDesk(ApprovalDesk, Protocol):
 
     async def latest_for_number(self, to_number: str, from_number: str) -> Placed | None:
         """The most recent SMS approval (any state) between these numbers."""
-        ...
-
-    async def message_seen(self, message_sid: str) -> bool:
-        """True if this inbound text was handled before."""
-        ...
-
-    async def mark_message_seen(self, message_sid: str) -> bool:
-        """Record an inbound text as handled; True the first time, False for a copy."""
-        ...
-
-    async def opted_out(self, number: str) -> bool:
-        """True while `number` has opted out by STOP."""
-        ...
-
-    async def set_opted_out(self, number: str, out: bool) -> None:
-        """Record an opt-out (STOP) or clear it (START)."""
-        ...
-
-    async def mark_texting(
-        self, approval_id: str, number: str, digest: str | None = None, unshown: str | None = None
-    ) -> None:
-        """Record that the request is about to be texted to `number`, showing the call with
-        `digest` (`ApprovalCard.digest`), and `unshown`: why the texts cannot show that call
-        whole, if they cannot (a YES to it is then refused)."""
-        ...
-
-    async def texted_digest(self, approval_id: str, number: str) -> str | None:
-        """The digest of the call last texted to `number` (what its answer is given for)."""
-        ...
-
-    async def texted_unshown(self, approval_id: str, number: str) -> str | None:
-        """Why the request's latest text to `number` could not show the call whole (None: it could)."""
-        ...
-
-    async def shown(self, approval_id: str, number: str) -> None:
-        """Record that a text about the request (a reminder, its whole call) went to `number`
-        now; the request's own texts are recorded by `mark_texting`."""
-        ...
-
-    async def texted_other(self, number: str, approval_id: str, within: float) -> str | None:
-        """Another request texted to `number` in the last `within` seconds, or since this
-        request's latest text to it (a bare YES could mean either); None when none was."""
-        ...
-
-    async def was_texted(self, approval_id: str, number: str) -> bool:
-        """True once the request was (or was being) texted to `number`."""
-        ...
-
-    async def record_sent(self, approval_id: str, number: str, message_sid: str) -> None:
-        """Record the MessageSid of the request texted to `number`."""
-        ...
-
-    async def sent_sid(self, approval_id: str, number: str) -> str | None:
-        """The MessageSid of the request already texted to `number`, if any."""
-        ...
-
-    async def approval_of_sid(self, message_sid: str) -> str | None:
-        """The approval a request text with this MessageSid belongs to."""
-        ...
-
-    async def first_outcome(self, approval_id: str, number: str) -> bool:
-        """Record that the outcome is texted to `number`; False if it was before. An interim
-        outcome is recorded under the approval id with a suffix (`apv_…#reconciling`)."""
         ...
 
 

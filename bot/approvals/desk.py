@@ -1,8 +1,10 @@
 """The desk surfaces talk to: the `ApprovalDesk` (and `SmsDesk`) of `contracts.ports`.
 
-Slack and SMS hand in verified, parsed answers; SMS also asks where approvals were texted
-and keeps its own state here. Everything that changes an approval goes through the
-engine, and every answer through the one transition of `bot.approvals.lifecycle`.
+Slack and SMS hand in verified, parsed answers; SMS also asks where approvals were texted.
+The SMS surface keeps its own state in the `SmsStore` (`contracts.sms`) its factory hands
+it, `sms_store` here (`storage.sms_state.SmsState`), which the desk itself never uses.
+Everything that changes an approval goes through the engine, and every answer through the
+one transition of `bot.approvals.lifecycle`.
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ from contracts.edits import EditForm, EditPreview
 from contracts.enums import ApprovalStatus, AuditEvent, SurfaceType, Verdict
 from contracts.errors import ApprovalNotFound, InvalidRequest
 from contracts.ports import Answer, ApprovalCard, Delivered, Look, Placed
-from storage import inbound, ledger, sms_state
+from contracts.sms import SmsStore
 from storage import inbox as pending
+from storage import ledger
 from storage.database import Database
 from storage.records import Record
 from storage.work import Work
@@ -46,7 +49,7 @@ def inbound_of(answer: Answer) -> tuple[SurfaceType, str] | None:
 
 
 class Desk:
-    """Answers from surfaces, delivery lookups, and the SMS surface's own state."""
+    """Answers from surfaces and delivery lookups; and the SMS surfaces' store, for their factories."""
 
     def __init__(
         self,
@@ -57,6 +60,7 @@ class Desk:
         policy: Policy,
         denials: Denials,
         handoffs: HandoffKind | None,
+        sms_store: SmsStore,
         allowances: Allowances | None = None,
     ) -> None:
         self.engine = engine
@@ -67,6 +71,8 @@ class Desk:
         self.handoffs = handoffs
         self.batches = BatchAnswers(db, clock, lambda: self.policy.people, self.answer)
         self.allowances = allowances or Allowances(db, clock)
+        # Handed to the SMS and WhatsApp surfaces when they are built (`bot.http.surface_config`).
+        self.sms_store = sms_store
 
     async def answer(self, answer: Answer) -> ApprovalCard:
         """Check an answer from Slack or SMS and apply it; refusals are audited."""
@@ -247,72 +253,5 @@ class Desk:
         found = await self._by_number(to_number, from_number, pending=False, limit=50)
         return found[0] if found else None
 
-    async def message_seen(self, message_sid: str) -> bool:
-        """True if this inbound text was handled before."""
-        return await self._read(lambda tx: inbound.seen(tx, SurfaceType.SMS, message_sid))
-
-    async def mark_message_seen(self, message_sid: str) -> bool:
-        """Record an inbound text as handled; True the first time."""
-        return await self._write(lambda tx, now: inbound.record(tx, SurfaceType.SMS, message_sid, now))
-
-    async def opted_out(self, number: str) -> bool:
-        """True while `number` has opted out by STOP."""
-        return await self._read(lambda tx: sms_state.opted_out(tx, number))
-
-    async def set_opted_out(self, number: str, out: bool) -> None:
-        """Record an opt-out (STOP) or clear it (START)."""
-        await self._write(lambda tx, now: sms_state.set_opted_out(tx, number, out, now))
-
-    async def mark_texting(
-        self, approval_id: str, number: str, digest: str | None = None, unshown: str | None = None
-    ) -> None:
-        """Record that the request is about to be texted to `number`, showing the call with
-        `digest`, and why that text cannot show it whole (`unshown`), if it cannot."""
-        await self._write(
-            lambda tx, now: sms_state.mark_texting(tx, approval_id, number, now, digest, unshown)
-        )
-
-    async def texted_digest(self, approval_id: str, number: str) -> str | None:
-        """The digest of the call last texted to `number` (what its answer is given for)."""
-        return await self._read(lambda tx: sms_state.texted_digest(tx, approval_id, number))
-
-    async def texted_unshown(self, approval_id: str, number: str) -> str | None:
-        """Why the request's latest text to `number` could not show the call whole (None: it could)."""
-        return await self._read(lambda tx: sms_state.texted_unshown(tx, approval_id, number))
-
-    async def shown(self, approval_id: str, number: str) -> None:
-        """Record that a text about the request (a reminder, its whole call) went to `number` now."""
-        await self._write(lambda tx, now: sms_state.shown(tx, approval_id, number, now))
-
-    async def texted_other(self, number: str, approval_id: str, within: float) -> str | None:
-        """Another request texted to `number` in the last `within` seconds, or since this
-        request's latest text to it; None when none was."""
-        since = self.clock() - within
-        return await self._read(lambda tx: sms_state.texted_other(tx, number, approval_id, since))
-
-    async def was_texted(self, approval_id: str, number: str) -> bool:
-        """True once the request was (or was being) texted to `number`."""
-        return await self._read(lambda tx: sms_state.was_texted(tx, approval_id, number))
-
-    async def record_sent(self, approval_id: str, number: str, message_sid: str) -> None:
-        """Record the MessageSid of the request texted to `number`."""
-        await self._write(lambda tx, now: sms_state.record_sent(tx, approval_id, number, message_sid, now))
-
-    async def sent_sid(self, approval_id: str, number: str) -> str | None:
-        """The MessageSid of the request already texted to `number`, if any."""
-        return await self._read(lambda tx: sms_state.sent_sid(tx, approval_id, number))
-
-    async def approval_of_sid(self, message_sid: str) -> str | None:
-        """The approval a request text with this MessageSid belongs to."""
-        return await self._read(lambda tx: sms_state.approval_of_sid(tx, message_sid))
-
-    async def first_outcome(self, approval_id: str, number: str) -> bool:
-        """Record that the outcome is texted to `number`; False if it was before."""
-        return await self._write(lambda tx, now: sms_state.first_outcome(tx, approval_id, number, now))
-
     async def _read(self, step: Callable[[Work], T]) -> T:
         return await self.db.run_read(step)
-
-    async def _write(self, step: Callable[[Work, float], T]) -> T:
-        now = self.clock()
-        return await self.db.run_write(lambda tx: step(tx, now))

@@ -37,6 +37,7 @@ from contracts.ports import SurfaceAdapter
 from storage.database import Database
 from storage.sealing import TokenSeal
 from storage.slack_installs import SlackInstallStores
+from storage.sms_state import SmsState
 
 
 @dataclass
@@ -149,7 +150,14 @@ def assemble(
         oncall=oncall,
     )
     desk = Desk(
-        engine, db=db, clock=clock, policy=policy, denials=denials, handoffs=handoffs, allowances=allowances
+        engine,
+        db=db,
+        clock=clock,
+        policy=policy,
+        denials=denials,
+        handoffs=handoffs,
+        allowances=allowances,
+        sms_store=SmsState(db, clock),  # the SMS surfaces' own state, handed to them by their factories
     )
     installs = slack_install_stores(settings, db) if surfaces is None else None
     egress = http or callback_client(callback_allow)

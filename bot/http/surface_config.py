@@ -127,12 +127,12 @@ def default_surfaces(
         from surfaces.sms import SmsAdapter
 
         sms = sms_config(settings)
-        factories.append(lambda desk: SmsAdapter(sms, desk))
+        factories.append(lambda desk: SmsAdapter(sms, desk, desk.sms_store))
         if settings.whatsapp_enabled:
             from surfaces.whatsapp import WhatsAppAdapter
 
             whatsapp = whatsapp_config(settings, sms)
-            factories.append(lambda desk: WhatsAppAdapter(whatsapp, desk))
+            factories.append(lambda desk: WhatsAppAdapter(whatsapp, desk, desk.sms_store))
     if settings.teams_enabled:
         from surfaces.teams import TeamsAdapter
 

@@ -24,6 +24,7 @@ from contracts.enums import ApprovalStatus, SurfaceType
 from contracts.errors import SurfaceUnavailable
 from contracts.ports import ApprovalCard, Delivered, Retexted, SmsDesk, SmsRoute
 from contracts.ports import Route as ApprovalRoute
+from contracts.sms import SmsStore
 from surfaces.sms.follow_up_text import reminder_text
 from surfaces.sms.handoff_text import to_handoff_outcome_text, to_handoff_text
 from surfaces.sms.text import not_texted_whole, to_outcome_text, to_sms_text
@@ -114,13 +115,15 @@ class SmsAdapter:
         self,
         config: SmsConfig,
         desk: SmsDesk,
+        store: SmsStore,
         *,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.config = config
         self.desk = desk
+        self.store = store  # what the surface keeps itself: opt-outs, texts sent and shown
         self.transport = transport  # tests may hand in an httpx.MockTransport
-        self.webhooks = SmsWebhooks(config, desk)
+        self.webhooks = SmsWebhooks(config, desk, store)
         self._state = _State.NEW
         self._http: HttpxTwilioClient | None = None
         self._client: Client | None = None
@@ -200,7 +203,7 @@ class SmsAdapter:
         # Check every number before texting any, so an opted-out approver does not leave
         # the others holding a request that is about to fail closed.
         for number in route.approvers:
-            if await self.desk.opted_out(number):
+            if await self.store.opted_out(number):
                 raise SurfaceUnavailable(
                     f"approver {mask(number)} opted out by STOP; they must text START "
                     "to the sender before they can be asked again"
@@ -213,14 +216,14 @@ class SmsAdapter:
         )
         sids = []
         for number in route.approvers:
-            sid = await self.desk.sent_sid(card.approval_id, number)
+            sid = await self.store.sent_sid(card.approval_id, number)
             if sid is None:
                 body = await self._request_text(card, conversation, number)
-                await self.desk.mark_texting(
+                await self.store.mark_texting(
                     card.approval_id, number, card.digest or None, self._unshown(card)
                 )
                 sid = await self._send(client, number, from_number, service, body, status_callback)
-                await self.desk.record_sent(card.approval_id, number, sid)
+                await self.store.record_sent(card.approval_id, number, sid)
                 logger.info("sms request texted approval=%s sid=%s", card.approval_id, sid)
             sids.append(sid)
         return Delivered(surface=SurfaceType.SMS, conversation=conversation, message_refs=tuple(sids))
@@ -241,9 +244,9 @@ class SmsAdapter:
         interim = card.result is not None and not card.result.final
         once = f"{card.approval_id}#reconciling" if interim else card.approval_id
         for number in route.approvers:
-            if not E164.match(number) or await self.desk.opted_out(number):
+            if not E164.match(number) or await self.store.opted_out(number):
                 continue
-            if not await self.desk.first_outcome(once, number):
+            if not await self.store.first_outcome(once, number):
                 continue
             try:
                 await self._send(client, number, from_number, service, body, None)
@@ -267,13 +270,13 @@ class SmsAdapter:
         from_number, service = sender_of(delivered.conversation)
         sent, problems = 0, []
         for number in approvers:
-            if not E164.match(number) or await self.desk.opted_out(number):
+            if not E164.match(number) or await self.store.opted_out(number):
                 problems.append(f"{mask(number)} cannot be texted")
                 continue
             try:
                 await self._send(client, number, from_number, service, reminder_text(card), None)
                 # A bare YES soon after must not be taken for another request's.
-                await self.desk.shown(card.approval_id, number)
+                await self.store.shown(card.approval_id, number)
                 sent += 1
             except SurfaceUnavailable as exc:
                 problems.append(exc.message)
@@ -298,14 +301,14 @@ class SmsAdapter:
         conversation = delivered.conversation
         texted, in_flight, problems = [], [], []
         for number in route.approvers:
-            if not await self.desk.was_texted(card.approval_id, number):
+            if not await self.store.was_texted(card.approval_id, number):
                 continue  # never shown: a text still to come shows the current call
-            if await self.desk.texted_digest(card.approval_id, number) == card.digest:
+            if await self.store.texted_digest(card.approval_id, number) == card.digest:
                 continue  # shows this version already
-            if not E164.match(number) or await self.desk.opted_out(number):
+            if not E164.match(number) or await self.store.opted_out(number):
                 problems.append(f"{mask(number)} cannot be texted (opted out by STOP)")
                 continue
-            if await self.desk.sent_sid(card.approval_id, number) is None:
+            if await self.store.sent_sid(card.approval_id, number) is None:
                 in_flight.append(number)  # its first text is being sent: not after it
                 continue
             body = await self._request_text(card, conversation, number)
@@ -314,7 +317,7 @@ class SmsAdapter:
             except SurfaceUnavailable as exc:
                 problems.append(exc.message)
                 continue
-            await self.desk.mark_texting(card.approval_id, number, card.digest or None, self._unshown(card))
+            await self.store.mark_texting(card.approval_id, number, card.digest or None, self._unshown(card))
             logger.info("sms edited call texted approval=%s sid=%s", card.approval_id, sid)
             texted.append(number)
         return Retexted(tuple(texted), tuple(in_flight), tuple(problems))
@@ -343,7 +346,7 @@ class SmsAdapter:
             if exc.code == 21610:
                 # Twilio knows of a STOP we never saw (sent before this bot existed, or to
                 # another webhook): remember it so we stop trying this number.
-                await self.desk.set_opted_out(to, True)
+                await self.store.set_opted_out(to, True)
                 hint = " (the number opted out by STOP)"
             raise SurfaceUnavailable(
                 f"Twilio refused the text to {mask(to)}: error {exc.code}{hint}",

@@ -21,6 +21,7 @@ from twilio.twiml.messaging_response import MessagingResponse
 from contracts.enums import ApprovalStatus, AuditEvent, ErrorCode, SurfaceType, Verdict
 from contracts.errors import CosignerError, InvalidRequest, InvalidSignature
 from contracts.ports import Answer, ApprovalCard, Placed, SmsDesk
+from contracts.sms import SmsStore
 from surfaces.bodies import read_body
 from surfaces.sms.allow_for_text import allowed_text
 from surfaces.sms.refused_text import code_needed_text, too_long_text
@@ -108,9 +109,12 @@ async def read_signed_form(
 class SmsWebhooks:
     """The handlers behind `POST /sms/inbound` and `POST /sms/status`."""
 
-    def __init__(self, config: SmsConfig, desk: SmsDesk, surface: SurfaceType = SurfaceType.SMS) -> None:
+    def __init__(
+        self, config: SmsConfig, desk: SmsDesk, store: SmsStore, surface: SurfaceType = SurfaceType.SMS
+    ) -> None:
         self.config = config
         self.desk = desk
+        self.store = store
         self.surface = surface  # WhatsApp reads typed answers exactly as SMS does
 
     async def inbound(self, request: Request) -> Response:
@@ -125,10 +129,10 @@ class SmsWebhooks:
         # Twilio retries a webhook it thinks failed, and a copy of a handled message must
         # decide nothing. The id is recorded only once the message is handled (an answer
         # records it in its own transaction), so a failed attempt leaves the retry to decide.
-        if await self.desk.message_seen(message_sid):
+        if await self.store.message_seen(message_sid):
             return twiml()
         response, recorded = await self._handle(form, message_sid, sender, to)
-        if not recorded and not await self.desk.mark_message_seen(message_sid):
+        if not recorded and not await self.store.mark_message_seen(message_sid):
             return twiml()  # a concurrent copy was handled first
         return response
 
@@ -147,8 +151,8 @@ class SmsWebhooks:
             return twiml(), False  # Twilio sends its own confirmation
         reply = parse_reply(body)
         if opt_type == "START" or is_opt_in(body):
-            if await self.desk.opted_out(sender):
-                await self.desk.set_opted_out(sender, False)
+            if await self.store.opted_out(sender):
+                await self.store.set_opted_out(sender, False)
             if reply is None:
                 return twiml(), False
         if opt_type == "HELP" or is_help(body):
@@ -171,7 +175,7 @@ class SmsWebhooks:
             if len(pending) > 1:
                 return twiml(help_text(codes, handoffs=handoffs)), False
             target = pending[0]
-            if needs_code(reply) and await self.desk.texted_other(
+            if needs_code(reply) and await self.store.texted_other(
                 sender, target.card.approval_id, BARE_WINDOW
             ):
                 # Another request was texted lately: the YES may be meant for it.
@@ -197,7 +201,7 @@ class SmsWebhooks:
             message_ref=None,
             message_id=message_sid,
             # The call this number's text showed: an answer to a call edited since is refused.
-            seen=await self.desk.texted_digest(target.card.approval_id, sender),
+            seen=await self.store.texted_digest(target.card.approval_id, sender),
             # A call too long to text whole: a YES to it is refused, a NO counts.
             unshown=await self.unshown(target.card, sender),
             allow_for=reply.allow_for.seconds if reply.allow_for is not None else None,
@@ -228,7 +232,7 @@ class SmsWebhooks:
         """Why the texts to `sender` could not show the call whole: as recorded with its text,
         or (a text recorded before texts said so) as the call stands, which a text of another
         version could not be answered for anyway. A handoff approves no call."""
-        recorded = await self.desk.texted_unshown(card.approval_id, sender)
+        recorded = await self.store.texted_unshown(card.approval_id, sender)
         return recorded or (None if card.handoff else not_texted_whole(card))
 
     async def _more(
@@ -248,7 +252,7 @@ class SmsWebhooks:
             target = matches[0]
         logger.info("sms full call texted approval=%s", target.card.approval_id)
         # A text of this request: a bare YES soon after must not be taken for another's.
-        await self.desk.shown(target.card.approval_id, sender)
+        await self.store.shown(target.card.approval_id, sender)
         return twiml(*more_texts(target.card))
 
     async def _pending(self, conversations: Sequence[str], sender: str) -> tuple[str, list[Placed]]:
@@ -275,10 +279,10 @@ class SmsWebhooks:
             return False
         if sender not in placed.route.approvers:
             # A number the request was escalated to: texted by that step, not the first one.
-            return await self.desk.was_texted(placed.card.approval_id, sender)
+            return await self.store.was_texted(placed.card.approval_id, sender)
         if placed.delivered.message_refs:
             return True  # the full receipt: every approver was texted
-        return await self.desk.was_texted(placed.card.approval_id, sender)
+        return await self.store.was_texted(placed.card.approval_id, sender)
 
     async def _latest(self, conversations: Sequence[str], sender: str) -> Placed | None:
         for conversation in conversations:
@@ -289,7 +293,7 @@ class SmsWebhooks:
 
     async def _opt_out(self, sender: str, conversations: Sequence[str]) -> None:
         """Remember the opt-out and fail closed what this number was asked to decide."""
-        await self.desk.set_opted_out(sender, True)
+        await self.store.set_opted_out(sender, True)
         for conversation in conversations:
             for placed in await self.desk.pending_for_number(conversation, sender):
                 await self.desk.fail_closed(
@@ -306,7 +310,7 @@ class SmsWebhooks:
         status = form.get("MessageStatus") or form.get("SmsStatus")
         if not message_sid or not status:
             return Response("MessageSid and MessageStatus are required", status_code=400)
-        approval_id = await self.desk.approval_of_sid(message_sid)
+        approval_id = await self.store.approval_of_sid(message_sid)
         if approval_id is None:
             return Response(status_code=204)  # an outcome text, or not ours
         error_code = form.get("ErrorCode") or None

@@ -25,6 +25,7 @@ from contracts.enums import ApprovalStatus, SurfaceType
 from contracts.errors import SurfaceUnavailable
 from contracts.ports import ApprovalCard, Delivered, Retexted, SmsDesk, SmsRoute
 from contracts.ports import Route as ApprovalRoute
+from contracts.sms import SmsStore
 from surfaces.sms.adapter import SEND_TIMEOUT, SmsConfig, SmsConfigError, mask
 from surfaces.sms.text import not_texted_whole, to_outcome_text, to_sms_text
 from surfaces.sms.transport import HttpxTwilioClient
@@ -77,12 +78,18 @@ class WhatsAppAdapter:
     name = "whatsapp"
 
     def __init__(
-        self, config: WhatsAppConfig, desk: SmsDesk, *, transport: httpx.AsyncBaseTransport | None = None
+        self,
+        config: WhatsAppConfig,
+        desk: SmsDesk,
+        store: SmsStore,
+        *,
+        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.config = config
         self.desk = desk
+        self.store = store  # SMS's: opt-outs and texts are kept per number, as SMS keeps them
         self.transport = transport
-        self.webhooks = WhatsAppWebhooks(config.twilio, desk)
+        self.webhooks = WhatsAppWebhooks(config.twilio, desk, store)
         self._http: HttpxTwilioClient | None = None
         self._client: Client | None = None
 
@@ -126,7 +133,7 @@ class WhatsAppAdapter:
         for number in (sender, *route.approvers):
             if not WHATSAPP_NUMBER.match(number):
                 raise SurfaceUnavailable(f"{mask(number)} is not a WhatsApp number (whatsapp:+E164)")
-            if await self.desk.opted_out(number):
+            if await self.store.opted_out(number):
                 raise SurfaceUnavailable(f"approver {mask(number)} opted out by STOP")
         # A retried delivery keeps the nonces of templates already sent, so their taps count.
         placed = await self.desk.placed(card.approval_id)
@@ -138,10 +145,10 @@ class WhatsAppAdapter:
         status_callback = self.config.twilio.public_url.rstrip("/") + "/whatsapp/status"
         sids = []
         for number in route.approvers:
-            sid = await self.desk.sent_sid(card.approval_id, number)
+            sid = await self.store.sent_sid(card.approval_id, number)
             if sid is None:
                 variables = await self._variables(card, sender, number, nonces[nonce_key(number)])
-                await self.desk.mark_texting(
+                await self.store.mark_texting(
                     card.approval_id, number, card.digest or None, not_texted_whole(card)
                 )
                 sid = await self._send(
@@ -152,7 +159,7 @@ class WhatsAppAdapter:
                     content_variables=json.dumps(variables),
                     status_callback=status_callback,
                 )
-                await self.desk.record_sent(card.approval_id, number, sid)
+                await self.store.record_sent(card.approval_id, number, sid)
                 logger.info("whatsapp request sent approval=%s sid=%s", card.approval_id, sid)
             sids.append(sid)
         return Delivered(
@@ -175,7 +182,7 @@ class WhatsAppAdapter:
         interim = card.result is not None and not card.result.final
         once = f"{card.approval_id}#reconciling" if interim else card.approval_id
         for number in route.approvers:
-            if await self.desk.opted_out(number) or not await self.desk.first_outcome(once, number):
+            if await self.store.opted_out(number) or not await self.store.first_outcome(once, number):
                 continue
             try:
                 await self._send(client, to=number, from_=delivered.conversation, body=to_outcome_text(card))
@@ -202,15 +209,15 @@ class WhatsAppAdapter:
         sender = delivered.conversation
         texted, in_flight, problems = [], [], []
         for number in route.approvers:
-            if not await self.desk.was_texted(card.approval_id, number):
+            if not await self.store.was_texted(card.approval_id, number):
                 continue
-            if await self.desk.texted_digest(card.approval_id, number) == card.digest:
+            if await self.store.texted_digest(card.approval_id, number) == card.digest:
                 continue
-            if await self.desk.opted_out(number):
+            if await self.store.opted_out(number):
                 problems.append(f"{mask(number)} cannot be messaged (opted out by STOP)")
                 continue
             nonce = delivered.extra.get(nonce_key(number))
-            if nonce is None or await self.desk.sent_sid(card.approval_id, number) is None:
+            if nonce is None or await self.store.sent_sid(card.approval_id, number) is None:
                 in_flight.append(number)  # its first message is being sent: not after it
                 continue
             variables = await self._variables(card, sender, number, nonce)
@@ -225,10 +232,10 @@ class WhatsAppAdapter:
             except SurfaceUnavailable as exc:
                 problems.append(exc.message)
                 continue
-            await self.desk.mark_texting(
+            await self.store.mark_texting(
                 card.approval_id, number, card.digest or None, not_texted_whole(card)
             )
-            await self.desk.record_sent(card.approval_id, number, sid)
+            await self.store.record_sent(card.approval_id, number, sid)
             logger.info("whatsapp edited call sent approval=%s sid=%s", card.approval_id, sid)
             texted.append(number)
         return Retexted(tuple(texted), tuple(in_flight), tuple(problems))
@@ -252,7 +259,7 @@ class WhatsAppAdapter:
             message = await client.messages.create_async(**fields)
         except TwilioRestException as exc:
             if exc.code == 21610:
-                await self.desk.set_opted_out(str(fields["to"]), True)
+                await self.store.set_opted_out(str(fields["to"]), True)
             raise SurfaceUnavailable(
                 f"Twilio refused the WhatsApp message to {mask(str(fields['to']))}: error {exc.code}"
                 + (

@@ -22,6 +22,7 @@ from starlette.responses import Response
 from contracts.enums import ApprovalStatus, ErrorCode, SurfaceType
 from contracts.errors import CosignerError
 from contracts.ports import Answer, Placed, SmsDesk
+from contracts.sms import SmsStore
 from surfaces.sms.refused_text import too_long_text
 from surfaces.sms.text import closed_text, edited_text, help_text, refusal_text
 from surfaces.sms.webhook import SmsWebhooks, twiml
@@ -38,8 +39,8 @@ EDITED_SINCE = "the tap answers a message of this request sent before an approve
 class WhatsAppWebhooks(SmsWebhooks):
     """`POST /whatsapp/inbound` and `POST /whatsapp/status`: SMS's handlers, plus taps."""
 
-    def __init__(self, config: SmsConfig, desk: SmsDesk) -> None:
-        super().__init__(config, desk, SurfaceType.WHATSAPP)
+    def __init__(self, config: SmsConfig, desk: SmsDesk, store: SmsStore) -> None:
+        super().__init__(config, desk, store, SurfaceType.WHATSAPP)
 
     async def _handle(
         self, form: ImmutableMultiDict[str, str], message_sid: str, sender: str, to: str
@@ -66,7 +67,7 @@ class WhatsAppWebhooks(SmsWebhooks):
             conversation=to,
             message_id=message_sid,
             mismatch=mismatch,
-            seen=await self.desk.texted_digest(tap.approval_id, sender),
+            seen=await self.store.texted_digest(tap.approval_id, sender),
             # A call too long to show whole by text: Approve is refused, Deny counts.
             unshown=await self.unshown(placed.card, sender),
         )
@@ -100,9 +101,9 @@ class WhatsAppWebhooks(SmsWebhooks):
         expected = placed.delivered.extra.get(nonce_key(sender))
         if expected is None or not secrets.compare_digest(expected, tap.nonce):
             return "the nonce was not sent to this number"
-        sent = await self.desk.sent_sid(tap.approval_id, sender)
+        sent = await self.store.sent_sid(tap.approval_id, sender)
         if replied is not None and sent is not None and replied != sent:
-            if await self.desk.approval_of_sid(replied) == tap.approval_id:
+            if await self.store.approval_of_sid(replied) == tap.approval_id:
                 return EDITED_SINCE  # the edited call was sent since (`WhatsAppAdapter.retext`)
             return "the tap answers another message"
         return None

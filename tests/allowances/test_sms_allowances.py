@@ -44,7 +44,9 @@ sms_from = "{BOT}"
 async def world(db_kind: str) -> AsyncIterator[tuple[Harness, TwilioEmulator, TwilioCaller, str]]:
     async with database(db_kind) as db, TwilioEmulator.running(ACCOUNT, TOKEN) as emu:
         config = SmsConfig(ACCOUNT, TOKEN, None, None, emu.api_url, PUBLIC)
-        async with cosigner_app(POLICY, db=db, surfaces=[lambda desk: SmsAdapter(config, desk)]) as h:
+        async with cosigner_app(
+            POLICY, db=db, surfaces=[lambda desk: SmsAdapter(config, desk, desk.sms_store)]
+        ) as h:
             phone = TwilioCaller(h.client, public_url=PUBLIC, account_sid=ACCOUNT, auth_token=TOKEN)
             yield h, emu, phone, await h.create_tenant("acme")
 

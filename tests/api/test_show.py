@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
+from bot.approvals import Desk
 from bot.policy import load_policy, redact
 from contracts.errors import PolicyError
-from contracts.ports import ApprovalDesk, SmsDesk
+from contracts.ports import ApprovalDesk
 from surfaces.slack import SlackAdapter, SlackConfig
 from surfaces.slack.emulator import SlackEmulator
 from surfaces.sms import SmsAdapter, SmsConfig
@@ -62,8 +63,8 @@ async def world(db_kind: str) -> AsyncIterator[tuple[Harness, SlackEmulator, Twi
         def on_slack(desk: ApprovalDesk) -> SlackAdapter:
             return SlackAdapter(slack_config, desk)
 
-        def on_sms(desk: SmsDesk) -> SmsAdapter:
-            return SmsAdapter(sms_config, desk)
+        def on_sms(desk: Desk) -> SmsAdapter:
+            return SmsAdapter(sms_config, desk, desk.sms_store)
 
         async with cosigner_app(POLICY, surfaces=[on_slack, on_sms], database_kind=db_kind) as h:
             yield h, slack, twilio, await h.create_tenant("acme")

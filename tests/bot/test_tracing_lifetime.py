@@ -133,7 +133,7 @@ async def test_an_sms_approval_carries_no_phone_number(db_kind: str, receiver: O
     provider = provider_for(receiver)
     async with TwilioEmulator.running(ACCOUNT, TOKEN) as emu:
         config = SmsConfig(ACCOUNT, TOKEN, None, None, emu.api_url, PUBLIC)
-        surfaces = [lambda desk: SmsAdapter(config, desk)]
+        surfaces = [lambda desk: SmsAdapter(config, desk, desk.sms_store)]
         async with cosigner_app(
             POLICY, surfaces=surfaces, database_kind=db_kind, tracer_provider=provider
         ) as h:

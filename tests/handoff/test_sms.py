@@ -48,7 +48,7 @@ async def world(db_kind: str) -> AsyncIterator[tuple[Harness, TwilioEmulator, Tw
         policy = handoff_policy(url, TENANTS)
         async with cosigner_app(
             policy,
-            surfaces=[lambda desk: SmsAdapter(config, desk)],
+            surfaces=[lambda desk: SmsAdapter(config, desk, desk.sms_store)],
             clock=clock,
             database_kind=db_kind,
             callback_allow=LOOPBACK,

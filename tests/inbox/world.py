@@ -144,7 +144,10 @@ async def inbox_world(
             twilio = await stack.enter_async_context(TwilioEmulator.running(TWILIO_ACCOUNT, TWILIO_TOKEN))
             sms = SmsConfig(TWILIO_ACCOUNT, TWILIO_TOKEN, SENDER, None, twilio.api_url, public_url)
             wa = WhatsAppConfig(sms, SENDER, twilio.add_template(TEMPLATE_BODY, TEMPLATE_ACTIONS))
-            surfaces += [lambda desk: SmsAdapter(sms, desk), lambda desk: WhatsAppAdapter(wa, desk)]
+            surfaces += [
+                lambda desk: SmsAdapter(sms, desk, desk.sms_store),
+                lambda desk: WhatsAppAdapter(wa, desk, desk.sms_store),
+            ]
             settings = {"twilio_from_number": SENDER, "twilio_whatsapp_from": SENDER, **settings}
         async with cosigner_app(
             policy,

@@ -160,7 +160,7 @@ async def sms_world(app: Any) -> AsyncIterator[tuple[Harness, TwilioEmulator, Tw
     """Cosigner texting through the emulated Twilio, the contract application at `app`."""
     async with TwilioEmulator.running(ACCOUNT, TOKEN) as emu:
         config = SmsConfig(ACCOUNT, TOKEN, None, None, emu.api_url, PUBLIC)
-        surfaces = [lambda desk: SmsAdapter(config, desk)]
+        surfaces = [lambda desk: SmsAdapter(config, desk, desk.sms_store)]
         policy = policy_for(app.url, extra=TENANT)
         async with cosigner_app(policy, surfaces=surfaces, callback_allow="127.0.0.1") as h:
             phone = TwilioCaller(h.client, public_url=PUBLIC, account_sid=ACCOUNT, auth_token=TOKEN)

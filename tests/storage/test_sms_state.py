@@ -5,10 +5,12 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from contracts.enums import SurfaceType
+from contracts.sms import SmsStore
 from storage import inbound, sms_state
+from storage.sms_state import SmsState
 from storage.tables import flags
 from storage.work import Work
-from tests.harness import database
+from tests.harness import ManualClock, database
 
 ALICE = "+15550000001"
 BOB = "+15550000003"
@@ -101,3 +103,36 @@ async def test_another_request_texted_lately_or_since_is_found_per_number(db_kin
         await db.run_write(lambda tx: sms_state.shown(tx, "apv_a", ALICE, NOW + 40))
         assert await other(ALICE, "apv_a", NOW + 200 - 120) is None
         assert await other(ALICE, "apv_x", NOW + 200 - 120) is None
+
+
+async def test_the_store_the_surface_is_handed_keeps_each_fact_in_its_own_transaction(db_kind: str) -> None:
+    async with database(db_kind) as db:
+        clock = ManualClock(NOW)
+        store: SmsStore = SmsState(db, clock)
+        assert not await store.message_seen("SM9")
+        assert await store.mark_message_seen("SM9") and not await store.mark_message_seen("SM9")
+        assert await store.message_seen("SM9")
+        await store.set_opted_out(ALICE, True)
+        assert await store.opted_out(ALICE) and not await store.opted_out(BOB)
+        await store.set_opted_out(ALICE, False)
+        assert not await store.opted_out(ALICE)
+
+        assert not await store.was_texted("apv_1", ALICE)
+        await store.mark_texting("apv_1", ALICE, "sha256:a", "too long")
+        assert await store.was_texted("apv_1", ALICE)
+        assert await store.texted_digest("apv_1", ALICE) == "sha256:a"
+        assert await store.texted_unshown("apv_1", ALICE) == "too long"
+        await store.record_sent("apv_1", ALICE, "SM1")
+        assert await store.sent_sid("apv_1", ALICE) == "SM1" and await store.sent_sid("apv_1", BOB) is None
+        assert await store.approval_of_sid("SM1") == "apv_1"
+        assert await store.first_outcome("apv_1", ALICE) and not await store.first_outcome("apv_1", ALICE)
+
+        # The window of `texted_other` and the time of each text are the store's clock.
+        clock.advance(10)
+        await store.mark_texting("apv_2", ALICE)
+        assert await store.texted_other(ALICE, "apv_2", within=120) == "apv_1"
+        clock.advance(200)
+        assert await store.texted_other(ALICE, "apv_2", within=120) is None
+        assert await store.texted_other(ALICE, "apv_1", within=120) == "apv_2"  # texted since apv_1's text
+        await store.shown("apv_1", ALICE)  # a reminder of apv_1 is now its latest text
+        assert await store.texted_other(ALICE, "apv_1", within=120) is None

@@ -1,4 +1,4 @@
-"""A small in-memory ApprovalDesk and the fixtures the SMS tests share."""
+"""A small in-memory SmsDesk and SmsStore, and the fixtures the SMS tests share."""
 
 from __future__ import annotations
 
@@ -89,11 +89,10 @@ def sms_route(*approvers: str, from_number: str | None = BOT, service: str | Non
     )
 
 
-class FakeDesk:
-    """The engine's side of `ApprovalDesk`, in memory, with the same checks `answer` makes."""
+class FakeStore:
+    """The storage side of `SmsStore`, in memory: what the SMS surface keeps itself."""
 
     def __init__(self) -> None:
-        self.approvals: dict[str, Placed] = {}
         self.opted: set[str] = set()
         self.sids: dict[str, str] = {}  # MessageSid → approval id
         self.sent: dict[tuple[str, str], str] = {}  # (approval id, number) → MessageSid
@@ -101,7 +100,78 @@ class FakeDesk:
         self.texted: dict[tuple[str, str], str | None] = {}
         self.unshown: dict[tuple[str, str], str | None] = {}
         self.shown_at: dict[tuple[str, str], float] = {}  # (number, approval id) → when texted
-        self.now = 0.0  # the desk's clock, for a bare YES soon after another request's text
+        self.now = 0.0  # the store's clock, for a bare YES soon after another request's text
+
+    def _mark(self, namespace: str, key: str) -> bool:
+        if (namespace, key) in self.marks:
+            return False
+        self.marks.add((namespace, key))
+        return True
+
+    async def message_seen(self, message_sid: str) -> bool:
+        return ("seen", message_sid) in self.marks
+
+    async def mark_message_seen(self, message_sid: str) -> bool:
+        return self._mark("seen", message_sid)
+
+    async def opted_out(self, number: str) -> bool:
+        return number in self.opted
+
+    async def set_opted_out(self, number: str, out: bool) -> None:
+        if out:
+            self.opted.add(number)
+        else:
+            self.opted.discard(number)
+
+    async def mark_texting(
+        self, approval_id: str, number: str, digest: str | None = None, unshown: str | None = None
+    ) -> None:
+        self._mark("texted", f"{approval_id}:{number}")
+        self.texted[(approval_id, number)] = digest
+        self.unshown[(approval_id, number)] = unshown
+        await self.shown(approval_id, number)
+
+    async def texted_digest(self, approval_id: str, number: str) -> str | None:
+        return self.texted.get((approval_id, number))
+
+    async def texted_unshown(self, approval_id: str, number: str) -> str | None:
+        return self.unshown.get((approval_id, number))
+
+    async def shown(self, approval_id: str, number: str) -> None:
+        self.shown_at[(number, approval_id)] = self.now
+
+    async def texted_other(self, number: str, approval_id: str, within: float) -> str | None:
+        # Like storage.sms_state.texted_other, on the store's own clock (`now`).
+        own = self.shown_at.get((number, approval_id))
+        start = self.now - within if own is None else min(self.now - within, own)
+        others = [
+            a for (n, a), at in self.shown_at.items() if n == number and a != approval_id and at >= start
+        ]
+        return others[0] if others else None
+
+    async def was_texted(self, approval_id: str, number: str) -> bool:
+        return ("texted", f"{approval_id}:{number}") in self.marks
+
+    async def record_sent(self, approval_id: str, number: str, message_sid: str) -> None:
+        self.sids[message_sid] = approval_id
+        self.sent[(approval_id, number)] = message_sid
+
+    async def sent_sid(self, approval_id: str, number: str) -> str | None:
+        return self.sent.get((approval_id, number))
+
+    async def approval_of_sid(self, message_sid: str) -> str | None:
+        return self.sids.get(message_sid)
+
+    async def first_outcome(self, approval_id: str, number: str) -> bool:
+        return self._mark("outcome", f"{approval_id}:{number}")
+
+
+class FakeDesk:
+    """The engine's side of `SmsDesk`, in memory, with the same checks `answer` makes."""
+
+    def __init__(self, store: FakeStore) -> None:
+        self.store = store  # an answer's message id is recorded where the surface looks for it
+        self.approvals: dict[str, Placed] = {}
         self.notes: list[tuple[str, str, dict[str, Any]]] = []
         self.answers: list[Answer] = []
         self.failures: list[tuple[str, str, str]] = []
@@ -127,7 +197,7 @@ class FakeDesk:
             raise ApprovalNotFound("no such approval")
         if answer.message_id is not None:
             # Like the engine: the message id is recorded with the answer or its refusal.
-            if not await self.mark_message_seen(answer.message_id):
+            if not await self.store.mark_message_seen(answer.message_id):
                 return placed.card
         if placed.card.status is ApprovalStatus.EXPIRED:
             raise ApprovalExpired("the request expired; nothing was done.")
@@ -189,76 +259,18 @@ class FakeDesk:
     async def note(self, approval_id: str, event: AuditEvent, data: Mapping[str, Any]) -> None:
         self.notes.append((approval_id, event, dict(data)))
 
-    def _mark(self, namespace: str, key: str) -> bool:
-        if (namespace, key) in self.marks:
-            return False
-        self.marks.add((namespace, key))
-        return True
-
-    async def message_seen(self, message_sid: str) -> bool:
-        return ("seen", message_sid) in self.marks
-
-    async def mark_message_seen(self, message_sid: str) -> bool:
-        return self._mark("seen", message_sid)
-
-    async def opted_out(self, number: str) -> bool:
-        return number in self.opted
-
-    async def set_opted_out(self, number: str, out: bool) -> None:
-        if out:
-            self.opted.add(number)
-        else:
-            self.opted.discard(number)
-
-    async def mark_texting(
-        self, approval_id: str, number: str, digest: str | None = None, unshown: str | None = None
-    ) -> None:
-        self._mark("texted", f"{approval_id}:{number}")
-        self.texted[(approval_id, number)] = digest
-        self.unshown[(approval_id, number)] = unshown
-        await self.shown(approval_id, number)
-
-    async def texted_digest(self, approval_id: str, number: str) -> str | None:
-        return self.texted.get((approval_id, number))
-
-    async def texted_unshown(self, approval_id: str, number: str) -> str | None:
-        return self.unshown.get((approval_id, number))
-
-    async def shown(self, approval_id: str, number: str) -> None:
-        self.shown_at[(number, approval_id)] = self.now
-
-    async def texted_other(self, number: str, approval_id: str, within: float) -> str | None:
-        # Like storage.sms_state.texted_other, on the desk's own clock (`now`).
-        own = self.shown_at.get((number, approval_id))
-        start = self.now - within if own is None else min(self.now - within, own)
-        others = [
-            a for (n, a), at in self.shown_at.items() if n == number and a != approval_id and at >= start
-        ]
-        return others[0] if others else None
-
-    async def was_texted(self, approval_id: str, number: str) -> bool:
-        return ("texted", f"{approval_id}:{number}") in self.marks
-
-    async def record_sent(self, approval_id: str, number: str, message_sid: str) -> None:
-        self.sids[message_sid] = approval_id
-        self.sent[(approval_id, number)] = message_sid
-
-    async def sent_sid(self, approval_id: str, number: str) -> str | None:
-        return self.sent.get((approval_id, number))
-
-    async def approval_of_sid(self, message_sid: str) -> str | None:
-        return self.sids.get(message_sid)
-
-    async def first_outcome(self, approval_id: str, number: str) -> bool:
-        return self._mark("outcome", f"{approval_id}:{number}")
-
     def tenant_for_org(self, surface: SurfaceType, org: str) -> str | None:
         return "acme" if (surface, org) == (SurfaceType.SMS, BOT) else None
 
 
 @pytest.fixture
-def desk() -> FakeDesk:
-    return FakeDesk()
+def store() -> FakeStore:
+    return FakeStore()
+
+
+@pytest.fixture
+def desk(store: FakeStore) -> FakeDesk:
+    return FakeDesk(store)
 
 
 @pytest.fixture
@@ -280,8 +292,8 @@ def config(emu: TwilioEmulator) -> SmsConfig:
 
 
 @pytest.fixture
-async def adapter(config: SmsConfig, desk: FakeDesk) -> AsyncIterator[SmsAdapter]:
-    sms = SmsAdapter(config, desk)
+async def adapter(config: SmsConfig, desk: FakeDesk, store: FakeStore) -> AsyncIterator[SmsAdapter]:
+    sms = SmsAdapter(config, desk, store)
     await sms.start()
     yield sms
     await sms.stop()

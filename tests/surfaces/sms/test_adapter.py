@@ -27,7 +27,7 @@ async def test_deliver_texts_each_approver(
         assert text.from_ == kit.bot
         assert text.status_callback == "https://cosigner.example.com/sms/status"
         assert "issue_refund" in text.body and text.body.endswith("Reply YES or NO.")
-        assert desk.sids[text.sid] == card.approval_id
+        assert desk.store.sids[text.sid] == card.approval_id
 
 
 async def test_deliver_asks_for_the_code_when_another_request_is_pending(
@@ -61,7 +61,7 @@ async def test_a_retried_delivery_texts_nobody_twice(
 async def test_opted_out_approver_is_unavailable_before_anything_is_sent(
     adapter: SmsAdapter, emu: TwilioEmulator, desk: Any, kit: Any
 ) -> None:
-    await desk.set_opted_out(kit.bob, True)
+    await desk.store.set_opted_out(kit.bob, True)
     with pytest.raises(SurfaceUnavailable, match="opted out"):
         await adapter.deliver(kit.card(), kit.route(kit.alice, kit.bob))
     assert emu.sent == []
@@ -75,7 +75,7 @@ async def test_twilio_21610_is_unavailable_and_remembered(
         await adapter.deliver(kit.card(), kit.route(kit.alice))
     assert caught.value.details == {"twilioCode": 21610}
     assert isinstance(caught.value.__cause__, Exception)
-    assert await desk.opted_out(kit.alice)
+    assert await desk.store.opted_out(kit.alice)
 
 
 @pytest.mark.parametrize(("status", "code"), [(500, None), (429, 20429), (400, 21211)])
@@ -89,7 +89,7 @@ async def test_twilio_errors_are_unavailable(
 
 async def test_unreachable_twilio_is_unavailable(desk: Any, kit: Any) -> None:
     config = SmsConfig(kit.account, kit.token, kit.bot, None, "http://127.0.0.1:9", kit.public)
-    adapter = SmsAdapter(config, desk)
+    adapter = SmsAdapter(config, desk, desk.store)
     await adapter.start()
     try:
         with pytest.raises(SurfaceUnavailable, match="could not reach Twilio"):
@@ -103,7 +103,7 @@ async def test_a_mock_transport_can_stand_in_for_twilio(desk: Any, kit: Any) -> 
         return httpx.Response(401, json={"code": 20003, "message": "Authenticate", "status": 401})
 
     config = SmsConfig(kit.account, kit.token, kit.bot, None, None, kit.public)
-    adapter = SmsAdapter(config, desk, transport=httpx.MockTransport(refuse))
+    adapter = SmsAdapter(config, desk, desk.store, transport=httpx.MockTransport(refuse))
     await adapter.start()
     try:
         with pytest.raises(SurfaceUnavailable, match="error 20003"):
@@ -122,7 +122,7 @@ async def test_invalid_approver_numbers_are_refused(
 
 
 async def test_other_routes_and_lifecycle_misuse(desk: Any, kit: Any, config: SmsConfig) -> None:
-    adapter = SmsAdapter(config, desk)
+    adapter = SmsAdapter(config, desk, desk.store)
     with pytest.raises(SurfaceUnavailable, match="not started"):
         await adapter.deliver(kit.card(), kit.route(kit.alice))
     await adapter.start()
@@ -139,7 +139,7 @@ async def test_edge_and_region_from_the_environment_are_ignored(
 ) -> None:
     monkeypatch.setitem(os.environ, "TWILIO_EDGE", "sydney")
     monkeypatch.setitem(os.environ, "TWILIO_REGION", "au1")
-    adapter = SmsAdapter(config, desk)
+    adapter = SmsAdapter(config, desk, desk.store)
     await adapter.start()
     try:
         await adapter.deliver(kit.card(), kit.route(kit.alice))
@@ -153,7 +153,7 @@ async def test_show_outcome_texts_each_reachable_approver_once(
 ) -> None:
     route = kit.route(kit.alice, kit.bob)
     receipt = Delivered(SurfaceType.SMS, kit.bot, ("SM1", "SM2"))
-    await desk.set_opted_out(kit.bob, True)
+    await desk.store.set_opted_out(kit.bob, True)
     card = kit.card(status=ApprovalStatus.APPROVED)
     await adapter.show_outcome(card, route, receipt)
     await adapter.show_outcome(card, route, receipt)  # the engine retried

@@ -46,7 +46,9 @@ sms_from = "{GLOBEX_BOT}"
 @asynccontextmanager
 async def sms_app(db: Database, emu: TwilioEmulator) -> AsyncIterator[tuple[Harness, TwilioCaller]]:
     config = SmsConfig(ACCOUNT, TOKEN, None, None, emu.api_url, PUBLIC)
-    async with cosigner_app(POLICY, db=db, surfaces=[lambda desk: SmsAdapter(config, desk)]) as h:
+    async with cosigner_app(
+        POLICY, db=db, surfaces=[lambda desk: SmsAdapter(config, desk, desk.sms_store)]
+    ) as h:
         yield h, TwilioCaller(h.client, public_url=PUBLIC, account_sid=ACCOUNT, auth_token=TOKEN)
 
 

@@ -43,7 +43,7 @@ sms_from = "{BOT}"
 async def sms_app(db_kind: str) -> AsyncIterator[tuple[Harness, TwilioEmulator, TwilioCaller]]:
     async with TwilioEmulator.running(ACCOUNT, TOKEN) as emu:
         config = SmsConfig(ACCOUNT, TOKEN, None, None, emu.api_url, PUBLIC)
-        surfaces = [lambda desk: SmsAdapter(config, desk)]
+        surfaces = [lambda desk: SmsAdapter(config, desk, desk.sms_store)]
         async with cosigner_app(POLICY, surfaces=surfaces, database_kind=db_kind) as h:
             phone = TwilioCaller(h.client, public_url=PUBLIC, account_sid=ACCOUNT, auth_token=TOKEN)
             yield h, emu, phone
@@ -245,7 +245,7 @@ async def test_sms_cannot_edit_the_approver_answers_the_call_as_sent(db_kind: st
     policy = POLICY.replace('redact = ["cardToken"]', 'redact = ["cardToken"]\neditable = ["amountCents"]')
     async with TwilioEmulator.running(ACCOUNT, TOKEN) as emu:
         config = SmsConfig(ACCOUNT, TOKEN, None, None, emu.api_url, PUBLIC)
-        surfaces = [lambda desk: SmsAdapter(config, desk)]
+        surfaces = [lambda desk: SmsAdapter(config, desk, desk.sms_store)]
         async with cosigner_app(policy, surfaces=surfaces, database_kind=db_kind) as h:
             phone = TwilioCaller(h.client, public_url=PUBLIC, account_sid=ACCOUNT, auth_token=TOKEN)
             key = await h.create_tenant("acme")

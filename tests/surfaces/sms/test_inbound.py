@@ -157,7 +157,7 @@ async def test_forged_signature_is_refused(
     response = await phone.text(kit.alice, kit.bot, "YES", token="not-the-token")
     assert response.status_code == 403
     assert response.json()["error"]["code"] == "INVALID_SIGNATURE"
-    assert desk.answers == [] and desk.marks == set()
+    assert desk.answers == [] and desk.store.marks == set()
 
 
 async def test_missing_signature_is_refused(
@@ -165,7 +165,7 @@ async def test_missing_signature_is_refused(
 ) -> None:
     response = await phone.text(kit.alice, kit.bot, "YES", signature=None)
     assert response.status_code == 403
-    assert desk.answers == [] and desk.marks == set()
+    assert desk.answers == [] and desk.store.marks == set()
 
 
 async def test_signature_over_the_internal_url_is_refused(
@@ -229,7 +229,7 @@ async def test_stop_mid_approval_fails_it_closed(
     phone: TwilioCaller, adapter: SmsAdapter, desk: Any, kit: Any, two_pending: None
 ) -> None:
     assert said(await phone.text(kit.alice, kit.bot, "stop")) is None  # Twilio answers STOP
-    assert await desk.opted_out(kit.alice)
+    assert await desk.store.opted_out(kit.alice)
     assert desk.failures == [
         ("apr_1", "SURFACE_UNAVAILABLE", "approver opted out by STOP"),
         ("apr_2", "SURFACE_UNAVAILABLE", "approver opted out by STOP"),
@@ -237,7 +237,7 @@ async def test_stop_mid_approval_fails_it_closed(
     with pytest.raises(SurfaceUnavailable, match="opted out"):
         await adapter.deliver(kit.card("apr_3", "5555"), kit.route(kit.alice))
     assert said(await phone.text(kit.alice, kit.bot, "START")) is None
-    assert not await desk.opted_out(kit.alice)
+    assert not await desk.store.opted_out(kit.alice)
 
 
 async def test_advanced_opt_out_type_counts_as_stop(
@@ -257,9 +257,9 @@ async def test_help_is_left_to_twilio(phone: TwilioCaller, desk: Any, kit: Any, 
 async def test_bare_yes_re_subscribes_and_still_answers(
     phone: TwilioCaller, desk: Any, kit: Any, one_pending: str
 ) -> None:
-    await desk.set_opted_out(kit.alice, True)
+    await desk.store.set_opted_out(kit.alice, True)
     assert said(await phone.text(kit.alice, kit.bot, "YES")) is None
-    assert not await desk.opted_out(kit.alice)
+    assert not await desk.store.opted_out(kit.alice)
     assert desk.answers[0].verdict is Verdict.APPROVE
 
 

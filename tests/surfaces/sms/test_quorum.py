@@ -37,7 +37,7 @@ async def sms_app(db_kind: str) -> AsyncIterator[tuple[Harness, TwilioEmulator, 
     async with TwilioEmulator.running(ACCOUNT, TOKEN) as emu:
         config = SmsConfig(ACCOUNT, TOKEN, None, None, emu.api_url, PUBLIC)
         async with cosigner_app(
-            POLICY, surfaces=[lambda desk: SmsAdapter(config, desk)], database_kind=db_kind
+            POLICY, surfaces=[lambda desk: SmsAdapter(config, desk, desk.sms_store)], database_kind=db_kind
         ) as h:
             yield h, emu, TwilioCaller(h.client, public_url=PUBLIC, account_sid=ACCOUNT, auth_token=TOKEN)
 

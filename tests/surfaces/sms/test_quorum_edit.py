@@ -50,7 +50,7 @@ EDITED = {**CALL, "amountCents": 4000}
 async def sms_app(db_kind: str) -> AsyncIterator[tuple[Harness, TwilioEmulator, TwilioCaller]]:
     async with TwilioEmulator.running(ACCOUNT, TOKEN) as emu:
         config = SmsConfig(ACCOUNT, TOKEN, None, None, emu.api_url, PUBLIC)
-        surfaces = [lambda desk: SmsAdapter(config, desk)]
+        surfaces = [lambda desk: SmsAdapter(config, desk, desk.sms_store)]
         async with cosigner_app(POLICY, surfaces=surfaces, database_kind=db_kind) as h:
             yield h, emu, TwilioCaller(h.client, public_url=PUBLIC, account_sid=ACCOUNT, auth_token=TOKEN)
 

@@ -61,7 +61,7 @@ async def instance(
 ) -> AsyncIterator[tuple[Harness, TwilioCaller]]:
     """One server on the shared database (its job worker running only with `workers`)."""
     config = SmsConfig(ACCOUNT, TOKEN, None, None, emu.api_url, PUBLIC)
-    surfaces = [lambda desk: SmsAdapter(config, desk)]
+    surfaces = [lambda desk: SmsAdapter(config, desk, desk.sms_store)]
     async with cosigner_app(POLICY, db=db, surfaces=surfaces, run_workers=workers, clock=clock) as h:
         yield h, TwilioCaller(h.client, public_url=PUBLIC, account_sid=ACCOUNT, auth_token=TOKEN)
 
@@ -196,7 +196,7 @@ async def test_an_opted_out_number_is_not_texted_the_edited_call(db_kind: str) -
             aid = await ask(h, key)
             await escalated_to_staff(h, emu, key, aid)
             # Twilio told us of a STOP this number sent elsewhere (error 21610 records it).
-            await h.desk.set_opted_out(STAFF2, True)
+            await h.desk.sms_store.set_opted_out(STAFF2, True)
             await edit_on_dashboard(h, key, aid)
             await until(lambda: len(emu.texts_to(STAFF)) == 2)
             await until_async(lambda: _all_done(db, aid))

@@ -32,7 +32,7 @@ async def test_the_edited_call_is_sent_again_once_and_only_its_taps_count(
 ) -> None:
     bot, alice = f"whatsapp:{kit.bot}", f"whatsapp:{kit.alice}"
     wa = WhatsAppAdapter(
-        WhatsAppConfig(config, kit.bot, emu.add_template(TEMPLATE_BODY, TEMPLATE_ACTIONS)), desk
+        WhatsAppConfig(config, kit.bot, emu.add_template(TEMPLATE_BODY, TEMPLATE_ACTIONS)), desk, desk.store
     )
     await wa.start()
     try:

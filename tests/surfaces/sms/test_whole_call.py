@@ -12,6 +12,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from types import SimpleNamespace
 from typing import Any
 
 import httpx
@@ -33,7 +34,7 @@ LONG_CALL["to"] = "payouts@attacker.example"
 async def sms_app(db_kind: str) -> AsyncIterator[tuple[Harness, TwilioEmulator, TwilioCaller]]:
     async with TwilioEmulator.running(ACCOUNT, TOKEN) as emu:
         config = SmsConfig(ACCOUNT, TOKEN, None, None, emu.api_url, PUBLIC, inbox_url=INBOX)
-        surfaces = [lambda desk: SmsAdapter(config, desk)]
+        surfaces = [lambda desk: SmsAdapter(config, desk, desk.sms_store)]
         async with cosigner_app(POLICY, surfaces=surfaces, database_kind=db_kind) as h:
             phone = TwilioCaller(h.client, public_url=PUBLIC, account_sid=ACCOUNT, auth_token=TOKEN)
             yield h, emu, phone
@@ -206,5 +207,6 @@ def test_the_texts_name_the_inbox_only_when_it_is_on() -> None:
     oidc = {"oidc_issuer": "https://id.example.com", "oidc_client_id": "c", "oidc_client_secret": "s"}
     for settings, inbox in ((twilio, None), ({**twilio, **oidc}, INBOX)):
         (factory,) = default_surfaces(make_settings(**settings), None)
-        adapter = factory(None)  # type: ignore[arg-type]  # the desk is not used here
+        # Neither the desk nor the SMS store it carries is used here.
+        adapter = factory(SimpleNamespace(sms_store=None))  # type: ignore[arg-type]
         assert isinstance(adapter, SmsAdapter) and adapter.config.inbox_url == inbox

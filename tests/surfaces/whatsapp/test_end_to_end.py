@@ -45,7 +45,7 @@ async def whatsapp_app(db_kind: str, policy: str = POLICY) -> AsyncIterator[Worl
     async with TwilioEmulator.running(ACCOUNT, TOKEN) as emu:
         content_sid = emu.add_template(TEMPLATE_BODY, TEMPLATE_ACTIONS)
         config = WhatsAppConfig(SmsConfig(ACCOUNT, TOKEN, None, None, emu.api_url, PUBLIC), BOT, content_sid)
-        surfaces = [lambda desk: WhatsAppAdapter(config, desk)]
+        surfaces = [lambda desk: WhatsAppAdapter(config, desk, desk.sms_store)]
         async with cosigner_app(
             policy, surfaces=surfaces, database_kind=db_kind, twilio_whatsapp_from=BOT
         ) as h:
