@@ -27,7 +27,9 @@ from contracts.ports import Route as ApprovalRoute
 from contracts.sms import SmsStore
 from surfaces.sms.follow_up_text import reminder_text
 from surfaces.sms.handoff_text import to_handoff_outcome_text, to_handoff_text
-from surfaces.sms.text import not_texted_whole, to_outcome_text, to_sms_text
+from surfaces.sms.more import not_texted_whole
+from surfaces.sms.replies_text import to_outcome_text
+from surfaces.sms.text import to_sms_text
 from surfaces.sms.transport import HttpxTwilioClient, twilio_client
 from surfaces.sms.webhook import SmsWebhooks
 

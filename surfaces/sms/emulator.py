@@ -33,7 +33,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from surfaces.loopback import LoopbackServer
-from surfaces.sms.text import segments
+from surfaces.sms.fit import segments
 
 E164_DIGITS = range(7, 16)
 WHATSAPP = "whatsapp:"

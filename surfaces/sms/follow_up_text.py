@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from contracts.ports import ApprovalCard
-from surfaces.sms.text import unshown
+from surfaces.sms.more import unshown
 
 
 def reminder_text(card: ApprovalCard) -> str:

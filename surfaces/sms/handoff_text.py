@@ -13,7 +13,7 @@ from datetime import UTC
 from contracts.enums import ApprovalStatus
 from contracts.handoff import HandoffCard
 from contracts.ports import ApprovalCard
-from surfaces.sms.text import compact_parameters, cut, sms_length
+from surfaces.sms.fit import compact_parameters, cut, sms_length
 
 BUDGET = 459  # three concatenated GSM-7 segments: the steps must be readable
 STEP_MAX = 120

@@ -4,7 +4,7 @@ whole, and a bare YES soon after another request's text. Pure, like `text`."""
 from __future__ import annotations
 
 from contracts.ports import ApprovalCard
-from surfaces.sms.text import cut
+from surfaces.sms.fit import cut
 
 
 def too_long_text(card: ApprovalCard, inbox: str | None) -> str:

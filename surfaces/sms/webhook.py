@@ -24,7 +24,17 @@ from contracts.ports import Answer, ApprovalCard, Placed, SmsDesk
 from contracts.sms import SmsStore
 from surfaces.bodies import read_body
 from surfaces.sms.allow_for_text import allowed_text
+from surfaces.sms.more import more_texts, not_texted_whole
 from surfaces.sms.refused_text import code_needed_text, too_long_text
+from surfaces.sms.replies_text import (
+    closed_text,
+    counted_text,
+    edited_text,
+    help_text,
+    refusal_text,
+    standing_text,
+    unknown_code_text,
+)
 from surfaces.sms.reply import (
     BARE_WINDOW,
     is_help,
@@ -33,17 +43,6 @@ from surfaces.sms.reply import (
     needs_code,
     parse_more,
     parse_reply,
-)
-from surfaces.sms.text import (
-    closed_text,
-    counted_text,
-    edited_text,
-    help_text,
-    more_texts,
-    not_texted_whole,
-    refusal_text,
-    standing_text,
-    unknown_code_text,
 )
 
 if TYPE_CHECKING:

@@ -27,7 +27,9 @@ from contracts.ports import ApprovalCard, Delivered, Retexted, SmsDesk, SmsRoute
 from contracts.ports import Route as ApprovalRoute
 from contracts.sms import SmsStore
 from surfaces.sms.adapter import SEND_TIMEOUT, SmsConfig, SmsConfigError, mask
-from surfaces.sms.text import not_texted_whole, to_outcome_text, to_sms_text
+from surfaces.sms.more import not_texted_whole
+from surfaces.sms.replies_text import to_outcome_text
+from surfaces.sms.text import to_sms_text
 from surfaces.sms.transport import HttpxTwilioClient
 from surfaces.whatsapp.template import content_variables, new_nonce, nonce_key
 from surfaces.whatsapp.webhook import WhatsAppWebhooks

@@ -24,7 +24,7 @@ from contracts.errors import CosignerError
 from contracts.ports import Answer, Placed, SmsDesk
 from contracts.sms import SmsStore
 from surfaces.sms.refused_text import too_long_text
-from surfaces.sms.text import closed_text, edited_text, help_text, refusal_text
+from surfaces.sms.replies_text import closed_text, edited_text, help_text, refusal_text
 from surfaces.sms.webhook import SmsWebhooks, twiml
 from surfaces.whatsapp.template import Tap, nonce_key, parse_tap
 

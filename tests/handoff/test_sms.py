@@ -12,8 +12,8 @@ import pytest
 from surfaces.sms import SmsAdapter, SmsConfig
 from surfaces.sms.caller import TwilioCaller
 from surfaces.sms.emulator import TwilioEmulator
+from surfaces.sms.replies_text import HANDOFF_HELP
 from surfaces.sms.reply import OPT_OUT_WORDS
-from surfaces.sms.text import HANDOFF_HELP
 from tests.handoff_world import (
     EXPECT_SECRET,
     LOOPBACK,

@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 
-from surfaces.sms.text import BUDGET, sms_length
+from surfaces.sms.fit import BUDGET, sms_length
 from tests.surfaces.sms.test_end_to_end import ALICE, BOT, MALLORY, decision, sms_app
 
 

@@ -12,22 +12,11 @@ from hypothesis import strategies as st
 
 from contracts.enums import ApprovalStatus
 from contracts.ports import Outcome
+from surfaces.sms.fit import BUDGET, compact_parameters, cut, segments, sms_length
 from surfaces.sms.follow_up_text import reminder_text
-from surfaces.sms.text import (
-    BUDGET,
-    MORE_PARTS,
-    closed_text,
-    compact_parameters,
-    cut,
-    help_text,
-    more_parts,
-    not_texted_whole,
-    segments,
-    sms_length,
-    to_outcome_text,
-    to_sms_text,
-    unshown,
-)
+from surfaces.sms.more import MORE_PARTS, more_parts, not_texted_whole, unshown
+from surfaces.sms.replies_text import closed_text, help_text, to_outcome_text
+from surfaces.sms.text import to_sms_text
 
 
 def test_request_text_shows_the_call_the_claim_the_expiry_and_the_answer(kit: Any) -> None:

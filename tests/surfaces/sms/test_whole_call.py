@@ -20,7 +20,7 @@ import httpx
 from surfaces.sms import SmsAdapter, SmsConfig
 from surfaces.sms.caller import TwilioCaller
 from surfaces.sms.emulator import TwilioEmulator
-from surfaces.sms.text import BUDGET, sms_length
+from surfaces.sms.fit import BUDGET, sms_length
 from tests.harness import Harness, cosigner_app, until
 from tests.surfaces.sms.test_end_to_end import ACCOUNT, ALICE, BOT, POLICY, PUBLIC, TOKEN
 
