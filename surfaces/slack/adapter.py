@@ -34,8 +34,9 @@ from contracts.ports import ApprovalCard, ApprovalDesk, Delivered, Route, SlackR
 from surfaces.bodies import limited
 from surfaces.slack import batch_clicks
 from surfaces.slack.batch import batch_blocks, withdrawn_blocks
-from surfaces.slack.blocks import to_blocks, to_closed_blocks
+from surfaces.slack.blocks import to_blocks
 from surfaces.slack.clicks import Clicks
+from surfaces.slack.closed_blocks import to_closed_blocks
 from surfaces.slack.commands import Commands
 from surfaces.slack.follow_up_text import reminder_text
 from surfaces.slack.handoff_blocks import to_closed_handoff_blocks, to_handoff_blocks

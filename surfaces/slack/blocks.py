@@ -1,11 +1,12 @@
-"""Block Kit for approval cards: the pending card, the closed card and the deny-comment modal.
+"""Block Kit for approval cards: the pending card, and the parts the closed card shares.
 
 Everything an agent or a tenant controls (parameters, reason, names, comments) is escaped
 and length-fitted by `mrkdwn`; buttons carry only the approval id and the verdict. Every
 parameter is on the card, sorted by name, each value cut to `VALUE_LIMIT` characters when
 it must be; when anything is masked or cut the card says so above the buttons, and
 Approve asks for confirmation naming what is not shown. *See the full call* opens the
-modal of `full_call.py`.
+modal of `full_call.py`. The closed card is `closed_blocks.py`, the deny-comment modal
+`deny_modal.py`.
 """
 
 from __future__ import annotations
@@ -20,20 +21,17 @@ from slack_sdk.models.blocks import (
     ConfirmObject,
     ContextBlock,
     HeaderBlock,
-    InputBlock,
     MarkdownTextObject,
-    PlainTextInputElement,
     PlainTextObject,
     SectionBlock,
 )
-from slack_sdk.models.views import View
 
 from contracts.enums import ApprovalMode, ApprovalStatus, ToolKind, Verdict
-from contracts.ports import ApprovalCard, Outcome, SlackRoute
+from contracts.ports import ApprovalCard, SlackRoute
 from contracts.shown import Hidden, fields, hidden, render
 from surfaces.slack import mrkdwn
 from surfaces.slack.allow_for import allow_for_buttons
-from surfaces.slack.contract_blocks import preview_blocks, result_blocks
+from surfaces.slack.contract_blocks import preview_blocks
 from surfaces.slack.follow_up_text import escalation_blocks
 
 SECTION_LIMIT = 3000
@@ -54,14 +52,6 @@ MAX_PARAM_SECTIONS = 30  # of Slack's 50 blocks a message, the rest of the card 
 QUORUM_SHOWN = 20  # approvers named on the card (a context element holds 3000 characters)
 PARAMS_LABEL = "*Parameters* (redacted as shown to you; the decision binds to exactly this call)\n"
 
-_STATUS_WORDS = {
-    ApprovalStatus.APPROVED: "Approved",
-    ApprovalStatus.DENIED: "Denied",
-    ApprovalStatus.EXPIRED: "Expired",
-    ApprovalStatus.CANCELLED: "Cancelled",
-    ApprovalStatus.PENDING: "Pending",
-}
-
 
 def md(text: str) -> MarkdownTextObject:
     """A mrkdwn text object with Slack's auto-linking turned off."""
@@ -70,7 +60,7 @@ def md(text: str) -> MarkdownTextObject:
 
 def to_blocks(card: ApprovalCard, route: SlackRoute) -> tuple[list[Block], str]:
     """The pending approval card and its escaped notification text."""
-    body, left_out = _body(card, route)
+    body, left_out = body_blocks(card, route)
     notice = [notice_block(left_out)] if left_out else []
     escalated = escalation_blocks(card)
     lead = "Approval needed" if not card.approvals else f"Approved {card.progress()}, more needed"
@@ -86,7 +76,7 @@ def to_blocks(card: ApprovalCard, route: SlackRoute) -> tuple[list[Block], str]:
         *notice,
         _buttons(card, route, left_out),
     ]
-    return blocks, _fallback(card, lead)
+    return blocks, fallback_text(card, lead)
 
 
 def edited_block(card: ApprovalCard) -> Block:
@@ -94,20 +84,7 @@ def edited_block(card: ApprovalCard) -> Block:
     are the edited call, the one the buttons answer."""
     who = _person(card.edited_by, card.edited_on or "slack") if card.edited_by else "an approver"
     lead = f"*Edited by {who}*: approve this call, not the one the agent asked for"
-    return SectionBlock(block_id=f"{BLOCK_PREFIX}edited", text=md(_edited_text(card, lead)))
-
-
-def to_closed_blocks(card: ApprovalCard, route: SlackRoute) -> tuple[list[Block], str]:
-    """The same card with its buttons gone and the outcome shown."""
-    word = _STATUS_WORDS[card.status]
-    body, _ = _body(card, route)
-    return [
-        *body,
-        *escalation_blocks(card),
-        *_outcome(card),
-        *quorum_blocks(card),
-        *result_blocks(card),
-    ], _fallback(card, word)
+    return SectionBlock(block_id=f"{BLOCK_PREFIX}edited", text=md(edited_text(card, lead)))
 
 
 def quorum_blocks(card: ApprovalCard) -> list[Block]:
@@ -207,35 +184,9 @@ def notice_block(left_out: Hidden) -> Block:
     )
 
 
-def deny_modal(
-    card_id: str, tool_name: str, channel_id: str, message_ts: str, seen: str | None = None
-) -> View:
-    """The modal asking for an optional comment before a deny is recorded (of the call with
-    digest `seen`, as the card showed it)."""
-    bound = {"a": card_id, "c": channel_id, "t": message_ts, **({"d": seen} if seen else {})}
-    metadata = json.dumps(bound, separators=(",", ":"))
-    return View(
-        type="modal",
-        callback_id=DENY_CALLBACK,
-        title=PlainTextObject(text="Deny request"),
-        submit=PlainTextObject(text="Deny"),
-        close=PlainTextObject(text="Cancel"),
-        private_metadata=metadata,
-        blocks=[
-            SectionBlock(text=md(f"Deny *{mrkdwn.fit(tool_name, 200)}*? The agent sees your comment.")),
-            InputBlock(
-                block_id=COMMENT_BLOCK,
-                label=PlainTextObject(text="Comment (optional)"),
-                element=PlainTextInputElement(
-                    action_id=COMMENT_ACTION, multiline=True, max_length=COMMENT_MAX
-                ),
-                optional=True,
-            ),
-        ],
-    )
-
-
-def _body(card: ApprovalCard, route: SlackRoute) -> tuple[list[Block], Hidden]:
+def body_blocks(card: ApprovalCard, route: SlackRoute) -> tuple[list[Block], Hidden]:
+    """The card above its buttons or outcome: the tool, every parameter, who triggered it, the
+    agent's reason, the policy and expiry (or an operation's preview); and what it leaves out."""
     if card.preview is not None:
         preview, cut = preview_blocks(card)
         # A preview cut on the card is read whole in the full call, like a cut value.
@@ -445,22 +396,7 @@ def _button(
     )
 
 
-def _outcome(card: ApprovalCard) -> list[Block]:
-    outcome = card.outcome
-    word = _STATUS_WORDS[card.status]
-    if outcome is None:
-        return [SectionBlock(text=md(f"*{word}*"))]
-    line = f"*{word}* by {_decider(outcome)} · {mrkdwn.date_token(outcome.decided_at)}"
-    blocks: list[Block] = [SectionBlock(block_id=f"{BLOCK_PREFIX}outcome", text=md(line))]
-    if card.edited is not None and card.status is ApprovalStatus.APPROVED:
-        blocks.append(SectionBlock(text=md(_edited_text(card))))
-    if outcome.comment:
-        comment = mrkdwn.fit(outcome.comment, SECTION_LIMIT - 20)
-        blocks.append(SectionBlock(text=md(f"*Comment*\n{comment}")))
-    return blocks
-
-
-def _edited_text(
+def edited_text(
     card: ApprovalCard, lead: str = "*Approved with an edit*: this call runs instead of the one asked for"
 ) -> str:
     """What approvers changed, old → new: the call that runs is the edited one."""
@@ -477,22 +413,8 @@ def _edited_text(
     return text if len(text) <= limit else mrkdwn.truncate(text, limit - 1)[0] + "…"
 
 
-def _decider(outcome: Outcome) -> str:
-    who = outcome.decider
-    if outcome.decider_kind == "person":
-        if outcome.surface in (None, "slack"):
-            return mrkdwn.mention(who) or mrkdwn.fit(who or "a person", 200)
-        return mrkdwn.fit(f"{who or 'a person'} ({outcome.surface})", 200)
-    if outcome.decider_kind == "timeout":
-        return "timeout (nobody answered in time; expiry means deny)"
-    if outcome.decider_kind == "policy":
-        return "policy rule " + mrkdwn.fit(who or "?", 500)
-    if outcome.decider_kind == "agent":
-        return "the agent (cancelled)"
-    return "Cosigner " + mrkdwn.fit(f"({who})" if who else "(system)", 200)
-
-
-def _fallback(card: ApprovalCard, lead: str) -> str:
+def fallback_text(card: ApprovalCard, lead: str) -> str:
+    """The card's notification text: `lead`, what is asked, its code and expiry."""
     what = card.preview.title if card.preview is not None else card.tool_name
     text = f"{lead}: {what} ({card.short_code}), expires {mrkdwn.utc(card.expires_at)}"
     return mrkdwn.fit(text, 300)

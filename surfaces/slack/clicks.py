@@ -32,8 +32,8 @@ from surfaces.slack.blocks import (
     DENY_CALLBACK,
     FULL_CALL_ACTION,
     approved_text,
-    deny_modal,
 )
+from surfaces.slack.deny_modal import deny_modal
 from surfaces.slack.edit_modal import (
     CONFIRM_CALLBACK,
     EDIT_ACTION,

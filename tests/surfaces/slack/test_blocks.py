@@ -1,4 +1,4 @@
-"""to_blocks / to_closed_blocks: layout, buttons, and escaping of everything untrusted."""
+"""to_blocks / to_closed_blocks / deny_modal: layout, buttons, and escaping of everything untrusted."""
 
 from __future__ import annotations
 
@@ -13,7 +13,9 @@ from hypothesis import strategies as st
 from contracts.enums import ApprovalMode, ApprovalStatus, ToolKind
 from contracts.ports import Outcome
 from surfaces.slack import mrkdwn
-from surfaces.slack.blocks import as_dicts, deny_modal, to_blocks, to_closed_blocks
+from surfaces.slack.blocks import as_dicts, to_blocks
+from surfaces.slack.closed_blocks import to_closed_blocks
+from surfaces.slack.deny_modal import deny_modal
 
 OUR_TOKENS = re.compile(r"<@[UW][A-Z0-9]+>|<!date\^\d+\^\{date_short_pretty\} \{time\}\|[^<>|]+>")
 BAD_AMP = re.compile(r"&(?!amp;|lt;|gt;)")
