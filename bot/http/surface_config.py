@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # the surfaces' modules load only when their surface is on
     from surfaces.whatsapp import WhatsAppConfig
 
 SurfaceFactory = Callable[[Desk], SurfaceAdapter]
-"""Builds one surface adapter for the app's desk."""
+"""Builds one surface adapter for the app's desk (SMS and WhatsApp also take its `sms_store`)."""
 
 
 class ConfigurationError(Exception):
