@@ -59,7 +59,8 @@ def child(tree: str, rounds: int, decides: int) -> dict[str, list[float]]:
     from bot.policy.to_cedar import to_cedar, with_cedar
     from contracts.wire import SlackSurface
 
-    rule_on = getattr(bot.policy, "rule_on", None) or bot.policy.decide
+    named = "rule_on" if hasattr(bot.policy, "rule_on") else "decide"  # an earlier tree: `decide`
+    rule_on = getattr(bot.policy, named)
     surface = SlackSurface(type="slack", teamId="T0DEMO", channelId="C0SUPPORT", userId="U0ALICE")
     with tempfile.TemporaryDirectory() as name:
         folder = Path(name)

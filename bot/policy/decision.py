@@ -1,6 +1,6 @@
 """The policy's one decision path: what it decides for a call, and why, step by step.
 
-`decide` is what `Engine.create` asks before its transaction, and what `cosigner policy
+`rule_on` is what `Engine.create` asks before its transaction, and what `cosigner policy
 explain`, `policy test`, `policy replay` and the shadow policy ask: one function, so an
 explanation cannot drift from the decision it explains. What only the database knows (an
 approver's standing deny, the per-run cap, an earlier "approve for this run") is checked
@@ -161,7 +161,7 @@ def where(route: Route) -> str:
     return "dashboard"
 
 
-def decide(
+def rule_on(
     policy: Policy,
     tenant: str,
     tool: str,
@@ -475,8 +475,8 @@ __all__ = [
     "Step",
     "above",
     "below",
-    "decide",
     "differences",
     "loosens",
+    "rule_on",
     "where",
 ]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.policy import decide, load_policy_file
+from bot.policy import load_policy_file, rule_on
 from bot.policy.cases import ENABLED, assumed_sender, parse_surface
 from bot.policy.decision import Ruling
 from contracts.enums import ApprovalMode, ApproverKind
@@ -77,7 +77,7 @@ def ruling(
     path: Path, tool: str, params: dict[str, object], surface: str | None = SLACK, **kw: object
 ) -> Ruling:
     policy = load_policy_file(path, check_secrets=False)
-    return decide(
+    return rule_on(
         policy,
         "demo",
         tool,
