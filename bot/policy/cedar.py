@@ -219,9 +219,14 @@ class CedarSource:
             self._memo.popitem(last=False)
         return found
 
+    def _placed(self, policy_id: str) -> tuple[int, str]:
+        statement = self.files.statements.get(policy_id)
+        return (statement.offset if statement is not None else len(self.files.text), policy_id)
+
     def _read(self, result: cedarpy.AuthzResult) -> Verdict:
         diagnostics, decision = result.diagnostics, result.decision
-        reasons = tuple(diagnostics.reasons)
+        # Cedar names them in no fixed order: in the file's, so a path reads the same every time.
+        reasons = tuple(sorted(diagnostics.reasons, key=self._placed))
         errors = diagnostics.errors
         if decision is cedarpy.Decision.Deny and reasons:
             return Verdict(True, None, reasons)  # a forbid matched: whatever else failed
