@@ -1,4 +1,4 @@
-"""CPU per call the policy lets through, with and without `when` blocks: `decide` alone, and a
+"""CPU per call the policy lets through, with and without `when` blocks: `rule_on` alone, and a
 whole create in process (`POST /v1/approvals` answered `200 approved` with a grant, SQLite,
 `tests.harness.cosigner_app` over httpx's ASGI transport).
 
@@ -7,7 +7,7 @@ whole create in process (`POST /v1/approvals` answered `200 approved` with a gra
 Tools measured: `lookup_order`, a `read` tool without blocks, the path every call without
 blocks takes; `Bash` with the documented coding-agent blocks (examples/coding_agent_policy.toml):
 `git status --short`, allowed by `when[1]` after `when[0]`'s pattern failed, and, for
-`decide` alone, a push asked by `when[2]` and an `rm -rf` denied by `when[0]`.
+`rule_on` alone, a push asked by `when[2]` and an `rm -rf` denied by `when[0]`.
 
 With `--base DIR` (a checkout of the code before `when` blocks, e.g. `git archive main | tar
 -x -C DIR`) each round runs once on DIR's code and once on this tree's, alternately, each
@@ -45,10 +45,14 @@ CREATED = ("lookup_order (no blocks)", "Bash allowed by when[1]")
 def child(tree: str, calls: int, decides: int) -> dict[str, dict[str, float]]:
     """Measure on the code of `tree` (run in a process of its own)."""
     sys.path[:0] = [tree, f"{tree}/sdk/python"]
-    from bot.policy import ENABLED, decide, load_policy
+    import bot.policy
+    from bot.policy import ENABLED, load_policy
     from contracts.errors import PolicyError
     from contracts.wire import DashboardSurface
     from tests.harness import cosigner_app
+
+    named = "rule_on" if hasattr(bot.policy, "rule_on") else "decide"  # an earlier tree: `decide`
+    rule_on = getattr(bot.policy, named)
 
     example = (ROOT / "examples" / "coding_agent_policy.toml").read_text()
     try:
@@ -65,7 +69,7 @@ def child(tree: str, calls: int, decides: int) -> dict[str, dict[str, float]]:
     for name, (tool, params) in cases.items():
         start = time.process_time()
         for _ in range(decides):
-            decide(policy, "acme", tool, params, surface, enabled=ENABLED)
+            rule_on(policy, "acme", tool, params, surface, enabled=ENABLED)
         out["decide_us"][name] = (time.process_time() - start) / decides * 1e6
 
     async def creates() -> None:

@@ -11,81 +11,26 @@ import contextlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from bot.settings_rules import (
+    CROSS_FIELDS,
+    DEV_SECRET,
+    MAKE_SECRET,
+    MIN_SECRET_BYTES,
+    RULES,
+    SECRET_FIELDS,
+    LogLevel,
+)
 from storage.database import SqliteSync, database_backend, default_sqlite_url
-
-DEV_SECRET = "cosigner-dev-secret-do-not-use-in-production"
-MIN_SECRET_BYTES = 32
-MAKE_SECRET = "python -c 'import secrets; print(secrets.token_urlsafe(32))'"
-
-
-class LogLevel(StrEnum):
-    """The levels COSIGNER_LOG_LEVEL accepts (any case)."""
-
-    DEBUG = "DEBUG"
-    INFO = "INFO"
-    WARNING = "WARNING"
-    ERROR = "ERROR"
-    CRITICAL = "CRITICAL"
 
 
 class SettingsError(ValueError):
     """A setting has a value Cosigner cannot use; the message names the variable and the fix."""
-
-
-# What each checked variable accepts, as shown in errors (and in the README's table).
-RULES = {
-    "database_pool_size": "must be a whole number from 1 to 500",
-    "log_level": f"must be one of {', '.join(LogLevel)}",
-    "sqlite_synchronous": f"must be one of {', '.join(SqliteSync)}",
-    "secret": f"must be at least {MIN_SECRET_BYTES} bytes; make one with {MAKE_SECRET}",
-    "slack_bot_token": "must be a bot token, starting with xoxb-",
-    "slack_app_token": "must be an app-level token, starting with xapp- (Socket Mode)",
-    "public_url": "must be an absolute http:// or https:// URL, e.g. https://cosigner.example.com",
-    "slack_api_url": "must be an absolute http:// or https:// URL",
-    "pagerduty_url": "must be an absolute http:// or https:// URL, e.g. https://api.pagerduty.com",
-    "opsgenie_url": "must be an absolute http:// or https:// URL, e.g. https://api.eu.opsgenie.com",
-    "oncall_cache_seconds": "must be a whole number of seconds from 0 to 3600",
-    "twilio_api_url": "must be an absolute http:// or https:// URL",
-    "teams_api_url": "must be an absolute http:// or https:// URL (the bundled emulator; tests and dev only)",
-    "microsoft_app_send_x5c": "must be true or false",
-    "otel_exporter_otlp_endpoint": "must be an absolute http:// or https:// URL, e.g. http://127.0.0.1:4318",
-    "otel_exporter_otlp_traces_endpoint": "must be an absolute http:// or https:// URL, "
-    "e.g. http://127.0.0.1:4318/v1/traces",
-    "otel_exporter_otlp_protocol": "must be http/protobuf (Cosigner exports OTLP over HTTP)",
-    "otel_exporter_otlp_traces_protocol": "must be http/protobuf (Cosigner exports OTLP over HTTP)",
-    "otel_traces_exporter": "must be otlp or none",
-    "oidc_display_name": "must be at most 60 characters, e.g. Okta (the button reads Sign in with Okta)",
-    "test_clock": "must be a UNIX time in seconds (tests only; leave it unset)",
-    "smtp_url": "must be smtp://HOST[:PORT] (STARTTLS) or smtps://HOST[:PORT] (TLS), with USER:PASSWORD@ "
-    "if the server asks for them, e.g. smtp://cosigner:pw@mail.example.com:587",
-    "smtp_from": "must be one email address, e.g. cosigner@example.com",
-    "audit_sink_url": "must be an absolute http:// or https:// URL, e.g. https://siem.example.com/cloudevents",
-    "audit_sink_max_backlog": "must be a whole number of events, at least 1, e.g. 100000",
-}
-# Values never quoted in an error.
-SECRET_FIELDS = {
-    "secret",
-    "database_url",
-    "slack_signing_secret",
-    "slack_bot_token",
-    "slack_client_secret",
-    "slack_app_token",
-    "twilio_auth_token",
-    "microsoft_app_password",
-    "microsoft_app_certificate_password",
-    "oidc_client_secret",
-    "smtp_url",
-}
-# The fields the rules across variables (the model validators below) refuse: a reading that
-# must go on past them (`read_settings`) sets them aside as well.
-CROSS_FIELDS = ("public_url", "sqlite_synchronous")
 
 
 def _env(name: str) -> AliasChoices:
@@ -453,3 +398,22 @@ def load_settings() -> Settings:
         return Settings()
     except ValidationError as exc:
         raise SettingsError(describe(exc)) from None
+
+
+__all__ = [
+    "CROSS_FIELDS",
+    "DEV_SECRET",
+    "MAKE_SECRET",
+    "MIN_SECRET_BYTES",
+    "RULES",
+    "SECRET_FIELDS",
+    "LogLevel",
+    "Reading",
+    "Settings",
+    "SettingsError",
+    "describe",
+    "env_name",
+    "load_settings",
+    "read_settings",
+    "secret_values",
+]

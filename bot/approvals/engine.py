@@ -34,10 +34,10 @@ from bot.policy import (
     SmsSender,
     ToolRule,
     callback_allowed,
-    decide,
     differences,
     json_limits,
     redact,
+    rule_on,
     surface_belongs,
 )
 from bot.policy.oncall_refs import OnCallRef
@@ -264,7 +264,7 @@ class Engine:
         surface_belongs(self.policy, tenant, req.surface)
         for tool in dict.fromkeys(req.tools):
             # No parameters yet: a threshold cannot let the call through before it is made.
-            ruling = decide(
+            ruling = rule_on(
                 self.policy,
                 tenant,
                 tool,
@@ -437,7 +437,7 @@ class Engine:
         found: Found | None = None,
         agent: str = "",
     ) -> Ruling:
-        return decide(
+        return rule_on(
             policy,
             tenant,
             req.toolName,
@@ -716,7 +716,7 @@ class Engine:
         basis = rec.call_digest  # the version this edit is of, checked again under the lock
         rule = self.policy.rule_for(rec.tenant, rec.tool_name)
         done = await self.check_edit(rec, values)
-        ruling = decide(
+        ruling = rule_on(
             self.policy, rec.tenant, rec.tool_name, done.call, None, enabled=self.surfaces, rule=rule
         )
         if ruling.invalid is not None:

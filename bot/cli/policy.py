@@ -20,12 +20,12 @@ from bot.policy import (
     CaseFileError,
     Policy,
     assumed_sender,
-    decide,
     junit,
     load_cases,
     load_policy_file,
     parse_duration,
     parse_surface,
+    rule_on,
     run_cases,
 )
 
@@ -55,7 +55,7 @@ def explain(args: argparse.Namespace, usage_error: type[Exception]) -> int:
         surface = parse_surface(args.surface) if args.surface else None
     except ValueError as exc:
         raise usage_error(f"--{exc}") from exc
-    ruling = decide(
+    ruling = rule_on(
         _policy(args.policy),
         args.tenant,
         args.tool,

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     )
     from bot.policy.cedar_decision import cedar_rule
     from bot.policy.checks import callback_allowed, json_limits, surface_belongs
-    from bot.policy.decision import Ruling, decide, differences
+    from bot.policy.decision import Ruling, differences, rule_on
     from bot.policy.durations import format_duration, parse_duration
     from bot.policy.operation_rules import OperationRule
     from bot.policy.redaction import REDACTED, redact
@@ -38,7 +38,6 @@ __all__ = [
     "assumed_sender",
     "callback_allowed",
     "cedar_rule",
-    "decide",
     "differences",
     "format_duration",
     "json_limits",
@@ -52,6 +51,7 @@ __all__ = [
     "parse_surface",
     "redact",
     "route_for",
+    "rule_on",
     "run_cases",
     "step_up_paths",
     "surface_belongs",
@@ -71,7 +71,7 @@ __getattr__ = lazy_exports(
         ],
         "bot.policy.cedar_decision": ["cedar_rule"],
         "bot.policy.checks": ["callback_allowed", "json_limits", "surface_belongs"],
-        "bot.policy.decision": ["Ruling", "decide", "differences"],
+        "bot.policy.decision": ["Ruling", "rule_on", "differences"],
         "bot.policy.durations": ["format_duration", "parse_duration"],
         "bot.policy.operation_rules": ["OperationRule"],
         "bot.policy.redaction": ["REDACTED", "redact"],

@@ -1,6 +1,6 @@
 """Policy test files: `[[case]]` tables of a call and what the policy should decide for it.
 
-Each case is decided by `bot.policy.decision.decide`, the function that decides live requests, so
+Each case is decided by `bot.policy.decision.rule_on`, the function that decides live requests, so
 a passing test file says what the server will do. A malformed file raises `CaseFileError`
 naming the line and key; a failing case carries the explanation of what was decided instead.
 """
@@ -18,7 +18,7 @@ from xml.etree import ElementTree
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from bot.policy.decision import Ruling, decide, where
+from bot.policy.decision import Ruling, rule_on, where
 from bot.policy.durations import parse_duration
 from bot.policy.routing import SmsSender
 from bot.policy.rules import Policy
@@ -220,7 +220,7 @@ def _line_of(text: str, loc: tuple[Any, ...]) -> int:
 def run_case(policy: Policy, case: Case, sms: SmsSender | None = None) -> Outcome:
     """Decide the case's call by the policy and compare with what it expects."""
     surface = parse_surface(case.surface) if case.surface is not None else None
-    ruling = decide(
+    ruling = rule_on(
         policy,
         case.tenant,
         case.tool,

@@ -18,7 +18,9 @@ The outcome is a `ToolRule` like a TOML rule, so the rest of the engine (routing
 timeouts, follow-ups, standing denies and allows) is the same for both sources. Everything a
 decision reads is parsed once per policy load, and a decision is remembered by the request
 Cedar was given (with only what the policies read of it), so a repeated call is not
-evaluated again.
+evaluated again. Cedar is given only the policies whose scope lets them apply to the call's
+tool and action (`cedar_scope`), and equal answers share one rule, so a call Cedar has not
+seen costs one evaluation and no more.
 """
 
 from __future__ import annotations
@@ -33,8 +35,9 @@ from typing import Any
 
 import cedarpy
 
-from bot.policy.cedar_entities import EntityCache, Untypable, context_of, hints, reads, uid
+from bot.policy.cedar_entities import EntityCache, Untypable, context_of, hints, uid
 from bot.policy.cedar_files import CedarFiles, load_cedar
+from bot.policy.cedar_scope import Scopes
 from bot.policy.durations import parse_duration
 from bot.policy.tool_rule import ToolRule
 from contracts.enums import ApprovalMode, ApproverKind, ToolKind
@@ -150,7 +153,7 @@ def _key(tenant: str, agent: str, tool: str, action: str, context: Mapping[str, 
 class CedarSource:
     """A validated Cedar policy set with its schema, ready to decide calls."""
 
-    __slots__ = ("_asks", "_entities", "_memo", "_reads", "_rules", "files")
+    __slots__ = ("_asks", "_entities", "_memo", "_rules", "_scopes", "files")
 
     def __init__(self, files: CedarFiles) -> None:
         self.files = files
@@ -158,10 +161,10 @@ class CedarSource:
         if problems:
             raise PolicyError(problems, str(files.policies_path))
         self._asks = asks
-        self._reads: dict[str, tuple[frozenset[str] | None, frozenset[str] | None]] = {}
+        self._scopes = Scopes(files.bodies, files.policies)
         self._entities = EntityCache(files.schema)
         self._memo: OrderedDict[Hashable, Verdict] = OrderedDict()
-        self._rules: dict[tuple[int, int], tuple[Verdict, ToolRule, Ruled]] = {}
+        self._rules: dict[tuple[Verdict, str, int], tuple[ToolRule, Ruled]] = {}
 
     @classmethod
     def load(cls, policies: Path, schema: Path | None = None) -> CedarSource:
@@ -182,7 +185,7 @@ class CedarSource:
     ) -> Verdict:
         """What Cedar decides for one call; `typed`: the extension types its tool's
         `parameters_schema` gives parameters (`cedar_entities.hints`)."""
-        keys, names = self._reads_of(tool)
+        keys, names = self._scopes.reads(tool)
         try:
             context = context_of(parameters, names, surface, requester, now, typed)
         except Untypable as exc:
@@ -204,7 +207,8 @@ class CedarSource:
         except ValueError as exc:
             return Verdict(False, None, (), f"the agent or tenant cannot be typed for Cedar: {exc}")
         try:
-            result = cedarpy.is_authorized(request, self.files.policies, entities, self.files.schema)
+            policies = self._scopes.policies(tool, action)
+            result = cedarpy.is_authorized(request, policies, entities, self.files.schema)
         except ValueError as exc:  # cedarpy refused the request itself: asked, never allowed
             return Verdict(
                 False, None, (), f"Cedar could not evaluate the call: {_UNQUOTED.sub('', str(exc))}"
@@ -215,26 +219,16 @@ class CedarSource:
             self._memo.popitem(last=False)
         return found
 
-    def _reads_of(self, tool: str) -> tuple[frozenset[str] | None, frozenset[str] | None]:
-        """What the policies that can apply to `tool` read of the context (once per tool)."""
-        found = self._reads.get(tool)
-        if found is None:
-            mine = {"op": "==", "entity": {"type": "Cosigner::Tool", "id": tool}}
-            bodies = {
-                pid: body
-                for pid, body in self.files.bodies.items()
-                if body.get("resource", {}).get("op") != "==" or body.get("resource") == mine
-            }
-            found = reads(bodies)
-            if len(self._reads) > _MEMO:
-                self._reads.clear()  # bounded: tool names are chosen by callers
-            self._reads[tool] = found
-        return found
+    def _placed(self, policy_id: str) -> tuple[int, str]:
+        statement = self.files.statements.get(policy_id)
+        return (statement.offset if statement is not None else len(self.files.text), policy_id)
 
     def _read(self, result: cedarpy.AuthzResult) -> Verdict:
-        reasons = tuple(result.diagnostics.reasons)
-        errors = result.diagnostics.errors
-        if result.decision is cedarpy.Decision.Deny and reasons:
+        diagnostics, decision = result.diagnostics, result.decision
+        # Cedar names them in no fixed order: in the file's, so a path reads the same every time.
+        reasons = tuple(sorted(diagnostics.reasons, key=self._placed))
+        errors = diagnostics.errors
+        if decision is cedarpy.Decision.Deny and reasons:
             return Verdict(True, None, reasons)  # a forbid matched: whatever else failed
         if errors:
             # Cedar quotes the context it refused; the parameters may hold secrets: not repeated.
@@ -242,7 +236,7 @@ class CedarSource:
             if "failed to build request" in said or "is not valid for" in said:
                 return Verdict(False, None, (), f"the call's context does not match the Cedar schema: {said}")
             return Verdict(False, None, (), f"a Cedar policy failed to evaluate on this call: {said}")
-        if result.decision is not cedarpy.Decision.Allow:
+        if decision is not cedarpy.Decision.Allow:
             return Verdict(False, None, ())
         asking = [pid for pid in reasons if pid in self._asks]
         if not asking:
@@ -268,15 +262,16 @@ class CedarSource:
         edits, follow-ups, a handoff), the (path, says) steps, and why it was asked as unknown."""
         typed = hints(base.parameters_schema) if isinstance(base.parameters_schema, dict) else None
         v = self.verdict(tenant, agent, base.name, parameters, surface, requester, now, action, typed)
-        # The same verdict on the same rule reads the same: the entry holds both, so neither
-        # id can be another object's while it is kept.
-        entry = self._rules.get((id(v), id(base)))
-        if entry is not None and entry[0] is v and entry[1] is base:
-            return entry[2]
+        # An equal verdict on the same rule for the same agent reads the same: the entry holds
+        # the rule, so its id cannot be another object's while it is kept.
+        key = (v, agent, id(base))
+        entry = self._rules.get(key)
+        if entry is not None and entry[0] is base:
+            return entry[1]
         made = self._rule(v, base, agent)
         if len(self._rules) > _MEMO:
             self._rules.clear()
-        self._rules[(id(v), id(base))] = (v, base, made)
+        self._rules[key] = (base, made)
         return made
 
     def _rule(self, v: Verdict, base: ToolRule, agent: str) -> Ruled:

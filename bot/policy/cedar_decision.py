@@ -1,4 +1,4 @@
-"""The Cedar source's rule for one call, from what `decide` is given: the surface as Cedar's
+"""The Cedar source's rule for one call, from what `rule_on` is given: the surface as Cedar's
 context reads it (its type, and the requester that triggered the run)."""
 
 from __future__ import annotations

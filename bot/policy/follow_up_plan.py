@@ -1,6 +1,6 @@
 """What a pending request will do while nobody answers: one reminder, then each escalation.
 
-`plan` is asked by `bot.policy.decision.decide` when a rule has `remind_after` or `escalate`, so
+`plan` is asked by `bot.policy.decision.rule_on` when a rule has `remind_after` or `escalate`, so
 `policy explain` says it and the intake queues it: each step is a job due at its time
 (`jobs`), run by `bot.workers.follow_ups` if the request is still pending then. A step's route is
 worked out here, when the request arrives: a `to` that cannot be reached for this tenant

@@ -1,7 +1,7 @@
 """Replaying the audit record through another policy: what would have been decided otherwise.
 
 Every `requested` event is streamed from the database (never loaded whole), its call
-decided again by `bot.policy.decision.decide` under the new policy, and compared with what was
+decided again by `bot.policy.decision.rule_on` under the new policy, and compared with what was
 decided when it arrived. Nothing is written. Changes that let calls run with nobody asked
 that were asked before come first, marked as loosenings.
 """
@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from bot.policy.cases import ENABLED, assumed_sender, surface_of
-from bot.policy.decision import decide
+from bot.policy.decision import rule_on
 from bot.policy.paths import find
 from bot.policy.redaction import REDACTED
 from bot.policy.routing import SmsSender
@@ -196,7 +196,7 @@ def replay(rows: Iterable[Requested], policy: Policy, examples: int = EXAMPLES) 
             found.hidden += 1
             continue
         # At the time it was asked: a Cedar policy may read `context.time`.
-        ruling = decide(policy, row.tenant, tool, params, surface, enabled=ENABLED, sms=sender, now=row.at)
+        ruling = rule_on(policy, row.tenant, tool, params, surface, enabled=ENABLED, sms=sender, now=row.at)
         before, after = recorded_label(data), ruling.label
         if before == after:
             continue
@@ -240,5 +240,5 @@ def _lacking(
         from_number=sender.from_number or (None if sender.messaging_service_sid else _STAND_IN),
         whatsapp_from=sender.whatsapp_from or _STAND_IN,
     )
-    again = decide(policy, tenant, tool, params, surface, enabled=ENABLED, sms=provisioned)
+    again = rule_on(policy, tenant, tool, params, surface, enabled=ENABLED, sms=provisioned)
     return LACKS[on] if again.label == before else None

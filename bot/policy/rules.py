@@ -17,6 +17,7 @@ from bot.policy.allow_for import allow_for_of
 from bot.policy.allow_for import problems as allow_for_problems
 from bot.policy.cedar import CedarSource
 from bot.policy.cedar_policy import refused_keys, source_of
+from bot.policy.editable_checks import editable_problems
 from bot.policy.email_approvers import email_problems, notify_problems
 from bot.policy.follow_up_checks import follow_up_problems
 from bot.policy.merge import Layers
@@ -25,7 +26,6 @@ from bot.policy.oncall_refs import OnCallRef, unconfigured
 from bot.policy.operation_rules import OperationRule, missing_secrets, operation_rules
 from bot.policy.people import People
 from bot.policy.quorum import problem as quorum_problem
-from bot.policy.redaction import is_secret_key, shows
 from bot.policy.schema import (
     Admins,
     Defaults,
@@ -248,6 +248,10 @@ class Policy:
         gate_all = section.gate_all if section is not None else False
         return _rule(tool, None, None, gate_all, f"unknown tool {tool} (treated as danger)")
 
+    def tool_rules(self) -> list[ToolRule]:
+        """Every tool's rule, of each tenant and of a tenant without a section."""
+        return [r for rules in (self._default_rules, *self._rules.values()) for r in rules.values()]
+
     def rules_of(self, tenant: str) -> list[ToolRule]:
         """Every rule one tenant ("": a tenant without a section) has: each tool's, and each
         operation's in the form a tool's is read (`operation_tool_rule`)."""
@@ -389,7 +393,7 @@ def load_policy(text: str, source: str = "policy", base: Path | None = None) -> 
     policy = Policy(file, source)
     # The follow-ups, the quorum, `editable` and `show` are checked on the merged rules, so
     # once the rest of the file is valid.
-    problems = follow_up_problems(policy) + policy.quorum_problems() + editable_problems(policy)
+    problems = follow_up_problems(policy) + policy.quorum_problems() + editable_problems(policy.tool_rules())
     problems += show_problems(r for t in ("", *policy.tenants) for r in policy.rules_of(t))
     problems += when_problems((r for t in ("", *policy.tenants) for r in policy.rules_of(t)), base)
     problems += step_up_problems(r for t in ("", *policy.tenants) for r in policy.rules_of(t))
@@ -408,48 +412,3 @@ def load_policy(text: str, source: str = "policy", base: Path | None = None) -> 
         raise PolicyError(problems, source)
     policy.cedar = source_of(file, base, source)
     return policy
-
-
-def editable_problems(policy: Policy) -> list[str]:
-    """`editable` where no edit can happen: a tool that never asks a person, a handoff, or a
-    parameter that is hidden (redacted by the policy or by its secret-looking name), which an
-    approver may never see and so never change."""
-    problems: list[str] = []
-    for rules in (policy._default_rules, *policy._rules.values()):
-        for rule in rules.values():
-            problems += _editable_rule(rule)
-    return list(dict.fromkeys(problems))
-
-
-def _editable_rule(rule: ToolRule) -> list[str]:
-    if rule.editable is False or rule.editable == ():
-        return []
-    path = rule.origin("editable")
-    if rule.handoff is not None:
-        return [f"{path}: a handoff is done or cancelled, never approved, so there is no call to edit"]
-    if all(o.mode is ApprovalMode.NONE or o.deny for o in outcomes(rule)):
-        return [
-            f"{path}: {rule.name} never asks a person ({rule.describe()}), so nobody could edit a "
-            "call; remove editable, or set confirm = true"
-        ]
-    if rule.editable is True:
-        return []
-    problems = []
-    # A path hides its first segment's parameter, wholly or in part; `*` hides every one.
-    hidden = {_normal(p.split(".")[0]) for p in rule.redact}
-    for name in rule.editable:
-        if _normal(name) in hidden or "*" in hidden:
-            problems.append(
-                f'{path}: "{name}" is hidden by {rule.origin("redact")}; a hidden value is never shown, '
-                "so it can never be edited: remove it from one of them"
-            )
-        elif is_secret_key(name) and not shows(rule.show, name):
-            problems.append(
-                f'{path}: "{name}" names a secret (Cosigner hides any parameter named like a '
-                "credential), so it is never shown and can never be edited; remove it"
-            )
-    return problems
-
-
-def _normal(name: str) -> str:
-    return "*" if name == "*" else "".join(ch for ch in name.casefold() if ch.isalnum())

@@ -10,7 +10,7 @@ from bot.approvals.allowances import covered_by
 from bot.approvals.intake import Admit, Call, decide, question
 from bot.policy import load_policy
 from bot.policy.allow_for import Terms
-from bot.policy.decision import decide as policy_decide
+from bot.policy.decision import rule_on
 from contracts.answers import AllowanceDecider
 from contracts.denials import Scope as DenyScope
 from contracts.enums import ApprovalMode, ApprovalStatus, SurfaceType
@@ -124,10 +124,8 @@ def test_a_call_a_when_block_steps_up_is_never_covered_by_a_standing_allow() -> 
     # a passkey, through without one.
     policy = load_policy(STEPPED)
     surface = DashboardSurface(type="dashboard", userId="u_2")
-    small = policy_decide(policy, "acme", "pay_invoice", {"amountCents": 500}, surface, enabled={"dashboard"})
-    large = policy_decide(
-        policy, "acme", "pay_invoice", {"amountCents": 2_000_000}, surface, enabled={"dashboard"}
-    )
+    small = rule_on(policy, "acme", "pay_invoice", {"amountCents": 500}, surface, enabled={"dashboard"})
+    large = rule_on(policy, "acme", "pay_invoice", {"amountCents": 2_000_000}, surface, enabled={"dashboard"})
     assert not small.rule.step_up and large.rule.step_up
     assert covered_by(small, {"amountCents": 500}, {"amountCents": 500}, "dashboard") is not None
     assert covered_by(large, {"amountCents": 2_000_000}, {"amountCents": 2_000_000}, "dashboard") is None

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from bot.policy import ENABLED, decide, load_policy
+from bot.policy import ENABLED, load_policy, rule_on
 from bot.policy.cases import Case, run_case
 from tests.harness import Harness, cosigner_app
 
@@ -207,7 +207,7 @@ async def test_an_edit_into_a_string_is_refused_like_the_call(world: tuple[Harne
 
 def test_explain_and_policy_test_say_invalid() -> None:
     policy = load_policy(POLICY)
-    ruling = decide(policy, "acme", "refund_lite", {"amountCents": "5000000"}, None, enabled=ENABLED)
+    ruling = rule_on(policy, "acme", "refund_lite", {"amountCents": "5000000"}, None, enabled=ENABLED)
     assert ruling.label == "invalid" and not ruling.runs_unasked and not ruling.deny
     assert ruling.to_json()["decision"] == "invalid"
     assert "refused as invalid (400 INVALID_REQUEST), by tools.refund_lite.deny_above" in ruling.explain()
@@ -236,6 +236,6 @@ def test_replay_counts_a_redacted_threshold_parameter_as_absent() -> None:
     recorded = {"orderId": "ord_1", "amount": {"cents": "[REDACTED]"}}
     params = unhidden(policy, "acme", "transfer", recorded)
     assert params == {"orderId": "ord_1", "amount": {}} and recorded["amount"] == {"cents": "[REDACTED]"}
-    assert decide(policy, "acme", "transfer", params, None, enabled=ENABLED).invalid is None
+    assert rule_on(policy, "acme", "transfer", params, None, enabled=ENABLED).invalid is None
     sent = {"amount": {"cents": "5000000"}}
     assert unhidden(policy, "acme", "transfer", sent) is sent, "a string the agent sent stays one"

@@ -1,4 +1,4 @@
-"""One decision path: what `decide` explains is what `POST /v1/approvals` does and records."""
+"""One decision path: what `rule_on` explains is what `POST /v1/approvals` does and records."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from bot.policy.decision import decide, differences
+from bot.policy.decision import differences, rule_on
 from bot.policy.rules import load_policy
 from contracts.wire import DashboardSurface, ScheduleSurface, SlackSurface
 from storage import raw
@@ -50,7 +50,7 @@ async def test_create_decides_and_records_what_explain_says(db_kind: str) -> Non
             }
             r = await h.client.post("/v1/approvals", headers=h.auth(key), json=body)
             assert r.status_code == status, r.text
-            ruling = decide(
+            ruling = rule_on(
                 h.engine.policy,
                 "acme",
                 tool,
@@ -70,13 +70,13 @@ async def test_create_decides_and_records_what_explain_says(db_kind: str) -> Non
 
 def test_explanation_names_each_section_and_field_that_spoke() -> None:
     policy = load_policy(DEFAULT_POLICY)
-    small = decide(policy, "acme", "issue_refund", {"amountCents": 4000}, None, enabled=())
+    small = rule_on(policy, "acme", "issue_refund", {"amountCents": 4000}, None, enabled=())
     text = small.explain()
     assert "runs with nobody asked, by tenants.acme.tools.issue_refund.allow_below" in text
     assert "[tenants.acme.tools.issue_refund.allow_below] amountCents 4000 < 5000: nobody is asked" in text
     assert "[tools.issue_refund], overridden key by key by [tenants.acme.tools.issue_refund]" in text
     slack = SlackSurface(type="slack", teamId="T0ACME", channelId="C0OPS", userId="U0ALICE")
-    big = decide(
+    big = rule_on(
         policy,
         "acme",
         "issue_refund",
@@ -98,10 +98,10 @@ def test_explanation_names_each_section_and_field_that_spoke() -> None:
 
 def test_a_headless_run_names_the_route_or_the_refusal() -> None:
     policy = load_policy(DEFAULT_POLICY)
-    routed = decide(policy, "acme", "issue_refund", {}, ScheduleSurface(type="schedule"), enabled=())
+    routed = rule_on(policy, "acme", "issue_refund", {}, ScheduleSurface(type="schedule"), enabled=())
     assert routed.kinds and routed.kinds[0].value == "tenant_admins"
     assert any(s.path == "tenants.acme.headless.route" for s in routed.steps)
-    refused = decide(policy, "globex", "issue_refund", {}, ScheduleSurface(type="schedule"), enabled=())
+    refused = rule_on(policy, "globex", "issue_refund", {}, ScheduleSurface(type="schedule"), enabled=())
     assert refused.unsupported and refused.label == "unsupported"
     assert "cannot host one" in (refused.to_json()["refused"] or "")
 
@@ -114,8 +114,8 @@ def test_differences_mark_a_loosening() -> None:
         )
     )
     surface = DashboardSurface.model_validate(DASH)
-    before = decide(live, "globex", "issue_refund", {}, surface, enabled=())
-    after = decide(loose, "globex", "issue_refund", {}, surface, enabled=())
+    before = rule_on(live, "globex", "issue_refund", {}, surface, enabled=())
+    after = rule_on(loose, "globex", "issue_refund", {}, surface, enabled=())
     found = differences(before, after)
     assert found is not None and found["loosens"] is True
     assert (found["from"], found["to"]) == ("ask_always:dashboard", "none")

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from bot.policy.decision import decide
+from bot.policy.decision import rule_on
 from bot.policy.rules import load_policy
 from contracts.enums import ApproverKind
 from contracts.errors import PolicyError
@@ -263,7 +263,7 @@ expect = { url = "https://app.example/expect", secret_env = "APP_SECRET" }
 
 def test_explain_says_each_step_and_where_it_goes() -> None:
     policy = load_policy(BASE)
-    ruling = decide(policy, "acme", "issue_refund", {}, SLACK, enabled={"slack"})
+    ruling = rule_on(policy, "acme", "issue_refund", {}, SLACK, enabled={"slack"})
     says = {s.path: s.says for s in ruling.steps}
     assert "one reminder" in says["tools.issue_refund.remind_after"]
     assert "also to tenant_admins (U0ADMIN)" in says["tools.issue_refund.escalate[0]"]
@@ -278,7 +278,7 @@ def test_explain_says_each_step_and_where_it_goes() -> None:
         "to": "tenant_admins",
         "route": "slack T0ACME/C0ADMINS",
     }
-    short = decide(policy, "acme", "issue_refund", {}, SLACK, enabled={"slack"}, requested_timeout=900)
+    short = rule_on(policy, "acme", "issue_refund", {}, SLACK, enabled={"slack"}, requested_timeout=900)
     assert short.follow_ups is not None and [s.step for s in short.follow_ups.steps] == [0]
     assert (
         "not before this request's timeout (15m)"

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.policy import decide, load_policy_file
+from bot.policy import load_policy_file, rule_on
 from bot.policy.cases import ENABLED, assumed_sender, parse_surface
+from bot.policy.cedar import CedarSource
 from bot.policy.decision import Ruling
 from contracts.enums import ApprovalMode, ApproverKind
 from contracts.errors import PolicyError
@@ -77,7 +78,7 @@ def ruling(
     path: Path, tool: str, params: dict[str, object], surface: str | None = SLACK, **kw: object
 ) -> Ruling:
     policy = load_policy_file(path, check_secrets=False)
-    return decide(
+    return rule_on(
         policy,
         "demo",
         tool,
@@ -371,3 +372,17 @@ def test_the_documented_example_loads_and_decides_as_docs_cedar_md_says() -> Non
     assert (r.mode, r.quorum, r.decided_by) == (ApprovalMode.ASK_ALWAYS, 2, "agents.cedar#prod-deploys")
     assert ruling(root / "agents.cedar", "issue_refund", {"amountCents": 500}).runs_unasked
     assert ruling(root / "agents.cedar", "issue_refund", {"amountCents": 600000}).deny
+
+
+def test_the_policies_that_determined_an_answer_are_named_in_the_files_order(tmp_path: Path) -> None:
+    # Cedar names them in no fixed order; the path (`decidedBy`) must read the same every time.
+    names = ["p-one", "p-two", "p-three", "p-four", "p-five", "p-six"]
+    text = "".join(
+        f'@id("{n}")\npermit (principal, action, resource == Cosigner::Tool::"lookup_order")'
+        " when { context.parameters has note };\n"
+        for n in names
+    )
+    source = CedarSource.load(write(tmp_path, text))
+    for i in range(40):
+        v = source.verdict("demo", "key_1", "lookup_order", {"note": f"n{i}"}, "slack", "slack:U0", NOW)
+        assert [source.files.name(p) for p in v.by] == names

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.policy.decision import decide
+from bot.policy.decision import rule_on
 from bot.policy.rules import load_policy
 from contracts.errors import PolicyError
 
@@ -68,7 +68,7 @@ def test_a_tenant_override_that_hides_an_editable_field_is_refused_at_its_path()
 )
 def test_deny_above_refuses_a_call_over_its_value(amount: object, denied: bool) -> None:
     policy = load_policy(BASE)
-    ruling = decide(policy, "globex", "issue_refund", {"amountCents": amount}, None, enabled=())
+    ruling = rule_on(policy, "globex", "issue_refund", {"amountCents": amount}, None, enabled=())
     assert ruling.deny is denied
     if denied:
         assert ruling.decided_by == "tools.issue_refund.deny_above"
@@ -76,7 +76,7 @@ def test_deny_above_refuses_a_call_over_its_value(amount: object, denied: bool) 
 
 def test_deny_above_refuses_keys_that_differ_only_by_case() -> None:
     policy = load_policy(BASE)
-    ruling = decide(
+    ruling = rule_on(
         policy, "globex", "issue_refund", {"amountCents": 1, "AmountCents": 900000}, None, enabled=()
     )
     assert ruling.deny and "ambiguous" in ruling.explain()

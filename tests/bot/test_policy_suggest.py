@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from bot.cli import main
-from bot.policy import ENABLED, decide, load_policy, load_policy_file
+from bot.policy import ENABLED, load_policy, load_policy_file, rule_on
 from bot.policy.history import Evidence, collect
 from bot.policy.suggest import suggest
 from bot.policy.suggest_regions import GUARD, Thresholds
@@ -184,13 +184,14 @@ def test_no_refused_call_falls_inside_an_allow(
     dash = DashboardSurface(type="dashboard", userId="u_agent")
     refused = [(tool, params) for tool, params, what, _ in CALLS if what != APPROVE]
     for tool, params in refused:
-        assert decide(proposed, "acme", tool, params, dash, enabled=ENABLED).label != "none", (tool, params)
+        assert rule_on(proposed, "acme", tool, params, dash, enabled=ENABLED).label != "none", (tool, params)
     # and the allows are real: the approved values inside run unasked now
     assert (
-        decide(proposed, "acme", "issue_credit", {"amountCents": 2000}, dash, enabled=ENABLED).label == "none"
+        rule_on(proposed, "acme", "issue_credit", {"amountCents": 2000}, dash, enabled=ENABLED).label
+        == "none"
     )
     assert (
-        decide(proposed, "acme", "read_file", {"path": "src/new.py"}, dash, enabled=ENABLED).label == "none"
+        rule_on(proposed, "acme", "read_file", {"path": "src/new.py"}, dash, enabled=ENABLED).label == "none"
     )
 
     # The same on the module's own reading of the record.
@@ -213,7 +214,7 @@ def test_no_refused_call_falls_inside_an_allow(
         allowed = load_policy(POLICY + "\n" + s.block)
         for c in calls:
             if c.tool == s.tool and c.evidence is Evidence.REFUSED:
-                assert decide(allowed, "acme", c.tool, c.parameters, dash, enabled=ENABLED).label != "none"
+                assert rule_on(allowed, "acme", c.tool, c.parameters, dash, enabled=ENABLED).label != "none"
 
 
 def test_danger_tools_and_thin_evidence_are_never_suggested(

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bot.policy import Policy, decide, load_cases, load_policy
+from bot.policy import Policy, load_cases, load_policy, rule_on
 from bot.policy.cases import ENABLED, assumed_sender, parse_surface
 from bot.policy.decision import Ruling
 from bot.policy.to_cedar import to_cedar, with_cedar
@@ -110,8 +110,8 @@ def both(
 ) -> None:
     parsed = parse_surface(surface) if surface else None
     kw: dict[str, Any] = {"enabled": ENABLED, "sms": assumed_sender(), "now": 1_800_000_000.0}
-    a = decide(toml, tenant, tool, params, parsed, **kw)
-    b = decide(cedar, tenant, tool, params, parsed, agent="key_1", **kw)
+    a = rule_on(toml, tenant, tool, params, parsed, **kw)
+    b = rule_on(cedar, tenant, tool, params, parsed, agent="key_1", **kw)
     assert compared(b) == compared(a), f"{tenant}/{tool} {params} {surface}\n{a.explain()}\n{b.explain()}"
 
 

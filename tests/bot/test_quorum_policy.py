@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot.policy import decide, load_policy
+from bot.policy import load_policy, rule_on
 from contracts.enums import ApproverKind
 from contracts.errors import ApprovalModeUnsupported
 from contracts.ports import Route
@@ -57,7 +57,7 @@ def test_the_ruling_carries_the_quorum_and_refuses_a_route_too_small_for_it() ->
     policy = load_policy(BASE)
     # Ann, an admin, asks in the admin channel: only Bob and Cat may count.
     ann = SlackSurface(type="slack", teamId="T0ACME", channelId="C0ADMINS", userId="U0ANN")
-    ruling = decide(policy, "acme", "delete_account", {}, ann, enabled=("slack",))
+    ruling = rule_on(policy, "acme", "delete_account", {}, ann, enabled=("slack",))
     assert ruling.quorum == 2 and ruling.separate_duties and isinstance(ruling.route, Route)
     assert ruling.to_json()["quorum"] == 2
     assert any(
@@ -69,7 +69,7 @@ def test_the_ruling_carries_the_quorum_and_refuses_a_route_too_small_for_it() ->
     three = load_policy(
         BASE.replace("quorum = 2\n\n[tools.issue_refund]", "quorum = 3\n\n[tools.issue_refund]")
     )
-    refused = decide(three, "acme", "delete_account", {}, ann, enabled=("slack",))
+    refused = rule_on(three, "acme", "delete_account", {}, ann, enabled=("slack",))
     assert isinstance(refused.route, ApprovalModeUnsupported)
     assert refused.route.details["policy"] == "tools.delete_account.quorum"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.policy import decide, load_policy
+from bot.policy import load_policy, rule_on
 from contracts.wire import DashboardSurface
 from tests.bot.test_policy import REPO, problems_of
 
@@ -48,8 +48,8 @@ def test_step_up_is_read_from_a_tool_a_tenant_override_an_operation_and_a_when_b
     op = policy.operation_rule("acme", "order.refund")
     assert op is not None and op.step_up
     surface = DashboardSurface(type="dashboard", userId="ann@acme.example")
-    big = decide(policy, "acme", "pay", {"amountCents": 500000}, surface, enabled={"dashboard"})
-    small = decide(policy, "acme", "pay", {"amountCents": 500}, surface, enabled={"dashboard"})
+    big = rule_on(policy, "acme", "pay", {"amountCents": 500000}, surface, enabled={"dashboard"})
+    small = rule_on(policy, "acme", "pay", {"amountCents": 500}, surface, enabled={"dashboard"})
     assert big.rule.step_up and not small.rule.step_up
     assert big.to_json()["stepUp"] is True and small.to_json()["stepUp"] is False
     assert "[tools.pay.when[0].step_up] true: an Approve counts only once" in big.explain()
@@ -59,7 +59,7 @@ def test_step_up_is_read_from_a_tool_a_tenant_override_an_operation_and_a_when_b
 def test_explain_names_the_tenant_override_that_set_step_up() -> None:
     policy = load_policy(BASE)
     surface = DashboardSurface(type="dashboard", userId="ann@acme.example")
-    said = decide(policy, "acme", "refund", {}, surface, enabled={"dashboard"}).explain()
+    said = rule_on(policy, "acme", "refund", {}, surface, enabled={"dashboard"}).explain()
     assert (
         "[tenants.acme.tools.refund.step_up] true: an Approve counts only once the approver confirms it"
         in said

@@ -1,4 +1,4 @@
-"""What `when` blocks decide for a call (`bot.policy.decision.decide`): first match wins, each
+"""What `when` blocks decide for a call (`bot.policy.decision.rule_on`): first match wins, each
 condition, a value the policy cannot evaluate asked and never allowed, the order against
 the tool's other keys; explain, test cases and replay; the documented coding-agent example."""
 
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.policy import ENABLED, decide, load_policy, load_policy_file
+from bot.policy import ENABLED, load_policy, load_policy_file, rule_on
 from bot.policy.cases import Case, run_case
 from bot.policy.decision import Ruling
 from bot.policy.replay import replay
@@ -63,7 +63,7 @@ admins = { dashboard = ["u_1", "u_2", "u_3"] }
 
 
 def run(policy: Policy, params: dict[str, Any], tool: str = "t", tenant: str = "acme") -> Ruling:
-    return decide(policy, tenant, tool, params, DASH, enabled=ENABLED)
+    return rule_on(policy, tenant, tool, params, DASH, enabled=ENABLED)
 
 
 @pytest.fixture(scope="module")
@@ -278,7 +278,7 @@ def example() -> Policy:
 
 
 def bash(policy: Policy, command: Any) -> Ruling:
-    return decide(policy, "demo", "Bash", {"command": command}, DASH, enabled=ENABLED)
+    return rule_on(policy, "demo", "Bash", {"command": command}, DASH, enabled=ENABLED)
 
 
 @pytest.mark.parametrize(
