@@ -18,7 +18,8 @@ from urllib.parse import unquote, urlsplit
 from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from storage.database import SqliteSync, database_backend, default_sqlite_url
+from storage.database import SqliteSync
+from storage.urls import database_backend, default_sqlite_url
 
 DEV_SECRET = "cosigner-dev-secret-do-not-use-in-production"
 MIN_SECRET_BYTES = 32

@@ -224,9 +224,9 @@ class Engine:
         slow recheck covers a lost notification.
         """
         deadline = self.clock() + seconds
-        # The first look may take "pending" from this replica's copy (PostgreSQL, `Database.known`):
+        # The first look may take "pending" from this replica's copy (`Database.pending_copy`):
         # it only starts the wait, and a close, heard here, wakes it to read the database.
-        copy = self.db.known.get(approval_id)
+        copy = self.db.pending_copy(approval_id)
         while True:
             fut = self.notifier.subscribe(approval_id)
             try:
@@ -362,12 +362,8 @@ class Engine:
         )
         for _attempt in range(3):
             try:
-                # Reads, then one write (storage.intake.write): no transaction needed; a
-                # standing allow's use is a second write, so a tool that offers one takes one.
-                since = self.db.known.epoch()
-                created = await self.db.run_write(
-                    lambda tx: create_tx(tx, it, self.clock()), single_write=it.call.allow is None
-                )
+                # Storage chooses how it runs, and keeps the new pending approval at hand.
+                created = await self.db.create(lambda tx: create_tx(tx, it, self.clock()))
             except (Conflict, UsedUp):
                 continue  # a concurrent create of the same call won (read its result), or
                 # took a standing allow's last use (read what is left)
@@ -383,7 +379,6 @@ class Engine:
         if created.replay:
             await self.denials.refuse_again(rec)
             return self._replay(rec)
-        self.db.known.keep(rec, since)  # pending: the agent's long-poll and the decision read it
         if rec.closed:
             self.tracing.closed(rec)
         if shadow is not None:
