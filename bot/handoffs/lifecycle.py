@@ -111,8 +111,8 @@ def claim(
 
 
 class Handoffs:
-    """The handoff request kind as the engine is given it: a new handoff's state, Done
-    pressed, and the `verify` job that checks it.
+    """The handoff request kind as the engine is given it: a new handoff's parameters sealed
+    (its state is `bot.approvals.prepare`'s), Done pressed, and the `verify` job that checks it.
 
     The engine passes itself to `press_done` and `verify` for what changes an approval
     (`close`, `record`, `note`); everything else is given here at construction."""
