@@ -26,7 +26,8 @@ from bot.settings_rules import (
     SECRET_FIELDS,
     LogLevel,
 )
-from storage.database import SqliteSync, database_backend, default_sqlite_url
+from storage.database import SqliteSync
+from storage.urls import database_backend, default_sqlite_url
 
 
 class SettingsError(ValueError):

@@ -3,7 +3,7 @@ use, list and revoke them.
 
 A standing allow is matched by equality on tenant, tool, requester and the digest of the
 arguments that must match, and only while it is unrevoked, unexpired and has uses left;
-the `at_most` numbers are compared by the caller (`bot.approvals.intake.decide`). Nothing
+the `at_most` numbers are compared by the caller (`bot.approvals.intake.weigh`). Nothing
 is cached: every create reads the table, so a revocation holds from the next call on
 every replica. Revoking keeps the row (with when and by whom), so decisions that named it
 stay explainable.
@@ -18,7 +18,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from contracts.enums import SurfaceType
-from storage.direct import Direct
+from storage.direct import Direct, NeedsLock, single_write
 from storage.tables import metadata
 from storage.work import Work
 
@@ -149,7 +149,10 @@ def in_force(tx: Work, scope: Scope, now: float) -> tuple[StandingAllow, ...]:
 
 
 def use(tx: Work, allowance_id: str, now: float) -> None:
-    """Count one use; `UsedUp` if it has none left, expired or was revoked meanwhile."""
+    """Count one use; `UsedUp` if it has none left, expired or was revoked meanwhile. A use
+    is a write besides the approval's: a step allowed one write runs again in a transaction."""
+    if single_write(tx):
+        raise NeedsLock("a standing allow's use is a second write")
     if not _USE.rowcount(tx, {"allowance_id": allowance_id, "now": now}):
         raise UsedUp(allowance_id)
 

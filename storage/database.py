@@ -37,10 +37,13 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.util import greenlet_spawn
 
-from storage.direct import OPTIMISTIC, SINGLE_WRITE, NeedsLock, Raced
+from storage.direct import NeedsLock
 from storage.group_commit import GroupWriter
-from storage.known import HELD, OFFERED, USED, Known
+from storage.known import CREATED, HELD, Known
 from storage.permissions import make_private
+from storage.records import Record
+from storage.steps import Gate, optimistic_on, read_on, single_write_on, snapshot_on, write_on
+from storage.urls import DatabaseUrlError, safe_url
 from storage.work import SCHEMA, Work
 
 MIGRATIONS = Path(__file__).parent / "migrations"
@@ -48,9 +51,6 @@ MIGRATIONS = Path(__file__).parent / "migrations"
 # and redacted parameters, and a database error may end up in a traceback in the log.
 T = TypeVar("T")
 READ_THREADS = 3
-POOL_TIMEOUT = 30.0
-"""Seconds a PostgreSQL step waits for a pooled connection before it fails (SQLAlchemy's
-default `pool_timeout`, which the pool keeps as a backstop)."""
 
 
 class SqliteSync(StrEnum):
@@ -65,40 +65,6 @@ class SqliteSync(StrEnum):
 
     NORMAL = "NORMAL"
     FULL = "FULL"
-
-
-def default_sqlite_url(directory: str | Path = ".") -> str:
-    """The default database: a SQLite file in the working directory."""
-    return f"sqlite+aiosqlite:///{Path(directory) / 'cosigner.db'}"
-
-
-def database_backend(url: str) -> str | None:
-    """The database a URL names (`sqlite`, `postgresql`, ...), or None when it does not parse
-    (`Database` says why)."""
-    try:
-        return make_url(url).get_backend_name()
-    except sa.exc.ArgumentError:
-        return None
-
-
-def safe_url(url: str) -> str:
-    """The URL with any password masked, for messages and logs."""
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:
-        return "<unparseable database URL>"
-
-
-def missing_sqlite_file(url: str) -> str | None:
-    """The file a SQLite URL names when it does not exist yet (None otherwise, or if unparseable)."""
-    try:
-        parsed = make_url(url)
-    except sa.exc.ArgumentError:
-        return None  # Database() reports it
-    if parsed.get_backend_name() == "sqlite" and parsed.database and parsed.database != ":memory:":
-        if not Path(parsed.database).is_file():
-            return parsed.database
-    return None
 
 
 def head_revision() -> str | None:
@@ -116,10 +82,6 @@ DatabaseError = sa.exc.DBAPIError
 
 class Conflict(Exception):
     """A write collided with a row another transaction wrote first (a unique key)."""
-
-
-class DatabaseUrlError(ValueError):
-    """COSIGNER_DATABASE_URL names a driver Cosigner does not run on."""
 
 
 class Database:
@@ -179,7 +141,7 @@ class Database:
             _configure_sqlite(self._sync_writer, sync, begin=None)  # GroupWriter sends BEGIN IMMEDIATE
             _configure_sqlite(self._sync_reader, sync, begin="BEGIN")
             self._group: GroupWriter | None = GroupWriter(self._sync_writer)
-            self._gate: _Gate | None = None
+            self._gate: Gate | None = None
             self._read_threads: ThreadPoolExecutor | None = ThreadPoolExecutor(
                 READ_THREADS, thread_name_prefix="cosigner-db-read"
             )
@@ -206,8 +168,8 @@ class Database:
             )
             self._reader = self._writer
             # Steps queue here for a connection, first come first served, never in the
-            # pool (see `_Gate`).
-            self._gate = _Gate(2 * pool_size)
+            # pool (see `Gate`).
+            self._gate = Gate(2 * pool_size)
             self._sync_writer = self._sync_reader = None
             self._group = None
             self._read_threads = None
@@ -264,10 +226,43 @@ class Database:
             if optimistic and self.dialect == "postgresql":
                 return await self._gated(self._optimistic_on, fn)
             if single_write and self.dialect == "postgresql":
-                return await self._gated(_single_write_on, fn)
-            return await self._gated(_write_on, fn)
+                return await self._gated(single_write_on, fn)
+            return await self._gated(write_on, fn)
         except sa.exc.IntegrityError as exc:
             raise Conflict("a concurrent write created the same row") from exc
+
+    async def create(self, fn: Callable[[Work], T]) -> T:
+        """Run an intake step: `fn` reads, then stores one new approval (`storage.intake.write`),
+        having first taken a use of a standing allow if it found one. Storage chooses how: on
+        PostgreSQL without a transaction (`single_write`: one INSERT), and in one when `fn`
+        must write twice (`storage.allowances.use` raises `NeedsLock` before anything is
+        written). The approval it stores is kept, while pending, in this replica's copy
+        (`storage.known`) for the agent's long-poll and the decision's first look."""
+        since = self.known.epoch()  # before the write: a close heard meanwhile is not missed
+        made: list[Record] = []
+
+        def step(work: Work) -> T:
+            info = work.conn.info
+            info[CREATED] = made
+            try:
+                return fn(work)
+            finally:
+                info.pop(CREATED, None)
+
+        try:
+            result = await self.run_write(step, single_write=True)
+        except NeedsLock:
+            made.clear()
+            result = await self.run_write(step)
+        for rec in made:
+            self.known.keep(rec, since)
+        return result
+
+    def pending_copy(self, approval_id: str) -> Record | None:
+        """The pending approval as this replica created it (`create`), while it hears every
+        close (PostgreSQL's LISTEN; never on SQLite), else None: enough to start waiting on
+        it, never proof of its state."""
+        return self.known.get(approval_id)
 
     async def run_read(self, fn: Callable[[Work], T], *, snapshot: bool = False) -> T:
         """Run the synchronous `fn(work)` on a read connection (no transaction held).
@@ -283,8 +278,8 @@ class Database:
                 self._read_threads, self._on_connection, self._sync_reader, fn
             )
         if snapshot:
-            return await self._gated(_snapshot_on, fn)
-        return await self._gated(_read_on, fn)
+            return await self._gated(snapshot_on, fn)
+        return await self._gated(read_on, fn)
 
     async def _gated(self, on: Callable[[Engine, Callable[[Work], T]], T], fn: Callable[[Work], T]) -> T:
         """`on(engine, fn)` in one greenlet, once the gate lets the step have a connection."""
@@ -310,40 +305,7 @@ class Database:
             semaphore.release()
 
     def _optimistic_on(self, engine: Engine, fn: Callable[[Work], T]) -> T:
-        """`fn` in autocommit with one conditional write (reads unlocked), again while it
-        loses the race, then in one transaction (see `run_write`). The first try is offered
-        the replica's copies; a try that read one and wrote nothing (it refused, or raised)
-        runs again, on the database."""
-        known = self.known if self.known.live else None
-        with engine.connect() as conn:
-            auto = conn.execution_options(isolation_level="AUTOCOMMIT")
-            info = auto.info
-            try:
-                for _ in range(OPTIMISTIC_TRIES + (known is not None)):
-                    info[SINGLE_WRITE] = 0
-                    info[OPTIMISTIC] = True
-                    info.pop(USED, None)
-                    if known is not None:
-                        info[OFFERED], known = known, None
-                    try:
-                        result = fn(Work(auto))
-                    except Raced:
-                        continue
-                    except NeedsLock:
-                        break
-                    except Exception:
-                        if _unchecked(info):
-                            continue  # refused on the copy: ask the database
-                        raise
-                    finally:
-                        info.pop(OFFERED, None)
-                    if _unchecked(info):
-                        continue  # decided on the copy without a write to check it
-                    return result
-            finally:
-                for key in (SINGLE_WRITE, OPTIMISTIC, OFFERED, USED):
-                    info.pop(key, None)
-        return _write_on(engine, fn)
+        return optimistic_on(engine, fn, self.known if self.known.live else None)
 
     @staticmethod
     def _on_connection(engine: Engine | None, fn: Callable[[Work], T]) -> T:
@@ -385,80 +347,6 @@ class Database:
         self._group = None
         self._read_threads = None
         self._sync_writer = self._sync_reader = None
-
-
-class _Gate:
-    """How many steps may hold a pooled connection at once (the pool's size), the others
-    waiting their turn in arrival order.
-
-    Waiting in the pool itself is neither cheap nor fair: each waiter runs
-    `asyncio.wait_for` on a queue (a task and a timer per wait), and a connection returned
-    while its next waiter is being woken goes to whichever step asks first, sending the
-    waiter to the back of the queue. Under 256 concurrent round trips that put some
-    requests seconds behind the rest. An `asyncio.Semaphore` queues in order (a newcomer
-    waits behind every earlier waiter) for the price of one future. A step that waits
-    longer than the pool would have (`timeout`) fails as it would have, with SQLAlchemy's
-    `TimeoutError`. The semaphore belongs to the event loop that first waits on it, so one
-    is made per loop."""
-
-    def __init__(self, size: int, timeout: float = POOL_TIMEOUT) -> None:
-        self.size = size
-        self.timeout = timeout  # seconds a step waits for a connection, then fails
-        self._semaphore: asyncio.Semaphore | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None  # the one `_semaphore` belongs to
-
-    def semaphore(self) -> asyncio.Semaphore:
-        loop = asyncio.get_running_loop()
-        if self._semaphore is None or loop is not self._loop:
-            self._loop = loop
-            self._semaphore = asyncio.Semaphore(self.size)
-        return self._semaphore
-
-
-def _write_on(engine: Engine, fn: Callable[[Work], T]) -> T:
-    """`fn` in one transaction of `engine` (inside a greenlet, on PostgreSQL)."""
-    with engine.begin() as conn:
-        return fn(Work(conn))
-
-
-def _single_write_on(engine: Engine, fn: Callable[[Work], T]) -> T:
-    """`fn` on a connection of `engine` in autocommit, allowed one write statement."""
-    with engine.connect() as conn:
-        auto = conn.execution_options(isolation_level="AUTOCOMMIT")
-        auto.info[SINGLE_WRITE] = 0
-        try:
-            return fn(Work(auto))
-        finally:
-            auto.info.pop(SINGLE_WRITE, None)
-
-
-OPTIMISTIC_TRIES = 3
-"""Optimistic runs of a step before it runs in a transaction: each lost race means another
-step changed the row meanwhile, and under that much contention the row lock is cheaper."""
-
-
-def _unchecked(info: dict[Any, Any]) -> bool:
-    """Whether the optimistic try that just ended read the replica's copy and wrote nothing
-    that would have checked it."""
-    return bool(info.pop(USED, False)) and not info[SINGLE_WRITE]
-
-
-def _read_on(engine: Engine, fn: Callable[[Work], T]) -> T:
-    """`fn` on a connection of `engine` in autocommit: a read needs no BEGIN or ROLLBACK
-    round trips to the server, and under READ COMMITTED each statement sees the same
-    committed data it would inside a transaction."""
-    with engine.connect() as conn:
-        return fn(Work(conn.execution_options(isolation_level="AUTOCOMMIT")))
-
-
-def _snapshot_on(engine: Engine, fn: Callable[[Work], T]) -> T:
-    """`fn` in one read-only REPEATABLE READ transaction of `engine`, rolled back after."""
-    with engine.connect() as conn:
-        snap = conn.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
-        try:
-            return fn(Work(snap))
-        finally:
-            snap.rollback()
 
 
 def _configure_sqlite(engine: Engine, synchronous: SqliteSync, *, begin: str | None) -> None:

@@ -157,6 +157,11 @@ def optimistic(work: Work) -> bool:
     return bool(work.conn.info.get(OPTIMISTIC))
 
 
+def single_write(work: Work) -> bool:
+    """Whether `work` runs a step allowed one write statement (see `SINGLE_WRITE`)."""
+    return work.conn.info.get(SINGLE_WRITE) is not None
+
+
 def _count_write(tx: Connection) -> None:
     info = tx.info
     sent = info.get(SINGLE_WRITE)

@@ -25,7 +25,7 @@ from contracts.edits import EditState
 from contracts.enums import ApprovalMode, ApprovalStatus, ToolKind
 from contracts.handoff import HandoffState
 from contracts.ports import Route
-from storage import allowances, denials, jobs, ledger
+from storage import allowances, denials, jobs, known, ledger
 from storage.audit import Event
 from storage.denials import StandingDeny, standing_denies
 from storage.direct import Direct
@@ -253,7 +253,7 @@ def _load_at_once(tx: Work, q: Question) -> Snapshot:
 
 def write(tx: Work, new: NewApproval) -> Record:
     """Insert the approval with its first audit events and queue its first jobs; return it as
-    stored."""
+    stored (and, in `Database.create`, kept in this replica's copy)."""
     route = new.route
     values = {
         "id": new.id,
@@ -289,4 +289,6 @@ def write(tx: Work, new: NewApproval) -> Record:
         "step_up": new.step_up,
         **({"coalesce_key": new.coalesce_key} if new.coalesce_key is not None else {}),
     }
-    return ledger.insert_approval(tx, values, list(new.events), new.jobs)
+    rec = ledger.insert_approval(tx, values, list(new.events), new.jobs)
+    known.created(tx, rec)  # pending: the agent's long-poll and the decision read it
+    return rec

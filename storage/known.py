@@ -99,6 +99,9 @@ USED = "cosigner_known_used"
 # Every PostgreSQL connection's `info` holds its database's copies under this key (set when
 # the connection is opened), so that each write of an approval's row forgets its copy.
 HELD = "cosigner_known_held"
+# `Connection.info` key of an intake step (`Database.create`): the approvals it wrote, kept
+# once it has run.
+CREATED = "cosigner_known_created"
 
 
 def changed(work: Work, approval_id: str) -> None:
@@ -106,6 +109,13 @@ def changed(work: Work, approval_id: str) -> None:
     known: Known | None = work.conn.info.get(HELD)
     if known is not None:
         known.forget(approval_id)
+
+
+def created(work: Work, rec: Record) -> None:
+    """The approval was just stored in an intake step: the replica keeps it once the step has run."""
+    made: list[Record] | None = work.conn.info.get(CREATED)
+    if made is not None:
+        made.append(rec)
 
 
 def offered(work: Work, approval_id: str) -> Record | None:

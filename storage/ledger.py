@@ -18,18 +18,18 @@ from types import SimpleNamespace
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql
 
 from contracts.enums import ApprovalMode, ApprovalStatus
 from contracts.errors import AlreadyDecided
 from contracts.ports import Delivered, Route, SmsRoute
-from storage import known, votes
+from storage import chain_writes, known, votes
 from storage.audit import AuditRow, Event, chain_rows
+from storage.chain_writes import EVENT_COLUMNS
 from storage.direct import Direct, Raced, optimistic
-from storage.jobs import Queued, payload_json, queue
+from storage.jobs import Queued, queue
 from storage.notify import channel_for
 from storage.records import Changes, Record, delivered_to_json, delivery_key
-from storage.tables import approvals, audit_events, escalations, flags, jobs, run_grants
+from storage.tables import approvals, audit_events, escalations, flags, run_grants
 from storage.work import Work
 
 _BY_ID = sa.select(approvals).where(approvals.c.id == sa.bindparam("id"))
@@ -47,13 +47,12 @@ GATED_IN_EXECUTION = (
         approvals.c.mode != ApprovalMode.NONE.value,
     )
 )
-_EVENT_COLUMNS = ("approval_id", "tenant", "seq", "at", "event", "actor", "data", "prev_hash", "hash")
 # The statements every agent request runs go straight to the driver on SQLite (storage.direct).
 _LOAD = Direct(_BY_ID)
 _LOAD_LOCKED = Direct(_BY_ID.with_for_update())  # SQLite has no row locks and writes no FOR UPDATE
 _MADE_BEFORE = Direct(_BY_CALL)
 _GATED = Direct(GATED_IN_EXECUTION)
-_INSERT_EVENTS = Direct(audit_events.insert(), _EVENT_COLUMNS)
+_INSERT_EVENTS = Direct(audit_events.insert(), EVENT_COLUMNS)
 _INSERT_APPROVAL: dict[tuple[str, ...], Direct] = {}
 
 
@@ -156,16 +155,14 @@ def insert_approval(
 ) -> Record:
     """Insert a new approval with the first links of its audit chain and its first jobs;
     return it as stored. On PostgreSQL this is one statement, so it needs no transaction
-    around it (`Database.run_write(single_write=True)`)."""
+    around it (`Database.create`)."""
     rows, seq, head = chain_rows(values["id"], values["tenant"], 0, "0" * 64, values["created_at"], events)
     stored = {**values, "audit_seq": seq, "audit_head": head}
     columns = tuple(stored)
     if tx.conn.dialect.name == "postgresql":
         # One statement: the approval, its audit rows, its jobs (a duplicate call fails it whole).
-        made = _INSERT_WITH_EVENTS.get(columns)
-        if made is None:
-            made = _INSERT_WITH_EVENTS[columns] = Direct(_insert_with_events(columns), writes=True)
-        made.rowcount(tx, {**stored, **_event_arrays(rows), **_job_arrays(queued)})
+        made = chain_writes.insert_with_events(columns)
+        made.rowcount(tx, {**stored, **chain_writes.event_arrays(rows), **chain_writes.job_arrays(queued)})
         return Record.from_row(SimpleNamespace(**stored))
     insert = _INSERT_APPROVAL.get(columns)
     if insert is None:
@@ -262,125 +259,22 @@ def _chain(
         # One round trip: the UPDATE, the audit rows and jobs only if it matched, the NOTIFY.
         raced = optimistic(tx)
         key = (columns, only_pending, notify is not None, bool(queued), raced and undelivered)
-        stmt = _CHAINS.get(key)
-        if stmt is None:
-            stmt = _CHAINS[key] = Direct(_update_with_events(*key), writes=True)
+        stmt = chain_writes.chain(key)
         if notify is not None:
             params["channel"] = notify
         if queued:
-            params |= _job_arrays(queued)
-        if stmt.scalar(tx, params | _event_arrays(rows)) != 1:
+            params |= chain_writes.job_arrays(queued)
+        if stmt.scalar(tx, params | chain_writes.event_arrays(rows)) != 1:
             if raced:
                 raise Raced(f"approval {approval_id} changed since it was read")
             raise AlreadyDecided(f"approval {approval_id} changed while recording; it is closed")
         return values
-    if _update(columns, only_pending).rowcount(tx, params) != 1:
+    if chain_writes.update(columns, only_pending).rowcount(tx, params) != 1:
         raise AlreadyDecided(f"approval {approval_id} changed while recording; it is closed")
     _INSERT_EVENTS.many(tx, rows)
     for job in queued:
         queue(tx, job.kind, approval_id, job.payload, job.due, job.deadline)
     return values
-
-
-# PostgreSQL writes a step's rows in one statement: the audit rows travel as one array per
-# column and `unnest` turns them back into rows, so the statement is the same prepared one
-# whatever the number of events; data-modifying CTEs run once each, in the same snapshot.
-_EVENT_ARRAYS = [
-    sa.bindparam(f"ev_{c}", type_=postgresql.ARRAY(audit_events.c[c].type)) for c in _EVENT_COLUMNS
-]
-_CHAINS: dict[tuple[tuple[str, ...], bool, bool, bool, bool], Direct] = {}
-_INSERT_WITH_EVENTS: dict[tuple[str, ...], Direct] = {}
-
-
-_JOB_ARRAYS = {
-    c: sa.bindparam(f"job_{c}", type_=postgresql.ARRAY(jobs.c[c].type))
-    for c in ("kind", "payload", "due_at", "deadline_at")
-}
-
-
-def _event_arrays(rows: list[dict[str, Any]]) -> dict[str, list[Any]]:
-    return {f"ev_{c}": [r[c] for r in rows] for c in _EVENT_COLUMNS}
-
-
-def _job_arrays(queued: Sequence[Queued]) -> dict[str, list[Any]]:
-    return {
-        "job_kind": [j.kind.value for j in queued],
-        "job_payload": [payload_json(j.payload) for j in queued],
-        "job_due_at": [j.due for j in queued],
-        "job_deadline_at": [j.deadline for j in queued],
-    }
-
-
-def _events_from_arrays(only_after: Any = None) -> sa.Insert:
-    linked = sa.func.unnest(*_EVENT_ARRAYS).table_valued(*_EVENT_COLUMNS).render_derived()
-    rows = sa.select(*(linked.c[c] for c in _EVENT_COLUMNS))
-    if only_after is not None:
-        rows = rows.where(sa.exists(sa.select(only_after.c.id)))
-    return audit_events.insert().from_select(list(_EVENT_COLUMNS), rows)
-
-
-def _jobs_from_arrays(approval_id: str, only_after: Any = None) -> sa.Insert:
-    """The jobs of the `job_*` arrays for the approval bound as `approval_id` (with
-    `only_after`, only if that CTE has a row)."""
-    due = sa.func.unnest(*_JOB_ARRAYS.values()).table_valued(*_JOB_ARRAYS).render_derived()
-    rows = sa.select(
-        sa.bindparam(approval_id, type_=approvals.c.id.type),
-        *(due.c[c] for c in _JOB_ARRAYS),
-        sa.literal(0, sa.Integer),
-        sa.literal(0.0, sa.Double),
-    )
-    if only_after is not None:
-        rows = rows.where(sa.exists(sa.select(only_after.c.id)))
-    return jobs.insert().from_select(
-        ["approval_id", "kind", "payload", "due_at", "deadline_at", "attempts", "locked_until"], rows
-    )
-
-
-def _insert_with_events(columns: tuple[str, ...]) -> sa.Insert:
-    made = approvals.insert().values({c: sa.bindparam(c) for c in columns}).cte("made")
-    return _events_from_arrays().add_cte(made).add_cte(_jobs_from_arrays("id").cte("queued"))
-
-
-def _update_with_events(
-    columns: tuple[str, ...], only_pending: bool, notify: bool, with_jobs: bool, undelivered: bool
-) -> sa.Select[Any]:
-    update = _update_stmt(columns, only_pending)
-    if undelivered:
-        update = update.where(approvals.c.delivered.is_(None))
-    changed = update.returning(approvals.c.id).cte("changed")
-    chained = _events_from_arrays(changed).cte("chained")
-    counts = [sa.select(sa.func.count()).select_from(changed).scalar_subquery().label("changed")]
-    if notify:
-        told = sa.select(sa.func.pg_notify(sa.bindparam("channel"), changed.c.id)).cte("told")
-        counts.append(sa.select(sa.func.count()).select_from(told).scalar_subquery().label("told"))
-    out = sa.select(*counts).add_cte(chained)
-    if with_jobs:
-        out = out.add_cte(_jobs_from_arrays("where_id", changed).cte("queued"))
-    return out
-
-
-# The conditional UPDATEs `append` runs, one per set of columns, built once with bound
-# parameters: a statement object built per call costs more than running it (SQLAlchemy
-# derives its cache key from the structure each time). The column sets are the few that
-# the code writes, so this stays small.
-_UPDATES: dict[tuple[tuple[str, ...], bool], Direct] = {}
-
-
-def _update_stmt(columns: tuple[str, ...], only_pending: bool) -> sa.Update:
-    where = [
-        approvals.c.id == sa.bindparam("where_id"),
-        approvals.c.audit_seq == sa.bindparam("where_seq"),
-    ]
-    if only_pending:
-        where.append(approvals.c.status == "pending")
-    return approvals.update().where(*where).values({c: sa.bindparam(f"set_{c}") for c in columns})
-
-
-def _update(columns: tuple[str, ...], only_pending: bool) -> Direct:
-    stmt = _UPDATES.get((columns, only_pending))
-    if stmt is None:
-        stmt = _UPDATES[(columns, only_pending)] = Direct(_update_stmt(columns, only_pending))
-    return stmt
 
 
 _IGNORING: dict[tuple[str, str, tuple[str, ...]], Direct] = {}

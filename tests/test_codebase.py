@@ -382,10 +382,6 @@ _STORAGE_MECHANICS = {"known", "single_write", "optimistic"}
 # (`db.create(...)`, `db.answer(...)`) and chooses these itself. Shrink this; never grow it.
 _STILL_NAMED = {
     "bot/approvals/engine.py": [
-        "self.db.known",
-        "self.db.known",
-        "single_write=...",
-        "self.db.known",
         "self.db.schema",
         "optimistic=...",
     ],

@@ -8,7 +8,7 @@ accepts edits). The pending request carries the digest of all of these (`key`), 
 `approvals.coalesce_key` under a unique index of pending rows: of two concurrent identical
 creates, one inserts and the other conflicts, reads again and is coalesced.
 
-Only what would be asked is coalesced (`bot.approvals.intake.decide` looks for the pending
+Only what would be asked is coalesced (`bot.approvals.intake.weigh` looks for the pending
 twin after every rule that decides without a person), and only plain tool calls: an
 operation's application prepares each request itself, and a handoff is a step each caller
 waits on for its own. The second request gets the pending approval, `coalesced: true`, and a

@@ -15,8 +15,9 @@ from typing import Any, TypeVar
 from bot.approvals import allowances, denials, edits
 from bot.approvals.allowances import Allowances
 from bot.approvals.batches import BatchAnswers
+from bot.approvals.collaborators import HandoffKind
 from bot.approvals.denials import Denials
-from bot.approvals.engine import Engine, HandoffKind
+from bot.approvals.engine import Engine
 from bot.approvals.lifecycle import Closing, check_answer, check_reader, closed_error
 from bot.policy import Policy
 from contracts.allowances import Allowance

@@ -42,10 +42,20 @@ def sealed_context(tenant: str, execution_id: str, tool_call_id: str) -> str:
     return f"edit:{tenant}:{execution_id}:{tool_call_id}"
 
 
+def sealed_for_edit(req: ApprovalRequest, seal: TokenSeal | None, tenant: str) -> str | None:
+    """The call's parameters sealed for an edit of it shown redacted (`offer`), where the agent
+    accepts edits and the server has a seal; sealed before `offer`, a seal being random."""
+    if not req.acceptsEdits or seal is None:
+        return None
+    context = sealed_context(tenant, req.executionId, req.toolCallId)
+    return seal.seal(json.dumps(req.parameters, separators=(",", ":")), context)
+
+
 def offer(
-    rule: ToolRule, req: ApprovalRequest, shown: Mapping[str, Any], seal: TokenSeal | None, tenant: str
+    rule: ToolRule, req: ApprovalRequest, shown: Mapping[str, Any], sealed: str | None
 ) -> EditState | None:
-    """What an approver may edit of this call (None: nothing)."""
+    """What an approver may edit of this call (None: nothing); `sealed`: its parameters as
+    `sealed_for_edit` sealed them, needed where the call is shown redacted."""
     if not req.acceptsEdits or rule.editable is False or rule.handoff is not None:
         return None
     if rule.mode is ApprovalMode.NONE:
@@ -56,12 +66,10 @@ def offer(
     fields = tuple(n for n in names if shown.get(n) == req.parameters[n])
     if not fields:
         return None
-    sealed = None
-    if dict(shown) != req.parameters:
-        if seal is None:
-            return None  # the edited call's digest needs the hidden values: no edit without a seal
-        context = sealed_context(tenant, req.executionId, req.toolCallId)
-        sealed = seal.seal(json.dumps(req.parameters, separators=(",", ":")), context)
+    if dict(shown) == req.parameters:
+        sealed = None  # nothing hidden: the edited call's digest needs nothing sealed
+    elif sealed is None:
+        return None  # the edited call's digest needs the hidden values: no edit without a seal
     return EditState(fields=fields, json_schema=req.parametersSchema, sealed=sealed)
 
 

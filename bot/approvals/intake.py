@@ -1,7 +1,7 @@
-"""Taking a request in: load → decide → write, inside one transaction.
+"""Taking a request in: load → weigh → write, inside one transaction.
 
 `question` says what the call is decided on; `storage.intake.load` reads it in one call as a
-typed `Snapshot`; `decide` (pure: no database, no clock) turns call and snapshot into a
+typed `Snapshot`; `weigh` (pure: no database, no clock) turns call and snapshot into a
 `Replay`, a `Refuse` or an `Admit`; `storage.intake.write` stores an admitted call in one
 call. What happens to a pending approval after that is `bot.approvals.lifecycle`.
 """
@@ -158,7 +158,7 @@ class Created:
 def question(
     tenant: str, call: Call, surface: Mapping[str, Any], coalesce: str | None = None, now: float = 0.0
 ) -> store.Question:
-    """What `decide` needs of the database for `call` at `now`, and nothing it will not read;
+    """What `weigh` needs of the database for `call` at `now`, and nothing it will not read;
     `coalesce` is the call's coalescing key, looked for only when the call would be asked."""
     route = call.routed if isinstance(call.routed, Route) else None
     scope = (
@@ -185,7 +185,7 @@ def question(
     )
 
 
-def decide(call: Call, snap: store.Snapshot) -> Outcome:
+def weigh(call: Call, snap: store.Snapshot) -> Outcome:
     """Replay, refuse, or admit the call (closed by policy or pending with its route); pure."""
     earlier = snap.earlier
     if earlier is not None:
@@ -267,9 +267,9 @@ class Intake:
 
 
 def create_tx(tx: Work, it: Intake, now: float) -> Created:
-    """Load what the call is decided on, decide, and store the outcome: two storage calls."""
+    """Load what the call is decided on, weigh it, and store the outcome: two storage calls."""
     snap = store.load(tx, question(it.tenant, it.call, it.req.surface.model_dump(), it.coalesce, now))
-    outcome = decide(it.call, snap)
+    outcome = weigh(it.call, snap)
     if isinstance(outcome, Replay):
         return Created(outcome.record, replay=True)
     if isinstance(outcome, Coalesce):

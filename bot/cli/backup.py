@@ -13,7 +13,7 @@ from typing import Any
 
 from bot.settings import load_settings
 from storage.backup import BackupError, backup_sqlite, pg_dump_advice
-from storage.database import DatabaseUrlError, database_backend, safe_url
+from storage.urls import DatabaseUrlError, database_backend, safe_url
 
 
 def register(sub: Any, usage_error: type[Exception]) -> None:

@@ -28,12 +28,8 @@ from bot.http import ListenError, valid_port
 from bot.policy import Policy, load_policy, load_policy_file
 from bot.settings import Settings, SettingsError, load_settings
 from contracts.errors import CosignerError, PolicyError
-from storage.database import (
-    Database,
-    DatabaseError,
-    DatabaseUrlError,
-    safe_url,
-)
+from storage.database import Database, DatabaseError
+from storage.urls import DatabaseUrlError, safe_url
 
 if TYPE_CHECKING:
     from starlette.routing import BaseRoute

@@ -6,7 +6,8 @@ from typing import Any
 
 from bot.cli.errors import UsageError
 from bot.settings import load_settings
-from storage.database import Database, head_revision, missing_sqlite_file, safe_url
+from storage.database import Database, head_revision
+from storage.urls import missing_sqlite_file, safe_url
 
 
 async def require_schema(db: Database) -> None:

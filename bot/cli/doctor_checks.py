@@ -28,8 +28,9 @@ from bot.policy import load_policy_file
 from bot.settings import DEV_SECRET, MAKE_SECRET, RULES
 from bot.workers import sink_backlog
 from contracts.errors import PolicyError
-from storage.database import Database, DatabaseError, database_backend, safe_url
+from storage.database import Database, DatabaseError
 from storage.health import SchemaStanding, schema, server_time, sqlite_file, sqlite_unusable
+from storage.urls import database_backend, safe_url
 
 SKEW_WARN = 1.0  # seconds between this machine's clock and the database's: replicas disagree
 SKEW_FAIL = 60.0  # past this, expiries, reminders and grants are off by minutes

@@ -34,7 +34,8 @@ from bot.policy.replay import EXAMPLES, replay
 from bot.policy.to_cedar import removed, to_cedar
 from bot.settings import load_settings
 from storage.audit import stream_requests
-from storage.database import Database, head_revision, missing_sqlite_file, safe_url
+from storage.database import Database, head_revision
+from storage.urls import missing_sqlite_file, safe_url
 from storage.work import Work
 
 

@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING, Any
 from bot.approvals import Closing, Wakeups, actor_of, closed_error, new_id, refused, stored
 from bot.egress import Egress, EgressFailed, EgressRefused
 from bot.observability import SpanName, Tracing, expect_outcome
-from bot.policy import ToolRule, redact
+from bot.policy import redact
 from contracts.answers import PersonDecider, decider_from_json
 from contracts.enums import ApprovalStatus, AuditEvent, JobKind, SurfaceType
-from contracts.errors import AlreadyDecided, ApprovalNotFound, CosignerError, InvalidRequest
+from contracts.errors import AlreadyDecided, ApprovalNotFound, CosignerError
 from contracts.handoff import DETAIL_MAX, UNVERIFIED, ExpectAnswer, ExpectCall, HandoffReceipt, HandoffState
 from contracts.ports import ApprovalCard
 from contracts.wire import ApprovalRequest
@@ -56,23 +56,6 @@ Check = Callable[[Record], None]
 def sealed_context(tenant: str, execution_id: str, tool_call_id: str) -> str:
     """What the sealed parameters are bound to: they open for this call only."""
     return f"handoff parameters|{tenant}|{execution_id}|{tool_call_id}"
-
-
-def state_for(
-    rule: ToolRule, parameters: dict[str, Any], seal: TokenSeal, context: str
-) -> HandoffState | None:
-    """A new handoff's state (None for a tool without a handoff): the policy's reason,
-    steps and `expect` target as they are now, and the parameters sealed for the check."""
-    if rule.handoff is None:
-        return None
-    state = HandoffState(
-        reason=rule.handoff.reason,
-        steps=rule.handoff.steps,
-        url=rule.handoff.expect.url,
-        secret_env=rule.handoff.expect.secret_env,
-        sealed=seal.seal(json.dumps(parameters, separators=(",", ":")), context),
-    )
-    return state
 
 
 @dataclass(frozen=True)
@@ -128,8 +111,8 @@ def claim(
 
 
 class Handoffs:
-    """The handoff request kind as the engine is given it: a new handoff's state, Done
-    pressed, and the `verify` job that checks it.
+    """The handoff request kind as the engine is given it: a new handoff's parameters sealed
+    (its state is `bot.approvals.prepare`'s), Done pressed, and the `verify` job that checks it.
 
     The engine passes itself to `press_done` and `verify` for what changes an approval
     (`close`, `record`, `note`); everything else is given here at construction."""
@@ -151,14 +134,13 @@ class Handoffs:
         self.tracing = tracing
         self.wakeups = wakeups
 
-    def state(self, tenant: str, req: ApprovalRequest, rule: ToolRule) -> HandoffState | None:
-        """A new handoff's state, its parameters sealed for this call (None: not a handoff)."""
-        if rule.handoff is None:
-            return None
+    def sealed(self, tenant: str, req: ApprovalRequest) -> str | None:
+        """A new handoff's parameters sealed for its check, bound to this call (None: no seal
+        on this server, so no handoffs); `bot.approvals.prepare` builds its state."""
         if self.seal is None:
-            raise InvalidRequest("handoffs need COSIGNER_SECRET on this server")
+            return None
         context = sealed_context(tenant, req.executionId, req.toolCallId)
-        return state_for(rule, req.parameters, self.seal, context)
+        return self.seal.seal(json.dumps(req.parameters, separators=(",", ":")), context)
 
     async def press_done(
         self,

@@ -14,7 +14,19 @@ from dataclasses import dataclass, field
 import httpx
 from opentelemetry.sdk.trace import TracerProvider
 
-from bot.approvals import Allowances, Denials, Desk, Engine, GrantSigner, Notifier, Wakeups
+from bot.approvals import (
+    Allowances,
+    Denials,
+    Desk,
+    Engine,
+    GrantSigner,
+    Notifier,
+    Observe,
+    Reach,
+    Rules,
+    Stores,
+    Wakeups,
+)
 from bot.egress import Egress, callback_client, parse_allow_list
 from bot.handoffs import Handoffs
 from bot.http.surface_config import (
@@ -131,23 +143,19 @@ def assemble(
     handoffs = Handoffs(seal, db=db, clock=clock, tracing=tracing, wakeups=wakeups)
     oncall, oncall_http = oncall_lookups(settings, clock)
     engine = Engine(
-        db,
-        policy,
-        signer,
-        metrics=metrics,
-        notifier=notifier,
-        sms_sender=sms_sender,
-        surfaces=enabled,
+        Stores(db, denials),
+        Rules(policy, signer, shadow=shadow, callback_allow=callback_allow, seal=seal),
+        Observe(metrics, tracing),
+        Reach(
+            surfaces=enabled,
+            sms_sender=sms_sender,
+            notifier=notifier,
+            oncall=oncall,
+            handoffs=handoffs,
+            wakeups=wakeups,
+        ),
         clock=clock,
-        callback_allow=callback_allow,
-        tracing=tracing,
-        seal=seal,
-        handoffs=handoffs,
-        shadow=shadow,
         executes=run_workers,
-        denials=denials,
-        wakeups=wakeups,
-        oncall=oncall,
     )
     desk = Desk(
         engine,
@@ -179,9 +187,6 @@ def assemble(
         denials=denials,
         tracing=tracing,
         seal=seal,
-        callback_allow=callback_allow,
-        surfaces=enabled,
-        sms_sender=sms_sender,
     )
     return Parts(
         settings=settings,

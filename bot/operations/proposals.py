@@ -13,35 +13,29 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Collection
 
-from bot.approvals import Denials, Engine, Start, new_id
-from bot.egress import AllowList
+from bot.approvals import Denials, Engine, Prepared, Start, create_prepared, new_id, prepare_request
 from bot.observability import SpanName, Tracing, answered
 from bot.operations.contract_client import ApplicationFailed, ContractClient, PrepareCall, Rejected
 from bot.policy import (
     OperationRule,
     Policy,
-    SmsSender,
     ToolRule,
-    callback_allowed,
     cedar_rule,
     json_limits,
     operation_tool_rule,
     redact,
-    route_for,
-    surface_belongs,
 )
 from contracts.answers import Decision
 from contracts.enums import ApprovalMode, SurfaceType
 from contracts.errors import (
-    ApprovalModeUnsupported,
     InvalidRequest,
     OperationRejected,
     OperationUnavailable,
     PermissionDenied,
 )
 from contracts.operations import arguments_digest
+from contracts.ports import Route
 from contracts.wire import ApprovalRequest, OperationRequest
 from storage import ledger
 from storage.database import Database
@@ -84,11 +78,7 @@ class Proposals:
         denials: Denials,
         tracing: Tracing,
         seal: TokenSeal | None,
-        callback_allow: AllowList,
-        surfaces: Collection[str],
-        sms_sender: SmsSender,
     ) -> None:
-        """`surfaces` are the ones this server can reach (the engine's, dashboard included)."""
         self.engine = engine
         self.client = client
         self.db = db
@@ -96,9 +86,6 @@ class Proposals:
         self.denials = denials
         self.tracing = tracing
         self.seal = seal
-        self.callback_allow = callback_allow
-        self.surfaces = surfaces
-        self.sms_sender = sms_sender
 
     async def propose(
         self, tenant: str, req: OperationRequest, agent: str = ""
@@ -112,10 +99,7 @@ class Proposals:
                 f'[operations."{req.operation}"] with the url of the application that carries it out',
                 policy=f"operations.{req.operation}",
             )
-        json_limits(req.request, "request")
-        surface_belongs(self.policy, tenant, req.surface)
-        if req.callbackUrl is not None:
-            callback_allowed(str(req.callbackUrl), self.callback_allow)
+        json_limits(req.request, "request")  # named as the agent sent it, before intake's checks
         approval_rule = tool_rule(self.policy, tenant, rule)
         if self.policy.cedar is not None:
             # Cedar decides an operation as `Cosigner::Action::"operation"` on the agent's request.
@@ -123,14 +107,16 @@ class Proposals:
                 self.policy.cedar, approval_rule, tenant, req.request, req.surface, agent, None, "operation"
             )[0]
         call = as_call(req, req.timeoutSeconds)
+        # The same intake as any request (`bot.approvals.prepare`): checked, ruled on, routed.
+        asked = await prepare_request(engine, tenant, call, rule=approval_rule, agent=agent)
         if (
-            approval_rule.deny
+            asked.intake.call.deny
             or await self._made_before(tenant, req)
-            or await self._held(tenant, approval_rule, req)
+            or await self._held(tenant, asked, req)
         ):
             # A replay (or a 409 for another request), the policy's deny and a person's standing
             # deny need no contract: the application is never asked to prepare a refused call.
-            return await engine.create(tenant, call, rule=approval_rule)
+            return await create_prepared(engine, asked)
         approval_id = new_id("apv")
         prepare = PrepareCall(
             operation=req.operation,
@@ -203,13 +189,12 @@ class Proposals:
         )
         return found is not None
 
-    async def _held(self, tenant: str, rule: ToolRule, req: OperationRequest) -> bool:
-        """True if a person's standing deny covers this proposal where it would be asked."""
-        if rule.mode is ApprovalMode.NONE:
-            return False  # decided by policy before any standing deny, as intake does
-        try:
-            route = route_for(self.policy, tenant, rule, req.surface, self.surfaces, self.sms_sender)
-        except ApprovalModeUnsupported:
-            return False
-        held = await self.denials.held(tenant, req.operation, rule.mode, route, req.surface.model_dump())
+    async def _held(self, tenant: str, prepared: Prepared, req: OperationRequest) -> bool:
+        """True if a person's standing deny covers this proposal where it would be asked
+        (where intake would look for one: `bot.approvals.intake.question`)."""
+        call = prepared.intake.call
+        route = call.routed
+        if call.deny or call.mode is ApprovalMode.NONE or not isinstance(route, Route):
+            return False  # decided by policy before any standing deny, or nobody can be asked
+        held = await self.denials.held(tenant, req.operation, call.mode, route, req.surface.model_dump())
         return held is not None

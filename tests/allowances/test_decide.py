@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bot.approvals.allowances import covered_by
-from bot.approvals.intake import Admit, Call, decide, question
+from bot.approvals.intake import Admit, Call, question, weigh
 from bot.policy import load_policy
 from bot.policy.allow_for import Terms
 from bot.policy.decision import rule_on
@@ -72,7 +72,7 @@ STANDING = StandingDeny(
 
 @given(st.floats(min_value=0, max_value=3000, allow_nan=False))
 def test_a_standing_allow_approves_only_numbers_at_most_its_own(amount: float) -> None:
-    outcome = decide(call(amount), Snapshot(allowances=(held(),)))
+    outcome = weigh(call(amount), Snapshot(allowances=(held(),)))
     assert isinstance(outcome, Admit)
     if amount <= 1500:
         assert outcome.status is ApprovalStatus.APPROVED and outcome.allowance == held()
@@ -84,15 +84,15 @@ def test_a_standing_allow_approves_only_numbers_at_most_its_own(amount: float) -
 
 
 def test_a_standing_deny_wins_over_a_standing_allow() -> None:
-    outcome = decide(call(10), Snapshot(allowances=(held(),), standing=STANDING))
+    outcome = weigh(call(10), Snapshot(allowances=(held(),), standing=STANDING))
     assert isinstance(outcome, Admit)
     assert outcome.status is ApprovalStatus.DENIED and outcome.allowance is None
 
 
 def test_a_policy_deny_or_threshold_decides_first() -> None:
-    denied = decide(call(10, deny=True), Snapshot(allowances=(held(),)))
+    denied = weigh(call(10, deny=True), Snapshot(allowances=(held(),)))
     assert isinstance(denied, Admit) and denied.status is ApprovalStatus.DENIED and denied.allowance is None
-    below = decide(call(10, threshold="allow_below"), Snapshot(allowances=(held(),)))
+    below = weigh(call(10, threshold="allow_below"), Snapshot(allowances=(held(),)))
     assert isinstance(below, Admit) and below.allowance is None
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+import bot.approvals.creating
 import bot.approvals.engine
 import bot.approvals.intake
 import bot.approvals.lifecycle
@@ -64,7 +65,7 @@ async def test_create_crosses_into_storage_twice_load_then_write(
         key = await h.create_tenant("acme")
         found: list[str] = []
         monkeypatch.setattr(
-            bot.approvals.engine, "create_tx", crossings_of(bot.approvals.intake.create_tx, found)
+            bot.approvals.creating, "create_tx", crossings_of(bot.approvals.intake.create_tx, found)
         )
         r = await h.client.post("/v1/approvals", json=body, headers=h.auth(key))
         assert r.status_code == status, r.text

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from hypothesis import given, settings
 
-from bot.approvals.intake import Admit, Call, Coalesce, Refuse, decide, question
+from bot.approvals.intake import Admit, Call, Coalesce, Refuse, question, weigh
 from contracts.enums import ApprovalMode, ApprovalStatus
 from contracts.ports import Route
 from storage.intake import Snapshot
@@ -19,8 +19,8 @@ TWIN = replace(earlier("issue_refund", DIGEST), id="apv_twin", tool_call_id="cal
 @settings(max_examples=1500, deadline=None)
 @given(calls, snapshots)
 def test_a_pending_twin_answers_only_what_would_be_asked(call: Call, snap: Snapshot) -> None:
-    alone = decide(call, snap)
-    joined = decide(call, replace(snap, pending=TWIN))
+    alone = weigh(call, snap)
+    joined = weigh(call, replace(snap, pending=TWIN))
     if isinstance(alone, Admit) and alone.status is ApprovalStatus.PENDING:
         assert joined == Coalesce(TWIN)
     elif isinstance(alone, Refuse):  # errors compare by what they say

@@ -1,6 +1,6 @@
 """The intake decision, without a database: every combination of call and snapshot.
 
-`bot.approvals.intake.decide` is pure, so Hypothesis walks its whole input space (earlier call,
+`bot.approvals.intake.weigh` is pure, so Hypothesis walks its whole input space (earlier call,
 policy deny, mode, threshold, route or refusal, count against the cap, run grant, standing
 deny) and each answer is checked against the rules the API promises.
 """
@@ -12,7 +12,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.approvals.intake import Admit, Call, Refuse, Replay, decide, question
+from bot.approvals.intake import Admit, Call, Refuse, Replay, question, weigh
 from contracts.answers import PolicyDecider
 from contracts.denials import Scope
 from contracts.enums import ApprovalMode, ApprovalStatus, SurfaceType, ToolKind
@@ -107,7 +107,7 @@ snapshots = st.builds(
 @settings(max_examples=2000, deadline=None)
 @given(calls, snapshots)
 def test_every_call_is_replayed_refused_or_admitted_as_the_rules_say(call: Call, snap: Snapshot) -> None:
-    out = decide(call, snap)
+    out = weigh(call, snap)
     asks = not call.deny and call.mode is not ApprovalMode.NONE
     # An earlier call with these ids decides alone: replayed when it is the same call.
     if snap.earlier is not None:

@@ -14,9 +14,11 @@ import pytest
 from contracts.answers import PolicyDecider
 from contracts.enums import ApprovalStatus, SurfaceType
 from contracts.ports import Delivered
-from storage import ledger
+from storage import allowances, known, ledger
+from storage.allowances import UsedUp
 from storage.audit import GENESIS, Event
 from storage.database import Database
+from storage.direct import single_write
 from storage.known import Known
 from storage.records import Changes, Decided, Record
 from storage.work import Work
@@ -227,3 +229,42 @@ async def test_a_copy_is_offered_only_while_listening_and_only_to_the_first_try(
         await db.run_write(twice, optimistic=True)
         # The copy once, then the database; and a try that wrote nothing runs again, all from it.
         assert reads.count == 1 + 2
+
+
+def store_one(tx: Work) -> Record:
+    """An intake step's one write, as `storage.intake.write` ends: the approval inserted and
+    handed to the replica's copy."""
+    rec = ledger.insert_approval(tx, values("apv_1"), [])
+    known.created(tx, rec)
+    return rec
+
+
+@pytest.mark.parametrize("db_kind", ["sqlite", "postgres"])
+async def test_a_create_keeps_what_it_stored_while_the_replica_listens(db_kind: str) -> None:
+    if db_kind == "postgres" and not postgres_url():
+        pytest.skip("set COSIGNER_TEST_POSTGRES_URL")
+    async with database(db_kind) as db:
+        db.known.listening(db_kind == "postgres")  # SQLite never listens: nothing is kept
+        rec = await db.create(store_one)
+        copy = db.pending_copy("apv_1")
+        assert copy is (rec if db_kind == "postgres" else None)
+        assert db.pending_copy("apv_2") is None
+
+
+@needs_postgres
+async def test_a_create_that_must_write_twice_runs_again_in_a_transaction() -> None:
+    """A create runs as one write on PostgreSQL; a step that finds it must write twice (a
+    standing allow's use, `storage.allowances.use`) says so before writing, and runs again
+    in a transaction, where both writes go."""
+    seen: list[bool] = []
+
+    def step(tx: Work) -> Record:
+        seen.append(single_write(tx))
+        allowances.use(tx, "alw_missing", 1500.0)  # raises NeedsLock in a one-write step
+        return store_one(tx)
+
+    async with database("postgres") as db:
+        with pytest.raises(UsedUp):  # in the transaction: the allow is not there to use
+            await db.create(step)
+        assert seen == [True, False]
+        assert await db.run_read(lambda tx: ledger.load(tx, "apv_1")) is None, "nothing was written"
