@@ -10,14 +10,15 @@ if TYPE_CHECKING:
     from bot.approvals.allowances import Allowances, allowance_to_wire
     from bot.approvals.batches import batch_of, group_key, listed_of, place_of, together
     from bot.approvals.bodies import Start, actor_of, decision_body, start_body
+    from bot.approvals.closing import HandoffKind
     from bot.approvals.denials import Denials, setter, to_wire
     from bot.approvals.desk import Desk
-    from bot.approvals.engine import Engine, HandoffKind, Wakeups
+    from bot.approvals.engine import Engine, Wakeups
     from bot.approvals.grants import GrantSigner, callback_secret
+    from bot.approvals.judging import closed_error
     from bot.approvals.lifecycle import (
         EXECUTE_GRACE,
         Closing,
-        closed_error,
         new_id,
         queue_callback,
         queue_card_update,
@@ -68,12 +69,13 @@ __getattr__ = lazy_exports(
         "bot.approvals.bodies": ["Start", "actor_of", "decision_body", "start_body"],
         "bot.approvals.denials": ["Denials", "setter", "to_wire"],
         "bot.approvals.desk": ["Desk"],
-        "bot.approvals.engine": ["Engine", "HandoffKind", "Wakeups"],
+        "bot.approvals.closing": ["HandoffKind"],
+        "bot.approvals.engine": ["Engine", "Wakeups"],
         "bot.approvals.grants": ["GrantSigner", "callback_secret"],
+        "bot.approvals.judging": ["closed_error"],
         "bot.approvals.lifecycle": [
             "EXECUTE_GRACE",
             "Closing",
-            "closed_error",
             "new_id",
             "queue_callback",
             "queue_card_update",
