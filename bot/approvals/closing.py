@@ -80,26 +80,27 @@ class Closer:
     async def close(self, approval_id: str, closing: Closing) -> Record:
         """Run the one transition (`bot.approvals.lifecycle.close`); a refusal it audited is raised after
         its transaction commits."""
+        e = self.engine
         # This process hands its waiters the closed record: its own NOTIFY wakes none of them.
-        with self.engine.notifier.closing(approval_id):
-            started = self.engine.tracing.clock()
+        with e.notifier.closing(approval_id):
+            started = e.tracing.clock()
             # Storage chooses the transaction: without a message to record or more to write,
             # one conditional write after an unlocked read (PostgreSQL), else a locked one.
-            done = await self.engine.db.answer(
+            done = await e.db.answer(
                 lambda tx: lifecycle.close(
                     tx,
                     approval_id,
                     closing,
-                    self.engine.clock,
-                    callback_window=self.engine.policy.defaults.callback_retry_window,
-                    send_execute=self.engine.executes,
-                    people=self.engine.policy.people,
+                    e.clock,
+                    callback_window=e.policy.defaults.callback_retry_window,
+                    send_execute=e.executes,
+                    people=e.policy.people,
                 ),
                 writes_more=closing.writes_more,
             )
-            if self.engine.tracing.enabled:  # the answer's span and the approval's, when spans are exported
+            if e.tracing.enabled:  # the answer's span and the approval's, when spans are exported
                 answered = Answered(closing.decided_by, closing.to, done.refusal, done.changed, done.counted)
-                self.engine.tracing.after_close(done.record, answered, started)
+                e.tracing.after_close(done.record, answered, started)
             if isinstance(closing.decided_by, PersonDecider) and log.isEnabledFor(logging.DEBUG):
                 refused = str(done.refusal.code) if done.refusal is not None else None
                 log.debug(
@@ -122,17 +123,16 @@ class Closer:
                     extra={"approval_id": approval_id, "tenant": done.record.tenant, "status": "pending"},
                 )
                 if done.record.delivered is not None or done.record.escalated:
-                    self.engine.wakeups.jobs.set()  # the card shows the progress (an edit: texts it again)
+                    e.wakeups.jobs.set()  # the card shows the progress (an edit: texts it again)
         if done.refusal is not None:
             raise done.refusal
         return done.record
 
     def closed(self, rec: Record, execute: Job | None = None) -> None:
         """What follows a closing, once committed: metrics, the log, the waiters, the workers."""
+        e = self.engine
         surface = rec.route.surface.value if rec.route is not None else "none"
-        self.engine.metrics.closed(
-            rec.status.value, surface, rec.created_at, rec.decided_at or self.engine.clock()
-        )
+        e.metrics.closed(rec.status.value, surface, rec.created_at, rec.decided_at or e.clock())
         log.info(
             "approval closed",
             extra={
@@ -143,11 +143,11 @@ class Closer:
             },
         )
         if rec.settled:  # an approved operation's waiters are told once its outcome is stored
-            self.engine.notifier.publish(rec.id, rec)
+            e.notifier.publish(rec.id, rec)
         else:
-            self.engine.notifier.changed()  # no longer pending: the inbox's live lists
+            e.notifier.changed()  # no longer pending: the inbox's live lists
         if rec.callback_url or rec.delivered is not None or rec.escalated:
-            self.engine.wakeups.jobs.set()
+            e.wakeups.jobs.set()
         self.execute(rec, execute)
 
     def execute(self, rec: Record, claimed: Job | None = None) -> None:
@@ -160,8 +160,8 @@ class Closer:
         self.engine.to_execute.put_nowait((rec.id, None if claimed is None else (claimed, rec)))
 
     async def expire(self, approval_id: str) -> bool:
-        """Close a pending approval whose time is up; False if it was not due or closed."""
-
+        """Close a pending approval whose time is up; False if it was not due or closed. "Not
+        due" is judged against the instant the closing loaded the approval at (`Asked.not_due`)."""
         expiry = Closing(ApprovalStatus.EXPIRED, TimeoutDecider(), not_due=InvalidRequest("not due"))
         try:
             await self.close(approval_id, expiry)

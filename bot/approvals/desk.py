@@ -152,7 +152,7 @@ class Desk:
         return rec
 
     async def _approve_edited(self, answer: Answer, actor: PersonDecider) -> ApprovalCard:
-        """Approve the edited call, checked as any answer (`Engine.approve_edited`)."""
+        """Approve the edited call, checked as any answer (`Closer.approve_edited`)."""
         if answer.verdict is not Verdict.APPROVE:
             raise InvalidRequest("an edit is an approval: it cannot be sent with another answer")
         rec = await self.engine.closer.approve_edited(

@@ -5,8 +5,9 @@ found", never answered), then the same `check_dashboard` and `check_verdict` the
 endpoint runs, inside the one transition; the closing is audited with the issuer and subject.
 Every id the issuer vouched for goes with the answer, so the person (not the one id it is
 given by) is compared with the requester and with whoever approved before.
-An edit goes the decision endpoint's way too (`Engine.check_edit`, `Engine.approve_edited`):
-the fields, their types and current values always come from the stored approval.
+An edit goes the decision endpoint's way too (`Closer.check_edit`, `Closer.approve_edited` of
+`bot.approvals.closing`): the fields, their types and current values always come from the
+stored approval.
 """
 
 from __future__ import annotations
