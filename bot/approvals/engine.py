@@ -1,8 +1,9 @@
 """The engine: the async side of an approval's life.
 
 It creates approvals by policy (`bot.approvals.intake`), wakes the agents waiting on them, and closes
-them through the one transition of `bot.approvals.lifecycle`. Each step is one synchronous function
-run inside one transaction (`Database.run_write`); this module only orchestrates them and
+them through its closing side (`Engine.closer`, `bot.approvals.closing`), which runs the one
+transition of `bot.approvals.lifecycle`. Each step is one synchronous function run inside one
+transaction (`Database.run_write`, `Database.answer`); this module only orchestrates them and
 wakes the workers.
 """
 
@@ -43,10 +44,7 @@ from bot.policy import (
 )
 from bot.policy.oncall_refs import OnCallRef
 from bot.policy.thresholds import above
-from contracts.answers import (
-    Decision,
-    PolicyDecider,
-)
+from contracts.answers import Decision, PolicyDecider
 from contracts.denials import Denial
 from contracts.digest import digest_of_canonical
 from contracts.enums import ApprovalMode, ApprovalStatus, AuditEvent, SurfaceType
