@@ -6,7 +6,7 @@ surface message that carried the answer (a copy of a handled message changes not
 jobs it queues, claims the job it asks for, records an "approve for this run" grant, and
 (PostgreSQL) notifies the other replicas. Both run inside the same write transaction, or,
 in an optimistic step on PostgreSQL, without one: the read unlocked, the write one
-conditional statement (see `storage.database.Database.run_write`).
+conditional statement (`storage.database.Database.answer` chooses, see `run_write`).
 """
 
 from __future__ import annotations
@@ -127,18 +127,18 @@ def write(
     queued: Sequence[Queued] = (),
     claim: Claim | None = None,
     grant: Grant | None = None,
-    schema: str | None,
     vote: Vote | None = None,
 ) -> tuple[Record, Job | None]:
     """Apply the transition (only while pending), its jobs and grant, and count `vote` (the
     Approve that made the quorum); the record as it now stands and the `execute` job claimed
-    for the caller, if one was asked for."""
+    for the caller, if one was asked for. The NOTIFY goes on the channel of the schema the
+    work's connection is on (`Work.schema`)."""
     if optimistic(tx) and (vote is not None or claim is not None or grant is not None):
         raise NeedsLock("a vote, a claimed job or a run grant is a second write")
     # The NOTIFY and the queued jobs go with the UPDATE (PostgreSQL: in one statement; the
     # NOTIFY is sent at commit).
     rec = ledger.append(
-        tx, rec, now, events, changes, only_pending=True, notify=channel_for(schema), queued=queued
+        tx, rec, now, events, changes, only_pending=True, notify=channel_for(tx.schema), queued=queued
     )
     if vote is not None:
         votes.add(tx, rec.id, vote)

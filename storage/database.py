@@ -264,6 +264,16 @@ class Database:
         it, never proof of its state."""
         return self.known.get(approval_id)
 
+    async def answer(self, fn: Callable[[Work], T], *, writes_more: bool = False) -> T:
+        """Run an answer's step (`storage.answers.load`, then `write`, `count` or `revise`):
+        storage chooses its transaction. One that writes nothing but the approval's own
+        conditional UPDATE is decided optimistically on PostgreSQL (`run_write`'s
+        `optimistic`: an unlocked read, of this replica's copy when it created the approval,
+        then one conditional write); `writes_more` (the message that carried the answer, a
+        standing deny or allow, who vouched for the person, a run grant) runs it in a
+        transaction whose read locks the row. SQLite runs each in a transaction."""
+        return await self.run_write(fn, optimistic=not writes_more)
+
     async def run_read(self, fn: Callable[[Work], T], *, snapshot: bool = False) -> T:
         """Run the synchronous `fn(work)` on a read connection (no transaction held).
 

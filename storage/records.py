@@ -28,7 +28,6 @@ from contracts.ports import (
     TeamsRoute,
 )
 from storage.operations import OperationRecord
-from storage.votes import Vote
 
 
 def ts(seconds: float) -> datetime:
@@ -70,6 +69,22 @@ def route_from_fields(fields: Mapping[str, Any]) -> Route:
         return TeamsRoute(**d)
     d["email"] = tuple(d.get("email", ()))
     return DashboardRoute(**d)
+
+
+@dataclass(frozen=True)
+class Vote:
+    """One approver's Approve: their id on the surface, the surface, when (UNIX seconds), and
+    the other ids an identity provider vouched for with it (an inbox sign-in's)."""
+
+    by: str
+    surface: SurfaceType
+    at: float
+    tied: tuple[str, ...] = ()
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        """Every id the approver held when they approved."""
+        return (self.by, *self.tied)
 
 
 @dataclass(frozen=True)

@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection
-from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
 
 from contracts.enums import SurfaceType
 from storage.direct import Direct
+from storage.records import Vote
 from storage.tables import approval_votes
 from storage.work import Work
+
+__all__ = ["Vote", "add", "joined", "of", "of_many", "set_aside"]
 
 # Every answer to a quorum and every read of one run these: straight to the driver on SQLite.
 _COLUMNS = (
@@ -41,22 +43,6 @@ _OF_MANY = (
     .where(approval_votes.c.approval_id.in_(sa.bindparam("ids", expanding=True)))
     .order_by(approval_votes.c.at, approval_votes.c.approver)
 )
-
-
-@dataclass(frozen=True)
-class Vote:
-    """One approver's Approve: their id on the surface, the surface, when (UNIX seconds), and
-    the other ids an identity provider vouched for with it (an inbox sign-in's)."""
-
-    by: str
-    surface: SurfaceType
-    at: float
-    tied: tuple[str, ...] = ()
-
-    @property
-    def ids(self) -> tuple[str, ...]:
-        """Every id the approver held when they approved."""
-        return (self.by, *self.tied)
 
 
 def _vote(r: Any) -> Vote:

@@ -16,10 +16,10 @@ if TYPE_CHECKING:
     from bot.approvals.desk import Desk
     from bot.approvals.engine import Engine
     from bot.approvals.grants import GrantSigner, callback_secret
+    from bot.approvals.judging import closed_error
     from bot.approvals.lifecycle import (
         EXECUTE_GRACE,
         Closing,
-        closed_error,
         new_id,
         queue_callback,
         queue_card_update,
@@ -83,10 +83,10 @@ __getattr__ = lazy_exports(
         "bot.approvals.prepare": ["Prepared"],
         "bot.approvals.engine": ["Engine"],
         "bot.approvals.grants": ["GrantSigner", "callback_secret"],
+        "bot.approvals.judging": ["closed_error"],
         "bot.approvals.lifecycle": [
             "EXECUTE_GRACE",
             "Closing",
-            "closed_error",
             "new_id",
             "queue_callback",
             "queue_card_update",

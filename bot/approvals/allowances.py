@@ -2,7 +2,7 @@
 covers through at intake, list and revoke them.
 
 Granting is part of the closing transaction of the approval it comes with (`Closing.also`),
-after the same checks as Approve (`bot.approvals.lifecycle.check_answer`) and the checks
+after the same checks as Approve (`bot.approvals.answerers.check_answer`) and the checks
 here: the tool offers it (`allow_for`), the length is one offered and within the cap, one
 approver decides (no quorum), the run has a person behind it, and the arguments it is
 matched on were shown whole. A call it covers is approved at intake with

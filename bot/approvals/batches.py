@@ -20,8 +20,9 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Awaitable, Callable, Sequence
 
-from bot.approvals.lifecycle import Closing, Refused, Transition, check_answer
-from bot.approvals.lifecycle import decide as answer_effect
+from bot.approvals.answerers import check_answer
+from bot.approvals.judging import Asked, Refused, Transition, judge
+from bot.approvals.lifecycle import checked
 from bot.policy.people import People
 from contracts.answers import PersonDecider
 from contracts.batches import BATCH_VERDICTS, Batch, BatchAnswer, Listed
@@ -109,13 +110,12 @@ def precheck(rec: Record, a: Answer, now: float, people: People) -> CosignerErro
     """What a press of this answer on the request's own card would be refused with (None: it
     would be taken, closing or counted); decides nothing."""
     team = a.actor_org or a.org
-    closing = Closing(
+    asked = Asked(
         ApprovalStatus.APPROVED if a.verdict is Verdict.APPROVE else ApprovalStatus.DENIED,
         PersonDecider(surface=SurfaceType(a.surface), userId=a.actor, teamId=team or None),
-        check=lambda r: check_answer(r, a),
         seen=a.seen,
     )
-    effect = answer_effect(rec, closing, now, people)
+    effect = judge(rec, asked, now, people, checked=checked(lambda r: check_answer(r, a), rec))
     if isinstance(effect, Refused):
         return effect.error
     if isinstance(effect, Transition) and effect.refusal is not None:

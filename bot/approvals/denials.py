@@ -2,7 +2,7 @@
 covers, report it to admission, list and lift them.
 
 Setting one is part of the same closing transaction as the deny it comes with
-(`Closing.also`), after the same checks as Approve and Deny (`bot.approvals.lifecycle.check_answer`,
+(`Closing.also`), after the same checks as Approve and Deny (`bot.approvals.answerers.check_answer`,
 `check_dashboard`) and the scope check here. A request it covers is stored denied at
 intake, never routed and never shown, and answered `403 PERMISSION_DENIED` naming it.
 A standing deny only ever denies: nothing here can approve.

@@ -14,11 +14,13 @@ from typing import Any, TypeVar
 
 from bot.approvals import allowances, denials, edits
 from bot.approvals.allowances import Allowances
+from bot.approvals.answerers import check_answer, check_reader
 from bot.approvals.batches import BatchAnswers
 from bot.approvals.collaborators import HandoffKind
 from bot.approvals.denials import Denials
 from bot.approvals.engine import Engine
-from bot.approvals.lifecycle import Closing, check_answer, check_reader, closed_error
+from bot.approvals.judging import closed_error
+from bot.approvals.lifecycle import Closing
 from bot.policy import Policy
 from contracts.allowances import Allowance
 from contracts.answers import PersonDecider
@@ -142,7 +144,7 @@ class Desk:
     async def check_edit(self, look: Look, values: Mapping[str, Any]) -> EditPreview:
         """Check an edit for the confirm step; nothing is written."""
         rec = await self._editable(look)
-        return EditPreview(rec.card(), (await self.engine.check_edit(rec, values)).changes)
+        return EditPreview(rec.card(), (await self.engine.closer.check_edit(rec, values)).changes)
 
     async def _editable(self, look: Look) -> Record:
         rec = await self._read(lambda tx: ledger.load(tx, look.approval_id))
@@ -156,10 +158,10 @@ class Desk:
         return rec
 
     async def _approve_edited(self, answer: Answer, actor: PersonDecider) -> ApprovalCard:
-        """Approve the edited call, checked as any answer (`Engine.approve_edited`)."""
+        """Approve the edited call, checked as any answer (`Closer.approve_edited`)."""
         if answer.verdict is not Verdict.APPROVE:
             raise InvalidRequest("an edit is an approval: it cannot be sent with another answer")
-        rec = await self.engine.approve_edited(
+        rec = await self.engine.closer.approve_edited(
             answer.approval_id,
             answer.edit or {},
             actor,
@@ -221,7 +223,7 @@ class Desk:
 
     async def fail_closed(self, approval_id: str, code: str, message: str) -> None:
         """Deny a pending approval because its surface failed; no-op if already closed."""
-        await self.engine.fail_closed(approval_id, code, message)
+        await self.engine.closer.fail_closed(approval_id, code, message)
 
     async def note(self, approval_id: str, event: AuditEvent, data: Mapping[str, Any]) -> None:
         """Append a surface event to the approval's audit chain (redacted)."""

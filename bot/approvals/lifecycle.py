@@ -1,10 +1,13 @@
-"""One approval's life: its states, the one transition, who may answer, and what closing queues.
+"""One approval's life: the one transition, and what closing queues.
 
-An approval is created `pending` (or already closed by policy, see `bot.approvals.intake`) and closes
-once: `close` is the only step that writes `status`. Its UPDATE is conditional on
-`status = 'pending'`, so of any number of concurrent answers exactly one wins and the rest
-get `AlreadyDecided`. The same transaction appends the audit events, queues the callback
-and the card update, records a run grant, and (on PostgreSQL) notifies the other replicas.
+An approval is created `pending` (or already closed by policy, see `bot.approvals.intake`) and
+closes once: `close` is the only step that writes `status`. It loads the approval, runs the
+answer's own checks on it (who may answer: `bot.approvals.answerers`), and asks the pure
+`bot.approvals.judging.judge` what the answer does; its UPDATE is conditional on
+`status = 'pending'`, so of any number of concurrent answers exactly one wins and the rest get
+`AlreadyDecided`. The same transaction appends the audit events (written from their models,
+`contracts.audit_events`), queues the callback and the card update, records a run grant, and
+(on PostgreSQL) notifies the other replicas.
 """
 
 from __future__ import annotations
@@ -15,61 +18,34 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from bot.approvals.bodies import actor_of
+from bot.approvals.judging import (
+    Asked,
+    Counted,
+    Passkeyed,
+    Refused,
+    Revised,
+    Unchanged,
+    judge,
+)
 from bot.approvals.run_grants import requester_key
 from bot.policy.people import NOBODY_TIED, People
-from bot.policy.quorum import is_requester
-from contracts.answers import DecidedBy, PersonDecider, TimeoutDecider
-from contracts.enums import ApprovalMode, ApprovalStatus, AuditEvent, JobKind, SurfaceType, Verdict
+from contracts.answers import DecidedBy
+from contracts.audit_events import MODELS, DecisionRefused, Edited, SetAside, written
+from contracts.audit_events import Counted as CountedEvent
+from contracts.enums import ApprovalStatus, AuditEvent, JobKind, SurfaceType
 from contracts.errors import (
-    AlreadyDecided,
-    ApprovalExpired,
-    ApprovalModeUnsupported,
     ApprovalNotFound,
     CosignerError,
-    InvalidRequest,
-    NotAnApprover,
-    ParametersMismatch,
-    StepUpRequired,
-    WrongConversation,
-    WrongTenant,
 )
 from contracts.names import fold
-from contracts.ports import (
-    Answer,
-    DashboardRoute,
-    Delivered,
-    Look,
-    Route,
-    SlackRoute,
-    SmsRoute,
-    TeamsRoute,
-)
 from storage import answers, jobs, ledger, operations
 from storage.audit import Event
 from storage.jobs import Delivery, Queued
 from storage.records import Changes, Decided, Record
-from storage.votes import Vote, joined
+from storage.votes import joined
 from storage.work import Work
 
-# --- states -------------------------------------------------------------------
-
-TRANSITIONS = {
-    ApprovalStatus.PENDING: {
-        ApprovalStatus.APPROVED,
-        ApprovalStatus.DENIED,
-        ApprovalStatus.EXPIRED,
-        ApprovalStatus.CANCELLED,
-        ApprovalStatus.COMPLETED,
-        ApprovalStatus.FAILED,
-    },
-}
-HANDOFF_VERDICTS = frozenset({Verdict.DONE, Verdict.CANCEL})
 CARD_UPDATE_WINDOW = 3600.0
-
-
-def allowed(src: ApprovalStatus, dst: ApprovalStatus) -> bool:
-    """The transition table: only a pending approval may close, and only once."""
-    return dst in TRANSITIONS.get(src, set())
 
 
 def new_id(prefix: str) -> str:
@@ -82,171 +58,20 @@ def stored(decided_by: DecidedBy) -> str:
     return decided_by.model_dump_json(exclude_none=True)
 
 
-# --- who may answer -------------------------------------------------------------
-
-
-def closed_error(rec: Record) -> CosignerError:
-    """The refusal for an answer that reached a closed approval, naming its state."""
-    if rec.status is ApprovalStatus.EXPIRED:
-        return ApprovalExpired(
-            f"approval {rec.id} expired; expiry means deny and nothing "
-            "was done. Ask the agent to request it again.",
-            status=ApprovalStatus.EXPIRED.value,
-        )
-    return AlreadyDecided(
-        f"approval {rec.id} is already {rec.status.value}; a closed request never changes.",
-        status=rec.status.value,
-    )
-
-
-def check_answer(rec: Record, a: Answer) -> None:
-    """Tenant, conversation, app, message, approver (and Slack Connect) — in that order; then
-    what the surface found wrong with the message that carried the answer."""
-    check_reader(rec, a)
-    if a.mismatch is not None:
-        raise WrongConversation(
-            f"this answer does not come from a message of approval {rec.id}: {a.mismatch}"
-        )
-    check_shown(rec, a)
-    check_verdict(rec, a.verdict)
-
-
-APPROVING = frozenset({Verdict.APPROVE, Verdict.APPROVE_FOR_RUN, Verdict.ALLOW_FOR})
-
-
-def check_shown(rec: Record, a: Answer) -> None:
-    """A call the surface could not show this person whole is not approvable there; a Deny
-    still counts (it runs nothing)."""
-    if a.unshown is not None and a.verdict in APPROVING:
-        raise ApprovalModeUnsupported(
-            f"approval {rec.id} cannot be approved on {a.surface}: {a.unshown}; nothing unseen "
-            "is approved. Read it whole where it can be shown; a deny still counts here"
-        )
-
-
-def check_reader(rec: Record, a: Answer | Look) -> None:
-    """Who may answer may also read the whole call: the checks of `check_answer` but the verdict.
-
-    Once the request was escalated, the approvers of each route it was escalated to may
-    answer where it was delivered to them (and only there), as if it had been asked there."""
-    places = [(rec.route, rec.delivered), *((e.route, e.delivered) for e in rec.escalated)]
-    refusals: list[tuple[bool, CosignerError]] = []
-    for route, got in places:
-        try:
-            check_at(rec.id, route, got, a)
-        except CosignerError as exc:
-            refusals.append((_shown_there(route, got, a), exc))
-            continue
-        return
-    # The refusal of the card or text the answer came from says why; else the request's own.
-    raise next((exc for there, exc in refusals if there), refusals[0][1])
-
-
-def _shown_there(route: Route | None, got: Delivered | None, a: Answer | Look) -> bool:
-    """Whether the answer came from where this route's card or text was shown."""
-    if route is None or got is None or route.surface != a.surface or a.conversation != got.conversation:
-        return False
-    return not isinstance(route, SlackRoute | TeamsRoute) or a.message_ref in got.message_refs
-
-
-def check_at(approval_id: str, route: Route | None, got: Delivered | None, a: Answer | Look) -> None:
-    """The checks of one place the request was delivered to: its route and its receipt."""
-    if route is None or route.surface != a.surface:
-        where = route.surface if route else "nobody"
-        raise WrongConversation(f"approval {approval_id} was delivered to {where}, not {a.surface}")
-    if isinstance(route, SlackRoute):
-        orgs = {route.team_id, route.enterprise_id} - {None}
-    elif isinstance(route, SmsRoute):
-        orgs = {route.from_number, route.messaging_service_sid} - {None}
-    elif isinstance(route, TeamsRoute):
-        orgs = {route.tenant_id}
-    else:
-        orgs = set()
-    if a.org not in orgs and (a.enterprise_id is None or a.enterprise_id not in orgs):
-        raise WrongTenant(
-            f"this answer came from {a.org}, which is not where approval {approval_id} was delivered"
-        )
-    if got is None:
-        raise WrongConversation(f"approval {approval_id} has not been delivered yet")
-    if got.app_id and a.app_id != got.app_id:
-        raise WrongConversation(
-            f"this answer came through another {route.surface} app, not the one that showed it"
-        )
-    if a.conversation != got.conversation:
-        raise WrongConversation(f"approval {approval_id} was not posted in this conversation")
-    if isinstance(route, SlackRoute | TeamsRoute) and a.message_ref not in got.message_refs:
-        raise WrongConversation(f"this message is not the card of approval {approval_id}")
-    if isinstance(route, SlackRoute):
-        clicker_belongs(route, a)
-    if a.actor not in route.approvers:
-        raise NotAnApprover(f"{a.actor} is not an approver of approval {approval_id}")
-
-
-def check_verdict(rec: Record, verdict: Verdict) -> None:
-    """A handoff is done or cancelled, never approved or denied; an approval the reverse."""
-    if rec.mode is ApprovalMode.HANDOFF and verdict not in HANDOFF_VERDICTS:
-        raise InvalidRequest(
-            f"approval {rec.id} is a handoff: answer done or cancel (by SMS: DONE or NO); "
-            "a handoff is never approved or denied"
-        )
-    if rec.mode is not ApprovalMode.HANDOFF and verdict in HANDOFF_VERDICTS:
-        raise InvalidRequest(f"approval {rec.id} is not a handoff: answer approve or deny")
-    if verdict is Verdict.APPROVE_FOR_RUN and rec.mode is not ApprovalMode.ASK:
-        raise InvalidRequest("approve for this run is offered only for tools in mode ask")
-    if verdict is Verdict.APPROVE_FOR_RUN and rec.quorum > 1:
-        # One person's "for this run" would let later calls through without the quorum.
-        raise InvalidRequest(
-            f"approve for this run is not offered when {rec.quorum} approvers must approve; answer approve"
-        )
-
-
-def clicker_belongs(route: SlackRoute, a: Answer | Look) -> None:
-    """Slack Connect: the clicker's own workspace or org (`user.team_id`) must be the route's.
-
-    The installation's org (`team.enterprise_id`, `enterprise.id`) says where the card
-    lives, not who clicked: Slack sends it with every click on that org's cards, including
-    clicks by people of another organization in a shared channel.
-    """
-    if a.actor_org is None:
-        raise NotAnApprover("Slack did not say which workspace the clicker belongs to (user.team_id)")
-    if a.actor_org in route.approver_teams:
-        return
-    fix = ""
-    if a.actor_org.startswith("E"):
-        # On Enterprise Grid, Slack sends the org id as `user.team_id`.
-        fix = f"; if {a.actor_org} is this tenant's own Enterprise Grid org, set slack_enterprise for it"
-    raise NotAnApprover(
-        f"people from workspace {a.actor_org} cannot approve requests of this tenant (Slack Connect){fix}"
-    )
-
-
-def check_dashboard(rec: Record, user_id: str) -> None:
-    """A dashboard decision must be for a dashboard request, from one of its approvers (or
-    one escalated to the dashboard, from an approver of that step)."""
-    for e in rec.escalated:
-        if isinstance(e.route, DashboardRoute) and user_id in e.route.approvers:
-            return
-    if rec.route is None or not isinstance(rec.route, DashboardRoute):
-        where = rec.route.surface if rec.route else "nobody (decided by policy)"
-        raise WrongConversation(
-            f"approval {rec.id} was delivered to {where}; only dashboard "
-            "requests are decided through this endpoint"
-        )
-    if user_id not in rec.route.approvers:
-        raise NotAnApprover(f"user {user_id} is not an approver of {rec.id}")
-
-
 # --- the one transition ---------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Closing:
-    """A requested transition: to what, by whom, and the conditions it must meet.
+    """A requested transition: to what, by whom, the conditions it must meet, and what more
+    to write with it.
 
-    `check` refuses an answer that may not decide (see the checks above); a refusal is
-    audited in the same transaction when `audit_refusal`. `inbound` is the surface message
-    that carried the answer: it is recorded in that transaction, and if it was recorded
-    before, the answer was handled already and nothing changes.
+    `check` refuses an answer that may not decide (see the checks above): `close` runs it on
+    the approval as loaded in its transaction and hands what it refused to `judge`, which
+    sees only data (`asked`). A refusal is audited in the same transaction when
+    `audit_refusal`. `inbound` is the surface message that carried the answer: it is
+    recorded in that transaction, and if it was recorded before, the answer was handled
+    already and nothing changes.
     """
 
     to: ApprovalStatus
@@ -275,28 +100,40 @@ class Closing:
     # the assertion, its user-verification flag and its challenge, bound to this approval and
     # the call shown). Without it an Approve of a step-up approval never counts.
     passkey: Passkeyed | None = None
+    # Refused with this while the approval's time is not up (an expiry, a late Done).
+    not_due: CosignerError | None = None
+
+    @property
+    def asked(self) -> Asked:
+        """What is answered, as the plain data `judge` takes."""
+        return Asked(
+            self.to,
+            self.decided_by,
+            self.comment,
+            self.seen,
+            self.revises,
+            self.ids,
+            self.passkey,
+            self.not_due,
+        )
+
+    @property
+    def writes_more(self) -> bool:
+        """Whether closing writes more than the approval's own row: the message that carried
+        the answer, a closing step (`also`), a run grant."""
+        return self.inbound is not None or self.also is not None or self.run_grant is not None
 
 
-@dataclass(frozen=True)
-class Passkeyed:
-    """A verified WebAuthn assertion confirming an Approve: the credential and its UV flag."""
-
-    credential_id: str
-    user_verified: bool
-
-
-def step_up_refusal(rec: Record, c: Closing) -> StepUpRequired | None:
-    """A person's Approve of a step-up approval without a user-verified passkey: refused on
-    every surface (a forged or old button included); a Deny is never held back."""
-    if not rec.step_up or c.to is not ApprovalStatus.APPROVED or not isinstance(c.decided_by, PersonDecider):
+def checked(check: Callable[[Record], None] | None, rec: Record) -> CosignerError | None:
+    """What an answer's own checks refuse it with on the approval as loaded (None: they
+    pass), for `judge` to take as data."""
+    if check is None:
         return None
-    if c.passkey is not None and c.passkey.user_verified:
-        return None
-    return StepUpRequired(
-        f"approval {rec.id} needs step-up: an Approve counts only once you confirm it with a passkey "
-        f"in the Cosigner inbox (/inbox/approvals/{rec.id}/step-up); a Deny counts here",
-        approvalId=rec.id,
-    )
+    try:
+        check(rec)
+    except CosignerError as exc:
+        return exc
+    return None
 
 
 EXECUTE_GRACE = 5.0
@@ -319,187 +156,8 @@ class Closed:
 
 def refused(decided_by: DecidedBy, exc: CosignerError, wanted: ApprovalStatus) -> Event:
     """The audit event of an answer that was not applied."""
-    return Event(
-        AuditEvent.DECISION_REFUSED,
-        actor_of(decided_by),
-        {"code": str(exc.code), "message": exc.message, "wanted": wanted.value},
-    )
-
-
-@dataclass(frozen=True)
-class Refused:
-    """The answer may not decide: `error` says why; `audited` when the refusal may go on the
-    audit record (a check that failed, or a closed approval)."""
-
-    error: CosignerError
-    audited: bool = True
-
-
-@dataclass(frozen=True)
-class Transition:
-    """The answer decides: to what and by whom; `refusal` is raised after it commits (a late
-    answer, which expires the approval instead)."""
-
-    to: ApprovalStatus
-    decided_by: DecidedBy
-    comment: str | None
-    refusal: CosignerError | None = None
-    vote: Vote | None = None  # the Approve that made the quorum, counted with the closing
-
-
-@dataclass(frozen=True)
-class Counted:
-    """The answer is an Approve toward a quorum not yet met: count it; the approval stays
-    pending (`count` approvals of `quorum` once written)."""
-
-    vote: Vote
-    comment: str | None
-    count: int
-    quorum: int
-
-
-@dataclass(frozen=True)
-class Unchanged:
-    """The same approver approved before: their Approve is counted once, nothing changes."""
-
-
-@dataclass(frozen=True)
-class Revised:
-    """An approver edited a call a quorum must approve: the edited call is the current one,
-    `vote` (the editor's) its first Approve, and `set_aside` the approvals of the call it
-    replaced, which no longer count."""
-
-    vote: Vote
-    comment: str | None
-    set_aside: tuple[Vote, ...]
-    quorum: int
-
-
-Effect = Refused | Transition | Counted | Unchanged | Revised
-
-
-def stale(rec: Record, seen: str | None) -> ParametersMismatch | None:
-    """The refusal of an answer given for another version of the call than the current one
-    (`seen`: the call's digest, or the digest of the call as shown; None: the agent's own
-    call); None when it is the current one."""
-    current = rec.call_digest
-    # A dashboard app names the call by its digest; a surface (a button, a form, a text) by
-    # the digest of the call as it showed it (`Record.call_tag`), which reveals nothing hidden.
-    if (seen or rec.digest) == current or (seen is not None and seen == rec.call_tag):
-        return None
-    result = rec.edit.result if rec.edit is not None else None
-    if result is None:
-        return ParametersMismatch(
-            f"the digest answered ({(seen or '')[:80]}) is not that of approval {rec.id}'s call; "
-            "fetch the approval and answer the call it shows",
-            approvalId=rec.id,
-            digest=current,
-        )
-    by = f" by {result.by}" if result.by else ""
-    return ParametersMismatch(
-        f"the call of approval {rec.id} was edited{by} after the version you answered was shown "
-        "to you, so your answer was not counted: read the edited call and answer it",
-        approvalId=rec.id,
-        digest=current,
-        **({"editedBy": result.by} if result.by else {}),
-    )
-
-
-def requester_refused(rec: Record) -> NotAnApprover:
-    """Separation of duties: whoever asked must not be the one who approves."""
-    return NotAnApprover(
-        "the requester's own Approve never counts (separate_duties): another approver must "
-        f"approve; you triggered the run that asks for approval {rec.id}"
-    )
-
-
-def counted_already(rec: Record, user: str, earlier: Vote) -> NotAnApprover:
-    """No one counts twice: an Approve from another id of a person whose Approve counts."""
-    return NotAnApprover(
-        f"{user} is the same person as {earlier.by}, whose Approve of approval {rec.id} counts already "
-        "(the policy's [people] or their sign-in ties the two ids): one person counts once toward "
-        "the quorum, whichever id they answer with; another approver must approve"
-    )
-
-
-def count(
-    rec: Record,
-    to: ApprovalStatus,
-    by: DecidedBy,
-    comment: str | None,
-    now: float,
-    *,
-    revises: bool = False,
-    ids: tuple[str, ...] = (),
-    people: People = NOBODY_TIED,
-) -> Effect | None:
-    """Four eyes, for an approval as loaded: a requester's Approve refused (separate duties),
-    an edit (`revises`) the first Approve of the edited call, the same id again unchanged and
-    another id of a person counted refused, an Approve below the quorum counted; None when
-    the answer closes the approval as asked (a Deny vetoes at once).
-
-    Persons are compared, not ids: every id the answering person holds (`by.userId` and the
-    `ids` vouched for with it, tied further by `people`) against every id of the requester
-    and of each approver counted so far, on any surface."""
-    if to is not ApprovalStatus.APPROVED or not isinstance(by, PersonDecider):
-        return None
-    if rec.quorum <= 1 and not rec.separate_duties:
-        return None
-    tied = tuple(i for i in dict.fromkeys(ids) if i != by.userId)
-    vote = Vote(by.userId, by.surface, now, tied)
-    if rec.separate_duties and is_requester(rec.surface, vote.ids, people):
-        return Refused(requester_refused(rec))
-    if rec.quorum <= 1:
-        return None
-    if revises:
-        return Revised(vote, comment, rec.votes, rec.quorum)
-    earlier = next((v for v in rec.votes if people.same(vote.ids, v.ids)), None)
-    if earlier is not None:
-        # The same id again is answered with the progress; another id of that person is refused.
-        return Unchanged() if earlier.by == by.userId else Refused(counted_already(rec, by.userId, earlier))
-    # Counted as persons: rows counted before `[people]` tied two of them count once.
-    n = people.count(v.ids for v in (*rec.votes, vote))
-    if n < rec.quorum:
-        return Counted(vote, comment, n, rec.quorum)
-    return Transition(to, by, comment, vote=vote)
-
-
-def decide(rec: Record, c: Closing, now: float, people: People = NOBODY_TIED) -> Effect:
-    """What an answer does to the approval as loaded at `now`, with `people` saying which
-    ids are one person; pure (besides `c.check`)."""
-    try:
-        if c.check is not None:
-            c.check(rec)
-        if rec.closed:
-            raise closed_error(rec)
-        needs = step_up_refusal(rec, c)
-        if needs is not None:
-            raise needs
-    except CosignerError as exc:
-        return Refused(exc)
-    to, decided_by, comment = c.to, c.decided_by, c.comment
-    refusal: CosignerError | None = None
-    if rec.expires_at <= now and to is not ApprovalStatus.EXPIRED:
-        # A late answer never decides: the approval expires now instead.
-        refusal = ApprovalExpired(
-            f"approval {rec.id} expired before this answer; expiry means deny and nothing was done",
-            status=ApprovalStatus.EXPIRED.value,
-        )
-        to, decided_by, comment = ApprovalStatus.EXPIRED, TimeoutDecider(), None
-    if to is ApprovalStatus.DENIED and rec.mode is ApprovalMode.HANDOFF:
-        to = ApprovalStatus.FAILED  # a handoff is never denied: failing closed fails it
-    if not allowed(rec.status, to):
-        return Refused(closed_error(rec), audited=False)
-    if refusal is None and (isinstance(decided_by, PersonDecider) or c.seen is not None):
-        # What a person answered is the call they were shown: never another version of it.
-        changed = stale(rec, c.seen)
-        if changed is not None:
-            return Refused(changed)
-    if refusal is None:
-        counted = count(rec, to, decided_by, comment, now, revises=c.revises, ids=c.ids, people=people)
-        if counted is not None:
-            return counted
-    return Transition(to, decided_by, comment, refusal)
+    data = DecisionRefused(code=str(exc.code), message=exc.message, wanted=wanted.value)
+    return Event(AuditEvent.DECISION_REFUSED, actor_of(decided_by), written(data))
 
 
 def close(
@@ -508,7 +166,6 @@ def close(
     c: Closing,
     clock: Callable[[], float],
     *,
-    schema: str | None,
     callback_window: float,
     send_execute: bool = False,
     people: People = NOBODY_TIED,
@@ -526,7 +183,7 @@ def close(
     rec, now = loaded.record, loaded.now
     if not loaded.first:
         return Closed(rec, None, False)
-    answer = decide(rec, c, now, people)
+    answer = judge(rec, c.asked, now, people, checked=checked(c.check, rec))
     if isinstance(answer, Unchanged):
         return Closed(rec, None, False)
     if isinstance(answer, Refused):
@@ -545,12 +202,12 @@ def close(
         return Closed(answers.count(tx, rec, now, counted, answer.vote, show=show), None, False, counted=True)
     to, decided_by, comment, refusal = answer.to, answer.decided_by, answer.comment, answer.refusal
     events: list[Event] = [] if refusal is None else [refused(c.decided_by, refusal, c.to)]
-    data: dict[str, object] = {"comment": comment, **(c.data if c.data is not None and to is c.to else {})}
+    data: dict[str, Any] = {"comment": comment, **(c.data if c.data is not None and to is c.to else {})}
     if answer.vote is not None:
         voted = joined(rec.votes, answer.vote)
         events.append(counted_event(decided_by, comment, people.count(v.ids for v in voted), rec.quorum))
         data["approvers"] = [{"by": v.by, "surface": v.surface.value} for v in voted]
-    events.append(Event(to.value, actor_of(decided_by), data))
+    events.append(closing_event(to, decided_by, data))
     changes = replace(c.changes or Changes(), decided=Decided(to, now, decided_by, comment))
     kept = changes.edit or rec.edit
     if kept is not None and kept.sealed is not None:
@@ -584,7 +241,6 @@ def close(
         queued=queued,
         claim=claim,
         grant=grant,
-        schema=schema,
         vote=answer.vote,
     )
     return Closed(rec, refusal, True, execute)
@@ -595,21 +251,17 @@ def revise(tx: Work, rec: Record, now: float, c: Closing, answer: Revised) -> Re
     digests), the approvals it sets aside and why, and the editor's Approve as the first of
     the edited call, each its own link of the audit chain."""
     assert c.changes is not None and c.changes.edit is not None  # an edit carries its call
-    events = [Event(AuditEvent.CALL_EDITED, actor_of(c.decided_by), dict(c.data or {}))]
+    edited = Edited.model_validate(dict(c.data or {}))
+    events = [Event(AuditEvent.CALL_EDITED, actor_of(c.decided_by), written(edited))]
     if answer.set_aside:
         new = c.changes.edit.result.digest if c.changes.edit.result is not None else rec.digest
-        events.append(
-            Event(
-                AuditEvent.APPROVALS_SET_ASIDE,
-                actor_of(c.decided_by),
-                {
-                    "approvers": [{"by": v.by, "surface": v.surface.value} for v in answer.set_aside],
-                    "approvedDigest": rec.call_digest,
-                    "digest": new,
-                    "reason": "they approved a version of the call that an edit replaced",
-                },
-            )
+        aside = SetAside(
+            approvers=[{"by": v.by, "surface": v.surface.value} for v in answer.set_aside],
+            approvedDigest=rec.call_digest,
+            digest=new,
+            reason="they approved a version of the call that an edit replaced",
         )
+        events.append(Event(AuditEvent.APPROVALS_SET_ASIDE, actor_of(c.decided_by), written(aside)))
     events.append(counted_event(c.decided_by, answer.comment, 1, answer.quorum))
     if c.also is not None:
         events += c.also(tx, rec, now)  # who vouched for the person (an inbox answer)
@@ -633,9 +285,15 @@ def texted(rec: Record) -> bool:
 
 def counted_event(by: DecidedBy, comment: str | None, n: int, quorum: int) -> Event:
     """The audit event of one Approve toward a quorum: each approver's is its own link."""
-    return Event(
-        AuditEvent.APPROVAL_COUNTED, actor_of(by), {"count": n, "quorum": quorum, "comment": comment}
-    )
+    data = CountedEvent(count=n, quorum=quorum, comment=comment)
+    return Event(AuditEvent.APPROVAL_COUNTED, actor_of(by), written(data))
+
+
+def closing_event(to: ApprovalStatus, by: DecidedBy, data: Mapping[str, Any]) -> Event:
+    """The audit event of the closing itself, its kind the status it closed as: the comment,
+    the approvers of a quorum and what more the closing carries (the edited call), as the
+    status's model (`contracts.audit_events`) checks them."""
+    return Event(to.value, actor_of(by), written(MODELS[to.value].model_validate(dict(data))))
 
 
 def jobs_after(

@@ -17,7 +17,7 @@ from typing import Any
 
 from bot.approvals import coalescing, edits
 from bot.approvals.intake import Call, Intake
-from bot.egress import AllowList
+from bot.egress.urls import AllowList
 from bot.observability import NO_TRACE, ApprovalTrace
 from bot.oncall import Asked, Found
 from bot.policy import (

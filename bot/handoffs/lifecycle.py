@@ -160,19 +160,16 @@ class Handoffs:
         if claimed.late:
             # A Done after the time is up never counts: the one transition expires the handoff
             # now and refuses this answer with APPROVAL_EXPIRED.
-            # It closes as failed, never completed, should it not be late after all.
-            def still_late(rec: Record) -> None:
-                check(rec)
-                if rec.expires_at > self.clock():
-                    raise AlreadyDecided(f"Done was already pressed for {rec.id}; it is being checked")
-
+            # It closes as failed, never completed, should it not be late after all (then it
+            # is refused: its time is not up, as the closing's own instant says).
             closing = Closing(
                 ApprovalStatus.FAILED,
                 decider,
                 tenant=tenant,
-                check=still_late,
+                check=check,
                 audit_refusal=True,
                 inbound=message,
+                not_due=AlreadyDecided(f"Done was already pressed for {approval_id}; it is being checked"),
             )
             return (await engine.close(approval_id, closing)).card()
         if claimed.refusal is not None:

@@ -257,7 +257,7 @@ class Api:
     async def decide(self, request: Request, tenant: str) -> Response:
         aid = approval_id(request)
         req = await parse(request, DecisionRequest)
-        rec = await self.engine.dashboard_decide(tenant, aid, req)
+        rec = await self.engine.closer.dashboard_decide(tenant, aid, req)
         return answer(self.engine.body(rec))
 
     async def jwks(self, request: Request, tenant: str) -> Response:

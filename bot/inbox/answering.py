@@ -1,12 +1,13 @@
-"""An inbox answer: the dashboard surface's checks (`bot.approvals.lifecycle`), for the signed-in person.
+"""An inbox answer: the dashboard surface's checks (`bot.approvals.answerers`), for the signed-in person.
 
 The tenant is checked first (a request of a tenant the person does not belong to is "not
 found", never answered), then the same `check_dashboard` and `check_verdict` the decision
 endpoint runs, inside the one transition; the closing is audited with the issuer and subject.
 Every id the issuer vouched for goes with the answer, so the person (not the one id it is
 given by) is compared with the requester and with whoever approved before.
-An edit goes the decision endpoint's way too (`Engine.check_edit`, `Engine.approve_edited`):
-the fields, their types and current values always come from the stored approval.
+An edit goes the decision endpoint's way too (`Closer.check_edit`, `Closer.approve_edited` of
+`bot.approvals.closing`): the fields, their types and current values always come from the
+stored approval.
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from bot.approvals import Closing, Engine, allowances, denials
-from bot.approvals import lifecycle as approval
+from bot.approvals import Closing, Engine, allowances, answerers, denials
 from bot.approvals.edits import form_fields
+from bot.approvals.judging import closed_error
 from bot.inbox.people import Person, dashboard_id
 from bot.policy.rules import Policy
 from contracts.answers import PersonDecider
@@ -93,8 +94,8 @@ def closing_of(
     decider = PersonDecider(surface=SurfaceType.DASHBOARD, userId=user, teamId=person.slack_team)
 
     def check(r: Record) -> None:
-        approval.check_dashboard(r, user)
-        approval.check_verdict(r, verdict)
+        answerers.check_dashboard(r, user)
+        answerers.check_verdict(r, verdict)
 
     checked: denials.Check = check
     standing = None
@@ -126,9 +127,9 @@ async def editable(
     rec = await db.run_read(lambda tx: ledger.load(tx, approval_id))
     if rec is None or rec.tenant not in tenants:
         raise ApprovalNotFound(f"approval {approval_id} does not exist")
-    approval.check_dashboard(rec, dashboard_id(person, rec))
+    answerers.check_dashboard(rec, dashboard_id(person, rec))
     if rec.closed:
-        raise approval.closed_error(rec)
+        raise closed_error(rec)
     if rec.edit is None or not rec.edit.fields:
         raise InvalidRequest(f"approval {rec.id} offers no edit; approve or deny the call as it is")
     rule = engine.policy.rule_for(rec.tenant, rec.tool_name)
@@ -153,7 +154,7 @@ async def review(
     """Check an edit for the review step (old → new); nothing is written. An `InvalidRequest`
     carries `problems`, each a field and why."""
     rec, _ = await editable(engine, db, person, tenants, approval_id)
-    return rec, (await engine.check_edit(rec, values)).changes
+    return rec, (await engine.closer.check_edit(rec, values)).changes
 
 
 async def approve_edited(
@@ -176,10 +177,10 @@ async def approve_edited(
     decider = PersonDecider(surface=SurfaceType.DASHBOARD, userId=user, teamId=person.slack_team)
 
     def check(r: Record) -> None:
-        approval.check_dashboard(r, user)
-        approval.check_verdict(r, Verdict.APPROVE)
+        answerers.check_dashboard(r, user)
+        answerers.check_verdict(r, Verdict.APPROVE)
 
-    return await engine.approve_edited(
+    return await engine.closer.approve_edited(
         approval_id,
         values,
         decider,

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from bot.approvals import lifecycle
+from bot.approvals import judging, lifecycle
 from bot.inbox import answering
 from bot.inbox.people import Person, tenants_of
 from contracts.enums import Verdict
@@ -60,11 +60,10 @@ async def answer_selected(
     for (approval_id, digest), rec in zip(picks, loaded, strict=True):
         if rec is None or rec.tenant not in tenants:
             raise ApprovalNotFound(f"approval {approval_id} does not exist; nothing was decided")
-        effect = lifecycle.decide(
-            rec, answering.closing_of(rec, person, verdict, comment, digest), now, people
-        )
-        refusal = effect.error if isinstance(effect, lifecycle.Refused) else None
-        if isinstance(effect, lifecycle.Transition) and effect.refusal is not None:
+        closing = answering.closing_of(rec, person, verdict, comment, digest)
+        effect = judging.judge(rec, closing.asked, now, people, checked=lifecycle.checked(closing.check, rec))
+        refusal = effect.error if isinstance(effect, judging.Refused) else None
+        if isinstance(effect, judging.Transition) and effect.refusal is not None:
             refusal = effect.refusal
         if refusal is not None:
             raise type(refusal)(

@@ -28,7 +28,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 
 from bot.approvals import Closing, Engine
-from bot.approvals.lifecycle import Passkeyed
+from bot.approvals.judging import Passkeyed
 from bot.inbox import session
 from bot.inbox.answering import both, signed_in_event
 from bot.inbox.passkeys import (

@@ -11,7 +11,7 @@ are two people. Ids are compared case-insensitively, and a WhatsApp address
 (`whatsapp:+1555…`) is its phone number: either way more is tied, never less (fail closed).
 
 This is the one place a person is resolved: `bot.policy.quorum` asks it who the requester is
-and whom a route can count, `bot.approvals.lifecycle.count` whether an answer comes from the
+and whom a route can count, `bot.approvals.judging.count` whether an answer comes from the
 requester or from someone counted already.
 """
 

@@ -7,7 +7,7 @@ person may hold several ids (`bot.policy.people`), and every id they hold is com
 every surface. This module says who the requester is, whether an answer's ids are the
 requester's, whom a route can ever count, and the policy problems of a quorum that could
 never be met: a quorum on a handoff, or one larger than the persons its route can reach.
-The count itself is `bot.approvals.lifecycle.decide`.
+The count itself is `bot.approvals.judging.judge`.
 """
 
 from __future__ import annotations

@@ -162,7 +162,7 @@ class JobWorker:
             return
         adapter = self.surfaces.get(carrier(placed.route))
         if adapter is None:
-            await self.engine.fail_closed(
+            await self.engine.closer.fail_closed(
                 job.approval_id, ErrorCode.SURFACE_UNAVAILABLE, f"{placed.route.surface} is not configured"
             )
             await self._finish(job.id, "surface not configured")
@@ -173,7 +173,7 @@ class JobWorker:
                 rec, SpanName.DELIVER, delivery, surface=adapter.name, result=delivery_outcome
             )
         except SurfaceUnavailable as exc:
-            await self.engine.fail_closed(job.approval_id, ErrorCode.SURFACE_UNAVAILABLE, exc.message)
+            await self.engine.closer.fail_closed(job.approval_id, ErrorCode.SURFACE_UNAVAILABLE, exc.message)
             await self._finish(job.id, exc.message)
             return
         except Unsent as exc:
@@ -181,7 +181,7 @@ class JobWorker:
             return
         except Exception as exc:
             if not await self._retry(job, type(exc).__name__):
-                await self.engine.fail_closed(
+                await self.engine.closer.fail_closed(
                     job.approval_id, ErrorCode.SURFACE_UNAVAILABLE, "the card could not be delivered in time"
                 )
             return
@@ -305,8 +305,8 @@ class ExpirySweeper:
         while not stop.is_set():
             delay = self.max_sleep
             try:
-                await self.engine.expire_due()
-                nxt = await self.engine.next_expiry()
+                await self.engine.closer.expire_due()
+                nxt = await self.engine.closer.next_expiry()
                 if nxt is not None:
                     delay = min(max(nxt - self.clock(), 0.0), self.max_sleep)
             except CosignerError:

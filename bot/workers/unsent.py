@@ -45,5 +45,5 @@ async def unsent(engine: Engine, job: Job, rec: Record, exc: Unsent, retry_at: f
         return
     if not ahead:
         message = f"the request could not be emailed to its approvers: {exc.reason}"
-        await engine.fail_closed(rec.id, ErrorCode.SURFACE_UNAVAILABLE, message)
+        await engine.closer.fail_closed(rec.id, ErrorCode.SURFACE_UNAVAILABLE, message)
     await finish(job.id, f"gave up: {exc.reason}")

@@ -1,4 +1,4 @@
-"""What an answer does, without a database: `bot.approvals.lifecycle.decide` over every status, mode,
+"""What an answer does, without a database: `bot.approvals.judging.judge` over every status, mode,
 target, time and check outcome."""
 
 from __future__ import annotations
@@ -9,15 +9,15 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.approvals.lifecycle import (
+from bot.approvals.judging import (
     TRANSITIONS,
-    Closing,
+    Asked,
     Counted,
     Refused,
     Revised,
     Transition,
     Unchanged,
-    decide,
+    judge,
 )
 from contracts.answers import PersonDecider, TimeoutDecider
 from contracts.edits import EditResult, EditState
@@ -27,10 +27,6 @@ from tests.bot.test_intake_decide import earlier
 
 PERSON = PersonDecider(surface=SurfaceType.DASHBOARD, userId="u_1")
 NOT_AN_APPROVER = NotAnApprover("u_9 is not an approver")
-
-
-def failing_check(rec: object) -> None:
-    raise NOT_AN_APPROVER
 
 
 TIMES = [1500.0, 2000.0, 2500.0]  # before, at and after expires_at (2000)
@@ -57,8 +53,9 @@ def _an_answer_decides(
     comment: str | None,
 ) -> None:
     rec = replace(earlier("issue_refund", "sha256:" + "a" * 64), status=status, mode=mode)
-    closing = Closing(to, PERSON, comment=comment, check=failing_check if check_fails else None)
-    out = decide(rec, closing, now)
+    out = judge(
+        rec, Asked(to, PERSON, comment=comment), now, checked=NOT_AN_APPROVER if check_fails else None
+    )
     if check_fails:
         assert out == Refused(NOT_AN_APPROVER)
         return
@@ -82,6 +79,19 @@ def _an_answer_decides(
     else:
         assert (out.decided_by, out.comment, out.refusal) == (PERSON, comment, None)
     assert not isinstance(out.refusal, CosignerError) or late
+
+
+def test_an_expiry_closes_only_once_the_time_is_up_at_the_instant_it_was_loaded() -> None:
+    """The sweeper's "not due" is data (`Asked.not_due`), judged against `now`, not a clock read."""
+    rec = replace(earlier("issue_refund", "sha256:" + "a" * 64), status=ApprovalStatus.PENDING)
+    not_due = AlreadyDecided("not due")
+    expiry = Asked(ApprovalStatus.EXPIRED, TimeoutDecider(), not_due=not_due)
+    assert judge(rec, expiry, 1999.0) == Refused(not_due)
+    for now in (2000.0, 2500.0):
+        out = judge(rec, expiry, now)
+        assert isinstance(out, Transition) and out.to is ApprovalStatus.EXPIRED and out.refusal is None
+    # The answer's own checks come first: what they refused is what is said.
+    assert judge(rec, expiry, 1999.0, checked=NOT_AN_APPROVER) == Refused(NOT_AN_APPROVER)
 
 
 # --- four eyes: a quorum of distinct approvers --------------------------------------
@@ -114,7 +124,7 @@ def test_a_quorum_closes_once_when_enough_distinct_approvers_approve_and_one_den
     closed: ApprovalStatus | None = None
     for i, (who, verdict) in enumerate(answers):
         to = ApprovalStatus.APPROVED if verdict == "approve" else ApprovalStatus.DENIED
-        out = decide(rec, Closing(to, person(who), comment=f"#{i}"), 1500.0 + i)
+        out = judge(rec, Asked(to, person(who), comment=f"#{i}"), 1500.0 + i)
         if closed is not None:
             assert isinstance(out, Refused) and isinstance(out.error, AlreadyDecided)
             continue
@@ -150,7 +160,7 @@ def test_a_quorum_closes_once_when_enough_distinct_approvers_approve_and_one_den
 
 def test_a_late_approve_toward_a_quorum_expires_the_approval_instead() -> None:
     rec = replace(earlier("issue_refund", "sha256:" + "a" * 64), status=ApprovalStatus.PENDING, quorum=2)
-    out = decide(rec, Closing(ApprovalStatus.APPROVED, person("u_a")), 2500.0)
+    out = judge(rec, Asked(ApprovalStatus.APPROVED, person("u_a")), 2500.0)
     assert isinstance(out, Transition) and out.to is ApprovalStatus.EXPIRED and out.vote is None
 
 
@@ -194,7 +204,7 @@ def test_an_answer_counts_only_for_the_version_it_saw_and_an_edit_restarts_the_c
         saw = max(current - behind, 0)
         seen = version(saw, original) if names else None
         to = ApprovalStatus.DENIED if act == "deny" else ApprovalStatus.APPROVED
-        out = decide(rec, Closing(to, person(who), seen=seen, revises=act == "edit"), 1500.0 + i)
+        out = judge(rec, Asked(to, person(who), seen=seen, revises=act == "edit"), 1500.0 + i)
         if closed:
             assert isinstance(out, Refused) and isinstance(out.error, AlreadyDecided)
             continue

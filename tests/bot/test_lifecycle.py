@@ -104,7 +104,7 @@ async def test_decision_racing_cancel_and_expiry(db_kind: str) -> None:
                     for _ in range(5)
                 ),
             ),
-            h.parts.engine.expire_due(),
+            h.parts.engine.closer.expire_due(),
         )
         statuses = [r.status_code for r in answers]
         assert statuses.count(200) <= 1
@@ -231,7 +231,10 @@ async def test_two_replicas_expire_once_and_deliver_each_callback_attempt_once()
             a.advance(1.2)
             b.advance(0)
             await asyncio.gather(
-                a.engine.expire_due(), b.engine.expire_due(), a.engine.expire_due(), b.engine.expire_due()
+                a.engine.closer.expire_due(),
+                b.engine.closer.expire_due(),
+                a.engine.closer.expire_due(),
+                b.engine.closer.expire_due(),
             )
             await until(lambda: len(receiver.snapshot()) >= 10, seconds=30)
 

@@ -57,7 +57,7 @@ class Interleaved:
 
 def deciding(db: Database, approval_id: str, closing: Closing, clock: Callable[[], float]) -> Any:
     return db.run_write(
-        lambda tx: close(tx, approval_id, closing, clock, schema=db.schema, callback_window=60.0),
+        lambda tx: close(tx, approval_id, closing, clock, callback_window=60.0),
         optimistic=True,
     )
 
@@ -98,9 +98,7 @@ async def test_a_decision_that_loses_the_race_reads_again_and_is_refused_as_clos
     async with database("postgres") as db:
         aid = await made(db)
         denied = Closing(ApprovalStatus.DENIED, BOB)
-        clock = Interleaved(
-            db, lambda tx: close(tx, aid, denied, lambda: NOW, schema=db.schema, callback_window=60.0)
-        )
+        clock = Interleaved(db, lambda tx: close(tx, aid, denied, lambda: NOW, callback_window=60.0))
         done: Closed = await deciding(
             db, aid, Closing(ApprovalStatus.APPROVED, ANN, audit_refusal=True), clock
         )

@@ -1,5 +1,5 @@
 """One person, several ids (`bot.policy.people`): `[people]` in the policy file, strictly read;
-`policy check` counting persons; and the answer's checks (`bot.approvals.lifecycle.decide`)
+`policy check` counting persons; and the answer's checks (`bot.approvals.judging.judge`)
 comparing the person, whichever id they answer with, on any surface."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.approvals.lifecycle import Closing, Counted, Refused, Transition, Unchanged, decide
+from bot.approvals.judging import Asked, Counted, Refused, Transition, Unchanged, judge
 from bot.policy import load_policy
 from bot.policy.people import People, id_key
 from contracts.answers import PersonDecider
@@ -150,26 +150,26 @@ def pending(surface: dict[str, str], quorum: int = 2) -> Record:
 def test_the_requester_is_recognised_on_another_surface_by_the_same_id_or_a_tie() -> None:
     # The app named the requester by her phone; she answers by text from it.
     rec = pending({"type": "dashboard", "userId": "+15550100200"})
-    by_text = Closing(ApprovalStatus.APPROVED, PersonDecider(surface=SurfaceType.SMS, userId="+15550100200"))
-    out = decide(rec, by_text, 1500.0)
+    by_text = Asked(ApprovalStatus.APPROVED, PersonDecider(surface=SurfaceType.SMS, userId="+15550100200"))
+    out = judge(rec, by_text, 1500.0)
     assert isinstance(out, Refused) and isinstance(out.error, NotAnApprover)
     assert "separate_duties" in out.error.message
-    on_whatsapp = Closing(
+    on_whatsapp = Asked(
         ApprovalStatus.APPROVED, PersonDecider(surface=SurfaceType.WHATSAPP, userId="whatsapp:+15550100200")
     )
-    assert isinstance(decide(rec, on_whatsapp, 1500.0), Refused)
+    assert isinstance(judge(rec, on_whatsapp, 1500.0), Refused)
     # Started in Slack as U0ALICE: her number answers only as herself where [people] says so.
     slack = pending({"type": "slack", "teamId": "T0", "channelId": "C0", "userId": "U0ALICE"})
-    assert isinstance(decide(slack, by_text, 1500.0), Counted)
+    assert isinstance(judge(slack, by_text, 1500.0), Counted)
     tied = People({"alice": ["U0ALICE", "+15550100200"]})
-    assert isinstance(decide(slack, by_text, 1500.0, tied), Refused)
+    assert isinstance(judge(slack, by_text, 1500.0, tied), Refused)
     # The ids a sign-in vouched for with the answer are hers too.
-    signed_in = Closing(
+    signed_in = Asked(
         ApprovalStatus.APPROVED,
         PersonDecider(surface=SurfaceType.DASHBOARD, userId="alice@demo.example"),
         ids=("U0ALICE", "alice@demo.example"),
     )
-    assert isinstance(decide(slack, signed_in, 1500.0), Refused)
+    assert isinstance(judge(slack, signed_in, 1500.0), Refused)
 
 
 # A person is a handful of ids on several surfaces, in groups: the ids of a group are tied by
@@ -207,10 +207,10 @@ def test_each_person_counts_once_and_the_requester_never_whichever_id_they_answe
         surface, user = groups[group][pick % len(groups[group])]
         known = set(range(len(groups))) if signed_in else {group}
         vouched = tuple(ident for g in groups for _, ident in g) if signed_in else ()
-        closing = Closing(
+        closing = Asked(
             ApprovalStatus.APPROVED, PersonDecider(surface=SurfaceType(surface), userId=user), ids=vouched
         )
-        out = decide(rec, closing, 1500.0 + i, TIES)
+        out = judge(rec, closing, 1500.0 + i, TIES)
         same = next((v for v in votes if v[0] == who and v[2] & known), None)
         if who == "req":
             assert isinstance(out, Refused) and "separate_duties" in out.error.message

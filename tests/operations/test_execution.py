@@ -115,7 +115,7 @@ async def test_deny_expiry_and_cancel_never_execute(ending: str) -> None:
             assert done["status"] == {"deny": "denied", "expire": "expired", "cancel": "cancelled"}[ending]
             assert "outcome" not in done
             h.advance(3600)
-            await h.parts.engine.expire_due()
+            await h.parts.engine.closer.expire_due()
             kinds = [e["event"] for e in await events(h, key, aid)]
             assert "claimed" not in kinds and "execute_sent" not in kinds
             assert app.shop.calls["execute"] == 0 and app.shop.calls["status"] == 0

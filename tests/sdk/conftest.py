@@ -52,7 +52,7 @@ class Target:
         real = engine.clock
         engine.clock = lambda: real() + 3600
         try:
-            self.live.call(engine.expire_due())
+            self.live.call(engine.closer.expire_due())
         finally:
             engine.clock = real
 
