@@ -7,8 +7,11 @@ docs/architecture.md#testing): a test shares nothing with another but what it ma
 
 from __future__ import annotations
 
+import ssl
 import time
+import types
 from collections import Counter
+from typing import Any
 
 import pytest
 
@@ -59,6 +62,36 @@ def pytest_configure(config: pytest.Config) -> None:
         "PostgreSQL in the tests named by `where` (tests/databases.py)",
     )
     sqltrace.register(config)
+    share_the_default_tls_context()
+
+
+class _SharedDefaultTls(types.ModuleType):
+    """`ssl` as `bot.egress.transport` sees it in tests: `create_default_context()` with no
+    arguments (each app's callback client makes one) returns one context, made once."""
+
+    def __init__(self) -> None:
+        super().__init__("ssl")
+        self._default: ssl.SSLContext | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(ssl, name)
+
+    def create_default_context(self, *args: Any, **kwargs: Any) -> ssl.SSLContext:
+        if args or kwargs:
+            return ssl.create_default_context(*args, **kwargs)
+        if self._default is None:
+            self._default = ssl.create_default_context()
+        return self._default
+
+
+def share_the_default_tls_context() -> None:
+    """Loading the system's trusted roots into a new context took about 20 ms of CPU for
+    every app a test built; the apps of a test process share one default context instead,
+    as nothing changes it (a test that trusts its own roots passes its own context)."""
+    from bot.egress import transport
+
+    if not isinstance(getattr(transport, "ssl"), _SharedDefaultTls):  # noqa: B009
+        setattr(transport, "ssl", _SharedDefaultTls())  # noqa: B010
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
