@@ -82,8 +82,16 @@ class LiveServer:
             db = Database(f"sqlite+aiosqlite:///{self.db_path}")
             await db.migrate()
             async with cosigner_app(self.policy, db=db, secret=self.secret, **self.settings) as harness:
+                # A request still open at stop (an agent's long-poll left waiting) is cancelled
+                # after a second (`cosigner serve` gives it 5), instead of holding the stop until
+                # `join` gave up 30 s later with the old server still running.
                 config = uvicorn.Config(
-                    harness.app, host="127.0.0.1", port=self.port, lifespan="off", log_level="warning"
+                    harness.app,
+                    host="127.0.0.1",
+                    port=self.port,
+                    lifespan="off",
+                    log_level="warning",
+                    timeout_graceful_shutdown=1,
                 )
                 self._server = uvicorn.Server(config)
                 self._harness, self._loop = harness, asyncio.get_running_loop()

@@ -33,6 +33,7 @@ from surfaces.slack.interactions import click_payload, signed_headers
 from surfaces.sms.caller import TwilioCaller
 from surfaces.sms.webhook import MAX_BODY as TWILIO_MAX
 from surfaces.teams.adapter import MAX_BODY as TEAMS_MAX
+from tests.databases import NOT_STORED, postgres_elsewhere
 from tests.endless import BUFFERS, Answer, Tap, endless
 from tests.harness import Harness, until
 from tests.inbox.world import SENDER, SLACK_SECRET, TWILIO_ACCOUNT, TWILIO_TOKEN, World, inbox_world, served
@@ -40,6 +41,9 @@ from tests.processes import free_port
 from tests.surfaces.teams.world import ALICE as TEAMS_ALICE
 from tests.surfaces.teams.world import posted, teams_app
 from tests.surfaces.teams.world import request as teams_request
+
+# On PostgreSQL, this module's storage path runs in the tests these name.
+pytestmark = postgres_elsewhere(NOT_STORED)
 
 PHONE = "+15550000002"
 POLICY = """

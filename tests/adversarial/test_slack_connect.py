@@ -16,9 +16,12 @@ import pytest
 from surfaces.slack.emulated_methods import Recorded
 from surfaces.slack.emulator import SlackEmulator
 from tests import harness
-from tests.databases import sqlite_all_postgres_some
+from tests.databases import DESK, SLACK_STATE, postgres_elsewhere, sqlite_all_postgres_some
 from tests.harness import Harness, slack_app, until
 from tests.surfaces.slack.test_scenarios import ask, card_of, refusal_codes, status
+
+# On PostgreSQL, this module's storage path runs in the tests these name.
+pytestmark = postgres_elsewhere(DESK, SLACK_STATE)
 
 SECRET = "grid-signing-secret"
 APP_ID = "A0COSIGNER"

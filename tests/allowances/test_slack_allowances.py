@@ -26,7 +26,11 @@ from tests.allowance_world import (
     slack_world,
     status_of,
 )
+from tests.databases import ALLOWANCES, DESK, postgres_elsewhere
 from tests.harness import Harness, database, until, until_async
+
+# On PostgreSQL, the storage path of the tests marked runs in the tests these name.
+POSTGRES_ELSEWHERE = postgres_elsewhere(DESK, ALLOWANCES)
 
 ALLOW_1H = "cosigner.allow_for.1h"
 
@@ -61,6 +65,7 @@ async def granted(h: Harness, emu: SlackEmulator, key: str) -> str:
     return str(held["allowanceId"])
 
 
+@POSTGRES_ELSEWHERE
 async def test_a_call_inside_the_allowance_is_approved_at_once(
     slack: tuple[Harness, SlackEmulator, str],
 ) -> None:
@@ -88,6 +93,7 @@ async def test_a_call_inside_the_allowance_is_approved_at_once(
     assert held["uses"] == 1
 
 
+@POSTGRES_ELSEWHERE
 async def test_other_match_arguments_are_asked(slack: tuple[Harness, SlackEmulator, str]) -> None:
     h, emu, key = slack
     await granted(h, emu, key)
@@ -95,6 +101,7 @@ async def test_other_match_arguments_are_asked(slack: tuple[Harness, SlackEmulat
     assert r.status_code == 201, r.text
 
 
+@POSTGRES_ELSEWHERE
 async def test_a_number_above_the_approved_one_is_asked(slack: tuple[Harness, SlackEmulator, str]) -> None:
     h, emu, key = slack
     await granted(h, emu, key)
@@ -103,6 +110,7 @@ async def test_a_number_above_the_approved_one_is_asked(slack: tuple[Harness, Sl
     assert (await ask(h, key, call(4, amount=1500))).status_code == 200  # equal is at most
 
 
+@POSTGRES_ELSEWHERE
 async def test_used_up_is_asked(slack: tuple[Harness, SlackEmulator, str]) -> None:
     h, emu, key = slack
     await granted(h, emu, key)
@@ -112,6 +120,7 @@ async def test_used_up_is_asked(slack: tuple[Harness, SlackEmulator, str]) -> No
     assert await allowances(h) == []  # no longer in force
 
 
+@POSTGRES_ELSEWHERE
 async def test_concurrent_calls_never_overrun_the_uses(slack: tuple[Harness, SlackEmulator, str]) -> None:
     h, emu, key = slack
     await granted(h, emu, key)
@@ -120,6 +129,7 @@ async def test_concurrent_calls_never_overrun_the_uses(slack: tuple[Harness, Sla
     assert codes == [200, 200, 200, 201, 201, 201, 201, 201]  # allow_for_uses = 3, then asked
 
 
+@POSTGRES_ELSEWHERE
 async def test_expired_is_asked(slack: tuple[Harness, SlackEmulator, str]) -> None:
     h, emu, key = slack
     await granted(h, emu, key)
@@ -142,6 +152,7 @@ async def test_revoked_is_asked_from_the_next_call(slack: tuple[Harness, SlackEm
     assert again.status_code == 404 and again.json()["error"]["code"] == "ALLOWANCE_NOT_FOUND"
 
 
+@POSTGRES_ELSEWHERE
 async def test_a_standing_deny_wins(slack: tuple[Harness, SlackEmulator, str]) -> None:
     h, emu, key = slack
     await granted(h, emu, key)
@@ -152,6 +163,7 @@ async def test_a_standing_deny_wins(slack: tuple[Harness, SlackEmulator, str]) -
     assert r.status_code == 403 and r.json()["error"]["code"] == "PERMISSION_DENIED"
 
 
+@POSTGRES_ELSEWHERE
 async def test_other_requester_or_conversation_is_asked(slack: tuple[Harness, SlackEmulator, str]) -> None:
     h, emu, key = slack
     await granted(h, emu, key)
@@ -164,6 +176,7 @@ async def test_other_requester_or_conversation_is_asked(slack: tuple[Harness, Sl
 # --- bad input: refused like any answer, nothing created ------------------------------------
 
 
+@POSTGRES_ELSEWHERE
 async def test_longer_than_the_cap_is_refused(slack: tuple[Harness, SlackEmulator, str]) -> None:
     h, emu, key = slack
     approval_id, card = await card_for(h, emu, key, call(1))
@@ -176,6 +189,7 @@ async def test_longer_than_the_cap_is_refused(slack: tuple[Harness, SlackEmulato
     assert await allowances(h) == []
 
 
+@POSTGRES_ELSEWHERE
 async def test_on_a_tool_without_allow_for_is_refused(slack: tuple[Harness, SlackEmulator, str]) -> None:
     h, emu, key = slack
     approval_id, card = await card_for(h, emu, key, call(1, tool="issue_refund"))
@@ -188,6 +202,7 @@ async def test_on_a_tool_without_allow_for_is_refused(slack: tuple[Harness, Slac
     assert await allowances(h) == []
 
 
+@POSTGRES_ELSEWHERE
 async def test_from_someone_not_an_approver_is_refused(slack: tuple[Harness, SlackEmulator, str]) -> None:
     h, emu, key = slack
     approval_id, card = await card_for(h, emu, key, call(1))
@@ -198,6 +213,7 @@ async def test_from_someone_not_an_approver_is_refused(slack: tuple[Harness, Sla
     assert await allowances(h) == []
 
 
+@POSTGRES_ELSEWHERE
 async def test_replayed_is_refused(slack: tuple[Harness, SlackEmulator, str]) -> None:
     h, emu, key = slack
     approval_id, card = await card_for(h, emu, key, call(1))
@@ -210,6 +226,7 @@ async def test_replayed_is_refused(slack: tuple[Harness, SlackEmulator, str]) ->
     assert len(await allowances(h)) == 1
 
 
+@POSTGRES_ELSEWHERE
 async def test_the_home_tab_lists_them_and_revokes(slack: tuple[Harness, SlackEmulator, str]) -> None:
     h, emu, key = slack
     allowance_id = await granted(h, emu, key)

@@ -15,7 +15,11 @@ from surfaces.sms import SmsAdapter, SmsConfig
 from surfaces.sms.caller import TwilioCaller
 from surfaces.sms.emulator import TwilioEmulator
 from surfaces.sms.reply import Reply, parse_reply
+from tests.databases import ALLOWANCES, DESK, postgres_elsewhere
 from tests.harness import Harness, cosigner_app, database
+
+# On PostgreSQL, this module's storage path runs in the tests these name.
+pytestmark = postgres_elsewhere(DESK, ALLOWANCES)
 
 ACCOUNT = "AC" + "a" * 32
 TOKEN = "allowances-auth-token"

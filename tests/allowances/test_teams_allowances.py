@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.databases import ALLOWANCES, DESK, postgres_elsewhere
 from tests.surfaces.teams.world import (
     AAD,
     ALICE,
@@ -16,6 +17,9 @@ from tests.surfaces.teams.world import (
     state,
     teams_app,
 )
+
+# On PostgreSQL, this module's storage path runs in the tests these name.
+pytestmark = postgres_elsewhere(DESK, ALLOWANCES)
 
 ALLOWING = POLICY.replace(
     '[tools.issue_credit]\nkind = "write"\nconfirm = true\n',

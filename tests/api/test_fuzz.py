@@ -45,6 +45,7 @@ from storage.database import Database
 from storage.tables import approvals
 from surfaces.slack.emulator import SlackEmulator
 from surfaces.slack.interactions import click_payload, home_payload, signed_headers
+from tests.databases import NOT_STORED, postgres_elsewhere
 from tests.harness import (
     BASE_URL,
     DEFAULT_POLICY,
@@ -55,6 +56,9 @@ from tests.harness import (
     slack_app,
 )
 from tests.surfaces.teams.world import teams_app
+
+# On PostgreSQL, the storage path of the tests marked runs in the tests these name.
+POSTGRES_ELSEWHERE = postgres_elsewhere(NOT_STORED)
 
 EXAMPLES = 12
 
@@ -475,6 +479,7 @@ def refused(response: httpx.Response, field: str) -> None:
     assert (error["code"], error["field"]) == ("INVALID_REQUEST", field), error
 
 
+@POSTGRES_ELSEWHERE
 @pytest.mark.parametrize("payload", NOT_OBJECTS)
 async def test_a_signed_slack_interaction_whose_payload_is_not_an_object_is_refused(
     db_kind: str, payload: str
@@ -483,6 +488,7 @@ async def test_a_signed_slack_interaction_whose_payload_is_not_an_object_is_refu
         refused(await signed_interaction(client, payload), "payload")
 
 
+@POSTGRES_ELSEWHERE
 async def test_signed_slack_bodies_nested_5000_deep_are_refused_before_they_are_parsed(db_kind: str) -> None:
     event = b'{"type": "event_callback", "event": ' * DEEP + b"{}" + b"}" * DEEP
     interaction = '{"type": "block_actions", "actions": ' + "[" * DEEP + "]" * DEEP + "}"
@@ -492,6 +498,7 @@ async def test_signed_slack_bodies_nested_5000_deep_are_refused_before_they_are_
         assert "64 levels" in (await signed_event(client, event)).json()["error"]["message"]
 
 
+@POSTGRES_ELSEWHERE
 async def test_a_teams_activity_nested_5000_deep_is_refused_before_its_token_is_checked(db_kind: str) -> None:
     activity = b'{"type": "invoke", "value": ' * DEEP + b"{}" + b"}" * DEEP
     async with teams_app(db_kind) as (h, _):
@@ -500,6 +507,7 @@ async def test_a_teams_activity_nested_5000_deep_is_refused_before_its_token_is_
             refused(await client.post("/teams/messages", content=activity), "body")
 
 
+@POSTGRES_ELSEWHERE
 @pytest.mark.parametrize("depth", [65, 990, DEEP])
 async def test_an_api_body_nested_past_the_limit_is_refused_naming_the_limit(
     db_kind: str, depth: int

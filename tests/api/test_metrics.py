@@ -10,7 +10,11 @@ from prometheus_client.parser import text_string_to_metric_families
 from contracts.enums import JobKind
 from storage import raw
 from tests.api.test_approvals import start
+from tests.databases import DESK, NOT_STORED, postgres_elsewhere
 from tests.harness import CallbackReceiver, Harness, cosigner_app, until_async
+
+# On PostgreSQL, the storage path of the tests marked runs in the tests these name.
+POSTGRES_ELSEWHERE = postgres_elsewhere(DESK, NOT_STORED)
 
 LOOPBACK = "127.0.0.0/8"
 
@@ -22,6 +26,7 @@ async def waiters(h: Harness) -> float:
     return float(line.split()[1])
 
 
+@POSTGRES_ELSEWHERE
 async def test_waiters_counts_each_waiting_connection(db_kind: str) -> None:
     async with cosigner_app(database_kind=db_kind) as h:
         key = await h.create_tenant("acme")
@@ -70,6 +75,7 @@ async def gauge_reaches(h: Harness, expected: float, seconds: float = 10.0) -> N
         raise AssertionError(f"cosigner_waiters stayed at {seen[-1:]}, expected {expected}") from None
 
 
+@POSTGRES_ELSEWHERE
 async def test_request_and_approval_counters_add_up_over_repeated_calls(db_kind: str) -> None:
     async with cosigner_app(database_kind=db_kind) as h:
         key = await h.create_tenant("acme")
@@ -102,6 +108,7 @@ def sample(text: str, name: str, **labels: str) -> float | None:
     return None
 
 
+@POSTGRES_ELSEWHERE
 async def test_the_queue_depth_counts_the_due_unfinished_jobs_of_each_kind(db_kind: str) -> None:
     async with cosigner_app(database_kind=db_kind, run_workers=False, callback_allow=LOOPBACK) as h:
         key = await h.create_tenant("acme")
@@ -120,6 +127,7 @@ async def test_the_queue_depth_counts_the_due_unfinished_jobs_of_each_kind(db_ki
         assert sample(text, "cosigner_jobs_due", kind="deliver") == 0.0
 
 
+@POSTGRES_ELSEWHERE
 async def test_a_failed_callback_attempt_counts_one_retry(db_kind: str) -> None:
     with CallbackReceiver(answers=[(503, {})]) as receiver:
         async with cosigner_app(database_kind=db_kind, callback_allow=LOOPBACK) as h:

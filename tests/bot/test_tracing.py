@@ -15,8 +15,12 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from bot.observability.telemetry import tracer_provider
+from tests.databases import DESK, NOT_STORED, postgres_elsewhere
 from tests.harness import CallbackReceiver, Harness, cosigner_app, until
 from tests.otlp import OtlpReceiver
+
+# On PostgreSQL, this module's storage path runs in the tests these name.
+pytestmark = postgres_elsewhere(DESK, NOT_STORED)
 
 AGENT_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 AGENT_SPAN = "00f067aa0ba902b7"

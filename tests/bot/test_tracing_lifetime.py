@@ -14,8 +14,12 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from bot.observability.telemetry import tracer_provider
 from storage.database import Database
 from tests.bot.test_tracing import AGENT_SPAN, AGENT_TRACE, CLIENT, TRACEPARENT, USER, request
+from tests.databases import DESK, NOT_STORED, postgres_elsewhere
 from tests.harness import DEFAULT_POLICY, cosigner_app, database, slack_app, until
 from tests.otlp import OtlpReceiver
+
+# On PostgreSQL, this module's storage path runs in the tests these name.
+pytestmark = postgres_elsewhere(DESK, NOT_STORED)
 
 SECRET = "tracing-signing-secret"
 APP_ID = "A0COSIGNER"

@@ -16,11 +16,15 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from bot.observability.telemetry import tracer_provider
 from tests.bot.test_tracing import AGENT_SPAN, AGENT_TRACE, CANARY, CLIENT, ERROR, TRACEPARENT
+from tests.databases import NOT_STORED, OPERATIONS, postgres_elsewhere
 from tests.handoff_world import EXPECT_SECRET, LOOPBACK, expect_server, handoff_policy, handoff_request
 from tests.handoff_world import SECRET_ENV as EXPECT_ENV
 from tests.harness import Harness, ManualClock, cosigner_app, until
 from tests.operations.application import OPERATION, SECRET, SECRET_ENV, contract_application, policy_for
 from tests.otlp import OtlpReceiver
+
+# On PostgreSQL, the storage path of the tests marked runs in the tests these name.
+POSTGRES_ELSEWHERE = postgres_elsewhere(OPERATIONS, NOT_STORED)
 
 USER = {"type": "dashboard", "userId": "u_1"}
 
@@ -64,6 +68,7 @@ def spans(receiver: OtlpReceiver, provider: TracerProvider, name: str) -> Any:
     return receiver.named(name)
 
 
+@POSTGRES_ELSEWHERE
 async def test_an_approved_operation_is_prepared_then_executed_under_its_approval(
     db_kind: str, provider: TracerProvider, receiver: OtlpReceiver
 ) -> None:
@@ -108,6 +113,7 @@ async def test_an_approved_operation_is_prepared_then_executed_under_its_approva
         assert secret.encode() not in everything, secret
 
 
+@POSTGRES_ELSEWHERE
 async def test_a_reconciled_operation_asks_status_under_its_approval(
     db_kind: str, provider: TracerProvider, receiver: OtlpReceiver
 ) -> None:
@@ -161,6 +167,7 @@ async def test_a_lost_execute_is_an_error_span_then_status_and_execute_again(
     assert {s.parent_span_id for s in (lost, asked, again)} == {approval.span_id}
 
 
+@POSTGRES_ELSEWHERE
 async def test_a_refused_prepare_is_an_error_span_without_the_applications_words(
     db_kind: str, provider: TracerProvider, receiver: OtlpReceiver
 ) -> None:
@@ -180,6 +187,7 @@ async def test_a_refused_prepare_is_an_error_span_without_the_applications_words
     assert CANARY.encode() not in receiver.everything()
 
 
+@POSTGRES_ELSEWHERE
 @pytest.mark.parametrize("published", [True, False])
 async def test_a_handoffs_expect_check_is_a_client_span_under_its_approval(
     db_kind: str, provider: TracerProvider, receiver: OtlpReceiver, published: bool

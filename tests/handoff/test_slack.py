@@ -15,6 +15,7 @@ from contracts.ports import ApprovalDesk
 from surfaces.slack import SlackAdapter, SlackConfig
 from surfaces.slack.emulator import SlackEmulator
 from surfaces.slack.interactions import block_actions_payload, send_signed
+from tests.databases import DESK, HANDOFFS, postgres_elsewhere
 from tests.handoff_world import (
     EXPECT_SECRET,
     LOOPBACK,
@@ -25,6 +26,9 @@ from tests.handoff_world import (
 )
 from tests.harness import Harness, ManualClock, cosigner_app, until
 from tests.surfaces.slack.test_full_call import modal_text
+
+# On PostgreSQL, this module's storage path runs in the tests these name.
+pytestmark = postgres_elsewhere(DESK, HANDOFFS)
 
 SECRET = "handoff-signing-secret"
 APP_ID = "A0COSIGNER"

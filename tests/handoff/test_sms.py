@@ -14,6 +14,7 @@ from surfaces.sms.caller import TwilioCaller
 from surfaces.sms.emulator import TwilioEmulator
 from surfaces.sms.replies_text import HANDOFF_HELP
 from surfaces.sms.reply import OPT_OUT_WORDS
+from tests.databases import DESK, HANDOFFS, TEXT_STATE, postgres_elsewhere
 from tests.handoff_world import (
     EXPECT_SECRET,
     LOOPBACK,
@@ -23,6 +24,9 @@ from tests.handoff_world import (
     handoff_request,
 )
 from tests.harness import Harness, ManualClock, cosigner_app, until
+
+# On PostgreSQL, this module's storage path runs in the tests these name.
+pytestmark = postgres_elsewhere(DESK, HANDOFFS, TEXT_STATE)
 
 ACCOUNT = "AC" + "d" * 32
 TOKEN = "handoff-auth-token"

@@ -12,8 +12,12 @@ from contracts.enums import SurfaceType
 from contracts.errors import ApprovalModeUnsupported
 from contracts.ports import DashboardRoute
 from contracts.wire import TeamsSurface, WhatsAppSurface
+from tests.databases import DESK, HANDOFFS, postgres_elsewhere
 from tests.handoff_world import EXPECT_SECRET, SECRET_ENV, handoff_policy
 from tests.surfaces.whatsapp.test_end_to_end import ALICE, whatsapp_app
+
+# On PostgreSQL, this module's storage path runs in the tests these name.
+pytestmark = postgres_elsewhere(DESK, HANDOFFS)
 
 ALL = {SurfaceType.SLACK, SurfaceType.SMS, SurfaceType.WHATSAPP, SurfaceType.TEAMS, SurfaceType.DASHBOARD}
 SENDER = SmsSender(whatsapp_from="+15550000001")

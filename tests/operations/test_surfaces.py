@@ -20,6 +20,7 @@ from surfaces.slack.emulator import SlackEmulator
 from surfaces.sms import SmsAdapter, SmsConfig
 from surfaces.sms.caller import TwilioCaller
 from surfaces.sms.emulator import TwilioEmulator
+from tests.databases import DESK, OPERATIONS, postgres_elsewhere
 from tests.harness import Harness, cosigner_app, until
 from tests.operations.application import (
     OPERATION,
@@ -29,6 +30,9 @@ from tests.operations.application import (
     contract_application,
     policy_for,
 )
+
+# On PostgreSQL, this module's storage path runs in the tests these name.
+pytestmark = postgres_elsewhere(DESK, OPERATIONS)
 
 SIGNING = "ops-signing-secret"
 APP_ID = "A0COSIGNER"

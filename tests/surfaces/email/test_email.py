@@ -18,8 +18,12 @@ from typing import Any
 import pytest
 
 from surfaces.email import EmailAdapter, EmailConfig
+from tests.databases import DESK, postgres_elsewhere
 from tests.harness import Harness, ManualClock, cosigner_app, until, until_async
 from tests.mailbox import Running, smtp_server
+
+# On PostgreSQL, this module's storage path runs in the tests these name.
+pytestmark = postgres_elsewhere(DESK)
 
 PUBLIC = "https://cosigner.example.com"
 SENDER = "cosigner@acme.example"

@@ -16,7 +16,11 @@ from contracts.grants import verify_grant
 from storage import batches
 from surfaces.slack.batch import BATCH_APPROVE, BATCH_DENY
 from surfaces.slack.emulator import SlackEmulator
+from tests.databases import DESK, SLACK_STATE, postgres_elsewhere
 from tests.harness import Harness, press, slack_app, until, until_async
+
+# On PostgreSQL, the storage path of the tests marked runs in the tests these name.
+POSTGRES_ELSEWHERE = postgres_elsewhere(DESK, SLACK_STATE)
 
 SECRET = "batch-signing-secret"
 APP_ID = "A0COSIGNER"
@@ -151,6 +155,7 @@ async def closed_all(h: Harness, key: str, ids: tuple[str, ...]) -> list[dict[st
     return await until_async(bodies)
 
 
+@POSTGRES_ELSEWHERE
 async def test_a_later_request_updates_the_card_and_the_old_press_decides_nothing(world: Any) -> None:
     h, emu, key = world
     first, second = await ask(h, key, 1), await ask(h, key, 2)
@@ -175,6 +180,7 @@ async def test_a_later_request_updates_the_card_and_the_old_press_decides_nothin
     assert {b["status"] for b in bodies} == {"denied"}
 
 
+@POSTGRES_ELSEWHERE
 async def test_a_quorum_call_is_only_counted(world: Any) -> None:
     h, emu, key = world
     first, second = await ask(h, key, 1, "close_ticket"), await ask(h, key, 2, "close_ticket")
@@ -191,6 +197,7 @@ async def test_a_quorum_call_is_only_counted(world: Any) -> None:
     assert [a["by"] for a in bodies[0]["approvals"]] == ["U0ANN", "U0BOB"]
 
 
+@POSTGRES_ELSEWHERE
 async def test_the_requester_pressing_approve_all_is_refused(world: Any) -> None:
     h, emu, key = world
     first, second = (
@@ -208,6 +215,7 @@ async def test_the_requester_pressing_approve_all_is_refused(world: Any) -> None
     assert {b["status"] for b in bodies} == {"approved"}
 
 
+@POSTGRES_ELSEWHERE
 async def test_a_stranger_decides_nothing(world: Any) -> None:
     h, emu, key = world
     first, second = await ask(h, key, 1), await ask(h, key, 2)
@@ -218,6 +226,7 @@ async def test_a_stranger_decides_nothing(world: Any) -> None:
         assert (await status(h, key, aid))["status"] == "pending"
 
 
+@POSTGRES_ELSEWHERE
 async def test_a_batch_button_on_another_message_decides_nothing(world: Any) -> None:
     h, emu, key = world
     first, second = await ask(h, key, 1), await ask(h, key, 2)
@@ -241,6 +250,7 @@ async def test_a_batch_button_on_another_message_decides_nothing(world: Any) -> 
         assert (await status(h, key, aid))["status"] == "pending"
 
 
+@POSTGRES_ELSEWHERE
 async def test_a_call_too_long_to_list_whole_is_never_batched(world: Any) -> None:
     h, emu, key = world
     await ask(h, key, 1)
@@ -259,6 +269,7 @@ async def test_a_call_too_long_to_list_whole_is_never_batched(world: Any) -> Non
     assert len(singles) >= 2
 
 
+@POSTGRES_ELSEWHERE
 async def test_a_step_up_call_is_never_offered_in_a_batch(world: Any) -> None:
     # Its Approve needs a passkey on its own inbox page: an "Approve all" could not count for it.
     h, _, key = world

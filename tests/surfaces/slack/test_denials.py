@@ -18,7 +18,11 @@ from surfaces.slack import SlackAdapter, SlackConfig
 from surfaces.slack.emulated_methods import Recorded
 from surfaces.slack.emulator import SlackEmulator
 from surfaces.slack.interactions import block_actions_payload, send_signed, signed_headers
+from tests.databases import DESK, SLACK_STATE, postgres_elsewhere
 from tests.harness import DEFAULT_POLICY, Harness, cosigner_app, database, until
+
+# On PostgreSQL, the storage path of the tests marked runs in the tests these name.
+POSTGRES_ELSEWHERE = postgres_elsewhere(DESK, SLACK_STATE)
 
 SECRET = "denials-signing-secret"
 APP_ID = "A0COSIGNER"
@@ -120,6 +124,7 @@ async def lift(h: Harness, emu: SlackEmulator, listing: dict[str, Any], user: st
     return await send_signed(h.client, "/slack/events", payload, secret=SECRET)
 
 
+@POSTGRES_ELSEWHERE
 async def test_the_card_offers_always_deny_with_a_dialog_saying_what_it_does(slack: Any) -> None:
     h, emu, acme, _ = slack
     _, card = await card_for(h, emu, acme, "c1")
@@ -163,6 +168,7 @@ async def test_always_deny_refuses_the_next_request_without_a_card_until_lifted(
     assert "no standing denies" in empty["text"]
 
 
+@POSTGRES_ELSEWHERE
 async def test_outsiders_can_neither_set_nor_see_nor_lift_it(slack: Any) -> None:
     h, emu, acme, _ = slack
     pending, card = await card_for(h, emu, acme, "c1")
@@ -190,6 +196,7 @@ async def test_outsiders_can_neither_set_nor_see_nor_lift_it(slack: Any) -> None
     assert forged.status_code == 401
 
 
+@POSTGRES_ELSEWHERE
 async def test_a_card_for_the_admins_does_not_offer_it(slack: Any) -> None:
     h, emu, acme, _ = slack
     r = await h.client.post(

@@ -15,7 +15,11 @@ from cosigner.digest import parameters_digest
 from cosigner.grants import GrantRefused, verify_grant
 from surfaces.slack.emulated_methods import Recorded
 from surfaces.slack.emulator import SlackEmulator
+from tests.databases import DESK, SLACK_STATE, postgres_elsewhere
 from tests.harness import Harness, slack_app, until
+
+# On PostgreSQL, this module's storage path runs in the tests these name.
+pytestmark = postgres_elsewhere(DESK, SLACK_STATE)
 
 SECRET = "edit-signing-secret"
 APP_ID = "A0COSIGNER"

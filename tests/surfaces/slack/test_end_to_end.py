@@ -9,7 +9,11 @@ from typing import Any
 import pytest
 
 from surfaces.slack.emulator import SlackEmulator
+from tests.databases import DESK, SLACK_STATE, postgres_elsewhere
 from tests.harness import DEFAULT_POLICY, Harness, slack_app, until, until_async
+
+# On PostgreSQL, this module's storage path runs in the tests these name.
+pytestmark = postgres_elsewhere(DESK, SLACK_STATE)
 
 SECRET = "e2e-signing-secret"
 APP_ID = "A0COSIGNER"

@@ -26,6 +26,7 @@ from storage.work import Work
 from surfaces.slack import SlackAdapter, SlackConfig
 from surfaces.slack.emulated_methods import Recorded
 from surfaces.slack.emulator import SlackEmulator
+from tests.databases import DESK, SLACK_STATE, postgres_elsewhere
 from tests.harness import (
     Harness,
     ManualClock,
@@ -36,6 +37,9 @@ from tests.harness import (
     until,
     until_async,
 )
+
+# On PostgreSQL, this module's storage path runs in the tests these name.
+pytestmark = postgres_elsewhere(DESK, SLACK_STATE)
 
 SECRET = "follow-ups-signing-secret"
 APP_ID = "A0COSIGNER"

@@ -15,7 +15,11 @@ import pytest
 
 from surfaces.slack.emulated_methods import OpenedView, Recorded
 from surfaces.slack.emulator import SlackEmulator
+from tests.databases import DESK, SLACK_STATE, postgres_elsewhere
 from tests.harness import DEFAULT_POLICY, Harness, slack_app, until
+
+# On PostgreSQL, this module's storage path runs in the tests these name.
+pytestmark = postgres_elsewhere(DESK, SLACK_STATE)
 
 SECRET = "full-call-signing-secret"
 APP_ID = "A0COSIGNER"

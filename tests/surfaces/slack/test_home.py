@@ -9,8 +9,12 @@ from urllib.parse import urlencode
 import yaml
 
 from surfaces.slack.interactions import send_signed_event, signed_headers
+from tests.databases import DESK, SLACK_STATE, postgres_elsewhere
 from tests.harness import Harness, until
 from tests.surfaces.slack.test_denials import APP_ID, SECRET, card_for, slack
+
+# On PostgreSQL, this module's storage path runs in the tests these name.
+pytestmark = postgres_elsewhere(DESK, SLACK_STATE)
 
 __all__ = ["slack"]  # the fixture, shared with the standing-deny tests
 

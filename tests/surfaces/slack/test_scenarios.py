@@ -11,8 +11,11 @@ import pytest
 
 from surfaces.slack.emulated_methods import Recorded
 from surfaces.slack.emulator import SlackEmulator
-from tests.databases import sqlite_all_postgres_some
+from tests.databases import DESK, SLACK_STATE, postgres_elsewhere, sqlite_all_postgres_some
 from tests.harness import Harness, press, slack_app, until
+
+# On PostgreSQL, this module's storage path runs in the tests these name.
+pytestmark = postgres_elsewhere(DESK, SLACK_STATE)
 
 SECRET = "scenario-signing-secret"
 APP_ID = "A0COSIGNER"

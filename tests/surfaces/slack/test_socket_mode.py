@@ -16,7 +16,11 @@ from contracts.ports import ApprovalDesk
 from surfaces.slack import SlackAdapter, SlackConfig
 from surfaces.slack.emulator import APP_TOKEN, SlackEmulator
 from surfaces.slack.interactions import click_payload, send_signed
+from tests.databases import DESK, SLACK_STATE, postgres_elsewhere
 from tests.harness import DEFAULT_POLICY, Harness, cosigner_app, until, until_async
+
+# On PostgreSQL, this module's storage path runs in the tests these name.
+pytestmark = postgres_elsewhere(DESK, SLACK_STATE)
 
 APP_ID = "A0COSIGNER"
 World = tuple[Harness, SlackEmulator, str]

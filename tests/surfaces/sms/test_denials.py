@@ -15,7 +15,11 @@ from surfaces.sms import SmsAdapter, SmsConfig
 from surfaces.sms.caller import TwilioCaller
 from surfaces.sms.emulator import TwilioEmulator
 from surfaces.sms.reply import Reply, parse_reply
+from tests.databases import DESK, TEXT_STATE, postgres_elsewhere
 from tests.harness import Harness, cosigner_app, database
+
+# On PostgreSQL, the storage path of the tests marked runs in the tests these name.
+POSTGRES_ELSEWHERE = postgres_elsewhere(DESK, TEXT_STATE)
 
 ACCOUNT = "AC" + "d" * 32
 TOKEN = "denials-auth-token"
@@ -165,6 +169,7 @@ async def test_outsiders_and_forgers_set_nothing(world: Any) -> None:
     }
 
 
+@POSTGRES_ELSEWHERE
 async def test_it_survives_a_restart(db_kind: str) -> None:
     async with database(db_kind) as db, TwilioEmulator.running(ACCOUNT, TOKEN) as emu:
         async with sms_app(db, emu) as (h, phone):

@@ -15,7 +15,11 @@ from storage import ledger
 from surfaces.sms import SmsAdapter, SmsConfig
 from surfaces.sms.caller import TwilioCaller
 from surfaces.sms.emulator import TwilioEmulator
+from tests.databases import DESK, TEXT_STATE, postgres_elsewhere
 from tests.harness import BASE_URL, Harness, cosigner_app, until
+
+# On PostgreSQL, this module's storage path runs in the tests these name.
+pytestmark = postgres_elsewhere(DESK, TEXT_STATE)
 
 ACCOUNT = "AC" + "e" * 32
 TOKEN = "e2e-auth-token"

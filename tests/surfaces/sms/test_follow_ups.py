@@ -14,7 +14,11 @@ from typing import Any
 from surfaces.sms import SmsAdapter, SmsConfig
 from surfaces.sms.caller import TwilioCaller
 from surfaces.sms.emulator import TwilioEmulator
+from tests.databases import DESK, TEXT_STATE, postgres_elsewhere
 from tests.harness import Harness, cosigner_app, until, until_async
+
+# On PostgreSQL, the storage path of the tests marked runs in the tests these name.
+POSTGRES_ELSEWHERE = postgres_elsewhere(DESK, TEXT_STATE)
 
 ACCOUNT = "AC" + "f" * 32
 TOKEN = "follow-ups-auth-token"
@@ -109,6 +113,7 @@ async def test_reminded_by_text_then_texted_to_the_admins_whose_yes_decides(db_k
         )
 
 
+@POSTGRES_ELSEWHERE
 async def test_the_requester_may_still_answer_after_the_escalation(db_kind: str) -> None:
     async with sms_app(db_kind) as (h, emu, phone):
         key = await h.create_tenant("acme")
@@ -126,6 +131,7 @@ async def test_the_requester_may_still_answer_after_the_escalation(db_kind: str)
         assert await status(h, key, start["approvalId"]) == "denied"
 
 
+@POSTGRES_ELSEWHERE
 async def test_an_escalation_twilio_refuses_leaves_the_request_with_its_approvers(db_kind: str) -> None:
     async with sms_app(db_kind) as (h, emu, phone):
         key = await h.create_tenant("acme")

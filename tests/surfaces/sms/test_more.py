@@ -8,7 +8,11 @@ from typing import Any
 import httpx
 
 from surfaces.sms.fit import BUDGET, sms_length
+from tests.databases import DESK, TEXT_STATE, postgres_elsewhere
 from tests.surfaces.sms.test_end_to_end import ALICE, BOT, MALLORY, decision, sms_app
+
+# On PostgreSQL, this module's storage path runs in the tests these name.
+pytestmark = postgres_elsewhere(DESK, TEXT_STATE)
 
 
 async def status(h: Any, key: str, approval_id: str) -> str:

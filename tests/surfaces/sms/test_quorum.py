@@ -12,7 +12,11 @@ from typing import Any
 from surfaces.sms import SmsAdapter, SmsConfig
 from surfaces.sms.caller import TwilioCaller
 from surfaces.sms.emulator import TwilioEmulator
+from tests.databases import DESK, TEXT_STATE, postgres_elsewhere
 from tests.harness import Harness, cosigner_app, until
+
+# On PostgreSQL, this module's storage path runs in the tests these name.
+pytestmark = postgres_elsewhere(DESK, TEXT_STATE)
 
 ACCOUNT = "AC" + "f" * 32
 TOKEN = "quorum-auth-token"

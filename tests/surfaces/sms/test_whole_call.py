@@ -21,8 +21,12 @@ from surfaces.sms import SmsAdapter, SmsConfig
 from surfaces.sms.caller import TwilioCaller
 from surfaces.sms.emulator import TwilioEmulator
 from surfaces.sms.fit import BUDGET, sms_length
+from tests.databases import DESK, TEXT_STATE, postgres_elsewhere
 from tests.harness import Harness, cosigner_app, until
 from tests.surfaces.sms.test_end_to_end import ACCOUNT, ALICE, BOT, POLICY, PUBLIC, TOKEN
+
+# On PostgreSQL, this module's storage path runs in the tests these name.
+pytestmark = postgres_elsewhere(DESK, TEXT_STATE)
 
 INBOX = f"{PUBLIC}/inbox/"
 # 300 parameters of 20 characters, and where the money goes: far more than 15 texts hold.

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from surfaces.teams.emulator import TeamsEmulator
-from tests.databases import sqlite_all_postgres_some
+from tests.databases import DESK, postgres_elsewhere, sqlite_all_postgres_some
 from tests.harness import until
 from tests.surfaces.teams.world import (
     AAD,
@@ -29,6 +29,9 @@ from tests.surfaces.teams.world import (
     state,
     teams_app,
 )
+
+# On PostgreSQL, this module's storage path runs in the tests these name.
+pytestmark = postgres_elsewhere(DESK)
 
 
 async def test_the_requester_approves_and_every_copy_of_the_card_closes(db_kind: str) -> None:

@@ -12,7 +12,11 @@ from typing import Any
 
 from contracts.shown import render
 from surfaces.teams.emulator import MESSAGE_LIMIT, message_size
+from tests.databases import DESK, postgres_elsewhere
 from tests.surfaces.teams.world import ALICE, posted, request, state, teams_app
+
+# On PostgreSQL, this module's storage path runs in the tests these name.
+pytestmark = postgres_elsewhere(DESK)
 
 LONG_NAME = "recipient_" + "x" * 110  # longer than the card's 80 characters of a name
 CALL: dict[str, Any] = {f"p{i:03d}": f"{i:020d}" for i in range(100)}

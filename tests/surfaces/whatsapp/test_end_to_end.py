@@ -15,7 +15,11 @@ from surfaces.sms.caller import TwilioCaller
 from surfaces.sms.emulator import SentText, TwilioEmulator
 from surfaces.whatsapp import WhatsAppAdapter, WhatsAppConfig, WhatsAppConfigError
 from surfaces.whatsapp.template import TEMPLATE_ACTIONS, TEMPLATE_BODY, parse_tap
+from tests.databases import DESK, TEXT_STATE, postgres_elsewhere
 from tests.harness import Harness, cosigner_app, until
+
+# On PostgreSQL, this module's storage path runs in the tests these name.
+pytestmark = postgres_elsewhere(DESK, TEXT_STATE)
 
 ACCOUNT = "AC" + "f" * 32
 TOKEN = "whatsapp-auth-token"

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from tests.databases import DESK, TEXT_STATE, postgres_elsewhere
 from tests.surfaces.sms.test_whole_call import LONG_CALL
 from tests.surfaces.whatsapp.test_end_to_end import (
     WA_ALICE,
@@ -20,6 +21,9 @@ from tests.surfaces.whatsapp.test_end_to_end import (
     status,
     whatsapp_app,
 )
+
+# On PostgreSQL, this module's storage path runs in the tests these name.
+pytestmark = postgres_elsewhere(DESK, TEXT_STATE)
 
 
 @pytest.fixture
