@@ -191,49 +191,235 @@ class Coalesced(_Event):
 
 
 class AllowanceUsed(_Event):
-    """A standing allow let the call run with nobody asked."""
+    """A standing allow let the call run with nobody asked (`use` counts this one)."""
 
     kind: Literal["allowance_used"] = "allowance_used"
+    allowanceId: str | None = None
+    use: int | None = None
+    maxUses: int | None = None
+    grantedOn: str | None = None  # the request where it was granted
+    expiresAt: str | None = None
 
 
-class _Noted(_Event):
-    """An event whose data is shown as recorded: its fields are all kept as given."""
+class AllowanceGranted(_Event):
+    """An Allow for … put a standing allow in force."""
+
+    kind: Literal["allowance_granted"] = "allowance_granted"
+    allowanceId: str | None = None
+    toolName: str | None = None
+    requester: str | None = None
+    match: dict[str, Any] | None = None  # the match paths' values, as shown
+    atMost: dict[str, Any] | None = None
+    expiresAt: str | None = None
+    maxUses: int | None = None
 
 
-def _noted(name: str, doc: str) -> type[_Noted]:
-    # A model for a kind whose data has no fields worth naming: `kind` alone is typed.
-    annotations = {"kind": Literal[name]}
-    return type(
-        name.title().replace("_", ""),
-        (_Noted,),
-        {"__annotations__": annotations, "kind": name, "__doc__": doc},
-    )
+class AllowanceRevoked(_Event):
+    """A standing allow was revoked before it ran out."""
+
+    kind: Literal["allowance_revoked"] = "allowance_revoked"
+    allowanceId: str | None = None
+    by: str | None = None
 
 
-SmsStatus = _noted("sms_status", "A delivery status the SMS provider reported.")
-StandingDenySet = _noted("standing_deny_set", "A standing deny was set from this request.")
-StandingDenyLifted = _noted("standing_deny_lifted", "A standing deny set from this request was lifted.")
-SignedIn = _noted("signed_in", "The OpenID issuer and subject of who answered in the inbox.")
-Prepared = _noted("prepared", "The application's contract, frozen under its digest.")
-Claimed = _noted("claimed", "The approved operation is now executing, once.")
-ExecuteSent = _noted("execute_sent", "The operation's execute request was sent.")
-StatusAsked = _noted("status_asked", "The operation's status was asked.")
-Outcome = _noted("outcome", "The operation's final outcome.")
-Reconciled = _noted("reconciled", "The operation's outcome, as settled by reconciling.")
-HandoffDone = _noted("handoff_done", "Done was pressed; the check against `expect` is queued.")
-HandoffCheck = _noted("handoff_check", "What the handoff's `expect` endpoint answered.")
-Reminded = _noted("reminded", "The one reminder went out.")
-Escalated = _noted("escalated", "An escalation step: the request goes to its route too.")
-EscalationDelivered = _noted("escalation_delivered", "Where the escalated request was shown.")
-EscalationFailed = _noted("escalation_failed", "The escalation step's route could not be reached.")
-EditTexted = _noted("edit_texted", "The edited call texted to the numbers shown an earlier version.")
-PasskeyConfirmed = _noted("passkey_confirmed", "Step-up: the passkey of an Approve.")
-EmailSent = _noted("email_sent", "The SMTP server accepted the request's email.")
-EmailFailed = _noted("email_failed", "The SMTP server refused or could not be reached.")
-PushSent = _noted("push_sent", "A Web Push message accepted for a device.")
-PushFailed = _noted("push_failed", "A push service refused a message.")
-AllowanceGranted = _noted("allowance_granted", "An Allow for … put a standing allow in force.")
-AllowanceRevoked = _noted("allowance_revoked", "A standing allow was revoked before it ran out.")
+class StandingDenySet(_Event):
+    """A standing deny was set from this request (or one was in force already)."""
+
+    kind: Literal["standing_deny_set"] = "standing_deny_set"
+    denialId: str | None = None
+    toolName: str | None = None
+    requester: str | None = None
+    alreadyInForce: bool | None = None
+
+
+class StandingDenyLifted(_Event):
+    """A standing deny set from this request was lifted."""
+
+    kind: Literal["standing_deny_lifted"] = "standing_deny_lifted"
+    denialId: str | None = None
+    by: str | None = None
+
+
+class SmsStatus(_Event):
+    """A delivery status the SMS provider reported."""
+
+    kind: Literal["sms_status"] = "sms_status"
+    messageSid: str | None = None
+    status: str | None = None
+    errorCode: str | None = None
+
+
+class SignedIn(_Event):
+    """The OpenID issuer and subject of who answered in the inbox."""
+
+    kind: Literal["signed_in"] = "signed_in"
+    issuer: str | None = None
+    subject: str | None = None
+
+
+class PasskeyConfirmed(_Event):
+    """Step-up: the passkey of an Approve."""
+
+    kind: Literal["passkey_confirmed"] = "passkey_confirmed"
+    credentialId: str | None = None
+    userVerified: bool | None = None
+
+
+class Prepared(_Event):
+    """The application's contract, frozen under its digest (the arguments are not repeated)."""
+
+    kind: Literal["prepared"] = "prepared"
+    operation: str | None = None
+    preview: Any = None
+    argumentsDigest: str | None = None
+
+
+class Claimed(_Event):
+    """The approved operation is now executing, once."""
+
+    kind: Literal["claimed"] = "claimed"
+    argumentsDigest: str | None = None
+
+
+class ExecuteSent(_Event):
+    """The operation's execute request was sent (`send` counts them)."""
+
+    kind: Literal["execute_sent"] = "execute_sent"
+    send: int | None = None
+    idempotencyKey: str | None = None
+
+
+class StatusAsked(_Event):
+    """The operation's status was asked: what it answered."""
+
+    kind: Literal["status_asked"] = "status_asked"
+    answer: str | None = None
+
+
+class Outcome(_Event):
+    """The operation's final outcome (its wire form)."""
+
+    kind: Literal["outcome"] = "outcome"
+    outcome: dict[str, Any] | None = None
+
+
+class Reconciled(_Event):
+    """The operation's outcome, as settled by reconciling."""
+
+    kind: Literal["reconciled"] = "reconciled"
+    outcome: dict[str, Any] | None = None
+
+
+class HandoffDone(_Event):
+    """Done was pressed; the check against `expect` is queued under `delivery`."""
+
+    kind: Literal["handoff_done"] = "handoff_done"
+    delivery: str | None = None
+
+
+class HandoffCheck(_Event):
+    """What the handoff's `expect` endpoint answered (or why it could not be asked)."""
+
+    kind: Literal["handoff_check"] = "handoff_check"
+    delivery: str | None = None
+    status: int | None = None
+    done: bool | None = None
+    error: str | None = None
+    detail: str | None = None
+
+
+class Reminded(_Event):
+    """The one reminder: to whom, and whether it went out."""
+
+    kind: Literal["reminded"] = "reminded"
+    surface: str | None = None
+    approvers: list[str] | None = None
+    sent: bool | None = None
+    why: str | None = None
+
+
+class Escalated(_Event):
+    """An escalation step: the request goes to its route too."""
+
+    kind: Literal["escalated"] = "escalated"
+    step: int | None = None
+    to: str | None = None
+    route: dict[str, Any] | None = None
+    oncall: Any = None  # who was on call, or why nobody on call could be asked
+
+
+class EscalationDelivered(_Event):
+    """Where the escalated request was shown."""
+
+    kind: Literal["escalation_delivered"] = "escalation_delivered"
+    step: int | None = None
+    surface: str | None = None
+    conversation: str | None = None
+    messages: list[Any] | None = None
+
+
+class EscalationFailed(_Event):
+    """The escalation step's route could not be reached (`retrying`: the job tries again)."""
+
+    kind: Literal["escalation_failed"] = "escalation_failed"
+    step: int | None = None
+    why: str | None = None
+    retrying: bool | None = None
+
+
+class EditTexted(_Event):
+    """The edited call texted to the numbers shown an earlier version."""
+
+    kind: Literal["edit_texted"] = "edit_texted"
+    digest: str | None = None
+    texted: list[str] | None = None
+    problems: list[str] | None = None
+
+
+class _Email(_Event):
+    # The data's own `kind` (which email: `request`, `notice`, …) is `email` here: `kind` is the
+    # event's. It is stored as `kind`, and read back from it (`parse_event`).
+    email: str | None = Field(default=None, serialization_alias="kind")
+
+
+class EmailSent(_Email):
+    """The SMTP server accepted the request's email (and refused these recipients)."""
+
+    kind: Literal["email_sent"] = "email_sent"
+    to: list[str] | None = None
+    messageId: str | None = None
+    refused: dict[str, Any] | None = None
+
+
+class EmailFailed(_Email):
+    """The SMTP server refused or could not be reached: retried or not, and then what."""
+
+    kind: Literal["email_failed"] = "email_failed"
+    attempt: int | None = None
+    reason: str | None = None
+    retrying: bool | None = None
+    retryAt: str | None = None
+    then: str | None = None
+
+
+class _Pushed(_Event):
+    sent: int | None = None
+    gone: int | None = None
+    failed: dict[str, str] | None = None  # each failure by push service
+    retrying: bool | None = None
+    error: str | None = None  # a push that could not be tried at all
+
+
+class PushSent(_Pushed):
+    """A Web Push message accepted for a device."""
+
+    kind: Literal["push_sent"] = "push_sent"
+
+
+class PushFailed(_Pushed):
+    """A push service refused a message."""
+
+    kind: Literal["push_failed"] = "push_failed"
 
 
 class UnknownEvent(BaseModel):
@@ -316,23 +502,57 @@ TypedEvent = Annotated[
     | Edited
     | SetAside
     | Coalesced
-    | AllowanceUsed,
+    | AllowanceUsed
+    | SmsStatus
+    | StandingDenySet
+    | StandingDenyLifted
+    | SignedIn
+    | Prepared
+    | Claimed
+    | ExecuteSent
+    | StatusAsked
+    | Outcome
+    | Reconciled
+    | HandoffDone
+    | HandoffCheck
+    | Reminded
+    | Escalated
+    | EscalationDelivered
+    | EscalationFailed
+    | EditTexted
+    | PasskeyConfirmed
+    | EmailSent
+    | EmailFailed
+    | PushSent
+    | PushFailed
+    | AllowanceGranted
+    | AllowanceRevoked,
     Field(discriminator="kind"),
 ]
-"""The kinds with named fields, told apart by `kind`; the other known kinds parse to their own
-`_Noted` models through `parse_event`."""
+"""Every known kind, told apart by `kind` (`parse_typed`); `parse_event` reads stored data,
+whose kind is stored beside it."""
 _TYPED: TypeAdapter[Any] = TypeAdapter(TypedEvent)
+
+
+def _own_kind(model: type[_Event]) -> str | None:
+    # The field a model keeps its data's own `kind` in (stored as `kind`), if it has one.
+    return next((n for n, f in model.model_fields.items() if f.serialization_alias == "kind"), None)
 
 
 def parse_event(kind: str, data: Mapping[str, Any]) -> _Event | UnknownEvent:
     """The stored `data` of an event of `kind` as its model: `UnknownEvent` (every field kept)
     for a kind not known here, or for data its model cannot read."""
     model = MODELS.get(kind)
-    if model is not None and "kind" not in data:
-        try:
-            return model.model_validate({**data, "kind": kind})
-        except ValidationError:
-            pass
+    if model is not None:
+        fields = dict(data)
+        own = _own_kind(model)
+        if own is not None and "kind" in fields and own not in fields:
+            fields[own] = fields.pop("kind")  # an email's own kind (`_Email`)
+        if "kind" not in fields:
+            try:
+                return model.model_validate({**fields, "kind": kind})
+            except ValidationError:
+                pass
     return UnknownEvent(kind=kind, fields=dict(data))
 
 
@@ -340,13 +560,13 @@ def event_data(event: _Event | UnknownEvent) -> dict[str, Any]:
     """The event as stored data: the fields given (never defaults filled in), without `kind`."""
     if isinstance(event, UnknownEvent):
         return dict(event.fields)
-    return event.model_dump(mode="json", exclude_unset=True, exclude={"kind"})
+    return event.model_dump(mode="json", by_alias=True, exclude_unset=True, exclude={"kind"})
 
 
 def written(event: _Event) -> dict[str, Any]:
     """The event's data as a writer hands it to storage: the fields given, as given (storage
     makes them JSON), without `kind`."""
-    return event.model_dump(exclude_unset=True, exclude={"kind"})
+    return event.model_dump(by_alias=True, exclude_unset=True, exclude={"kind"})
 
 
 def parse_typed(event: Mapping[str, Any]) -> _Event:

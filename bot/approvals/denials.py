@@ -17,6 +17,7 @@ from typing import Any
 
 from bot.approvals.lifecycle import new_id
 from contracts.answers import PolicyDecider
+from contracts.audit_events import StandingDenyLifted, StandingDenySet, written
 from contracts.denials import Denial, DenialApprover, Scope, scope_of
 from contracts.enums import ApprovalMode, ApprovalStatus, AuditEvent, SurfaceType
 from contracts.errors import (
@@ -149,14 +150,14 @@ def setting(person: str, team: str | None) -> Step:
     def step(tx: Work, rec: Record, now: float) -> list[Event]:
         scope = offered(rec, person)
         held = denial_store.record(tx, new_id("den"), scope, team, rec.id, now)
-        data = {
-            "denialId": held.id,
-            "toolName": scope.tool_name,
-            "requester": scope.requester,
-            "alreadyInForce": held.approval_id != rec.id,
-        }
+        data = StandingDenySet(
+            denialId=held.id,
+            toolName=scope.tool_name,
+            requester=scope.requester,
+            alreadyInForce=held.approval_id != rec.id,
+        )
         actor = {"kind": "person", "surface": scope.surface.value, "userId": person}
-        return [Event(AuditEvent.STANDING_DENY_SET, actor, data)]
+        return [Event(AuditEvent.STANDING_DENY_SET, actor, written(data))]
 
     return step
 
@@ -174,7 +175,8 @@ def lift_tx(
     if denial_store.lift(tx, denial_id, by, now):
         rec = ledger.load(tx, found.approval_id, lock=True)
         if rec is not None:
-            event = Event(AuditEvent.STANDING_DENY_LIFTED, dict(actor), {"denialId": denial_id, "by": by})
+            lifted = StandingDenyLifted(denialId=denial_id, by=by)
+            event = Event(AuditEvent.STANDING_DENY_LIFTED, dict(actor), written(lifted))
             ledger.append(tx, rec, now, [event])
     return denial_store.load(tx, denial_id) or found
 

@@ -30,6 +30,7 @@ from bot.observability import SpanName, Tracing, outcome_type
 from bot.operations.contract_client import ApplicationFailed, ContractClient
 from bot.policy import Policy
 from contracts.answers import Decision
+from contracts.audit_events import StatusAsked, written
 from contracts.enums import AuditEvent, JobKind, OperationState
 from contracts.operations import (
     ExecuteCall,
@@ -264,7 +265,7 @@ class Execution:
         except ApplicationFailed as exc:
             await self.retry(job, str(exc))
             return None
-        await self.engine.note(rec.id, AuditEvent.STATUS_ASKED, {"answer": answer.outcome})
+        await self.engine.note(rec.id, AuditEvent.STATUS_ASKED, written(StatusAsked(answer=answer.outcome)))
         if isinstance(answer, InProgress):
             await self.retry(job, "in progress")
         return answer
