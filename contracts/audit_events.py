@@ -29,6 +29,8 @@ class _Event(BaseModel):
 
     model_config = ConfigDict(extra="allow", frozen=True, strict=True)
 
+    kind: str  # the stored kind; each model names its own (never part of the stored data)
+
 
 class Requested(_Event):
     """A call arrived and was admitted: what was asked, under which rule, decided how."""
@@ -58,10 +60,12 @@ class Requested(_Event):
 
 
 class _Closing(_Event):
-    """A closing: who decided is the event's actor; the comment and, for a quorum, the approvers."""
+    """A closing: who decided is the event's actor; the comment and, for a quorum, the approvers;
+    `edited`, the edit an approver approved the call with."""
 
     comment: str | None = None
     approvers: list[dict[str, Any]] | None = None
+    edited: dict[str, Any] | None = None
 
 
 class Approved(_Closing):
@@ -168,6 +172,7 @@ class Edited(_Event):
     """An approver edited the call: a new version for the quorum to approve."""
 
     kind: Literal["call_edited"] = "call_edited"
+    edited: dict[str, Any] | None = None  # the new version's parameters, fields, changes, digests
 
 
 class SetAside(_Event):
@@ -576,11 +581,13 @@ def parse_typed(event: Mapping[str, Any]) -> _Event:
 
 
 AuditEventModel = _Event
+Closing = _Closing
 __all__ = [
     "ALLOWANCE_USED",
     "KINDS",
     "MODELS",
     "AuditEventModel",
+    "Closing",
     "TypedEvent",
     "UnknownEvent",
     "event_data",

@@ -15,7 +15,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from contracts.audit_events import event_data, parse_event
+from contracts.audit_events import AuditEventModel, UnknownEvent, event_data, parse_event
 from contracts.cloudevents import AuditCloudEvent, cloudevent
 from contracts.digest import SAFE_INTEGER, canonical_json
 from storage.tables import approvals, audit_events
@@ -217,6 +217,14 @@ class AuditRow:
     prev_hash: str
     hash: str
 
+    def typed(self) -> AuditEventModel | UnknownEvent:
+        """The stored data read through its kind's model (`contracts.audit_events`); data that
+        is no JSON object (an edited row) as `UnknownEvent`, under `unparseable` if no JSON."""
+        data = _parsed(self.data)
+        if isinstance(data, dict):
+            return parse_event(self.event, data)
+        return UnknownEvent(kind=self.event, fields={"unparseable": data})
+
     @classmethod
     def from_row(cls, row: Any) -> AuditRow:
         """Build from a row of the audit_events table."""
@@ -234,9 +242,12 @@ class AuditRow:
 
 
 def _typed(row: AuditRow) -> Any:
-    # The stored data read through its kind's model (`contracts.audit_events`), as stored.
-    data = _parsed(row.data)
-    return event_data(parse_event(row.event, data)) if isinstance(data, dict) else data
+    # The stored data read through its kind's model (`AuditRow.typed`), dumped as stored; data
+    # that is no JSON object, as found.
+    event = row.typed()
+    if isinstance(event, UnknownEvent) and set(event.fields) == {"unparseable"}:
+        return _parsed(row.data)
+    return event_data(event)
 
 
 def event_to_json(row: AuditRow) -> dict[str, Any]:

@@ -28,7 +28,8 @@ from storage.audit import AuditRow, Event, chain_rows
 from storage.direct import Direct, Raced, optimistic
 from storage.jobs import Queued, payload_json, queue
 from storage.notify import channel_for
-from storage.records import Changes, Record, delivered_to_json, delivery_key
+from storage.record_columns import delivered_to_json, delivery_key
+from storage.records import Changes, Record
 from storage.tables import approvals, audit_events, escalations, flags, jobs, run_grants
 from storage.work import Work
 

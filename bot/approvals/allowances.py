@@ -33,7 +33,8 @@ from storage import ledger
 from storage.allowances import Scope, StandingAllow
 from storage.audit import Event
 from storage.database import Database
-from storage.records import Record, iso, ts
+from storage.record_columns import iso, ts
+from storage.records import Record
 from storage.work import Work
 
 log = logging.getLogger("cosigner.allowances")
@@ -94,7 +95,7 @@ def offered(policy: Policy, rec: Record) -> tuple[str, ...]:
         or rec.operation is not None
         or rec.handoff is not None
         or rec.step_up
-        or SurfaceType(rec.surface.get("type", "api")) in HEADLESS
+        or SurfaceType(rec.surface.type) in HEADLESS
     ):
         return ()
     rule = policy.rule_for(rec.tenant, rec.tool_name)
@@ -127,7 +128,7 @@ def terms(policy: Policy, rec: Record, seconds: float | None) -> tuple[AllowFor,
         )
     if rec.operation is not None or rec.handoff is not None or rec.mode is ApprovalMode.HANDOFF:
         raise InvalidRequest("Allow for is offered only on tool calls; answer approve", field="allowFor")
-    if SurfaceType(rec.surface.get("type", "api")) in HEADLESS:
+    if SurfaceType(rec.surface.type) in HEADLESS:
         raise InvalidRequest(
             "Allow for is offered only on runs a person triggered: a headless run's would cover "
             "every such run; answer approve",

@@ -28,12 +28,14 @@ from contracts.errors import (
     PermissionDenied,
 )
 from contracts.ports import Route
+from contracts.surfaces import SurfaceLike
 from storage import denials as denial_store
 from storage import ledger
 from storage.audit import Event
 from storage.database import Database
 from storage.denials import StandingDeny
-from storage.records import Record, iso, ts
+from storage.record_columns import iso, ts
+from storage.records import Record
 from storage.work import Work
 
 log = logging.getLogger("cosigner.denials")
@@ -111,7 +113,7 @@ def held_against(
     tool: str,
     mode: ApprovalMode,
     route: Route | ApprovalModeUnsupported | None,
-    surface: Mapping[str, Any],
+    surface: SurfaceLike,
 ) -> StandingDeny | None:
     """The standing deny in force for the scope this request would be asked in, if any."""
     if route is None or isinstance(route, ApprovalModeUnsupported):

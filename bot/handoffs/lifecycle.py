@@ -35,7 +35,8 @@ from storage import inbound, jobs, ledger
 from storage.audit import Event
 from storage.database import Database
 from storage.jobs import Delivery, Job
-from storage.records import Changes, Record, ts
+from storage.record_columns import ts
+from storage.records import Changes, Record
 from storage.sealing import TokenSeal
 from storage.work import Work
 

@@ -93,7 +93,7 @@ def approval_attributes(rec: Record) -> dict[str, AttributeValue]:
         "gen_ai.tool.call.id": rec.tool_call_id,
         "cosigner.tool.kind": rec.kind.value,
         "cosigner.mode": rec.mode.value,
-        "cosigner.surface": str(rec.surface.get("type", "")),
+        "cosigner.surface": rec.surface.type,
         "cosigner.status": rec.status.value,
         "cosigner.policy.rule": rec.policy_rule,
     }

@@ -45,7 +45,8 @@ from storage import jobs, ledger, operations
 from storage.database import Database
 from storage.jobs import Job
 from storage.operations import arguments_context
-from storage.records import Changes, Record, iso
+from storage.record_columns import iso
+from storage.records import Changes, Record
 from storage.sealing import SealError, TokenSeal
 from storage.work import Work
 

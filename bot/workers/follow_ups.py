@@ -50,7 +50,8 @@ from storage import jobs
 from storage.audit import Event
 from storage.database import Database
 from storage.jobs import EscalationStep, Job, Version
-from storage.records import Escalation, Record, route_fields
+from storage.record_columns import Escalation, route_fields
+from storage.records import Record
 
 log = logging.getLogger("cosigner.follow_ups")
 

@@ -18,7 +18,8 @@ from contracts.audit_events import EmailFailed, written
 from contracts.enums import AuditEvent, ErrorCode
 from contracts.reach import Unsent
 from storage.jobs import Job
-from storage.records import Record, iso
+from storage.record_columns import iso
+from storage.records import Record
 
 Finish = Callable[..., Awaitable[None]]
 

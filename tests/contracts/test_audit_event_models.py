@@ -186,7 +186,9 @@ def stored(data: Any) -> bytes:
 
 
 def test_every_kind_has_a_model() -> None:
-    kinds = {e.value for e in AuditEvent} | {s.value for s in ApprovalStatus if s is not ApprovalStatus.PENDING}
+    kinds = {e.value for e in AuditEvent} | {
+        s.value for s in ApprovalStatus if s is not ApprovalStatus.PENDING
+    }
     assert kinds <= KINDS, f"kinds without a model: {sorted(kinds - KINDS)}"
     for kind in kinds:
         assert MODELS[kind].model_fields["kind"].default == kind
