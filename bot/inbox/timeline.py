@@ -95,19 +95,19 @@ def seconds_of(iso: Any) -> float | None:
         return None
 
 
-def oncall(said: Any) -> list[str]:
+def oncall(said: ev.OnCallNote | None) -> list[str]:
     """What a request or escalation says of on call (its `oncall`): who was on call and asked,
     or why nobody on call could be asked and the rule's other approvers were asked instead."""
-    if not isinstance(said, Mapping):
+    if said is None:
         return []
-    rotations = ", ".join(map(str, said.get("rotations") or [])) or "the rotation"
-    if said.get("fallback"):
+    rotations = ", ".join(said.rotations or []) or "the rotation"
+    if said.fallback:
         return [
-            f"On call ({rotations}) not reached: {said['fallback']}; the rule's other approvers asked instead"
+            f"On call ({rotations}) not reached: {said.fallback}; the rule's other approvers asked instead"
         ]
-    lines = [f"On call ({rotations}): {', '.join(map(str, said.get('onCall') or [])) or 'nobody'}"]
-    if said.get("unknown"):
-        lines.append(f"On call but unknown here: {', '.join(map(str, said['unknown']))}")
+    lines = [f"On call ({rotations}): {', '.join(said.onCall or []) or 'nobody'}"]
+    if said.unknown:
+        lines.append(f"On call but unknown here: {', '.join(said.unknown)}")
     return lines
 
 

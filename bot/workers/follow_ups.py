@@ -31,6 +31,7 @@ from contracts.audit_events import (
     Escalated,
     EscalationDelivered,
     EscalationFailed,
+    OnCallNote,
     Reminded,
     written,
 )
@@ -124,7 +125,7 @@ class FollowUps:
             await self._finish(job.id, "no escalation step")
             return
         step, to, route = job.payload.step, job.payload.to, job.payload.route
-        oncall: object = None
+        oncall: OnCallNote | None = None
         if job.payload.oncall is not None:
             # Whoever is on call now (the rotation may have moved since the request came);
             # nobody reachable: the step's own route, the tenant's admins.

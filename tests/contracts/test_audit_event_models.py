@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from bot.oncall.directory import Asked, Fallback
 from contracts import audit_events as ev
 from contracts.audit_events import (
     KINDS,
@@ -108,7 +109,7 @@ FIXTURES: dict[str, tuple[dict[str, Any], AuditEventModel]] = {
     "escalated": (
         {"step": 1, "to": "route", "route": asdict(ROUTE), "oncall": {"rotations": ["r"], "onCall": ["U2"]}},
         ev.Escalated(step=1, to="route", route=asdict(ROUTE)).model_copy(
-            update={"oncall": {"rotations": ["r"], "onCall": ["U2"]}}
+            update={"oncall": ev.OnCallNote(rotations=["r"], onCall=["U2"])}
         ),
     ),
     "escalation_delivered": (
@@ -219,3 +220,26 @@ def test_an_emails_own_kind_is_read_from_its_data() -> None:
     assert isinstance(event, ev.EmailFailed) and event.email == "notice" and event.attempt == 2
     assert event_data(event) == {"kind": "notice", "attempt": 2}
     assert isinstance(parse_event("email_sent", {"to": "not a list"}), UnknownEvent)
+
+
+def test_on_call_is_written_as_it_was() -> None:
+    asked = Asked(ROUTE, ("oncall:pagerduty:P1",), ("a@x", "b@x"), ("b@x",))
+    assert stored(written(ev.Requested(toolName="t", oncall=asked.audit()))) == stored(
+        {
+            "toolName": "t",
+            "oncall": {
+                "rotations": ["oncall:pagerduty:P1"],
+                "onCall": ["a@x", "b@x"],
+                "asked": ["U1", "U2"],
+                "unknown": ["b@x"],
+            },
+        }
+    )
+    everyone = Asked(ROUTE, ("r",), ("a@x",), ())
+    assert stored(written(ev.Escalated(step=0, oncall=everyone.audit()))) == stored(
+        {"step": 0, "oncall": {"rotations": ["r"], "onCall": ["a@x"], "asked": ["U1", "U2"]}}
+    )
+    fallback = Fallback(("r",), "PagerDuty answered 503")
+    assert stored(written(ev.Escalated(oncall=fallback.audit()))) == stored(
+        {"oncall": {"rotations": ["r"], "fallback": "PagerDuty answered 503"}}
+    )
