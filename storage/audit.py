@@ -219,11 +219,8 @@ class AuditRow:
 
     def typed(self) -> AuditEventModel | UnknownEvent:
         """The stored data read through its kind's model (`contracts.audit_events`); data that
-        is no JSON object (an edited row) as `UnknownEvent`, under `unparseable` if no JSON."""
-        data = _parsed(self.data)
-        if isinstance(data, dict):
-            return parse_event(self.event, data)
-        return UnknownEvent(kind=self.event, fields={"unparseable": data})
+        is no JSON object (an edited row) as `UnknownEvent`, under `unparseable`."""
+        return typed_event(self.event, self.data)
 
     @classmethod
     def from_row(cls, row: Any) -> AuditRow:
@@ -241,13 +238,19 @@ class AuditRow:
         )
 
 
+def typed_event(event: str, data: str) -> AuditEventModel | UnknownEvent:
+    """An event's stored data (JSON text) read through its kind's model, as `AuditRow.typed`."""
+    parsed = _parsed(data)
+    if isinstance(parsed, dict):
+        return parse_event(event, parsed)
+    return UnknownEvent(kind=event, fields={"unparseable": parsed})
+
+
 def _typed(row: AuditRow) -> Any:
-    # The stored data read through its kind's model (`AuditRow.typed`), dumped as stored; data
-    # that is no JSON object, as found.
-    event = row.typed()
-    if isinstance(event, UnknownEvent) and set(event.fields) == {"unparseable"}:
-        return _parsed(row.data)
-    return event_data(event)
+    # The stored data read through its kind's model, dumped as stored; data that is no JSON
+    # object, as found.
+    parsed = _parsed(row.data)
+    return event_data(parse_event(row.event, parsed)) if isinstance(parsed, dict) else parsed
 
 
 def event_to_json(row: AuditRow) -> dict[str, Any]:
