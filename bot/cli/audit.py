@@ -13,6 +13,7 @@ from typing import Any
 
 from bot.settings import Settings, load_settings
 from bot.workers import audit_sink_secret
+from contracts.audit_events import Requested
 from storage import ledger
 from storage.audit import AuditRow, Finding, event_to_cloudevent, event_to_json, stream_since, verify_chains
 from storage.database import Database
@@ -36,9 +37,9 @@ def register(sub: Any, with_db: WithDb, usage_error: type[Exception]) -> None:
                 f"no audit events for {args.id!r}; give an approval id (apv_…), "
                 "e.g. from `cosigner audit export`"
             )
-        first = event_to_json(rows[0])["data"]
-        if isinstance(first, dict) and first.get("traceId"):
-            print(f"trace {first['traceId']}")  # the W3C trace id its spans carry
+        first = rows[0].typed()
+        if isinstance(first, Requested) and first.traceId:
+            print(f"trace {first.traceId}")  # the W3C trace id its spans carry
         for row in rows:
             when = datetime.fromtimestamp(row.at, UTC).isoformat(timespec="milliseconds")
             print(f"{row.seq:>3} {when} {row.event:<18} {row.actor} {row.data}")

@@ -13,7 +13,7 @@ from bot.approvals import Denials, setter
 from bot.http import TenantKeys
 from storage.database import Database
 from storage.denials import StandingDeny
-from storage.records import iso
+from storage.record_columns import iso
 
 WithDb = Callable[[Callable[[Database, Any], Awaitable[Any]]], Coroutine[Any, Any, Any]]
 
