@@ -26,7 +26,7 @@ from contracts.operations import OperationOutcome, Preview
 
 
 @dataclass(frozen=True)
-class Outcome:
+class Ending:
     """How a closed approval ended, for showing on its card or in a text."""
 
     status: ApprovalStatus
@@ -73,7 +73,7 @@ class ApprovalCard:
     created_at: datetime
     expires_at: datetime
     status: ApprovalStatus
-    outcome: Outcome | None = None
+    outcome: Ending | None = None
     handoff: HandoffCard | None = None  # a handoff: Done / Cancel instead of Approve / Deny
     # Whether the approver may answer "always deny" (see contracts.denials.scope_of).
     offers_always_deny: bool = False

@@ -12,7 +12,7 @@ from contracts.digest import parameters_digest
 from contracts.edits import EditState
 from contracts.enums import ApprovalMode, ApprovalStatus, DeciderKind, SurfaceType, ToolKind
 from contracts.handoff import HandoffState
-from contracts.ports import ApprovalCard, ApprovalVote, Delivered, EscalationNote, Outcome, Placed, Route
+from contracts.ports import ApprovalCard, ApprovalVote, Delivered, Ending, EscalationNote, Placed, Route
 from contracts.surfaces import person_of
 from contracts.wire import Surface
 from storage.operations import OperationRecord
@@ -267,7 +267,7 @@ class Record:
         outcome = None
         if self.closed and self.decided_at is not None:
             by = self.decided_by
-            outcome = Outcome(
+            outcome = Ending(
                 status=self.status,
                 decided_at=ts(self.decided_at),
                 decider_kind=by.kind if by is not None else DeciderKind.SYSTEM.value,

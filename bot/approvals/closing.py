@@ -19,7 +19,7 @@ from bot.approvals import denials as standing
 from bot.approvals.judging import closed_error, stale
 from bot.approvals.lifecycle import Closing
 from bot.observability import Answered
-from bot.observability.activity import Activity, Answer, Step
+from bot.observability.activity import Activity, PersonAnswer, Step
 from bot.policy import rule_on
 from contracts.allowances import choice_named
 from contracts.answers import AgentDecider, PersonDecider, PolicyDecider, SystemDecider, TimeoutDecider
@@ -84,7 +84,7 @@ class Closer:
                         "approval_id": approval_id,
                         "code": refused,
                         "activity": Activity(
-                            Step.ANSWERED, done.record, Answer(closing.decided_by, closing.to, refused)
+                            Step.ANSWERED, done.record, PersonAnswer(closing.decided_by, closing.to, refused)
                         ),
                     },
                 )

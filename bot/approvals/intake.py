@@ -140,7 +140,7 @@ class Coalesce:
     record: Record
 
 
-Outcome = Replay | Refuse | Admit | Coalesce
+Weighed = Replay | Refuse | Admit | Coalesce
 
 
 @dataclass(frozen=True)
@@ -184,7 +184,7 @@ def question(
     )
 
 
-def weigh(call: Call, snap: store.Snapshot) -> Outcome:
+def weigh(call: Call, snap: store.Snapshot) -> Weighed:
     """Replay, refuse, or admit the call (closed by policy or pending with its route); pure."""
     earlier = snap.earlier
     if earlier is not None:

@@ -19,7 +19,7 @@ httpcore's pool cost about ten times the CPU per request of aiohttp's connector
 from the environment are not used, cookies are not kept.
 
 Every request is signed by Standard Webhooks (`Egress.post_signed`, the one signing place;
-`webhook-id` is the delivery id, the same on each retry). `Egress.post` answers an `Answer`
+`webhook-id` is the delivery id, the same on each retry). `Egress.post` answers a `Reply`
 (status and body) or raises `EgressRefused` (the rules refuse the target), `Unreached` (no
 connection was made: the request cannot have arrived) or `Lost` (the request may have
 arrived; its answer did not come).
@@ -98,7 +98,7 @@ class PinnedResolver(AbstractResolver):
 
 
 @dataclass(frozen=True, slots=True)
-class Answer:
+class Reply:
     """What the target answered: its HTTP status and body."""
 
     status_code: int
@@ -164,7 +164,7 @@ class Egress:
         content: bytes,
         headers: Mapping[str, str] | None = None,
         timeout: float = 10.0,  # noqa: ASYNC109 (a per-request limit, as in httpx)
-    ) -> Answer:
+    ) -> Reply:
         """POST `content` to `url` once (never redirected) and read the whole answer."""
         check_url(url, self.allow)
         try:
@@ -175,7 +175,7 @@ class Egress:
                 allow_redirects=False,
                 timeout=aiohttp.ClientTimeout(total=timeout),
             ) as response:
-                return Answer(response.status, await response.read())
+                return Reply(response.status, await response.read())
         except EgressRefused:
             raise
         except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError, aiohttp.InvalidURL) as exc:
@@ -194,7 +194,7 @@ class Egress:
         user_agent: str,
         timeout: float = 10.0,  # noqa: ASYNC109 (a per-request limit, as in httpx)
         content_type: str = "application/json",
-    ) -> Answer:
+    ) -> Reply:
         """POST JSON `body` signed by Standard Webhooks as delivery `delivery` (`webhook-id`)."""
         headers = {
             "Content-Type": content_type,

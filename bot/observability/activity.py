@@ -16,7 +16,7 @@ from contracts.answers import AgentDecider, DecidedBy, PersonDecider, PolicyDeci
 from contracts.enums import ApprovalStatus
 from storage.records import Record
 
-__all__ = ["Activity", "Answer", "Step", "decider"]
+__all__ = ["Activity", "PersonAnswer", "Step", "decider"]
 
 
 class Step(StrEnum):
@@ -28,7 +28,7 @@ class Step(StrEnum):
 
 
 @dataclass(frozen=True)
-class Answer:
+class PersonAnswer:
     """A person's answer: who, what they asked for, and the code it was refused with, if it was."""
 
     by: PersonDecider
@@ -42,7 +42,7 @@ class Activity:
 
     step: Step
     record: Record
-    answer: Answer | None = None
+    answer: PersonAnswer | None = None
 
     def line(self) -> str:
         """The console line, e.g. `decided  apv_…  acme  issue_refund: approved by slack:U0ALICE`."""

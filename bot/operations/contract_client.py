@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from pydantic import BaseModel, ValidationError
 
 from bot.approvals import new_id
-from bot.egress import Answer, Egress, EgressFailed, EgressRefused, Unreached
+from bot.egress import Egress, EgressFailed, EgressRefused, Reply, Unreached
 from contracts.enums import ErrorCode
 from contracts.operations import (
     ExecuteCall,
@@ -67,7 +67,7 @@ class ContractClient:
         self.clock = clock
         self.environ = os.environ if environ is None else environ
 
-    async def _post(self, url: str, secret_env: str, call: BaseModel, seconds: float) -> Answer:
+    async def _post(self, url: str, secret_env: str, call: BaseModel, seconds: float) -> Reply:
         secret = self.environ.get(secret_env)
         if not secret:
             raise ApplicationFailed(f"{secret_env} is not set; set the operation's signing secret")

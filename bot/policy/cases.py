@@ -137,7 +137,7 @@ class CaseFile(_Strict):
 
 
 @dataclass(frozen=True)
-class Outcome:
+class CaseRun:
     """One case run: its name, each way it failed (none: it passed), and the ruling made."""
 
     name: str
@@ -217,7 +217,7 @@ def _line_of(text: str, loc: tuple[Any, ...]) -> int:
     return start + 1
 
 
-def run_case(policy: Policy, case: Case, sms: SmsSender | None = None) -> Outcome:
+def run_case(policy: Policy, case: Case, sms: SmsSender | None = None) -> CaseRun:
     """Decide the case's call by the policy and compare with what it expects."""
     surface = parse_surface(case.surface) if case.surface is not None else None
     ruling = rule_on(
@@ -232,7 +232,7 @@ def run_case(policy: Policy, case: Case, sms: SmsSender | None = None) -> Outcom
         agent=case.agent,
         now=case.time,
     )
-    return Outcome(case.name, tuple(_failures(case, ruling)), ruling)
+    return CaseRun(case.name, tuple(_failures(case, ruling)), ruling)
 
 
 def _failures(case: Case, ruling: Ruling) -> list[str]:
@@ -278,7 +278,7 @@ def _failures(case: Case, ruling: Ruling) -> list[str]:
     return wrong
 
 
-def run_cases(policy: Policy, cases: Sequence[Case], sms: SmsSender | None = None) -> list[Outcome]:
+def run_cases(policy: Policy, cases: Sequence[Case], sms: SmsSender | None = None) -> list[CaseRun]:
     """Run every case; a case whose call cannot be decided fails with the reason."""
     outcomes = []
     sms = sms or assumed_sender()
@@ -286,11 +286,11 @@ def run_cases(policy: Policy, cases: Sequence[Case], sms: SmsSender | None = Non
         try:
             outcomes.append(run_case(policy, case, sms))
         except ValueError as exc:
-            outcomes.append(Outcome(case.name, (str(exc),), None))
+            outcomes.append(CaseRun(case.name, (str(exc),), None))
     return outcomes
 
 
-def junit(outcomes: Sequence[Outcome], suite: str) -> bytes:
+def junit(outcomes: Sequence[CaseRun], suite: str) -> bytes:
     """The outcomes as JUnit XML, the format CI systems read test reports in."""
     failed = sum(not o.passed for o in outcomes)
     root = ElementTree.Element("testsuites", tests=str(len(outcomes)), failures=str(failed))

@@ -19,7 +19,7 @@ from bot.policy.quorum import check_route
 from bot.policy.redaction import REDACTED, redact
 from bot.policy.routing import SmsSender, is_headless, route_for
 from bot.policy.rules import Policy, ToolRule
-from bot.policy.ruling import Ruling, Step, differences, loosens, where
+from bot.policy.ruling import PathStep, Ruling, differences, loosens, where
 from bot.policy.thresholds import above, below, unreadable
 from bot.policy.tool_rule import first_block
 from contracts.enums import ApprovalMode, ApproverKind, SurfaceType, ToolKind
@@ -56,7 +56,7 @@ def rule_on(
         rule, cedar_said, unevaluable = cedar_rule(
             policy.cedar, base, tenant, parameters, surface, agent, now
         )
-        steps = [Step(path, says) for path, says in cedar_said]
+        steps = [PathStep(path, says) for path, says in cedar_said]
     else:
         rule = rule or policy.rule_for(tenant, tool)
         steps = [_found(rule, tool)]
@@ -68,11 +68,11 @@ def rule_on(
     if rule.deny:
         path = rule.block or rule.origin("deny")
         said = "forbid: the call is refused" if rule.block else "true: every call is refused"
-        steps.append(Step(path, f"{said} ({rule.deny_reason or 'no reason given'})"))
+        steps.append(PathStep(path, f"{said} ({rule.deny_reason or 'no reason given'})"))
         return ruling(mode=rule.mode, deny=True, decided_by=path, route=None, threshold=None, timeout=None)
     bad = unreadable(rule, parameters)
     if bad is not None:
-        steps.append(Step(bad.path, f"refused as invalid: {bad.message}"))
+        steps.append(PathStep(bad.path, f"refused as invalid: {bad.message}"))
         return ruling(
             mode=rule.mode,
             deny=False,
@@ -85,14 +85,14 @@ def rule_on(
     over, said = above(rule, parameters)
     if rule.deny_above is not None:
         path = rule.origin("deny_above")
-        steps.append(Step(path, said + (": the call is refused" if over else ": not refused by it")))
+        steps.append(PathStep(path, said + (": the call is refused" if over else ": not refused by it")))
         if over:
             return ruling(
                 mode=rule.mode, deny=True, decided_by=path, route=None, threshold=None, timeout=None
             )
     if rule.when:
         rule, tried, unevaluable = first_block(rule, parameters, annotations)
-        steps += [Step(path, says) for path, says in tried]
+        steps += [PathStep(path, says) for path, says in tried]
         if rule.deny:
             by = rule.block or rule.origin("when")
             return ruling(mode=rule.mode, deny=True, decided_by=by, route=None, threshold=None, timeout=None)
@@ -106,7 +106,7 @@ def rule_on(
     route: Route | ApprovalModeUnsupported | None = None
     kinds: tuple[ApproverKind, ...] = ()
     if surface is None:
-        steps.append(Step("(route)", "no surface given: the route and its approvers depend on it"))
+        steps.append(PathStep("(route)", "no surface given: the route and its approvers depend on it"))
     else:
         try:
             route = route_for(policy, tenant, rule, surface, enabled, sms or SmsSender(), oncall)
@@ -129,25 +129,27 @@ def rule_on(
     if threshold is None and (rule.quorum > 1 or rule.separate_duties):
         steps.append(_quorum_step(rule))
     if threshold is None and rule.step_up:
-        steps.append(Step(rule.origin("step_up"), STEP_UP_SAYS))
+        steps.append(PathStep(rule.origin("step_up"), STEP_UP_SAYS))
     timeout = None
     if threshold is None and surface is not None and not isinstance(route, ApprovalModeUnsupported):
         on = route.surface if route is not None else SurfaceType(getattr(surface, "type", "api"))
         timeout, source = policy.timeout_with_source(rule, on, requested_timeout)
-        steps.append(Step(source, f"a person has {format_duration(timeout)} to answer; expiry means deny"))
+        steps.append(
+            PathStep(source, f"a person has {format_duration(timeout)} to answer; expiry means deny")
+        )
     follow_ups = None
     if isinstance(route, Route) and timeout is not None and (rule.remind_after is not None or rule.escalate):
         planned = plan(policy, tenant, rule, surface, route, timeout, enabled=enabled, sms=sms or SmsSender())
         if isinstance(planned, ApprovalModeUnsupported):
             route = planned
-            steps.append(Step(str(planned.details["policy"]), f"refused, {planned.message}"))
+            steps.append(PathStep(str(planned.details["policy"]), f"refused, {planned.message}"))
         else:
             follow_ups = planned
-            steps += [Step(path, says) for path, says in planned.said]
+            steps += [PathStep(path, says) for path, says in planned.said]
     _redaction(rule, parameters, steps)
     if threshold is None:
         steps.append(
-            Step(
+            PathStep(
                 RUN_TIME,
                 "before anyone is asked the database is checked for an approver's standing deny "
                 f"and the per-run cap ({policy.max_gated_calls(tenant)})"
@@ -195,31 +197,31 @@ def _quorum_says(rule: ToolRule) -> str:
     return "each approver's Approve is counted once, as it comes"
 
 
-def _quorum_step(rule: ToolRule) -> Step:
+def _quorum_step(rule: ToolRule) -> PathStep:
     """Who must approve: a quorum of distinct approvers, and whether the requester counts."""
     apart = ", never the requester (separate_duties)" if rule.separate_duties else ""
     if rule.quorum > 1:
         says = f"{rule.quorum} distinct approvers must approve{apart}; one Deny vetoes"
-        return Step(rule.origin("quorum"), says)
-    return Step(rule.origin("separate_duties"), "true: one approver decides, never the requester")
+        return PathStep(rule.origin("quorum"), says)
+    return PathStep(rule.origin("separate_duties"), "true: one approver decides, never the requester")
 
 
-def _found(rule: ToolRule, tool: str) -> Step:
+def _found(rule: ToolRule, tool: str) -> PathStep:
     if "kind" not in dict(rule.origins):
-        return Step(f"tools.{tool}", 'not in the policy: treated as kind = "danger"')
+        return PathStep(f"tools.{tool}", 'not in the policy: treated as kind = "danger"')
     sections = list(dict.fromkeys(path for _key, path in rule.origins))
     if len(sections) == 1:
-        return Step(rule.source, f"the rule of [{sections[0]}]")
-    return Step(rule.source, f"[{sections[0]}], overridden key by key by [{sections[1]}]")
+        return PathStep(rule.source, f"the rule of [{sections[0]}]")
+    return PathStep(rule.source, f"[{sections[0]}], overridden key by key by [{sections[1]}]")
 
 
-def _mode(rule: ToolRule, tenant: str, steps: list[Step]) -> str:
+def _mode(rule: ToolRule, tenant: str, steps: list[PathStep]) -> str:
     """Append the step that set the mode; return its key path."""
     if rule.block is not None:
         # `_when` said the block's step; only gate_all may raise a block's allow.
         if rule.gate_all and rule.mode is ApprovalMode.ASK:
             path = f"tenants.{tenant}.gate_all"
-            steps.append(Step(path, "true: none is raised to ask"))
+            steps.append(PathStep(path, "true: none is raised to ask"))
             return path
         return rule.block
     if rule.handoff is not None:
@@ -235,19 +237,19 @@ def _mode(rule: ToolRule, tenant: str, steps: list[Step]) -> str:
         path, says = rule.origin("confirm"), "confirm = false → none"
     else:
         path, says = rule.origin("kind"), f'kind = "{rule.kind.value}" → none'
-    steps.append(Step(path, says))
+    steps.append(PathStep(path, says))
     if rule.gate_all and rule.mode is ApprovalMode.ASK and says.endswith("→ none"):
         path = f"tenants.{tenant}.gate_all"
-        steps.append(Step(path, "true: none is raised to ask"))
+        steps.append(PathStep(path, "true: none is raised to ask"))
     return path
 
 
-def _threshold(rule: ToolRule, parameters: Mapping[str, Any], steps: list[Step]) -> str | None:
+def _threshold(rule: ToolRule, parameters: Mapping[str, Any], steps: list[PathStep]) -> str | None:
     if rule.allow_below is None:
         return None
     passes, says = below(rule, parameters)
     path = rule.origin("allow_below")
-    steps.append(Step(path, says + (": nobody is asked" if passes else ": the mode stands")))
+    steps.append(PathStep(path, says + (": nobody is asked" if passes else ": the mode stands")))
     if not passes:
         return None
     return f"{path} ({rule.allow_below.parameter} < {rule.allow_below.value:g})"
@@ -255,7 +257,7 @@ def _threshold(rule: ToolRule, parameters: Mapping[str, Any], steps: list[Step])
 
 def _route_step(
     policy: Policy, tenant: str, rule: ToolRule, surface: object, route: Route | ApprovalModeUnsupported
-) -> tuple[Step, tuple[ApproverKind, ...]]:
+) -> tuple[PathStep, tuple[ApproverKind, ...]]:
     """The step naming who is asked and where, and the approver kinds asked."""
     headless = policy.tenant(tenant).headless_route
     kinds: tuple[ApproverKind, ...] = rule.approvers
@@ -276,19 +278,21 @@ def _route_step(
             f"if nobody on call can be reached, {named}"
         )
     if isinstance(route, ApprovalModeUnsupported):
-        return Step(path, f"{named}: refused, {route.message}"), kinds
+        return PathStep(path, f"{named}: refused, {route.message}"), kinds
     who = ", ".join(route.approvers)
-    return Step(path, f"{named} via {where(route)}: {who} may answer"), kinds
+    return PathStep(path, f"{named} via {where(route)}: {who} may answer"), kinds
 
 
-def _redaction(rule: ToolRule, parameters: Mapping[str, Any], steps: list[Step]) -> None:
+def _redaction(rule: ToolRule, parameters: Mapping[str, Any], steps: list[PathStep]) -> None:
     named = ", ".join(rule.redact) if rule.redact else "no paths named"
     hidden = _hidden(parameters, redact(dict(parameters), rule.redact, rule.show))
     shown = f"; of these parameters: {', '.join(hidden)}" if hidden else ""
     # Redaction adds up over the tool's and the tenant's sections, so the rule's section speaks.
-    steps.append(Step(rule.origin("redact"), f"{named}, and any value that looks like a secret{shown}"))
+    steps.append(PathStep(rule.origin("redact"), f"{named}, and any value that looks like a secret{shown}"))
     if rule.show:
-        steps.append(Step(rule.origin("show"), f"{', '.join(rule.show)} shown although named like a secret"))
+        steps.append(
+            PathStep(rule.origin("show"), f"{', '.join(rule.show)} shown although named like a secret")
+        )
 
 
 def _hidden(given: Any, shown: Any, prefix: str = "") -> list[str]:
@@ -304,8 +308,8 @@ def _hidden(given: Any, shown: Any, prefix: str = "") -> list[str]:
 
 __all__ = [
     "RUN_TIME",
+    "PathStep",
     "Ruling",
-    "Step",
     "above",
     "below",
     "differences",

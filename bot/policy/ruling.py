@@ -17,7 +17,7 @@ from contracts.ports import Route, SlackRoute, SmsRoute, TeamsRoute
 
 
 @dataclass(frozen=True, slots=True)
-class Step:
+class PathStep:
     """One step of an explanation: the key path that spoke, and what it said."""
 
     path: str
@@ -38,7 +38,7 @@ class Ruling:
     mode: ApprovalMode
     deny: bool
     decided_by: str
-    steps: tuple[Step, ...]
+    steps: tuple[PathStep, ...]
     route: Route | ApprovalModeUnsupported | None
     threshold: str | None  # decidedBy.rule when allow_below lets the call through
     timeout: float | None

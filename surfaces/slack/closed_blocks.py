@@ -9,7 +9,7 @@ from __future__ import annotations
 from slack_sdk.models.blocks import Block, SectionBlock
 
 from contracts.enums import ApprovalStatus
-from contracts.ports import ApprovalCard, Outcome, SlackRoute
+from contracts.ports import ApprovalCard, Ending, SlackRoute
 from surfaces.slack import mrkdwn
 from surfaces.slack.blocks import (
     BLOCK_PREFIX,
@@ -60,7 +60,7 @@ def _outcome(card: ApprovalCard) -> list[Block]:
     return blocks
 
 
-def _decider(outcome: Outcome) -> str:
+def _decider(outcome: Ending) -> str:
     who = outcome.decider
     if outcome.decider_kind == "person":
         if outcome.surface in (None, "slack"):

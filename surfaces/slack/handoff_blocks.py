@@ -21,7 +21,7 @@ from slack_sdk.models.blocks import (
 
 from contracts.enums import ApprovalStatus, Verdict
 from contracts.handoff import HandoffCard
-from contracts.ports import ApprovalCard, Outcome, SlackRoute
+from contracts.ports import ApprovalCard, Ending, SlackRoute
 from contracts.shown import Hidden
 from surfaces.slack import mrkdwn
 from surfaces.slack.blocks import FULL_CALL_ACTION, notice_block, parameter_sections
@@ -137,7 +137,7 @@ def _outcome(card: ApprovalCard, word: str) -> list[Block]:
     return blocks
 
 
-def _who(card: ApprovalCard, outcome: Outcome) -> str:
+def _who(card: ApprovalCard, outcome: Ending) -> str:
     if outcome.decider_kind == "person":
         person = mrkdwn.mention(outcome.decider) if outcome.surface in (None, "slack") else None
         person = person or mrkdwn.fit(f"{outcome.decider or 'a person'} ({outcome.surface})", 200)

@@ -12,7 +12,7 @@ import pytest
 
 from contracts.enums import ApprovalStatus, SurfaceType
 from contracts.errors import SurfaceUnavailable
-from contracts.ports import DashboardRoute, Delivered, Outcome
+from contracts.ports import DashboardRoute, Delivered, Ending
 from surfaces.slack import SlackAdapter, SlackConfig
 from surfaces.slack.adapter import SlackConfigError
 from surfaces.slack.emulator import SlackEmulator
@@ -49,7 +49,7 @@ async def test_show_outcome_updates_in_place_without_buttons(
 ) -> None:
     route = make_route()
     delivered = await adapter.deliver(make_card(), route)
-    outcome = Outcome(ApprovalStatus.APPROVED, t0 + timedelta(seconds=30), "person", "U1", "slack")
+    outcome = Ending(ApprovalStatus.APPROVED, t0 + timedelta(seconds=30), "person", "U1", "slack")
     await adapter.show_outcome(make_card(status=ApprovalStatus.APPROVED, outcome=outcome), route, delivered)
     latest = emu.latest(delivered.conversation, delivered.message_refs[0])
     assert latest is not None and latest.method == "chat.update"

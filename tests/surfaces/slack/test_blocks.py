@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from contracts.enums import ApprovalMode, ApprovalStatus, ToolKind
-from contracts.ports import Outcome
+from contracts.ports import Ending
 from surfaces.slack import mrkdwn
 from surfaces.slack.blocks import as_dicts, to_blocks
 from surfaces.slack.closed_blocks import to_closed_blocks
@@ -159,7 +159,7 @@ def test_nasty_text_everywhere_is_inert(make_card: Any, make_route: Any) -> None
 def test_closed_card_has_no_buttons_and_shows_the_outcome(
     make_card: Any, make_route: Any, t0: datetime
 ) -> None:
-    outcome = Outcome(
+    outcome = Ending(
         status=ApprovalStatus.DENIED,
         decided_at=t0 + timedelta(minutes=1),
         decider_kind="person",
@@ -183,18 +183,18 @@ def test_closed_card_has_no_buttons_and_shows_the_outcome(
 def test_closed_card_by_timeout_and_by_policy(make_card: Any, make_route: Any, t0: datetime) -> None:
     expired = make_card(
         status=ApprovalStatus.EXPIRED,
-        outcome=Outcome(ApprovalStatus.EXPIRED, t0, "timeout"),
+        outcome=Ending(ApprovalStatus.EXPIRED, t0, "timeout"),
     )
     assert "*Expired* by timeout" in json.dumps(as_dicts(to_closed_blocks(expired, make_route())[0]))
     by_rule = make_card(
         status=ApprovalStatus.APPROVED,
-        outcome=Outcome(ApprovalStatus.APPROVED, t0, "policy", decider="allow_below<5000>"),
+        outcome=Ending(ApprovalStatus.APPROVED, t0, "policy", decider="allow_below<5000>"),
     )
     flat = json.dumps(as_dicts(to_closed_blocks(by_rule, make_route())[0]))
     assert "policy rule allow_below&lt;5000&gt;" in flat
     sms = make_card(
         status=ApprovalStatus.APPROVED,
-        outcome=Outcome(ApprovalStatus.APPROVED, t0, "person", decider="+15550001", surface="sms"),
+        outcome=Ending(ApprovalStatus.APPROVED, t0, "person", decider="+15550001", surface="sms"),
     )
     assert "+15550001 (sms)" in json.dumps(as_dicts(to_closed_blocks(sms, make_route())[0]))
 

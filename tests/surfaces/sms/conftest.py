@@ -25,8 +25,8 @@ from contracts.ports import (
     Answer,
     ApprovalCard,
     Delivered,
+    Ending,
     Look,
-    Outcome,
     Placed,
     SmsRoute,
 )
@@ -52,7 +52,7 @@ def make_card(
     parameters: Mapping[str, Any] | None = None,
     reason: str | None = "Customer says the discount was not applied",
     status: ApprovalStatus = ApprovalStatus.PENDING,
-    outcome: Outcome | None = None,
+    outcome: Ending | None = None,
     created_at: datetime = START,
 ) -> ApprovalCard:
     """A card as the engine would hand it over (parameters already redacted)."""
@@ -187,7 +187,7 @@ class FakeDesk:
 
     def close(self, approval_id: str, status: ApprovalStatus, kind: str, who: str | None) -> None:
         placed = self.approvals[approval_id]
-        outcome = Outcome(status=status, decided_at=START, decider_kind=kind, decider=who)
+        outcome = Ending(status=status, decided_at=START, decider_kind=kind, decider=who)
         card = dataclasses.replace(placed.card, status=status, outcome=outcome)
         self.approvals[approval_id] = dataclasses.replace(placed, card=card)
 

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from contracts.enums import ApprovalStatus
-from contracts.ports import Outcome
+from contracts.ports import Ending
 from surfaces.sms.fit import BUDGET, compact_parameters, cut, segments, sms_length
 from surfaces.sms.follow_up_text import reminder_text
 from surfaces.sms.more import MORE_PARTS, more_parts, not_texted_whole, unshown
@@ -154,7 +154,7 @@ def test_outcome_texts(kit: Any, status: ApprovalStatus, expected: str) -> None:
 
 
 def test_outcome_of_a_fail_closed_request_names_the_code(kit: Any) -> None:
-    outcome = Outcome(ApprovalStatus.DENIED, kit.start, "system", "SURFACE_UNAVAILABLE")
+    outcome = Ending(ApprovalStatus.DENIED, kit.start, "system", "SURFACE_UNAVAILABLE")
     card = kit.card(status=ApprovalStatus.DENIED, outcome=outcome)
     assert to_outcome_text(card) == (
         "Denied issue_refund (4821) by Cosigner (SURFACE_UNAVAILABLE). Nothing was done."

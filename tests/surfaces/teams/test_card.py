@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from contracts.enums import ApprovalMode, ApprovalStatus, SurfaceType, ToolKind, Verdict
-from contracts.ports import ApprovalCard, Outcome
+from contracts.ports import ApprovalCard, Ending
 from surfaces.teams import TeamsConfig, TeamsConfigError
 from surfaces.teams.activity import Malformed, NotACardAction, parse_click, read_activity
 from surfaces.teams.card import VALUE_LIMIT, to_card, to_closed_card
@@ -67,7 +67,7 @@ def test_agent_text_cannot_make_links_or_emphasis() -> None:
 
 
 def test_the_closed_card_has_no_buttons_and_names_who_and_when() -> None:
-    outcome = Outcome(ApprovalStatus.DENIED, T0, "person", USER, "teams", "not this one")
+    outcome = Ending(ApprovalStatus.DENIED, T0, "person", USER, "teams", "not this one")
     closed = to_closed_card(card(status=ApprovalStatus.DENIED, outcome=outcome))
     assert "actions" not in closed and "refresh" not in closed
     flat = texts(closed)
