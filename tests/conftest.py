@@ -14,10 +14,17 @@ from collections import Counter
 from typing import Any
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 from tests import sqltrace
 from tests.databases import every_variant
 from tests.harness import POSTGRES_ENV, postgres_url
+
+# Hypothesis's default deadline (200 ms per example) is a wall-clock bound: a loaded machine
+# breaks it at random ("FlakyFailure: Unreliable test timings"). The suite asserts behaviour,
+# never time, so no property test has one.
+hypothesis_settings.register_profile("cosigner", deadline=None)
+hypothesis_settings.load_profile("cosigner")
 
 
 @pytest.fixture

@@ -436,3 +436,12 @@ def test_naming_a_storage_mechanic_is_found(tmp_path: Path) -> None:
         "optimistic=...",
         "self.db.schema",
     ]
+
+
+def test_no_property_test_has_a_wall_clock_deadline() -> None:
+    from hypothesis import settings
+
+    assert settings.default is not None and settings.default.deadline is None, (
+        "a Hypothesis deadline fails a property test on a loaded machine; tests/conftest.py "
+        "loads the 'cosigner' profile, which has none"
+    )
