@@ -31,6 +31,7 @@ from bot.observability.tracing import Answered, Tracing
 from contracts.answers import PersonDecider
 from contracts.enums import ApprovalMode, ApprovalStatus, SurfaceType, ToolKind
 from contracts.ports import DashboardRoute
+from contracts.wire import DashboardSurface
 from storage.records import Record
 from tests.otlp import OtlpReceiver
 
@@ -52,7 +53,7 @@ def record() -> Record:
         parameters={},
         digest="sha256:" + "0" * 64,
         reason=None,
-        surface={"type": "dashboard", "userId": "u_1"},
+        surface=DashboardSurface(type="dashboard", userId="u_1"),
         route=DashboardRoute(surface=SurfaceType.DASHBOARD, approvers=("u_1",)),
         delivered=None,
         short_code="0000",

@@ -11,13 +11,14 @@ same tool as `issue_credit` and cannot slip past a deny on it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from contracts.enums import ApprovalMode, SurfaceType
 from contracts.names import fold
 from contracts.ports import Route
+from contracts.surfaces import SurfaceLike, surface_fields
 from cosigner.denials import DENIAL_ID_PATTERN, Denial, DenialApprover, DenialList
 
 __all__ = [
@@ -46,8 +47,9 @@ class Scope:
     requester: str  # the run's trigger: `slack:U1`, `sms:+1555…`, `dashboard:u_42`
 
 
-def requester_of(surface: Mapping[str, Any]) -> str | None:
+def requester_of(surface: SurfaceLike) -> str | None:
     """The person who triggered a run (`slack:U1`), or None for headless runs: nobody to name."""
+    surface = surface_fields(surface)
     kind = surface.get("type")
     ident = surface.get("userId") or surface.get("phone")
     if kind not in PEOPLE_SURFACES or not isinstance(ident, str) or not ident:
@@ -56,7 +58,7 @@ def requester_of(surface: Mapping[str, Any]) -> str | None:
 
 
 def scope_of(
-    tenant: str, tool_name: str, mode: ApprovalMode, route: Route | None, surface: Mapping[str, Any]
+    tenant: str, tool_name: str, mode: ApprovalMode, route: Route | None, surface: SurfaceLike
 ) -> Scope | None:
     """The scope an Always deny on this request would cover, or None where it is not offered.
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from contracts.audit_events import event_data, parse_event
+from contracts.audit_events import AuditEventModel, UnknownEvent, event_data, parse_event
 from contracts.cloudevents import AuditCloudEvent, cloudevent
 from contracts.digest import SAFE_INTEGER, canonical_json
 from storage.tables import approvals, audit_events
@@ -217,6 +217,11 @@ class AuditRow:
     prev_hash: str
     hash: str
 
+    def typed(self) -> AuditEventModel | UnknownEvent:
+        """The stored data read through its kind's model (`contracts.audit_events`); data that
+        is no JSON object (an edited row) as `UnknownEvent`, under `unparseable`."""
+        return typed_event(self.event, self.data)
+
     @classmethod
     def from_row(cls, row: Any) -> AuditRow:
         """Build from a row of the audit_events table."""
@@ -233,10 +238,19 @@ class AuditRow:
         )
 
 
+def typed_event(event: str, data: str) -> AuditEventModel | UnknownEvent:
+    """An event's stored data (JSON text) read through its kind's model, as `AuditRow.typed`."""
+    parsed = _parsed(data)
+    if isinstance(parsed, dict):
+        return parse_event(event, parsed)
+    return UnknownEvent(kind=event, fields={"unparseable": parsed})
+
+
 def _typed(row: AuditRow) -> Any:
-    # The stored data read through its kind's model (`contracts.audit_events`), as stored.
-    data = _parsed(row.data)
-    return event_data(parse_event(row.event, data)) if isinstance(data, dict) else data
+    # The stored data read through its kind's model, dumped as stored; data that is no JSON
+    # object, as found.
+    parsed = _parsed(row.data)
+    return event_data(parse_event(row.event, parsed)) if isinstance(parsed, dict) else parsed
 
 
 def event_to_json(row: AuditRow) -> dict[str, Any]:

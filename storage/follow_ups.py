@@ -15,7 +15,8 @@ from contracts.enums import ApproverKind, JobKind
 from contracts.ports import Delivered, Route
 from storage import jobs, ledger
 from storage.audit import Event
-from storage.records import Changes, Escalation, FollowUps, Record, delivery_key
+from storage.record_columns import Escalation, FollowUps, delivery_key
+from storage.records import Changes, Record
 from storage.tables import escalations
 from storage.work import Work
 

@@ -30,7 +30,8 @@ from storage.audit import Event
 from storage.denials import StandingDeny, standing_denies
 from storage.direct import Direct
 from storage.operations import OperationRecord
-from storage.records import Record, TraceContext, delivery_key, edit_to_json, route_to_json
+from storage.record_columns import TraceContext, delivery_key, edit_to_json, route_to_json
+from storage.records import Record
 from storage.tables import approvals, run_grants
 from storage.work import Work
 

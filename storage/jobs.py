@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from contracts.enums import ApproverKind, JobKind
 from contracts.ports import Route
 from storage.direct import Direct
-from storage.records import route_fields, route_from_fields
+from storage.record_columns import route_fields, route_from_fields
 from storage.tables import jobs
 from storage.work import Work
 

@@ -28,7 +28,8 @@ from storage.chain_writes import EVENT_COLUMNS
 from storage.direct import Direct, Raced, optimistic
 from storage.jobs import Queued, queue
 from storage.notify import channel_for
-from storage.records import Changes, Record, delivered_to_json, delivery_key
+from storage.record_columns import delivered_to_json, delivery_key
+from storage.records import Changes, Record
 from storage.tables import approvals, audit_events, escalations, flags, run_grants
 from storage.work import Work
 

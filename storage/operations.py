@@ -16,6 +16,7 @@ import json
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from contracts.audit_events import Claimed, ExecuteSent, Outcome, Prepared, Reconciled, written
 from contracts.enums import AuditEvent, OperationState
 from contracts.operations import OperationOutcome, Preview
 from storage.audit import Event
@@ -74,15 +75,14 @@ def arguments_context(tenant: str, approval_id: str) -> str:
 
 def prepared_event(op: OperationRecord) -> Event:
     """The audit event of a contract frozen under its digest (arguments are not repeated)."""
-    return Event(
-        AuditEvent.PREPARED,
-        {"kind": "system"},
-        {"operation": op.name, "preview": op.preview, "argumentsDigest": op.arguments_digest},
-    )
+    data = Prepared(operation=op.name, preview=op.preview, argumentsDigest=op.arguments_digest)
+    return Event(AuditEvent.PREPARED, {"kind": "system"}, written(data))
 
 
 def _claim_event(op: OperationRecord) -> Event:
-    return Event(AuditEvent.CLAIMED, {"kind": "system"}, {"argumentsDigest": op.arguments_digest})
+    return Event(
+        AuditEvent.CLAIMED, {"kind": "system"}, written(Claimed(argumentsDigest=op.arguments_digest))
+    )
 
 
 def claim(op: OperationRecord) -> tuple[OperationRecord, Event]:
@@ -101,9 +101,14 @@ def sending(op: OperationRecord, attempt_key: str) -> tuple[OperationRecord, Eve
     return (
         replace(op, sent=op.sent + 1),
         Event(
-            AuditEvent.EXECUTE_SENT, {"kind": "system"}, {"send": op.sent + 1, "idempotencyKey": attempt_key}
+            AuditEvent.EXECUTE_SENT,
+            {"kind": "system"},
+            written(ExecuteSent(send=op.sent + 1, idempotencyKey=attempt_key)),
         ),
     )
+
+
+_SETTLED = {AuditEvent.OUTCOME: Outcome, AuditEvent.RECONCILED: Reconciled}
 
 
 def settled(
@@ -114,5 +119,5 @@ def settled(
     shown = outcome.model_dump(mode="json")
     return (
         replace(op, state=state, outcome=shown),
-        Event(event, {"kind": "application", "operation": op.name}, {"outcome": shown}),
+        Event(event, {"kind": "application", "operation": op.name}, written(_SETTLED[event](outcome=shown))),
     )

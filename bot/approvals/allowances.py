@@ -24,6 +24,7 @@ from bot.policy import Policy, Ruling
 from bot.policy.allow_for import AllowFor, Terms, shown_terms, terms_of
 from contracts.allowances import Allowance, AllowanceGrantor, choices_up_to
 from contracts.answers import AllowanceDecider
+from contracts.audit_events import AllowanceGranted, AllowanceRevoked, AllowanceUsed, written
 from contracts.enums import ApprovalMode, AuditEvent, SurfaceType
 from contracts.errors import AllowanceNotFound, InvalidRequest
 from contracts.names import fold
@@ -32,7 +33,8 @@ from storage import ledger
 from storage.allowances import Scope, StandingAllow
 from storage.audit import Event
 from storage.database import Database
-from storage.records import Record, iso, ts
+from storage.record_columns import iso, ts
+from storage.records import Record
 from storage.work import Work
 
 log = logging.getLogger("cosigner.allowances")
@@ -72,15 +74,17 @@ def allowance_decider(held: StandingAllow) -> AllowanceDecider:
 
 def used_event(held: StandingAllow) -> Event:
     """The audit event of one use (the count includes this one)."""
-    data = {
-        "allowanceId": held.id,
-        "use": held.uses + 1,
-        "maxUses": held.max_uses,
-        "grantedOn": held.approval_id,
-        "expiresAt": iso(held.expires_at),
-    }
+    data = AllowanceUsed(
+        allowanceId=held.id,
+        use=held.uses + 1,
+        maxUses=held.max_uses,
+        grantedOn=held.approval_id,
+        expiresAt=iso(held.expires_at),
+    )
     return Event(
-        AuditEvent.ALLOWANCE_USED, allowance_decider(held).model_dump(mode="json", exclude_none=True), data
+        AuditEvent.ALLOWANCE_USED,
+        allowance_decider(held).model_dump(mode="json", exclude_none=True),
+        written(data),
     )
 
 
@@ -91,7 +95,7 @@ def offered(policy: Policy, rec: Record) -> tuple[str, ...]:
         or rec.operation is not None
         or rec.handoff is not None
         or rec.step_up
-        or SurfaceType(rec.surface.get("type", "api")) in HEADLESS
+        or SurfaceType(rec.surface.type) in HEADLESS
     ):
         return ()
     rule = policy.rule_for(rec.tenant, rec.tool_name)
@@ -124,7 +128,7 @@ def terms(policy: Policy, rec: Record, seconds: float | None) -> tuple[AllowFor,
         )
     if rec.operation is not None or rec.handoff is not None or rec.mode is ApprovalMode.HANDOFF:
         raise InvalidRequest("Allow for is offered only on tool calls; answer approve", field="allowFor")
-    if SurfaceType(rec.surface.get("type", "api")) in HEADLESS:
+    if SurfaceType(rec.surface.type) in HEADLESS:
         raise InvalidRequest(
             "Allow for is offered only on runs a person triggered: a headless run's would cover "
             "every such run; answer approve",
@@ -179,17 +183,17 @@ def granting(policy: Policy, surface: SurfaceType, person: str, team: str | None
                 allow.uses,
             ),
         )
-        data = {
-            "allowanceId": held.id,
-            "toolName": rec.tool_name,
-            "requester": scope.requester,
-            "match": got.shown,
-            "atMost": got.numbers,
-            "expiresAt": iso(held.expires_at),
-            "maxUses": held.max_uses,
-        }
+        data = AllowanceGranted(
+            allowanceId=held.id,
+            toolName=rec.tool_name,
+            requester=scope.requester,
+            match=got.shown,
+            atMost=got.numbers,
+            expiresAt=iso(held.expires_at),
+            maxUses=held.max_uses,
+        )
         actor = {"kind": "person", "surface": surface.value, "userId": person}
-        return [Event(AuditEvent.ALLOWANCE_GRANTED, actor, data)]
+        return [Event(AuditEvent.ALLOWANCE_GRANTED, actor, written(data))]
 
     return step
 
@@ -233,7 +237,8 @@ def revoke_tx(
     if allowance_store.revoke(tx, allowance_id, by, now):
         rec = ledger.load(tx, found.approval_id, lock=True)
         if rec is not None:
-            event = Event(AuditEvent.ALLOWANCE_REVOKED, dict(actor), {"allowanceId": allowance_id, "by": by})
+            revoked = AllowanceRevoked(allowanceId=allowance_id, by=by)
+            event = Event(AuditEvent.ALLOWANCE_REVOKED, dict(actor), written(revoked))
             ledger.append(tx, rec, now, [event])
     return allowance_store.load(tx, allowance_id) or found
 

@@ -32,7 +32,8 @@ from contracts.names import fold
 from contracts.ports import Answer, ApprovalCard, SlackRoute
 from storage import batches as batch_store
 from storage.database import Database
-from storage.records import Record, delivery_key
+from storage.record_columns import delivery_key
+from storage.records import Record
 
 Answering = Callable[[Answer], Awaitable[ApprovalCard]]
 

@@ -21,7 +21,8 @@ from contracts.digest import parameters_digest
 from contracts.enums import ApprovalStatus, SurfaceType
 from contracts.grants import GRANT_DETAIL_TYPE
 from contracts.handoff import CODES, HandoffStart
-from storage.records import Record, ts
+from storage.record_columns import ts
+from storage.records import Record
 
 Start = ApprovalStart | HandoffStart
 """What a pending request answers with: `approval_start`, or `handoff_start` for a handoff."""

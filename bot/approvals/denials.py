@@ -17,6 +17,7 @@ from typing import Any
 
 from bot.approvals.lifecycle import new_id
 from contracts.answers import PolicyDecider
+from contracts.audit_events import StandingDenyLifted, StandingDenySet, written
 from contracts.denials import Denial, DenialApprover, Scope, scope_of
 from contracts.enums import ApprovalMode, ApprovalStatus, AuditEvent, SurfaceType
 from contracts.errors import (
@@ -27,12 +28,14 @@ from contracts.errors import (
     PermissionDenied,
 )
 from contracts.ports import Route
+from contracts.surfaces import SurfaceLike
 from storage import denials as denial_store
 from storage import ledger
 from storage.audit import Event
 from storage.database import Database
 from storage.denials import StandingDeny
-from storage.records import Record, iso, ts
+from storage.record_columns import iso, ts
+from storage.records import Record
 from storage.work import Work
 
 log = logging.getLogger("cosigner.denials")
@@ -110,7 +113,7 @@ def held_against(
     tool: str,
     mode: ApprovalMode,
     route: Route | ApprovalModeUnsupported | None,
-    surface: Mapping[str, Any],
+    surface: SurfaceLike,
 ) -> StandingDeny | None:
     """The standing deny in force for the scope this request would be asked in, if any."""
     if route is None or isinstance(route, ApprovalModeUnsupported):
@@ -149,14 +152,14 @@ def setting(person: str, team: str | None) -> Step:
     def step(tx: Work, rec: Record, now: float) -> list[Event]:
         scope = offered(rec, person)
         held = denial_store.record(tx, new_id("den"), scope, team, rec.id, now)
-        data = {
-            "denialId": held.id,
-            "toolName": scope.tool_name,
-            "requester": scope.requester,
-            "alreadyInForce": held.approval_id != rec.id,
-        }
+        data = StandingDenySet(
+            denialId=held.id,
+            toolName=scope.tool_name,
+            requester=scope.requester,
+            alreadyInForce=held.approval_id != rec.id,
+        )
         actor = {"kind": "person", "surface": scope.surface.value, "userId": person}
-        return [Event(AuditEvent.STANDING_DENY_SET, actor, data)]
+        return [Event(AuditEvent.STANDING_DENY_SET, actor, written(data))]
 
     return step
 
@@ -174,7 +177,8 @@ def lift_tx(
     if denial_store.lift(tx, denial_id, by, now):
         rec = ledger.load(tx, found.approval_id, lock=True)
         if rec is not None:
-            event = Event(AuditEvent.STANDING_DENY_LIFTED, dict(actor), {"denialId": denial_id, "by": by})
+            lifted = StandingDenyLifted(denialId=denial_id, by=by)
+            event = Event(AuditEvent.STANDING_DENY_LIFTED, dict(actor), written(lifted))
             ledger.append(tx, rec, now, [event])
     return denial_store.load(tx, denial_id) or found
 

@@ -13,9 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.approvals.allowances import allowance_decider, covered_by, used_event
-from bot.approvals.bodies import actor_of
 from bot.approvals.denials import decider as standing_decider
-from bot.approvals.lifecycle import new_id
+from bot.approvals.lifecycle import closing_event, new_id
 from bot.approvals.run_grants import requester_key
 from bot.observability import NO_TRACE, ApprovalTrace
 from bot.oncall import Asked, Fallback
@@ -324,7 +323,7 @@ def new_approval(it: Intake, admit: Admit, now: float) -> store.NewApproval:
     if contract is not None:
         events.append(operations.prepared_event(contract))
     if decided_by is not None:
-        events.append(Event(status.value, actor_of(decided_by), {"comment": None}))
+        events.append(closing_event(status, decided_by, {"comment": None}))
     if admit.allowance is not None:
         events.append(used_event(admit.allowance))
     if contract is not None and executing:

@@ -8,13 +8,11 @@ execution id. The grant is keyed by tenant, execution, folded tool name and this
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from contracts.enums import SurfaceType
+from contracts.surfaces import SurfaceLike, surface_fields
 
 
-def requester_key(surface: Mapping[str, Any]) -> str:
+def requester_key(surface: SurfaceLike) -> str:
     """The requester and conversation of a call, from its surface, as one comparable string.
 
     Slack: workspace (and org), channel, thread and user; SMS and WhatsApp: the phone number
@@ -23,6 +21,7 @@ def requester_key(surface: Mapping[str, Any]) -> str:
     alone (there is nobody more specific to name, and a person-triggered call never matches
     it).
     """
+    surface = surface_fields(surface)
     kind = str(surface.get("type", ""))
     if kind == SurfaceType.SLACK:
         parts = [surface.get(k) or "" for k in ("enterpriseId", "teamId", "channelId", "threadTs", "userId")]

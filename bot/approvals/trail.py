@@ -12,9 +12,10 @@ from typing import Any
 
 from bot.approvals.lifecycle import queue_card_update
 from bot.policy import Policy, redact
+from contracts.audit_events import Delivered, Result, written
 from contracts.enums import ApprovalStatus, AuditEvent
 from contracts.errors import AlreadyDecided, ApprovalNotFound, ApprovalPending
-from contracts.ports import Delivered
+from contracts.ports import Delivered as Receipt
 from contracts.wire import ResultReport
 from storage import ledger
 from storage.audit import Event
@@ -24,22 +25,20 @@ from storage.work import Work
 Clock = Callable[[], float]
 
 
-def record_delivery(tx: Work, approval_id: str, receipt: Delivered, clock: Clock) -> bool:
+def record_delivery(tx: Work, approval_id: str, receipt: Receipt, clock: Clock) -> bool:
     """Store a delivery receipt; True if the approval closed meanwhile (its card update is queued)."""
     rec = ledger.load(tx, approval_id, lock=True)
     if rec is None:
         return False
     now = clock()
-    seen = {
-        "surface": receipt.surface,
-        "conversation": receipt.conversation,
-        "messages": list(receipt.message_refs),
-    }
+    seen = Delivered(
+        surface=receipt.surface, conversation=receipt.conversation, messages=list(receipt.message_refs)
+    )
     rec = ledger.append(
         tx,
         rec,
         now,
-        [Event(AuditEvent.DELIVERED, {"kind": "system"}, seen)],
+        [Event(AuditEvent.DELIVERED, {"kind": "system"}, written(seen))],
         Changes(delivered=receipt),
     )
     if rec.closed:
@@ -84,10 +83,6 @@ def record_result(
     # The tool's own redact paths too: a result often echoes the call's parameters,
     # and an error message can quote a card number or a key.
     paths = policy.rule_for(tenant, rec.tool_name).redact
-    data = {
-        "outcome": report.outcome,
-        "result": redact(report.result, paths),
-        "error": redact(report.error),
-    }
-    ledger.add_events(tx, rec, clock(), [Event(AuditEvent.RESULT, {"kind": "agent"}, data)])
+    data = Result(outcome=report.outcome, result=redact(report.result, paths), error=redact(report.error))
+    ledger.add_events(tx, rec, clock(), [Event(AuditEvent.RESULT, {"kind": "agent"}, written(data))])
     return rec.id

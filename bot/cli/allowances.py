@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 def line(a: StandingAllow) -> str:
     """One standing allow on one line: id, tenant, tool, who gave it, whose calls, until when, uses."""
-    from storage.records import iso
+    from storage.record_columns import iso
 
     return (
         f"{a.id}  {a.scope.tenant}  {a.scope.tool_name}  granted by {a.surface.value}:{a.granted_by}  "

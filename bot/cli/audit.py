@@ -25,8 +25,8 @@ def register(sub: Any, with_db: WithDb, usage_error: type[Exception]) -> None:
 
     def audit_show(args: argparse.Namespace) -> int:
         """Print an approval's audit events as JSON lines."""
+        from contracts.audit_events import Requested
         from storage import ledger
-        from storage.audit import event_to_json
 
         async def go(db: Database, settings: Settings) -> list[AuditRow]:
             return await db.run_read(lambda tx: ledger.events_of(tx, args.id))
@@ -37,9 +37,9 @@ def register(sub: Any, with_db: WithDb, usage_error: type[Exception]) -> None:
                 f"no audit events for {args.id!r}; give an approval id (apv_…), "
                 "e.g. from `cosigner audit export`"
             )
-        first = event_to_json(rows[0])["data"]
-        if isinstance(first, dict) and first.get("traceId"):
-            print(f"trace {first['traceId']}")  # the W3C trace id its spans carry
+        first = rows[0].typed()
+        if isinstance(first, Requested) and first.traceId:
+            print(f"trace {first.traceId}")  # the W3C trace id its spans carry
         for row in rows:
             when = datetime.fromtimestamp(row.at, UTC).isoformat(timespec="milliseconds")
             print(f"{row.seq:>3} {when} {row.event:<18} {row.actor} {row.data}")

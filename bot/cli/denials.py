@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 def line(d: StandingDeny) -> str:
     """One standing deny on one line: id, tenant, tool, who set it, whose runs, when, where."""
     from bot.approvals import setter
-    from storage.records import iso
+    from storage.record_columns import iso
 
     return (
         f"{d.id}  {d.scope.tenant}  {d.scope.tool_name}  set by {setter(d)}  "

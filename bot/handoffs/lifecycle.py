@@ -18,13 +18,14 @@ import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from bot.approvals import Closing, Wakeups, actor_of, closed_error, new_id, refused, stored
 from bot.egress import Egress, EgressFailed, EgressRefused
 from bot.observability import SpanName, Tracing, expect_outcome
 from bot.policy import redact
 from contracts.answers import PersonDecider, decider_from_json
+from contracts.audit_events import HandoffCheck, HandoffDone, written
 from contracts.enums import ApprovalStatus, AuditEvent, JobKind, SurfaceType
 from contracts.errors import AlreadyDecided, ApprovalNotFound, CosignerError
 from contracts.handoff import DETAIL_MAX, UNVERIFIED, ExpectAnswer, ExpectCall, HandoffReceipt, HandoffState
@@ -34,7 +35,8 @@ from storage import inbound, jobs, ledger
 from storage.audit import Event
 from storage.database import Database
 from storage.jobs import Delivery, Job
-from storage.records import Changes, Record, ts
+from storage.record_columns import ts
+from storage.records import Changes, Record
 from storage.sealing import TokenSeal
 from storage.work import Work
 
@@ -104,7 +106,7 @@ def claim(
     delivery = new_id("dlv")
     state = rec.handoff.model_copy(update={"done_by": stored(decider), "done_at": now, "delivery": delivery})
     changes = Changes(handoff=state, expires_at=max(rec.expires_at, now + CHECK_WINDOW))
-    event = Event(AuditEvent.HANDOFF_DONE, actor_of(decider), {"delivery": delivery})
+    event = Event(AuditEvent.HANDOFF_DONE, actor_of(decider), written(HandoffDone(delivery=delivery)))
     rec = ledger.append(tx, rec, now, [event], changes, only_pending=True)
     jobs.queue(tx, JobKind.VERIFY, rec.id, Delivery(delivery), now, now + CHECK_WINDOW)
     return Claimed(rec)
@@ -188,7 +190,7 @@ class Handoffs:
         asking = self._ask(http, rec, state, delivery)
         checked = await self.tracing.run(rec, SpanName.EXPECT, asking, result=expect_outcome)
         outcome, detail, receipt, note = checked
-        await engine.note(rec.id, AuditEvent.HANDOFF_CHECK, note)
+        await engine.note(rec.id, AuditEvent.HANDOFF_CHECK, written(note))
         decided_by = decider_from_json(state.done_by or "")
         closing = Closing(
             outcome,
@@ -203,9 +205,9 @@ class Handoffs:
 
     async def _ask(
         self, http: Egress, rec: Record, state: HandoffState, delivery: str
-    ) -> tuple[ApprovalStatus, str | None, HandoffReceipt | None, dict[str, Any]]:
+    ) -> tuple[ApprovalStatus, str | None, HandoffReceipt | None, HandoffCheck]:
         """(status, detail, receipt, audit note) of one signed call to `expect`; fails closed."""
-        note: dict[str, Any] = {"delivery": delivery, "status": None, "done": None, "error": None}
+        note = HandoffCheck(delivery=delivery, status=None, done=None, error=None)
         secret = os.environ.get(state.secret_env)
         try:
             if not secret:
@@ -231,22 +233,23 @@ class Handoffs:
                 user_agent="cosigner-expect/1",
                 timeout=CHECK_TIMEOUT,
             )
-            note["status"] = response.status_code
+            note = note.model_copy(update={"status": response.status_code})
             if response.status_code != 200:
                 raise _Unverified(f"HTTP {response.status_code}")
             answer = ExpectAnswer.model_validate_json(response.content)
         except Exception as exc:
             if isinstance(exc, EgressFailed):
-                note["error"] = exc.reason  # the network failure's name (Unreached, Lost)
+                error = exc.reason  # the network failure's name (Unreached, Lost)
             elif isinstance(exc, (_Unverified, EgressRefused)):
-                note["error"] = str(exc)
+                error = str(exc)
             else:
-                note["error"] = type(exc).__name__
+                error = type(exc).__name__
+            note = note.model_copy(update={"error": error})
             return ApprovalStatus.FAILED, UNVERIFIED, None, note
         # The application's words go to the card, the agent and the record: a credential in
         # them is redacted like one in the agent's reason.
         detail = str(redact(answer.detail[:DETAIL_MAX])) if answer.detail else None
-        note |= {"done": answer.done, "detail": detail}
+        note = note.model_copy(update={"done": answer.done, "detail": detail})
         if not answer.done:
             return ApprovalStatus.FAILED, detail or "the application says the step was not done", None, note
         receipt = HandoffReceipt(

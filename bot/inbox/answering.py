@@ -21,6 +21,7 @@ from bot.approvals.judging import closed_error
 from bot.inbox.people import Person, dashboard_id
 from bot.policy.rules import Policy
 from contracts.answers import PersonDecider
+from contracts.audit_events import SignedIn, written
 from contracts.edits import Change, EditField
 from contracts.enums import ApprovalStatus, AuditEvent, SurfaceType, Verdict
 from contracts.errors import ApprovalNotFound, InvalidRequest
@@ -43,7 +44,8 @@ def signed_in_event(person: Person, decider: PersonDecider) -> Callable[[Work, R
 
     def step(tx: Work, rec: Record, now: float) -> list[Event]:
         actor = decider.model_dump(mode="json", exclude_none=True)
-        return [Event(AuditEvent.SIGNED_IN, actor, {"issuer": person.issuer, "subject": person.subject})]
+        data = SignedIn(issuer=person.issuer, subject=person.subject)
+        return [Event(AuditEvent.SIGNED_IN, actor, written(data))]
 
     return step
 

@@ -45,6 +45,7 @@ from bot.inbox.passkeys import (
 from bot.inbox.people import Person, tenants_of
 from bot.policy.people import People
 from contracts.answers import PersonDecider
+from contracts.audit_events import PasskeyConfirmed, written
 from contracts.enums import ApprovalStatus, AuditEvent, ErrorCode, SurfaceType
 from contracts.errors import ApprovalNotFound, CosignerError, NotAnApprover, StepUpRequired
 from contracts.ports import DashboardRoute, Route, SlackRoute, SmsRoute
@@ -106,8 +107,8 @@ def confirmed_event(credential_id: str, user_verified: bool) -> Callable[[Work, 
     """The closing step that records the passkey that confirmed the Approve."""
 
     def step(tx: Work, rec: Record, now: float) -> list[Event]:
-        data = {"credentialId": credential_id, "userVerified": user_verified}
-        return [Event(AuditEvent.PASSKEY_CONFIRMED, {"kind": "passkey"}, data)]
+        data = PasskeyConfirmed(credentialId=credential_id, userVerified=user_verified)
+        return [Event(AuditEvent.PASSKEY_CONFIRMED, {"kind": "passkey"}, written(data))]
 
     return step
 

@@ -18,7 +18,8 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace.id_generator import IdGenerator, RandomIdGenerator
 from opentelemetry.trace import SpanContext, TraceFlags, TraceState
 
-from storage.records import Record, TraceContext
+from storage.record_columns import TraceContext
+from storage.records import Record
 
 MAX_TRACESTATE = 512  # longer vendor state is dropped rather than stored with every approval
 

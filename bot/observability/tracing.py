@@ -34,6 +34,7 @@ from opentelemetry.util.types import AttributeValue
 
 from bot.observability.trace_ids import NO_TRACE, ApprovalIds, ApprovalTrace, StoredTrace
 from contracts.answers import DecidedBy, PersonDecider, SystemDecider
+from contracts.audit_events import HandoffCheck
 from contracts.enums import ApprovalStatus, ErrorCode
 from contracts.errors import CosignerError
 from storage.records import Record
@@ -93,7 +94,7 @@ def approval_attributes(rec: Record) -> dict[str, AttributeValue]:
         "gen_ai.tool.call.id": rec.tool_call_id,
         "cosigner.tool.kind": rec.kind.value,
         "cosigner.mode": rec.mode.value,
-        "cosigner.surface": str(rec.surface.get("type", "")),
+        "cosigner.surface": rec.surface.type,
         "cosigner.status": rec.status.value,
         "cosigner.policy.rule": rec.policy_rule,
     }
@@ -331,13 +332,15 @@ def outcome_type(answer: Any) -> dict[str, AttributeValue]:
     return {"http.response.status_code": 200, "cosigner.operation.outcome": str(answer.outcome)}
 
 
-def expect_outcome(checked: Any) -> dict[str, AttributeValue]:
+def expect_outcome(
+    checked: tuple[ApprovalStatus, str | None, object, HandoffCheck],
+) -> dict[str, AttributeValue]:
     """A handoff's `expect` check: completed or failed (`HANDOFF_FAILED`), and the HTTP status
     the application answered with, if it answered (never its detail)."""
     status, _detail, _receipt, note = checked
     attrs: dict[str, AttributeValue] = {"cosigner.handoff.result": status.value}
-    if isinstance(note.get("status"), int):
-        attrs["http.response.status_code"] = note["status"]
+    if note.status is not None:
+        attrs["http.response.status_code"] = note.status
     if status is not ApprovalStatus.COMPLETED:
         attrs["error.type"] = str(ErrorCode.HANDOFF_FAILED)
     return attrs

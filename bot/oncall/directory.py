@@ -14,11 +14,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from bot.oncall.providers import OnCallPerson, Provider, Unreachable
 from bot.policy import Policy
 from bot.policy.oncall_refs import TOKEN_ENV, OnCallProvider, OnCallRef
+from contracts.audit_events import OnCallNote
 from contracts.enums import SurfaceType
 from contracts.errors import SurfaceUnavailable
 from contracts.ports import DashboardRoute, Route, SlackRoute
@@ -44,14 +45,12 @@ class Asked:
     on_call: tuple[str, ...]  # every on-call email
     unknown: tuple[str, ...]  # on call, but with no identity here
 
-    def audit(self) -> dict[str, Any]:
+    def audit(self) -> OnCallNote:
         """What the audit record says of it."""
-        return {
-            "rotations": list(self.rotations),
-            "onCall": list(self.on_call),
-            "asked": list(self.route.approvers),
-            **({"unknown": list(self.unknown)} if self.unknown else {}),
-        }
+        said = OnCallNote(
+            rotations=list(self.rotations), onCall=list(self.on_call), asked=list(self.route.approvers)
+        )
+        return said.model_copy(update={"unknown": list(self.unknown)}) if self.unknown else said
 
 
 @dataclass(frozen=True)
@@ -61,9 +60,9 @@ class Fallback:
     rotations: tuple[str, ...]
     reason: str
 
-    def audit(self) -> dict[str, Any]:
+    def audit(self) -> OnCallNote:
         """What the audit record says of it."""
-        return {"rotations": list(self.rotations), "fallback": self.reason}
+        return OnCallNote(rotations=list(self.rotations), fallback=self.reason)
 
     def note(self, instead: str) -> str:
         """What the card says of it, naming who is asked `instead`."""

@@ -30,6 +30,7 @@ from bot.observability import SpanName, Tracing, outcome_type
 from bot.operations.contract_client import ApplicationFailed, ContractClient
 from bot.policy import Policy
 from contracts.answers import Decision
+from contracts.audit_events import StatusAsked, written
 from contracts.enums import AuditEvent, JobKind, OperationState
 from contracts.operations import (
     ExecuteCall,
@@ -44,7 +45,8 @@ from storage import jobs, ledger, operations
 from storage.database import Database
 from storage.jobs import Job
 from storage.operations import arguments_context
-from storage.records import Changes, Record, iso
+from storage.record_columns import iso
+from storage.records import Changes, Record
 from storage.sealing import SealError, TokenSeal
 from storage.work import Work
 
@@ -264,7 +266,7 @@ class Execution:
         except ApplicationFailed as exc:
             await self.retry(job, str(exc))
             return None
-        await self.engine.note(rec.id, AuditEvent.STATUS_ASKED, {"answer": answer.outcome})
+        await self.engine.note(rec.id, AuditEvent.STATUS_ASKED, written(StatusAsked(answer=answer.outcome)))
         if isinstance(answer, InProgress):
             await self.retry(job, "in progress")
         return answer

@@ -16,6 +16,7 @@ from enum import StrEnum
 from typing import Any
 
 from bot.policy.replay import read_requested, recorded_label
+from contracts.audit_events import Closing
 from contracts.enums import ApprovalStatus, AuditEvent, DeciderKind
 from storage.audit import AuditRow, Requested
 
@@ -63,10 +64,9 @@ class Call:
         return Evidence.REFUSED
 
 
-def _people(actor: dict[str, Any], data: dict[str, Any]) -> set[str]:
-    voted = data.get("approvers")
-    if isinstance(voted, list):
-        return {f"{v.get('surface')}:{v.get('by')}" for v in voted if isinstance(v, dict) and v.get("by")}
+def _people(actor: dict[str, Any], voted: list[dict[str, Any]] | None) -> set[str]:
+    if voted is not None:
+        return {f"{v.get('surface')}:{v.get('by')}" for v in voted if v.get("by")}
     if actor.get("kind") == DeciderKind.PERSON and actor.get("userId"):
         return {f"{actor.get('surface')}:{actor['userId']}"}
     return set()
@@ -97,9 +97,10 @@ def collect(rows: Iterable[AuditRow]) -> tuple[list[Call], int]:
         call.closed = ApprovalStatus(row.event)
         if call.closed is ApprovalStatus.APPROVED:
             try:
-                actor, data = json.loads(row.actor), json.loads(row.data)
+                actor = json.loads(row.actor)
             except ValueError:
                 continue
-            if isinstance(actor, dict) and isinstance(data, dict):
-                call.people = _people(actor, data)
+            closing = row.typed()  # `approvers`: a quorum's, read through the closing's model
+            if isinstance(actor, dict) and isinstance(closing, Closing):
+                call.people = _people(actor, closing.approvers)
     return list(calls.values()), unreadable

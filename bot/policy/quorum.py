@@ -21,6 +21,7 @@ from bot.policy.schema import TenantPolicy
 from contracts.enums import ApproverKind, SurfaceType
 from contracts.errors import ApprovalModeUnsupported
 from contracts.ports import Route
+from contracts.surfaces import SurfaceLike, surface_fields
 
 PERSON_SURFACES = (
     SurfaceType.SLACK,
@@ -31,16 +32,17 @@ PERSON_SURFACES = (
 )
 
 
-def requester_ids(surface: Mapping[str, Any]) -> tuple[str, ...]:
+def requester_ids(surface: SurfaceLike) -> tuple[str, ...]:
     """The ids the run's surface names its requester by (a Slack or Teams user id, a phone
     number, a dashboard user), compared on whichever surface an answer comes from; none when
     the run was triggered by no person."""
+    surface = surface_fields(surface)
     if surface.get("type") not in {s.value for s in PERSON_SURFACES}:
         return ()
     return tuple(str(i) for i in (surface.get("userId"), surface.get("phone")) if i)
 
 
-def is_requester(surface: Mapping[str, Any], ids: Iterable[str], people: People = NOBODY_TIED) -> bool:
+def is_requester(surface: SurfaceLike, ids: Iterable[str], people: People = NOBODY_TIED) -> bool:
     """True when the person holding `ids` (an answer's) triggered the run started on `surface`."""
     return people.same(ids, requester_ids(surface))
 

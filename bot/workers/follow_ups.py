@@ -26,6 +26,15 @@ from bot.approvals import Engine, Wakeups
 from bot.oncall import Asked
 from bot.policy.oncall_refs import parse_oncall
 from bot.workers.pushes import push_escalated
+from contracts.audit_events import (
+    EditTexted,
+    Escalated,
+    EscalationDelivered,
+    EscalationFailed,
+    OnCallNote,
+    Reminded,
+    written,
+)
 from contracts.enums import ApprovalStatus, AuditEvent, JobKind
 from contracts.errors import CosignerError, SurfaceUnavailable
 from contracts.ports import (
@@ -42,7 +51,8 @@ from storage import jobs
 from storage.audit import Event
 from storage.database import Database
 from storage.jobs import EscalationStep, Job, Version
-from storage.records import Escalation, Record, route_fields
+from storage.record_columns import Escalation, route_fields
+from storage.records import Record
 
 log = logging.getLogger("cosigner.follow_ups")
 
@@ -104,8 +114,8 @@ class FollowUps:
                 sent = True
             except SurfaceUnavailable as exc:
                 why = exc.message
-        data = {"surface": rec.route.surface.value, "approvers": list(who), "sent": sent, "why": why}
-        event = Event(AuditEvent.REMINDED, SYSTEM, data)
+        data = Reminded(surface=rec.route.surface.value, approvers=list(who), sent=sent, why=why)
+        event = Event(AuditEvent.REMINDED, SYSTEM, written(data))
         await self.db.run_write(lambda tx: follow_up_store.remind(tx, rec.id, self.clock, event))
         await self._finish(job.id)
 
@@ -115,21 +125,20 @@ class FollowUps:
             await self._finish(job.id, "no escalation step")
             return
         step, to, route = job.payload.step, job.payload.to, job.payload.route
-        said: dict[str, object] = {}
+        oncall: OnCallNote | None = None
         if job.payload.oncall is not None:
             # Whoever is on call now (the rotation may have moved since the request came);
             # nobody reachable: the step's own route, the tenant's admins.
             rec = await self.engine.record(job.approval_id)
             found = await self.engine.on_call(rec.tenant, [parse_oncall(job.payload.oncall)])
             route = found.route if isinstance(found, Asked) else route
-            said = {"oncall": found.audit()}
+            oncall = found.audit()
 
         def event(e: Escalation) -> Event:
-            return Event(
-                AuditEvent.ESCALATED,
-                SYSTEM,
-                {"step": e.step, "to": e.to.value, "route": route_fields(e.route), **said},
-            )
+            taken = Escalated(step=e.step, to=e.to.value, route=route_fields(e.route))
+            if oncall is not None:
+                taken = taken.model_copy(update={"oncall": oncall})
+            return Event(AuditEvent.ESCALATED, SYSTEM, written(taken))
 
         sending = _sending(route)
         taken = await self.db.run_write(
@@ -165,11 +174,17 @@ class FollowUps:
                 await self._failed(job, taken.record, step, exc.reason)
                 return
             # The step is recorded once; the job runs again and delivers it (`follow_up_store.escalate`).
-            data = {"step": step, "why": exc.reason, "retrying": True}
-            await self.engine.note(job.approval_id, AuditEvent.ESCALATION_FAILED, data)
+            data = EscalationFailed(step=step, why=exc.reason, retrying=True)
+            await self.engine.note(job.approval_id, AuditEvent.ESCALATION_FAILED, written(data))
             await self._finish(job.id, exc.reason, retry_at)
             return
-        shown = Event(AuditEvent.ESCALATION_DELIVERED, SYSTEM, {"step": step, **_where(delivered)})
+        where = EscalationDelivered(
+            step=step,
+            surface=delivered.surface.value,
+            conversation=delivered.conversation,
+            messages=list(delivered.message_refs),
+        )
+        shown = Event(AuditEvent.ESCALATION_DELIVERED, SYSTEM, written(where))
         closed = await self.db.run_write(
             lambda tx: follow_up_store.receipt(tx, job.approval_id, step, delivered, self.clock, shown)
         )
@@ -212,8 +227,8 @@ class FollowUps:
             in_flight += done.in_flight
             problems += done.problems
         if texted or (problems and not in_flight):
-            data = {"digest": job.payload.digest, "texted": texted, "problems": problems}
-            await self.engine.note(rec.id, AuditEvent.EDIT_TEXTED, data)
+            data = EditTexted(digest=job.payload.digest, texted=texted, problems=problems)
+            await self.engine.note(rec.id, AuditEvent.EDIT_TEXTED, written(data))
         if in_flight:
             # A number's first text is still being sent (an escalation running now): text
             # the edited call after it, not before.
@@ -223,7 +238,8 @@ class FollowUps:
 
     async def _failed(self, job: Job, rec: Record, step: int, why: str) -> None:
         log.warning("escalation not delivered", extra={"approval_id": rec.id, "job": "escalate"})
-        await self.engine.note(rec.id, AuditEvent.ESCALATION_FAILED, {"step": step, "why": why})
+        failed = EscalationFailed(step=step, why=why)
+        await self.engine.note(rec.id, AuditEvent.ESCALATION_FAILED, written(failed))
         await self._finish(job.id, why)
 
     async def _show_escalated(self, approval_id: str) -> None:
@@ -274,7 +290,3 @@ def _sending(route: Route) -> Delivered | None:
             surface=route.surface, conversation=route.from_number or route.messaging_service_sid or ""
         )
     return None
-
-
-def _where(d: Delivered) -> dict[str, object]:
-    return {"surface": d.surface.value, "conversation": d.conversation, "messages": list(d.message_refs)}

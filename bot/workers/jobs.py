@@ -21,6 +21,7 @@ from bot.workers.follow_ups import FollowUps
 from bot.workers.notices import notify_job
 from bot.workers.pushes import push_job
 from bot.workers.unsent import unsent
+from contracts.audit_events import CallbackAbandoned, CallbackAttempt, CallbackRefused, written
 from contracts.enums import ApprovalStatus, AuditEvent, ErrorCode, JobKind
 from contracts.errors import CosignerError, SurfaceUnavailable
 from contracts.ports import SurfaceAdapter
@@ -255,36 +256,23 @@ class JobWorker:
         except EgressFailed as exc:
             error = exc.reason
         ok = status is not None and 200 <= status < 300
-        await self.engine.note(
-            rec.id,
-            AuditEvent.CALLBACK_ATTEMPT,
-            {
-                "delivery": delivery,
-                "attempt": job.attempts,
-                "status": status,
-                "error": error,
-                "delivered": ok,
-            },
+        attempt = CallbackAttempt(
+            delivery=delivery, attempt=job.attempts, status=status, error=error, delivered=ok
         )
+        await self.engine.note(rec.id, AuditEvent.CALLBACK_ATTEMPT, written(attempt))
         if ok:
             await self._finish(job.id)
             return
         if not await self._retry(job, error or f"HTTP {status}"):
-            await self.engine.note(
-                rec.id,
-                AuditEvent.CALLBACK_ABANDONED,
-                {"delivery": delivery, "attempts": job.attempts},
-            )
+            abandoned = CallbackAbandoned(delivery=delivery, attempts=job.attempts)
+            await self.engine.note(rec.id, AuditEvent.CALLBACK_ABANDONED, written(abandoned))
 
     async def _refuse(self, job: Job, approval_id: str, delivery: str, reason: str) -> None:
         # A refusal is the operator's rule, not a passing failure: retrying would only ask
         # the tenant's DNS again until it answers something else. So the job ends here.
         log.warning("callback refused", extra={"approval_id": approval_id, "job": "callback"})
-        await self.engine.note(
-            approval_id,
-            AuditEvent.CALLBACK_REFUSED,
-            {"delivery": delivery, "attempt": job.attempts, "reason": reason},
-        )
+        refused = CallbackRefused(delivery=delivery, attempt=job.attempts, reason=reason)
+        await self.engine.note(approval_id, AuditEvent.CALLBACK_REFUSED, written(refused))
         await self._finish(job.id, "refused by the egress rules")
         self.metrics.jobs.labels(JobKind.CALLBACK.value, "refused").inc()
 

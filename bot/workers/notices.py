@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 
 from bot.approvals import Engine
+from contracts.audit_events import EmailFailed, written
 from contracts.enums import AuditEvent, SurfaceType
 from contracts.ports import DashboardRoute, Route, SurfaceAdapter
 from contracts.reach import Channel, NoticeSurface, Unsent
@@ -51,14 +52,10 @@ async def notify_job(
     except Unsent as exc:
         retrying = not exc.lasting and await retry(job, exc.reason)
         then = "retried" if retrying else "not sent: the request is still asked where its route says"
-        data = {
-            "kind": "notice",
-            "attempt": job.attempts,
-            "reason": exc.reason,
-            "retrying": retrying,
-            "then": then,
-        }
-        await engine.note(rec.id, AuditEvent.EMAIL_FAILED, data)
+        data = EmailFailed(
+            email="notice", attempt=job.attempts, reason=exc.reason, retrying=retrying, then=then
+        )
+        await engine.note(rec.id, AuditEvent.EMAIL_FAILED, written(data))
         if not retrying and exc.lasting:
             await finish(job.id, f"gave up: {exc.reason}")
         return

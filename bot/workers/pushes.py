@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from urllib.parse import urlsplit
 
 from bot.approvals import Engine
+from contracts.audit_events import PushFailed, PushSent, written
 from contracts.enums import AuditEvent
 from contracts.ports import SurfaceAdapter
 from contracts.reach import Channel, Pushed, PushSurface
@@ -36,14 +37,16 @@ def _origin(endpoint: str) -> str:
     return f"{parts.scheme}://{parts.netloc}"
 
 
-def summary(pushed: Pushed) -> dict[str, object]:
-    """The audit record's data: counts, and each failure by push service."""
-    return {
-        "sent": len(pushed.sent),
-        "gone": len(pushed.gone),
-        "failed": {_origin(e): why for e, why in pushed.failed.items()},
-        "retrying": pushed.retry,
-    }
+def summary(pushed: Pushed, retrying: bool | None = None) -> PushSent | PushFailed:
+    """The audit record: counts, and each failure by push service (`retrying`: as the push
+    said, unless given)."""
+    event = PushSent if pushed.sent else PushFailed
+    return event(
+        sent=len(pushed.sent),
+        gone=len(pushed.gone),
+        failed={_origin(e): why for e, why in pushed.failed.items()},
+        retrying=pushed.retry if retrying is None else retrying,
+    )
 
 
 async def push_job(
@@ -58,7 +61,7 @@ async def push_job(
     pushed = await adapter.push(rec.card(), waiting_for(rec))
     if pushed.sent or pushed.gone or pushed.failed:
         event = AuditEvent.PUSH_SENT if pushed.sent else AuditEvent.PUSH_FAILED
-        await engine.note(rec.id, event, summary(pushed))
+        await engine.note(rec.id, event, written(summary(pushed)))
     if pushed.retry:
         await retry(job, "; ".join(sorted(set(pushed.failed.values())))[:500])
         return
@@ -76,8 +79,8 @@ async def push_escalated(
     try:
         pushed = await adapter.push(rec.card(), approvers)
     except Exception as exc:  # a push must never stop the escalation it goes with
-        await engine.note(rec.id, AuditEvent.PUSH_FAILED, {"error": type(exc).__name__})
+        await engine.note(rec.id, AuditEvent.PUSH_FAILED, written(PushFailed(error=type(exc).__name__)))
         return
     if pushed.sent or pushed.gone or pushed.failed:
         event = AuditEvent.PUSH_SENT if pushed.sent else AuditEvent.PUSH_FAILED
-        await engine.note(rec.id, event, {**summary(pushed), "retrying": False})
+        await engine.note(rec.id, event, written(summary(pushed, retrying=False)))

@@ -14,10 +14,12 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from bot.approvals import Engine
+from contracts.audit_events import EmailFailed, written
 from contracts.enums import AuditEvent, ErrorCode
 from contracts.reach import Unsent
 from storage.jobs import Job
-from storage.records import Record, iso
+from storage.record_columns import iso
+from storage.records import Record
 
 Finish = Callable[..., Awaitable[None]]
 
@@ -32,14 +34,14 @@ async def unsent(engine: Engine, job: Job, rec: Record, exc: Unsent, retry_at: f
     retrying = not exc.lasting and retry_at < rec.expires_at
     ahead = not retrying and escalation_ahead(engine, rec)
     then = "retried" if retrying else ("waits for its escalation" if ahead else "denied: nobody was told")
-    data = {
-        "attempt": job.attempts,
-        "reason": exc.reason,
-        "retrying": retrying,
-        "retryAt": iso(retry_at) if retrying else None,
-        "then": then,
-    }
-    await engine.note(rec.id, AuditEvent.EMAIL_FAILED, data)
+    data = EmailFailed(
+        attempt=job.attempts,
+        reason=exc.reason,
+        retrying=retrying,
+        retryAt=iso(retry_at) if retrying else None,
+        then=then,
+    )
+    await engine.note(rec.id, AuditEvent.EMAIL_FAILED, written(data))
     if retrying:
         await finish(job.id, exc.reason, retry_at)
         return

@@ -19,6 +19,7 @@ from typing import Any
 
 import aiosmtplib
 
+from contracts.audit_events import EmailSent, written
 from contracts.enums import AuditEvent, SurfaceType
 from contracts.errors import SurfaceUnavailable
 from contracts.ports import ApprovalCard, DashboardRoute, Delivered, Route
@@ -113,10 +114,10 @@ class EmailAdapter:
         except (aiosmtplib.SMTPException, OSError) as exc:
             raise Unsent(f"the SMTP exchange failed: {type(exc).__name__}: {exc}", lasting=False) from exc
         accepted = [a for a in to if a not in refused]
-        data: dict[str, Any] = {"kind": kind.name.lower(), "to": accepted, "messageId": msg["Message-ID"]}
+        data = EmailSent(email=kind.name.lower(), to=accepted, messageId=msg["Message-ID"])
         if refused:
-            data["refused"] = refused
-        await self.notes.note(card.approval_id, AuditEvent.EMAIL_SENT, data)
+            data = data.model_copy(update={"refused": refused})
+        await self.notes.note(card.approval_id, AuditEvent.EMAIL_SENT, written(data))
         log.info("email accepted approval=%s recipients=%d", card.approval_id, len(accepted))
         return str(msg["Message-ID"])
 

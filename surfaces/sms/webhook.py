@@ -18,6 +18,7 @@ from starlette.responses import JSONResponse, Response
 from twilio.request_validator import RequestValidator
 from twilio.twiml.messaging_response import MessagingResponse
 
+from contracts.audit_events import SmsStatus, written
 from contracts.enums import ApprovalStatus, AuditEvent, ErrorCode, SurfaceType, Verdict
 from contracts.errors import CosignerError, InvalidRequest, InvalidSignature
 from contracts.ports import Answer, ApprovalCard, Placed, SmsDesk
@@ -313,11 +314,8 @@ class SmsWebhooks:
         if approval_id is None:
             return Response(status_code=204)  # an outcome text, or not ours
         error_code = form.get("ErrorCode") or None
-        await self.desk.note(
-            approval_id,
-            AuditEvent.SMS_STATUS,
-            {"messageSid": message_sid, "status": status, "errorCode": error_code},
-        )
+        reported = SmsStatus(messageSid=message_sid, status=status, errorCode=error_code)
+        await self.desk.note(approval_id, AuditEvent.SMS_STATUS, written(reported))
         if status in UNDELIVERED:
             placed = await self.desk.placed(approval_id)
             if placed is not None and placed.card.status is ApprovalStatus.PENDING:

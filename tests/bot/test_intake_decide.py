@@ -18,6 +18,7 @@ from contracts.denials import Scope
 from contracts.enums import ApprovalMode, ApprovalStatus, SurfaceType, ToolKind
 from contracts.errors import ApprovalModeUnsupported, ParametersMismatch, ToolCallCapExceeded
 from contracts.ports import DashboardRoute, SlackRoute
+from contracts.wire import DashboardSurface
 from storage.denials import StandingDeny
 from storage.intake import RunGrant, Snapshot
 from storage.records import Record
@@ -58,7 +59,7 @@ def earlier(tool: str, digest: str) -> Record:
         parameters={},
         digest=digest,
         reason=None,
-        surface={"type": "dashboard", "userId": "u_2"},
+        surface=DashboardSurface(type="dashboard", userId="u_2"),
         route=DASHBOARD,
         delivered=None,
         short_code="1234",

@@ -22,7 +22,7 @@ from contracts.ports import Delivered
 from storage import ledger, raw
 from storage.audit import Event, verify_chains
 from storage.database import Database
-from storage.records import delivered_to_json
+from storage.record_columns import delivered_to_json
 from storage.steps import OPTIMISTIC_TRIES
 from storage.tables import jobs, run_grants
 from storage.work import Work

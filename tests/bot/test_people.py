@@ -4,6 +4,7 @@ comparing the person, whichever id they answer with, on any surface."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from bot.policy.people import People, id_key
 from contracts.answers import PersonDecider
 from contracts.enums import ApprovalMode, ApprovalStatus, SurfaceType
 from contracts.errors import NotAnApprover
+from storage.record_columns import surface_from_json
 from storage.records import Record
 from tests.bot.test_intake_decide import earlier
 from tests.bot.test_policy import has_problem, problems_of
@@ -143,7 +145,7 @@ def pending(surface: dict[str, str], quorum: int = 2) -> Record:
         mode=ApprovalMode.ASK_ALWAYS,
         quorum=quorum,
         separate_duties=True,
-        surface=surface,
+        surface=surface_from_json(json.dumps(surface)),
     )
 
 

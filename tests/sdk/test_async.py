@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from cosigner import ApprovalStatus, AsyncCosigner, DeciderKind, Decision, HeadlessSurface
+from cosigner.audit_events import Result
 from cosigner.errors import (
     AlreadyDecided,
     ApprovalModeUnsupported,
@@ -110,6 +111,8 @@ async def test_wait_with_a_timeout_and_the_result_report(clients: Clients) -> No
     assert [e["data"] for e in events if e["event"] == "result"] == [
         {"outcome": "succeeded", "result": {"refundId": "re_1"}, "error": None}
     ]
+    typed = [e.typed() for e in await clients.agent.audit_trail(handle)]
+    assert [r.result for r in typed if isinstance(r, Result)] == [{"refundId": "re_1"}]
 
 
 class _ShortPolls(AsyncPolling):

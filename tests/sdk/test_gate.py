@@ -9,6 +9,7 @@ import pytest
 
 import cosigner
 from cosigner import AsyncCosigner, Cosigner
+from cosigner.audit_events import Requested, Result
 from cosigner.errors import ApprovalDenied, ApprovalExpired, ParametersMismatch, PermissionDenied
 from tests.harness import BASE_URL, cosigner_app
 from tests.sdk.conftest import SURFACE, USER, AsyncPolling, Polling, Target, results_of
@@ -34,9 +35,19 @@ def test_an_approved_call_runs_and_its_result_is_audited(inprocess: Target, run_
             surface=SURFACE,
         )
         audit = client.audit(d)
+        trail = client.audit_trail(d)
     assert ran == ["ord_1"]
     assert results_of(audit) == [
         {"outcome": "succeeded", "result": {"orderId": "ord_1", "total": 12900}, "error": None}
+    ]
+    # The same events read through the models the server wrote them from.
+    typed = [e.typed() for e in trail]
+    assert [e.model_dump(mode="json") for e in trail] == audit
+    requested = typed[0]
+    assert isinstance(requested, Requested) and requested.toolName == "lookup_order"
+    results = [e for e in typed if isinstance(e, Result)]
+    assert [(r.outcome, r.result, r.error) for r in results] == [
+        ("succeeded", {"orderId": "ord_1", "total": 12900}, None)
     ]
 
 

@@ -178,3 +178,42 @@ def test_a_statement_compiled_for_one_database_is_never_run_on_another() -> None
         collide.undo()
     assert "FOR UPDATE" not in on_sqlite.sql, "SQLite has no row locks"
     assert "FOR UPDATE" in on_postgres.sql and "$1" in on_postgres.sql
+
+
+# What storage/direct.py uses of SQLAlchemy and asyncpg that neither library promises
+# (docs/performance.md says what it saves). A library upgrade that renames or reshapes
+# any of it fails here, by name, before a request meets it.
+_ADAPTER_PRIVATE = {
+    "_execute_mutex": None,  # the adapter's lock around each execution
+    "_transaction": None,  # None until the adapter has started its transaction
+    "_start_transaction": "(self)",
+    "_connection": None,  # the asyncpg connection itself (`executemany`)
+    "_prepare": "(self, operation, invalidate_timestamp)",  # its prepared-statement cache
+    "_handle_exception": "(self, error: 'Exception') -> 'NoReturn'",
+}
+
+
+def test_the_private_parts_of_sqlalchemy_it_relies_on_are_still_there() -> None:
+    import inspect
+
+    from sqlalchemy.dialects.postgresql.asyncpg import AsyncAdapt_asyncpg_connection as Adapter
+
+    missing = []
+    for name, signature in _ADAPTER_PRIVATE.items():
+        owner = next((k for k in Adapter.__mro__ if name in vars(k)), None)
+        if owner is None:
+            missing.append(f"{name} is gone")
+        elif signature is not None and str(inspect.signature(getattr(Adapter, name))) != signature:
+            missing.append(f"{name}{inspect.signature(getattr(Adapter, name))} is not {name}{signature}")
+    compiled = (
+        sa.select(approvals.c.id)
+        .where(approvals.c.id == sa.bindparam("id"))
+        .compile(dialect=sa.create_mock_engine("postgresql+asyncpg://", lambda *_: None).dialect)
+    )
+    if getattr(compiled, "positiontup", None) != ["id"]:
+        missing.append("SQLCompiler.positiontup no longer lists a positional statement's parameters")
+    assert not missing, (
+        f"SQLAlchemy {sa.__version__} changed what storage/direct.py relies on: "
+        + "; ".join(missing)
+        + ". Adapt storage/direct.py (_pg_run, _Compiled) to the new version, or pin the old one"
+    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from storage.records import TraceContext
+from storage.record_columns import TraceContext
 
 ROOT = '{"span":"00f067aa0ba902b7","sampled":true}'
 CHILD = (

@@ -19,6 +19,7 @@ from typing import Any, Literal, TypeVar
 import httpx
 
 from cosigner import _gate, _http
+from cosigner.answers import AuditEvent, AuditTrail
 from cosigner.decision import Decision, parse_approval
 from cosigner.errors import CosignerError, WrongKeyScope
 from cosigner.events import DECIDED, ApprovalEvent, EventParser
@@ -247,6 +248,12 @@ def audit(config: _http.Config, approval: str | Decision) -> Flow[list[dict[str,
     """`GET /v1/approvals/{id}/audit`: the hash-chained events."""
     response = yield from send(config, "GET", path_of(approval, "/audit"))
     return list(json.loads(response.content)["events"])
+
+
+def audit_trail(config: _http.Config, approval: str | Decision) -> Flow[list[AuditEvent]]:
+    """`GET /v1/approvals/{id}/audit` as models: each event's `typed()` reads its data."""
+    response = yield from send(config, "GET", path_of(approval, "/audit"))
+    return AuditTrail.model_validate_json(response.content).events
 
 
 def verify_grant(

@@ -6,6 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from cosigner.audit_events import AuditEventModel, UnknownEvent, parse_event
 from cosigner.denials import Denial
 from cosigner.enums import ApprovalStatus, ErrorCode, SurfaceType
 from cosigner.handoff import HandoffReceipt
@@ -236,7 +237,7 @@ class ResultRecorded(Wire):
 
 
 class AuditEvent(Wire):
-    """One event of an approval's hash-chained audit record."""
+    """One event of an approval's hash-chained audit record; `typed()` reads its data."""
 
     approvalId: str
     tenant: str
@@ -247,6 +248,14 @@ class AuditEvent(Wire):
     data: Any
     prevHash: str
     hash: str
+
+    def typed(self) -> AuditEventModel | UnknownEvent:
+        """The event's data read through its kind's model (`cosigner.audit_events`, the models
+        the server writes it from): `UnknownEvent` for a kind this SDK does not know, or data
+        its model cannot read (kept whole, under `unparseable` when no JSON object)."""
+        if isinstance(self.data, dict):
+            return parse_event(self.event, self.data)
+        return UnknownEvent(kind=self.event, fields={"unparseable": self.data})
 
 
 class AuditTrail(Wire):

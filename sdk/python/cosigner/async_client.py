@@ -14,6 +14,7 @@ from cosigner import _core, _gate, _http
 from cosigner._drivers import Shell, arguments, drive_async
 from cosigner._keepalive import BlockingKeepAlive, KeepAlive, Origin, send_async
 from cosigner._outbox import Outbox
+from cosigner.answers import AuditEvent
 from cosigner.decision import Decision
 from cosigner.errors import ConfigurationError
 from cosigner.events import ApprovalEvent
@@ -233,6 +234,10 @@ class AsyncCosigner(Shell):
     async def audit(self, approval: str | Decision) -> list[dict[str, Any]]:
         """The approval's hash-chained audit events."""
         return await drive_async(_core.audit(self.config, approval), self._send)
+
+    async def audit_trail(self, approval: str | Decision) -> list[AuditEvent]:
+        """The approval's hash-chained audit events as models (see `Cosigner.audit_trail`)."""
+        return await drive_async(_core.audit_trail(self.config, approval), self._send)
 
     async def verify_grant(
         self,

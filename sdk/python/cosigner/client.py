@@ -15,6 +15,7 @@ from cosigner import _core, _gate, _http
 from cosigner._drivers import Shell, arguments, drive, drive_async
 from cosigner._keepalive import BlockingKeepAlive, Origin
 from cosigner._outbox import Outbox
+from cosigner.answers import AuditEvent
 from cosigner.decision import Decision
 from cosigner.errors import ConfigurationError
 from cosigner.events import ApprovalEvent
@@ -208,6 +209,11 @@ class Cosigner(Shell):
     def audit(self, approval: str | Decision) -> list[dict[str, Any]]:
         """The approval's hash-chained audit events."""
         return drive(_core.audit(self.config, approval), self._send)
+
+    def audit_trail(self, approval: str | Decision) -> list[AuditEvent]:
+        """The approval's hash-chained audit events as models: `event.typed()` is its data as
+        the kind's model (`cosigner.audit_events`), the one the server wrote it from."""
+        return drive(_core.audit_trail(self.config, approval), self._send)
 
     def verify_grant(
         self,
