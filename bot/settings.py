@@ -26,7 +26,7 @@ from bot.settings_rules import (
     SECRET_FIELDS,
     LogLevel,
 )
-from storage.database import SqliteSync
+from storage.sqlite_sync import SqliteSync
 from storage.urls import database_backend, default_sqlite_url
 
 

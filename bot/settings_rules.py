@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from storage.database import SqliteSync
+from storage.sqlite_sync import SqliteSync
 
 DEV_SECRET = "cosigner-dev-secret-do-not-use-in-production"
 MIN_SECRET_BYTES = 32

@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from enum import StrEnum
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -42,6 +41,7 @@ from storage.group_commit import GroupWriter
 from storage.known import CREATED, HELD, Known
 from storage.permissions import make_private
 from storage.records import Record
+from storage.sqlite_sync import SqliteSync
 from storage.steps import Gate, optimistic_on, read_on, single_write_on, snapshot_on, write_on
 from storage.urls import DatabaseUrlError, safe_url
 from storage.work import SCHEMA, Work
@@ -51,20 +51,6 @@ MIGRATIONS = Path(__file__).parent / "migrations"
 # and redacted parameters, and a database error may end up in a traceback in the log.
 T = TypeVar("T")
 READ_THREADS = 3
-
-
-class SqliteSync(StrEnum):
-    """How SQLite syncs a commit to disk (`PRAGMA synchronous`, in WAL mode).
-
-    NORMAL: a commit survives Cosigner crashing or being killed, and the database is never
-    corrupted, but the last commits before a power cut or an operating-system crash may be
-    lost (SQLite syncs the write-ahead log at checkpoints). FULL: the log is synced at every
-    COMMIT, so a commit is on disk before anyone is answered; transactions committed
-    together (group commit) share one sync.
-    """
-
-    NORMAL = "NORMAL"
-    FULL = "FULL"
 
 
 def head_revision() -> str | None:

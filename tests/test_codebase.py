@@ -63,9 +63,24 @@ def test_the_app_and_its_surfaces_load_no_emulator_sandbox_or_server() -> None:
 
 
 def test_the_cli_loads_uvicorn_to_serve_and_nothing_dev_only() -> None:
-    loaded = loaded_by("import bot.cli.commands, bot.http.app, surfaces.slack, surfaces.sms")
+    # `serve` imports the server when it runs; the other commands load none of it.
+    assert loaded_by("import bot.cli.commands") == []
+    loaded = loaded_by(
+        "import bot.cli.commands, bot.http.app, surfaces.slack, surfaces.sms; "
+        "from bot.http import Server, announce, bind, build_app"
+    )
     assert "uvicorn" in loaded  # `cosigner serve` runs it
     assert [m for m in loaded if m.split(".")[0] != "uvicorn"] == []
+
+
+def test_the_cli_loads_a_commands_libraries_only_when_it_runs() -> None:
+    # Each `cosigner` command is a new process: `policy check` or `--help` must not pay for
+    # the database, the HTTP stack or the models (about half a second of CPU each).
+    heavy = ("sqlalchemy", "alembic", "pydantic", "httpx", "starlette", "uvicorn", "jwt", "cryptography")
+    probe = f"import sys, bot.cli.commands; print(' '.join(m for m in {heavy!r} if m in sys.modules))"
+    result = run(sys.executable, "-c", probe)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == []
 
 
 def _names(specs: list[str]) -> set[str]:

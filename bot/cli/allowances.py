@@ -7,19 +7,19 @@ import argparse
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bot.approvals import Allowances
-from bot.http import TenantKeys
-from storage.allowances import StandingAllow
-from storage.database import Database
-from storage.record_columns import iso
+if TYPE_CHECKING:
+    from storage.allowances import StandingAllow
+    from storage.database import Database
 
-WithDb = Callable[[Callable[[Database, Any], Awaitable[Any]]], Coroutine[Any, Any, Any]]
+    WithDb = Callable[[Callable[[Database, Any], Awaitable[Any]]], Coroutine[Any, Any, Any]]
 
 
 def line(a: StandingAllow) -> str:
     """One standing allow on one line: id, tenant, tool, who gave it, whose calls, until when, uses."""
+    from storage.record_columns import iso
+
     return (
         f"{a.id}  {a.scope.tenant}  {a.scope.tool_name}  granted by {a.surface.value}:{a.granted_by}  "
         f"for calls of {a.scope.requester}  until {iso(a.expires_at)}  used {a.uses}/{a.max_uses}  "
@@ -31,6 +31,9 @@ def register(sub: Any, with_db: WithDb, usage_error: type[Exception]) -> None:
     """Add the `allowances` command group to the CLI's subparsers."""
 
     def listed(args: argparse.Namespace) -> int:
+        from bot.approvals import Allowances
+        from bot.http import TenantKeys
+
         async def go(db: Database, settings: Any) -> list[StandingAllow]:
             if args.tenant is not None and args.tenant not in await TenantKeys(db).names():
                 raise usage_error(f"no tenant {args.tenant!r}; `cosigner tenants list` shows them")
@@ -44,6 +47,8 @@ def register(sub: Any, with_db: WithDb, usage_error: type[Exception]) -> None:
         return 0
 
     def revoke(args: argparse.Namespace) -> int:
+        from bot.approvals import Allowances
+
         async def go(db: Database, settings: Any) -> StandingAllow:
             return await Allowances(db, time.time).revoke(None, args.id, "operator", {"kind": "operator"})
 

@@ -9,17 +9,15 @@ import json
 import sys
 from collections.abc import Awaitable, Callable, Coroutine
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bot.settings import Settings, load_settings
-from bot.workers import audit_sink_secret
-from contracts.audit_events import Requested
-from storage import ledger
-from storage.audit import AuditRow, Finding, event_to_cloudevent, event_to_json, stream_since, verify_chains
-from storage.database import Database
-from storage.work import Work
+if TYPE_CHECKING:
+    from bot.settings import Settings
+    from storage.audit import AuditRow, Finding
+    from storage.database import Database
+    from storage.work import Work
 
-WithDb = Callable[[Callable[[Database, Any], Awaitable[Any]]], Coroutine[Any, Any, Any]]
+    WithDb = Callable[[Callable[[Database, Any], Awaitable[Any]]], Coroutine[Any, Any, Any]]
 
 
 def register(sub: Any, with_db: WithDb, usage_error: type[Exception]) -> None:
@@ -27,6 +25,8 @@ def register(sub: Any, with_db: WithDb, usage_error: type[Exception]) -> None:
 
     def audit_show(args: argparse.Namespace) -> int:
         """Print an approval's audit events as JSON lines."""
+        from contracts.audit_events import Requested
+        from storage import ledger
 
         async def go(db: Database, settings: Settings) -> list[AuditRow]:
             return await db.run_read(lambda tx: ledger.events_of(tx, args.id))
@@ -58,6 +58,8 @@ def register(sub: Any, with_db: WithDb, usage_error: type[Exception]) -> None:
     def audit_export(args: argparse.Namespace) -> int:
         """Write every audit event since a time as JSON lines: Cosigner's own shape, or CloudEvents
         1.0 in the JSON event format (`--format cloudevents`, docs/audit.md)."""
+        from storage.audit import event_to_cloudevent, event_to_json, stream_since
+
         since = _since(args.since)
         cloud = args.format == "cloudevents"
 
@@ -77,6 +79,9 @@ def register(sub: Any, with_db: WithDb, usage_error: type[Exception]) -> None:
 
     def audit_sink_key(args: argparse.Namespace) -> int:
         """Print the audit sink's Standard Webhooks secret (derived from COSIGNER_SECRET)."""
+        from bot.settings import load_settings
+        from bot.workers import audit_sink_secret
+
         settings = load_settings()
         if not settings.secret:
             raise usage_error("set COSIGNER_SECRET (the server's value) to derive the audit sink's secret")
@@ -85,6 +90,7 @@ def register(sub: Any, with_db: WithDb, usage_error: type[Exception]) -> None:
 
     def audit_verify(args: argparse.Namespace) -> int:
         """Check every hash chain; exit 1 and list the breaks if any row was edited or deleted."""
+        from storage.audit import verify_chains
 
         async def go(db: Database, settings: Settings) -> tuple[int, list[Finding]]:
             return await db.run_read(verify_chains, snapshot=True)

@@ -11,15 +11,15 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from bot.settings import load_settings
-from storage.backup import BackupError, backup_sqlite, pg_dump_advice
-from storage.urls import DatabaseUrlError, database_backend, safe_url
-
 
 def register(sub: Any, usage_error: type[Exception]) -> None:
     """Add the `backup` command to the CLI's subparsers."""
 
     def backup(args: argparse.Namespace) -> int:
+        from bot.settings import load_settings
+        from storage.backup import BackupError, backup_sqlite, pg_dump_advice
+        from storage.urls import DatabaseUrlError, database_backend, safe_url
+
         url = load_settings().database_url
         backend = database_backend(url)
         if backend == "postgresql":

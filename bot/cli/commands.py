@@ -4,11 +4,9 @@ doctor, backup."""
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import os
 import sys
-import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NoReturn
 
@@ -22,22 +20,26 @@ from bot.cli import policy as policy_cli
 from bot.cli import suggest as suggest_cli
 from bot.cli import tenants as tenants_cli
 from bot.cli import vapid as vapid_cli
-from bot.cli.database import require_schema, with_db
+from bot.cli.database import with_db
 from bot.cli.errors import UsageError
-from bot.http import ListenError, valid_port
-from bot.policy import Policy, load_policy, load_policy_file
-from bot.settings import Settings, SettingsError, load_settings
-from contracts.errors import CosignerError, PolicyError
-from storage.database import Database, DatabaseError
-from storage.urls import DatabaseUrlError, safe_url
+from cosigner._listen import ListenError, valid_port
 
 if TYPE_CHECKING:
     from starlette.routing import BaseRoute
+
+    from bot.policy import Policy
+    from bot.settings import Settings
+
+# Each command imports what it uses when it runs (the server, the database, the policy
+# engine), so that `cosigner policy check` or `cosigner backup` does not load the server.
 
 log = logging.getLogger("cosigner.cli")
 
 
 def _policy_at(path: str) -> Policy:
+    from bot.policy import load_policy_file
+    from contracts.errors import PolicyError
+
     policy = load_policy_file(path)
     if problems := policy.operation_problems():
         raise PolicyError(problems, policy.source)
@@ -57,6 +59,8 @@ def _shadow(settings: Settings) -> Policy | None:
 
 
 def _policy(settings: Settings) -> Policy:
+    from bot.policy import load_policy
+
     if settings.policy:
         return _policy_at(settings.policy)
     log.warning("COSIGNER_POLICY is not set; every tool is treated as danger (a person approves each call)")
@@ -65,10 +69,16 @@ def _policy(settings: Settings) -> Policy:
 
 def serve(args: argparse.Namespace) -> int:
     """Run the server."""
+    import asyncio
+    import time
+
     import uvicorn
 
+    from bot.cli.database import require_schema
     from bot.http import Server, announce, bind, build_app
     from bot.observability import configure
+    from bot.settings import load_settings
+    from storage.database import Database
 
     settings = load_settings()
     configure(settings.log_level)
@@ -133,6 +143,8 @@ def dev(args: argparse.Namespace) -> int:
 
 
 async def _migrate(settings: Settings) -> str | None:
+    from storage.database import Database
+
     db = Database(settings.database_url, sqlite_synchronous=settings.sqlite_sync)
     try:
         await db.migrate()
@@ -143,6 +155,10 @@ async def _migrate(settings: Settings) -> str | None:
 
 def migrate(args: argparse.Namespace) -> int:
     """Bring the database schema up to date."""
+    import asyncio
+
+    from bot.settings import load_settings
+
     revision = asyncio.run(_migrate(load_settings()))
     print(f"database is at revision {revision}")
     return 0
@@ -154,6 +170,9 @@ def _count(n: int, noun: str) -> str:
 
 def policy_check(args: argparse.Namespace) -> int:
     """Validate a policy file, printing every problem with its key path."""
+    from bot.policy import load_policy_file
+    from contracts.errors import PolicyError
+
     policy = load_policy_file(args.file)
     if problems := policy.operation_problems():
         raise PolicyError(problems, str(args.file))
@@ -249,28 +268,48 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         code: int = args.fn(args)
-    except PolicyError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except (CosignerError, DatabaseUrlError, SettingsError, ListenError, UsageError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
     except BrokenPipeError:
         # `cosigner audit export | head` closed our stdout: that is not an error.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except (DatabaseError, OSError) as exc:
+    except Exception as exc:
+        if not _told(exc):
+            raise
+        return 2
+    return code
+
+
+def _loaded(module: str, name: str) -> tuple[type[BaseException], ...]:
+    """The exception class `module.name` if that module was imported: an exception of a
+    module never imported cannot have been raised."""
+    found = sys.modules.get(module)
+    return () if found is None else (getattr(found, name),)
+
+
+def _told(exc: Exception) -> bool:
+    """Print the one line an expected failure gets; False for a failure not expected (a bug)."""
+    said = (
+        *_loaded("contracts.errors", "PolicyError"),
+        *_loaded("cosigner.errors", "CosignerError"),
+        *_loaded("storage.urls", "DatabaseUrlError"),
+        *_loaded("bot.settings", "SettingsError"),
+        ListenError,
+        UsageError,
+    )
+    if isinstance(exc, said):
+        print(f"error: {exc}", file=sys.stderr)
+        return True
+    if isinstance(exc, (*_loaded("sqlalchemy.exc", "DBAPIError"), OSError)):
+        from bot.settings import load_settings
+        from storage.urls import safe_url
+
         print(
             f"error: cannot use the database at {safe_url(load_settings().database_url)} "
             f"({type(exc).__name__}); check COSIGNER_DATABASE_URL and that the server is up",
             file=sys.stderr,
         )
-        return 2
-    except Exception as exc:
-        from bot.http import ConfigurationError
-
-        if isinstance(exc, ConfigurationError):
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
-        raise
-    return code
+        return True
+    if isinstance(exc, _loaded("bot.http.surface_config", "ConfigurationError")):
+        print(f"error: {exc}", file=sys.stderr)
+        return True
+    return False

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.cli.errors import UsageError
-from bot.settings import load_settings
-from storage.database import Database, head_revision
-from storage.urls import missing_sqlite_file, safe_url
+
+if TYPE_CHECKING:
+    from storage.database import Database
 
 
 async def require_schema(db: Database) -> None:
     """SQLite is migrated in place (one process owns it); PostgreSQL must be migrated
     explicitly, once per upgrade, so replicas never race to change the schema."""
+    from storage.database import head_revision
+    from storage.urls import safe_url
+
     if db.is_sqlite:
         await db.migrate()
         return
@@ -29,6 +32,8 @@ async def require_schema(db: Database) -> None:
 
 def require_file(url: str) -> None:
     """Reading commands refuse a SQLite file that does not exist rather than create an empty one."""
+    from storage.urls import missing_sqlite_file
+
     missing = missing_sqlite_file(url)
     if missing is not None:
         raise UsageError(
@@ -39,6 +44,9 @@ def require_file(url: str) -> None:
 async def with_db(fn: Any, *, create: bool = False) -> Any:
     """`await fn(db, settings)` on the configured database, its schema checked (`create`: a
     SQLite file that does not exist yet is made), closed after."""
+    from bot.settings import load_settings
+    from storage.database import Database
+
     settings = load_settings()
     if not create:
         require_file(settings.database_url)

@@ -7,19 +7,20 @@ import argparse
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bot.approvals import Denials, setter
-from bot.http import TenantKeys
-from storage.database import Database
-from storage.denials import StandingDeny
-from storage.record_columns import iso
+if TYPE_CHECKING:
+    from storage.database import Database
+    from storage.denials import StandingDeny
 
-WithDb = Callable[[Callable[[Database, Any], Awaitable[Any]]], Coroutine[Any, Any, Any]]
+    WithDb = Callable[[Callable[[Database, Any], Awaitable[Any]]], Coroutine[Any, Any, Any]]
 
 
 def line(d: StandingDeny) -> str:
     """One standing deny on one line: id, tenant, tool, who set it, whose runs, when, where."""
+    from bot.approvals import setter
+    from storage.record_columns import iso
+
     return (
         f"{d.id}  {d.scope.tenant}  {d.scope.tool_name}  set by {setter(d)}  "
         f"for runs of {d.scope.requester}  at {iso(d.created_at)}  on {d.approval_id}"
@@ -30,6 +31,9 @@ def register(sub: Any, with_db: WithDb, usage_error: type[Exception]) -> None:
     """Add the `denials` command group to the CLI's subparsers."""
 
     def listed(args: argparse.Namespace) -> int:
+        from bot.approvals import Denials
+        from bot.http import TenantKeys
+
         async def go(db: Database, settings: Any) -> list[StandingDeny]:
             if args.tenant is not None and args.tenant not in await TenantKeys(db).names():
                 raise usage_error(f"no tenant {args.tenant!r}; `cosigner tenants list` shows them")
@@ -43,6 +47,8 @@ def register(sub: Any, with_db: WithDb, usage_error: type[Exception]) -> None:
         return 0
 
     def lift(args: argparse.Namespace) -> int:
+        from bot.approvals import Denials, setter
+
         async def go(db: Database, settings: Any) -> StandingDeny:
             return await Denials(db, time.time).lift(None, args.id, "operator", {"kind": "operator"})
 

@@ -21,9 +21,10 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bot.settings import Reading, Settings, env_name, read_settings, secret_values
+if TYPE_CHECKING:
+    from bot.settings import Reading, Settings
 
 
 class Status(StrEnum):
@@ -57,6 +58,8 @@ class Context:
 
     def need(self, *fields: str) -> Settings:
         """The settings, or `Skipped` when any of `fields` broke its rule (or nothing parsed)."""
+        from bot.settings import env_name
+
         bad = [env_name(f) for f in fields if f in self.reading.refused]
         if bad:
             raise Skipped(f"not checked: {', '.join(bad)} breaks its rule (see settings)")
@@ -112,6 +115,7 @@ async def diagnose(
 ) -> list[Finding]:
     """Run every check (or those given) at once; their findings in the table's order."""
     from bot.cli.doctor_checks import CHECKS
+    from bot.settings import secret_values
 
     checks = CHECKS if checks is None else checks
     secrets = secret_values(environ)
@@ -146,6 +150,8 @@ def register(sub: Any) -> None:
     """Add the `doctor` command to the CLI's subparsers."""
 
     def doctor(args: argparse.Namespace) -> int:
+        from bot.settings import read_settings
+
         ctx = Context(read_settings(), timeout=args.timeout)
         findings = asyncio.run(diagnose(ctx))
         if args.json:

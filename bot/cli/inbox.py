@@ -7,16 +7,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bot.inbox.session import end_every
-from storage.database import Database
+if TYPE_CHECKING:
+    from storage.database import Database
 
-WithDb = Callable[[Callable[[Database, Any], Awaitable[Any]]], Coroutine[Any, Any, Any]]
+    WithDb = Callable[[Callable[[Database, Any], Awaitable[Any]]], Coroutine[Any, Any, Any]]
 
 
 async def sign_out(db: Database, person: str) -> int:
     """End every inbox session whose person holds the id `person`; how many there were."""
+    from bot.inbox.session import end_every
+
     return await end_every(db, person)
 
 

@@ -13,39 +13,24 @@ import tomllib
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bot.policy import (
-    ENABLED,
-    CaseFileError,
-    Policy,
-    assumed_sender,
-    junit,
-    load_cases,
-    load_policy_file,
-    parse_duration,
-    parse_surface,
-    rule_on,
-    run_cases,
-)
-
-# `replay` is also the name of its module, which shadows a package-level name once loaded.
-from bot.policy.replay import EXAMPLES, replay
-from bot.policy.to_cedar import removed, to_cedar
-from bot.settings import load_settings
-from storage.audit import stream_requests
-from storage.database import Database, head_revision
-from storage.urls import missing_sqlite_file, safe_url
-from storage.work import Work
+if TYPE_CHECKING:
+    from bot.policy import Policy
+    from storage.work import Work
 
 
 def _policy(path: str) -> Policy:
+    from bot.policy import load_policy_file
+
     # A handoff's or operation's secret is needed to run, not to decide: not checked here.
     return load_policy_file(path, check_secrets=False)
 
 
 def explain(args: argparse.Namespace, usage_error: type[Exception]) -> int:
     """Print what the policy decides for one call, and why."""
+    from bot.policy import ENABLED, assumed_sender, parse_surface, rule_on
+
     try:
         params = json.loads(args.params)
     except ValueError as exc:
@@ -73,6 +58,8 @@ def explain(args: argparse.Namespace, usage_error: type[Exception]) -> int:
 
 def test(args: argparse.Namespace, usage_error: type[Exception]) -> int:
     """Run a policy's test file: exit 0 when every case passes, 1 when any fails, 2 when malformed."""
+    from bot.policy import CaseFileError, junit, load_cases, run_cases
+
     policy = _policy(args.policy)
     try:
         cases = load_cases(args.tests)
@@ -99,6 +86,8 @@ def test(args: argparse.Namespace, usage_error: type[Exception]) -> int:
 
 def since_of(text: str | None, now: float, usage_error: type[Exception]) -> float:
     """`7d` (that long ago) or an ISO 8601 time, as UNIX seconds; None: the beginning."""
+    from bot.policy import parse_duration
+
     if not text:
         return 0.0
     try:
@@ -117,6 +106,10 @@ def since_of(text: str | None, now: float, usage_error: type[Exception]) -> floa
 async def read_record(work: Callable[[Work], Any], usage_error: type[Exception]) -> Any:
     """Run `work` on a snapshot of the server's database (COSIGNER_DATABASE_URL), read only:
     a database at another schema revision is refused, never migrated."""
+    from bot.settings import load_settings
+    from storage.database import Database, head_revision
+    from storage.urls import missing_sqlite_file, safe_url
+
     settings = load_settings()
     missing = missing_sqlite_file(settings.database_url)
     if missing is not None:
@@ -136,10 +129,15 @@ async def read_record(work: Callable[[Work], Any], usage_error: type[Exception])
 
 def replay_command(args: argparse.Namespace, usage_error: type[Exception]) -> int:
     """Decide the recorded requests again under a new policy and print what would change."""
+    # `replay` is also the name of its module, which shadows a package-level name once loaded.
+    from bot.policy.replay import EXAMPLES, replay
+    from storage.audit import stream_requests
+
     policy = _policy(args.policy)
     since = since_of(args.since, time.time(), usage_error)
+    examples = EXAMPLES if args.examples is None else args.examples
     found = asyncio.run(
-        read_record(lambda tx: replay(stream_requests(tx, since), policy, args.examples), usage_error)
+        read_record(lambda tx: replay(stream_requests(tx, since), policy, examples), usage_error)
     )
     print(json.dumps(found.to_json(), indent=2) if args.json else found.table())
     return 0
@@ -147,6 +145,8 @@ def replay_command(args: argparse.Namespace, usage_error: type[Exception]) -> in
 
 def to_cedar_command(args: argparse.Namespace, usage_error: type[Exception]) -> int:
     """Print (or write) the Cedar policies and schema that decide as a TOML policy does."""
+    from bot.policy.to_cedar import removed, to_cedar
+
     path = args.file or os.environ.get("COSIGNER_POLICY")
     if not path:
         raise usage_error("name the TOML policy file, or set COSIGNER_POLICY")
@@ -200,7 +200,8 @@ def register(policy: Any, usage_error: type[Exception]) -> None:
     r = policy.add_parser("replay", help="the recorded requests decided by a new policy: what would change")
     r.add_argument("--policy", required=True, help="the new policy file")
     r.add_argument("--since", help="how far back: 7d, 12h, or an ISO 8601 time (default: everything)")
-    r.add_argument("--examples", type=int, default=EXAMPLES, help="approval ids shown per change")
+    # Its default (bot.policy.replay.EXAMPLES) is read when replay runs, not to build the parser.
+    r.add_argument("--examples", type=int, help="approval ids shown per change")
     r.add_argument("--json", action="store_true", help="print JSON")
     r.set_defaults(fn=bound(replay_command))
     c = policy.add_parser("to-cedar", help="the Cedar policies and schema that decide as a TOML policy does")

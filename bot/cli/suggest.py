@@ -10,12 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from bot.cli.policy import read_record, since_of
-from bot.policy import load_policy_file, parse_duration
-from bot.policy.history import READ, collect
-from bot.policy.suggest import suggest
-from bot.policy.suggest_regions import Thresholds
-from bot.settings import load_settings
-from storage.audit import stream_events
 
 SINCE = "30d"
 
@@ -34,6 +28,8 @@ def _at_least(minimum: int) -> Any:
 
 
 def _period(since: str) -> str:
+    from bot.policy import parse_duration
+
     try:
         parse_duration(since)
     except ValueError:
@@ -43,6 +39,13 @@ def _period(since: str) -> str:
 
 def suggest_command(args: argparse.Namespace, usage_error: type[Exception]) -> int:
     """Print the `when` blocks the record supports, as TOML to review."""
+    from bot.policy import load_policy_file
+    from bot.policy.history import READ, collect
+    from bot.policy.suggest import suggest
+    from bot.policy.suggest_thresholds import Thresholds
+    from bot.settings import load_settings
+    from storage.audit import stream_events
+
     path = args.policy or load_settings().policy
     if not path:
         raise usage_error("give the policy in effect: --policy FILE, or set COSIGNER_POLICY")
@@ -66,6 +69,8 @@ def suggest_command(args: argparse.Namespace, usage_error: type[Exception]) -> i
 
 def register(policy: Any, usage_error: type[Exception]) -> None:
     """Add `suggest` to the CLI's `policy` subcommands."""
+    from bot.policy.suggest_thresholds import Thresholds
+
     t = Thresholds()
     s = policy.add_parser(
         "suggest", help="when blocks learned from the decisions on record, as TOML to review (never applied)"

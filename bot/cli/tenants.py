@@ -5,15 +5,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bot.approvals import callback_secret
 from bot.cli.database import with_db
 from bot.cli.errors import UsageError
-from bot.http import IssuedKey, NewTenant, TenantKeys
-from bot.settings import Settings, load_settings
 from contracts.enums import KeyScope
-from storage.database import Database
+
+if TYPE_CHECKING:
+    from bot.http import IssuedKey, NewTenant
+    from bot.settings import Settings
+    from storage.database import Database
 
 
 def _key_line(k: IssuedKey) -> str:
@@ -23,6 +24,9 @@ def _key_line(k: IssuedKey) -> str:
 
 def tenants_create(args: argparse.Namespace) -> int:
     """Create a tenant and print its agent key and approver key once."""
+    from bot.approvals import callback_secret
+    from bot.http import TenantKeys
+    from bot.settings import load_settings
 
     async def go(db: Database, settings: Settings) -> NewTenant:
         return await TenantKeys(db).create(args.name)
@@ -45,6 +49,7 @@ def tenants_create(args: argparse.Namespace) -> int:
 
 def tenants_key_create(args: argparse.Namespace) -> int:
     """Add a key of one scope to a tenant and print it once."""
+    from bot.http import TenantKeys
 
     async def go(db: Database, settings: Settings) -> IssuedKey:
         return await TenantKeys(db).add_key(args.tenant, KeyScope(args.scope))
@@ -57,6 +62,7 @@ def tenants_key_create(args: argparse.Namespace) -> int:
 
 def tenants_key_revoke(args: argparse.Namespace) -> int:
     """Remove one of a tenant's keys by its id."""
+    from bot.http import TenantKeys
 
     async def go(db: Database, settings: Settings) -> bool:
         await TenantKeys(db).revoke(args.tenant, args.key_id)
@@ -77,6 +83,10 @@ def _refused_when(sqlite: bool) -> str:
 
 def tenants_secret(args: argparse.Namespace) -> int:
     """Print a tenant's callback signing secret (derived from COSIGNER_SECRET)."""
+    from bot.approvals import callback_secret
+    from bot.http import TenantKeys
+    from bot.settings import load_settings
+
     settings = load_settings()
     if not settings.secret:
         print("error: set COSIGNER_SECRET (the server's value) to derive callback secrets", file=sys.stderr)
@@ -93,6 +103,7 @@ def tenants_secret(args: argparse.Namespace) -> int:
 
 def tenants_rotate(args: argparse.Namespace) -> int:
     """Give a tenant a new agent key, revoking its other agent keys."""
+    from bot.http import TenantKeys
 
     async def go(db: Database, settings: Settings) -> tuple[str, bool]:
         return await TenantKeys(db).rotate(args.name), db.is_sqlite
@@ -105,6 +116,7 @@ def tenants_rotate(args: argparse.Namespace) -> int:
 
 def tenants_list(args: argparse.Namespace) -> int:
     """List tenant names."""
+    from bot.http import TenantKeys
 
     async def go(db: Database, settings: Settings) -> list[str]:
         return await TenantKeys(db).names()

@@ -11,18 +11,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bot.cli.inbox import WithDb
-from bot.push import public_key, vapid_pem
-from storage.database import Database
-from storage.sealing import TokenSeal
+if TYPE_CHECKING:
+    from bot.cli.inbox import WithDb
+    from storage.database import Database
 
 
 def register(sub: Any, with_db: WithDb) -> None:
     """Add the `vapid` command to the CLI's subparsers."""
 
     def vapid(args: argparse.Namespace) -> int:
+        from bot.push import public_key, vapid_pem
+        from storage.sealing import TokenSeal
+
         async def go(db: Database, settings: Any) -> bytes:
             return await vapid_pem(db, TokenSeal(settings.secret or ""), time.time(), new=args.new)
 

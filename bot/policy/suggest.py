@@ -22,7 +22,8 @@ from typing import Any
 from bot.policy.history import Call, Evidence
 from bot.policy.replay import replay
 from bot.policy.rules import Policy, load_policy
-from bot.policy.suggest_regions import Region, Thresholds, regions
+from bot.policy.suggest_regions import Region, regions
+from bot.policy.suggest_thresholds import Thresholds
 from contracts.enums import ToolKind
 from contracts.errors import PolicyError
 

@@ -29,6 +29,7 @@ from typing import Any
 from bot.policy.history import Call, Evidence
 from bot.policy.paths import find
 from bot.policy.redaction import REDACTED
+from bot.policy.suggest_thresholds import Thresholds
 from bot.policy.when_schema import ValueKind, compile_pattern, kind_of
 from contracts.shown import MASK
 
@@ -39,16 +40,6 @@ _PREFIXES_PER_VALUE = 4
 _UNSAFE = r";&|`$<>()\r\n"
 # The whole value: no shell operator, no line break, and no `..` (a dot is never followed by one).
 GUARD = rf"([^.{_UNSAFE}]|\.[^.{_UNSAFE}])*\.?"
-
-
-@dataclass(frozen=True)
-class Thresholds:
-    """How much evidence a suggestion needs (each a `policy suggest` flag)."""
-
-    min_approvals: int = 10  # approved calls inside the suggested region
-    min_people: int = 2  # distinct people among their approvers
-    max_values: int = 10  # distinct values a path may hold for an `in` list
-    min_per_value: int = 3  # approvals of each value an `in` list names
 
 
 @dataclass

@@ -14,6 +14,7 @@ asked for that scope, as OpenID Connect issuers do, so the sandbox phone can sig
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import html
 import secrets
@@ -63,6 +64,13 @@ class _Grant:
     scopes: frozenset[str] = frozenset()
 
 
+@functools.cache
+def signing_key() -> RSAKey:
+    """The key the providers of this process sign ID tokens with, made on first use: making
+    an RSA key costs about 40 ms of CPU, and most emulated Slacks never sign anyone in."""
+    return RSAKey.generate_key(2048, parameters={"kid": "emu-1", "use": "sig"})
+
+
 class OpenIdProvider:
     """The OpenID endpoints of the emulated Slack, with its users and registered clients."""
 
@@ -72,7 +80,6 @@ class OpenIdProvider:
         self.people: dict[str, Person] = {}
         self.clients: dict[str, str] = {}
         self.forge_next: Forgery | None = None
-        self._key = RSAKey.generate_key(2048, parameters={"kid": "emu-1", "use": "sig"})
         self._codes: dict[str, _Grant] = {}
         self._tokens: dict[str, _Grant] = {}
 
@@ -135,7 +142,7 @@ class OpenIdProvider:
         )
 
     async def _keys(self, request: Request) -> Response:
-        return JSONResponse({"keys": [self._key.as_dict(private=False)]})
+        return JSONResponse({"keys": [signing_key().as_dict(private=False)]})
 
     async def _authorize(self, request: Request) -> Response:
         args = dict(request.query_params)
@@ -221,7 +228,7 @@ class OpenIdProvider:
         }
         if forgery is Forgery.AUDIENCE:
             claims["azp"] = client_id  # claims to be for this client, but its audience is another
-        key = self._key
+        key = signing_key()
         if forgery is Forgery.SIGNATURE:
             key = RSAKey.generate_key(2048, parameters={"kid": "emu-1", "use": "sig"})
         return jwt.encode({"alg": "RS256", "kid": "emu-1", "typ": "JWT"}, claims, key)

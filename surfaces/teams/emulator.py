@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import functools
 import hashlib
 import itertools
 import json
@@ -38,6 +39,14 @@ from surfaces.teams.auth import ISSUER
 from surfaces.teams.certificate import ASSERTION_TYPE
 
 KEY_ID = "cosigner-emulator"
+
+
+@functools.cache
+def shared_key() -> rsa.RSAPrivateKey:
+    """The RSA key the emulators of this process sign with, made on first use."""
+    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+
 # The Bot Connector refuses a message above 40 KB, counted as UTF-16 (MessageSizeTooBig).
 MESSAGE_LIMIT = 40 * 1024
 
@@ -82,10 +91,13 @@ class TeamsEmulator:
         app_password: str,
         tenant_id: str,
         clock: Callable[[], float] = time.time,
+        key: rsa.RSAPrivateKey | None = None,
     ) -> None:
         self.app_id, self.app_password, self.tenant_id = app_id, app_password, tenant_id
         self.clock = clock
-        self._key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        # One key per process unless given one: making an RSA key costs about 40 ms of CPU,
+        # and emulators do not need keys of their own (a forger is given another).
+        self._key = key or shared_key()
         self.posted: dict[str, Posted] = {}
         self.tokens: set[str] = set()
         self.token_requests = 0

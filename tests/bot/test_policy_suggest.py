@@ -17,7 +17,8 @@ from bot.cli import main
 from bot.policy import ENABLED, load_policy, load_policy_file, rule_on
 from bot.policy.history import Evidence, collect
 from bot.policy.suggest import suggest
-from bot.policy.suggest_regions import GUARD, Thresholds
+from bot.policy.suggest_regions import GUARD
+from bot.policy.suggest_thresholds import Thresholds
 from contracts.wire import DashboardSurface
 from storage.audit import stream_events
 from storage.database import Database

@@ -10,7 +10,7 @@ import pytest
 from bot.http.app import build_app, parts_of
 from bot.policy.rules import load_policy
 from bot.settings import SettingsError, load_settings
-from storage.database import SqliteSync
+from storage.sqlite_sync import SqliteSync
 from storage.work import Work
 from tests.harness import DEFAULT_POLICY, TEST_SECRET
 

@@ -7,13 +7,16 @@ deny; the same script with a well-formed approval is an allow, so the deny is th
 
 from __future__ import annotations
 
+import http.client
 import json
+import socket
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from cosigner.hooks import plain
 from cosigner.hooks.asking import Asking
 from cosigner.hooks.plain import DECIDED_FIELDS, DECIDERS, START_FIELDS, Call, PlainClient, Unreachable
 from cosigner.hooks.settings import HookSettings
@@ -170,10 +173,48 @@ def test_a_url_that_is_not_http_is_refused() -> None:
         PlainClient("ftp://cosigner.example.com", "k")
 
 
-def test_unreachable_is_raised_after_retrying() -> None:
-    client = PlainClient("http://127.0.0.1:9", "k", timeout=1.0, retry_for=0.2)
-    with pytest.raises(Unreachable):
+class SteppedTime:
+    """`time` for the client: `sleep` moves `monotonic` on and is recorded, nothing waits."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.sleeps: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+def test_a_refused_connection_is_unreachable_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Nothing listens on the port: asking again would only keep the agent waiting.
+    stepped = SteppedTime()
+    monkeypatch.setattr(plain, "time", stepped)
+    with socket.socket() as bound:
+        bound.bind(("127.0.0.1", 0))  # bound, never listening: connections are refused
+        client = PlainClient(f"http://127.0.0.1:{bound.getsockname()[1]}", "k", timeout=1.0, retry_for=60)
+        with pytest.raises(Unreachable, match="ConnectionRefusedError"):
+            client.send("GET", "/v1/approvals/x", None, 1.0, idempotent=True)
+    assert stepped.sleeps == []
+
+
+def test_a_connection_that_times_out_is_retried_then_unreachable(monkeypatch: pytest.MonkeyPatch) -> None:
+    stepped = SteppedTime()
+    monkeypatch.setattr(plain, "time", stepped)
+    attempts: list[str] = []
+
+    def connect(self: http.client.HTTPConnection) -> None:
+        attempts.append(self.host)
+        raise TimeoutError("timed out")
+
+    monkeypatch.setattr(http.client.HTTPConnection, "connect", connect)
+    client = PlainClient("http://cosigner.example.com", "k", timeout=1.0, retry_for=30)
+    with pytest.raises(Unreachable, match="TimeoutError"):
         client.send("GET", "/v1/approvals/x", None, 1.0, idempotent=True)
+    assert len(attempts) == len(stepped.sleeps) + 1 > 2  # asked again, with backoff, ...
+    assert 30 <= stepped.now - 1000.0 < 33  # ... for retry_for seconds
 
 
 def test_the_field_sets_are_the_wire_models() -> None:

@@ -9,7 +9,8 @@ import pytest
 from sqlalchemy.engine import Connection
 
 from storage import raw
-from storage.database import Database, SqliteSync
+from storage.database import Database
+from storage.sqlite_sync import SqliteSync
 from storage.work import Work
 
 # SQLite reports the level as a number.

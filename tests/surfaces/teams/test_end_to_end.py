@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
 
 from surfaces.teams.emulator import TeamsEmulator
 from tests.databases import DESK, postgres_elsewhere, sqlite_all_postgres_some
@@ -122,7 +123,10 @@ async def test_a_token_signed_by_another_key_or_none_decides_nothing(db_kind: st
         key = await h.create_tenant("acme")
         approval_id = await request(h, key)
         card = await posted(h, emu, approval_id)
-        async with TeamsEmulator.running(app_id=APP_ID, app_password=PASSWORD, tenant_id=HOME) as forger:
+        another = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        async with TeamsEmulator.running(
+            app_id=APP_ID, app_password=PASSWORD, tenant_id=HOME, key=another
+        ) as forger:
             forged = forger.token_for(emu.api_url)  # same kid, same claims, another key
         for token in (forged, ""):
             response = await emu.click(h.client, card, "approve", ALICE, token=token)

@@ -302,8 +302,9 @@ class PlainClient:
     def send(
         self, method: str, path: str, content: bytes | None, timeout: float, *, idempotent: bool = False
     ) -> bytes:
-        """The 2xx answer's body; Refused for an error answer, Unreachable once retrying (only
-        where repeating is safe, with backoff, for `retry_for` seconds) gave up."""
+        """The 2xx answer's body; Refused for an error answer, Unreachable at once for a refused
+        connection, else once retrying (only where repeating is safe, with backoff, for
+        `retry_for` seconds) gave up."""
         started = time.monotonic()
         delay = 0.05
         while True:
@@ -330,7 +331,11 @@ class PlainClient:
         try:
             try:
                 conn.connect()
-            except OSError as exc:  # refused, unknown host, no route: nothing was sent
+            except ConnectionRefusedError as exc:
+                # Nothing listens there: the hook answers at once rather than keep the agent
+                # waiting on a Cosigner that is down or a COSIGNER_URL that is wrong.
+                raise Unreachable(f"{type(exc).__name__}: {exc}") from None
+            except OSError as exc:  # no route, a name not resolved, a timeout: nothing was sent
                 raise _Retry(f"{type(exc).__name__}: {exc}") from None
             try:
                 conn.request(method, self.base + path, body=content, headers=headers)
