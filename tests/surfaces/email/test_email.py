@@ -298,3 +298,15 @@ async def test_a_parameter_name_with_a_line_break_cannot_start_a_line_of_its_own
             assert not any(
                 line.startswith("Open the request") and "evil" in line for line in text.splitlines()
             )
+
+
+def test_a_message_id_is_never_masked_as_a_card_number_on_the_audit_record() -> None:
+    """The standard library's Message-ID held 19 digits often enough that `email_sent`
+    recorded `[hidden: card number, 19 chars]` instead of the id it sent (one run in a few)."""
+    from bot.policy import redact
+    from surfaces.email.message import message_id
+
+    ids = [message_id("cosigner.example") for _ in range(5000)]
+    assert len(set(ids)) == len(ids)
+    masked = [i for i in ids if redact({"messageId": i}) != {"messageId": i}]
+    assert masked == []
