@@ -235,6 +235,16 @@ def add_events(tx: Work, approval: Head, now: float, events: list[Event]) -> Non
     )
 
 
+def note(tx: Work, approval_id: str, now: float, events: list[Event]) -> bool:
+    """Chain `events` onto the approval under its lock, changing nothing else (`add_events`);
+    False, with nothing written, when there is no such approval."""
+    approval = head(tx, approval_id, lock=True)
+    if approval is None:
+        return False
+    add_events(tx, approval, now, events)
+    return True
+
+
 def _chain(
     tx: Work,
     approval_id: str,

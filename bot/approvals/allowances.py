@@ -235,11 +235,10 @@ def revoke_tx(
             "allowances list`) shows the ones in force"
         )
     if allowance_store.revoke(tx, allowance_id, by, now):
-        rec = ledger.load(tx, found.approval_id, lock=True)
-        if rec is not None:
-            revoked = AllowanceRevoked(allowanceId=allowance_id, by=by)
-            event = Event(AuditEvent.ALLOWANCE_REVOKED, dict(actor), written(revoked))
-            ledger.append(tx, rec, now, [event])
+        revoked = AllowanceRevoked(allowanceId=allowance_id, by=by)
+        ledger.note(
+            tx, found.approval_id, now, [Event(AuditEvent.ALLOWANCE_REVOKED, dict(actor), written(revoked))]
+        )
     return allowance_store.load(tx, allowance_id) or found
 
 

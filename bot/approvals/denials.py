@@ -175,11 +175,10 @@ def lift_tx(
             "list`) shows the ones in force"
         )
     if denial_store.lift(tx, denial_id, by, now):
-        rec = ledger.load(tx, found.approval_id, lock=True)
-        if rec is not None:
-            lifted = StandingDenyLifted(denialId=denial_id, by=by)
-            event = Event(AuditEvent.STANDING_DENY_LIFTED, dict(actor), written(lifted))
-            ledger.append(tx, rec, now, [event])
+        lifted = StandingDenyLifted(denialId=denial_id, by=by)
+        ledger.note(
+            tx, found.approval_id, now, [Event(AuditEvent.STANDING_DENY_LIFTED, dict(actor), written(lifted))]
+        )
     return denial_store.load(tx, denial_id) or found
 
 

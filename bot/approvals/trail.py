@@ -48,9 +48,7 @@ def record_delivery(tx: Work, approval_id: str, receipt: Receipt, clock: Clock) 
 
 def record_note(tx: Work, approval_id: str, event: AuditEvent, data: Mapping[str, Any], clock: Clock) -> None:
     """Append a surface or worker event (redacted); nothing if the approval is gone."""
-    rec = ledger.load(tx, approval_id, lock=True)
-    if rec is not None:
-        ledger.append(tx, rec, clock(), [Event(event, {"kind": "surface"}, redact(dict(data)))])
+    ledger.note(tx, approval_id, clock(), [Event(event, {"kind": "surface"}, redact(dict(data)))])
 
 
 def record_result(
